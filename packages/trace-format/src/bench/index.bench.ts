@@ -1,0 +1,1 @@
+console.log('trace-format benchmarks: none yet');

@@ -1,0 +1,114 @@
+/**
+ * Benchmark helpers shared by every package's `*.bench.ts`. Benchmarks report numbers; they never fail on speed.
+ * Run with `node` directly (type stripping), never under a test runner.
+ */
+
+export interface Measurement {
+  /** Row label, e.g. "ringbuf write+read 32 B". */
+  name: string;
+  /** Nanoseconds per operation (median of the samples). */
+  nsPerOp: number;
+  /** Operations per second derived from nsPerOp. */
+  opsPerSec: number;
+  /** Optional throughput in bytes per second. */
+  bytesPerSec?: number;
+}
+
+export interface MeasureOptions {
+  /** Operations performed by one call of `fn` (a batch). Default 1. */
+  opsPerCall?: number;
+  /** Bytes moved by one operation, to report MB/s. */
+  bytesPerOp?: number;
+  /** Minimum wall time of one sample in ms. Default 200. */
+  sampleMs?: number;
+  /** Number of samples; the median is reported. Default 7. */
+  samples?: number;
+}
+
+/** Times `fn` (which performs `opsPerCall` operations) and returns the median cost per operation. */
+export function measure(name: string, fn: () => void, options: MeasureOptions = {}): Measurement {
+  const opsPerCall = options.opsPerCall ?? 1;
+  const sampleMs = options.sampleMs ?? 200;
+  const samples = options.samples ?? 7;
+  // Warm up until the JIT has settled and calibrate the number of calls per sample.
+  let calls = 1;
+  for (;;) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < calls; i++) fn();
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    if (ms >= sampleMs / 4) break;
+    calls *= 2;
+  }
+  calls = Math.max(1, calls * 4);
+  const results: number[] = [];
+  for (let s = 0; s < samples; s++) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < calls; i++) fn();
+    results.push(Number(process.hrtime.bigint() - t0) / (calls * opsPerCall));
+  }
+  results.sort((a, b) => a - b);
+  const nsPerOp = results[results.length >> 1]!;
+  return finish(name, nsPerOp, options.bytesPerOp);
+}
+
+/** Builds a Measurement from a total time for `ops` operations (for multi-threaded or external runs). */
+export function fromTotal(name: string, totalNs: number, ops: number, bytesPerOp?: number): Measurement {
+  return finish(name, totalNs / ops, bytesPerOp);
+}
+
+function finish(name: string, nsPerOp: number, bytesPerOp?: number): Measurement {
+  const m: Measurement = { name, nsPerOp, opsPerSec: 1e9 / nsPerOp };
+  if (bytesPerOp !== undefined) m.bytesPerSec = (bytesPerOp * 1e9) / nsPerOp;
+  return m;
+}
+
+export interface Comparison {
+  /** What is measured, e.g. "32 B record write+read". */
+  case: string;
+  ours: Measurement;
+  /** The peer (another tool) or limit (a memory copy) measured in the same run. */
+  peer: Measurement;
+  /** Optional target, printed as text (e.g. "<= 15 ns", ">= 7x"). */
+  target?: string;
+}
+
+function fmtNs(ns: number): string {
+  return ns >= 1e6 ? `${(ns / 1e6).toFixed(2)} ms` : ns >= 1e3 ? `${(ns / 1e3).toFixed(2)} µs` : `${ns.toFixed(1)} ns`;
+}
+
+function fmtRate(ops: number): string {
+  return ops >= 1e6
+    ? `${(ops / 1e6).toFixed(2)} M/s`
+    : ops >= 1e3
+      ? `${(ops / 1e3).toFixed(1)} k/s`
+      : `${ops.toFixed(0)}/s`;
+}
+
+/**
+ * Prints a Markdown table: each case with our figure, the peer's, and speedup = peer time / our time
+ * (above 1 means evtrace is faster).
+ */
+export function printComparisons(title: string, rows: readonly Comparison[]): void {
+  const lines = [
+    `\n### ${title}\n`,
+    '| case | evtrace | peer | peer figure | speedup (peer/evtrace) | target |',
+    '| --- | --- | --- | --- | --- | --- |',
+  ];
+  for (const r of rows) {
+    const ours = `${fmtNs(r.ours.nsPerOp)}/op, ${fmtRate(r.ours.opsPerSec)}${mbps(r.ours)}`;
+    const peer = `${fmtNs(r.peer.nsPerOp)}/op, ${fmtRate(r.peer.opsPerSec)}${mbps(r.peer)}`;
+    const ratio = r.peer.nsPerOp / r.ours.nsPerOp;
+    lines.push(`| ${r.case} | ${ours} | ${r.peer.name} | ${peer} | ${ratio.toFixed(2)}x | ${r.target ?? ''} |`);
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+function mbps(m: Measurement): string {
+  return m.bytesPerSec === undefined ? '' : `, ${(m.bytesPerSec / 1e6).toFixed(0)} MB/s`;
+}
+
+/** Keeps a value alive so the JIT cannot drop the computation that produced it. */
+export let blackhole: unknown;
+export function consume(value: unknown): void {
+  blackhole = value;
+}
