@@ -142,6 +142,27 @@ export interface EventClass {
   readonly modelEmfUri?: string;
   /** ftrace `print fmt`, kept for display. */
   readonly printFormat?: string;
+  /** ftrace's view of the fields, from the event's `format` file (filters need the C types). */
+  readonly ftrace?: FtraceEventInfo;
+}
+
+/** One `field:` line of an ftrace `format` file. */
+export interface FtraceFieldInfo {
+  readonly name: string;
+  /** The C declaration's type as written, e.g. `unsigned long`, `char[16]`, `__data_loc char[]`, `const char *`. */
+  readonly cType: string;
+  /** Byte offset and size in the record, as the format file states them. */
+  readonly offset: number;
+  readonly size: number;
+  readonly signed: boolean;
+  /** True for the `common_*` fields shared by every event. */
+  readonly common: boolean;
+}
+
+export interface FtraceEventInfo {
+  readonly system: string;
+  readonly event: string;
+  readonly fields: readonly FtraceFieldInfo[];
 }
 
 export interface StreamClass {
@@ -184,4 +205,19 @@ export interface TraceEvent {
   readonly fields: { readonly [name: string]: FieldValue };
   /** Stream context, packet context and other per-event metadata a format carries, by scope name. */
   readonly scopes?: { readonly [scope: string]: { readonly [name: string]: FieldValue } };
+}
+
+/** Where a reader's events came from. */
+export type TraceKind = 'ctf' | 'tracedat' | 'raw-pages';
+
+/**
+ * What every trace reader offers, whatever the format: the event classes it knows and its events in timestamp order
+ * (merged across CPUs and streams). Problems that do not stop reading (a skipped corrupt packet in lenient mode,
+ * discarded events) are reported through `warnings` as they are met.
+ */
+export interface TraceReader {
+  readonly kind: TraceKind;
+  readonly eventClasses: readonly EventClass[];
+  events(): Iterable<TraceEvent>;
+  readonly warnings: readonly string[];
 }
