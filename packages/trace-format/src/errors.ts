@@ -1,5 +1,14 @@
 /** Error codes of @evtrace/trace-format. Add codes as decoders need them; never reuse one for another meaning. */
-export type TraceFormatErrorCode = 'ERR_TRACE_FORMAT';
+export type TraceFormatErrorCode =
+  | 'ERR_TRACE_FORMAT'
+  /** An ftrace `format`, `header_page` or `header_event` file does not parse. */
+  | 'ERR_FTRACE_FORMAT'
+  /** A raw ring-buffer page (from `trace_pipe_raw` or a trace.dat CPU section) is corrupt. */
+  | 'ERR_FTRACE_PAGE'
+  /** A trace.dat file is malformed, truncated or of an unsupported version or compression. */
+  | 'ERR_TRACE_DAT'
+  /** An input is missing or not a trace evtrace recognises. */
+  | 'ERR_TRACE_INPUT';
 
 /** Where in an input a problem was found. */
 export interface InputLocation {

@@ -1,0 +1,53 @@
+/**
+ * Test support: finds (or, as root, mounts) tracefs and creates private instances that are always removed.
+ * Never touches the top-level buffer except through trace-cmd, whose state tests restore themselves.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmdirSync } from 'node:fs';
+
+/** The tracefs mount point, or a reason why there is none. */
+export function findTracefs(): { path: string } | { why: string } {
+  const mounted = readFileSync('/proc/mounts', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' '))
+    .find((f) => f[2] === 'tracefs');
+  if (mounted !== undefined) return { path: mounted[1]! };
+  if (process.getuid?.() !== 0) return { why: 'tracefs is not mounted and we are not root' };
+  try {
+    execFileSync('mount', ['-t', 'tracefs', 'nodev', '/sys/kernel/tracing'], { stdio: 'ignore' });
+    return { path: '/sys/kernel/tracing' };
+  } catch (e) {
+    return { why: `cannot mount tracefs: ${(e as Error).message}` };
+  }
+}
+
+/** Whether a program is on PATH. */
+export function hasTool(name: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Creates `instances/<unique>` and runs `fn` with its path; the instance is removed afterwards, even on failure. */
+export async function withInstance<T>(tracefs: string, fn: (dir: string) => Promise<T> | T): Promise<T> {
+  const dir = `${tracefs}/instances/evtrace-test-${process.pid}-${Date.now().toString(36)}`;
+  mkdirSync(dir);
+  try {
+    return await fn(dir);
+  } finally {
+    // Events must be off before the kernel lets the instance go.
+    try {
+      execFileSync('sh', ['-c', `echo 0 > ${dir}/tracing_on; echo 0 > ${dir}/events/enable`], { stdio: 'ignore' });
+    } catch {}
+    for (let i = 0; i < 50 && existsSync(dir); i++) {
+      try {
+        rmdirSync(dir);
+      } catch {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+  }
+}
