@@ -1,3 +1,9 @@
 export { type InputLocation, TraceFormatError, type TraceFormatErrorCode } from './errors.ts';
+export { type CpuPages, type FtraceMetadata, mergeByTime } from './ftrace/events.ts';
 export { type FormatFileOptions, parseFormatFile } from './ftrace/format-file.ts';
+export { type EventHeaderLayout, type PageLayout, parseHeaderEvent, parseHeaderPage } from './ftrace/headers.ts';
+export { type PageInfo, type PageSource, type RecordSink, readPage } from './ftrace/page.ts';
+export { type FtraceReader, type FtraceReadOptions, isRawPagesDir, openRawPagesDir } from './ftrace/raw-dir.ts';
+export { compileRecordDecoder, type DecodedRecord, type RecordDecoder } from './ftrace/record.ts';
+export { Kallsyms, parseCmdlines } from './ftrace/symbols.ts';
 export type * from './model/types.ts';

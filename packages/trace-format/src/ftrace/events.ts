@@ -1,0 +1,157 @@
+/**
+ * From per-CPU page streams to {@link TraceEvent}s: what raw-page directories and trace.dat files share once their
+ * containers are opened.
+ */
+import { TraceFormatError } from '../errors.ts';
+import type { ByteOrder, EventClass, TraceEvent } from '../model/types.ts';
+import type { PageLayout } from './headers.ts';
+import { readPage } from './page.ts';
+import { compileRecordDecoder, type RecordDecoder, RecordError } from './record.ts';
+import type { Kallsyms } from './symbols.ts';
+
+/** Everything needed to decode an ftrace recording, whatever its container. */
+export interface FtraceMetadata {
+  readonly byteOrder: ByteOrder;
+  /** Size of the recording kernel's `long`, in bytes. */
+  readonly longSize: number;
+  readonly page: PageLayout;
+  readonly eventClasses: readonly EventClass[];
+  /** pid → command name, from `saved_cmdlines`. */
+  readonly cmdlines: ReadonlyMap<number, string>;
+  /** Kernel symbols, parsed on first use (they are large). */
+  readonly kallsyms: () => Kallsyms | undefined;
+  /** The trace clock's name (`local`, `global`, `mono`...), when known. */
+  readonly clock?: string;
+}
+
+/** The pages of one CPU: concatenated sub-buffers. */
+export interface CpuPages {
+  readonly cpu: number;
+  readonly bytes: Buffer;
+  /** For error messages: the file and the offset of `bytes[0]` in it. */
+  readonly file?: string;
+  readonly fileOffset?: number;
+}
+
+export interface DecodeOptions {
+  /** Report a corrupt page through `warn` and continue with the next one instead of throwing. */
+  readonly lenient?: boolean;
+  readonly warn: (message: string) => void;
+}
+
+interface ClassEntry {
+  readonly eventClass: EventClass;
+  readonly decode: RecordDecoder;
+}
+
+/** Compiled decoders by event id. */
+export class EventTable {
+  readonly #byId = new Map<number, ClassEntry>();
+  readonly #le: boolean;
+  readonly #typeOffset: number;
+  readonly #typeSize: number;
+
+  constructor(meta: Pick<FtraceMetadata, 'eventClasses' | 'byteOrder' | 'longSize'>) {
+    this.#le = meta.byteOrder === 'le';
+    for (const ec of meta.eventClasses) {
+      this.#byId.set(ec.id, { eventClass: ec, decode: compileRecordDecoder(ec, meta.byteOrder, meta.longSize) });
+    }
+    const commonType = meta.eventClasses[0]?.ftrace?.fields.find((f) => f.name === 'common_type');
+    this.#typeOffset = commonType?.offset ?? 0;
+    this.#typeSize = commonType?.size ?? 2;
+  }
+
+  /** The event id of the record at `start`. */
+  typeOf(view: DataView, start: number, length: number): number {
+    if (length < this.#typeOffset + this.#typeSize) return -1;
+    return this.#typeSize === 4
+      ? view.getUint32(start + this.#typeOffset, this.#le)
+      : view.getUint16(start + this.#typeOffset, this.#le);
+  }
+
+  get(id: number): ClassEntry | undefined {
+    return this.#byId.get(id);
+  }
+}
+
+/**
+ * Decodes one CPU's pages in order. Missed events (page flags) are reported through `warn`; unknown event ids are
+ * reported once each and skipped.
+ */
+export function* cpuEvents(
+  meta: FtraceMetadata,
+  table: EventTable,
+  pages: CpuPages,
+  options: DecodeOptions,
+): Generator<TraceEvent> {
+  const { bytes, cpu } = pages;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const pageSize = meta.page.pageSize;
+  const source = { file: pages.file, fileOffset: pages.fileOffset ?? 0 };
+  const unknown = new Set<number>();
+  let batch: TraceEvent[] = [];
+  const onRecord = (tsNs: bigint, start: number, length: number) => {
+    const id = table.typeOf(view, start, length);
+    const entry = table.get(id);
+    if (entry === undefined) {
+      if (!unknown.has(id)) {
+        unknown.add(id);
+        options.warn(`${where(source, start)}: CPU ${cpu}: record of unknown event id ${id} skipped (reported once)`);
+      }
+      return;
+    }
+    let decoded: ReturnType<RecordDecoder>;
+    try {
+      decoded = entry.decode(bytes, view, start, length);
+    } catch (e) {
+      if (e instanceof RecordError) {
+        throw new TraceFormatError('ERR_FTRACE_PAGE', `${entry.eventClass.name}: ${e.message}`, {
+          file: source.file,
+          offset: source.fileOffset + e.at,
+        });
+      }
+      throw e;
+    }
+    batch.push({ tsNs, cpu, eventClass: entry.eventClass, fields: decoded.fields, scopes: { common: decoded.common } });
+  };
+  for (let at = 0; at < bytes.byteLength; at += pageSize) {
+    try {
+      const info = readPage(bytes, at, meta.page, onRecord, source);
+      if (info.missedEvents) {
+        const count = info.missedCount === undefined ? 'an unknown number of' : String(info.missedCount);
+        options.warn(`${where(source, at)}: CPU ${cpu}: ${count} events lost before this page`);
+      }
+    } catch (e) {
+      if (!(options.lenient && e instanceof TraceFormatError)) throw e;
+      options.warn(`${e.message}; CPU ${cpu}: rest of the page skipped`);
+    }
+    if (batch.length > 0) {
+      yield* batch;
+      batch = [];
+    }
+  }
+}
+
+function where(source: { file?: string; fileOffset: number }, at: number): string {
+  return `${source.file ?? '<pages>'}: byte ${source.fileOffset + at}`;
+}
+
+/** Merges per-CPU event streams (each in time order) into one, ties broken by CPU order. */
+export function* mergeByTime(streams: readonly Iterable<TraceEvent>[]): Generator<TraceEvent> {
+  const iters = streams.map((s) => s[Symbol.iterator]());
+  const heads: (TraceEvent | undefined)[] = iters.map((it) => {
+    const r = it.next();
+    return r.done ? undefined : r.value;
+  });
+  for (;;) {
+    let best = -1;
+    for (let i = 0; i < heads.length; i++) {
+      const h = heads[i];
+      if (h !== undefined && (best < 0 || h.tsNs < heads[best]!.tsNs)) best = i;
+    }
+    if (best < 0) return;
+    yield heads[best]!;
+    const r = iters[best]!.next();
+    heads[best] = r.done ? undefined : r.value;
+  }
+}

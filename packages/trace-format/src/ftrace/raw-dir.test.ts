@@ -1,0 +1,117 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { TraceFormatError } from '../errors.ts';
+import type { TraceEvent } from '../model/types.ts';
+import { type Capture, captureRawPages, smallWorkload } from '../testing/capture.ts';
+import { findTracefs } from '../testing/tracefs.ts';
+import { openRawPagesDir } from './raw-dir.ts';
+
+interface KernelEvent {
+  pid: number;
+  cpu: number;
+  ts: bigint;
+  id: number;
+  name: string;
+  fields: Map<string, string>;
+}
+
+/** Joins the `raw` and `fields` renderings of the same `trace` file, line by line. */
+function kernelEvents(c: Capture): KernelEvent[] {
+  const raw = c.rawText.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
+  const fields = c.fieldsText.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
+  expect(raw.length).toBe(fields.length);
+  return raw.map((line, i) => {
+    const r = /^\s*(\d+) (\d+) (\d+) type: (\d+)/.exec(line);
+    const f = /\s(\w+): (.*)$/.exec(fields[i]!.replace(/^.*?\[\d+\]\s+\S+\s+[\d.]+:/, ''));
+    if (r === null || f === null) throw new Error(`unexpected trace lines: ${line} / ${fields[i]}`);
+    const map = new Map<string, string>();
+    for (const m of f[2]!.matchAll(/(\w+)=(.*?)(?= \w+=|$)/g)) map.set(m[1]!, m[2]!);
+    return { pid: Number(r[1]), cpu: Number(r[2]), ts: BigInt(r[3]!), id: Number(r[4]), name: f[1]!, fields: map };
+  });
+}
+
+function sameValue(ours: unknown, theirs: string, size: number): boolean {
+  if (typeof ours === 'string') return ours === theirs;
+  if (typeof ours === 'number' || typeof ours === 'bigint') {
+    const dec = /\((-?\d+)\)$/.exec(theirs);
+    const hex = /^0x([0-9a-f]+)$/.exec(theirs);
+    const v = dec !== null ? BigInt(dec[1]!) : hex !== null ? BigInt(`0x${hex[1]}`) : undefined;
+    return v !== undefined && BigInt.asUintN(size * 8, BigInt(ours)) === BigInt.asUintN(size * 8, v);
+  }
+  return false;
+}
+
+function compare(ours: TraceEvent[], theirs: KernelEvent[]): void {
+  const key = (ts: bigint, cpu: number) => `${ts}/${cpu}`;
+  const sortedTheirs = [...theirs].sort((a, b) => (a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : a.cpu - b.cpu));
+  expect(ours.map((e) => key(e.tsNs, e.cpu!))).toEqual(sortedTheirs.map((e) => key(e.ts, e.cpu)));
+  ours.forEach((e, i) => {
+    const k = sortedTheirs[i]!;
+    expect(e.eventClass.id).toBe(k.id);
+    expect(e.eventClass.ftrace?.event).toBe(k.name);
+    expect(e.scopes?.common?.common_pid).toBe(k.pid);
+    for (const f of e.eventClass.ftrace!.fields) {
+      if (f.common) continue;
+      const text = k.fields.get(f.name);
+      expect(text, `${k.name}.${f.name} printed by the kernel`).toBeDefined();
+      expect(sameValue(e.fields[f.name], text!, f.size), `${k.name}.${f.name}: ${e.fields[f.name]} vs ${text}`).toBe(
+        true,
+      );
+    }
+  });
+}
+
+const tracefs = findTracefs();
+const root = process.getuid?.() === 0 && 'path' in tracefs ? tracefs.path : undefined;
+const why = root === undefined ? ('why' in tracefs ? tracefs.why : 'not root') : '';
+
+describe.skipIf(root === undefined)(
+  `raw pages from a private tracefs instance${why ? ` (skipped: ${why})` : ''}`,
+  () => {
+    it('decode to the same events as the instance trace file (4 KiB sub-buffers)', async () => {
+      const c = await captureRawPages(
+        root!,
+        ['kmem/kmalloc', 'sched/sched_switch', 'sched/sched_process_exec'],
+        smallWorkload,
+      );
+      const reader = openRawPagesDir(c.dir);
+      expect(reader.metadata.page.pageSize).toBe(4096);
+      const ours = [...reader.events()];
+      expect(ours.length).toBeGreaterThan(20);
+      compare(ours, kernelEvents(c));
+      expect(reader.warnings).toEqual([]);
+    });
+
+    it('decode with 16 KiB sub-buffers, the size taken from buffer_subbuf_size_kb', async () => {
+      const c = await captureRawPages(root!, ['kmem/kmalloc', 'sched/sched_switch'], smallWorkload, 16);
+      const reader = openRawPagesDir(c.dir);
+      expect(reader.metadata.page.pageSize).toBe(16384);
+      compare([...reader.events()], kernelEvents(c));
+    });
+
+    it('reports a corrupt page with file and offset, and in lenient mode keeps every other page', async () => {
+      const c = await captureRawPages(root!, ['kmem/kmalloc'], () => {
+        for (let i = 0; i < 20; i++) smallWorkload();
+      });
+      const cpuFile = ['cpu0.raw', 'cpu1.raw']
+        .map((n) => join(c.dir, n))
+        .sort((a, b) => readFileSync(b).length - readFileSync(a).length)[0]!;
+      const bytes = readFileSync(cpuFile);
+      expect(bytes.length).toBeGreaterThanOrEqual(2 * c.pageSize);
+      const before = [...openRawPagesDir(c.dir).events()];
+      // Claim more data than a page can hold in the first page's commit word.
+      bytes.writeUInt32LE(0xffff, 8);
+      writeFileSync(cpuFile, bytes);
+      expect(() => [...openRawPagesDir(c.dir).events()]).toThrow(TraceFormatError);
+      expect(() => [...openRawPagesDir(c.dir).events()]).toThrow(new RegExp(`${cpuFile}: byte 8: commit says`));
+      const lenient = openRawPagesDir(c.dir, { lenient: true });
+      const after = [...lenient.events()];
+      expect(lenient.warnings.some((w) => w.includes('rest of the page skipped'))).toBe(true);
+      const firstPageTs = new Set(before.filter((e) => !after.includes(e)).map((e) => e.tsNs));
+      expect(after.length).toBeLessThan(before.length);
+      expect(after.length).toBeGreaterThan(0);
+      expect(firstPageTs.size).toBeGreaterThan(0);
+    });
+  },
+);

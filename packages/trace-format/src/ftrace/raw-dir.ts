@@ -1,0 +1,108 @@
+/**
+ * A directory of raw per-CPU pages: `cpuN.raw` (sub-buffers as read from `per_cpu/cpuN/trace_pipe_raw`) beside an
+ * `events/` tree laid out like tracefs's, optionally with `saved_cmdlines`, `kallsyms`, `buffer_subbuf_size_kb` and
+ * `trace_clock` copied from tracefs and /proc.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { TraceFormatError } from '../errors.ts';
+import type { EventClass, TraceEvent, TraceReader } from '../model/types.ts';
+import { cpuEvents, EventTable, type FtraceMetadata, mergeByTime } from './events.ts';
+import { parseFormatFile } from './format-file.ts';
+import { parseHeaderEvent, parseHeaderPage } from './headers.ts';
+import { Kallsyms, parseCmdlines } from './symbols.ts';
+
+/** Options of the ftrace readers. */
+export interface FtraceReadOptions {
+  /** Report corrupt pages as warnings and continue with the next page. Default false: throw. */
+  readonly lenient?: boolean;
+}
+
+/** A {@link TraceReader} over ftrace data, with the metadata it decodes by. */
+export interface FtraceReader extends TraceReader {
+  readonly metadata: FtraceMetadata;
+}
+
+const optional = (path: string): string | undefined => (existsSync(path) ? readFileSync(path, 'utf8') : undefined);
+
+/** Whether `dir` looks like a raw-pages directory. */
+export function isRawPagesDir(dir: string): boolean {
+  return existsSync(join(dir, 'events', 'header_page')) && readdirSync(dir).some((n) => /^cpu\d+\.raw$/.test(n));
+}
+
+/** Reads every `events/SYSTEM/EVENT/format` under `eventsDir`. */
+export function readEventFormats(eventsDir: string, longSize = 8): EventClass[] {
+  const classes: EventClass[] = [];
+  for (const system of readdirSync(eventsDir, { withFileTypes: true })) {
+    if (!system.isDirectory()) continue;
+    for (const event of readdirSync(join(eventsDir, system.name), { withFileTypes: true })) {
+      const file = join(eventsDir, system.name, event.name, 'format');
+      if (!event.isDirectory() || !existsSync(file)) continue;
+      classes.push(parseFormatFile(readFileSync(file, 'utf8'), { file, system: system.name, longSize }));
+    }
+  }
+  return classes;
+}
+
+/**
+ * Opens a raw-pages directory. The page size is `buffer_subbuf_size_kb` when present, else what `header_page` says.
+ * Events are yielded in timestamp order across CPUs.
+ *
+ * @throws TraceFormatError `ERR_TRACE_INPUT` when the directory lacks `events/header_page` or `cpuN.raw` files.
+ */
+export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): FtraceReader {
+  const headerPageFile = join(dir, 'events', 'header_page');
+  if (!existsSync(headerPageFile)) {
+    throw new TraceFormatError('ERR_TRACE_INPUT', 'not a raw-pages directory: no events/header_page', { file: dir });
+  }
+  const headerEventFile = join(dir, 'events', 'header_event');
+  if (existsSync(headerEventFile)) parseHeaderEvent(readFileSync(headerEventFile, 'utf8'), { file: headerEventFile });
+  const subbufKb = optional(join(dir, 'buffer_subbuf_size_kb'))?.trim();
+  if (subbufKb !== undefined && !/^\d+$/.test(subbufKb)) {
+    throw new TraceFormatError('ERR_TRACE_INPUT', `bad buffer_subbuf_size_kb ${JSON.stringify(subbufKb)}`, {
+      file: dir,
+    });
+  }
+  const headerText = readFileSync(headerPageFile, 'utf8');
+  const page = parseHeaderPage(headerText, {
+    file: headerPageFile,
+    ...(subbufKb !== undefined ? { pageSize: Number(subbufKb) * 1024 } : {}),
+  });
+  const longSize = page.commitSize;
+  const cpus = readdirSync(dir)
+    .map((n) => /^cpu(\d+)\.raw$/.exec(n))
+    .filter((m) => m !== null)
+    .map((m) => ({ cpu: Number(m[1]), file: join(dir, m[0]) }))
+    .sort((a, b) => a.cpu - b.cpu);
+  if (cpus.length === 0) throw new TraceFormatError('ERR_TRACE_INPUT', 'no cpuN.raw files', { file: dir });
+  const kallsymsText = optional(join(dir, 'kallsyms'));
+  let kallsyms: Kallsyms | undefined;
+  const clock = optional(join(dir, 'trace_clock'))?.match(/\[(\w+)\]/)?.[1];
+  const metadata: FtraceMetadata = {
+    byteOrder: page.byteOrder,
+    longSize,
+    page,
+    eventClasses: readEventFormats(join(dir, 'events'), longSize),
+    cmdlines: parseCmdlines(optional(join(dir, 'saved_cmdlines')) ?? ''),
+    kallsyms: () => (kallsyms ??= kallsymsText === undefined ? undefined : Kallsyms.parse(kallsymsText)),
+    ...(clock !== undefined ? { clock } : {}),
+  };
+  const warnings: string[] = [];
+  return {
+    kind: 'raw-pages',
+    metadata,
+    eventClasses: metadata.eventClasses,
+    warnings,
+    events(): Iterable<TraceEvent> {
+      const table = new EventTable(metadata);
+      const warn = (m: string) => warnings.push(m);
+      const streams = cpus.map(({ cpu, file }) => {
+        if (statSync(file).size % page.pageSize !== 0) {
+          warn(`${file}: size is not a multiple of the ${page.pageSize}-byte page; the last page is partial`);
+        }
+        return cpuEvents(metadata, table, { cpu, bytes: readFileSync(file), file }, { lenient: options.lenient, warn });
+      });
+      return mergeByTime(streams);
+    },
+  };
+}

@@ -1,0 +1,160 @@
+/**
+ * Turns one ftrace record (the bytes after the ring-buffer event header, starting with `common_type`) into field
+ * values, following the event's `format` file. Decoders are compiled once per event class.
+ */
+import { TraceFormatError } from '../errors.ts';
+import type { ByteOrder, EventClass, FieldValue, FtraceFieldInfo } from '../model/types.ts';
+import { isCharType, parseDeclaration, sizeOfType } from './c-types.ts';
+
+/** Decoded values: payload fields and the `common_*` ones. */
+export interface DecodedRecord {
+  readonly fields: Record<string, FieldValue>;
+  readonly common: Record<string, FieldValue>;
+}
+
+/** Reads the field values of one record of a known event class. */
+/** `view` must cover the same memory as `bytes`; callers keep one per buffer. */
+export type RecordDecoder = (bytes: Buffer, view: DataView, start: number, length: number) => DecodedRecord;
+
+type Reader = (bytes: Buffer, view: DataView, start: number, length: number) => FieldValue;
+
+/** Thrown (and wrapped with a file offset by callers) when a record contradicts its format. */
+export class RecordError extends Error {
+  readonly at: number;
+  constructor(message: string, at: number) {
+    super(message);
+    this.name = 'RecordError';
+    this.at = at;
+  }
+}
+
+function scalarReader(size: number, signed: boolean, le: boolean, offset: number): Reader {
+  switch (size) {
+    case 1:
+      return signed ? (_b, v, s) => v.getInt8(s + offset) : (b, _v, s) => b[s + offset]!;
+    case 2:
+      return signed ? (_b, v, s) => v.getInt16(s + offset, le) : (_b, v, s) => v.getUint16(s + offset, le);
+    case 4:
+      return signed ? (_b, v, s) => v.getInt32(s + offset, le) : (_b, v, s) => v.getUint32(s + offset, le);
+    default:
+      return signed ? (_b, v, s) => v.getBigInt64(s + offset, le) : (_b, v, s) => v.getBigUint64(s + offset, le);
+  }
+}
+
+/** A NUL-terminated (or range-bounded) string; invalid UTF-8 becomes U+FFFD rather than an error. */
+function cString(bytes: Buffer, from: number, to: number): string {
+  let end = from;
+  while (end < to && bytes[end] !== 0) end++;
+  return bytes.toString('utf8', from, end);
+}
+
+function elementsReader(
+  elem: number,
+  signed: boolean,
+  le: boolean,
+): (b: Buffer, v: DataView, at: number, n: number) => FieldValue[] {
+  const one = scalarReader(elem, signed, le, 0);
+  return (b, v, at, n) => {
+    const out: FieldValue[] = new Array(n);
+    for (let i = 0; i < n; i++) out[i] = one(b, v, at + i * elem, 0);
+    return out;
+  };
+}
+
+/** Rebuilds the declaration text of a field from its name and C type. */
+function declarationOf(f: FtraceFieldInfo) {
+  const arr = /^(.*?)(\[[^\]]*\])$/.exec(f.cType);
+  const text =
+    f.cType.startsWith('__data_loc') || f.cType.startsWith('__rel_loc') || arr === null
+      ? `${f.cType} ${f.name}`
+      : `${arr[1]} ${f.name}${arr[2]}`;
+  return parseDeclaration(text);
+}
+
+function fieldReader(f: FtraceFieldInfo, le: boolean, longSize: number): Reader {
+  const decl = declarationOf(f);
+  const { offset, size, signed } = f;
+  const end = offset + size;
+  const check = (length: number, start: number) => {
+    if (end > length) throw new RecordError(`record of ${length} bytes too short for field ${f.name}`, start + offset);
+  };
+  const text = decl !== undefined && isCharType(decl.baseType) && !decl.pointer;
+  const elemSize = decl === undefined ? 1 : (sizeOfType(decl.baseType, longSize) ?? 1);
+  const shape = decl?.shape ?? { kind: 'scalar' as const };
+  switch (shape.kind) {
+    case 'scalar': {
+      if (size === 1 || size === 2 || size === 4 || size === 8) {
+        const read = scalarReader(size, signed, le, offset);
+        return (b, v, s, length) => {
+          check(length, s);
+          return read(b, v, s, length);
+        };
+      }
+      return (b, _v, s, length) => {
+        check(length, s);
+        return Array.from(b.subarray(s + offset, s + end));
+      };
+    }
+    case 'array': {
+      const n = shape.length >= 0 ? shape.length : Math.floor(size / elemSize);
+      const elem = n > 0 ? size / n : elemSize;
+      if (text && elem === 1) {
+        return (b, _v, s, length) => {
+          check(length, s);
+          return cString(b, s + offset, s + end);
+        };
+      }
+      const many = elementsReader(elem === 1 || elem === 2 || elem === 4 || elem === 8 ? elem : 1, signed, le);
+      const count = elem === 1 || elem === 2 || elem === 4 || elem === 8 ? n : size;
+      return (b, v, s, length) => {
+        check(length, s);
+        return many(b, v, s + offset, count);
+      };
+    }
+    case 'tail': {
+      const many = elementsReader(elemSize, signed, le);
+      return (b, v, s, length) => {
+        if (offset > length) return text ? '' : [];
+        return text
+          ? cString(b, s + offset, s + length)
+          : many(b, v, s + offset, Math.floor((length - offset) / elemSize));
+      };
+    }
+    case 'dynamic': {
+      const many = elementsReader(elemSize, signed, le);
+      const relative = shape.relative;
+      return (b, v, s, length) => {
+        check(length, s);
+        const word = v.getUint32(s + offset, le);
+        const at = (word & 0xffff) + (relative ? end : 0);
+        const len = word >>> 16;
+        if (at + len > length) {
+          throw new RecordError(
+            `${f.name}: dynamic data [${at}, +${len}) outside the ${length}-byte record`,
+            s + offset,
+          );
+        }
+        return text ? cString(b, s + at, s + at + len) : many(b, v, s + at, Math.floor(len / elemSize));
+      };
+    }
+  }
+}
+
+/**
+ * Compiles the decoder of an event class that has ftrace field info (from {@link parseFormatFile}).
+ * @throws TraceFormatError when the class has no ftrace info.
+ */
+export function compileRecordDecoder(event: EventClass, byteOrder: ByteOrder = 'le', longSize = 8): RecordDecoder {
+  const info = event.ftrace;
+  if (info === undefined) throw new TraceFormatError('ERR_TRACE_FORMAT', `${event.name} has no ftrace field info`);
+  const le = byteOrder === 'le';
+  const own = info.fields.filter((f) => !f.common).map((f) => [f.name, fieldReader(f, le, longSize)] as const);
+  const common = info.fields.filter((f) => f.common).map((f) => [f.name, fieldReader(f, le, longSize)] as const);
+  return (bytes, view, start, length) => {
+    const fields: Record<string, FieldValue> = {};
+    for (const [name, read] of own) fields[name] = read(bytes, view, start, length);
+    const c: Record<string, FieldValue> = {};
+    for (const [name, read] of common) c[name] = read(bytes, view, start, length);
+    return { fields, common: c };
+  };
+}
