@@ -1,6 +1,12 @@
 /** Error codes of @evtrace/trace-format. Add codes as decoders need them; never reuse one for another meaning. */
 export type TraceFormatErrorCode =
   | 'ERR_TRACE_FORMAT'
+  /** CTF metadata (TSDL text or metadata packets) does not parse or describes an impossible trace. */
+  | 'ERR_TSDL'
+  /** A CTF data stream is corrupt: bad magic, impossible packet size, truncated field, unknown event id. */
+  | 'ERR_CTF_PACKET'
+  /** A CTF writer was given an event that does not match its class, or used after close. */
+  | 'ERR_CTF_WRITE'
   /** An ftrace `format`, `header_page` or `header_event` file does not parse. */
   | 'ERR_FTRACE_FORMAT'
   /** A raw ring-buffer page (from `trace_pipe_raw` or a trace.dat CPU section) is corrupt. */

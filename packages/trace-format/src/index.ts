@@ -1,3 +1,9 @@
+export { BitReader } from './codec/bit-reader.ts';
+export { compileScope, type DecodeContext, type FieldDecoder, type ScopeName } from './codec/decoder.ts';
+export { readMetadataText } from './ctf/metadata.ts';
+export { type CtfTraceReader, type OpenCtfOptions, openCtfTrace } from './ctf/reader.ts';
+export { type BabeltraceTextOptions, createBabeltraceTextFormatter, formatValue } from './ctf/text.ts';
+export { type ParseTsdlOptions, parseTsdl } from './ctf/tsdl/parser.ts';
 export { type InputLocation, TraceFormatError, type TraceFormatErrorCode } from './errors.ts';
 export { type CpuPages, type FtraceMetadata, mergeByTime } from './ftrace/events.ts';
 export { type FormatFileOptions, parseFormatFile } from './ftrace/format-file.ts';

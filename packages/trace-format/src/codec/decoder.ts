@@ -1,0 +1,427 @@
+import { TraceFormatError } from '../errors.ts';
+import type {
+  ArrayClass,
+  EnumClass,
+  FieldClass,
+  FieldValue,
+  FloatClass,
+  IntegerClass,
+  SequenceClass,
+  StructClass,
+  VariantClass,
+} from '../model/types.ts';
+import type { BitReader } from './bit-reader.ts';
+
+/** The dynamic scopes of a CTF event, in decoding order. */
+export type ScopeName =
+  | 'trace.packet.header'
+  | 'stream.packet.context'
+  | 'stream.event.header'
+  | 'stream.event.context'
+  | 'event.context'
+  | 'event.fields';
+
+export const SCOPE_NAMES: readonly ScopeName[] = [
+  'trace.packet.header',
+  'stream.packet.context',
+  'stream.event.header',
+  'stream.event.context',
+  'event.context',
+  'event.fields',
+];
+
+type Struct = Record<string, FieldValue>;
+
+/** Mutable state shared by the decoders of one packet: the cursor and the values sequences and variants refer to. */
+export interface DecodeContext {
+  r: BitReader;
+  /** Structures being decoded, innermost last. */
+  readonly stack: Struct[];
+  /** The scopes decoded so far for the current event. */
+  roots: Partial<Record<ScopeName, Struct>>;
+}
+
+export type FieldDecoder = (ctx: DecodeContext) => FieldValue;
+
+/** Runs after an integer or enum member of a given name is decoded (event `id`, `timestamp`, `packet_size`...). */
+export type IntegerHook = (ctx: DecodeContext, value: number | bigint) => void;
+
+export interface CompileOptions {
+  /** The scope this structure is the root of. */
+  readonly scope: ScopeName;
+  /** Classes of the other scopes, for absolute paths (`event.fields.len`) and lookups that leave this scope. */
+  readonly rootClasses: Partial<Record<ScopeName, StructClass>>;
+  /** Returns a hook for an integer member, by member name. */
+  readonly hook?: (name: string, type: IntegerClass) => IntegerHook | undefined;
+}
+
+interface Lexical {
+  readonly names: string[];
+  readonly types: FieldClass[];
+  readonly parent?: Lexical;
+}
+
+/** Where a sequence length or variant tag lives, resolved at compile time. */
+type Location =
+  | { readonly kind: 'stack'; readonly up: number; readonly path: readonly string[]; readonly type: FieldClass }
+  | { readonly kind: 'root'; readonly scope: ScopeName; readonly path: readonly string[]; readonly type: FieldClass };
+
+/** Sets a property without letting a hostile field name (`__proto__`) change the object's prototype. */
+function setField(o: Struct, name: string, value: FieldValue): void {
+  if (name === '__proto__') Object.defineProperty(o, name, { value, enumerable: true, writable: true });
+  else o[name] = value;
+}
+
+/** Alignment in bits of a field class (CTF 1.8 rules: a struct aligns to its most aligned member). */
+export function alignmentOf(type: FieldClass): number {
+  switch (type.kind) {
+    case 'int':
+    case 'float':
+      return type.align;
+    case 'enum':
+      return type.container.align;
+    case 'string':
+      return 8;
+    case 'array':
+    case 'sequence':
+      return alignmentOf(type.element);
+    case 'struct':
+      return type.members.reduce((a, m) => Math.max(a, alignmentOf(m.type)), type.minAlign);
+    case 'variant':
+    case 'dynamic':
+      return 1;
+  }
+}
+
+/** Fewest bits a field of this class can take, to reject sequence lengths a packet cannot hold. */
+export function minimumBits(type: FieldClass): number {
+  switch (type.kind) {
+    case 'int':
+      return type.size;
+    case 'float':
+      return type.mantDig + type.expDig;
+    case 'enum':
+      return type.container.size;
+    case 'string':
+      return 8;
+    case 'array':
+      return type.length * minimumBits(type.element);
+    case 'struct':
+      return type.members.reduce((a, m) => a + minimumBits(m.type), 0);
+    case 'variant':
+      return type.options.length === 0 ? 0 : Math.min(...type.options.map((o) => minimumBits(o.type)));
+    default:
+      return 0;
+  }
+}
+
+function memberType(type: FieldClass, name: string): FieldClass | undefined {
+  if (type.kind !== 'struct') return undefined;
+  return type.members.find((m) => m.name === name)?.type;
+}
+
+function strip(name: string): string {
+  return name.startsWith('_') ? name.slice(1) : name;
+}
+
+/** Compiles a scope's structure into a decoder that also publishes the scope's value in `ctx.roots`. */
+export function compileScope(type: StructClass, options: CompileOptions): FieldDecoder {
+  const decode = compileStruct(type, undefined, options, options.scope);
+  return decode;
+}
+
+function fail(message: string): never {
+  throw new TraceFormatError('ERR_TSDL', message);
+}
+
+function resolve(ref: string, lex: Lexical | undefined, options: CompileOptions): Location {
+  const parts = ref.split('.');
+  for (const scope of SCOPE_NAMES) {
+    const prefix = scope.split('.');
+    if (parts.length > prefix.length && prefix.every((p, i) => parts[i] === p)) {
+      const path = parts.slice(prefix.length).map(strip);
+      let type: FieldClass | undefined = options.rootClasses[scope];
+      for (const p of path) type = type && memberType(type, p);
+      if (!type) fail(`cannot resolve '${ref}': no such field in ${scope}`);
+      return { kind: 'root', scope, path, type: type! };
+    }
+  }
+  const path = parts.map(strip);
+  let up = 0;
+  for (let l = lex; l; l = l.parent, up++) {
+    const i = l.names.indexOf(path[0]!);
+    if (i < 0) continue;
+    let type: FieldClass | undefined = l.types[i];
+    for (const p of path.slice(1)) type = type && memberType(type, p);
+    if (!type) fail(`cannot resolve '${ref}'`);
+    return { kind: 'stack', up, path, type: type! };
+  }
+  // Not in the enclosing structures: look in the scopes decoded before this one, innermost first.
+  for (const scope of [...SCOPE_NAMES].reverse()) {
+    if (scope === options.scope) continue;
+    let type: FieldClass | undefined = options.rootClasses[scope];
+    for (const p of path) type = type && memberType(type, p);
+    if (type) return { kind: 'root', scope, path, type };
+  }
+  return fail(`cannot resolve '${ref}': no field of that name precedes it`);
+}
+
+function getter(loc: Location): (ctx: DecodeContext) => FieldValue | undefined {
+  const path = loc.path;
+  if (loc.kind === 'stack') {
+    const up = loc.up;
+    if (path.length === 1) {
+      const name = path[0]!;
+      return (ctx) => ctx.stack[ctx.stack.length - 1 - up]![name];
+    }
+    return (ctx) => {
+      let v: FieldValue | undefined = ctx.stack[ctx.stack.length - 1 - up];
+      for (const p of path) v = (v as Struct | undefined)?.[p];
+      return v;
+    };
+  }
+  const scope = loc.scope;
+  return (ctx) => {
+    let v: FieldValue | undefined = ctx.roots[scope];
+    for (const p of path) v = (v as Struct | undefined)?.[p];
+    return v;
+  };
+}
+
+function compile(type: FieldClass, lex: Lexical | undefined, options: CompileOptions): FieldDecoder {
+  switch (type.kind) {
+    case 'int': {
+      const read = integerReader(type);
+      return (ctx) => read(ctx.r);
+    }
+    case 'enum': {
+      const read = integerReader(type.container);
+      return (ctx) => read(ctx.r);
+    }
+    case 'float':
+      return floatDecoder(type);
+    case 'string':
+      return (ctx) => {
+        const r = ctx.r;
+        return r.string(r.at(8, 8));
+      };
+    case 'struct':
+      return compileStruct(type, lex, options, undefined);
+    case 'array':
+      return arrayDecoder(type, lex, options);
+    case 'sequence':
+      return sequenceDecoder(type, lex, options);
+    case 'variant':
+      return variantDecoder(type, lex, options);
+    case 'dynamic':
+      return fail('ftrace dynamic fields (__data_loc) have no CTF encoding');
+  }
+}
+
+function compileStruct(
+  type: StructClass,
+  parent: Lexical | undefined,
+  options: CompileOptions,
+  root: ScopeName | undefined,
+): FieldDecoder {
+  const lex: Lexical = { names: [], types: [], parent };
+  const names: string[] = [];
+  const decoders: FieldDecoder[] = [];
+  for (const m of type.members) {
+    let d = compile(m.type, lex, options);
+    const int = m.type.kind === 'int' ? m.type : m.type.kind === 'enum' ? m.type.container : undefined;
+    const hook = int && options.hook?.(m.name, int);
+    if (hook) {
+      const inner = d;
+      d = (ctx) => {
+        const v = inner(ctx) as number | bigint;
+        hook(ctx, v);
+        return v;
+      };
+    }
+    names.push(m.name);
+    decoders.push(d);
+    lex.names.push(m.name);
+    lex.types.push(m.type);
+  }
+  const align = alignmentOf(type);
+  const n = names.length;
+  const safe = !names.includes('__proto__');
+  return (ctx) => {
+    const r = ctx.r;
+    r.pos = r.at(align, 0);
+    const o: Struct = {};
+    if (root !== undefined) ctx.roots[root] = o;
+    ctx.stack.push(o);
+    if (safe) for (let i = 0; i < n; i++) o[names[i]!] = decoders[i]!(ctx);
+    else for (let i = 0; i < n; i++) setField(o, names[i]!, decoders[i]!(ctx));
+    ctx.stack.pop();
+    return o;
+  };
+}
+
+/** True for arrays and sequences of 8-bit integers with a text encoding: decoded as a string. */
+function isText(element: FieldClass): boolean {
+  const int = element.kind === 'int' ? element : undefined;
+  return int !== undefined && int.size === 8 && int.encoding !== 'none';
+}
+
+function textDecoder(element: IntegerClass): (ctx: DecodeContext, length: number) => string {
+  const align = Math.max(element.align, 1);
+  return (ctx, length) => {
+    const r = ctx.r;
+    const p = r.at(align, length * 8);
+    if (p % 8 !== 0) {
+      // Unaligned text: gather the bytes one by one.
+      const bytes = new Uint8Array(length);
+      for (let i = 0; i < length; i++) bytes[i] = r.bits32(p + i * 8, 8, element.byteOrder === 'le');
+      r.pos = p + length * 8;
+      const nul = bytes.indexOf(0);
+      return Buffer.from(bytes.subarray(0, nul < 0 ? length : nul)).toString('utf8');
+    }
+    const start = p / 8;
+    let end = r.bytes.indexOf(0, start);
+    if (end < 0 || end > start + length) end = start + length;
+    r.pos = p + length * 8;
+    return Buffer.from(r.bytes.buffer, r.bytes.byteOffset + start, end - start).toString('utf8');
+  };
+}
+
+function elementsDecoder(
+  element: FieldClass,
+  lex: Lexical | undefined,
+  options: CompileOptions,
+): (ctx: DecodeContext, length: number) => FieldValue {
+  if (isText(element)) return textDecoder(element as IntegerClass);
+  const decode = compile(element, lex, options);
+  const align = alignmentOf(element);
+  const minBits = minimumBits(element);
+  return (ctx, length) => {
+    const r = ctx.r;
+    r.pos = r.at(align, 0);
+    if (length * minBits > r.limit - r.pos) {
+      r.fail(`array or sequence of ${length} elements does not fit in the ${r.limit - r.pos} bits left`);
+    }
+    // An element that takes no space cannot make a long array legitimately: cap it to keep memory bounded.
+    if (minBits === 0 && length > 65536) r.fail(`array or sequence of ${length} empty elements`);
+    const out: FieldValue[] = new Array(length);
+    for (let i = 0; i < length; i++) out[i] = decode(ctx);
+    return out;
+  };
+}
+
+function arrayDecoder(type: ArrayClass, lex: Lexical | undefined, options: CompileOptions): FieldDecoder {
+  const elements = elementsDecoder(type.element, lex, options);
+  const length = type.length;
+  return (ctx) => elements(ctx, length);
+}
+
+function sequenceDecoder(type: SequenceClass, lex: Lexical | undefined, options: CompileOptions): FieldDecoder {
+  const loc = resolve(type.lengthRef, lex, options);
+  const target = loc.type.kind === 'enum' ? loc.type.container : loc.type;
+  if (target.kind !== 'int' || target.signed) fail(`sequence length '${type.lengthRef}' is not an unsigned integer`);
+  const get = getter(loc);
+  const elements = elementsDecoder(type.element, lex, options);
+  return (ctx) => {
+    const length = get(ctx);
+    const n = typeof length === 'bigint' ? Number(length) : (length as number);
+    if (typeof n !== 'number' || !Number.isSafeInteger(n)) ctx.r.fail(`sequence length ${String(length)} is invalid`);
+    return elements(ctx, n);
+  };
+}
+
+function variantDecoder(type: VariantClass, lex: Lexical | undefined, options: CompileOptions): FieldDecoder {
+  if (type.tagRef === '') fail('variant has no tag');
+  const loc = resolve(type.tagRef, lex, options);
+  if (loc.type.kind !== 'enum') fail(`variant tag '${type.tagRef}' is not an enumeration`);
+  const tag = loc.type as EnumClass;
+  const get = getter(loc);
+  const decoders = type.options.map((o) => compile(o.type, lex, options));
+  const optionNames = type.options.map((o) => o.name);
+  // For each mapping, the option of the same name (labels keep their underscore, option names lost one).
+  const ranges: { low: number | bigint; high: number | bigint; option: number }[] = [];
+  for (const m of tag.mappings) {
+    let option = optionNames.indexOf(m.label);
+    if (option < 0) option = optionNames.indexOf(strip(m.label));
+    for (const [low, high] of m.ranges) ranges.push({ low, high, option });
+  }
+  return (ctx) => {
+    const v = get(ctx) as number | bigint;
+    let option = -1;
+    for (const range of ranges) {
+      if (v >= range.low && v <= range.high) {
+        option = range.option;
+        break;
+      }
+    }
+    if (option < 0) ctx.r.fail(`variant tag value ${String(v)} selects no option`);
+    const o: Struct = {};
+    setField(o, optionNames[option]!, decoders[option]!(ctx));
+    return o;
+  };
+}
+
+/** Compiles an integer class into a reader specialised for its size, alignment, byte order and signedness. */
+export function integerReader(type: IntegerClass): (r: BitReader) => number | bigint {
+  const { size, align, signed } = type;
+  const le = type.byteOrder === 'le';
+  if (size > 53) {
+    return (r) => {
+      const p = r.at(align, size);
+      let v = p % 8 === 0 && size === 64 ? r.view.getBigUint64(p / 8, le) : r.uintBig(p, size, le);
+      if (signed) v = BigInt.asIntN(size, v);
+      r.pos = p + size;
+      return v;
+    };
+  }
+  if (size === 8 || size === 16 || size === 32) {
+    const get =
+      size === 8
+        ? signed
+          ? (r: BitReader, at: number) => r.view.getInt8(at)
+          : (r: BitReader, at: number) => r.bytes[at]!
+        : size === 16
+          ? signed
+            ? (r: BitReader, at: number) => r.view.getInt16(at, le)
+            : (r: BitReader, at: number) => r.view.getUint16(at, le)
+          : signed
+            ? (r: BitReader, at: number) => r.view.getInt32(at, le)
+            : (r: BitReader, at: number) => r.view.getUint32(at, le);
+    const half = 2 ** (size - 1);
+    const full = 2 ** size;
+    return (r) => {
+      const p = r.at(align, size);
+      r.pos = p + size;
+      if (p % 8 === 0) return get(r, p / 8);
+      const v = r.bits32(p, size, le);
+      return signed && v >= half ? v - full : v;
+    };
+  }
+  const half = 2 ** (size - 1);
+  const full = 2 ** size;
+  return (r) => {
+    const p = r.at(align, size);
+    r.pos = p + size;
+    const v = r.uintNumber(p, size, le);
+    return signed && v >= half ? v - full : v;
+  };
+}
+
+function floatDecoder(type: FloatClass): FieldDecoder {
+  const size = type.expDig + type.mantDig;
+  const le = type.byteOrder === 'le';
+  const scratch = new DataView(new ArrayBuffer(8));
+  return (ctx) => {
+    const r = ctx.r;
+    const p = r.at(type.align, size);
+    r.pos = p + size;
+    if (p % 8 === 0) return size === 32 ? r.view.getFloat32(p / 8, le) : r.view.getFloat64(p / 8, le);
+    const bits = r.uintBig(p, size, le);
+    if (size === 32) {
+      scratch.setUint32(0, Number(bits));
+      return scratch.getFloat32(0);
+    }
+    scratch.setBigUint64(0, bits);
+    return scratch.getFloat64(0);
+  };
+}

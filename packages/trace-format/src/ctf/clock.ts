@@ -1,0 +1,64 @@
+import type { ClockClass } from '../model/types.ts';
+
+const NS_PER_S = 1_000_000_000n;
+
+/** A 1 GHz clock at origin 0, for traces whose timestamps map to no declared clock (as babeltrace2 does). */
+export const DEFAULT_CLOCK: ClockClass = {
+  name: 'default',
+  freq: NS_PER_S,
+  offsetSeconds: 0n,
+  offsetCycles: 0n,
+  absolute: false,
+};
+
+/** Converts clock cycles to nanoseconds from the clock's origin. */
+export type CyclesToNs = (cycles: number | bigint) => bigint;
+
+/**
+ * Builds the cycles-to-nanoseconds conversion of a clock: offset seconds, plus offset cycles and the value each
+ * converted with truncation (babeltrace2's arithmetic). Repeated values reuse the last result.
+ */
+export function cyclesToNs(clock: ClockClass): CyclesToNs {
+  const freq = clock.freq;
+  const base = clock.offsetSeconds * NS_PER_S + (clock.offsetCycles * NS_PER_S) / freq;
+  let lastCycles: number | bigint = -1;
+  let lastNs = 0n;
+  if (freq === NS_PER_S) {
+    return (cycles) => {
+      if (cycles === lastCycles) return lastNs;
+      lastCycles = cycles;
+      lastNs = base + (typeof cycles === 'bigint' ? cycles : BigInt(cycles));
+      return lastNs;
+    };
+  }
+  return (cycles) => {
+    if (cycles === lastCycles) return lastNs;
+    lastCycles = cycles;
+    lastNs = base + ((typeof cycles === 'bigint' ? cycles : BigInt(cycles)) * NS_PER_S) / freq;
+    return lastNs;
+  };
+}
+
+const SAFE = Number.MAX_SAFE_INTEGER;
+
+/**
+ * Applies a timestamp field of `bits` bits to a clock value (CTF 1.8): the field replaces the clock's low bits, and a
+ * smaller value than the current low bits means the field wrapped once. Numbers are used while exact.
+ */
+export function updateClock(clock: number | bigint, value: number | bigint, bits: number): number | bigint {
+  if (bits >= 64) return value;
+  if (typeof clock === 'number' && typeof value === 'number') {
+    const range = 2 ** bits;
+    const low = clock % range;
+    let next = clock - low + value;
+    if (value < low) next += range;
+    if (next <= SAFE) return next;
+  }
+  const c = BigInt(clock);
+  const v = BigInt(value);
+  const range = 1n << BigInt(bits);
+  const low = c & (range - 1n);
+  let next = c - low + v;
+  if (v < low) next += range;
+  return next <= BigInt(SAFE) ? Number(next) : next;
+}

@@ -1,0 +1,510 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { BitReader } from '../codec/bit-reader.ts';
+import {
+  compileScope,
+  type DecodeContext,
+  type FieldDecoder,
+  type IntegerHook,
+  type ScopeName,
+} from '../codec/decoder.ts';
+import { TraceFormatError } from '../errors.ts';
+import type {
+  ClockClass,
+  EventClass,
+  FieldValue,
+  IntegerClass,
+  StreamClass,
+  StructClass,
+  TraceClass,
+  TraceEvent,
+  TraceReader,
+} from '../model/types.ts';
+import { type CyclesToNs, cyclesToNs, DEFAULT_CLOCK, updateClock } from './clock.ts';
+import { readMetadataText } from './metadata.ts';
+import { parseTsdl } from './tsdl/parser.ts';
+
+/** Magic number at the start of every CTF packet that has a `magic` field. */
+export const CTF_PACKET_MAGIC = 0xc1fc1fc1;
+
+export interface OpenCtfOptions {
+  /** Report a corrupt packet in `warnings` and continue with the next one instead of throwing. */
+  readonly lenient?: boolean;
+}
+
+/** A CTF trace opened for reading. */
+export interface CtfTraceReader extends TraceReader {
+  readonly kind: 'ctf';
+  readonly trace: TraceClass;
+  /** The data stream files, in the order ties between equal timestamps are broken. */
+  readonly streamFiles: readonly string[];
+  /** False when events carry no timestamp (no `timestamp` in the event header): `tsNs` is then 0. */
+  readonly timestamped: boolean;
+}
+
+type Struct = Record<string, FieldValue>;
+type Scopes = { [scope: string]: Struct };
+
+interface CompiledEvent {
+  readonly cls: EventClass;
+  readonly context?: FieldDecoder;
+  readonly payload: FieldDecoder;
+}
+
+interface CompiledStream {
+  readonly cls: StreamClass;
+  readonly packetContext?: FieldDecoder;
+  readonly eventHeader?: FieldDecoder;
+  readonly eventContext?: FieldDecoder;
+  readonly events: Map<number, CompiledEvent>;
+  readonly toNs: CyclesToNs;
+  readonly timestamped: boolean;
+}
+
+/** Decoding state of one stream file; the integer hooks write the meaningful fields here. */
+interface StreamState extends DecodeContext {
+  clock: number | bigint;
+  eventId: number;
+  magic: number;
+  streamId: number;
+  packetSize: number;
+  contentSize: number;
+  eventsDiscarded: number;
+  packetSeqNum: number;
+  cpuId: number;
+}
+
+/** Packet context members babeltrace2 consumes and does not show as event data. */
+export const PACKET_CONTEXT_SPECIAL: ReadonlySet<string> = new Set([
+  'timestamp_begin',
+  'timestamp_end',
+  'content_size',
+  'packet_size',
+  'events_discarded',
+  'packet_seq_num',
+]);
+
+function asNumber(v: number | bigint): number {
+  return typeof v === 'bigint' ? (v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : Number.MAX_SAFE_INTEGER) : v;
+}
+
+function clockFor(trace: TraceClass, type: IntegerClass, file: string): ClockClass {
+  if (type.mappedClock !== undefined) {
+    const clock = trace.clocks.get(type.mappedClock);
+    if (!clock) throw new TraceFormatError('ERR_TSDL', `timestamp maps to unknown clock ${type.mappedClock}`, { file });
+    return clock;
+  }
+  if (trace.clocks.size === 1) return trace.clocks.values().next().value!;
+  if (trace.clocks.size === 0) return DEFAULT_CLOCK;
+  throw new TraceFormatError('ERR_TSDL', 'timestamp maps to no clock and the trace declares several', { file });
+}
+
+function hasMember(type: StructClass | undefined, name: string): IntegerClass | undefined {
+  if (!type) return undefined;
+  for (const m of type.members) {
+    const t = m.type;
+    if (m.name === name && (t.kind === 'int' || t.kind === 'enum')) return t.kind === 'int' ? t : t.container;
+    if (t.kind === 'struct') {
+      const inner = hasMember(t, name);
+      if (inner) return inner;
+    }
+    if (t.kind === 'variant') {
+      for (const o of t.options) {
+        if (o.type.kind === 'struct') {
+          const inner = hasMember(o.type, name);
+          if (inner) return inner;
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+function compileStream(trace: TraceClass, cls: StreamClass, file: string): CompiledStream {
+  const rootClasses: Partial<Record<ScopeName, StructClass>> = {
+    'trace.packet.header': trace.packetHeader,
+    'stream.packet.context': cls.packetContext,
+    'stream.event.header': cls.eventHeader,
+    'stream.event.context': cls.eventContext,
+  };
+  const tsType = hasMember(cls.eventHeader, 'timestamp') ?? hasMember(cls.packetContext, 'timestamp_begin');
+  const clock = tsType ? clockFor(trace, tsType, file) : DEFAULT_CLOCK;
+  const set =
+    <K extends keyof StreamState>(key: K): IntegerHook =>
+    (ctx, v) => {
+      (ctx as StreamState)[key] = asNumber(v) as StreamState[K];
+    };
+  const packetContext =
+    cls.packetContext &&
+    compileScope(cls.packetContext, {
+      scope: 'stream.packet.context',
+      rootClasses,
+      hook: (name) => {
+        switch (name) {
+          case 'timestamp_begin':
+            return (ctx, v) => {
+              (ctx as StreamState).clock = v;
+            };
+          case 'content_size':
+            return set('contentSize');
+          case 'packet_size':
+            return set('packetSize');
+          case 'events_discarded':
+            return set('eventsDiscarded');
+          case 'packet_seq_num':
+            return set('packetSeqNum');
+          case 'cpu_id':
+            return set('cpuId');
+        }
+        return undefined;
+      },
+    });
+  const eventHeader =
+    cls.eventHeader &&
+    compileScope(cls.eventHeader, {
+      scope: 'stream.event.header',
+      rootClasses,
+      hook: (name, type) => {
+        if (name === 'id') return set('eventId');
+        if (name === 'timestamp') {
+          const bits = type.size;
+          return (ctx, v) => {
+            const s = ctx as StreamState;
+            s.clock = updateClock(s.clock, v, bits);
+          };
+        }
+        return undefined;
+      },
+    });
+  const eventContext =
+    cls.eventContext && compileScope(cls.eventContext, { scope: 'stream.event.context', rootClasses });
+  const events = new Map<number, CompiledEvent>();
+  for (const [id, ev] of cls.eventClasses) {
+    const eventRoots = { ...rootClasses, 'event.context': ev.context, 'event.fields': ev.payload };
+    events.set(id, {
+      cls: ev,
+      context: ev.context && compileScope(ev.context, { scope: 'event.context', rootClasses: eventRoots }),
+      payload: compileScope(ev.payload, { scope: 'event.fields', rootClasses: eventRoots }),
+    });
+  }
+  return {
+    cls,
+    packetContext,
+    eventHeader,
+    eventContext,
+    events,
+    toNs: cyclesToNs(clock),
+    timestamped: hasMember(cls.eventHeader, 'timestamp') !== undefined,
+  };
+}
+
+function uuidOf(value: FieldValue | undefined): string | undefined {
+  if (!Array.isArray(value) || value.length !== 16) return undefined;
+  const hex = (value as number[]).map((b) => b.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** Reads the events of one data stream file, packet by packet, in file order. */
+class StreamFileCursor {
+  private readonly data: Uint8Array;
+  private readonly file: string;
+  private readonly trace: TraceClass;
+  private readonly packetHeader?: FieldDecoder;
+  private readonly streams: Map<number, CompiledStream>;
+  private readonly lenient: boolean;
+  private readonly warnings: string[];
+  private readonly state: StreamState;
+  private stream?: CompiledStream;
+  private packetOffset = 0;
+  private nextPacketOffset = 0;
+  private inPacket = false;
+  private packetNumber = 0;
+  private lastDiscarded = 0;
+  private lastSeqNum = -1;
+  private scopes: Scopes = {};
+  private cpu: number | null = null;
+  private uuidWarned = false;
+  done = false;
+
+  constructor(
+    data: Uint8Array,
+    file: string,
+    trace: TraceClass,
+    packetHeader: FieldDecoder | undefined,
+    streams: Map<number, CompiledStream>,
+    lenient: boolean,
+    warnings: string[],
+  ) {
+    this.data = data;
+    this.file = file;
+    this.trace = trace;
+    this.packetHeader = packetHeader;
+    this.streams = streams;
+    this.lenient = lenient;
+    this.warnings = warnings;
+    this.state = {
+      r: new BitReader(data, file, 0),
+      stack: [],
+      roots: {},
+      clock: 0,
+      eventId: -1,
+      magic: -1,
+      streamId: -1,
+      packetSize: -1,
+      contentSize: -1,
+      eventsDiscarded: 0,
+      packetSeqNum: -1,
+      cpuId: -1,
+    };
+  }
+
+  /** The next event of this file, or undefined at its end. */
+  next(): TraceEvent | undefined {
+    for (;;) {
+      if (this.done) return undefined;
+      try {
+        if (!this.inPacket) {
+          if (this.nextPacketOffset >= this.data.length) {
+            this.done = true;
+            return undefined;
+          }
+          this.openPacket();
+          continue;
+        }
+        const r = this.state.r;
+        if (r.pos >= r.limit) {
+          this.inPacket = false;
+          continue;
+        }
+        return this.readEvent();
+      } catch (error) {
+        if (!this.lenient || !(error instanceof TraceFormatError)) throw error;
+        this.warnings.push(
+          `skipped corrupt packet ${this.packetNumber} at byte ${this.packetOffset}: ${error.message}`,
+        );
+        this.inPacket = false;
+        // Without a trustworthy packet size nothing after the corruption can be located.
+        if (this.nextPacketOffset <= this.packetOffset) this.done = true;
+      }
+    }
+  }
+
+  private openPacket(): void {
+    const s = this.state;
+    const r = s.r;
+    this.packetOffset = this.nextPacketOffset;
+    this.packetNumber++;
+    r.reset(this.data.subarray(this.packetOffset), this.packetOffset);
+    s.stack.length = 0;
+    s.roots = {};
+    s.magic = -1;
+    s.streamId = -1;
+    s.packetSize = -1;
+    s.contentSize = -1;
+    s.cpuId = -1;
+    s.packetSeqNum = -1;
+    let header: Struct | undefined;
+    if (this.packetHeader) {
+      header = this.packetHeader(s) as Struct;
+      const magic = header.magic;
+      if (magic !== undefined && magic !== CTF_PACKET_MAGIC) {
+        r.fail(`bad packet magic 0x${Number(magic).toString(16)} (expected 0xc1fc1fc1)`, 0);
+      }
+      const uuid = uuidOf(header.uuid);
+      // babeltrace2 reads such packets; say so once per file rather than reject them.
+      if (uuid !== undefined && this.trace.uuid !== undefined && uuid !== this.trace.uuid && !this.uuidWarned) {
+        this.uuidWarned = true;
+        this.warnings.push(`${this.file}: packet UUID ${uuid} differs from the trace's ${this.trace.uuid}`);
+      }
+      const sid = header.stream_id;
+      if (typeof sid === 'number' || typeof sid === 'bigint') s.streamId = Number(sid);
+    }
+    let stream: CompiledStream | undefined;
+    if (s.streamId >= 0) stream = this.streams.get(s.streamId);
+    else if (this.streams.size === 1) stream = this.streams.values().next().value;
+    if (!stream) r.fail(`packet refers to unknown stream class ${s.streamId}`, 0);
+    this.stream = stream;
+    const context = stream!.packetContext?.(s) as Struct | undefined;
+    const remaining = (this.data.length - this.packetOffset) * 8;
+    let packetBits = s.packetSize >= 0 ? s.packetSize : s.contentSize >= 0 ? s.contentSize : remaining;
+    const contentBits = s.contentSize >= 0 ? s.contentSize : packetBits;
+    if (packetBits === 0 && contentBits === 0 && s.packetSize >= 0) packetBits = remaining;
+    if (contentBits > packetBits) r.fail(`content size ${contentBits} bits exceeds packet size ${packetBits} bits`, 0);
+    if (packetBits % 8 !== 0) r.fail(`packet size ${packetBits} bits is not a whole number of bytes`, 0);
+    if (packetBits > remaining) {
+      r.fail(`packet size ${packetBits / 8} bytes runs past the end of the file (${remaining / 8} bytes left)`, 0);
+    }
+    if (contentBits < r.pos) r.fail(`content size ${contentBits} bits is smaller than the packet's header`, 0);
+    if (packetBits === 0) r.fail('packet of size 0', 0);
+    this.nextPacketOffset = this.packetOffset + packetBits / 8;
+    r.limit = contentBits;
+    this.inPacket = true;
+    this.scopes = context ? { 'stream.packet.context': context } : {};
+    this.cpu = s.cpuId >= 0 ? s.cpuId : null;
+    if (s.eventsDiscarded > this.lastDiscarded) {
+      const n = s.eventsDiscarded - this.lastDiscarded;
+      this.warnings.push(
+        `${this.file}: tracer discarded ${n} event${n === 1 ? '' : 's'} before packet ${this.packetNumber}`,
+      );
+    }
+    this.lastDiscarded = s.eventsDiscarded;
+    if (s.packetSeqNum >= 0) {
+      if (this.lastSeqNum >= 0 && s.packetSeqNum > this.lastSeqNum + 1) {
+        const n = s.packetSeqNum - this.lastSeqNum - 1;
+        this.warnings.push(
+          `${this.file}: tracer discarded ${n} packet${n === 1 ? '' : 's'} before packet ${this.packetNumber}`,
+        );
+      }
+      this.lastSeqNum = s.packetSeqNum;
+    }
+  }
+
+  private readEvent(): TraceEvent {
+    const s = this.state;
+    const stream = this.stream!;
+    s.eventId = -1;
+    const start = s.r.pos;
+    const roots = s.roots;
+    roots['stream.event.context'] = undefined;
+    roots['event.context'] = undefined;
+    if (stream.eventHeader) stream.eventHeader(s);
+    let id = s.eventId;
+    if (id < 0) {
+      if (stream.events.size !== 1) s.r.fail('event header has no id and the stream has several event classes', start);
+      id = stream.events.keys().next().value!;
+    }
+    const ev = stream.events.get(id);
+    if (!ev) s.r.fail(`unknown event id ${id} in stream class ${stream.cls.id}`, start);
+    let scopes = this.scopes;
+    if (stream.eventContext) {
+      scopes = { ...scopes, 'stream.event.context': stream.eventContext(s) as Struct };
+    }
+    if (ev!.context) {
+      if (scopes === this.scopes) scopes = { ...scopes };
+      scopes['event.context'] = ev!.context(s) as Struct;
+    }
+    const fields = ev!.payload(s) as Struct;
+    return {
+      tsNs: stream.timestamped ? stream.toNs(s.clock) : 0n,
+      cpu: this.cpu,
+      eventClass: ev!.cls,
+      fields,
+      scopes,
+    };
+  }
+}
+
+/** A binary min-heap of cursors keyed by their pending event's timestamp, ties broken by file order. */
+class Merger {
+  private readonly heap: { cursor: StreamFileCursor; event: TraceEvent; order: number }[] = [];
+
+  push(cursor: StreamFileCursor, order: number): void {
+    const event = cursor.next();
+    if (event) this.insert({ cursor, event, order });
+  }
+
+  private less(a: { event: TraceEvent; order: number }, b: { event: TraceEvent; order: number }): boolean {
+    return a.event.tsNs < b.event.tsNs || (a.event.tsNs === b.event.tsNs && a.order < b.order);
+  }
+
+  private insert(item: { cursor: StreamFileCursor; event: TraceEvent; order: number }): void {
+    const h = this.heap;
+    h.push(item);
+    let i = h.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!this.less(h[i]!, h[p]!)) break;
+      [h[i], h[p]] = [h[p]!, h[i]!];
+      i = p;
+    }
+  }
+
+  pop(): TraceEvent | undefined {
+    const h = this.heap;
+    if (h.length === 0) return undefined;
+    const top = h[0]!;
+    const event = top.event;
+    const next = top.cursor.next();
+    if (next) {
+      top.event = next;
+    } else {
+      const last = h.pop()!;
+      if (h.length === 0) return event;
+      h[0] = last;
+    }
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < h.length && this.less(h[l]!, h[m]!)) m = l;
+      if (r < h.length && this.less(h[r]!, h[m]!)) m = r;
+      if (m === i) break;
+      [h[i], h[m]] = [h[m]!, h[i]!];
+      i = m;
+    }
+    return event;
+  }
+}
+
+/** Lists the data stream files of a trace directory: every regular file but `metadata` and hidden files. */
+function streamFilesOf(dir: string): string[] {
+  return readdirSync(dir)
+    .filter((name) => name !== 'metadata' && !name.startsWith('.'))
+    .filter((name) => statSync(join(dir, name)).isFile())
+    .sort();
+}
+
+/**
+ * Opens a CTF 1.8 trace directory (`metadata` plus one file per data stream). Events of every stream are merged in
+ * timestamp order. Malformed metadata throws at once; a corrupt packet throws while iterating, or with
+ * `lenient` is reported in `warnings` and skipped.
+ */
+export function openCtfTrace(dir: string, options: OpenCtfOptions = {}): CtfTraceReader {
+  const metadataFile = join(dir, 'metadata');
+  let raw: Uint8Array;
+  try {
+    raw = readFileSync(metadataFile);
+  } catch (error) {
+    throw new TraceFormatError('ERR_TRACE_INPUT', `cannot read CTF metadata: ${(error as Error).message}`, {
+      file: metadataFile,
+    });
+  }
+  const metadata = readMetadataText(raw, metadataFile);
+  const warnings: string[] = [];
+  const trace = parseTsdl(metadata.text, { file: metadataFile, warnings });
+  const streams = new Map<number, CompiledStream>();
+  for (const [id, cls] of trace.streams) streams.set(id, compileStream(trace, cls, metadataFile));
+  const packetHeader =
+    trace.packetHeader &&
+    compileScope(trace.packetHeader, {
+      scope: 'trace.packet.header',
+      rootClasses: { 'trace.packet.header': trace.packetHeader },
+      hook: (name) =>
+        name === 'magic' || name === 'stream_id'
+          ? (ctx, v) => {
+              (ctx as StreamState)[name === 'magic' ? 'magic' : 'streamId'] = asNumber(v);
+            }
+          : undefined,
+    });
+  const files = streamFilesOf(dir);
+  const eventClasses = [...trace.streams.values()].flatMap((s) => [...s.eventClasses.values()]);
+  const lenient = options.lenient ?? false;
+  return {
+    kind: 'ctf',
+    trace,
+    streamFiles: files.map((f) => join(dir, f)),
+    timestamped: [...streams.values()].some((s) => s.timestamped),
+    eventClasses,
+    warnings,
+    *events() {
+      const merger = new Merger();
+      files.forEach((name, order) => {
+        const file = join(dir, name);
+        const cursor = new StreamFileCursor(readFileSync(file), file, trace, packetHeader, streams, lenient, warnings);
+        merger.push(cursor, order);
+      });
+      for (let e = merger.pop(); e; e = merger.pop()) yield e;
+    },
+  };
+}

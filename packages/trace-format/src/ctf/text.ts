@@ -1,0 +1,237 @@
+import type {
+  EnumClass,
+  FieldClass,
+  FieldValue,
+  IntegerClass,
+  StructClass,
+  TraceClass,
+  TraceEvent,
+} from '../model/types.ts';
+import { PACKET_CONTEXT_SPECIAL } from './reader.ts';
+
+/** Options of {@link createBabeltraceTextFormatter}. */
+export interface BabeltraceTextOptions {
+  /** The trace the events come from: its `env` names the host and process, its stream classes type the scopes. */
+  readonly trace?: TraceClass;
+  /** Print `[time] (+delta)`; false for traces without timestamps. Default true. */
+  readonly timestamps?: boolean;
+}
+
+const NS_PER_S = 1_000_000_000n;
+const NS_PER_DAY = 86_400n * NS_PER_S;
+
+/** Escapes a string the way babeltrace2's text sink does (C escapes; other control bytes as `\xNN`). */
+export function escapeString(s: string): string {
+  let out = '"';
+  for (const ch of s) {
+    switch (ch) {
+      case '\\':
+        out += '\\\\';
+        continue;
+      case "'":
+        out += "\\'";
+        continue;
+      case '"':
+        out += '\\"';
+        continue;
+      case '?':
+        out += '\\?';
+        continue;
+    }
+    const c = ch.codePointAt(0)!;
+    if (c >= 0x20 && c !== 0x7f) {
+      out += ch;
+      continue;
+    }
+    switch (c) {
+      case 0x07:
+        out += '\\a';
+        break;
+      case 0x08:
+        out += '\\b';
+        break;
+      case 0x1b:
+        out += '\\e';
+        break;
+      case 0x0c:
+        out += '\\f';
+        break;
+      case 0x0a:
+        out += '\\n';
+        break;
+      case 0x0d:
+        out += '\\r';
+        break;
+      case 0x09:
+        out += '\\t';
+        break;
+      case 0x0b:
+        out += '\\v';
+        break;
+      default:
+        out += `\\x${c.toString(16).padStart(2, '0')}`;
+    }
+  }
+  return `${out}"`;
+}
+
+function formatInteger(value: number | bigint, type: IntegerClass): string {
+  switch (type.base) {
+    case 10:
+      return String(value);
+    case 16:
+    case 8:
+    case 2: {
+      let v = BigInt(value);
+      if (v < 0n) v = BigInt.asUintN(type.size, v);
+      if (type.base === 16) return `0x${v.toString(16).toUpperCase()}`;
+      if (type.base === 8) return `0${v.toString(8)}`;
+      return `0b${v.toString(2).padStart(type.size, '0')}`;
+    }
+  }
+}
+
+/** `%g` of C's printf: 6 significant digits, exponent form outside 1e-4..1e6, trailing zeros dropped. */
+export function formatG(x: number): string {
+  if (Number.isNaN(x)) return x < 0 ? '-nan' : 'nan';
+  if (!Number.isFinite(x)) return x < 0 ? '-inf' : 'inf';
+  if (x === 0) return Object.is(x, -0) ? '-0' : '0';
+  const exp = Math.floor(Math.log10(Math.abs(Number(x.toPrecision(6)))));
+  if (exp < -4 || exp >= 6) {
+    const [mant, e] = x.toExponential(5).split('e');
+    const m = mant!.includes('.') ? mant!.replace(/\.?0+$/, '') : mant!;
+    const n = Number(e);
+    return `${m}e${n < 0 ? '-' : '+'}${String(Math.abs(n)).padStart(2, '0')}`;
+  }
+  const fixed = x.toFixed(Math.max(0, 5 - exp));
+  return fixed.includes('.') ? fixed.replace(/\.?0+$/, '') : fixed;
+}
+
+function enumLabels(type: EnumClass, value: number | bigint): string[] {
+  const labels: string[] = [];
+  for (const m of type.mappings) {
+    if (m.ranges.some(([low, high]) => value >= low && value <= high)) labels.push(m.label);
+  }
+  return labels;
+}
+
+function isText(element: FieldClass): boolean {
+  return element.kind === 'int' && element.size === 8 && element.encoding !== 'none';
+}
+
+/** Formats one field value of the given class in babeltrace2's text style. */
+export function formatValue(value: FieldValue, type: FieldClass): string {
+  switch (type.kind) {
+    case 'int':
+      return formatInteger(value as number | bigint, type);
+    case 'enum': {
+      const v = value as number | bigint;
+      const labels = enumLabels(type, v);
+      const shown =
+        labels.length === 0
+          ? '<unknown>'
+          : labels.length === 1
+            ? `"${labels[0]}"`
+            : `{ ${labels.map((l) => `"${l}"`).join(', ')} }`;
+      return `( ${shown} : container = ${formatInteger(v, type.container)} )`;
+    }
+    case 'float':
+      return formatG(value as number);
+    case 'string':
+      return escapeString(value as string);
+    case 'array':
+    case 'sequence':
+    case 'dynamic': {
+      if (typeof value === 'string') return escapeString(value);
+      const items = value as readonly FieldValue[];
+      if (type.kind !== 'dynamic' && isText(type.element)) return escapeString(String(value));
+      const element = type.element;
+      if (items.length === 0) return '[ ]';
+      return `[ ${items.map((v, i) => `[${i}] = ${formatValue(v, element)}`).join(', ')} ]`;
+    }
+    case 'struct':
+      return formatStruct(value as { readonly [k: string]: FieldValue }, type, undefined);
+    case 'variant': {
+      const o = value as { readonly [k: string]: FieldValue };
+      const name = Object.keys(o)[0]!;
+      const option = type.options.find((opt) => opt.name === name);
+      return `{ ${option ? formatValue(o[name]!, option.type) : '<unknown>'} }`;
+    }
+  }
+}
+
+function formatStruct(
+  value: { readonly [k: string]: FieldValue },
+  type: StructClass,
+  skip: ReadonlySet<string> | undefined,
+): string {
+  const parts: string[] = [];
+  for (const m of type.members) {
+    if (skip?.has(m.name)) continue;
+    const v = Object.hasOwn(value, m.name) ? value[m.name] : undefined;
+    if (v === undefined) continue;
+    parts.push(`${m.name} = ${formatValue(v, m.type)}`);
+  }
+  return parts.length === 0 ? '{ }' : `{ ${parts.join(', ')} }`;
+}
+
+function clockTime(ns: bigint): string {
+  let day = ns % NS_PER_DAY;
+  if (day < 0n) day += NS_PER_DAY;
+  const s = day / NS_PER_S;
+  const frac = day % NS_PER_S;
+  const hh = String(s / 3600n).padStart(2, '0');
+  const mm = String((s / 60n) % 60n).padStart(2, '0');
+  const ss = String(s % 60n).padStart(2, '0');
+  return `${hh}:${mm}:${ss}.${String(frac).padStart(9, '0')}`;
+}
+
+/**
+ * Returns a function that formats events as one line each, like `babeltrace2 TRACE` (its `sink.text.pretty` with
+ * default options, times in UTC): `[time] (+delta) host name: { packet context }, { stream event context },
+ * { event context }, { payload }`. The formatter remembers the previous event's time for the delta.
+ */
+export function createBabeltraceTextFormatter(options: BabeltraceTextOptions = {}): (event: TraceEvent) => string {
+  const env = options.trace?.env;
+  const timestamps = options.timestamps ?? true;
+  let prefix = '';
+  const hostname = env?.get('hostname');
+  const procname = env?.get('procname');
+  const vpid = env?.get('vpid');
+  if (typeof hostname === 'string') prefix = hostname;
+  if (typeof procname === 'string') prefix += prefix ? `:${procname}` : procname;
+  if (typeof vpid === 'number' || typeof vpid === 'bigint') prefix += `${prefix ? ':' : ''}(${vpid})`;
+  if (prefix) prefix += ' ';
+  let last: bigint | undefined;
+  return (event) => {
+    let line = '';
+    if (timestamps) {
+      const ts = event.tsNs;
+      let delta = '+?.?????????';
+      if (last !== undefined) {
+        const d = ts - last;
+        const abs = d < 0n ? -d : d;
+        delta = `${d < 0n ? '-' : '+'}${abs / NS_PER_S}.${String(abs % NS_PER_S).padStart(9, '0')}`;
+      }
+      last = ts;
+      line = `[${clockTime(ts)}] (${delta}) `;
+    }
+    const cls = event.eventClass;
+    line += `${prefix}${cls.name}: `;
+    const parts: string[] = [];
+    const stream = options.trace?.streams.get(cls.streamId);
+    const scopes = event.scopes;
+    const packetContext = scopes?.['stream.packet.context'];
+    if (packetContext && stream?.packetContext) {
+      if (stream.packetContext.members.some((m) => !PACKET_CONTEXT_SPECIAL.has(m.name))) {
+        parts.push(formatStruct(packetContext, stream.packetContext, PACKET_CONTEXT_SPECIAL));
+      }
+    }
+    const streamContext = scopes?.['stream.event.context'];
+    if (streamContext && stream?.eventContext) parts.push(formatStruct(streamContext, stream.eventContext, undefined));
+    const eventContext = scopes?.['event.context'];
+    if (eventContext && cls.context) parts.push(formatStruct(eventContext, cls.context, undefined));
+    if (cls.payload.members.length > 0) parts.push(formatStruct(event.fields, cls.payload, undefined));
+    return line + parts.join(', ');
+  };
+}
