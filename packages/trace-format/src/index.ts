@@ -12,4 +12,12 @@ export { type PageInfo, type PageSource, type RecordSink, readPage } from './ftr
 export { type FtraceReader, type FtraceReadOptions, isRawPagesDir, openRawPagesDir } from './ftrace/raw-dir.ts';
 export { compileRecordDecoder, type DecodedRecord, type RecordDecoder } from './ftrace/record.ts';
 export { Kallsyms, parseCmdlines } from './ftrace/symbols.ts';
+export {
+  isTraceDat,
+  openTraceDat,
+  readTraceDat,
+  type TraceDatBuffer,
+  type TraceDatInfo,
+  type TraceDatReader,
+} from './ftrace/tracedat/read.ts';
 export type * from './model/types.ts';

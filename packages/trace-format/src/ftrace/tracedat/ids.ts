@@ -1,0 +1,29 @@
+/** Option and section ids of trace.dat (trace-cmd.dat.v7(5)); v7 sections share their option's id. */
+export const OPTION = {
+  done: 0,
+  date: 1,
+  cpuStat: 2,
+  buffer: 3,
+  traceClock: 4,
+  uname: 5,
+  hook: 6,
+  offset: 7,
+  cpuCount: 8,
+  version: 9,
+  procMaps: 10,
+  traceId: 11,
+  timeShift: 12,
+  guest: 13,
+  tsc2nsec: 14,
+  strings: 15,
+  headerInfo: 16,
+  ftraceEvents: 17,
+  eventFormats: 18,
+  kallsyms: 19,
+  printk: 20,
+  cmdlines: 21,
+  bufferText: 22,
+} as const;
+
+/** Section flag: the section's content is compressed. */
+export const SECTION_COMPRESSED = 1;

@@ -1,0 +1,120 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { TraceFormatError } from '../../errors.ts';
+import { expectSameAsReport, recordTraceDat, reportRaw } from '../../testing/tracecmd.ts';
+import { findTracefs, hasTool } from '../../testing/tracefs.ts';
+import { openTraceDat, readTraceDat } from './read.ts';
+
+const tracefs = findTracefs();
+const why =
+  process.getuid?.() !== 0
+    ? 'not root'
+    : 'why' in tracefs
+      ? tracefs.why
+      : !hasTool('trace-cmd')
+        ? 'trace-cmd is not installed (apt install trace-cmd)'
+        : '';
+
+describe.skipIf(why !== '')(
+  `trace.dat recorded by trace-cmd record --no-filter -d${why ? ` (skipped: ${why})` : ''}`,
+  () => {
+    const dir = mkdtempSync(join(tmpdir(), 'evtrace-dat-'));
+    const v7 = join(dir, 'v7.dat');
+    const v6 = join(dir, 'v6.dat');
+    const v7none = join(dir, 'v7-none.dat');
+    beforeAll(async () => {
+      await recordTraceDat(
+        (tracefs as { path: string }).path,
+        v7,
+        ['kmem:kmalloc', 'sched:sched_switch', 'sched:sched_process_exec'],
+        1000,
+      );
+      execFileSync('trace-cmd', ['convert', '--file-version', '6', '-i', v7, '-o', v6], { stdio: 'ignore' });
+      execFileSync('trace-cmd', ['convert', '--compression', 'none', '-i', v7, '-o', v7none], { stdio: 'ignore' });
+    }, 30_000);
+
+    it('decodes a v7 zstd file to the events trace-cmd report prints', () => {
+      const r = openTraceDat(v7);
+      expect(r.info.version).toBe(7);
+      expect(r.info.compression?.name).toBe('zstd');
+      const ours = [...r.events()];
+      expect(ours.length).toBeGreaterThan(10);
+      expectSameAsReport(ours, reportRaw(v7), r.metadata.kallsyms());
+      expect(r.warnings).toEqual([]);
+    });
+
+    it('decodes the same recording converted to v6 and to uncompressed v7', () => {
+      const reference = [...openTraceDat(v7).events()];
+      for (const f of [v6, v7none]) {
+        const r = openTraceDat(f);
+        const ours = [...r.events()];
+        expectSameAsReport(ours, reportRaw(f), r.metadata.kallsyms());
+        expect(ours.map((e) => e.tsNs)).toEqual(reference.map((e) => e.tsNs));
+      }
+      expect(openTraceDat(v6).info.version).toBe(6);
+    });
+
+    it('reads saved cmdlines, kallsyms and the clock', () => {
+      const r = openTraceDat(v7);
+      expect(r.metadata.clock).toBe('local');
+      expect(r.metadata.cmdlines.size).toBeGreaterThan(0);
+      expect(r.metadata.kallsyms()!.size).toBeGreaterThan(1000);
+      expect(r.info.uname).toMatch(/^Linux /);
+    });
+
+    it('never fails with anything but a TraceFormatError on mutated files, and stays bounded', () => {
+      const original = readFileSync(v6);
+      const compressed = readFileSync(v7);
+      fc.assert(
+        fc.property(
+          fc.boolean(),
+          fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 8 }),
+          fc.option(fc.nat(), { nil: undefined }),
+          (useV7, edits, cut) => {
+            const base = useV7 ? compressed : original;
+            const bytes = Buffer.from(base.subarray(0, cut === undefined ? base.length : cut % base.length));
+            // Mutate the metadata and the first pages, where structure lives.
+            for (const [pos, value] of edits) bytes[pos % Math.min(bytes.length, 1 << 16)] = value;
+            try {
+              const r = readTraceDat(bytes, { file: 'mutated.dat', lenient: true });
+              let n = 0;
+              for (const _ of r.events()) if (++n > 1e6) break;
+            } catch (e) {
+              expect(e).toBeInstanceOf(TraceFormatError);
+              expect((e as Error).message).toMatch(/^mutated\.dat/);
+            }
+          },
+        ),
+        { numRuns: 150 },
+      );
+    });
+  },
+);
+
+describe('trace.dat errors', () => {
+  it('rejects a file without the magic at byte 0', () => {
+    expect(() => readTraceDat(Buffer.from('hello world, not a trace'), { file: 'x.dat' })).toThrow(
+      /^x\.dat: byte 0: not a trace\.dat file/,
+    );
+  });
+
+  it('rejects an unsupported version and a truncated header with the offset', () => {
+    const magic = Buffer.from([0x17, 0x08, 0x44, ...Buffer.from('tracing')]);
+    expect(() => readTraceDat(Buffer.concat([magic, Buffer.from('5\0')]), { file: 'v5' })).toThrow(
+      /unsupported trace\.dat version "5"/,
+    );
+    const e = (() => {
+      try {
+        readTraceDat(Buffer.concat([magic, Buffer.from('6\0'), Buffer.from([0, 8, 0, 16, 0, 0])]), { file: 't' });
+      } catch (err) {
+        return err as TraceFormatError;
+      }
+    })();
+    expect(e?.code).toBe('ERR_TRACE_DAT');
+    expect(e?.location.offset).toBe(18);
+  });
+});

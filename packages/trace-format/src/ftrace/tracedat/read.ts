@@ -1,0 +1,385 @@
+/**
+ * Reader of trace-cmd `trace.dat` files, versions 6 and 7 (see trace-cmd.dat.v6(5) and trace-cmd.dat.v7(5)): the
+ * metadata (header_page, event formats, kallsyms, printk formats, saved cmdlines, options) and the per-CPU
+ * flyrecord pages of the top-level buffer, with zlib or zstd compression in version 7.
+ */
+import { readFileSync } from 'node:fs';
+import { inflateSync, zstdDecompressSync } from 'node:zlib';
+import type { ByteOrder, EventClass, TraceEvent } from '../../model/types.ts';
+import { cpuEvents, EventTable, type FtraceMetadata, mergeByTime } from '../events.ts';
+import { parseFormatFile } from '../format-file.ts';
+import { parseHeaderEvent, parseHeaderPage } from '../headers.ts';
+import type { FtraceReader, FtraceReadOptions } from '../raw-dir.ts';
+import { Kallsyms, parseCmdlines } from '../symbols.ts';
+import { Cursor } from './cursor.ts';
+import { OPTION, SECTION_COMPRESSED } from './ids.ts';
+
+export const TRACEDAT_MAGIC = Buffer.from([0x17, 0x08, 0x44, ...Buffer.from('tracing')]);
+
+/** One flyrecord buffer (the top-level one or an instance) and where its CPU data lies. */
+export interface TraceDatBuffer {
+  readonly name: string;
+  readonly clock?: string;
+  readonly pageSize: number;
+  readonly cpus: readonly { readonly cpu: number; readonly offset: number; readonly size: number }[];
+}
+
+/** What a trace.dat header and options say. */
+export interface TraceDatInfo {
+  readonly version: 6 | 7;
+  readonly byteOrder: ByteOrder;
+  readonly longSize: number;
+  readonly pageSize: number;
+  /** Version 7: the compression algorithm (`none`, `zstd`, `zlib`) and its version. */
+  readonly compression?: { readonly name: string; readonly version: string };
+  readonly clock?: string;
+  readonly uname?: string;
+  readonly traceCmdVersion?: string;
+  readonly buffers: readonly TraceDatBuffer[];
+  /** Raw options (id and data) in file order, including those this reader does not interpret. */
+  readonly options: readonly { readonly id: number; readonly data: Buffer }[];
+}
+
+/** A reader over a trace.dat file. */
+export interface TraceDatReader extends FtraceReader {
+  readonly info: TraceDatInfo;
+}
+
+/** Whether `bytes` starts with the trace.dat magic. */
+export function isTraceDat(bytes: Uint8Array): boolean {
+  return bytes.length >= TRACEDAT_MAGIC.length && TRACEDAT_MAGIC.every((b, i) => bytes[i] === b);
+}
+
+/** Opens a trace.dat file. See {@link readTraceDat}. */
+export function openTraceDat(file: string, options: FtraceReadOptions = {}): TraceDatReader {
+  return readTraceDat(readFileSync(file), { ...options, file });
+}
+
+interface Metadata {
+  headerPage?: string;
+  headerEvent?: string;
+  ftraceFormats: string[];
+  eventFormats: { system: string; text: string }[];
+  kallsyms?: string;
+  cmdlines?: string;
+}
+
+const MAX_SECTION = 1 << 30;
+
+/**
+ * Reads a trace.dat image. Events of the top-level buffer are decoded lazily, in timestamp order across CPUs.
+ *
+ * @throws TraceFormatError `ERR_TRACE_DAT` naming the file and byte offset of the first problem in the metadata;
+ * page problems are `ERR_FTRACE_PAGE` (or warnings with `lenient`).
+ */
+export function readTraceDat(bytes: Buffer, options: FtraceReadOptions & { file?: string } = {}): TraceDatReader {
+  const file = options.file;
+  const head = new Cursor(bytes, true, file);
+  if (!isTraceDat(bytes)) head.fail('not a trace.dat file (bad magic)', 0);
+  head.pos = TRACEDAT_MAGIC.length;
+  const versionText = head.cstring('version', 8);
+  if (versionText !== '6' && versionText !== '7')
+    head.fail(`unsupported trace.dat version ${JSON.stringify(versionText)}`);
+  const version = Number(versionText) as 6 | 7;
+  const endian = head.take(1, 'endianness')[0]!;
+  if (endian > 1) head.fail(`bad endianness flag ${endian}`, head.pos - 1);
+  const longSize = head.take(1, 'long size')[0]!;
+  if (longSize !== 4 && longSize !== 8) head.fail(`bad long size ${longSize}`, head.pos - 1);
+  const c = new Cursor(bytes, endian === 0, file, '', head.pos);
+  const pageSize = c.u32('page size');
+  if (pageSize < 64 || pageSize > 1 << 27) c.fail(`impossible page size ${pageSize}`, c.pos - 4);
+  const meta: Metadata = { ftraceFormats: [], eventFormats: [] };
+  const rawOptions: { id: number; data: Buffer }[] = [];
+  const buffers: TraceDatBuffer[] = [];
+  let compression: { name: string; version: string } | undefined;
+  if (version === 6) {
+    readV6(c, meta, rawOptions, buffers, pageSize);
+  } else {
+    compression = { name: c.cstring('compression name', 64), version: c.cstring('compression version', 64) };
+    if (!['none', 'zstd', 'zlib'].includes(compression.name)) {
+      c.fail(`unsupported compression ${JSON.stringify(compression.name)}`);
+    }
+    readV7(c, compression.name, meta, rawOptions, buffers);
+  }
+  const optionText = (id: number) => {
+    const o = rawOptions.find((x) => x.id === id);
+    return o === undefined
+      ? undefined
+      : o.data
+          .toString('utf8')
+          .replace(/\0[\s\S]*$/, '')
+          .trim();
+  };
+  const clockList = optionText(OPTION.traceClock);
+  const clock = clockList?.match(/\[(\w[\w-]*)\]/)?.[1] ?? buffers[0]?.clock;
+  const top = buffers.find((b) => b.name === '') ?? buffers[0];
+  if (meta.headerPage === undefined) c.fail('no header_page in the file');
+  const byteOrder: ByteOrder = endian === 0 ? 'le' : 'be';
+  const page = parseHeaderPage(meta.headerPage!, {
+    file: `${file ?? '<trace.dat>'}:header_page`,
+    byteOrder,
+    pageSize: top?.pageSize ?? pageSize,
+  });
+  if (meta.headerEvent !== undefined)
+    parseHeaderEvent(meta.headerEvent, { file: `${file ?? '<trace.dat>'}:header_event` });
+  const formatFile = (what: string) => `${file ?? '<trace.dat>'}:${what}`;
+  const eventClasses: EventClass[] = [
+    ...meta.ftraceFormats.map((t, i) =>
+      parseFormatFile(t, {
+        file: formatFile(`ftrace format #${i}`),
+        system: 'ftrace',
+        byteOrder,
+        longSize: page.commitSize,
+      }),
+    ),
+    ...meta.eventFormats.map((f) =>
+      parseFormatFile(f.text, {
+        file: formatFile(`${f.system} format`),
+        system: f.system,
+        byteOrder,
+        longSize: page.commitSize,
+      }),
+    ),
+  ];
+  let kallsyms: Kallsyms | undefined;
+  const metadata: FtraceMetadata = {
+    byteOrder,
+    longSize: page.commitSize,
+    page,
+    eventClasses,
+    cmdlines: parseCmdlines(meta.cmdlines ?? ''),
+    kallsyms: () => (kallsyms ??= meta.kallsyms === undefined ? undefined : Kallsyms.parse(meta.kallsyms)),
+    ...(clock !== undefined ? { clock } : {}),
+  };
+  const uname = optionText(OPTION.uname);
+  const traceCmdVersion = optionText(OPTION.version);
+  const info: TraceDatInfo = {
+    version,
+    byteOrder,
+    longSize,
+    pageSize,
+    ...(compression !== undefined ? { compression } : {}),
+    ...(clock !== undefined ? { clock } : {}),
+    ...(uname !== undefined ? { uname } : {}),
+    ...(traceCmdVersion !== undefined ? { traceCmdVersion } : {}),
+    buffers,
+    options: rawOptions,
+  };
+  const tsOffset = BigInt(optionText(OPTION.offset)?.match(/^-?\d+/)?.[0] ?? '0');
+  const warnings: string[] = [];
+  if (buffers.length > 1) warnings.push(`${buffers.length} buffers in the file; only "${top?.name}" is read`);
+  return {
+    kind: 'tracedat',
+    info,
+    metadata,
+    eventClasses,
+    warnings,
+    events(): Iterable<TraceEvent> {
+      const table = new EventTable(metadata);
+      const warn = (m: string) => warnings.push(m);
+      const streams = (top?.cpus ?? []).map((cpu) => {
+        const data = cpuData(bytes, c, cpu, compression?.name ?? 'none', version);
+        return cpuEvents(
+          metadata,
+          table,
+          {
+            cpu: cpu.cpu,
+            bytes: data.bytes,
+            file: data.compressed ? `${file ?? '<trace.dat>'}:cpu${cpu.cpu}(decompressed)` : file,
+            fileOffset: data.compressed ? 0 : cpu.offset,
+          },
+          { lenient: options.lenient, warn },
+        );
+      });
+      const merged = mergeByTime(streams);
+      return tsOffset === 0n ? merged : shift(merged, tsOffset);
+    },
+  };
+}
+
+function* shift(events: Iterable<TraceEvent>, by: bigint): Generator<TraceEvent> {
+  for (const e of events) yield { ...e, tsNs: e.tsNs + by };
+}
+
+function cpuData(
+  bytes: Buffer,
+  c: Cursor,
+  cpu: { cpu: number; offset: number; size: number },
+  compression: string,
+  version: number,
+): { bytes: Buffer; compressed: boolean } {
+  if (cpu.offset + cpu.size > bytes.length)
+    c.fail(`CPU ${cpu.cpu} data [${cpu.offset}, +${cpu.size}) past the end of the file`, cpu.offset);
+  if (version === 6 || compression === 'none')
+    return { bytes: bytes.subarray(cpu.offset, cpu.offset + cpu.size), compressed: false };
+  if (cpu.size === 0) return { bytes: Buffer.alloc(0), compressed: true };
+  // The stated size leaves out the chunk count, so chunks are bounded by the file, not by it.
+  const d = new Cursor(bytes, c.le, c.file, '', cpu.offset);
+  const chunks = d.u32(`CPU ${cpu.cpu} chunk count`);
+  if (chunks > cpu.size / 8) d.fail(`CPU ${cpu.cpu}: ${chunks} chunks cannot fit in ${cpu.size} bytes`, cpu.offset);
+  const parts: Buffer[] = [];
+  for (let i = 0; i < chunks; i++) {
+    const at = d.pos;
+    const csize = d.u32('chunk compressed size');
+    const usize = d.u32('chunk size');
+    parts.push(decompress(d, compression, d.take(csize, 'chunk data'), usize, at));
+  }
+  return { bytes: Buffer.concat(parts), compressed: true };
+}
+
+function decompress(c: Cursor, algorithm: string, data: Buffer, usize: number, at: number): Buffer {
+  if (usize > MAX_SECTION) c.fail(`compressed block claims ${usize} bytes`, at);
+  let out: Buffer;
+  try {
+    out =
+      algorithm === 'zstd'
+        ? zstdDecompressSync(data, { maxOutputLength: Math.max(usize, 1) })
+        : inflateSync(data, { maxOutputLength: Math.max(usize, 1) });
+  } catch (e) {
+    c.fail(`${algorithm} block does not decompress: ${(e as Error).message}`, at);
+  }
+  if (out!.length !== usize) c.fail(`${algorithm} block gives ${out!.length} bytes, its header says ${usize}`, at);
+  return out!;
+}
+
+/** The metadata parts, shared by v6 (inline) and v7 (one section each). */
+function readHeaders(c: Cursor, meta: Metadata): void {
+  c.expect('header_page\0', 'header_page tag');
+  meta.headerPage = c.text(c.u64('header_page size'), 'header_page');
+  c.expect('header_event\0', 'header_event tag');
+  meta.headerEvent = c.text(c.u64('header_event size'), 'header_event');
+}
+
+function readFtraceFormats(c: Cursor, meta: Metadata): void {
+  const n = c.u32('ftrace format count');
+  if (n > (c.bytes.length - c.pos) / 8) c.fail(`${n} ftrace formats cannot fit`, c.pos - 4);
+  for (let i = 0; i < n; i++) meta.ftraceFormats.push(c.text(c.u64('format size'), 'ftrace format'));
+}
+
+function readEventFormats(c: Cursor, meta: Metadata): void {
+  const systems = c.u32('event system count');
+  if (systems > (c.bytes.length - c.pos) / 5) c.fail(`${systems} event systems cannot fit`, c.pos - 4);
+  for (let s = 0; s < systems; s++) {
+    const system = c.cstring('system name', 256);
+    const n = c.u32('event count');
+    if (n > (c.bytes.length - c.pos) / 8) c.fail(`${n} event formats cannot fit`, c.pos - 4);
+    for (let i = 0; i < n; i++) meta.eventFormats.push({ system, text: c.text(c.u64('format size'), 'event format') });
+  }
+}
+
+function readV6(
+  c: Cursor,
+  meta: Metadata,
+  options: { id: number; data: Buffer }[],
+  buffers: TraceDatBuffer[],
+  pageSize: number,
+): void {
+  readHeaders(c, meta);
+  readFtraceFormats(c, meta);
+  readEventFormats(c, meta);
+  meta.kallsyms = c.text(c.u32('kallsyms size'), 'kallsyms');
+  c.text(c.u32('printk formats size'), 'printk formats');
+  meta.cmdlines = c.text(c.u64('cmdlines size'), 'cmdlines');
+  const cpuCount = c.u32('CPU count');
+  if (cpuCount > 4096) c.fail(`${cpuCount} CPUs`, c.pos - 4);
+  let tag = c.text(10, 'section tag');
+  if (tag === 'options  \0') {
+    for (;;) {
+      const id = c.u16('option id');
+      if (id === OPTION.done) break;
+      const size = c.u32('option size');
+      options.push({ id, data: c.take(size, 'option data') });
+    }
+    tag = c.text(10, 'section tag');
+  }
+  if (tag === 'latency  \0') c.fail('latency (text) traces are not supported', c.pos - 10);
+  if (tag !== 'flyrecord\0') c.fail(`expected "flyrecord", found ${JSON.stringify(tag)}`, c.pos - 10);
+  const cpus = [];
+  for (let cpu = 0; cpu < cpuCount; cpu++)
+    cpus.push({ cpu, offset: c.u64('CPU data offset'), size: c.u64('CPU data size') });
+  const clock = options
+    .find((o) => o.id === OPTION.traceClock)
+    ?.data.toString('latin1')
+    .match(/\[(\w+)\]/)?.[1];
+  buffers.push({ name: '', pageSize, cpus, ...(clock !== undefined ? { clock } : {}) });
+}
+
+function readV7(
+  c: Cursor,
+  compression: string,
+  meta: Metadata,
+  options: { id: number; data: Buffer }[],
+  buffers: TraceDatBuffer[],
+): void {
+  let next = c.u64('first options offset');
+  const seen = new Set<number>();
+  const section = (offset: number, expectId: number): Cursor => {
+    const s = new Cursor(c.bytes, c.le, c.file, '', offset);
+    const id = s.u16('section id');
+    if (id !== expectId) s.fail(`section ${id} found where section ${expectId} was expected`, offset);
+    const flags = s.u16('section flags');
+    s.u32('section description');
+    const size = s.u64('section size');
+    s.need(size, 'section');
+    if ((flags & SECTION_COMPRESSED) === 0 || compression === 'none') {
+      return new Cursor(c.bytes.subarray(0, s.pos + size), c.le, c.file, '', s.pos);
+    }
+    const at = s.pos;
+    const csize = s.u32('compressed size');
+    const usize = s.u32('uncompressed size');
+    const data = decompress(s, compression, s.take(csize, 'compressed data'), usize, at);
+    return new Cursor(data, c.le, c.file, `section at byte ${offset}, decompressed byte `);
+  };
+  while (next !== 0) {
+    if (seen.has(next)) c.fail('options sections form a loop', next);
+    seen.add(next);
+    const s = section(next, OPTION.done);
+    next = 0;
+    while (s.pos < s.bytes.length) {
+      const id = s.u16('option id');
+      const size = s.u32('option size');
+      const data = s.take(size, 'option data');
+      if (id === OPTION.done) {
+        if (size >= 8) next = new Cursor(data, c.le, c.file).u64('next options offset');
+        break;
+      }
+      options.push({ id, data });
+      const d = new Cursor(data, c.le, c.file, `option ${id} at byte `);
+      const ref = () => d.u64('section offset');
+      switch (id) {
+        case OPTION.headerInfo:
+          readHeaders(section(ref(), id), meta);
+          break;
+        case OPTION.ftraceEvents:
+          readFtraceFormats(section(ref(), id), meta);
+          break;
+        case OPTION.eventFormats:
+          readEventFormats(section(ref(), id), meta);
+          break;
+        case OPTION.kallsyms: {
+          const k = section(ref(), id);
+          meta.kallsyms = k.text(k.u32('kallsyms size'), 'kallsyms');
+          break;
+        }
+        case OPTION.cmdlines: {
+          const k = section(ref(), id);
+          meta.cmdlines = k.text(k.u64('cmdlines size'), 'cmdlines');
+          break;
+        }
+        case OPTION.buffer: {
+          d.u64('buffer section offset');
+          const name = d.cstring('buffer name');
+          const clock = d.cstring('buffer clock');
+          const bufPageSize = d.u32('buffer page size');
+          const n = d.u32('buffer CPU count');
+          if (n > size / 20) d.fail(`${n} CPUs cannot fit`, d.pos - 4);
+          const cpus = [];
+          for (let i = 0; i < n; i++)
+            cpus.push({ cpu: d.u32('CPU id'), offset: d.u64('CPU data offset'), size: d.u64('CPU data size') });
+          buffers.push({ name, clock, pageSize: bufPageSize, cpus });
+          break;
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * Test support around trace-cmd, the judge of our trace.dat reading and writing: recording with the form that works
+ * on these kernels (`record --no-filter -d`, stopped with SIGINT) and parsing `trace-cmd report -R -t`.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { expect } from 'vitest';
+import type { Kallsyms } from '../ftrace/symbols.ts';
+import type { TraceEvent } from '../model/types.ts';
+
+/** Records `events` on the top-level buffer for `ms`, restoring the tracing state trace-cmd leaves behind. */
+export async function recordTraceDat(
+  tracefs: string,
+  out: string,
+  events: readonly string[],
+  ms: number,
+): Promise<void> {
+  const saved = ['tracing_on', 'set_event', 'trace_clock', 'buffer_size_kb'].map(
+    (f) => [f, readFileSync(`${tracefs}/${f}`, 'utf8')] as const,
+  );
+  try {
+    const args = ['record', '--no-filter', '-d', ...events.flatMap((e) => ['-e', e]), '-o', out];
+    // Without a command trace-cmd records until SIGINT; it then writes the file and exits (status 1 on this kernel).
+    const child = spawn('trace-cmd', args, { stdio: 'ignore' });
+    const exited = new Promise((r) => child.on('exit', r));
+    await new Promise((r) => setTimeout(r, ms));
+    child.kill('SIGINT');
+    await exited;
+  } finally {
+    for (const [f, text] of saved) {
+      try {
+        if (f === 'set_event') {
+          writeFileSync(`${tracefs}/set_event`, '');
+          for (const line of text.split('\n').filter(Boolean))
+            writeFileSync(`${tracefs}/set_event`, `${line}\n`, { flag: 'a' });
+        } else if (f === 'trace_clock') {
+          writeFileSync(`${tracefs}/trace_clock`, /\[(\S+)\]/.exec(text)?.[1] ?? 'local');
+        } else {
+          writeFileSync(`${tracefs}/${f}`, text.trim());
+        }
+      } catch {}
+    }
+  }
+}
+
+export interface ReportedEvent {
+  comm: string;
+  pid: number;
+  cpu: number;
+  ts: bigint;
+  name: string;
+  fields: Map<string, string>;
+}
+
+/** `trace-cmd report -R -t FILE`, parsed: every field as `name=value` text with a nanosecond timestamp. */
+export function reportRaw(file: string): ReportedEvent[] {
+  const text = execFileSync('trace-cmd', ['report', '-R', '-t', file], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 30,
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const out: ReportedEvent[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^\s*(.*)-(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+(\w+):\s*(.*)$/.exec(line);
+    if (m === null) continue;
+    const fields = new Map<string, string>();
+    for (const f of m[7]!.matchAll(/(\w+)=(.*?)(?= \w+=|$)/g)) fields.set(f[1]!, f[2]!.trim());
+    out.push({
+      comm: m[1]!.trim(),
+      pid: Number(m[2]),
+      cpu: Number(m[3]),
+      ts: BigInt(m[4]!) * 1_000_000_000n + BigInt(m[5]!),
+      name: m[6]!,
+      fields,
+    });
+  }
+  return out;
+}
+
+/** Whether our value equals trace-cmd's rendering of a field of `size` bytes (decimal, hex or `sym+0xoff`). */
+export function sameAsReported(ours: unknown, theirs: string, size: number, kallsyms: Kallsyms | undefined): boolean {
+  if (typeof ours === 'string') return ours === theirs;
+  if (typeof ours !== 'number' && typeof ours !== 'bigint') return false;
+  const bits = Math.max(8, Math.min(64, size * 8));
+  const v = BigInt.asUintN(bits, BigInt(ours));
+  if (/^-?\d+$/.test(theirs) || /^0x[0-9a-f]+$/i.test(theirs)) return BigInt.asUintN(bits, BigInt(theirs)) === v;
+  return kallsyms?.format(v) === theirs;
+}
+
+/** Asserts that our events are trace-cmd's: same order, timestamps, CPUs, pids, names and every field value. */
+export function expectSameAsReport(
+  ours: readonly TraceEvent[],
+  theirs: readonly ReportedEvent[],
+  kallsyms: Kallsyms | undefined,
+): void {
+  expect(ours.length).toBe(theirs.length);
+  const key = (ts: bigint, cpu: number | null, name: string) => `${ts} ${cpu} ${name}`;
+  expect(ours.map((e) => key(e.tsNs, e.cpu, e.eventClass.ftrace!.event))).toEqual(
+    theirs.map((e) => key(e.ts, e.cpu, e.name)),
+  );
+  ours.forEach((e, i) => {
+    const t = theirs[i]!;
+    expect(e.scopes?.common?.common_pid).toBe(t.pid);
+    for (const f of e.eventClass.ftrace!.fields) {
+      if (f.common) continue;
+      const text = t.fields.get(f.name);
+      expect(text, `${t.name}.${f.name} in trace-cmd report`).toBeDefined();
+      const ok = sameAsReported(e.fields[f.name], text!, f.size, kallsyms);
+      expect(ok, `${t.name}.${f.name}: ours ${String(e.fields[f.name])}, trace-cmd ${text}`).toBe(true);
+    }
+  });
+}
