@@ -1,0 +1,99 @@
+import type { EventClass, FtraceFieldInfo } from '@evtrace/trace-format';
+
+/**
+ * How the kernel treats a field in a filter (`filter_type` in kernel/trace): derived from the C type of the format
+ * file, plus the pseudo fields every event has.
+ */
+export type FieldKind =
+  /** Integer (or anything else the kernel compares as an integer of the field's size). */
+  | 'number'
+  /** `char name[N]`: a fixed array. */
+  | 'static-string'
+  /** `__data_loc char[]`: offset/length word pointing into the record. */
+  | 'dynamic-string'
+  /** `__rel_loc char[]`: as dynamic, offset relative to the end of the field. */
+  | 'rel-string'
+  /** `char *` / `const char *`: a pointer the kernel dereferences when the event fires. */
+  | 'pointer-string'
+  /** `__data_loc cpumask_t`. */
+  | 'cpumask'
+  /** `CPU`, `cpu`, `common_cpu`: the CPU the event fired on. */
+  | 'cpu'
+  /** `COMM`, `comm`: the current task's name when the event fired. */
+  | 'comm'
+  /** `stacktrace`, `STACKTRACE`: accepted as a number of size 0, never matches. */
+  | 'stacktrace';
+
+export interface FilterField {
+  readonly name: string;
+  readonly kind: FieldKind;
+  /** Byte offset in the record (0 for pseudo fields). */
+  readonly offset: number;
+  readonly size: number;
+  readonly signed: boolean;
+  /** Where the kernel found it: the event's own fields first, then the pseudo fields, then `common_*`. */
+  readonly origin: 'event' | 'pseudo' | 'common';
+  /** The format file's C type, for messages. */
+  readonly cType: string;
+}
+
+const PSEUDO: readonly FilterField[] = [
+  { name: 'CPU', kind: 'cpu', offset: 0, size: 0, signed: true, origin: 'pseudo', cType: 'int' },
+  { name: 'cpu', kind: 'cpu', offset: 0, size: 0, signed: true, origin: 'pseudo', cType: 'int' },
+  { name: 'common_cpu', kind: 'cpu', offset: 0, size: 0, signed: true, origin: 'pseudo', cType: 'int' },
+  { name: 'COMM', kind: 'comm', offset: 0, size: 0, signed: false, origin: 'pseudo', cType: 'char *' },
+  { name: 'comm', kind: 'comm', offset: 0, size: 0, signed: false, origin: 'pseudo', cType: 'char *' },
+  { name: 'stacktrace', kind: 'stacktrace', offset: 0, size: 0, signed: false, origin: 'pseudo', cType: 'char *' },
+  { name: 'STACKTRACE', kind: 'stacktrace', offset: 0, size: 0, signed: false, origin: 'pseudo', cType: 'char *' },
+];
+
+/** filter_assign_type(): the kernel's classification of a C type. */
+export function kindOfCType(cType: string): FieldKind {
+  const t = cType.replace(/\s+/g, ' ').trim();
+  if (t.includes('__data_loc')) {
+    if (t.includes('char')) return 'dynamic-string';
+    if (t.includes('cpumask_t')) return 'cpumask';
+  }
+  if (t.includes('__rel_loc') && t.includes('char')) return 'rel-string';
+  if (t.includes('[') && t.includes('char')) return 'static-string';
+  const compact = t.replace(/ ?\* ?/g, ' *').trim();
+  if (compact === 'char *' || compact === 'const char *') return 'pointer-string';
+  return 'number';
+}
+
+function fromFormat(f: FtraceFieldInfo): FilterField {
+  return {
+    name: f.name,
+    kind: kindOfCType(f.cType),
+    offset: f.offset,
+    size: f.size,
+    signed: f.signed,
+    origin: f.common ? 'common' : 'event',
+    cType: f.cType,
+  };
+}
+
+/** The fields a filter on `eventClass` can name, in the kernel's lookup order. */
+export class FieldTable {
+  readonly event: string;
+  readonly #byName = new Map<string, FilterField>();
+  readonly #own: FilterField[];
+
+  constructor(eventClass: EventClass) {
+    this.event = eventClass.name;
+    const fields = eventClass.ftrace?.fields ?? [];
+    this.#own = fields.map(fromFormat);
+    for (const f of this.#own) if (f.origin === 'event' && !this.#byName.has(f.name)) this.#byName.set(f.name, f);
+    for (const f of PSEUDO) if (!this.#byName.has(f.name)) this.#byName.set(f.name, f);
+    for (const f of this.#own) if (f.origin === 'common' && !this.#byName.has(f.name)) this.#byName.set(f.name, f);
+  }
+
+  get(name: string): FilterField | undefined {
+    return this.#byName.get(name);
+  }
+
+  /** Field names for "did you mean" messages. */
+  names(): string[] {
+    return [...this.#byName.keys()];
+  }
+}
