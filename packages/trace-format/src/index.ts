@@ -4,6 +4,14 @@ export { readMetadataText } from './ctf/metadata.ts';
 export { type CtfTraceReader, type OpenCtfOptions, openCtfTrace } from './ctf/reader.ts';
 export { type BabeltraceTextOptions, createBabeltraceTextFormatter, formatValue } from './ctf/text.ts';
 export { type ParseTsdlOptions, parseTsdl } from './ctf/tsdl/parser.ts';
+export {
+  type CtfEventInput,
+  type CtfWriter,
+  type CtfWriterOptions,
+  createCtfWriter,
+  type EventHeaderKind,
+  writeCtfTrace,
+} from './ctf/writer.ts';
 export { type InputLocation, TraceFormatError, type TraceFormatErrorCode } from './errors.ts';
 export { type CpuPages, type FtraceMetadata, mergeByTime } from './ftrace/events.ts';
 export { type FormatFileOptions, parseFormatFile } from './ftrace/format-file.ts';

@@ -146,10 +146,15 @@ function resolve(ref: string, lex: Lexical | undefined, options: CompileOptions)
       return { kind: 'root', scope, path, type: type! };
     }
   }
-  const path = parts.map(strip);
+  let path = parts.map(strip);
   let up = 0;
   for (let l = lex; l; l = l.parent, up++) {
-    const i = l.names.indexOf(path[0]!);
+    let i = l.names.indexOf(path[0]!);
+    if (i < 0) {
+      // Models built in code may name the member exactly as the reference does.
+      i = l.names.indexOf(parts[0]!);
+      if (i >= 0) path = parts;
+    }
     if (i < 0) continue;
     let type: FieldClass | undefined = l.types[i];
     for (const p of path.slice(1)) type = type && memberType(type, p);

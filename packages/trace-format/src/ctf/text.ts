@@ -127,12 +127,7 @@ export function formatValue(value: FieldValue, type: FieldClass): string {
     case 'enum': {
       const v = value as number | bigint;
       const labels = enumLabels(type, v);
-      const shown =
-        labels.length === 0
-          ? '<unknown>'
-          : labels.length === 1
-            ? `"${labels[0]}"`
-            : `{ ${labels.map((l) => `"${l}"`).join(', ')} }`;
+      const shown = labels.length === 0 ? '<unknown>' : labels.map((l) => `"${l}"`).join(', ');
       return `( ${shown} : container = ${formatInteger(v, type.container)} )`;
     }
     case 'float':
