@@ -1,5 +1,8 @@
 import type { Command } from 'commander';
 import type { CliIO } from '../program.ts';
+import { registerFilter } from './filter.ts';
 
 /** Adds every verb to the program. One module per verb under commands/. */
-export function registerCommands(_program: Command, _io: CliIO): void {}
+export function registerCommands(program: Command, io: CliIO): void {
+  registerFilter(program, io);
+}

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { ExitCode } from '../exit-codes.ts';
+import { runCli } from '../program.ts';
+
+const FORMATS = new URL('../../../../packages/filters/fixtures/events', import.meta.url).pathname;
+
+async function check(...args: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(['filter', 'check', '--formats', FORMATS, '--nr-cpus', '2', ...args], {
+    stdout: (t) => (stdout += t),
+    stderr: (t) => (stderr += t),
+  });
+  return { code, stdout, stderr };
+}
+
+describe('evtrace filter check', () => {
+  it('exits 0 for an expression the kernel accepts', async () => {
+    const r = await check('-e', 'kmem:kmalloc', 'bytes_req > 64 && node == 0 &&');
+    expect([r.code, r.stdout]).toEqual([ExitCode.Ok, 'ok\n']);
+  });
+
+  it('exits 3 with the kernel message under a caret at its column', async () => {
+    const r = await check('-e', 'kmem:kmalloc', 'bytes_req > 64 && nod == 0');
+    expect(r.code).toBe(ExitCode.Rejected);
+    const [line, caret, message] = r.stdout.split('\n');
+    expect(line).toBe('bytes_req > 64 && nod == 0');
+    expect(caret).toBe(`${' '.repeat(22)}^`);
+    expect(message).toMatch(/^Field not found \('nod' is not a field of kmem:kmalloc\)$/);
+  });
+
+  it('prints {"ok": false, "message", "column"} with --json', async () => {
+    const r = await check('-e', 'sched:sched_switch', '--json', 'prev_comm == 5');
+    expect(r.code).toBe(ExitCode.Rejected);
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, message: 'Expecting string field', column: 14 });
+    const ok = await check('-e', 'sched:sched_switch', '--json', 'prev_comm ~ "kworker*" && CPU & CPUS{1}');
+    expect([ok.code, JSON.parse(ok.stdout)]).toEqual([ExitCode.Ok, { ok: true }]);
+  });
+
+  it('fails with 1 for an unknown event and 2 for a malformed --event', async () => {
+    const missing = await check('-e', 'kmem:nope', 'x == 1');
+    expect(missing.code).toBe(ExitCode.Failure);
+    expect(missing.stderr).toContain('no event kmem:nope');
+    expect((await check('-e', 'kmalloc', 'x == 1')).code).toBe(ExitCode.Usage);
+  });
+});
