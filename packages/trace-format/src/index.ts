@@ -13,8 +13,16 @@ export {
   writeCtfTrace,
 } from './ctf/writer.ts';
 export { type InputLocation, TraceFormatError, type TraceFormatErrorCode } from './errors.ts';
+export {
+  compileRecordEncoder,
+  type PackOptions,
+  packPages,
+  type RecordEncoder,
+  type TimedRecord,
+} from './ftrace/encode.ts';
 export { type CpuPages, type FtraceMetadata, mergeByTime } from './ftrace/events.ts';
 export { type FormatFileOptions, parseFormatFile } from './ftrace/format-file.ts';
+export { formatFileText, HEADER_EVENT_TEXT, headerPageText } from './ftrace/format-text.ts';
 export { type EventHeaderLayout, type PageLayout, parseHeaderEvent, parseHeaderPage } from './ftrace/headers.ts';
 export { type PageInfo, type PageSource, type RecordSink, readPage } from './ftrace/page.ts';
 export { type FtraceReader, type FtraceReadOptions, isRawPagesDir, openRawPagesDir } from './ftrace/raw-dir.ts';
@@ -28,4 +36,11 @@ export {
   type TraceDatInfo,
   type TraceDatReader,
 } from './ftrace/tracedat/read.ts';
+export {
+  encodeTraceDat,
+  synthesizeFtraceClass,
+  type TraceDatWriteOptions,
+  type TraceDatWriteResult,
+  writeTraceDat,
+} from './ftrace/tracedat/write.ts';
 export type * from './model/types.ts';

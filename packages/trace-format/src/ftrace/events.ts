@@ -20,6 +20,8 @@ export interface FtraceMetadata {
   readonly cmdlines: ReadonlyMap<number, string>;
   /** Kernel symbols, parsed on first use (they are large). */
   readonly kallsyms: () => Kallsyms | undefined;
+  /** The `/proc/kallsyms` text the symbols came from, for writers. */
+  readonly kallsymsText?: string;
   /** The trace clock's name (`local`, `global`, `mono`...), when known. */
   readonly clock?: string;
 }

@@ -86,6 +86,7 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
     cmdlines: parseCmdlines(optional(join(dir, 'saved_cmdlines')) ?? ''),
     kallsyms: () => (kallsyms ??= kallsymsText === undefined ? undefined : Kallsyms.parse(kallsymsText)),
     ...(clock !== undefined ? { clock } : {}),
+    ...(kallsymsText !== undefined ? { kallsymsText } : {}),
   };
   const warnings: string[] = [];
   return {

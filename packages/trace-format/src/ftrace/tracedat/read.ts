@@ -150,6 +150,7 @@ export function readTraceDat(bytes: Buffer, options: FtraceReadOptions & { file?
     cmdlines: parseCmdlines(meta.cmdlines ?? ''),
     kallsyms: () => (kallsyms ??= meta.kallsyms === undefined ? undefined : Kallsyms.parse(meta.kallsyms)),
     ...(clock !== undefined ? { clock } : {}),
+    ...(meta.kallsyms !== undefined ? { kallsymsText: meta.kallsyms } : {}),
   };
   const uname = optionText(OPTION.uname);
   const traceCmdVersion = optionText(OPTION.version);

@@ -1,0 +1,113 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { TraceFormatError } from '../errors.ts';
+import { packPages } from './encode.ts';
+import type { PageLayout } from './headers.ts';
+import { readPage } from './page.ts';
+
+const layout = (pageSize: number, byteOrder: 'le' | 'be' = 'le'): PageLayout => ({
+  byteOrder,
+  timestampOffset: 0,
+  commitOffset: 8,
+  commitSize: 8,
+  dataOffset: 16,
+  pageSize,
+});
+
+function readAll(bytes: Buffer, l: PageLayout) {
+  const out: { ts: bigint; data: number[] }[] = [];
+  const infos = [];
+  for (let at = 0; at < bytes.length; at += l.pageSize) {
+    infos.push(readPage(bytes, at, l, (ts, s, n) => out.push({ ts, data: [...bytes.subarray(s, s + n)] })));
+  }
+  return { out, infos };
+}
+
+const records = fc.array(
+  fc.record({
+    gap: fc.oneof(fc.bigInt({ min: 0n, max: 1000n }), fc.bigInt({ min: 1n << 27n, max: 1n << 40n })),
+    len: fc.integer({ min: 1, max: 300 }),
+  }),
+  { maxLength: 80 },
+);
+
+describe('ring-buffer pages', () => {
+  for (const [name, l, abs] of [
+    ['4 KiB little-endian, time extends', layout(4096), false],
+    ['16 KiB little-endian, absolute stamps', layout(16384), true],
+    ['4 KiB big-endian', layout(4096, 'be'), false],
+  ] as const) {
+    it(`decode what packPages wrote (${name}): timestamps and payloads`, () => {
+      fc.assert(
+        fc.property(records, (rs) => {
+          let ts = 1_000_000n;
+          const input = rs.map((r, i) => {
+            ts += r.gap;
+            return { tsNs: ts, data: Buffer.alloc(r.len, i & 0xff) };
+          });
+          const bytes = packPages(input, l, { absoluteStamps: abs });
+          expect(bytes.length % l.pageSize).toBe(0);
+          const { out } = readAll(bytes, l);
+          expect(out.map((o) => o.ts)).toEqual(input.map((r) => r.tsNs));
+          // Payloads come back padded to 4 bytes.
+          out.forEach((o, i) => {
+            expect(o.data.slice(0, input[i]!.data.length)).toEqual([...input[i]!.data]);
+          });
+        }),
+        { numRuns: 60 },
+      );
+    });
+  }
+
+  it('reports the missed-events flag and the stored count', () => {
+    const bytes = packPages([{ tsNs: 5n, data: Buffer.alloc(8) }], layout(4096), { missedBeforeFirst: 42 });
+    const info = readPage(bytes, 0, layout(4096), () => {});
+    expect(info).toMatchObject({ missedEvents: true, missedCount: 42, dataLength: 12, tsNs: 5n });
+  });
+
+  it('skips discarded events (padding with a length) and stops at end-of-page padding', () => {
+    const l = layout(4096);
+    const bytes = packPages(
+      [
+        { tsNs: 10n, data: Buffer.alloc(8, 1) },
+        { tsNs: 20n, data: Buffer.alloc(8, 2) },
+        { tsNs: 30n, data: Buffer.alloc(8, 3) },
+      ],
+      l,
+    );
+    // Turn the second record (at data offset 12) into a discarded one: type_len 29, delta 10, length word.
+    bytes.writeUInt32LE((10 << 5) | 29, 16 + 12);
+    bytes.writeUInt32LE(8, 16 + 16);
+    const { out } = readAll(bytes, l);
+    expect(out.map((o) => o.data[0])).toEqual([1, 3]);
+    // Null padding (delta 0) ends the page early.
+    bytes.writeUInt32LE(29, 16 + 12);
+    expect(readAll(bytes, l).out.map((o) => o.data[0])).toEqual([1]);
+  });
+
+  it('never throws anything but TraceFormatError on mutated pages, naming the byte offset', () => {
+    const l = layout(4096);
+    const base = packPages(
+      Array.from({ length: 200 }, (_, i) => ({ tsNs: BigInt(i) * 1_000_000n, data: Buffer.alloc((i % 40) + 1, i) })),
+      l,
+    );
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.nat(base.length - 1), fc.integer({ min: 0, max: 255 })), { maxLength: 12 }),
+        (edits) => {
+          const b = Buffer.from(base);
+          for (const [pos, v] of edits) b[pos] = v;
+          for (let at = 0; at < b.length; at += l.pageSize) {
+            try {
+              readPage(b, at, l, () => {}, { file: 'cpu0.raw' });
+            } catch (e) {
+              expect(e).toBeInstanceOf(TraceFormatError);
+              expect((e as Error).message).toMatch(/^cpu0\.raw: byte \d+: /);
+            }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

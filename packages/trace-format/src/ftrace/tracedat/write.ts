@@ -1,0 +1,494 @@
+/**
+ * Writer of trace-cmd `trace.dat` files, version 6 or 7 (uncompressed, zstd or zlib), readable by `trace-cmd report`.
+ * Events whose classes came from ftrace keep their formats; other classes (CTF) get a synthesized format file.
+ */
+import { writeFileSync } from 'node:fs';
+import { deflateSync, zstdCompressSync } from 'node:zlib';
+import { TraceFormatError } from '../../errors.ts';
+import type { EventClass, FieldClass, FtraceFieldInfo, TraceEvent } from '../../model/types.ts';
+import { compileRecordEncoder, packPages, type RecordEncoder, type TimedRecord } from '../encode.ts';
+import { formatFileText, HEADER_EVENT_TEXT, headerPageText } from '../format-text.ts';
+import type { PageLayout } from '../headers.ts';
+import { OPTION, SECTION_COMPRESSED } from './ids.ts';
+import { TRACEDAT_MAGIC } from './read.ts';
+
+/** Options of {@link encodeTraceDat}. */
+export interface TraceDatWriteOptions {
+  /** File version. Default 7. */
+  readonly version?: 6 | 7;
+  /** Version 7 compression. Default `zstd` (what trace-cmd 3.1 writes). */
+  readonly compression?: 'none' | 'zstd' | 'zlib';
+  /** Sub-buffer size. Default 4096. */
+  readonly pageSize?: number;
+  /** Trace clock name stored in the options. Default `local`. */
+  readonly clock?: string;
+  /** pid → comm, stored as saved cmdlines. */
+  readonly cmdlines?: ReadonlyMap<number, string>;
+  /** `/proc/kallsyms` text, for symbol printing by readers. */
+  readonly kallsyms?: string;
+}
+
+/** What {@link encodeTraceDat} produced besides the bytes. */
+export interface TraceDatWriteResult {
+  readonly bytes: Buffer;
+  readonly events: number;
+  /** Classes that were given a synthesized ftrace format (they had none), by name. */
+  readonly synthesized: readonly string[];
+}
+
+const LONG = 8;
+
+/** Encodes events into a trace.dat image. Events need not be sorted; each CPU's records are sorted by time. */
+export function encodeTraceDat(
+  eventClasses: readonly EventClass[],
+  events: Iterable<TraceEvent>,
+  options: TraceDatWriteOptions = {},
+): TraceDatWriteResult {
+  const version = options.version ?? 7;
+  const compression = version === 6 ? 'none' : (options.compression ?? 'zstd');
+  const pageSize = options.pageSize ?? 4096;
+  const layout: PageLayout = {
+    byteOrder: 'le',
+    timestampOffset: 0,
+    commitOffset: 8,
+    commitSize: 8,
+    dataOffset: 16,
+    pageSize,
+  };
+  const classes = new Classes(eventClasses);
+  const perCpu = new Map<number, TimedRecord[]>();
+  let count = 0;
+  for (const e of events) {
+    const { encode } = classes.get(e.eventClass);
+    const cpu = e.cpu ?? 0;
+    let list = perCpu.get(cpu);
+    if (list === undefined) perCpu.set(cpu, (list = []));
+    list.push({ tsNs: e.tsNs, data: encode(e.fields, e.scopes?.common ?? {}) });
+    count++;
+  }
+  const cpuCount = perCpu.size === 0 ? 1 : Math.max(...perCpu.keys()) + 1;
+  const cpuPages: Buffer[] = [];
+  for (let cpu = 0; cpu < cpuCount; cpu++) {
+    const list = perCpu.get(cpu) ?? [];
+    list.sort((a, b) => (a.tsNs < b.tsNs ? -1 : a.tsNs > b.tsNs ? 1 : 0));
+    cpuPages.push(packPages(list, layout));
+  }
+  const used = classes.used();
+  const meta = {
+    headerPage: headerPageText(layout),
+    ftrace: used.filter((c) => c.ftrace!.system === 'ftrace').map(formatFileText),
+    systems: groupBySystem(used.filter((c) => c.ftrace!.system !== 'ftrace')),
+    kallsyms: options.kallsyms ?? '',
+    cmdlines: [...(options.cmdlines ?? new Map())].map(([pid, comm]) => `${pid} ${comm}\n`).join(''),
+  };
+  const clock = options.clock ?? 'local';
+  const bytes =
+    version === 6 ? writeV6(meta, cpuPages, pageSize, clock) : writeV7(meta, cpuPages, pageSize, clock, compression);
+  return { bytes, events: count, synthesized: classes.synthesized };
+}
+
+/** Writes events to a trace.dat file. */
+export function writeTraceDat(
+  file: string,
+  eventClasses: readonly EventClass[],
+  events: Iterable<TraceEvent>,
+  options: TraceDatWriteOptions = {},
+): TraceDatWriteResult {
+  const result = encodeTraceDat(eventClasses, events, options);
+  writeFileSync(file, result.bytes);
+  return result;
+}
+
+interface Meta {
+  headerPage: string;
+  ftrace: string[];
+  systems: [string, string[]][];
+  kallsyms: string;
+  cmdlines: string;
+}
+
+function groupBySystem(classes: EventClass[]): [string, string[]][] {
+  const map = new Map<string, string[]>();
+  for (const c of classes) {
+    const s = c.ftrace!.system || 'evtrace';
+    if (!map.has(s)) map.set(s, []);
+    map.get(s)!.push(formatFileText(c));
+  }
+  return [...map];
+}
+
+/** Encoders by class, synthesizing ftrace formats (and ids) for classes without one. */
+class Classes {
+  readonly synthesized: string[] = [];
+  readonly #byClass = new Map<EventClass, { ftraceClass: EventClass; encode: RecordEncoder }>();
+  readonly #ids = new Set<number>();
+  #nextId = 1000;
+
+  constructor(known: readonly EventClass[]) {
+    for (const c of known) if (c.ftrace !== undefined) this.#ids.add(c.id);
+  }
+
+  get(ec: EventClass): { encode: RecordEncoder } {
+    let entry = this.#byClass.get(ec);
+    if (entry === undefined) {
+      let ftraceClass = ec;
+      if (ec.ftrace === undefined) {
+        while (this.#ids.has(this.#nextId)) this.#nextId++;
+        ftraceClass = synthesizeFtraceClass(ec, this.#nextId);
+        this.#ids.add(this.#nextId);
+        this.synthesized.push(ec.name);
+      }
+      entry = { ftraceClass, encode: compileRecordEncoder(ftraceClass, true, LONG) };
+      this.#byClass.set(ec, entry);
+    }
+    return entry;
+  }
+
+  used(): EventClass[] {
+    return [...this.#byClass.values()].map((e) => e.ftraceClass);
+  }
+}
+
+const COMMON: FtraceFieldInfo[] = [
+  { name: 'common_type', cType: 'unsigned short', offset: 0, size: 2, signed: false, common: true },
+  { name: 'common_flags', cType: 'unsigned char', offset: 2, size: 1, signed: false, common: true },
+  { name: 'common_preempt_count', cType: 'unsigned char', offset: 3, size: 1, signed: false, common: true },
+  { name: 'common_pid', cType: 'int', offset: 4, size: 4, signed: true, common: true },
+];
+
+const C_INTS: Record<number, string> = { 8: 'char', 16: 'short', 32: 'int', 64: 'long long' };
+
+/** A plain C type for an integer class (libtraceevent prints `s32` and friends as unsigned). */
+function cInt(bits: number, signed: boolean): string {
+  const base = C_INTS[bits]!;
+  return signed ? (bits === 8 ? 'signed char' : base) : `unsigned ${base}`;
+}
+
+function intBits(size: number): number {
+  return size <= 8 ? 8 : size <= 16 ? 16 : size <= 32 ? 32 : 64;
+}
+
+/**
+ * Builds ftrace field info for a class that has none (from CTF): integers and enums keep their width (rounded up to
+ * a byte multiple), fixed arrays of integers become C arrays, strings and sequences `__data_loc` arrays. Nested
+ * structures, variants and floats have no ftrace form and are left out of the record.
+ */
+export function synthesizeFtraceClass(ec: EventClass, id: number): EventClass {
+  const fields: FtraceFieldInfo[] = [...COMMON];
+  let offset = 8;
+  const add = (name: string, cType: string, size: number, signed: boolean, align: number) => {
+    offset = Math.ceil(offset / align) * align;
+    fields.push({ name, cType, offset, size, signed, common: false });
+    offset += size;
+  };
+  const intOf = (t: FieldClass): { bits: number; signed: boolean } | undefined =>
+    t.kind === 'int'
+      ? { bits: intBits(t.size), signed: t.signed }
+      : t.kind === 'enum'
+        ? { bits: intBits(t.container.size), signed: t.container.signed }
+        : undefined;
+  for (const m of ec.payload.members) {
+    const t = m.type;
+    const scalar = intOf(t);
+    if (scalar !== undefined) {
+      add(m.name, cInt(scalar.bits, scalar.signed), scalar.bits / 8, scalar.signed, scalar.bits / 8);
+    } else if (t.kind === 'string' || t.kind === 'dynamic') {
+      add(m.name, '__data_loc char[]', 4, false, 4);
+    } else if ((t.kind === 'array' || t.kind === 'sequence') && intOf(t.element) !== undefined) {
+      const e = intOf(t.element)!;
+      const isText = t.element.kind === 'int' && t.element.encoding !== 'none' && e.bits === 8;
+      const base = isText ? 'char' : cInt(e.bits, e.signed);
+      if (t.kind === 'array') add(`${m.name}`, `${base}[${t.length}]`, (t.length * e.bits) / 8, e.signed, e.bits / 8);
+      else add(m.name, `__data_loc ${base}[]`, 4, false, 4);
+    }
+  }
+  const colon = ec.name.indexOf(':');
+  const system = colon > 0 ? ec.name.slice(0, colon) : 'ctf';
+  const event = (colon > 0 ? ec.name.slice(colon + 1) : ec.name).replace(/[^\w]/g, '_');
+  const own = fields.filter((f) => !f.common);
+  const conversion = (f: FtraceFieldInfo) =>
+    /char\[|__data_loc char/.test(f.cType) ? '%s' : `%${f.size === 8 ? 'll' : ''}${f.signed ? 'd' : 'u'}`;
+  const argument = (f: FtraceFieldInfo) => (/__data_loc/.test(f.cType) ? `__get_str(${f.name})` : `REC->${f.name}`);
+  const printFormat = `"${own.map((f) => `${f.name}=${conversion(f)}`).join(' ')}"${own.map((f) => `, ${argument(f)}`).join('')}`;
+  return {
+    id,
+    name: `${system}:${event}`,
+    streamId: 0,
+    payload: ec.payload,
+    printFormat,
+    ftrace: { system, event, fields },
+  };
+}
+
+class Out {
+  readonly parts: Buffer[] = [];
+  length = 0;
+
+  put(b: Buffer): number {
+    const at = this.length;
+    this.parts.push(b);
+    this.length += b.length;
+    return at;
+  }
+  u16(v: number): void {
+    const b = Buffer.alloc(2);
+    b.writeUInt16LE(v);
+    this.put(b);
+  }
+  u32(v: number): void {
+    const b = Buffer.alloc(4);
+    b.writeUInt32LE(v);
+    this.put(b);
+  }
+  u64(v: number): void {
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64LE(BigInt(v));
+    this.put(b);
+  }
+  str(s: string): void {
+    this.put(Buffer.from(s, 'utf8'));
+  }
+  /** Pads with zeros up to a multiple of `align`. */
+  align(align: number): void {
+    const pad = (align - (this.length % align)) % align;
+    if (pad > 0) this.put(Buffer.alloc(pad));
+  }
+  bytes(): Buffer {
+    return Buffer.concat(this.parts, this.length);
+  }
+}
+
+function start(out: Out, version: number, pageSize: number): void {
+  out.put(TRACEDAT_MAGIC);
+  out.str(`${version}\0`);
+  out.put(Buffer.from([0, LONG]));
+  out.u32(pageSize);
+}
+
+function headersBlock(o: Out, meta: Meta): void {
+  o.str('header_page\0');
+  o.u64(Buffer.byteLength(meta.headerPage));
+  o.str(meta.headerPage);
+  o.str('header_event\0');
+  o.u64(Buffer.byteLength(HEADER_EVENT_TEXT));
+  o.str(HEADER_EVENT_TEXT);
+}
+
+function ftraceBlock(o: Out, meta: Meta): void {
+  o.u32(meta.ftrace.length);
+  for (const t of meta.ftrace) {
+    o.u64(Buffer.byteLength(t));
+    o.str(t);
+  }
+}
+
+function eventsBlock(o: Out, meta: Meta): void {
+  o.u32(meta.systems.length);
+  for (const [system, formats] of meta.systems) {
+    o.str(`${system}\0`);
+    o.u32(formats.length);
+    for (const t of formats) {
+      o.u64(Buffer.byteLength(t));
+      o.str(t);
+    }
+  }
+}
+
+function option(o: Out, id: number, data: Buffer): void {
+  o.u16(id);
+  o.u32(data.length);
+  o.put(data);
+}
+
+const u32 = (v: number) => {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(v);
+  return b;
+};
+const u64 = (v: number) => {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64LE(BigInt(v));
+  return b;
+};
+
+function writeV6(meta: Meta, cpuPages: Buffer[], pageSize: number, clock: string): Buffer {
+  const o = new Out();
+  start(o, 6, pageSize);
+  headersBlock(o, meta);
+  ftraceBlock(o, meta);
+  eventsBlock(o, meta);
+  o.u32(Buffer.byteLength(meta.kallsyms));
+  o.str(meta.kallsyms);
+  o.u32(0); // printk formats
+  o.u64(Buffer.byteLength(meta.cmdlines));
+  o.str(meta.cmdlines);
+  o.u32(cpuPages.length);
+  o.str('options  \0');
+  option(o, OPTION.traceClock, Buffer.from(`[${clock}]\0`));
+  option(o, OPTION.cpuCount, u32(cpuPages.length));
+  o.u16(OPTION.done);
+  o.str('flyrecord\0');
+  // The CPU table's offsets are known once the table's own size is: header + 16 bytes per CPU, then page-aligned data.
+  let at = Math.ceil((o.length + 16 * cpuPages.length) / pageSize) * pageSize;
+  for (const p of cpuPages) {
+    o.u64(p.length === 0 ? 0 : at);
+    o.u64(p.length);
+    at += Math.ceil(p.length / pageSize) * pageSize;
+  }
+  for (const p of cpuPages) {
+    if (p.length === 0) continue;
+    o.align(pageSize);
+    o.put(p);
+  }
+  return o.bytes();
+}
+
+function writeV7(
+  meta: Meta,
+  cpuPages: Buffer[],
+  pageSize: number,
+  clock: string,
+  compression: 'none' | 'zstd' | 'zlib',
+): Buffer {
+  const o = new Out();
+  start(o, 7, pageSize);
+  o.str(
+    compression === 'none'
+      ? 'none\0\0'
+      : compression === 'zstd'
+        ? `zstd\0${process.versions.zstd ?? '1.5.0'}\0`
+        : `zlib\0${process.versions.zlib?.replace(/-.*/, '') ?? '1.2.13'}\0`,
+  );
+  const firstOptionsAt = o.length;
+  o.u64(0); // patched below
+  const strings: string[] = [];
+  const stringId = (s: string) => {
+    const before = strings.join('').length;
+    strings.push(`${s}\0`);
+    return before;
+  };
+  const compress = (data: Buffer) =>
+    compression === 'zstd' ? zstdCompressSync(data) : compression === 'zlib' ? deflateSync(data) : data;
+  const section = (id: number, description: string | number, content: Buffer, compressible: boolean): number => {
+    const at = o.length;
+    const packed = compressible && compression !== 'none';
+    const body = packed ? Buffer.concat([u32(0), u32(content.length), compress(content)]) : content;
+    if (packed) body.writeUInt32LE(body.length - 8, 0);
+    o.u16(id);
+    o.u16(packed ? SECTION_COMPRESSED : 0);
+    o.u32(typeof description === 'number' ? description : stringId(description));
+    o.u64(body.length);
+    o.put(body);
+    return at;
+  };
+  const block = (fill: (b: Out) => void) => {
+    const b = new Out();
+    fill(b);
+    return b.bytes();
+  };
+  const headersAt = section(
+    OPTION.headerInfo,
+    'headers',
+    block((b) => headersBlock(b, meta)),
+    true,
+  );
+  const ftraceAt = section(
+    OPTION.ftraceEvents,
+    'ftrace events',
+    block((b) => ftraceBlock(b, meta)),
+    true,
+  );
+  const eventsAt = section(
+    OPTION.eventFormats,
+    'events format',
+    block((b) => eventsBlock(b, meta)),
+    true,
+  );
+  const kallsymsAt = section(
+    OPTION.kallsyms,
+    'kallsyms',
+    block((b) => {
+      b.u32(Buffer.byteLength(meta.kallsyms));
+      b.str(meta.kallsyms);
+    }),
+    true,
+  );
+  const printkAt = section(OPTION.printk, 'printk', u32(0), true);
+  const cmdlinesAt = section(
+    OPTION.cmdlines,
+    'command lines',
+    block((b) => {
+      b.u64(Buffer.byteLength(meta.cmdlines));
+      b.str(meta.cmdlines);
+    }),
+    true,
+  );
+  // Flyrecord section: CPU data page-aligned inside it; compressed CPU data is a chunk list.
+  const cpuBlobs = cpuPages.map((p) => {
+    if (compression === 'none' || p.length === 0) return p;
+    const chunks: Buffer[] = [];
+    const chunkSize = pageSize * 10;
+    for (let i = 0; i < p.length; i += chunkSize) {
+      const raw = p.subarray(i, i + chunkSize);
+      const z = compress(raw);
+      chunks.push(u32(z.length), u32(raw.length), z);
+    }
+    return Buffer.concat([u32(chunks.length / 3), ...chunks]);
+  });
+  const flyAt = o.length;
+  const headerSize = 16;
+  let at = Math.ceil((flyAt + headerSize) / pageSize) * pageSize;
+  const cpuTable = cpuBlobs.map((blob, cpu) => {
+    const entry = {
+      cpu,
+      offset: blob.length === 0 ? 0 : at,
+      size: compression === 'none' ? blob.length : Math.max(0, blob.length - 4),
+    };
+    if (blob.length > 0) at = Math.ceil((at + blob.length) / pageSize) * pageSize;
+    return entry;
+  });
+  const flyEnd = cpuBlobs.length === 0 ? flyAt + headerSize : Math.max(flyAt + headerSize, at);
+  o.u16(OPTION.buffer);
+  o.u16(compression === 'none' ? 0 : SECTION_COMPRESSED);
+  o.u32(stringId('buffer flyrecord'));
+  o.u64(flyEnd - flyAt - headerSize);
+  for (const [cpu, blob] of cpuBlobs.entries()) {
+    if (blob.length === 0) continue;
+    o.put(Buffer.alloc(cpuTable[cpu]!.offset - o.length));
+    o.put(blob);
+  }
+  o.put(Buffer.alloc(flyEnd - o.length));
+  // Options: the metadata references and the buffer description, then the strings.
+  const opts = new Out();
+  option(opts, OPTION.traceClock, Buffer.from(`[${clock}]\0`));
+  option(opts, OPTION.cpuCount, u32(cpuPages.length));
+  for (const [id, off] of [
+    [OPTION.headerInfo, headersAt],
+    [OPTION.ftraceEvents, ftraceAt],
+    [OPTION.eventFormats, eventsAt],
+    [OPTION.kallsyms, kallsymsAt],
+    [OPTION.printk, printkAt],
+    [OPTION.cmdlines, cmdlinesAt],
+  ] as const) {
+    option(opts, id, u64(off));
+  }
+  const buf = new Out();
+  buf.u64(flyAt);
+  buf.str(`\0${clock}\0`);
+  buf.u32(pageSize);
+  buf.u32(cpuTable.length);
+  for (const c of cpuTable) {
+    buf.u32(c.cpu);
+    buf.u64(c.offset);
+    buf.u64(c.size);
+  }
+  option(opts, OPTION.buffer, buf.bytes());
+  option(opts, OPTION.done, u64(0));
+  const optionsAt = section(OPTION.done, 'options', opts.bytes(), false);
+  const stringsId = stringId('strings');
+  section(OPTION.strings, stringsId, Buffer.from(strings.join('')), false);
+  const bytes = o.bytes();
+  bytes.writeBigUInt64LE(BigInt(optionsAt), firstOptionsAt);
+  if (bytes.length > 2 ** 53) throw new TraceFormatError('ERR_TRACE_DAT', 'trace too large');
+  return bytes;
+}
