@@ -1,11 +1,38 @@
-/** Error codes of @evtrace/ringbuf. */
-export type RingbufErrorCode = 'ERR_PLACEHOLDER';
+/** Error codes of @evtrace/ringbuf. Never reuse a code for another meaning. */
+export type RingbufErrorCode =
+  /** Options or arguments out of range (page size, page count, type, size, timestamp). */
+  | 'ERR_ARGUMENT'
+  /** The region is too small, misaligned, or not an ArrayBuffer/SharedArrayBuffer. */
+  | 'ERR_REGION'
+  /** The region does not start with the ringbuf magic: it holds something else. */
+  | 'ERR_BAD_MAGIC'
+  /** The header was written by a newer layout version than this library reads. */
+  | 'ERR_VERSION'
+  /** The header was written in the other byte order. */
+  | 'ERR_BYTE_ORDER'
+  /** The header carries impossible values (page size, page count, mode, sizes). */
+  | 'ERR_CORRUPT_HEADER'
+  /** A page's records do not add up (length past the committed end, unknown tag). */
+  | 'ERR_CORRUPT_PAGE'
+  /** A record can never fit in one page of this buffer. */
+  | 'ERR_RECORD_TOO_LARGE'
+  /** Another single writer is attached to this buffer. */
+  | 'ERR_WRITER_BUSY'
+  /** Every reader registration slot is taken. */
+  | 'ERR_READERS_FULL'
+  /** The operation needs another writer model (single vs multi) than the buffer was created with. */
+  | 'ERR_WRITER_MODEL'
+  /** The writer or reader was closed. */
+  | 'ERR_CLOSED';
 
+/** Every error thrown by @evtrace/ringbuf. `offset` is the byte offset in the region when one applies. */
 export class RingbufError extends Error {
   readonly code: RingbufErrorCode;
-  constructor(code: RingbufErrorCode, message: string) {
-    super(message);
+  readonly offset: number | undefined;
+  constructor(code: RingbufErrorCode, message: string, offset?: number) {
+    super(offset === undefined ? message : `byte ${offset}: ${message}`);
     this.name = 'RingbufError';
     this.code = code;
+    this.offset = offset;
   }
 }

@@ -1,1 +1,12 @@
-export { RingbufError } from './errors.ts';
+export { ClockId, MONOTONIC_CLOCK_NAME, monotonicNs } from './clock.ts';
+export { RecordCursor } from './cursor.ts';
+export { RingbufError, type RingbufErrorCode } from './errors.ts';
+export { HEADER_SIZE, LAYOUT_VERSION, MAGIC, MAX_PAGE_SIZE, MAX_READERS, MIN_PAGE_SIZE } from './header.ts';
+export { Merge, type MergeSource } from './merge.ts';
+export { PAGE_HEADER_SIZE, type PageHeader, readPageHeader } from './page.ts';
+export { Reader, type ReaderOptions } from './reader.ts';
+export { COMPACT_HEADER_SIZE, EXTENDED_HEADER_SIZE, MAX_COMPACT_TYPE } from './record.ts';
+export { type BufferStats, type CreateOptions, RingBuffer } from './ringbuffer.ts';
+export { SharedWriter } from './shared-writer.ts';
+export { Snapshot } from './snapshot.ts';
+export { Writer, type WriterOptions, type WriterStats } from './writer.ts';

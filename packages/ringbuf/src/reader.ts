@@ -1,0 +1,333 @@
+import { RecordCursor } from './cursor.ts';
+import { RingbufError } from './errors.ts';
+import { H, HEADER_SIZE, MAX_READERS, READER_SLOT_SIZE, SLOT, STATE_WRITER_CLOSED } from './header.ts';
+import { P, PAGE_CLOSED, PAGE_HEADER_SIZE } from './page.ts';
+import { COMPACT_HEADER_SIZE, MAX_COMPACT_TYPE, TS_LOW_MASK } from './record.ts';
+import type { Region } from './region.ts';
+import { minReaderCursor, raiseTail, seqDiff } from './shared.ts';
+import { getU64, loadU64 } from './u64.ts';
+
+/** Options of {@link RingBuffer.reader}. */
+export interface ReaderOptions {
+  /** Where a reader joining a running stream starts: the oldest page still held (default) or the newest. */
+  start?: 'oldest' | 'newest';
+}
+
+/** Geometry a reader needs, read once from the header. */
+export interface ReaderContext {
+  region: Region;
+  pageSize: number;
+  pageCount: number;
+  overwrite: boolean;
+  multiWriter: boolean;
+}
+
+/**
+ * A consuming reader: visits pages in order and decodes records in place. In discard mode it reads the shared pages
+ * directly (zero copy) and frees each page for the writer once done. In overwrite mode the writer may recycle a
+ * page at any time, so the reader copies each page's new bytes into a private page (one copy per batch, not per
+ * record) and checks the page generation after the copy: a page recycled under it is dropped and its records are
+ * counted lost, never returned torn.
+ *
+ * Every record is either delivered (`delivered`) or counted in `lost`, exactly.
+ */
+export class Reader extends RecordCursor {
+  /** Records returned by next(). */
+  delivered = 0;
+  private lostCount = 0;
+  private readonly region: Region;
+  private readonly i32: Int32Array;
+  private readonly pageSize: number;
+  private readonly pageCount: number;
+  private readonly multi: boolean;
+  private readonly slot: number;
+  private readonly copyBytes: Uint8Array | undefined;
+  private cursor: number;
+  private started = false;
+  private pageClosed = false;
+  private regionBase = 0;
+  private viewBase = 0;
+  private expected = 0;
+  private lastDiscarded = 0;
+  private counting: boolean;
+  private done = false;
+  private released = false;
+
+  constructor(ctx: ReaderContext, options: ReaderOptions = {}) {
+    const { region } = ctx;
+    const copy = ctx.overwrite ? new ArrayBuffer(ctx.pageSize) : undefined;
+    super(
+      copy ? new Uint8Array(copy) : region.u8,
+      copy ? new DataView(copy) : region.dv,
+      copy ? new Uint32Array(copy) : region.u32,
+    );
+    this.copyBytes = copy ? this.bytes : undefined;
+    this.region = region;
+    this.i32 = region.i32;
+    this.pageSize = ctx.pageSize;
+    this.pageCount = ctx.pageCount;
+    this.multi = ctx.multiWriter;
+    const i32 = this.i32;
+    let slot = -1;
+    for (let s = 0; s < MAX_READERS && slot < 0; s++) {
+      const at = (H.readerSlots + s * READER_SLOT_SIZE + SLOT.state) >> 2;
+      if (Atomics.compareExchange(i32, at, 0, 2) === 0) slot = s;
+    }
+    if (slot < 0) throw new RingbufError('ERR_READERS_FULL', `all ${MAX_READERS} reader slots are taken`);
+    this.slot = H.readerSlots + slot * READER_SLOT_SIZE;
+    const head = Atomics.load(i32, H.head >> 2);
+    // A reader there before the first page counts every record; one joining later counts from its first page.
+    this.counting = head === -1;
+    this.cursor = head === -1 ? 0 : options.start === 'newest' ? head >>> 0 : Atomics.load(i32, H.tail >> 2) >>> 0;
+    if (head !== -1 && seqDiff(head, this.cursor) >= this.pageCount) this.cursor = (head >>> 0) - this.pageCount + 1;
+    Atomics.store(i32, (this.slot + SLOT.cursor) >> 2, this.cursor | 0);
+    Atomics.store(i32, (this.slot + SLOT.wakeAt) >> 2, (this.cursor + 1) | 0);
+    Atomics.store(i32, (this.slot + SLOT.state) >> 2, 1);
+  }
+
+  /** Records lost to this reader: dropped by the writer (discard mode) or overwritten before it got to them. */
+  get lost(): number {
+    return this.lostCount;
+  }
+
+  /** True once the writer closed the stream and every record was delivered or counted lost. */
+  get ended(): boolean {
+    return this.done;
+  }
+
+  next(): boolean {
+    const p = this.pos;
+    if (p < this.end) {
+      const w = this.words;
+      const i = p >> 2;
+      const w0 = w[i]!;
+      const tag = w0 & 31;
+      const len = w[i + 1]!;
+      const padded = (len + 3) & ~3;
+      const next = p + COMPACT_HEADER_SIZE + padded;
+      // padded < len when a corrupt length wraps the 32-bit arithmetic.
+      if (tag <= MAX_COMPACT_TYPE && next <= this.end && padded >= len) {
+        const low = w0 >>> 5;
+        this.timestamp = this.prevTs += (low - this.prevLow) & TS_LOW_MASK;
+        this.prevLow = low;
+        this.type = tag;
+        this.offset = p + COMPACT_HEADER_SIZE;
+        this.length = len;
+        this.pos = next;
+        this.delivered++;
+        this.expected++;
+        return true;
+      }
+    }
+    return this.nextSlow();
+  }
+
+  private nextSlow(): boolean {
+    for (;;) {
+      if (this.released) return false;
+      if (this.pos < this.end) {
+        const r = this.decodeOther();
+        if (r === 1) {
+          this.delivered++;
+          this.expected++;
+          return true;
+        }
+        if (r === 0) continue;
+        this.badRecord();
+        continue;
+      }
+      if (!this.refill()) return false;
+    }
+  }
+
+  /** A record that does not fit its page: an overwrite under a zero-copy read, or corruption. */
+  private badRecord(): void {
+    if (Atomics.load(this.i32, (this.regionBase + P.seq) >> 2) !== (this.cursor | 0)) {
+      this.dropPage();
+      return;
+    }
+    throw new RingbufError(
+      'ERR_CORRUPT_PAGE',
+      `page ${this.cursor}: record at page offset ${this.pos - this.viewBase} runs past the committed end ${this.end - this.viewBase}`,
+      this.regionBase + (this.pos - this.viewBase),
+    );
+  }
+
+  private dropPage(): void {
+    this.started = false;
+    this.pos = this.end = 0;
+    this.cursor++;
+  }
+
+  /** Makes new bytes available (pos < end) or finishes pages. Returns false when nothing more is there now. */
+  private refill(): boolean {
+    const i32 = this.i32;
+    for (;;) {
+      if (!this.started) {
+        const head = Atomics.load(i32, H.head >> 2);
+        let ahead = head === -1 ? -1 : seqDiff(head, this.cursor | 0);
+        if (ahead < 0) {
+          if ((Atomics.load(i32, H.state >> 2) & STATE_WRITER_CLOSED) === 0) return false;
+          // Closed: the head read after the state is final.
+          const final = Atomics.load(i32, H.head >> 2);
+          if (final !== -1 && seqDiff(final, this.cursor | 0) >= 0) continue;
+          this.finish();
+          return false;
+        }
+        if (ahead >= this.pageCount) {
+          this.cursor += ahead - this.pageCount + 1;
+          ahead = this.pageCount - 1;
+        }
+        if (!this.startPage()) {
+          this.cursor++;
+          continue;
+        }
+      }
+      const grown = this.extend();
+      if (grown < 0) {
+        this.dropPage();
+        continue;
+      }
+      if (this.pos < this.end) return true;
+      if (this.pageClosed) {
+        this.started = false;
+        this.pos = this.end = 0;
+        this.cursor++;
+        this.release();
+        continue;
+      }
+      return false;
+    }
+  }
+
+  private finish(): void {
+    if (this.done) return;
+    const discarded = loadU64(this.i32, H.discarded);
+    if (discarded > this.lastDiscarded) {
+      this.lostCount += discarded - this.lastDiscarded;
+      this.lastDiscarded = discarded;
+    }
+    this.done = true;
+  }
+
+  /** Tells writers this reader is done with every page before the cursor. */
+  private release(): void {
+    const i32 = this.i32;
+    Atomics.store(i32, (this.slot + SLOT.cursor) >> 2, this.cursor | 0);
+    const min = minReaderCursor(i32);
+    if (min !== undefined) raiseTail(i32, min);
+  }
+
+  private pageBase(seq: number): number {
+    return HEADER_SIZE + (seq % this.pageCount) * this.pageSize;
+  }
+
+  /** Reads the header of page `cursor`. False when the page was recycled under it. */
+  private startPage(): boolean {
+    const base = this.pageBase(this.cursor);
+    const gen = this.cursor | 0;
+    const i32 = this.i32;
+    if (Atomics.load(i32, (base + P.seq) >> 2) !== gen) return false;
+    let viewBase = base;
+    if (this.copyBytes) {
+      this.copyBytes.set(this.region.u8.subarray(base, base + PAGE_HEADER_SIZE), 0);
+      if (Atomics.load(i32, (base + P.seq) >> 2) !== gen) return false;
+      viewBase = 0;
+    }
+    const u32 = this.words;
+    const recordsBefore = getU64(u32, viewBase + P.recordsBefore);
+    const discarded = getU64(u32, viewBase + P.eventsDiscarded);
+    if (this.counting) {
+      if (!this.multi && recordsBefore > this.expected) this.lostCount += recordsBefore - this.expected;
+      if (discarded > this.lastDiscarded) this.lostCount += discarded - this.lastDiscarded;
+    }
+    this.counting = true;
+    this.expected = recordsBefore;
+    this.lastDiscarded = Math.max(this.lastDiscarded, discarded);
+    const ts = getU64(u32, viewBase + P.timestampBegin);
+    this.prevTs = ts;
+    this.prevLow = u32[(viewBase + P.timestampBegin) >> 2]! & TS_LOW_MASK;
+    this.regionBase = base;
+    this.viewBase = viewBase;
+    this.pos = this.end = viewBase + PAGE_HEADER_SIZE;
+    this.started = true;
+    this.pageClosed = false;
+    return true;
+  }
+
+  /** Extends `end` to the page's committed bytes. 1 if it grew, 0 if not, -1 if the page was recycled. */
+  private extend(): number {
+    const i32 = this.i32;
+    const base = this.regionBase;
+    let commit: number;
+    let closed: boolean;
+    if (!this.multi) {
+      closed = (Atomics.load(i32, (base + P.flags) >> 2) & PAGE_CLOSED) !== 0;
+      commit = Atomics.load(i32, (base + P.commit) >> 2);
+    } else {
+      const closeEnd = Atomics.load(i32, (base + P.closeEnd) >> 2);
+      const c = Atomics.load(i32, (base + P.commit) >> 2);
+      if (closeEnd !== 0) {
+        closed = c === closeEnd;
+        commit = closed ? closeEnd : 0;
+      } else {
+        closed = false;
+        commit = Atomics.load(i32, (base + P.reserved) >> 2) === c ? c : 0;
+      }
+    }
+    const gen = this.cursor | 0;
+    const have = this.end - this.viewBase;
+    if (commit < PAGE_HEADER_SIZE || commit > this.pageSize) {
+      if (Atomics.load(i32, (base + P.seq) >> 2) !== gen) return -1;
+      if (commit === 0) return 0;
+      throw new RingbufError(
+        'ERR_CORRUPT_PAGE',
+        `page ${this.cursor}: committed size ${commit} is outside ${PAGE_HEADER_SIZE}..${this.pageSize}`,
+        base + P.commit,
+      );
+    }
+    if (commit > have) {
+      if (this.copyBytes) {
+        this.copyBytes.set(this.region.u8.subarray(base + have, base + commit), have);
+        if (Atomics.load(i32, (base + P.seq) >> 2) !== gen) return -1;
+      }
+      this.end = this.viewBase + commit;
+      this.pageClosed = closed;
+      return 1;
+    }
+    // No growth: the page may also have been recycled under a reader that finished its copy.
+    if (Atomics.load(i32, (base + P.seq) >> 2) !== gen) return -1;
+    this.pageClosed = closed && commit === have;
+    return 0;
+  }
+
+  /**
+   * Waits (without spinning) until `watermark` more pages are complete, the writer flushes or closes, or
+   * `timeoutMs` passes. Resolves to false on timeout. Uses Atomics.waitAsync on a SharedArrayBuffer; on a plain
+   * ArrayBuffer (single thread) it resolves at once.
+   */
+  async wait(timeoutMs = Number.POSITIVE_INFINITY, watermark = 1): Promise<boolean> {
+    const i32 = this.i32;
+    if (!this.region.shared) return true;
+    Atomics.store(i32, (this.slot + SLOT.wakeAt) >> 2, (this.cursor + Math.max(1, watermark)) | 0);
+    Atomics.add(i32, H.waiters >> 2, 1);
+    try {
+      const seen = Atomics.load(i32, H.wake >> 2);
+      const head = Atomics.load(i32, H.head >> 2);
+      if (head !== -1 && seqDiff(head, (this.cursor + Math.max(1, watermark)) | 0) >= 0) return true;
+      if ((Atomics.load(i32, H.state >> 2) & STATE_WRITER_CLOSED) !== 0) return true;
+      const result = Atomics.waitAsync(i32, H.wake >> 2, seen, timeoutMs);
+      const outcome = result.async ? await result.value : result.value;
+      return outcome !== 'timed-out';
+    } finally {
+      Atomics.sub(i32, H.waiters >> 2, 1);
+    }
+  }
+
+  /** Unregisters: writers in discard mode no longer keep pages for this reader. */
+  close(): void {
+    if (this.released) return;
+    this.released = true;
+    Atomics.store(this.i32, (this.slot + SLOT.state) >> 2, 0);
+  }
+}

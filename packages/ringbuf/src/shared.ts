@@ -1,0 +1,45 @@
+import { H, MAX_READERS, READER_SLOT_SIZE, SLOT } from './header.ts';
+
+// Helpers on the header's live words shared by writers and readers. Page sequence numbers grow without bound in
+// JS numbers; the header keeps their low 32 bits, so every comparison is a wrapping 32-bit difference.
+
+/** Pages `a` is ahead of `b`, both as 32-bit sequence words. */
+export function seqDiff(a: number, b: number): number {
+  return (a - b) | 0;
+}
+
+/** Raises the header's tail (oldest page still wanted by a consumer) to `seq`, never lowering it. */
+export function raiseTail(i32: Int32Array, seq: number): void {
+  const want = seq | 0;
+  for (;;) {
+    const cur = Atomics.load(i32, H.tail >> 2);
+    if (seqDiff(want, cur) <= 0) return;
+    if (Atomics.compareExchange(i32, H.tail >> 2, cur, want) === cur) return;
+  }
+}
+
+/** Lowest cursor of the active readers, or undefined when none is registered. */
+export function minReaderCursor(i32: Int32Array): number | undefined {
+  let min: number | undefined;
+  for (let s = 0; s < MAX_READERS; s++) {
+    const at = (H.readerSlots + s * READER_SLOT_SIZE) >> 2;
+    if (Atomics.load(i32, at + (SLOT.state >> 2)) !== 1) continue;
+    const c = Atomics.load(i32, at + (SLOT.cursor >> 2));
+    if (min === undefined || seqDiff(c, min) < 0) min = c;
+  }
+  return min;
+}
+
+/** Wakes readers waiting in {@link Reader.wait} whose watermark `head` has reached (all of them when `all`). */
+export function wakeReaders(i32: Int32Array, head: number, all: boolean): void {
+  if (Atomics.load(i32, H.waiters >> 2) === 0) return;
+  let due = all;
+  for (let s = 0; s < MAX_READERS && !due; s++) {
+    const at = (H.readerSlots + s * READER_SLOT_SIZE) >> 2;
+    if (Atomics.load(i32, at + (SLOT.state >> 2)) !== 1) continue;
+    if (seqDiff(head, Atomics.load(i32, at + (SLOT.wakeAt >> 2))) >= 0) due = true;
+  }
+  if (!due) return;
+  Atomics.add(i32, H.wake >> 2, 1);
+  Atomics.notify(i32, H.wake >> 2);
+}

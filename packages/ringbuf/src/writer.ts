@@ -1,0 +1,351 @@
+import { RingbufError } from './errors.ts';
+import { H, HEADER_SIZE, STATE_WRITER_ATTACHED, STATE_WRITER_CLOSED } from './header.ts';
+import { P, PAGE_CLOSED, PAGE_HEADER_SIZE, PAGE_LOST_BEFORE } from './page.ts';
+import {
+  COMPACT_HEADER_SIZE,
+  EXTENDED_HEADER_SIZE,
+  MAX_COMPACT_TYPE,
+  MAX_TYPE,
+  padded,
+  TAG_EXTENDED,
+  TS_LOW_MASK,
+  TS_LOW_RANGE,
+} from './record.ts';
+import type { Region } from './region.ts';
+import { raiseTail, seqDiff, wakeReaders } from './shared.ts';
+import { getU64, setU64, storeU64 } from './u64.ts';
+
+/** Geometry and policy a writer needs, read once from the header. */
+export interface WriterContext {
+  region: Region;
+  pageSize: number;
+  pageCount: number;
+  overwrite: boolean;
+  clock: () => number;
+}
+
+/** Options of {@link RingBuffer.writer}. */
+export interface WriterOptions {
+  /** Written into every page header (CTF stream id): the thread, CPU or producer number. Default 0. */
+  streamId?: number;
+  /** Take over a buffer whose previous writer never detached (it crashed, or its process ended). */
+  force?: boolean;
+}
+
+/** Counters of one writer since the stream began. */
+export interface WriterStats {
+  /** Records committed to pages. */
+  written: number;
+  /** Records dropped because the buffer was full (discard mode). */
+  discarded: number;
+}
+
+function checkRecord(type: number, size: number, ts: number, maxPayload: number): void {
+  if (!Number.isInteger(type) || type < 0 || type > MAX_TYPE) {
+    throw new RingbufError('ERR_ARGUMENT', `record type ${type} must be an integer from 0 to ${MAX_TYPE}`);
+  }
+  if (!Number.isInteger(size) || size < 0) {
+    throw new RingbufError('ERR_ARGUMENT', `record size ${size} must be a non-negative integer`);
+  }
+  if (size > maxPayload) {
+    throw new RingbufError(
+      'ERR_RECORD_TOO_LARGE',
+      `a record of ${size} bytes can never fit: pages of this buffer hold at most ${maxPayload} payload bytes (use a larger page size)`,
+    );
+  }
+  if (!Number.isSafeInteger(ts) || ts < 0) {
+    throw new RingbufError('ERR_ARGUMENT', `timestamp ${ts} must be a non-negative integer below 2^53`);
+  }
+}
+
+/**
+ * The single writer of a buffer (one per thread: the per-CPU model). Lock-free: it keeps its position in fields of
+ * its own and publishes each commit with one `Atomics.store`.
+ *
+ * ```ts
+ * const off = w.reserve(type, 8);        // payload offset in w.bytes / w.view / w.words, or -1 when dropped
+ * if (off >= 0) { w.words[off >> 2] = a; w.words[(off >> 2) + 1] = b; w.commit(); }
+ * ```
+ */
+export class Writer {
+  /** The region as bytes; payload offsets returned by reserve index it. */
+  readonly bytes: Uint8Array;
+  /** The region as a little-endian DataView. */
+  readonly view: DataView;
+  /** The region as u32 words: payloads are 4-aligned, so word `off >> 2` is the payload's first. */
+  readonly words: Uint32Array;
+  /** Largest payload one record can carry. */
+  readonly maxPayload: number;
+  readonly streamId: number;
+  private readonly i32: Int32Array;
+  private readonly pageSize: number;
+  private readonly pageCount: number;
+  private readonly overwrite: boolean;
+  private readonly clock: () => number;
+  private pos = 0;
+  /** End of the open page, 0 while no page is open (every reserve then takes the slow path). */
+  private end = 0;
+  private pageBase = 0;
+  private commitIndex = 0;
+  private seq = -1;
+  private lastTs = 0;
+  private lastLow = 0;
+  private count = 0;
+  private written = 0;
+  private discarded = 0;
+  private discardedAtOpen = 0;
+  private overwritten = 0;
+  private overwrittenPages = 0;
+  private byteCount = 0;
+  private closed = false;
+
+  constructor(ctx: WriterContext, options: WriterOptions = {}) {
+    const { region } = ctx;
+    this.bytes = region.u8;
+    this.view = region.dv;
+    this.words = region.u32;
+    this.i32 = region.i32;
+    this.pageSize = ctx.pageSize;
+    this.pageCount = ctx.pageCount;
+    this.overwrite = ctx.overwrite;
+    this.clock = ctx.clock;
+    this.maxPayload = ctx.pageSize - PAGE_HEADER_SIZE - EXTENDED_HEADER_SIZE;
+    this.streamId = options.streamId ?? 0;
+    if (!Number.isInteger(this.streamId) || this.streamId < 0 || this.streamId > 0xffffffff) {
+      throw new RingbufError('ERR_ARGUMENT', `stream id ${this.streamId} must be a u32`);
+    }
+    const stateIndex = H.state >> 2;
+    const prev = Atomics.load(this.i32, stateIndex);
+    if ((prev & STATE_WRITER_ATTACHED) !== 0 && !options.force) {
+      throw new RingbufError('ERR_WRITER_BUSY', 'another writer is attached to this buffer (pass force to take over)');
+    }
+    if (Atomics.compareExchange(this.i32, stateIndex, prev, STATE_WRITER_ATTACHED) !== prev) {
+      throw new RingbufError('ERR_WRITER_BUSY', 'another writer attached to this buffer at the same time');
+    }
+    this.resume();
+  }
+
+  /** Continues a stream left by an earlier writer: its open page is closed as it stands. */
+  private resume(): void {
+    const head = Atomics.load(this.i32, H.head >> 2);
+    if (head === -1) return;
+    const u32 = this.words;
+    const base = HEADER_SIZE + ((head >>> 0) % this.pageCount) * this.pageSize;
+    this.seq = getU64(u32, base + P.seq);
+    this.written = getU64(u32, H.written);
+    this.discarded = getU64(u32, H.discarded);
+    this.discardedAtOpen = this.discarded;
+    this.overwritten = getU64(u32, H.overwritten);
+    this.overwrittenPages = getU64(u32, H.overwrittenPages);
+    this.byteCount = getU64(u32, H.bytes);
+    if ((Atomics.load(this.i32, (base + P.flags) >> 2) & PAGE_CLOSED) !== 0) return;
+    // Count what the previous writer committed on its open page, then close it.
+    const commit = Math.min(Math.max(Atomics.load(this.i32, (base + P.commit) >> 2), PAGE_HEADER_SIZE), this.pageSize);
+    let at = base + PAGE_HEADER_SIZE;
+    let ts = getU64(u32, base + P.timestampBegin);
+    let n = 0;
+    while (at + COMPACT_HEADER_SIZE <= base + commit) {
+      const w0 = u32[at >> 2]!;
+      const tag = w0 & 31;
+      let next: number;
+      if (tag === TAG_EXTENDED) {
+        if (at + EXTENDED_HEADER_SIZE > base + commit) break;
+        ts = getU64(u32, at + 8);
+        const len = u32[(at >> 2) + 4]!;
+        next = at + EXTENDED_HEADER_SIZE + padded(len);
+        if (next < at + EXTENDED_HEADER_SIZE + len) break;
+      } else {
+        if (tag <= MAX_COMPACT_TYPE) ts += ((w0 >>> 5) - (ts % TS_LOW_RANGE)) & TS_LOW_MASK;
+        const len = u32[(at >> 2) + 1]!;
+        next = at + COMPACT_HEADER_SIZE + padded(len);
+        if (next < at + COMPACT_HEADER_SIZE + len) break;
+      }
+      if (next > base + commit) break;
+      if (tag !== 30) n++;
+      at = next;
+    }
+    this.pageBase = base;
+    this.pos = at;
+    this.count = n;
+    this.written = getU64(u32, base + P.recordsBefore);
+    this.lastTs = ts;
+    this.closePage();
+  }
+
+  /**
+   * Reserves a record of `size` payload bytes stamped with the buffer's clock. Returns the payload's byte offset in
+   * {@link bytes}/{@link view}/{@link words}, or -1 when the record was dropped (discard mode, buffer full: it is
+   * counted lost). Write the fields, then {@link commit}.
+   */
+  reserve(type: number, size: number): number {
+    return this.reserveAt(type, size, this.clock());
+  }
+
+  /** Like {@link reserve} with a caller-supplied timestamp (integer ns of the clock named in the header). */
+  reserveAt(type: number, size: number, ts: number): number {
+    const d = ts - this.lastTs;
+    if (type <= MAX_COMPACT_TYPE && type >= 0 && d >= 0 && d < TS_LOW_RANGE && (d | 0) === d && (type | 0) === type) {
+      const p = this.pos;
+      const next = p + COMPACT_HEADER_SIZE + ((size + 3) & ~3);
+      if (next <= this.end && (size | 0) === size && size >= 0) {
+        const low = (this.lastLow + d) & TS_LOW_MASK;
+        const i = p >> 2;
+        this.words[i] = (low << 5) | type;
+        this.words[i + 1] = size;
+        this.lastTs = ts;
+        this.lastLow = low;
+        this.pos = next;
+        this.count++;
+        return p + COMPACT_HEADER_SIZE;
+      }
+    }
+    return this.reserveSlow(type, size, ts);
+  }
+
+  private reserveSlow(type: number, size: number, ts: number): number {
+    if (this.closed) throw new RingbufError('ERR_CLOSED', 'the writer is closed');
+    checkRecord(type, size, ts, this.maxPayload);
+    if (this.end !== 0) {
+      const d = ts - this.lastTs;
+      const compact = type <= MAX_COMPACT_TYPE && d >= 0 && d < TS_LOW_RANGE;
+      if (this.pos + (compact ? COMPACT_HEADER_SIZE : EXTENDED_HEADER_SIZE) + padded(size) <= this.end) {
+        return this.put(type, size, ts, compact);
+      }
+      this.closePage();
+    }
+    if (!this.openPage(ts)) {
+      this.discarded++;
+      return -1;
+    }
+    return this.put(type, size, ts, type <= MAX_COMPACT_TYPE);
+  }
+
+  private put(type: number, size: number, ts: number, compact: boolean): number {
+    const i = this.pos >> 2;
+    const w = this.words;
+    const low = ts % TS_LOW_RANGE;
+    let payload: number;
+    if (compact) {
+      w[i] = (low << 5) | type;
+      w[i + 1] = size;
+      payload = this.pos + COMPACT_HEADER_SIZE;
+    } else {
+      w[i] = TAG_EXTENDED;
+      w[i + 1] = type;
+      w[i + 2] = ts >>> 0;
+      w[i + 3] = (ts / 4294967296) >>> 0;
+      w[i + 4] = size;
+      payload = this.pos + EXTENDED_HEADER_SIZE;
+    }
+    this.lastTs = ts;
+    this.lastLow = low;
+    this.pos = payload + padded(size);
+    this.count++;
+    return payload;
+  }
+
+  /** Publishes every record reserved so far (one Atomics.store; call it per record or per batch). */
+  commit(): void {
+    if (this.end !== 0) Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
+  }
+
+  /** Copies `payload` into one record and commits it. Returns false when the record was dropped (counted lost). */
+  writeBytes(type: number, payload: Uint8Array, ts: number = this.clock()): boolean {
+    const off = this.reserveAt(type, payload.length, ts);
+    if (off < 0) return false;
+    this.bytes.set(payload, off);
+    Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
+    return true;
+  }
+
+  private closePage(): void {
+    const base = this.pageBase;
+    const u32 = this.words;
+    const size = this.pos - base;
+    setU64(u32, base + P.timestampEnd, this.lastTs);
+    setU64(u32, base + P.contentSize, size * 8);
+    u32[(base + P.recordCount) >> 2] = this.count;
+    Atomics.store(this.i32, (base + P.commit) >> 2, size);
+    Atomics.or(this.i32, (base + P.flags) >> 2, PAGE_CLOSED);
+    this.written += this.count;
+    this.byteCount += size - PAGE_HEADER_SIZE;
+    this.count = 0;
+    this.end = 0;
+  }
+
+  private openPage(ts: number): boolean {
+    const i32 = this.i32;
+    const u32 = this.words;
+    const next = this.seq + 1;
+    const n = this.pageCount;
+    if (!this.overwrite && seqDiff(next, Atomics.load(i32, H.tail >> 2)) >= n) return false;
+    const base = HEADER_SIZE + (next % n) * this.pageSize;
+    if (next >= n) {
+      const old = next - n;
+      if (this.overwrite && seqDiff(old, Atomics.load(i32, H.tail >> 2)) >= 0) {
+        // Recycling a page no registered reader has finished: its records are lost to them.
+        this.overwritten += u32[(base + P.recordCount) >> 2]!;
+        this.overwrittenPages++;
+      }
+      if (this.overwrite) raiseTail(i32, old + 1);
+    }
+    // The generation word changes first: a reader copying the old page sees the change and drops its copy.
+    Atomics.store(i32, (base + P.seq) >> 2, next | 0);
+    u32[(base + P.seq + 4) >> 2] = (next / 4294967296) >>> 0;
+    Atomics.store(i32, (base + P.flags) >> 2, this.discarded > this.discardedAtOpen ? PAGE_LOST_BEFORE : 0);
+    Atomics.store(i32, (base + P.commit) >> 2, PAGE_HEADER_SIZE);
+    setU64(u32, base + P.timestampBegin, ts);
+    setU64(u32, base + P.timestampEnd, 0);
+    setU64(u32, base + P.contentSize, 0);
+    setU64(u32, base + P.packetSize, this.pageSize * 8);
+    setU64(u32, base + P.eventsDiscarded, this.discarded);
+    setU64(u32, base + P.recordsBefore, this.written);
+    u32[(base + P.reserved) >> 2] = PAGE_HEADER_SIZE;
+    u32[(base + P.closeEnd) >> 2] = 0;
+    u32[(base + P.recordCount) >> 2] = 0;
+    u32[(base + P.streamId) >> 2] = this.streamId;
+    this.discardedAtOpen = this.discarded;
+    this.seq = next;
+    this.pageBase = base;
+    this.commitIndex = (base + P.commit) >> 2;
+    this.pos = base + PAGE_HEADER_SIZE;
+    this.end = base + this.pageSize;
+    this.lastTs = ts;
+    this.lastLow = ts % TS_LOW_RANGE;
+    Atomics.store(i32, H.head >> 2, next | 0);
+    this.publish();
+    wakeReaders(i32, next, false);
+    return true;
+  }
+
+  private publish(): void {
+    const i32 = this.i32;
+    storeU64(i32, H.written, this.written + this.count);
+    storeU64(i32, H.discarded, this.discarded);
+    storeU64(i32, H.overwritten, this.overwritten);
+    storeU64(i32, H.overwrittenPages, this.overwrittenPages);
+    storeU64(i32, H.bytes, this.byteCount + (this.end === 0 ? 0 : this.pos - this.pageBase - PAGE_HEADER_SIZE));
+  }
+
+  /** Commits, updates the header counters and wakes waiting readers so they see a partly filled page. */
+  flush(): void {
+    this.commit();
+    this.publish();
+    wakeReaders(this.i32, this.seq, true);
+  }
+
+  /** Ends the stream: closes the open page, publishes the counters and detaches. Readers then see the end. */
+  close(): void {
+    if (this.closed) return;
+    if (this.end !== 0) this.closePage();
+    this.publish();
+    this.closed = true;
+    Atomics.store(this.i32, H.state >> 2, STATE_WRITER_CLOSED);
+    wakeReaders(this.i32, this.seq, true);
+  }
+
+  /** Records written and dropped by this writer's stream. */
+  stats(): WriterStats {
+    return { written: this.written + this.count, discarded: this.discarded };
+  }
+}
