@@ -40,6 +40,7 @@ export const H = {
   maxReaders: 80,
   readerSlotSize: 84,
   // Live words, read and written with Atomics.
+  readerHigh: 120,
   writers: 124,
   head: 128,
   tail: 132,

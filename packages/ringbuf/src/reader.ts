@@ -4,7 +4,7 @@ import { H, HEADER_SIZE, MAX_READERS, READER_SLOT_SIZE, SLOT, STATE_WRITER_CLOSE
 import { P, PAGE_CLOSED, PAGE_HEADER_SIZE } from './page.ts';
 import { COMPACT_HEADER_SIZE, MAX_COMPACT_TYPE, TS_LOW_MASK } from './record.ts';
 import type { Region } from './region.ts';
-import { minReaderCursor, raiseTail, seqDiff } from './shared.ts';
+import { minReaderCursor, raiseReaderHigh, raiseTail, seqDiff } from './shared.ts';
 import { getU64, loadU64 } from './u64.ts';
 
 /** Options of {@link RingBuffer.reader}. */
@@ -50,6 +50,10 @@ export class Reader extends RecordCursor {
   private expected = 0;
   private lastDiscarded = 0;
   private counting: boolean;
+  /** A started page read in place from a single writer (discard mode): next() may extend `end` itself. */
+  private inPlace = false;
+  private commitIndex = 0;
+  private pageLimit = 0;
   private done = false;
   private released = false;
 
@@ -74,6 +78,7 @@ export class Reader extends RecordCursor {
       if (Atomics.compareExchange(i32, at, 0, 2) === 0) slot = s;
     }
     if (slot < 0) throw new RingbufError('ERR_READERS_FULL', `all ${MAX_READERS} reader slots are taken`);
+    raiseReaderHigh(i32, slot);
     this.slot = H.readerSlots + slot * READER_SLOT_SIZE;
     const head = Atomics.load(i32, H.head >> 2);
     // A reader there before the first page counts every record; one joining later counts from its first page.
@@ -97,6 +102,11 @@ export class Reader extends RecordCursor {
 
   next(): boolean {
     const p = this.pos;
+    if (p >= this.end && this.inPlace) {
+      // Zero-copy single-writer page: one Atomics.load tells whether more records were committed.
+      const c = this.regionBase + Atomics.load(this.i32, this.commitIndex);
+      if (c > this.end && c <= this.pageLimit) this.end = c;
+    }
     if (p < this.end) {
       const w = this.words;
       const i = p >> 2;
@@ -155,6 +165,7 @@ export class Reader extends RecordCursor {
 
   private dropPage(): void {
     this.started = false;
+    this.inPlace = false;
     this.pos = this.end = 0;
     this.cursor++;
   }
@@ -191,6 +202,7 @@ export class Reader extends RecordCursor {
       if (this.pos < this.end) return true;
       if (this.pageClosed) {
         this.started = false;
+        this.inPlace = false;
         this.pos = this.end = 0;
         this.cursor++;
         this.release();
@@ -249,6 +261,9 @@ export class Reader extends RecordCursor {
     this.prevLow = u32[(viewBase + P.timestampBegin) >> 2]! & TS_LOW_MASK;
     this.regionBase = base;
     this.viewBase = viewBase;
+    this.inPlace = !this.copyBytes && !this.multi;
+    this.commitIndex = (base + P.commit) >> 2;
+    this.pageLimit = base + this.pageSize;
     this.pos = this.end = viewBase + PAGE_HEADER_SIZE;
     this.started = true;
     this.pageClosed = false;

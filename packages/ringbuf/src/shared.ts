@@ -21,7 +21,8 @@ export function raiseTail(i32: Int32Array, seq: number): void {
 /** Lowest cursor of the active readers, or undefined when none is registered. */
 export function minReaderCursor(i32: Int32Array): number | undefined {
   let min: number | undefined;
-  for (let s = 0; s < MAX_READERS; s++) {
+  const high = Math.min(Atomics.load(i32, H.readerHigh >> 2), MAX_READERS);
+  for (let s = 0; s < high; s++) {
     const at = (H.readerSlots + s * READER_SLOT_SIZE) >> 2;
     if (Atomics.load(i32, at + (SLOT.state >> 2)) !== 1) continue;
     const c = Atomics.load(i32, at + (SLOT.cursor >> 2));
@@ -30,11 +31,21 @@ export function minReaderCursor(i32: Int32Array): number | undefined {
   return min;
 }
 
+/** Records that slot `slot` is in use, so scans stop at the highest slot ever used. */
+export function raiseReaderHigh(i32: Int32Array, slot: number): void {
+  for (;;) {
+    const cur = Atomics.load(i32, H.readerHigh >> 2);
+    if (cur > slot) return;
+    if (Atomics.compareExchange(i32, H.readerHigh >> 2, cur, slot + 1) === cur) return;
+  }
+}
+
 /** Wakes readers waiting in {@link Reader.wait} whose watermark `head` has reached (all of them when `all`). */
 export function wakeReaders(i32: Int32Array, head: number, all: boolean): void {
   if (Atomics.load(i32, H.waiters >> 2) === 0) return;
   let due = all;
-  for (let s = 0; s < MAX_READERS && !due; s++) {
+  const high = Math.min(Atomics.load(i32, H.readerHigh >> 2), MAX_READERS);
+  for (let s = 0; s < high && !due; s++) {
     const at = (H.readerSlots + s * READER_SLOT_SIZE) >> 2;
     if (Atomics.load(i32, at + (SLOT.state >> 2)) !== 1) continue;
     if (seqDiff(head, Atomics.load(i32, at + (SLOT.wakeAt >> 2))) >= 0) due = true;

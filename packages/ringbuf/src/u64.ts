@@ -16,14 +16,7 @@ export function setU64(u32: Uint32Array, at: number, value: number): void {
   u32[i + 1] = (value / TWO32) >>> 0;
 }
 
-/** Atomic publish of a u64 counter: high word, low word, high word again, so a reader can detect a tear. */
-export function storeU64(i32: Int32Array, at: number, value: number): void {
-  const i = at >> 2;
-  Atomics.store(i32, i + 1, (value / TWO32) | 0);
-  Atomics.store(i32, i, value | 0);
-}
-
-/** Atomic read of a counter published with {@link storeU64}. */
+/** Reads a u64 counter that another thread may be updating, retrying when the high word changed under it. */
 export function loadU64(i32: Int32Array, at: number): number {
   const i = at >> 2;
   for (;;) {

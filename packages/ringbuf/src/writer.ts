@@ -13,7 +13,7 @@ import {
 } from './record.ts';
 import type { Region } from './region.ts';
 import { raiseTail, seqDiff, wakeReaders } from './shared.ts';
-import { getU64, setU64, storeU64 } from './u64.ts';
+import { getU64, setU64 } from './u64.ts';
 
 /** Geometry and policy a writer needs, read once from the header. */
 export interface WriterContext {
@@ -312,25 +312,29 @@ export class Writer {
     this.end = base + this.pageSize;
     this.lastTs = ts;
     this.lastLow = ts % TS_LOW_RANGE;
-    Atomics.store(i32, H.head >> 2, next | 0);
     this.publish();
+    Atomics.store(i32, H.head >> 2, next | 0);
     wakeReaders(i32, next, false);
     return true;
   }
 
+  /**
+   * Plain stores: the counters are advisory while the writer runs; the Atomics.store of head or state that follows
+   * makes them exact for a reader that has seen it.
+   */
   private publish(): void {
-    const i32 = this.i32;
-    storeU64(i32, H.written, this.written + this.count);
-    storeU64(i32, H.discarded, this.discarded);
-    storeU64(i32, H.overwritten, this.overwritten);
-    storeU64(i32, H.overwrittenPages, this.overwrittenPages);
-    storeU64(i32, H.bytes, this.byteCount + (this.end === 0 ? 0 : this.pos - this.pageBase - PAGE_HEADER_SIZE));
+    const u32 = this.words;
+    setU64(u32, H.written, this.written + this.count);
+    setU64(u32, H.discarded, this.discarded);
+    setU64(u32, H.overwritten, this.overwritten);
+    setU64(u32, H.overwrittenPages, this.overwrittenPages);
+    setU64(u32, H.bytes, this.byteCount + (this.end === 0 ? 0 : this.pos - this.pageBase - PAGE_HEADER_SIZE));
   }
 
   /** Commits, updates the header counters and wakes waiting readers so they see a partly filled page. */
   flush(): void {
-    this.commit();
     this.publish();
+    this.commit();
     wakeReaders(this.i32, this.seq, true);
   }
 
