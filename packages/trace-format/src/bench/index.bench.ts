@@ -1,1 +1,3 @@
-console.log('trace-format benchmarks: none yet');
+import { runCtfBenchmarks } from './ctf.bench.ts';
+
+runCtfBenchmarks();

@@ -58,6 +58,11 @@ export class BitReader {
     const bytes = this.bytes;
     let index = Math.floor(p / 8);
     let offset = p % 8;
+    if (offset + size <= 32 && index + 4 <= bytes.length) {
+      // The field lies within one 32-bit word: one load and two shifts.
+      const word = this.view.getUint32(index, le);
+      return le ? (word << (32 - offset - size)) >>> (32 - size) : (word << offset) >>> (32 - size);
+    }
     let remaining = size;
     let value = 0;
     if (le) {

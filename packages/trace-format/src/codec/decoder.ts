@@ -223,6 +223,44 @@ function compile(type: FieldClass, lex: Lexical | undefined, options: CompileOpt
   }
 }
 
+/** True when decoding this class may look up values of enclosing structures (it holds a sequence or variant). */
+function refersOutward(type: FieldClass): boolean {
+  switch (type.kind) {
+    case 'sequence':
+    case 'variant':
+      return true;
+    case 'array':
+      return refersOutward(type.element);
+    case 'struct':
+      return type.members.some((m) => refersOutward(m.type));
+    default:
+      return false;
+  }
+}
+
+/** Inline read of a byte-aligned integer (the fast path), or undefined when the class needs the generic reader. */
+function inlineIntRead(type: IntegerClass): string | undefined {
+  const le = type.byteOrder === 'le';
+  const s = type.signed;
+  switch (type.size) {
+    case 8:
+      return s ? 'r.view.getInt8(p / 8)' : 'r.bytes[p / 8]';
+    case 16:
+      return `r.view.get${s ? 'Int' : 'Uint'}16(p / 8, ${le})`;
+    case 32:
+      return `r.view.get${s ? 'Int' : 'Uint'}32(p / 8, ${le})`;
+    case 64:
+      return `r.view.get${s ? 'BigInt' : 'BigUint'}64(p / 8, ${le})`;
+  }
+  return undefined;
+}
+
+/**
+ * Compiles a structure into straight-line generated code: one statement per member, byte-aligned integers read
+ * inline, other members through their compiled decoders. Field names only ever appear in the generated source as
+ * JSON string literals used as computed keys, so no name can inject code, and `__proto__` is stored with
+ * defineProperty so it cannot replace the prototype.
+ */
 function compileStruct(
   type: StructClass,
   parent: Lexical | undefined,
@@ -230,39 +268,48 @@ function compileStruct(
   root: ScopeName | undefined,
 ): FieldDecoder {
   const lex: Lexical = { names: [], types: [], parent };
-  const names: string[] = [];
   const decoders: FieldDecoder[] = [];
-  for (const m of type.members) {
-    let d = compile(m.type, lex, options);
+  const readers: ((r: BitReader) => number | bigint)[] = [];
+  const hooks: IntegerHook[] = [];
+  const lines: string[] = [];
+  const align = alignmentOf(type);
+  const onStack = refersOutward(type);
+  lines.push('const r = ctx.r;', `r.pos = r.at(${align}, 0);`, 'const o = {};', 'let p = 0;', 'let v;');
+  if (root !== undefined) lines.push(`ctx.roots[${JSON.stringify(root)}] = o;`);
+  if (onStack) lines.push('ctx.stack.push(o);');
+  type.members.forEach((m, i) => {
     const int = m.type.kind === 'int' ? m.type : m.type.kind === 'enum' ? m.type.container : undefined;
+    const inline = int && inlineIntRead(int);
+    if (int && inline) {
+      readers[i] = integerReader(int);
+      lines.push(
+        `p = r.at(${int.align}, ${int.size});`,
+        `if (p % 8 === 0) { r.pos = p + ${int.size}; v = ${inline}; } else v = rd[${i}](r);`,
+      );
+    } else {
+      decoders[i] = compile(m.type, lex, options);
+      lines.push(`v = d[${i}](ctx);`);
+    }
     const hook = int && options.hook?.(m.name, int);
     if (hook) {
-      const inner = d;
-      d = (ctx) => {
-        const v = inner(ctx) as number | bigint;
-        hook(ctx, v);
-        return v;
-      };
+      hooks[i] = hook;
+      lines.push(`h[${i}](ctx, v);`);
     }
-    names.push(m.name);
-    decoders.push(d);
+    const key = JSON.stringify(m.name);
+    lines.push(m.name === '__proto__' ? `setField(o, ${key}, v);` : `o[${key}] = v;`);
     lex.names.push(m.name);
     lex.types.push(m.type);
-  }
-  const align = alignmentOf(type);
-  const n = names.length;
-  const safe = !names.includes('__proto__');
-  return (ctx) => {
-    const r = ctx.r;
-    r.pos = r.at(align, 0);
-    const o: Struct = {};
-    if (root !== undefined) ctx.roots[root] = o;
-    ctx.stack.push(o);
-    if (safe) for (let i = 0; i < n; i++) o[names[i]!] = decoders[i]!(ctx);
-    else for (let i = 0; i < n; i++) setField(o, names[i]!, decoders[i]!(ctx));
-    ctx.stack.pop();
-    return o;
-  };
+  });
+  if (onStack) lines.push('ctx.stack.pop();');
+  lines.push('return o;');
+  const factory = new Function(
+    'd',
+    'rd',
+    'h',
+    'setField',
+    `return function decodeStruct(ctx) {\n${lines.join('\n')}\n};`,
+  );
+  return factory(decoders, readers, hooks, setField) as FieldDecoder;
 }
 
 /** True for arrays and sequences of 8-bit integers with a text encoding: decoded as a string. */
@@ -361,7 +408,9 @@ function variantDecoder(type: VariantClass, lex: Lexical | undefined, options: C
     }
     if (option < 0) ctx.r.fail(`variant tag value ${String(v)} selects no option`);
     const o: Struct = {};
-    setField(o, optionNames[option]!, decoders[option]!(ctx));
+    const name = optionNames[option]!;
+    if (name === '__proto__') setField(o, name, decoders[option]!(ctx));
+    else o[name] = decoders[option]!(ctx);
     return o;
   };
 }
@@ -404,6 +453,14 @@ export function integerReader(type: IntegerClass): (r: BitReader) => number | bi
   }
   const half = 2 ** (size - 1);
   const full = 2 ** size;
+  if (size <= 32) {
+    return (r) => {
+      const p = r.at(align, size);
+      r.pos = p + size;
+      const v = r.bits32(p, size, le);
+      return signed && v >= half ? v - full : v;
+    };
+  }
   return (r) => {
     const p = r.at(align, size);
     r.pos = p + size;

@@ -2,10 +2,12 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { BitReader } from '../codec/bit-reader.ts';
 import {
+  alignmentOf,
   compileScope,
   type DecodeContext,
   type FieldDecoder,
   type IntegerHook,
+  integerReader,
   type ScopeName,
 } from '../codec/decoder.ts';
 import { TraceFormatError } from '../errors.ts';
@@ -16,11 +18,12 @@ import type {
   IntegerClass,
   StreamClass,
   StructClass,
+  StructMember,
   TraceClass,
   TraceEvent,
   TraceReader,
 } from '../model/types.ts';
-import { type CyclesToNs, cyclesToNs, DEFAULT_CLOCK, updateClock } from './clock.ts';
+import { type CyclesToNs, clockUpdater, cyclesToNs, DEFAULT_CLOCK } from './clock.ts';
 import { readMetadataText } from './metadata.ts';
 import { parseTsdl } from './tsdl/parser.ts';
 
@@ -58,7 +61,10 @@ interface CompiledStream {
   readonly eventContext?: FieldDecoder;
   readonly events: Map<number, CompiledEvent>;
   readonly toNs: CyclesToNs;
+  readonly clockName: string;
   readonly timestamped: boolean;
+  /** Event classes by id, for ids below 65536 (the common case), beside the map for the rest. */
+  readonly byId: (CompiledEvent | undefined)[];
 }
 
 /** Decoding state of one stream file; the integer hooks write the meaningful fields here. */
@@ -83,6 +89,18 @@ export const PACKET_CONTEXT_SPECIAL: ReadonlySet<string> = new Set([
   'events_discarded',
   'packet_seq_num',
 ]);
+
+/** Scope values with every key present, so the object keeps one shape. */
+function emptyRoots(): Partial<Record<ScopeName, Struct>> {
+  return {
+    'trace.packet.header': undefined,
+    'stream.packet.context': undefined,
+    'stream.event.header': undefined,
+    'stream.event.context': undefined,
+    'event.context': undefined,
+    'event.fields': undefined,
+  };
+}
 
 function asNumber(v: number | bigint): number {
   return typeof v === 'bigint' ? (v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : Number.MAX_SAFE_INTEGER) : v;
@@ -118,6 +136,66 @@ function hasMember(type: StructClass | undefined, name: string): IntegerClass | 
     }
   }
   return undefined;
+}
+
+/**
+ * A decoder for the LTTng event header shape (`enum id; variant <id> { struct { timestamp } compact; struct { id;
+ * timestamp } extended } v;`, compact or large) that sets the event id and clock without building the header's value.
+ * Returns undefined for any other header, which then takes the generic path.
+ */
+function lttngHeaderDecoder(type: StructClass | undefined): FieldDecoder | undefined {
+  if (type?.members.length !== 2) return undefined;
+  const [idMember, vMember] = type.members as [StructMember, StructMember];
+  if (idMember.name !== 'id' || idMember.type.kind !== 'enum') return undefined;
+  const v = vMember.type;
+  if (v.kind !== 'variant' || v.tagRef !== 'id' || v.options.length !== 2) return undefined;
+  const compact = v.options.find((o) => o.name === 'compact')?.type;
+  const extended = v.options.find((o) => o.name === 'extended')?.type;
+  if (compact?.kind !== 'struct' || extended?.kind !== 'struct') return undefined;
+  const ints = (t: StructClass): IntegerClass[] | undefined =>
+    t.members.every((m) => m.type.kind === 'int') ? t.members.map((m) => m.type as IntegerClass) : undefined;
+  const c = ints(compact);
+  const e = ints(extended);
+  if (c?.length !== 1 || compact.members[0]!.name !== 'timestamp') return undefined;
+  if (e?.length !== 2 || extended.members[0]!.name !== 'id' || extended.members[1]!.name !== 'timestamp') {
+    return undefined;
+  }
+  const mappings = idMember.type.mappings;
+  const ext = mappings.find((m) => m.label === 'extended');
+  const cmp = mappings.find((m) => m.label === 'compact');
+  if (mappings.length !== 2 || ext?.ranges.length !== 1 || cmp?.ranges.length !== 1) return undefined;
+  const [extLow, extHigh] = ext.ranges[0]!;
+  const [cmpLow, cmpHigh] = cmp.ranges[0]!;
+  if (extLow !== extHigh || typeof extLow !== 'number' || typeof cmpLow !== 'number' || typeof cmpHigh !== 'number') {
+    return undefined;
+  }
+  const headerAlign = alignmentOf(type);
+  const readId = integerReader(idMember.type.container);
+  const compactAlign = alignmentOf(compact);
+  const extendedAlign = alignmentOf(extended);
+  const readTs = integerReader(c[0]!);
+  const compactClock = clockUpdater(c[0]!.size);
+  const readExtId = integerReader(e[0]!);
+  const readExtTs = integerReader(e[1]!);
+  const extendedClock = clockUpdater(e[1]!.size);
+  return (ctx) => {
+    const s = ctx as StreamState;
+    const r = s.r;
+    r.pos = r.at(headerAlign, 0);
+    const id = readId(r) as number;
+    if (id === extLow) {
+      r.pos = r.at(extendedAlign, 0);
+      s.eventId = asNumber(readExtId(r));
+      s.clock = extendedClock(s.clock, readExtTs(r));
+    } else if (id >= cmpLow && id <= cmpHigh) {
+      r.pos = r.at(compactAlign, 0);
+      s.eventId = id;
+      s.clock = compactClock(s.clock, readTs(r));
+    } else {
+      r.fail(`event header id ${id} selects no variant option`);
+    }
+    return null;
+  };
 }
 
 function compileStream(trace: TraceClass, cls: StreamClass, file: string): CompiledStream {
@@ -160,22 +238,23 @@ function compileStream(trace: TraceClass, cls: StreamClass, file: string): Compi
       },
     });
   const eventHeader =
-    cls.eventHeader &&
-    compileScope(cls.eventHeader, {
-      scope: 'stream.event.header',
-      rootClasses,
-      hook: (name, type) => {
-        if (name === 'id') return set('eventId');
-        if (name === 'timestamp') {
-          const bits = type.size;
-          return (ctx, v) => {
-            const s = ctx as StreamState;
-            s.clock = updateClock(s.clock, v, bits);
-          };
-        }
-        return undefined;
-      },
-    });
+    lttngHeaderDecoder(cls.eventHeader) ??
+    (cls.eventHeader &&
+      compileScope(cls.eventHeader, {
+        scope: 'stream.event.header',
+        rootClasses,
+        hook: (name, type) => {
+          if (name === 'id') return set('eventId');
+          if (name === 'timestamp') {
+            const update = clockUpdater(type.size);
+            return (ctx, v) => {
+              const s = ctx as StreamState;
+              s.clock = update(s.clock, v);
+            };
+          }
+          return undefined;
+        },
+      }));
   const eventContext =
     cls.eventContext && compileScope(cls.eventContext, { scope: 'stream.event.context', rootClasses });
   const events = new Map<number, CompiledEvent>();
@@ -194,6 +273,13 @@ function compileStream(trace: TraceClass, cls: StreamClass, file: string): Compi
     eventContext,
     events,
     toNs: cyclesToNs(clock),
+    clockName: clock.name,
+    byId: [...events]
+      .filter(([id]) => id < 65536)
+      .reduce<(CompiledEvent | undefined)[]>((a, [id, e]) => {
+        a[id] = e;
+        return a;
+      }, []),
     timestamped: hasMember(cls.eventHeader, 'timestamp') !== undefined,
   };
 }
@@ -245,7 +331,7 @@ class StreamFileCursor {
     this.state = {
       r: new BitReader(data, file, 0),
       stack: [],
-      roots: {},
+      roots: emptyRoots(),
       clock: 0,
       eventId: -1,
       magic: -1,
@@ -259,7 +345,7 @@ class StreamFileCursor {
   }
 
   /** The next event of this file, or undefined at its end. */
-  next(): TraceEvent | undefined {
+  next(): CtfEvent | undefined {
     for (;;) {
       if (this.done) return undefined;
       try {
@@ -296,7 +382,7 @@ class StreamFileCursor {
     this.packetNumber++;
     r.reset(this.data.subarray(this.packetOffset), this.packetOffset);
     s.stack.length = 0;
-    s.roots = {};
+    s.roots = emptyRoots();
     s.magic = -1;
     s.streamId = -1;
     s.packetSize = -1;
@@ -359,21 +445,18 @@ class StreamFileCursor {
     }
   }
 
-  private readEvent(): TraceEvent {
+  private readEvent(): CtfEvent {
     const s = this.state;
     const stream = this.stream!;
     s.eventId = -1;
     const start = s.r.pos;
-    const roots = s.roots;
-    roots['stream.event.context'] = undefined;
-    roots['event.context'] = undefined;
     if (stream.eventHeader) stream.eventHeader(s);
     let id = s.eventId;
     if (id < 0) {
       if (stream.events.size !== 1) s.r.fail('event header has no id and the stream has several event classes', start);
       id = stream.events.keys().next().value!;
     }
-    const ev = stream.events.get(id);
+    const ev = stream.byId[id] ?? stream.events.get(id);
     if (!ev) s.r.fail(`unknown event id ${id} in stream class ${stream.cls.id}`, start);
     let scopes = this.scopes;
     if (stream.eventContext) {
@@ -384,30 +467,75 @@ class StreamFileCursor {
       scopes['event.context'] = ev!.context(s) as Struct;
     }
     const fields = ev!.payload(s) as Struct;
-    return {
-      tsNs: stream.timestamped ? stream.toNs(s.clock) : 0n,
-      cpu: this.cpu,
-      eventClass: ev!.cls,
-      fields,
-      scopes,
-    };
+    return new CtfEvent(stream.timestamped ? s.clock : 0, stream.toNs, this.cpu, ev!.cls, fields, scopes);
   }
 }
 
-/** A binary min-heap of cursors keyed by their pending event's timestamp, ties broken by file order. */
+/**
+ * A decoded event. Its time is kept in clock cycles and converted to nanoseconds (a bigint) only when read, which
+ * spares two bigint allocations per event for consumers that never look.
+ */
+class CtfEvent implements TraceEvent {
+  /** Clock value in cycles: what the merge compares when every stream shares one clock. */
+  readonly cycles: number | bigint;
+  readonly cpu: number | null;
+  readonly eventClass: EventClass;
+  readonly fields: Struct;
+  readonly scopes: Scopes;
+  readonly #toNs: CyclesToNs;
+  #ns: bigint | undefined;
+
+  constructor(
+    cycles: number | bigint,
+    toNs: CyclesToNs,
+    cpu: number | null,
+    cls: EventClass,
+    fields: Struct,
+    scopes: Scopes,
+  ) {
+    this.cycles = cycles;
+    this.#toNs = toNs;
+    this.cpu = cpu;
+    this.eventClass = cls;
+    this.fields = fields;
+    this.scopes = scopes;
+    this.#ns = undefined;
+  }
+
+  get tsNs(): bigint {
+    if (this.#ns === undefined) this.#ns = this.#toNs(this.cycles);
+    return this.#ns;
+  }
+}
+
+type Pending = { cursor: StreamFileCursor; event: CtfEvent; key: number | bigint; order: number };
+
+/**
+ * A binary min-heap of cursors keyed by their pending event's time, ties broken by file order. The key is the clock
+ * value in cycles when every stream shares one clock, else nanoseconds.
+ */
 class Merger {
-  private readonly heap: { cursor: StreamFileCursor; event: TraceEvent; order: number }[] = [];
+  private readonly heap: Pending[] = [];
+  private readonly byCycles: boolean;
+
+  constructor(byCycles: boolean) {
+    this.byCycles = byCycles;
+  }
+
+  private key(event: CtfEvent): number | bigint {
+    return this.byCycles ? event.cycles : event.tsNs;
+  }
 
   push(cursor: StreamFileCursor, order: number): void {
     const event = cursor.next();
-    if (event) this.insert({ cursor, event, order });
+    if (event) this.insert({ cursor, event, key: this.key(event), order });
   }
 
-  private less(a: { event: TraceEvent; order: number }, b: { event: TraceEvent; order: number }): boolean {
-    return a.event.tsNs < b.event.tsNs || (a.event.tsNs === b.event.tsNs && a.order < b.order);
+  private less(a: Pending, b: Pending): boolean {
+    return a.key < b.key || (!(b.key < a.key) && a.order < b.order);
   }
 
-  private insert(item: { cursor: StreamFileCursor; event: TraceEvent; order: number }): void {
+  private insert(item: Pending): void {
     const h = this.heap;
     h.push(item);
     let i = h.length - 1;
@@ -419,7 +547,7 @@ class Merger {
     }
   }
 
-  pop(): TraceEvent | undefined {
+  pop(): CtfEvent | undefined {
     const h = this.heap;
     if (h.length === 0) return undefined;
     const top = h[0]!;
@@ -427,6 +555,8 @@ class Merger {
     const next = top.cursor.next();
     if (next) {
       top.event = next;
+      top.key = this.key(next);
+      if (h.length === 1) return event;
     } else {
       const last = h.pop()!;
       if (h.length === 0) return event;
@@ -498,7 +628,8 @@ export function openCtfTrace(dir: string, options: OpenCtfOptions = {}): CtfTrac
     eventClasses,
     warnings,
     *events() {
-      const merger = new Merger();
+      const clocks = new Set([...streams.values()].map((st) => st.clockName));
+      const merger = new Merger(clocks.size <= 1);
       files.forEach((name, order) => {
         const file = join(dir, name);
         const cursor = new StreamFileCursor(readFileSync(file), file, trace, packetHeader, streams, lenient, warnings);

@@ -32,7 +32,10 @@ export interface CtfWriterOptions {
   readonly uuid?: string;
   /** TSDL `env` entries (babeltrace2 prints `hostname`, `procname`, `vpid`). */
   readonly env?: Readonly<Record<string, string | number | bigint>>;
-  /** The clock of `tsNs`. Default: `monotonic`, 1 GHz, origin 0 — timestamps are written as given, in ns. */
+  /**
+   * The clock of `tsNs`. Default: `monotonic`, 1 GHz, its origin the whole second before the first event (so cycles
+   * stay small); times read back are the nanoseconds written either way.
+   */
   readonly clock?: Partial<ClockClass>;
 }
 
@@ -174,17 +177,29 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
   const headerKind = options.eventHeader ?? 'compact';
   const packetBytes = options.packetSize ?? 1 << 16;
   const uuid = options.uuid ?? randomUuid();
-  const clock: ClockClass = {
+  const ns = 1_000_000_000n;
+  let clock: ClockClass = {
     name: 'monotonic',
-    freq: 1_000_000_000n,
+    freq: ns,
     offsetSeconds: 0n,
     offsetCycles: 0n,
     absolute: false,
     ...options.clock,
   };
-  const ns = 1_000_000_000n;
-  const originNs = clock.offsetSeconds * ns + (clock.offsetCycles * ns) / clock.freq;
-  const toCycles = clock.freq === ns ? (t: bigint) => t - originNs : (t: bigint) => ((t - originNs) * clock.freq) / ns;
+  let originNs = 0n;
+  let clockFixed = false;
+  /**
+   * Fixes the clock origin at the first event when the caller gave none: the whole second before it, so cycle values
+   * stay small (exact JavaScript numbers for readers, like LTTng's boot-relative clocks) whatever the epoch.
+   */
+  function fixClock(firstNs: bigint): void {
+    clockFixed = true;
+    if (options.clock?.offsetSeconds === undefined && options.clock?.offsetCycles === undefined && firstNs > 0n) {
+      clock = { ...clock, offsetSeconds: firstNs / ns };
+    }
+    originNs = clock.offsetSeconds * ns + (clock.offsetCycles * ns) / clock.freq;
+  }
+  const toCycles = (t: bigint) => (clock.freq === ns ? t - originNs : ((t - originNs) * clock.freq) / ns);
   mkdirSync(dir, { recursive: true });
 
   const uuidBytes = Uint8Array.from(Buffer.from(uuid.replace(/-/g, ''), 'hex'));
@@ -328,6 +343,7 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
     writeEvent(event) {
       if (closed) throw new TraceFormatError('ERR_CTF_WRITE', 'writer is closed');
       const wc = classFor(event.eventClass);
+      if (!clockFixed) fixClock(event.tsNs);
       const cycles = toCycles(event.tsNs);
       if (cycles < 0n || cycles >= 1n << 64n) {
         throw new TraceFormatError('ERR_CTF_WRITE', `timestamp ${event.tsNs} ns is outside the clock's range`);
