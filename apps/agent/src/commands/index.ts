@@ -1,8 +1,10 @@
 import type { Command } from 'commander';
 import type { CliIO } from '../program.ts';
+import { registerDemo } from './demo.ts';
 import { registerFilter } from './filter.ts';
 
 /** Adds every verb to the program. One module per verb under commands/. */
 export function registerCommands(program: Command, io: CliIO): void {
+  registerDemo(program, io);
   registerFilter(program, io);
 }
