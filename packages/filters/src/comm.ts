@@ -25,15 +25,16 @@ export class CommTracker {
     }
   }
 
-  /** The name of task `pid` as last observed. */
-  commOf(pid: number): string | undefined {
-    return this.#names.get(pid);
-  }
-
   /** The name of the event's task (common_pid) at the time of the event. */
   resolve(event: TraceEvent): string | undefined {
     const pid = num(field(event, 'common_pid'));
-    return pid === undefined ? undefined : this.#names.get(pid);
+    return pid === undefined ? undefined : this.commOf(pid, event.cpu ?? undefined);
+  }
+
+  /** The name of task `pid` as last observed; pid 0 is each CPU's idle task, `swapper/CPU`. */
+  commOf(pid: number, cpu?: number): string | undefined {
+    if (pid === 0 && cpu !== undefined) return `swapper/${cpu}`;
+    return this.#names.get(pid);
   }
 
   /** Learns from one event; call after evaluating it. */
