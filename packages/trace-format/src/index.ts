@@ -12,6 +12,7 @@ export {
   type EventHeaderKind,
   writeCtfTrace,
 } from './ctf/writer.ts';
+export { createTextFormatter, detectTraceKind, type OpenTraceOptions, openTrace } from './detect.ts';
 export { type InputLocation, TraceFormatError, type TraceFormatErrorCode } from './errors.ts';
 export {
   compileRecordEncoder,
@@ -25,6 +26,7 @@ export { type FormatFileOptions, parseFormatFile } from './ftrace/format-file.ts
 export { formatFileText, HEADER_EVENT_TEXT, headerPageText } from './ftrace/format-text.ts';
 export { type EventHeaderLayout, type PageLayout, parseHeaderEvent, parseHeaderPage } from './ftrace/headers.ts';
 export { type PageInfo, type PageSource, type RecordSink, readPage } from './ftrace/page.ts';
+export { compilePrintFormat, type PrintFormatter } from './ftrace/print-fmt.ts';
 export { type FtraceReader, type FtraceReadOptions, isRawPagesDir, openRawPagesDir } from './ftrace/raw-dir.ts';
 export { compileRecordDecoder, type DecodedRecord, type RecordDecoder } from './ftrace/record.ts';
 export { Kallsyms, parseCmdlines } from './ftrace/symbols.ts';
@@ -44,3 +46,6 @@ export {
   writeTraceDat,
 } from './ftrace/tracedat/write.ts';
 export type * from './model/types.ts';
+export { eventToJsonLine, jsonValue } from './output/json.ts';
+export { type PerfettoOptions, writePerfettoJson } from './output/perfetto.ts';
+export { createFtraceTextFormatter, type FtraceTextOptions, fieldsText } from './output/text.ts';

@@ -1,0 +1,79 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ExitCode } from '../exit-codes.ts';
+import { run, sampleInputs } from '../testing/sample-traces.ts';
+
+describe('evtrace cat', () => {
+  const { dat, raw, dir } = sampleInputs();
+
+  it('prints trace.dat events in trace-cmd report style, with symbols and saved cmdlines', async () => {
+    const r = await run('cat', dat);
+    expect(r.code).toBe(ExitCode.Ok);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines.length).toBe(40);
+    expect(lines[0]).toBe(
+      '          worker-100   [000]     1.000000: kmalloc:              call_site=kmalloc_caller+0x10 ptr=0xffff888100000000 bytes_req=0 bytes_alloc=0 node=-1',
+    );
+    expect(lines[2]).toMatch(/^\s{11}<\.\.\.>-102 {3}\[000\] {5}1\.000002: kmalloc:/);
+    expect(lines[3]).toBe(
+      '          worker-100   [001]     1.000003: sched_process_exec:   filename=/bin/t3 pid=103 old_pid=103',
+    );
+  });
+
+  it('prints the same events from a raw-pages directory', async () => {
+    const a = await run('cat', dat);
+    const b = await run('cat', raw);
+    expect(b.code).toBe(ExitCode.Ok);
+    expect(b.stdout).toBe(a.stdout);
+  });
+
+  it('--json writes one object per line and nothing else, big integers as strings', async () => {
+    const r = await run('cat', dat, '--json');
+    expect(r.code).toBe(ExitCode.Ok);
+    const objects = r.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(objects.length).toBe(40);
+    expect(objects[0]).toEqual({
+      ts_ns: '1000000000',
+      cpu: 0,
+      event: 'kmem:kmalloc',
+      fields: {
+        call_site: String(0xffffffff81200010n),
+        ptr: String(0xffff888100000000n),
+        bytes_req: 0,
+        bytes_alloc: 0,
+        gfp_flags: 3264,
+        node: -1,
+      },
+    });
+    expect(objects[3]).toMatchObject({ event: 'sched:sched_process_exec', fields: { filename: '/bin/t3' } });
+    expect(r.stderr).toBe('');
+  });
+
+  it('--filter keeps matching events and notes the classes it does not apply to on stderr', async () => {
+    const r = await run('cat', dat, '--json', '--filter', 'bytes_req >= 200 && common_pid == 101');
+    expect(r.code).toBe(ExitCode.Ok);
+    const objects = r.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(objects.map((o) => o.fields.bytes_req)).toEqual([220, 250, 280, 340, 370]);
+    expect(r.stderr).toMatch(/filter does not apply to sched:sched_process_exec/);
+    const bad = await run('cat', dat, '--filter', 'nosuch == 1');
+    expect(bad.code).toBe(ExitCode.Usage);
+    expect(bad.stderr).toMatch(/--filter:/);
+  });
+
+  it('fails with status 1 and the file and offset for a corrupt or unknown input', async () => {
+    const junk = join(dir, 'junk');
+    writeFileSync(junk, 'not a trace at all');
+    const r = await run('cat', junk);
+    expect(r.code).toBe(ExitCode.Failure);
+    expect(r.stderr).toMatch(/ERR_TRACE_INPUT: .*junk: byte 0: not a trace\.dat file/);
+    const missing = await run('cat', join(dir, 'missing'));
+    expect(missing.code).toBe(ExitCode.Failure);
+  });
+});

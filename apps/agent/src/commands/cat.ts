@@ -1,0 +1,171 @@
+import { compileFilter, type EventPredicate, FilterError, parseKallsyms } from '@evtrace/filters';
+import {
+  createTextFormatter,
+  type EventClass,
+  eventToJsonLine,
+  type FtraceMetadata,
+  openTrace,
+  type TraceEvent,
+  TraceFormatError,
+  type TraceReader,
+} from '@evtrace/trace-format';
+import type { Command } from 'commander';
+import { ExitCode } from '../exit-codes.ts';
+import { setExamples } from '../help.ts';
+import { addCommand, CliExit, type CliIO } from '../program.ts';
+
+/** A trace opened for a command: the reader and its events after `--filter`. */
+export interface OpenedInput {
+  readonly reader: TraceReader & { metadata?: FtraceMetadata };
+  readonly events: () => Iterable<TraceEvent>;
+  /** Problems met while reading or filtering, for stderr. */
+  readonly notes: string[];
+}
+
+/** Opens INPUT (CTF directory, trace.dat, raw-pages directory), turning format errors into exit status 1. */
+export function openInput(input: string, options: { filter?: string; lenient?: boolean }): OpenedInput {
+  let reader: OpenedInput['reader'];
+  try {
+    reader = openTrace(input, { lenient: options.lenient === true });
+  } catch (error) {
+    throw asCliExit(error);
+  }
+  const notes: string[] = [];
+  const filter = options.filter;
+  if (filter === undefined) return { reader, events: () => guarded(reader.events()), notes };
+  const predicate = eventFilter(filter, reader, notes);
+  return {
+    reader,
+    events: function* () {
+      for (const e of guarded(reader.events())) if (predicate(e)) yield e;
+      predicate.finish();
+    },
+    notes,
+  };
+}
+
+function asCliExit(error: unknown): unknown {
+  if (error instanceof TraceFormatError) return new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
+  return error;
+}
+
+function* guarded(events: Iterable<TraceEvent>): Generator<TraceEvent> {
+  try {
+    yield* events;
+  } catch (error) {
+    throw asCliExit(error);
+  }
+}
+
+/**
+ * `--filter` over every event class: compiled per class on first use. A class the expression does not fit (a field
+ * it lacks) is left out with a note, as the kernel refuses such a filter on that event; an expression that fits no
+ * class at all is a usage error.
+ */
+function eventFilter(
+  expr: string,
+  reader: OpenedInput['reader'],
+  notes: string[],
+): ((e: TraceEvent) => boolean) & { finish(): void } {
+  const meta = reader.metadata;
+  const symbols = meta?.kallsymsText !== undefined ? parseKallsyms(meta.kallsymsText) : undefined;
+  const cmdlines = meta?.cmdlines;
+  const comm = (e: TraceEvent) => {
+    const pid = e.scopes?.common?.common_pid;
+    return typeof pid === 'number' ? cmdlines?.get(pid) : undefined;
+  };
+  const compiled = new Map<EventClass, EventPredicate | undefined>();
+  let firstError: FilterError | undefined;
+  let accepted = 0;
+  const predicate = (e: TraceEvent) => {
+    let p = compiled.get(e.eventClass);
+    if (p === undefined && !compiled.has(e.eventClass)) {
+      try {
+        p = compileFilter(expr, e.eventClass, { ...(symbols ? { symbols } : {}), comm });
+        accepted++;
+      } catch (error) {
+        if (!(error instanceof FilterError)) throw error;
+        firstError ??= error;
+        notes.push(`filter does not apply to ${e.eventClass.name} (its events are left out): ${error.message}`);
+      }
+      compiled.set(e.eventClass, p);
+    }
+    return p !== undefined && p(e);
+  };
+  return Object.assign(predicate, {
+    finish() {
+      if (accepted === 0 && firstError !== undefined) {
+        throw new CliExit(ExitCode.Usage, `--filter: ${firstError.format(expr)}`);
+      }
+    },
+  });
+}
+
+/** Collects output text into large writes. */
+export function bufferedWriter(write: (text: string) => void): { put(text: string): void; flush(): void } {
+  let parts: string[] = [];
+  let size = 0;
+  return {
+    put(text) {
+      parts.push(text);
+      size += text.length;
+      if (size >= 1 << 16) this.flush();
+    },
+    flush() {
+      if (parts.length > 0) write(parts.join(''));
+      parts = [];
+      size = 0;
+    },
+  };
+}
+
+/** Writes warnings and notes to stderr. */
+export function reportNotes(io: CliIO, opened: OpenedInput): void {
+  for (const w of opened.reader.warnings) io.stderr(`evtrace: warning: ${w}\n`);
+  for (const n of opened.notes) io.stderr(`evtrace: ${n}\n`);
+}
+
+interface CatOptions {
+  json?: boolean;
+  filter?: string;
+  lenient?: boolean;
+}
+
+/** `evtrace cat INPUT`: prints the events of a trace. */
+export function registerCat(program: Command, io: CliIO): void {
+  const cmd = addCommand(program, 'cat')
+    .summary('print the events of a trace (CTF directory, trace.dat, or raw per-CPU pages)')
+    .description(
+      `Prints every event of INPUT in timestamp order: in the style of trace-cmd report for ftrace data (trace.dat or a
+directory of cpuN.raw pages beside an events/ tree copied from tracefs), of babeltrace2 for CTF. With --json, one
+object per line: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "fields": {...}}, integers beyond
+2^53 as decimal strings. Warnings go to stderr, never to stdout.`,
+    )
+    .argument('<input>', 'CTF trace directory, trace.dat file, or raw-pages directory')
+    .option('--json', 'one JSON object per event per line')
+    .option('--filter <expr>', 'keep events matching an ftrace filter expression (e.g. "bytes_req > 64")')
+    .option('--lenient', 'report corrupt pages or packets on stderr and continue')
+    .action((input: string, options: CatOptions) => {
+      const opened = openInput(input, options);
+      const format = options.json ? eventToJsonLine : textLines(opened.reader);
+      const out = bufferedWriter(io.stdout);
+      try {
+        for (const e of opened.events()) out.put(format(e));
+      } finally {
+        out.flush();
+        reportNotes(io, opened);
+      }
+    });
+  setExamples(
+    cmd,
+    `evtrace cat trace.dat                           trace-cmd report style text
+evtrace cat trace.dat --json --filter 'bytes_req > 1024'
+evtrace cat ./raw                                raw pages: raw/cpu0.raw, raw/events/header_page, raw/events/kmem/kmalloc/format
+evtrace cat ./ctf-trace                          babeltrace2 style text`,
+  );
+}
+
+function textLines(reader: OpenedInput['reader']): (e: TraceEvent) => string {
+  const line = createTextFormatter(reader);
+  return (e) => `${line(e)}\n`;
+}

@@ -1,0 +1,113 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openTrace } from '@evtrace/trace-format';
+import { describe, expect, it } from 'vitest';
+import { ExitCode } from '../exit-codes.ts';
+import { run, sampleInputs } from '../testing/sample-traces.ts';
+
+function hasTool(name: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('evtrace convert', () => {
+  const { dat, raw, dir } = sampleInputs();
+
+  it('writes JSON lines equal to cat --json, and text equal to cat', async () => {
+    const out = join(dir, 'a.jsonl');
+    const r = await run('convert', raw, '-o', out, '--to', 'jsonl');
+    expect(r.code).toBe(ExitCode.Ok);
+    expect(r.stderr).toBe(`evtrace: 40 events written to ${out} (jsonl)\n`);
+    expect(readFileSync(out, 'utf8')).toBe((await run('cat', dat, '--json')).stdout);
+    const txt = join(dir, 'a.txt');
+    await run('convert', dat, '-o', txt, '--to', 'text');
+    expect(readFileSync(txt, 'utf8')).toBe((await run('cat', dat)).stdout);
+  });
+
+  it('writes Perfetto JSON with one instant event per event and named tasks', async () => {
+    const out = join(dir, 'p.json');
+    expect((await run('convert', dat, '-o', out, '--to', 'perfetto', '--filter', 'bytes_req > 100')).code).toBe(
+      ExitCode.Ok,
+    );
+    const json = JSON.parse(readFileSync(out, 'utf8'));
+    const instants = json.traceEvents.filter((e: { ph: string }) => e.ph === 'i');
+    expect(instants.length).toBe(21);
+    expect(instants[0]).toMatchObject({ name: 'kmalloc', cat: 'kmem', ts: 1000012, args: { bytes_req: 120, cpu: 0 } });
+    const names = json.traceEvents
+      .filter((e: { name: string }) => e.name === 'thread_name')
+      .map((e: { args: { name: string } }) => e.args.name);
+    expect(names).toContain('worker (100)');
+  });
+
+  it('round-trips trace.dat v6, v7 zstd and zlib through evtrace', async () => {
+    const reference = (await run('cat', dat, '--json')).stdout;
+    for (const extra of [
+      ['--file-version', '6'],
+      ['--compression', 'zstd'],
+      ['--compression', 'zlib'],
+    ]) {
+      const out = join(dir, `rt-${extra.join('')}.dat`);
+      const r = await run('convert', raw, '-o', out, '--to', 'tracedat', ...extra);
+      expect(r.code).toBe(ExitCode.Ok);
+      expect((await run('cat', out, '--json')).stdout).toBe(reference);
+    }
+  });
+
+  it('rejects bad option values with status 2', async () => {
+    expect((await run('convert', dat, '-o', join(dir, 'x'), '--to', 'svg')).code).toBe(ExitCode.Usage);
+    expect((await run('convert', dat, '-o', join(dir, 'x'), '--to', 'tracedat', '--file-version', '5')).code).toBe(
+      ExitCode.Usage,
+    );
+    expect(
+      (
+        await run(
+          'convert',
+          dat,
+          '-o',
+          join(dir, 'x'),
+          '--to',
+          'tracedat',
+          '--file-version',
+          '6',
+          '--compression',
+          'zstd',
+        )
+      ).code,
+    ).toBe(ExitCode.Usage);
+  });
+
+  it.skipIf(!hasTool('trace-cmd'))(
+    'writes trace.dat that trace-cmd report prints like evtrace cat (skipped without trace-cmd)',
+    async () => {
+      const out = join(dir, 'tc.dat');
+      expect((await run('convert', raw, '-o', out, '--to', 'tracedat')).code).toBe(ExitCode.Ok);
+      const theirs = execFileSync('trace-cmd', ['report', '-N', out], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+      expect(theirs.replace(/^cpus=\d+\n/, '')).toBe((await run('cat', out)).stdout);
+    },
+  );
+
+  it.skipIf(!hasTool('babeltrace2'))(
+    'writes CTF that babeltrace2 reads with every event (skipped without babeltrace2)',
+    async () => {
+      const out = join(dir, 'ctf');
+      expect((await run('convert', dat, '-o', out, '--to', 'ctf')).code).toBe(ExitCode.Ok);
+      expect(existsSync(join(out, 'metadata'))).toBe(true);
+      const text = execFileSync('babeltrace2', [out], { encoding: 'utf8' });
+      const lines = text.trimEnd().split('\n');
+      expect(lines.length).toBe(40);
+      expect(lines[3]).toMatch(/sched:sched_process_exec: .*filename = "\/bin\/t3"/);
+      // And back: CTF in, the same payloads out.
+      const back = [...openTrace(out).events()].map((e) => e.fields.bytes_req ?? e.fields.filename);
+      const orig = [...openTrace(dat).events()].map((e) => e.fields.bytes_req ?? e.fields.filename);
+      expect(back.map(String)).toEqual(orig.map(String));
+    },
+  );
+});

@@ -1,0 +1,159 @@
+import { closeSync, openSync, writeSync } from 'node:fs';
+import {
+  createTextFormatter,
+  eventToJsonLine,
+  TraceFormatError,
+  type TraceReader,
+  writeCtfTrace,
+  writePerfettoJson,
+  writeTraceDat,
+} from '@evtrace/trace-format';
+import type { Command } from 'commander';
+import { ExitCode } from '../exit-codes.ts';
+import { setExamples } from '../help.ts';
+import { addCommand, CliExit, type CliIO } from '../program.ts';
+import { bufferedWriter, openInput, reportNotes } from './cat.ts';
+
+const TARGETS = ['ctf', 'tracedat', 'text', 'jsonl', 'perfetto'] as const;
+type Target = (typeof TARGETS)[number];
+
+interface ConvertOptions {
+  output: string;
+  to: string;
+  filter?: string;
+  lenient?: boolean;
+  fileVersion?: string;
+  compression?: string;
+}
+
+/** Runs `fn` with a function writing to `file`, closing it afterwards. */
+function withFile(file: string, fn: (write: (text: string) => void) => number): number {
+  let fd: number;
+  try {
+    fd = openSync(file, 'w');
+  } catch (error) {
+    throw new CliExit(
+      ExitCode.Failure,
+      `${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
+  }
+  try {
+    const out = bufferedWriter((text) => writeSync(fd, text));
+    const n = fn((text) => out.put(text));
+    out.flush();
+    return n;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function checkOptions(options: ConvertOptions): { to: Target; version: 6 | 7; compression: 'none' | 'zstd' | 'zlib' } {
+  if (!(TARGETS as readonly string[]).includes(options.to)) {
+    throw new CliExit(ExitCode.Usage, `--to must be one of ${TARGETS.join(', ')}, not '${options.to}'`);
+  }
+  const version = Number(options.fileVersion ?? 7);
+  if (version !== 6 && version !== 7) throw new CliExit(ExitCode.Usage, '--file-version must be 6 or 7');
+  const compression = options.compression ?? (version === 7 ? 'zstd' : 'none');
+  if (compression !== 'none' && compression !== 'zstd' && compression !== 'zlib') {
+    throw new CliExit(ExitCode.Usage, '--compression must be none, zstd or zlib');
+  }
+  if (version === 6 && compression !== 'none')
+    throw new CliExit(ExitCode.Usage, 'trace.dat version 6 is never compressed');
+  return { to: options.to as Target, version, compression };
+}
+
+/** `evtrace convert INPUT -o OUTPUT --to KIND`. */
+export function registerConvert(program: Command, io: CliIO): void {
+  const cmd = addCommand(program, 'convert')
+    .summary('convert a trace to CTF, trace.dat, text, JSON lines or Perfetto JSON')
+    .description(
+      `Reads INPUT (CTF directory, trace.dat file, or raw per-CPU pages directory; the kind is detected) and writes
+OUTPUT as: ctf (a CTF 1.8 directory babeltrace2 reads), tracedat (a trace-cmd trace.dat, version 7 with zstd by
+default, that trace-cmd report reads), text (trace-cmd report or babeltrace2 style), jsonl (one JSON object per
+event), perfetto (the Chrome/Perfetto trace-event JSON that ui.perfetto.dev opens). Events from CTF written as
+trace.dat get a synthesized ftrace format.`,
+    )
+    .argument('<input>', 'CTF trace directory, trace.dat file, or raw-pages directory')
+    .requiredOption('-o, --output <path>', 'output file (a directory for --to ctf)')
+    .requiredOption('--to <kind>', `output kind: ${TARGETS.join(', ')}`)
+    .option('--filter <expr>', 'keep events matching an ftrace filter expression')
+    .option('--lenient', 'report corrupt pages or packets on stderr and continue')
+    .option('--file-version <n>', 'trace.dat version, 6 or 7 (default 7)')
+    .option('--compression <alg>', 'trace.dat v7 compression: zstd (default), zlib or none')
+    .action((input: string, options: ConvertOptions) => {
+      const { to, version, compression } = checkOptions(options);
+      const opened = openInput(input, options);
+      const { reader } = opened;
+      let n = 0;
+      try {
+        switch (to) {
+          case 'ctf': {
+            const filtered: TraceReader = {
+              kind: reader.kind,
+              eventClasses: reader.eventClasses,
+              warnings: reader.warnings,
+              events: opened.events,
+            };
+            n = writeCtfTrace(filtered, options.output);
+            break;
+          }
+          case 'tracedat': {
+            const meta = reader.metadata;
+            n = writeTraceDat(options.output, reader.eventClasses, opened.events(), {
+              version,
+              compression,
+              ...(meta !== undefined
+                ? {
+                    cmdlines: meta.cmdlines,
+                    ...(meta.kallsymsText !== undefined ? { kallsyms: meta.kallsymsText } : {}),
+                    ...(meta.clock !== undefined ? { clock: meta.clock } : {}),
+                    pageSize: meta.page.pageSize,
+                  }
+                : {}),
+            }).events;
+            break;
+          }
+          case 'text': {
+            const line = createTextFormatter(reader);
+            n = withFile(options.output, (write) => {
+              let k = 0;
+              for (const e of opened.events()) {
+                write(`${line(e)}\n`);
+                k++;
+              }
+              return k;
+            });
+            break;
+          }
+          case 'jsonl':
+            n = withFile(options.output, (write) => {
+              let k = 0;
+              for (const e of opened.events()) {
+                write(eventToJsonLine(e));
+                k++;
+              }
+              return k;
+            });
+            break;
+          case 'perfetto':
+            n = withFile(options.output, (write) =>
+              writePerfettoJson(opened.events(), write, reader.metadata ? { cmdlines: reader.metadata.cmdlines } : {}),
+            );
+            break;
+        }
+      } catch (error) {
+        if (error instanceof TraceFormatError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
+        throw error;
+      } finally {
+        reportNotes(io, opened);
+      }
+      io.stderr(`evtrace: ${n} events written to ${options.output} (${to})\n`);
+    });
+  setExamples(
+    cmd,
+    `evtrace convert trace.dat -o trace.json --to perfetto      open trace.json in ui.perfetto.dev
+evtrace convert ./raw -o trace.dat --to tracedat            then: trace-cmd report trace.dat
+evtrace convert trace.dat -o ctf --to ctf                   then: babeltrace2 ctf
+evtrace convert ./ctf -o out.dat --to tracedat --file-version 6`,
+  );
+}

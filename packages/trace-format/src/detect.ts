@@ -1,0 +1,78 @@
+/**
+ * One entry point for every input evtrace reads: a CTF trace directory, a trace.dat file, or a directory of raw
+ * per-CPU pages. The kind is detected from the content, never from the name.
+ */
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { type CtfTraceReader, openCtfTrace } from './ctf/reader.ts';
+import { createBabeltraceTextFormatter } from './ctf/text.ts';
+import { TraceFormatError } from './errors.ts';
+import type { FtraceMetadata } from './ftrace/events.ts';
+import { isRawPagesDir, openRawPagesDir } from './ftrace/raw-dir.ts';
+import { isTraceDat, openTraceDat } from './ftrace/tracedat/read.ts';
+import type { TraceEvent, TraceKind, TraceReader } from './model/types.ts';
+import { createFtraceTextFormatter } from './output/text.ts';
+
+/** Options of {@link openTrace}. */
+export interface OpenTraceOptions {
+  /** Report corrupt pages or packets as warnings and continue. Default false. */
+  readonly lenient?: boolean;
+}
+
+/**
+ * What `path` holds.
+ * @throws TraceFormatError `ERR_TRACE_INPUT` when it is none of the known kinds.
+ */
+export function detectTraceKind(path: string): TraceKind {
+  let st: ReturnType<typeof statSync>;
+  try {
+    st = statSync(path);
+  } catch (e) {
+    throw new TraceFormatError('ERR_TRACE_INPUT', `cannot open: ${(e as NodeJS.ErrnoException).code}`, { file: path });
+  }
+  if (st.isDirectory()) {
+    if (existsSync(join(path, 'metadata'))) return 'ctf';
+    if (isRawPagesDir(path)) return 'raw-pages';
+    throw new TraceFormatError(
+      'ERR_TRACE_INPUT',
+      'directory is neither a CTF trace (no metadata file) nor raw pages (events/header_page and cpuN.raw)',
+      { file: path },
+    );
+  }
+  const head = Buffer.alloc(16);
+  const fd = openSync(path, 'r');
+  try {
+    readSync(fd, head, 0, head.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (isTraceDat(head)) return 'tracedat';
+  throw new TraceFormatError('ERR_TRACE_INPUT', 'not a trace.dat file, CTF trace or raw-pages directory', {
+    file: path,
+    offset: 0,
+  });
+}
+
+/** Opens any supported input. ftrace readers also carry `metadata` (cmdlines, kallsyms, page layout). */
+export function openTrace(path: string, options: OpenTraceOptions = {}): TraceReader & { metadata?: FtraceMetadata } {
+  switch (detectTraceKind(path)) {
+    case 'ctf':
+      return openCtfTrace(path, options);
+    case 'tracedat':
+      return openTraceDat(path, options);
+    case 'raw-pages':
+      return openRawPagesDir(path, options);
+  }
+}
+
+/** The natural text form of a reader's events: trace-cmd report style for ftrace, babeltrace2 style for CTF. */
+export function createTextFormatter(
+  reader: TraceReader & { metadata?: FtraceMetadata },
+): (event: TraceEvent) => string {
+  if (reader.kind === 'ctf') {
+    const ctf = reader as CtfTraceReader;
+    return createBabeltraceTextFormatter({ trace: ctf.trace, timestamps: ctf.timestamped });
+  }
+  const meta = reader.metadata;
+  return createFtraceTextFormatter(meta !== undefined ? { cmdlines: meta.cmdlines, kallsyms: meta.kallsyms } : {});
+}

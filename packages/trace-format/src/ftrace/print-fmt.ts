@@ -1,0 +1,600 @@
+/**
+ * Evaluation of ftrace `print fmt` lines (`"fmt", ARG, ARG...`) over decoded events, as `trace-cmd report` and the
+ * kernel's `trace` file display them. The arguments are C expressions over `REC->field` with the helpers trace events
+ * use (`__print_flags`, `__print_symbolic`, `__get_str`, `__print_hex`, `__print_array`...). A format this evaluator
+ * cannot handle compiles to undefined, and callers fall back to `name=value` fields.
+ */
+import type { EventClass, FieldValue, TraceEvent } from '../model/types.ts';
+import type { Kallsyms } from './symbols.ts';
+
+type Value = bigint | string | Value[] | { readonly flags: readonly (readonly [bigint, string])[] };
+
+type Expr = (ctx: Ctx) => Value;
+
+interface Ctx {
+  readonly event: TraceEvent;
+  readonly kallsyms: Kallsyms | undefined;
+}
+
+/** Renders one event's print format; undefined when the event has none or the format is not understood. */
+export type PrintFormatter = (event: TraceEvent, kallsyms?: Kallsyms) => string | undefined;
+
+class Unsupported extends Error {}
+
+// ---- tokens ----
+
+type Tok = { t: 'id' | 'num' | 'str' | 'op'; v: string };
+
+const OPS = ['->', '<<', '>>', '<=', '>=', '==', '!=', '&&', '||', ...'+-*/%<>&|^!~?:,()[]{}.'];
+
+function tokenize(src: string): Tok[] {
+  const out: Tok[] = [];
+  let i = 0;
+  while (i < src.length) {
+    const c = src[i]!;
+    if (/\s/.test(c)) {
+      i++;
+    } else if (/[A-Za-z_$]/.test(c)) {
+      const m = /^[A-Za-z_$][\w$]*/.exec(src.slice(i))!;
+      out.push({ t: 'id', v: m[0] });
+      i += m[0].length;
+    } else if (/\d/.test(c)) {
+      const m = /^(0[xX][0-9a-fA-F]+|\d+)[uUlL]*/.exec(src.slice(i))!;
+      out.push({ t: 'num', v: m[1]! });
+      i += m[0].length;
+    } else if (c === '"' || c === "'") {
+      let j = i + 1;
+      let s = '';
+      while (j < src.length && src[j] !== c) {
+        if (src[j] === '\\') {
+          const e = src[j + 1];
+          s += e === 'n' ? '\n' : e === 't' ? '\t' : e === '0' ? '\0' : (e ?? '');
+          j += 2;
+        } else {
+          s += src[j++];
+        }
+      }
+      if (j >= src.length) throw new Unsupported('unterminated literal');
+      out.push(c === '"' ? { t: 'str', v: s } : { t: 'num', v: String(s.charCodeAt(0) || 0) });
+      i = j + 1;
+    } else {
+      const op = OPS.find((o) => src.startsWith(o, i));
+      if (op === undefined) throw new Unsupported(`character ${c}`);
+      out.push({ t: 'op', v: op });
+      i += op.length;
+    }
+  }
+  return out;
+}
+
+// ---- values ----
+
+const num = (v: Value): bigint => {
+  if (typeof v === 'bigint') return v;
+  if (typeof v === 'string') throw new Unsupported('string used as a number');
+  throw new Unsupported('array used as a number');
+};
+
+function fromField(v: FieldValue | undefined): Value {
+  if (typeof v === 'bigint' || typeof v === 'string') return v;
+  if (typeof v === 'number') return BigInt(Math.trunc(v));
+  if (typeof v === 'boolean') return v ? 1n : 0n;
+  if (Array.isArray(v)) return v.map(fromField);
+  throw new Unsupported('unknown field');
+}
+
+function field(ctx: Ctx, name: string): Value {
+  const v = ctx.event.fields[name] ?? ctx.event.scopes?.common?.[name];
+  if (v === undefined) throw new Unsupported(`no field ${name}`);
+  return fromField(v);
+}
+
+// ---- expressions ----
+
+const TYPE_WORDS = new Set([
+  'unsigned',
+  'signed',
+  'int',
+  'long',
+  'short',
+  'char',
+  'void',
+  'const',
+  'struct',
+  'enum',
+  'union',
+  'bool',
+  '_Bool',
+  'u8',
+  'u16',
+  'u32',
+  'u64',
+  's8',
+  's16',
+  's32',
+  's64',
+  'size_t',
+  'ssize_t',
+  'gfp_t',
+  'pid_t',
+  'dev_t',
+]);
+const isTypeWord = (w: string) => TYPE_WORDS.has(w) || /^__?[us]\d+$|_t$/.test(w);
+
+const BINARY: Record<string, number> = {
+  '||': 1,
+  '&&': 2,
+  '|': 3,
+  '^': 4,
+  '&': 5,
+  '==': 6,
+  '!=': 6,
+  '<': 7,
+  '>': 7,
+  '<=': 7,
+  '>=': 7,
+  '<<': 8,
+  '>>': 8,
+  '+': 9,
+  '-': 9,
+  '*': 10,
+  '/': 10,
+  '%': 10,
+};
+
+class Parser {
+  readonly toks: Tok[];
+  i = 0;
+  constructor(toks: Tok[]) {
+    this.toks = toks;
+  }
+  peek(o = 0): Tok | undefined {
+    return this.toks[this.i + o];
+  }
+  isOp(v: string, o = 0): boolean {
+    const t = this.peek(o);
+    return t?.t === 'op' && t.v === v;
+  }
+  eat(v: string): void {
+    if (!this.isOp(v)) throw new Unsupported(`expected ${v}`);
+    this.i++;
+  }
+  args(): Expr[] {
+    const out: Expr[] = [];
+    while (this.i < this.toks.length) {
+      out.push(this.expr());
+      if (this.i < this.toks.length) this.eat(',');
+    }
+    return out;
+  }
+  expr(): Expr {
+    const cond = this.binary(1);
+    if (!this.isOp('?')) return cond;
+    this.i++;
+    const a = this.expr();
+    this.eat(':');
+    const b = this.expr();
+    return (c) => (truthy(cond(c)) ? a(c) : b(c));
+  }
+  binary(min: number): Expr {
+    let left = this.unary();
+    for (;;) {
+      const t = this.peek();
+      const prec = t?.t === 'op' ? BINARY[t.v] : undefined;
+      if (prec === undefined || prec < min) return left;
+      this.i++;
+      const right = this.binary(prec + 1);
+      const l = left;
+      left = binaryOp(t!.v, l, right);
+    }
+  }
+  /** A parenthesised type list followed by an operand: a cast. */
+  castAhead(): number {
+    if (!this.isOp('(')) return 0;
+    let j = 1;
+    let sawType = false;
+    for (;;) {
+      const t = this.peek(j);
+      if (t === undefined) return 0;
+      if (t.t === 'op' && t.v === ')') break;
+      if (t.t === 'id' && (isTypeWord(t.v) || sawType)) sawType = true;
+      else if (!(t.t === 'op' && t.v === '*' && sawType)) return 0;
+      j++;
+    }
+    if (!sawType) return 0;
+    const next = this.peek(j + 1);
+    if (next === undefined || (next.t === 'op' && !['(', '!', '~', '-'].includes(next.v))) return 0;
+    return j + 1;
+  }
+  unary(): Expr {
+    const cast = this.castAhead();
+    if (cast > 0) {
+      const words = this.toks.slice(this.i + 1, this.i + cast - 1).map((t) => t.v);
+      this.i += cast;
+      const operand = this.unary();
+      const bits = castBits(words);
+      if (bits === undefined) return operand;
+      const signed = !words.includes('unsigned') && !/^u\d|^__u|size_t|gfp_t/.test(words.join(' '));
+      return (c) => {
+        const v = operand(c);
+        return typeof v === 'bigint' ? (signed ? BigInt.asIntN(bits, v) : BigInt.asUintN(bits, v)) : v;
+      };
+    }
+    const t = this.peek();
+    if (t?.t === 'op' && ['!', '~', '-', '+'].includes(t.v)) {
+      this.i++;
+      const operand = this.unary();
+      if (t.v === '!') return (c) => (truthy(operand(c)) ? 0n : 1n);
+      if (t.v === '~') return (c) => ~num(operand(c));
+      if (t.v === '-') return (c) => -num(operand(c));
+      return operand;
+    }
+    return this.postfix();
+  }
+  postfix(): Expr {
+    let e = this.primary();
+    for (;;) {
+      if (this.isOp('[')) {
+        this.i++;
+        const index = this.expr();
+        this.eat(']');
+        const base = e;
+        e = (c) => {
+          const arr = base(c);
+          const k = Number(num(index(c)));
+          if (!Array.isArray(arr) || k < 0 || k >= arr.length) throw new Unsupported('index');
+          return arr[k]!;
+        };
+      } else {
+        return e;
+      }
+    }
+  }
+  primary(): Expr {
+    const t = this.peek();
+    if (t === undefined) throw new Unsupported('unexpected end');
+    this.i++;
+    if (t.t === 'num') {
+      const v = BigInt(t.v);
+      return () => v;
+    }
+    if (t.t === 'str') {
+      let s = t.v;
+      while (this.peek()?.t === 'str') s += this.toks[this.i++]!.v;
+      return () => s;
+    }
+    if (t.t === 'op' && t.v === '(') {
+      const e = this.expr();
+      this.eat(')');
+      return e;
+    }
+    if (t.t === 'op' && t.v === '{') {
+      // `{ value, "name" }` pairs of __print_flags/__print_symbolic.
+      const v = this.expr();
+      this.eat(',');
+      const s = this.expr();
+      this.eat('}');
+      return (c) => [v(c), s(c)];
+    }
+    if (t.t !== 'id') throw new Unsupported(`unexpected ${t.v}`);
+    if (t.v === 'REC') {
+      this.eat('->');
+      const name = this.peek();
+      if (name?.t !== 'id') throw new Unsupported('field name');
+      this.i++;
+      return (c) => field(c, name.v);
+    }
+    if (this.isOp('(')) return this.call(t.v);
+    throw new Unsupported(`identifier ${t.v}`);
+  }
+  call(name: string): Expr {
+    this.eat('(');
+    const args: Expr[] = [];
+    while (!this.isOp(')')) {
+      if (name === 'sizeof') {
+        // sizeof(type) only appears inside array helpers; its value is taken from the type name.
+        const words: string[] = [];
+        while (!this.isOp(')') && this.peek() !== undefined) words.push(this.toks[this.i++]!.v);
+        const bytes = (castBits(words) ?? 64) / 8;
+        args.push(() => BigInt(bytes));
+        break;
+      }
+      args.push(this.expr());
+      if (!this.isOp(')')) this.eat(',');
+    }
+    this.eat(')');
+    return helper(name, args);
+  }
+}
+
+function castBits(words: readonly string[]): number | undefined {
+  const w = words.filter((x) => x !== 'const' && x !== 'volatile');
+  if (w.includes('*')) return 64;
+  const s = w.join(' ');
+  if (/\bchar\b|^[us]8$|^__[us]8$|bool/.test(s)) return 8;
+  if (/\bshort\b|^[us]16$|^__[us]16$/.test(s)) return 16;
+  if (/\blong\b|^[us]64$|^__[us]64$|size_t|gfp_t/.test(s)) return 64;
+  if (/\bint\b|^unsigned$|^signed$|^[us]32$|^__[us]32$|pid_t/.test(s)) return 32;
+  return undefined;
+}
+
+function truthy(v: Value): boolean {
+  if (typeof v === 'bigint') return v !== 0n;
+  if (typeof v === 'string') return true;
+  return true;
+}
+
+function binaryOp(op: string, l: Expr, r: Expr): Expr {
+  switch (op) {
+    case '&&':
+      return (c) => (truthy(l(c)) && truthy(r(c)) ? 1n : 0n);
+    case '||':
+      return (c) => (truthy(l(c)) || truthy(r(c)) ? 1n : 0n);
+    case '|':
+      return (c) => num(l(c)) | num(r(c));
+    case '^':
+      return (c) => num(l(c)) ^ num(r(c));
+    case '&':
+      return (c) => num(l(c)) & num(r(c));
+    case '==':
+      return (c) => (num(l(c)) === num(r(c)) ? 1n : 0n);
+    case '!=':
+      return (c) => (num(l(c)) !== num(r(c)) ? 1n : 0n);
+    case '<':
+      return (c) => (num(l(c)) < num(r(c)) ? 1n : 0n);
+    case '>':
+      return (c) => (num(l(c)) > num(r(c)) ? 1n : 0n);
+    case '<=':
+      return (c) => (num(l(c)) <= num(r(c)) ? 1n : 0n);
+    case '>=':
+      return (c) => (num(l(c)) >= num(r(c)) ? 1n : 0n);
+    case '<<':
+      return (c) => BigInt.asUintN(64, num(l(c)) << num(r(c)));
+    case '>>':
+      return (c) => num(l(c)) >> num(r(c));
+    case '+':
+      return (c) => num(l(c)) + num(r(c));
+    case '-':
+      return (c) => num(l(c)) - num(r(c));
+    case '*':
+      return (c) => num(l(c)) * num(r(c));
+    default:
+      return (c) => {
+        const d = num(r(c));
+        if (d === 0n) throw new Unsupported('division by zero');
+        return op === '/' ? num(l(c)) / d : num(l(c)) % d;
+      };
+  }
+}
+
+/** The `{ value, "name" }` table of a flag or symbol helper; the `{ 0, NULL }` terminator some tables end with is dropped. */
+function pairs(args: Expr[], c: Ctx): [bigint, string][] {
+  const out: [bigint, string][] = [];
+  for (const a of args) {
+    const p = a(c);
+    if (!Array.isArray(p)) throw new Unsupported('flag table');
+    if (typeof p[1] === 'string') out.push([num(p[0]!), p[1]]);
+  }
+  return out;
+}
+
+function hexBytes(v: Value, len: number | undefined): string[] {
+  const arr = Array.isArray(v) ? v : typeof v === 'string' ? [...Buffer.from(v)].map(BigInt) : [];
+  return arr.slice(0, len ?? arr.length).map((b) => (num(b) & 0xffn).toString(16).padStart(2, '0'));
+}
+
+function helper(name: string, args: Expr[]): Expr {
+  switch (name) {
+    case '__get_str':
+    case '__get_rel_str':
+    case '__get_dynamic_array':
+    case '__get_rel_dynamic_array':
+      return args[0]!;
+    case '__get_dynamic_array_len':
+    case '__get_rel_dynamic_array_len':
+      return (c) => {
+        const v = args[0]!(c);
+        return BigInt(typeof v === 'string' ? Buffer.byteLength(v) + 1 : Array.isArray(v) ? v.length : 0);
+      };
+    case '__print_flags':
+      return (c) => {
+        const value = num(args[0]!(c));
+        const delim = args[1]!(c);
+        if (typeof delim !== 'string') throw new Unsupported('delimiter');
+        const table = pairs(args.slice(2), c);
+        const out: string[] = [];
+        let rest = value;
+        for (const [bits, label] of table) {
+          if (bits === 0n ? value === 0n : (rest & bits) === bits) {
+            out.push(label);
+            rest &= ~bits;
+            if (bits === 0n) break;
+          }
+        }
+        if (rest !== 0n) out.push(`0x${rest.toString(16)}`);
+        return out.join(delim);
+      };
+    case '__print_symbolic':
+      return (c) => {
+        const value = num(args[0]!(c));
+        const hit = pairs(args.slice(1), c).find(([v]) => v === value);
+        return hit !== undefined ? hit[1] : `0x${value.toString(16)}`;
+      };
+    case '__print_hex':
+      return (c) => hexBytes(args[0]!(c), Number(num(args[1]!(c)))).join(' ');
+    case '__print_hex_str':
+      return (c) => hexBytes(args[0]!(c), Number(num(args[1]!(c)))).join('');
+    case '__print_array':
+      return (c) => {
+        const arr = args[0]!(c);
+        const count = Number(num(args[1]!(c)));
+        if (!Array.isArray(arr)) throw new Unsupported('array');
+        return `{${arr
+          .slice(0, count)
+          .map((x) => `0x${BigInt.asUintN(64, num(x)).toString(16)}`)
+          .join(',')}}`;
+      };
+    case 'is_signed_type':
+      return () => 0n;
+    default:
+      throw new Unsupported(`helper ${name}`);
+  }
+}
+
+// ---- the format string ----
+
+interface Spec {
+  readonly literal?: string;
+  readonly flags: string;
+  readonly width?: number;
+  readonly precision?: number;
+  readonly length: string;
+  readonly conv: string;
+  /** %p extension letters (`S`, `s`, `F`, `f`, `B`, `K`...). */
+  readonly ext: string;
+}
+
+function parseSpecs(fmt: string): Spec[] {
+  const out: Spec[] = [];
+  let lit = '';
+  const re = /%([-+ #0]*)(\d+|\*)?(?:\.(\d+))?(hh|h|ll|l|z|j|t|L)?([diouxXcspfeEgGn%])/y;
+  for (let i = 0; i < fmt.length; ) {
+    if (fmt[i] !== '%') {
+      lit += fmt[i++];
+      continue;
+    }
+    re.lastIndex = i;
+    const m = re.exec(fmt);
+    if (m === null) throw new Unsupported(`conversion at ${i}`);
+    i = re.lastIndex;
+    if (m[5] === '%') {
+      lit += '%';
+      continue;
+    }
+    if (m[2] === '*') throw new Unsupported('* width');
+    let ext = '';
+    if (m[5] === 'p') {
+      const e = /^[SsFfBKkxXaMmIiEhbdgUDlNtV]+/.exec(fmt.slice(i));
+      // Only the symbol forms are letters the printer consumes; others would print literally in libtraceevent.
+      if (e !== null && /^[SsFfB]/.test(e[0])) {
+        ext = e[0][0]!;
+        i += 1;
+      }
+    }
+    if (lit !== '') out.push({ literal: lit, flags: '', length: '', conv: '', ext: '' });
+    lit = '';
+    out.push({
+      flags: m[1]!,
+      ...(m[2] !== undefined ? { width: Number(m[2]) } : {}),
+      ...(m[3] !== undefined ? { precision: Number(m[3]) } : {}),
+      length: m[4] ?? '',
+      conv: m[5]!,
+      ext,
+    });
+  }
+  if (lit !== '') out.push({ literal: lit, flags: '', length: '', conv: '', ext: '' });
+  return out;
+}
+
+function pad(s: string, spec: Spec, numeric: boolean): string {
+  if (spec.width === undefined || s.length >= spec.width) return s;
+  if (spec.flags.includes('-')) return s.padEnd(spec.width);
+  if (numeric && spec.flags.includes('0')) {
+    const neg = s.startsWith('-');
+    return (neg ? '-' : '') + (neg ? s.slice(1) : s).padStart(spec.width - (neg ? 1 : 0), '0');
+  }
+  return s.padStart(spec.width);
+}
+
+function bitsOf(spec: Spec): number {
+  return spec.length === 'll' ||
+    spec.length === 'l' ||
+    spec.length === 'z' ||
+    spec.length === 'j' ||
+    spec.length === 't'
+    ? 64
+    : spec.length === 'h'
+      ? 16
+      : spec.length === 'hh'
+        ? 8
+        : 32;
+}
+
+function render(spec: Spec, v: Value, kallsyms: Kallsyms | undefined): string {
+  switch (spec.conv) {
+    case 's': {
+      const s = typeof v === 'string' ? v : Array.isArray(v) ? '' : String(v);
+      return pad(spec.precision !== undefined ? s.slice(0, spec.precision) : s, spec, false);
+    }
+    case 'c':
+      return pad(String.fromCharCode(Number(BigInt.asUintN(8, num(v)))), spec, false);
+    case 'p': {
+      const a = BigInt.asUintN(64, num(v));
+      if (spec.ext !== '' && kallsyms !== undefined) {
+        const sym = kallsyms.lookup(a);
+        if (sym !== undefined) {
+          const withOffset = spec.ext === 'S' || spec.ext === 'F' || spec.ext === 'B';
+          return pad(
+            withOffset && sym.offset !== 0n ? `${sym.name}+0x${sym.offset.toString(16)}` : sym.name,
+            spec,
+            false,
+          );
+        }
+      }
+      return pad(`0x${a.toString(16)}`, spec, false);
+    }
+    case 'd':
+    case 'i':
+      return pad(BigInt.asIntN(bitsOf(spec), num(v)).toString(), spec, true);
+    case 'u':
+      return pad(BigInt.asUintN(bitsOf(spec), num(v)).toString(), spec, true);
+    case 'x':
+    case 'X':
+    case 'o': {
+      const n = BigInt.asUintN(bitsOf(spec), num(v));
+      let s = n.toString(spec.conv === 'o' ? 8 : 16);
+      if (spec.conv === 'X') s = s.toUpperCase();
+      if (spec.precision !== undefined) s = s.padStart(spec.precision, '0');
+      if (spec.flags.includes('#') && n !== 0n) s = `${spec.conv === 'o' ? '0' : spec.conv === 'X' ? '0X' : '0x'}${s}`;
+      return pad(s, spec, true);
+    }
+    default:
+      throw new Unsupported(`%${spec.conv}`);
+  }
+}
+
+/**
+ * Compiles an event class's `print fmt`. Returns undefined when the class has none or uses constructs outside this
+ * evaluator; the formatter itself returns undefined for an event whose arguments cannot be evaluated.
+ */
+export function compilePrintFormat(eventClass: EventClass): PrintFormatter | undefined {
+  const text = eventClass.printFormat;
+  if (text === undefined) return undefined;
+  try {
+    const toks = tokenize(text);
+    let k = 0;
+    let fmt = '';
+    while (toks[k]?.t === 'str') fmt += toks[k++]!.v;
+    if (k === 0) return undefined;
+    if (k < toks.length && !(toks[k]!.t === 'op' && toks[k]!.v === ',')) return undefined;
+    const parser = new Parser(toks.slice(k + 1));
+    const args = k < toks.length ? parser.args() : [];
+    const specs = parseSpecs(fmt);
+    if (specs.filter((s) => s.literal === undefined).length !== args.length) return undefined;
+    return (event, kallsyms) => {
+      const ctx: Ctx = { event, kallsyms };
+      let out = '';
+      let a = 0;
+      try {
+        for (const s of specs) out += s.literal !== undefined ? s.literal : render(s, args[a++]!(ctx), kallsyms);
+      } catch (e) {
+        if (e instanceof Unsupported) return undefined;
+        throw e;
+      }
+      return out;
+    };
+  } catch (e) {
+    if (e instanceof Unsupported) return undefined;
+    throw e;
+  }
+}

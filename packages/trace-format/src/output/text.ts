@@ -1,0 +1,84 @@
+/**
+ * Text in the style of `trace-cmd report` for ftrace events: `COMM-PID [CPU] SECS.USECS: EVENT: BODY`, where BODY is
+ * the event's `print fmt` evaluated (symbols through kallsyms), or its fields as `name=value` when the format is
+ * beyond the evaluator or the event did not come from ftrace.
+ */
+
+import { compilePrintFormat, type PrintFormatter } from '../ftrace/print-fmt.ts';
+import type { Kallsyms } from '../ftrace/symbols.ts';
+import type { EventClass, FieldClass, FieldValue, TraceEvent } from '../model/types.ts';
+
+/** Options of {@link createFtraceTextFormatter}. */
+export interface FtraceTextOptions {
+  /** pid → command name (saved cmdlines); unknown tasks print as `<...>`, pid 0 as `<idle>`. */
+  readonly cmdlines?: ReadonlyMap<number, string>;
+  /** Symbols for `%pS`/`%ps`, resolved on first use. */
+  readonly kallsyms?: () => Kallsyms | undefined;
+  /** Print nanoseconds (`trace-cmd report -t`) instead of microseconds. Default false. */
+  readonly nanoseconds?: boolean;
+  /** Print `name=value` fields instead of evaluating `print fmt` (`trace-cmd report -R`). Default false. */
+  readonly raw?: boolean;
+}
+
+const NS = 1_000_000_000n;
+
+/** A line formatter (without the newline). */
+export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (event: TraceEvent) => string {
+  const printers = new Map<EventClass, PrintFormatter | undefined>();
+  let symbols: Kallsyms | undefined;
+  let symbolsLoaded = false;
+  const kallsyms = () => {
+    if (!symbolsLoaded) {
+      symbols = options.kallsyms?.();
+      symbolsLoaded = true;
+    }
+    return symbols;
+  };
+  return (event) => {
+    const pid = event.scopes?.common?.common_pid;
+    const comm = typeof pid !== 'number' ? '<...>' : pid === 0 ? '<idle>' : (options.cmdlines?.get(pid) ?? '<...>');
+    const cpu = event.cpu === null ? '???' : String(event.cpu).padStart(3, '0');
+    // Microseconds are rounded to nearest, as trace-cmd does.
+    const ts = options.nanoseconds ? event.tsNs : ((event.tsNs + 500n) / 1000n) * 1000n;
+    const frac = options.nanoseconds ? String(ts % NS).padStart(9, '0') : String((ts % NS) / 1000n).padStart(6, '0');
+    const cls = event.eventClass;
+    const name = cls.ftrace?.event ?? cls.name;
+    let body: string | undefined;
+    if (!options.raw) {
+      if (!printers.has(cls)) printers.set(cls, compilePrintFormat(cls));
+      body = printers.get(cls)?.(event, kallsyms());
+    }
+    body ??= fieldsText(event, kallsyms());
+    const who = `${comm.padStart(16)}-${String(typeof pid === 'number' ? pid : '?').padEnd(5)}`;
+    return `${who} [${cpu}] ${String(ts / NS).padStart(5)}.${frac}: ${`${name}:`.padEnd(21)} ${body}`;
+  };
+}
+
+/** `name=value` for every payload field, integers in their class's base, addresses as symbols when known. */
+export function fieldsText(event: TraceEvent, kallsyms?: Kallsyms): string {
+  const types = new Map(event.eventClass.payload.members.map((m) => [m.name, m.type]));
+  return Object.entries(event.fields)
+    .map(([k, v]) => `${k}=${valueText(v, types.get(k), kallsyms)}`)
+    .join(' ');
+}
+
+function valueText(v: FieldValue, type: FieldClass | undefined, kallsyms: Kallsyms | undefined): string {
+  if (typeof v === 'bigint' || typeof v === 'number') {
+    if (type?.kind === 'int' && type.base === 16) {
+      const a = BigInt.asUintN(type.size, BigInt(v));
+      return kallsyms?.format(a) ?? `0x${a.toString(16)}`;
+    }
+    return String(v);
+  }
+  if (typeof v === 'string') return v;
+  if (v === null) return 'null';
+  if (typeof v === 'boolean') return String(v);
+  if (Array.isArray(v)) {
+    const element =
+      type?.kind === 'array' || type?.kind === 'sequence' || type?.kind === 'dynamic' ? type.element : undefined;
+    return `[${v.map((x) => valueText(x, element, kallsyms)).join(',')}]`;
+  }
+  return `{${Object.entries(v)
+    .map(([k, x]) => `${k}=${valueText(x as FieldValue, undefined, kallsyms)}`)
+    .join(' ')}}`;
+}
