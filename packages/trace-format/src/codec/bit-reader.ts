@@ -106,27 +106,56 @@ export class BitReader {
   /** Reads a NUL-terminated string at the (byte-aligned) position; a missing NUL is a truncation error. */
   string(p: number): string {
     const start = p / 8;
-    const end = Math.floor(this.limit / 8);
-    const nul = this.bytes.indexOf(0, start);
-    if (nul < 0 || nul >= end) this.fail('unterminated string', p);
-    this.pos = (nul + 1) * 8;
-    return utf8(this.bytes, start, nul);
+    const s = textAt(this.bytes, start, Math.floor(this.limit / 8));
+    if (textEnd >= Math.floor(this.limit / 8)) this.fail('unterminated string', p);
+    this.pos = (textEnd + 1) * 8;
+    return s;
   }
 }
 
 const decoder = new TextDecoder('utf-8');
 
-/** Decodes bytes as UTF-8, with a fast path for short ASCII text (the common case in traces). */
-export function utf8(bytes: Uint8Array, start: number, end: number): string {
-  if (end - start <= 32) {
-    let ascii = true;
-    for (let i = start; i < end; i++) {
-      if (bytes[i]! >= 0x80) {
-        ascii = false;
+/** Index of the NUL (or of the limit) where the last {@link textAt} call stopped. */
+export let textEnd = 0;
+
+// Trace strings repeat (command names, file names, labels): short ones are interned by content.
+const MAX_CACHED = 64;
+const cache = new Map<number, { readonly bytes: Uint8Array; readonly text: string }>();
+
+/**
+ * Decodes the UTF-8 text at `start` up to the first NUL or `end` (the stop index is left in {@link textEnd}).
+ * Short strings come from a content-keyed cache, so a repeated string costs one pass over its bytes and no allocation.
+ */
+export function textAt(bytes: Uint8Array, start: number, end: number): string {
+  let hash = 0x811c9dc5;
+  let ascii = true;
+  let i = start;
+  for (; i < end; i++) {
+    const b = bytes[i]!;
+    if (b === 0) break;
+    if (b >= 0x80) ascii = false;
+    hash = Math.imul(hash ^ b, 16777619);
+  }
+  textEnd = i;
+  const n = i - start;
+  if (n === 0) return '';
+  if (n > MAX_CACHED) return decoder.decode(bytes.subarray(start, i));
+  const key = (hash >>> 0) * 128 + n;
+  const hit = cache.get(key);
+  if (hit) {
+    const b = hit.bytes;
+    let same = true;
+    for (let k = 0; k < n; k++) {
+      if (b[k] !== bytes[start + k]) {
+        same = false;
         break;
       }
     }
-    if (ascii) return String.fromCharCode.apply(null, bytes.subarray(start, end) as unknown as number[]);
+    if (same) return hit.text;
   }
-  return decoder.decode(bytes.subarray(start, end));
+  const slice = bytes.subarray(start, i);
+  const text = ascii ? String.fromCharCode.apply(null, slice as unknown as number[]) : decoder.decode(slice);
+  if (cache.size >= 4096) cache.clear();
+  cache.set(key, { bytes: slice.slice(), text });
+  return text;
 }

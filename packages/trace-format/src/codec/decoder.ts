@@ -10,7 +10,7 @@ import type {
   StructClass,
   VariantClass,
 } from '../model/types.ts';
-import type { BitReader } from './bit-reader.ts';
+import { type BitReader, textAt } from './bit-reader.ts';
 
 /** The dynamic scopes of a CTF event, in decoding order. */
 export type ScopeName =
@@ -331,11 +331,8 @@ function textDecoder(element: IntegerClass): (ctx: DecodeContext, length: number
       const nul = bytes.indexOf(0);
       return Buffer.from(bytes.subarray(0, nul < 0 ? length : nul)).toString('utf8');
     }
-    const start = p / 8;
-    let end = r.bytes.indexOf(0, start);
-    if (end < 0 || end > start + length) end = start + length;
     r.pos = p + length * 8;
-    return Buffer.from(r.bytes.buffer, r.bytes.byteOffset + start, end - start).toString('utf8');
+    return textAt(r.bytes, p / 8, p / 8 + length);
   };
 }
 

@@ -178,10 +178,30 @@ function lttngHeaderDecoder(type: StructClass | undefined): FieldDecoder | undef
   const readExtId = integerReader(e[0]!);
   const readExtTs = integerReader(e[1]!);
   const extendedClock = clockUpdater(e[1]!.size);
+  const idType = idMember.type.container;
+  const tsType = c[0]!;
+  // LTTng's compact header packs a 5-bit id and a 27-bit time in one 32-bit word: read it with one load.
+  const packed = idType.size + tsType.size === 32 && idType.align <= 8 && tsType.align === 1 && headerAlign % 8 === 0;
+  const le = idType.byteOrder === 'le';
+  const idBits = idType.size;
+  const idMask = 2 ** idBits - 1;
+  const tsMask = 2 ** tsType.size - 1;
   return (ctx) => {
     const s = ctx as StreamState;
     const r = s.r;
     r.pos = r.at(headerAlign, 0);
+    if (packed && idType.byteOrder === tsType.byteOrder) {
+      const p = r.at(8, 32);
+      const word = r.view.getUint32(p / 8, le);
+      const id = le ? word & idMask : word >>> (32 - idBits);
+      if (id !== extLow) {
+        if (id < cmpLow || id > cmpHigh) r.fail(`event header id ${id} selects no variant option`);
+        r.pos = p + 32;
+        s.eventId = id;
+        s.clock = compactClock(s.clock, le ? word >>> idBits : word & tsMask);
+        return null;
+      }
+    }
     const id = readId(r) as number;
     if (id === extLow) {
       r.pos = r.at(extendedAlign, 0);
@@ -628,11 +648,19 @@ export function openCtfTrace(dir: string, options: OpenCtfOptions = {}): CtfTrac
     eventClasses,
     warnings,
     *events() {
+      const cursors = files.map((name) => {
+        const file = join(dir, name);
+        return new StreamFileCursor(readFileSync(file), file, trace, packetHeader, streams, lenient, warnings);
+      });
+      if (cursors.length === 1) {
+        // One stream: its events are already in order.
+        const cursor = cursors[0]!;
+        for (let e = cursor.next(); e; e = cursor.next()) yield e;
+        return;
+      }
       const clocks = new Set([...streams.values()].map((st) => st.clockName));
       const merger = new Merger(clocks.size <= 1);
-      files.forEach((name, order) => {
-        const file = join(dir, name);
-        const cursor = new StreamFileCursor(readFileSync(file), file, trace, packetHeader, streams, lenient, warnings);
+      cursors.forEach((cursor, order) => {
         merger.push(cursor, order);
       });
       for (let e = merger.pop(); e; e = merger.pop()) yield e;
