@@ -65,6 +65,41 @@ describe('compiled predicates', () => {
     expect(() => compileRecordFilter('s == "x"', rcu)).toThrowError(/pointer/);
   });
 
+  it('apply CPU lists as the kernel does: scalar, pseudo field and cpumask field', () => {
+    const rec = encodeRecord(kmalloc, { node: 1 });
+    const run = (expr: string, cpu: number, view = rec) =>
+      compileRecordFilter(expr, kmalloc, { nrCpuIds: 4 })(view, 0, 64, cpu);
+    expect([run('CPU & CPUS{0-1}', 1), run('CPU & CPUS{0-1}', 2)]).toEqual([true, false]);
+    expect([run('CPU == CPUS{0,1}', 1), run('CPU != CPUS{0-1}', 1)]).toEqual([false, true]);
+    expect([run('CPU & CPUS{2}', 2), run('CPU & 2', 2)]).toEqual([true, false]);
+    expect(run('node & CPUS{1,3}', 0)).toBe(true);
+    expect(run('node & CPUS{1,3}', 0, encodeRecord(kmalloc, { node: -1 }))).toBe(false);
+    const ipi = fixtureClass('ipi/ipi_send_cpumask');
+    const view = new DataView(new ArrayBuffer(48));
+    view.setUint32(8, (8 << 16) | 32, true);
+    view.setUint8(32, 0b0110);
+    const mask = (expr: string) => compileRecordFilter(expr, ipi, { nrCpuIds: 4 })(view, 0, 48, 0);
+    expect([mask('cpumask & CPUS{2}'), mask('cpumask & CPUS{0,3}'), mask('cpumask == CPUS{1-2}')]).toEqual([
+      true,
+      false,
+      true,
+    ]);
+    expect([mask('cpumask == CPUS{1}'), mask('cpumask != CPUS{1}'), mask('cpumask != CPUS{1-2}')]).toEqual([
+      false,
+      true,
+      false,
+    ]);
+  });
+
+  it('compile the longest and deepest expressions the kernel takes', () => {
+    const wide = Array.from({ length: 290 }, (_, i) => `node == ${i % 10}`).join(' || ');
+    const deep = `${'!('.repeat(1000)}node == 3${')'.repeat(1000)}`;
+    const view = encodeRecord(kmalloc, { node: 3 });
+    expect(compileRecordFilter(wide, kmalloc)(view, 0, 64, 0)).toBe(true);
+    expect(compileRecordFilter(deep, kmalloc)(view, 0, 64, 0)).toBe(true);
+    expect(compileFilter(`!${deep}`, kmalloc)(event(kmalloc, { node: 3 }))).toBe(false);
+  });
+
   it('agree with the tree interpreter on random expressions and records (program = logic)', () => {
     const fieldNames = ['bytes_req', 'node', 'gfp_flags', 'common_pid', 'common_flags'] as const;
     const pred = fc
