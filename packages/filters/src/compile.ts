@@ -258,6 +258,8 @@ export function compileRecordFilter(
   options: CompileOptions = {},
 ): RecordPredicate {
   const filter = parsed(expression, eventClass, options);
+  const unplaced = filter.predicates.find((p) => p.field.offset < 0);
+  if (unplaced) throw unsupported(unplaced, `over encoded records: ${eventClass.name} has no fixed record layout`);
   const le = (options.byteOrder ?? 'le') === 'le';
   const nr = defaultNrCpuIds(options);
   const program = filter.program;

@@ -1,4 +1,4 @@
-import type { EventClass, FtraceFieldInfo } from '@evtrace/trace-format';
+import type { EventClass, FieldClass, FtraceFieldInfo } from '@evtrace/trace-format';
 
 /**
  * How the kernel treats a field in a filter (`filter_type` in kernel/trace): derived from the C type of the format
@@ -27,7 +27,7 @@ export type FieldKind =
 export interface FilterField {
   readonly name: string;
   readonly kind: FieldKind;
-  /** Byte offset in the record (0 for pseudo fields). */
+  /** Byte offset in the record (0 for pseudo fields, -1 when the class has no fixed layout, as in CTF). */
   readonly offset: number;
   readonly size: number;
   readonly signed: boolean;
@@ -73,6 +73,46 @@ function fromFormat(f: FtraceFieldInfo): FilterField {
   };
 }
 
+/**
+ * Fields of an event class without ftrace information (a CTF class): integers and enums compare as numbers of their
+ * width; strings and text arrays as NUL-terminated strings. Other members (arrays, structures) are not filterable.
+ */
+function fromPayload(eventClass: EventClass): FilterField[] {
+  const out: FilterField[] = [];
+  const textual = (t: FieldClass) =>
+    t.kind === 'string' ||
+    ((t.kind === 'array' || t.kind === 'sequence') &&
+      t.element.kind === 'int' &&
+      t.element.size === 8 &&
+      t.element.encoding !== 'none');
+  for (const m of eventClass.payload.members) {
+    const t = m.type;
+    const int = t.kind === 'int' ? t : t.kind === 'enum' ? t.container : undefined;
+    if (int !== undefined && int.size % 8 === 0 && int.size <= 64) {
+      out.push({
+        name: m.name,
+        kind: 'number',
+        offset: -1,
+        size: int.size / 8,
+        signed: int.signed,
+        origin: 'event',
+        cType: `${int.signed ? '' : 'u'}int${int.size}`,
+      });
+    } else if (textual(t)) {
+      out.push({
+        name: m.name,
+        kind: 'dynamic-string',
+        offset: -1,
+        size: 0,
+        signed: false,
+        origin: 'event',
+        cType: 'string',
+      });
+    }
+  }
+  return out;
+}
+
 /** The fields a filter on `eventClass` can name, in the kernel's lookup order. */
 export class FieldTable {
   readonly event: string;
@@ -82,7 +122,7 @@ export class FieldTable {
   constructor(eventClass: EventClass) {
     this.event = eventClass.name;
     const fields = eventClass.ftrace?.fields ?? [];
-    this.#own = fields.map(fromFormat);
+    this.#own = eventClass.ftrace ? fields.map(fromFormat) : fromPayload(eventClass);
     for (const f of this.#own) if (f.origin === 'event' && !this.#byName.has(f.name)) this.#byName.set(f.name, f);
     for (const f of PSEUDO) if (!this.#byName.has(f.name)) this.#byName.set(f.name, f);
     for (const f of this.#own) if (f.origin === 'common' && !this.#byName.has(f.name)) this.#byName.set(f.name, f);
