@@ -1,7 +1,13 @@
 export { BitReader } from './codec/bit-reader.ts';
 export { compileScope, type DecodeContext, type FieldDecoder, type ScopeName } from './codec/decoder.ts';
 export { readMetadataText } from './ctf/metadata.ts';
-export { type CtfTraceReader, type OpenCtfOptions, openCtfTrace } from './ctf/reader.ts';
+export {
+  type CtfTraceData,
+  type CtfTraceReader,
+  type OpenCtfOptions,
+  openCtfTrace,
+  readCtfTrace,
+} from './ctf/reader.ts';
 export { type BabeltraceTextOptions, createBabeltraceTextFormatter, formatValue } from './ctf/text.ts';
 export { type ParseTsdlOptions, parseTsdl } from './ctf/tsdl/parser.ts';
 export {

@@ -487,6 +487,8 @@ class StreamFileCursor {
       scopes['event.context'] = ev!.context(s) as Struct;
     }
     const fields = ev!.payload(s) as Struct;
+    // An event that takes no bits would repeat forever: CTF events always hold at least one bit.
+    if (s.r.pos === start) s.r.fail('event of size zero', start);
     return new CtfEvent(stream.timestamped ? s.clock : 0, stream.toNs, this.cpu, ev!.cls, fields, scopes);
   }
 }
@@ -605,22 +607,22 @@ function streamFilesOf(dir: string): string[] {
     .sort();
 }
 
+/** A CTF trace held in memory: the metadata file's bytes and each data stream file's bytes. */
+export interface CtfTraceData {
+  readonly metadata: Uint8Array;
+  /** Data stream files; `path` names them in errors and warnings and orders ties. */
+  readonly streams: readonly { readonly path: string; readonly data: Uint8Array | (() => Uint8Array) }[];
+  /** Name of the metadata file in errors. */
+  readonly metadataPath?: string;
+}
+
 /**
- * Opens a CTF 1.8 trace directory (`metadata` plus one file per data stream). Events of every stream are merged in
- * timestamp order. Malformed metadata throws at once; a corrupt packet throws while iterating, or with
- * `lenient` is reported in `warnings` and skipped.
+ * Reads a CTF 1.8 trace from bytes (see {@link openCtfTrace} for a directory). Malformed metadata throws at once; a
+ * corrupt packet throws while iterating, or with `lenient` is reported in `warnings` and skipped.
  */
-export function openCtfTrace(dir: string, options: OpenCtfOptions = {}): CtfTraceReader {
-  const metadataFile = join(dir, 'metadata');
-  let raw: Uint8Array;
-  try {
-    raw = readFileSync(metadataFile);
-  } catch (error) {
-    throw new TraceFormatError('ERR_TRACE_INPUT', `cannot read CTF metadata: ${(error as Error).message}`, {
-      file: metadataFile,
-    });
-  }
-  const metadata = readMetadataText(raw, metadataFile);
+export function readCtfTrace(input: CtfTraceData, options: OpenCtfOptions = {}): CtfTraceReader {
+  const metadataFile = input.metadataPath ?? 'metadata';
+  const metadata = readMetadataText(input.metadata, metadataFile);
   const warnings: string[] = [];
   const trace = parseTsdl(metadata.text, { file: metadataFile, warnings });
   const streams = new Map<number, CompiledStream>();
@@ -637,20 +639,19 @@ export function openCtfTrace(dir: string, options: OpenCtfOptions = {}): CtfTrac
             }
           : undefined,
     });
-  const files = streamFilesOf(dir);
   const eventClasses = [...trace.streams.values()].flatMap((s) => [...s.eventClasses.values()]);
   const lenient = options.lenient ?? false;
   return {
     kind: 'ctf',
     trace,
-    streamFiles: files.map((f) => join(dir, f)),
+    streamFiles: input.streams.map((f) => f.path),
     timestamped: [...streams.values()].some((s) => s.timestamped),
     eventClasses,
     warnings,
     *events() {
-      const cursors = files.map((name) => {
-        const file = join(dir, name);
-        return new StreamFileCursor(readFileSync(file), file, trace, packetHeader, streams, lenient, warnings);
+      const cursors = input.streams.map(({ path, data }) => {
+        const bytes = typeof data === 'function' ? data() : data;
+        return new StreamFileCursor(bytes, path, trace, packetHeader, streams, lenient, warnings);
       });
       if (cursors.length === 1) {
         // One stream: its events are already in order.
@@ -666,4 +667,27 @@ export function openCtfTrace(dir: string, options: OpenCtfOptions = {}): CtfTrac
       for (let e = merger.pop(); e; e = merger.pop()) yield e;
     },
   };
+}
+
+/**
+ * Opens a CTF 1.8 trace directory (`metadata` plus one file per data stream; `index/` and hidden files are
+ * ignored). Events of every stream are merged in timestamp order. Stream files are read when iteration starts.
+ */
+export function openCtfTrace(dir: string, options: OpenCtfOptions = {}): CtfTraceReader {
+  const metadataPath = join(dir, 'metadata');
+  let metadata: Uint8Array;
+  let names: string[];
+  try {
+    metadata = readFileSync(metadataPath);
+    names = streamFilesOf(dir);
+  } catch (error) {
+    throw new TraceFormatError('ERR_TRACE_INPUT', `cannot read CTF trace: ${(error as Error).message}`, {
+      file: metadataPath,
+    });
+  }
+  const streams = names.map((name) => {
+    const path = join(dir, name);
+    return { path, data: () => readFileSync(path) as Uint8Array };
+  });
+  return readCtfTrace({ metadata, metadataPath, streams }, options);
 }

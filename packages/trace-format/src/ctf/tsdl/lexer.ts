@@ -92,6 +92,7 @@ export function tokenize(text: string, file?: string): Token[] {
     }
     if (c === 34 || c === 39) {
       const quote = text[i]!;
+      const start = i;
       let value = '';
       i++;
       for (;;) {
@@ -113,7 +114,7 @@ export function tokenize(text: string, file?: string): Token[] {
         value += ch;
         i++;
       }
-      tokens.push({ kind: 'string', text: text.slice(text.lastIndexOf(quote, i - 2), i), value, line, column });
+      tokens.push({ kind: 'string', text: text.slice(start, i), value, line, column });
       continue;
     }
     const punct = PUNCTUATORS.find((p) => text.startsWith(p, i));

@@ -40,6 +40,7 @@ interface Scope {
 }
 
 const U64_MAX = (1n << 64n) - 1n;
+const MAX_DEPTH = 64;
 const EMPTY_STRUCT: StructClass = { kind: 'struct', members: [], minAlign: 1 };
 
 /** Drops the one leading underscore CTF 1.8 producers add to dodge keywords (`_msg` is the field `msg`). */
@@ -92,6 +93,8 @@ class TsdlParser {
   private readonly file?: string;
   private readonly warnings?: string[];
   private pos = 0;
+  /** Nesting of type definitions, bounded so hostile metadata cannot exhaust the stack. */
+  private depth = 0;
   private readonly nativeOrder: ByteOrder;
   private readonly defaultOrderKnown: boolean;
 
@@ -461,6 +464,15 @@ class TsdlParser {
    * declarator that follows.
    */
   private typeSpec(scope: Scope, declarator: boolean): FieldClass {
+    if (++this.depth > MAX_DEPTH) this.fail(`types nested deeper than ${MAX_DEPTH} levels`);
+    try {
+      return this.typeSpecInner(scope, declarator);
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private typeSpecInner(scope: Scope, declarator: boolean): FieldClass {
     const t = this.peek();
     if (t.kind !== 'ident' && t.text !== '*') this.fail(`expected a type but found '${t.text}'`);
     switch (t.text) {
@@ -685,6 +697,7 @@ class TsdlParser {
   private arraySuffix(type: FieldClass): FieldClass {
     const dims: ({ length: number } | { ref: string })[] = [];
     while (this.accept('[')) {
+      if (dims.length >= MAX_DEPTH) this.fail(`arrays nested deeper than ${MAX_DEPTH} levels`);
       const t = this.peek();
       if (t.kind === 'number') {
         const n = this.signedNumber();
