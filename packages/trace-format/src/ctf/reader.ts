@@ -389,10 +389,31 @@ class StreamFileCursor {
           `skipped corrupt packet ${this.packetNumber} at byte ${this.packetOffset}: ${error.message}`,
         );
         this.inPacket = false;
-        // Without a trustworthy packet size nothing after the corruption can be located.
-        if (this.nextPacketOffset <= this.packetOffset) this.done = true;
+        // Without a trustworthy packet size, resynchronise on the next packet magic, if packets have one.
+        if (this.nextPacketOffset <= this.packetOffset) {
+          const next = this.findMagic(this.packetOffset + 1);
+          if (next < 0) this.done = true;
+          else this.nextPacketOffset = next;
+        }
       }
     }
+  }
+
+  /** Offset of the next packet magic at or after `from`, or -1 (also when packets carry no magic). */
+  private findMagic(from: number): number {
+    const first = this.trace.packetHeader?.members[0];
+    if (first?.name !== 'magic' || first.type.kind !== 'int' || first.type.size !== 32) return -1;
+    const le = first.type.byteOrder === 'le';
+    const pattern = le ? [0xc1, 0x1f, 0xfc, 0xc1] : [0xc1, 0xfc, 0x1f, 0xc1];
+    const data = this.data;
+    for (
+      let i = data.indexOf(pattern[0]!, from);
+      i >= 0 && i + 4 <= data.length;
+      i = data.indexOf(pattern[0]!, i + 1)
+    ) {
+      if (data[i + 1] === pattern[1] && data[i + 2] === pattern[2] && data[i + 3] === pattern[3]) return i;
+    }
+    return -1;
   }
 
   private openPacket(): void {
