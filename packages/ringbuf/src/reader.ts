@@ -7,6 +7,11 @@ import type { Region } from './region.ts';
 import { minReaderCursor, raiseReaderHigh, raiseTail, seqDiff } from './shared.ts';
 import { getU64, loadU64 } from './u64.ts';
 
+/** Frees the slot of a reader dropped without close(), so it stops holding pages back. */
+const slotReleaser = new FinalizationRegistry<{ i32: Int32Array; at: number }>(({ i32, at }) => {
+  Atomics.store(i32, at, 0);
+});
+
 /** Options of {@link RingBuffer.reader}. */
 export interface ReaderOptions {
   /** Where a reader joining a running stream starts: the oldest page still held (default) or the newest. */
@@ -88,6 +93,7 @@ export class Reader extends RecordCursor {
     Atomics.store(i32, (this.slot + SLOT.cursor) >> 2, this.cursor | 0);
     Atomics.store(i32, (this.slot + SLOT.wakeAt) >> 2, (this.cursor + 1) | 0);
     Atomics.store(i32, (this.slot + SLOT.state) >> 2, 1);
+    slotReleaser.register(this, { i32, at: (this.slot + SLOT.state) >> 2 }, this);
   }
 
   /** Records lost to this reader: dropped by the writer (discard mode) or overwritten before it got to them. */
@@ -343,6 +349,7 @@ export class Reader extends RecordCursor {
   close(): void {
     if (this.released) return;
     this.released = true;
+    slotReleaser.unregister(this);
     Atomics.store(this.i32, (this.slot + SLOT.state) >> 2, 0);
   }
 }

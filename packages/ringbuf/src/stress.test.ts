@@ -67,6 +67,17 @@ describe('stress: worker producers, per-thread buffers merged by timestamp', () 
         RingBuffer.create({ pageSize, pageCount: 4 + rand(60), mode }),
       );
       const readers = bufs.map((b) => b.reader());
+      // An independent second reader of buffer 0, drained at random moments.
+      const other = bufs[0]!.reader();
+      let otherLast = -1;
+      const drainOther = () => {
+        while (other.next()) {
+          const [p, seq] = checkRecord(other);
+          expect(p).toBe(0);
+          expect(seq).toBeGreaterThan(otherLast);
+          otherLast = seq;
+        }
+      };
       const merge = new Merge(readers);
       const done = bufs.map((b, p) => produce(b.buffer as SharedArrayBuffer, p, count, seed + p, 300));
       const last = new Array<number>(producers).fill(-1);
@@ -91,7 +102,8 @@ describe('stress: worker producers, per-thread buffers merged by timestamp', () 
           const p = rand(producers);
           checkSnapshot(bufs[p]!.snapshot(), p, mode === 'overwrite');
           snapshots++;
-        } else if (pick < 4) await sleep(rand(3));
+        } else if (pick === 1) drainOther();
+        else if (pick < 4) await sleep(rand(3));
         else if (n < burst) await readers[rand(producers)]!.wait(2);
       }
       const stats = await Promise.all(done);
@@ -102,6 +114,9 @@ describe('stress: worker producers, per-thread buffers merged by timestamp', () 
         if (mode === 'discard') expect(readers[p]!.lost).toBe(stats[p]!.discarded);
         else expect(stats[p]!.discarded).toBe(0);
       }
+      drainOther();
+      expect(other.ended).toBe(true);
+      expect(other.delivered + other.lost).toBe(count);
       expect(snapshots).toBeGreaterThan(0);
     }, 60_000);
   }
