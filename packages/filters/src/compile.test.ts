@@ -91,6 +91,14 @@ describe('compiled predicates', () => {
     ]);
   });
 
+  it('never put expression text into generated code', () => {
+    const hostile = `prev_comm == '"); throw new Error(1); ("' || prev_pid == 1`;
+    const f = compileRecordFilter(hostile, sw);
+    expect(f.toString()).not.toContain('throw');
+    const view = encodeRecord(sw, { prev_comm: 'x', prev_pid: 1 });
+    expect(f(view, 0, view.byteLength, 0)).toBe(true);
+  });
+
   it('compile the longest and deepest expressions the kernel takes', () => {
     const wide = Array.from({ length: 290 }, (_, i) => `node == ${i % 10}`).join(' || ');
     const deep = `${'!('.repeat(1000)}node == 3${')'.repeat(1000)}`;

@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { runCli } from '../program.ts';
@@ -35,6 +38,16 @@ describe('evtrace filter check', () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, message: 'Expecting string field', column: 14 });
     const ok = await check('-e', 'sched:sched_switch', '--json', 'prev_comm ~ "kworker*" && CPU & CPUS{1}');
     expect([ok.code, JSON.parse(ok.stdout)]).toEqual([ExitCode.Ok, { ok: true }]);
+  });
+
+  it('resolves .function through --kallsyms', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'evtrace-ksyms-'));
+    const file = join(dir, 'kallsyms');
+    writeFileSync(file, 'ffffffff81000000 T do_one\nffffffff81000100 T do_two\n');
+    const ok = await check('-e', 'kmem:kmalloc', '--kallsyms', file, 'call_site.function == do_one');
+    expect(ok.code).toBe(ExitCode.Ok);
+    const bad = await check('-e', 'kmem:kmalloc', '--kallsyms', file, '--json', 'call_site.function == do_three');
+    expect(JSON.parse(bad.stdout)).toMatchObject({ ok: false, message: 'Function not found', column: 31 });
   });
 
   it('fails with 1 for an unknown event and 2 for a malformed --event', async () => {

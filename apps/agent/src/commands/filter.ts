@@ -53,15 +53,19 @@ function loadEventClass(event: string, formats: string | undefined): EventClass 
   return parseFormatFile(text, { file, system });
 }
 
-function parseOptions(options: CheckOptions): ParseOptions {
+function parseOptions(expr: string, options: CheckOptions): ParseOptions {
   let symbols: ParseOptions['symbols'];
   const kallsyms = options.kallsyms ?? '/proc/kallsyms';
-  try {
-    const text = readFileSync(kallsyms, 'utf8');
-    // Without privileges every address reads 0: no symbol table then.
-    if (!/^0+ /.test(text)) symbols = parseKallsyms(text);
-  } catch (error) {
-    if (options.kallsyms !== undefined) throw new CliExit(ExitCode.Failure, `${kallsyms}: ${(error as Error).message}`);
+  // Reading 100k+ symbols costs time: only when a .function predicate may need them.
+  if (expr.includes('.function') || options.kallsyms !== undefined) {
+    try {
+      const text = readFileSync(kallsyms, 'utf8');
+      // Without privileges every address reads 0: no symbol table then.
+      if (!/^0+ /.test(text)) symbols = parseKallsyms(text);
+    } catch (error) {
+      if (options.kallsyms !== undefined)
+        throw new CliExit(ExitCode.Failure, `${kallsyms}: ${(error as Error).message}`);
+    }
   }
   let nrCpuIds: number | undefined;
   if (options.nrCpus !== undefined) {
@@ -102,7 +106,7 @@ CPU lists are checked against this machine's CPUs unless --nr-cpus is given.`,
     .action((expr: string, options: CheckOptions) => {
       const eventClass = loadEventClass(options.event, options.formats);
       try {
-        parseFilter(expr, eventClass, parseOptions(options));
+        parseFilter(expr, eventClass, parseOptions(expr, options));
       } catch (error) {
         if (!(error instanceof FilterError)) throw error;
         if (options.json) {
