@@ -183,15 +183,23 @@ function recordCondition(pred: Predicate, le: boolean, k: unknown[], nr: number)
   return `k[${k.length - 1}](v, o, n, cpu, comm)`;
 }
 
+/** The error for a record that does not hold what the filter reads. */
+function badRecord(offset: number, why: string): FilterError {
+  return new FilterError('ERR_FILTER_RECORD', { message: `record at byte ${offset}: ${why}`, column: 0 });
+}
+
 function recordClosure(pred: Predicate, le: boolean, nr: number): RecordPredicate {
   const f = pred.field;
   const t = pred.test;
   const bytesAt = (v: DataView, start: number, len: number) => new Uint8Array(v.buffer, v.byteOffset + start, len);
-  const dataLoc = (v: DataView, o: number) => {
+  const dataLoc = (v: DataView, o: number, n: number) => {
     const word = v.getUint32(o + f.offset, le);
-    const base = f.kind === 'rel-string' ? o + f.offset + 4 : o;
+    const base = f.kind === 'rel-string' ? f.offset + 4 : 0;
+    const start = base + (word & 0xffff);
     const len = word >>> 16;
-    return bytesAt(v, base + (word & 0xffff), Math.max(0, Math.min(len, v.byteLength - base - (word & 0xffff))));
+    if (start + len > n)
+      throw badRecord(o, `${f.name} points to ${len} bytes at ${start}, past the record's ${n} bytes`);
+    return bytesAt(v, o + start, len);
   };
   const u64 = (v: DataView, at: number) => v.getBigUint64(at, le);
   switch (f.kind) {
@@ -217,13 +225,13 @@ function recordClosure(pred: Predicate, le: boolean, nr: number): RecordPredicat
       return (v, o) => testString(pred, bytesAt(v, o + f.offset, f.size), f.size);
     case 'dynamic-string':
     case 'rel-string':
-      return (v, o) => {
-        const bytes = dataLoc(v, o);
+      return (v, o, n) => {
+        const bytes = dataLoc(v, o, n);
         return testString(pred, bytes, bytes.length);
       };
     case 'cpumask':
-      return (v, o) => {
-        const bytes = dataLoc(v, o);
+      return (v, o, n) => {
+        const bytes = dataLoc(v, o, n);
         const cpus = new Set<number>();
         for (let i = 0; i < bytes.length * 8; i++) if (bytes[i >> 3]! & (1 << (i & 7))) cpus.add(i);
         return testCpumask(pred, cpus, nr);
@@ -265,7 +273,17 @@ export function compileRecordFilter(
   const program = filter.program;
   const n = program.length;
   if (n === 0) return () => true;
-  const k: unknown[] = [];
+  // Every fixed field read must lie inside the record, and the record inside the view.
+  const minSize = Math.max(
+    0,
+    ...filter.predicates.map((p) =>
+      p.field.kind === 'cpu' || p.field.kind === 'comm' ? 0 : p.field.offset + p.field.size,
+    ),
+  );
+  const tooShort = (_v: DataView, o: number, n: number) => {
+    throw badRecord(o, n < minSize ? `${n} bytes, the filter reads ${minSize}` : `${n} bytes run past the buffer`);
+  };
+  const k: unknown[] = [tooShort];
   const conds = filter.predicates.map((p) => recordCondition(p, le, k, nr));
   const lines: string[] = [];
   const direct = program.every((e) => e.target + 1 >= n);
@@ -275,7 +293,9 @@ export function compileRecordFilter(
     if (direct) lines.push(`if (${cond}) return ${e.target + 1 === n};`);
     else lines.push(`if (pc === ${i}) pc = (${cond}) ? ${e.target + 1} : ${i + 1};`);
   }
-  const body = direct ? `${lines.join('\n')}\nreturn true;` : `let pc = 0;\n${lines.join('\n')}\nreturn pc === ${n};`;
+  const guard = `if (n < ${minSize} || o < 0 || o + n > v.byteLength) k[0](v, o, n);\n`;
+  const body =
+    guard + (direct ? `${lines.join('\n')}\nreturn true;` : `let pc = 0;\n${lines.join('\n')}\nreturn pc === ${n};`);
   const factory = new Function('k', `'use strict';\nreturn function filter(v, o, n, cpu, comm) {\n${body}\n};`);
   return factory(k) as RecordPredicate;
 }

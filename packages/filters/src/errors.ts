@@ -43,7 +43,9 @@ export type FilterErrorCode =
   /** The kernel's size limit (filters of 4096 bytes or more). */
   | 'ERR_FILTER_LIMIT'
   /** The expression is valid but cannot be evaluated where asked (a `char *` field over recorded data). */
-  | 'ERR_FILTER_UNSUPPORTED';
+  | 'ERR_FILTER_UNSUPPORTED'
+  /** An encoded record is too short for the fields the filter reads, or a data_loc points outside it. */
+  | 'ERR_FILTER_RECORD';
 
 const CODE_OF_KIND: Record<KernelErrorKind, FilterErrorCode> = {
   INVALID_OP: 'ERR_FILTER_SYNTAX',

@@ -66,3 +66,37 @@ describe('parser fuzzing', () => {
     );
   });
 });
+
+describe('record predicate fuzzing', () => {
+  it('answers or raises ERR_FILTER_RECORD on corrupt, truncated records; never a crash', () => {
+    const exec = classes.get('sched/sched_process_exec')!;
+    const filters = [
+      'filename ~ "*/ls" || pid > 100',
+      'filename == "/bin/sh" && old_pid != 0',
+      'filename ~ "[a-z]*" || CPU & CPUS{1}',
+    ].map((e) => compileRecordFilter(e, exec, { nrCpuIds: 4 }));
+    fc.assert(
+      fc.property(
+        fc.string({ maxLength: 40 }),
+        fc.array(fc.tuple(fc.nat(), fc.nat(255)), { maxLength: 6 }),
+        fc.nat(80),
+        fc.integer({ min: -4, max: 100 }),
+        (filename, flips, size, offset) => {
+          const real = encodeRecord(exec, { filename, pid: 7, old_pid: 7 });
+          const bytes = new Uint8Array(real.buffer.slice(0));
+          for (const [at, value] of flips) bytes[at % bytes.length] = value;
+          const view = new DataView(bytes.buffer);
+          for (const f of filters) {
+            try {
+              expect(typeof f(view, offset, size, 1)).toBe('boolean');
+            } catch (error) {
+              expect(error).toBeInstanceOf(FilterError);
+              expect((error as FilterError).code).toBe('ERR_FILTER_RECORD');
+            }
+          }
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+});
