@@ -10,4 +10,6 @@ export interface DemoWorkerData {
   buffer: SharedArrayBuffer;
   producer: number;
   events: number;
+  /** Int32 words: [0] producers ready, [1] go. Producers start together so their events interleave. */
+  barrier: SharedArrayBuffer;
 }

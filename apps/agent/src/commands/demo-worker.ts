@@ -4,8 +4,12 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { RingBuffer } from '@evtrace/ringbuf';
 import { DemoType, type DemoWorkerData } from './demo-events.ts';
 
-const { buffer, producer, events } = workerData as DemoWorkerData;
+const { buffer, producer, events, barrier } = workerData as DemoWorkerData;
 const w = RingBuffer.attach(buffer).writer({ streamId: producer });
+const gate = new Int32Array(barrier);
+Atomics.add(gate, 0, 1);
+Atomics.notify(gate, 0);
+Atomics.wait(gate, 1, 0);
 const text = new TextEncoder();
 const scratch = new Uint8Array(64);
 for (let seq = 0; seq < events; seq++) {
