@@ -32,12 +32,13 @@ export function compileEncoder(type: FieldClass, path = 'value'): FieldEncoder {
     case 'string':
       return (w, value) => {
         if (typeof value !== 'string') fail(`${path}: expected a string`);
-        const bytes = encoderText.encode(value as string);
-        if (bytes.includes(0)) fail(`${path}: a CTF string cannot contain NUL`);
-        const p = w.at(8, (bytes.length + 1) * 8);
-        w.raw(p, bytes);
-        w.bytes[p / 8 + bytes.length] = 0;
-        w.pos = p + (bytes.length + 1) * 8;
+        const text = value as string;
+        // Room for the worst case (3 bytes per UTF-16 unit) and the NUL.
+        const p = w.at(8, (text.length * 3 + 1) * 8);
+        const n = putText(w.bytes, p / 8, text, text.length * 3);
+        if (n < 0) fail(`${path}: a CTF string cannot contain NUL`);
+        w.bytes[p / 8 + n] = 0;
+        w.pos = p + (n + 1) * 8;
       };
     case 'struct':
       return structEncoder(type, path);
@@ -47,12 +48,19 @@ export function compileEncoder(type: FieldClass, path = 'value'): FieldEncoder {
       const fixed = type.kind === 'array' ? type.length : -1;
       if (element.kind === 'int' && element.size === 8 && element.encoding !== 'none') {
         return (w, value) => {
-          const bytes =
-            typeof value === 'string'
-              ? encoderText.encode(value)
-              : Array.isArray(value)
-                ? Uint8Array.from(value as number[])
-                : fail(`${path}: expected text`);
+          if (typeof value === 'string') {
+            const max = fixed >= 0 ? fixed : value.length * 3;
+            const p = w.at(element.align, max * 8);
+            if (p % 8 !== 0) fail(`${path}: text arrays must be byte-aligned`);
+            const n = putText(w.bytes, p / 8, value, max, true);
+            if (n < 0) fail(`${path}: text does not fit the array length ${max}`);
+            const length = fixed >= 0 ? fixed : n;
+            w.bytes.fill(0, p / 8 + n, p / 8 + length);
+            w.pos = p + length * 8;
+            return;
+          }
+          if (!Array.isArray(value)) fail(`${path}: expected text`);
+          const bytes = Uint8Array.from(value as number[]);
           const length = fixed >= 0 ? fixed : bytes.length;
           if (bytes.length > length) fail(`${path}: text of ${bytes.length} bytes exceeds the array length ${length}`);
           const p = w.at(element.align, length * 8);
@@ -87,32 +95,65 @@ export function compileEncoder(type: FieldClass, path = 'value'): FieldEncoder {
   }
 }
 
+/**
+ * Compiles a structure encoder as straight-line generated code reading each member with a constant key. Names appear
+ * in the source only as JSON string literals; `__proto__` is read with Object.hasOwn so a missing member is never
+ * taken from the prototype.
+ */
 function structEncoder(type: StructClass, path: string): FieldEncoder {
-  const members = type.members.map((m) => ({ name: m.name, encode: compileEncoder(m.type, `${path}.${m.name}`) }));
-  // Length members a later sibling sequence names: filled from that sequence when the caller leaves them out.
-  const derived = new Map<number, number>();
+  const encoders = type.members.map((m) => compileEncoder(m.type, `${path}.${m.name}`));
+  const lines = [
+    'if (value === null || typeof value !== "object" || Array.isArray(value)) fail(`${path}: expected an object`);',
+    'const o = value;',
+    `w.pos = w.at(${alignmentOf(type)}, 0);`,
+    'let v;',
+  ];
   type.members.forEach((m, i) => {
-    if (m.type.kind !== 'sequence') return;
-    const ref = m.type.lengthRef;
-    let target = type.members.findIndex((o, k) => k < i && o.name === strip(ref));
-    if (target < 0) target = type.members.findIndex((o, k) => k < i && o.name === ref);
-    if (target >= 0) derived.set(target, i);
+    const key = JSON.stringify(m.name);
+    lines.push(m.name === '__proto__' ? `v = Object.hasOwn(o, ${key}) ? o[${key}] : undefined;` : `v = o[${key}];`);
+    // A sequence's length member may be left out: it is the length of that sequence.
+    const seq = type.members.findIndex((s, k) => {
+      if (k <= i || s.type.kind !== 'sequence') return false;
+      const ref = s.type.lengthRef;
+      return ref === m.name || strip(ref) === m.name;
+    });
+    if (seq >= 0) lines.push(`if (v === undefined) v = lengthOf(o[${JSON.stringify(type.members[seq]!.name)}]);`);
+    lines.push(`e[${i}](w, v);`);
   });
-  const align = alignmentOf(type);
-  return (w, value) => {
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) fail(`${path}: expected an object`);
-    const o = value as Record<string, FieldValue>;
-    w.pos = w.at(align, 0);
-    for (let i = 0; i < members.length; i++) {
-      const m = members[i]!;
-      let v = Object.hasOwn(o, m.name) ? o[m.name] : undefined;
-      if (v === undefined && derived.has(i)) {
-        const seq = o[type.members[derived.get(i)!]!.name];
-        v = typeof seq === 'string' ? encoderText.encode(seq).length : Array.isArray(seq) ? seq.length : undefined;
-      }
-      m.encode(w, v);
+  const factory = new Function(
+    'e',
+    'fail',
+    'path',
+    'lengthOf',
+    `return function encodeStruct(w, value) {\n${lines.join('\n')}\n};`,
+  );
+  return factory(encoders, fail, path, lengthOf) as FieldEncoder;
+}
+
+function lengthOf(v: FieldValue | undefined): number | undefined {
+  return typeof v === 'string' ? encoderText.encode(v).length : Array.isArray(v) ? v.length : undefined;
+}
+
+/**
+ * Writes `text` as UTF-8 at `at`, at most `max` bytes; returns the byte count, or -1 when it does not fit or (unless
+ * `allowNul`) contains a NUL. ASCII is copied directly; other text goes through TextEncoder.encodeInto.
+ */
+function putText(bytes: Uint8Array, at: number, text: string, max: number, allowNul = false): number {
+  const n = text.length;
+  let i = 0;
+  if (n <= max) {
+    for (; i < n; i++) {
+      const c = text.charCodeAt(i);
+      if (c >= 0x80 || c === 0) break;
+      bytes[at + i] = c;
     }
-  };
+    if (i === n) return n;
+    if (text.charCodeAt(i) === 0 && !allowNul) return -1;
+  }
+  const r = encoderText.encodeInto(text, bytes.subarray(at, at + max));
+  if (r.read !== n) return -1;
+  if (!allowNul && text.includes('\0')) return -1;
+  return r.written;
 }
 
 /** Integer encoder specialised for size, alignment and byte order; rejects values outside the class's range. */
@@ -143,9 +184,10 @@ export function integerEncoder(type: IntegerClass, path: string): FieldEncoder {
     if (typeof value !== 'bigint') fail(`${path}: expected an integer`);
     const v = value as bigint;
     if (v < bigMin || v > bigMax) fail(`${path}: ${v} is not a ${size}-bit integer`);
-    const u = BigInt.asUintN(size, v);
-    if (p % 8 === 0 && size === 64) w.view.setBigUint64(p / 8, u, le);
-    else w.uintBig(p, size, u, le);
+    if (p % 8 === 0 && size === 64) {
+      if (signed) w.view.setBigInt64(p / 8, v, le);
+      else w.view.setBigUint64(p / 8, v, le);
+    } else w.uintBig(p, size, BigInt.asUintN(size, v), le);
     w.pos = p + size;
   };
 }
