@@ -103,7 +103,7 @@ export function compileEncoder(type: FieldClass, path = 'value'): FieldEncoder {
 function structEncoder(type: StructClass, path: string): FieldEncoder {
   const encoders = type.members.map((m) => compileEncoder(m.type, `${path}.${m.name}`));
   const lines = [
-    'if (value === null || typeof value !== "object" || Array.isArray(value)) fail(`${path}: expected an object`);',
+    'if (value === null || typeof value !== "object" || Array.isArray(value)) fail(notObject);',
     'const o = value;',
     `w.pos = w.at(${alignmentOf(type)}, 0);`,
     'let v;',
@@ -123,11 +123,11 @@ function structEncoder(type: StructClass, path: string): FieldEncoder {
   const factory = new Function(
     'e',
     'fail',
-    'path',
+    'notObject',
     'lengthOf',
     `return function encodeStruct(w, value) {\n${lines.join('\n')}\n};`,
   );
-  return factory(encoders, fail, path, lengthOf) as FieldEncoder;
+  return factory(encoders, fail, `${path}: expected an object`, lengthOf) as FieldEncoder;
 }
 
 function lengthOf(v: FieldValue | undefined): number | undefined {
