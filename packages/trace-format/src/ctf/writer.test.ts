@@ -1,13 +1,15 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
 import type { ByteOrder, EventClass, FieldClass, FieldValue, IntegerClass, StructClass } from '../model/types.ts';
+import { ctfFixtureCases, sharedFixtures } from './fixtures.ts';
 import { openCtfTrace } from './reader.ts';
 import { createBabeltraceTextFormatter } from './text.ts';
-import { type CtfEventInput, createCtfWriter, type EventHeaderKind } from './writer.ts';
+import { type CtfEventInput, createCtfWriter, type EventHeaderKind, writeCtfTrace } from './writer.ts';
 
 const bt2 = spawnSync('babeltrace2', ['--version'], { encoding: 'utf8' });
 const haveBt2 = bt2.status === 0;
@@ -232,6 +234,32 @@ describe.skipIf(!haveBt2)(
           expect(theirs.some((l) => l.includes('hex32 = 0xDEADBEEF'))).toBe(true);
           expect(theirs.some((l) => l.includes('choice = { "busy" }'))).toBe(true);
           expect(readdirSync(dir).sort()).toEqual(['metadata', 'stream_0', 'stream_1', 'stream_2']);
+        });
+      }
+    }
+  },
+);
+
+const fixtures = sharedFixtures();
+describe.skipIf(!haveBt2 || !fixtures)(
+  `writeCtfTrace: babeltrace2 prints converted real traces as it printed the originals${haveBt2 && fixtures ? '' : ' (skipped: babeltrace2 or ../shared/fixtures absent)'}`,
+  () => {
+    const cases = fixtures
+      ? ctfFixtureCases(fixtures).succeed.filter((c) =>
+          ['tracecompass/flipping-endianness', 'succeed/multi-domains-kernel', 'succeed/sequence'].includes(c.name),
+        )
+      : [];
+    for (const c of cases) {
+      for (const order of ['le', 'be'] as const) {
+        it(`${c.name} rewritten ${order}`, () => {
+          const out = join(root, `convert-${c.name.replace('/', '-')}-${order}`);
+          const n = writeCtfTrace(openCtfTrace(c.dir), out, { byteOrder: order });
+          const run = spawnSync('babeltrace2', ['--clock-gmt', out], { encoding: 'utf8', maxBuffer: 1 << 28 });
+          expect(run.status).toBe(0);
+          const expected = gunzipSync(readFileSync(c.expectedText!)).toString('utf8').trimEnd().split('\n');
+          const got = run.stdout.trimEnd().split('\n');
+          expect(got.length).toBe(n);
+          expect(got).toEqual(expected);
         });
       }
     }

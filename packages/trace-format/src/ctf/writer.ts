@@ -407,7 +407,10 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
 
 /** Writes every event of a reader as a CTF trace in `dir`; returns the number of events written. */
 export function writeCtfTrace(reader: TraceReader, dir: string, options: CtfWriterOptions = {}): number {
-  const writer = createCtfWriter(dir, options);
+  // A CTF source keeps its environment (host name, tracer) unless the caller gives one.
+  const source = (reader as { trace?: { env?: ReadonlyMap<string, string | number | bigint> } }).trace?.env;
+  const env = options.env ?? (source ? Object.fromEntries(source) : undefined);
+  const writer = createCtfWriter(dir, { ...options, env });
   let n = 0;
   try {
     for (const event of reader.events() as Iterable<TraceEvent>) {
