@@ -21,7 +21,8 @@ export function declarationText(f: Pick<FtraceFieldInfo, 'name' | 'cType'>): str
   return `${arr[1]} ${f.name}${arr[2]}`;
 }
 
-type Writer = (out: Buffer, view: DataView, value: FieldValue | undefined, dyn: DynamicArea) => void;
+/** Writes one field of a record that starts at `base` in `out`. */
+type Writer = (out: Buffer, view: DataView, base: number, value: FieldValue | undefined, dyn: DynamicArea) => void;
 
 interface DynamicArea {
   /** Appends bytes after the fixed part and returns their offset from the record start. */
@@ -36,12 +37,17 @@ function toBig(v: FieldValue | undefined): bigint {
   return 0n;
 }
 
+/** Stores an integer of `size` bytes, wrapping like a C cast; numbers stay off the BigInt path when they can. */
 function putInt(view: DataView, at: number, size: number, v: FieldValue | undefined, le: boolean): void {
-  const b = BigInt.asUintN(size * 8, toBig(v));
-  if (size === 1) view.setUint8(at, Number(b));
-  else if (size === 2) view.setUint16(at, Number(b), le);
-  else if (size === 4) view.setUint32(at, Number(b), le);
-  else view.setBigUint64(at, b, le);
+  if (size === 8) {
+    // setBigUint64 wraps negative values modulo 2^64 itself.
+    view.setBigUint64(at, BigInt.asUintN(64, toBig(v)), le);
+    return;
+  }
+  const n = typeof v === 'number' && Number.isSafeInteger(v) ? v : Number(BigInt.asIntN(32, toBig(v)));
+  if (size === 1) view.setUint8(at, n & 0xff);
+  else if (size === 2) view.setUint16(at, n & 0xffff, le);
+  else view.setUint32(at, n >>> 0, le);
 }
 
 function elementBytes(values: readonly FieldValue[], elem: number, le: boolean): Uint8Array {
@@ -58,73 +64,114 @@ function fieldWriter(f: FtraceFieldInfo, le: boolean, longSize: number): Writer 
   const { offset, size } = f;
   switch (decl?.shape.kind ?? 'scalar') {
     case 'scalar':
-      if (size === 1 || size === 2 || size === 4 || size === 8)
-        return (_o, v, value) => putInt(v, offset, size, value, le);
-      return (o, _v, value) => {
-        if (Array.isArray(value)) o.set(elementBytes(value, 1, le).subarray(0, size), offset);
+      if (size === 1 || size === 2 || size === 4 || size === 8) {
+        return (_o, v, base, value) => putInt(v, base + offset, size, value, le);
+      }
+      return (o, _v, base, value) => {
+        if (Array.isArray(value)) o.set(elementBytes(value, 1, le).subarray(0, size), base + offset);
       };
     case 'array':
-      return (o, v, value) => {
+      return (o, v, base, value) => {
         if (typeof value === 'string') {
-          o.write(value, offset, size, 'utf8');
+          o.write(value, base + offset, size, 'utf8');
         } else if (Array.isArray(value) && value.length > 0) {
           const elem = Math.max(1, Math.floor(size / value.length));
-          for (let i = 0; i < value.length && (i + 1) * elem <= size; i++)
-            putInt(v, offset + i * elem, elem, value[i], le);
+          for (let i = 0; i < value.length && (i + 1) * elem <= size; i++) {
+            putInt(v, base + offset + i * elem, elem, value[i], le);
+          }
         }
       };
     case 'tail':
-      return (_o, _v, value, dyn) => {
+      return (_o, _v, _base, value, dyn) => {
         if (typeof value === 'string') dyn.append(Buffer.from(`${value}\0`, 'utf8'));
         else if (Array.isArray(value)) dyn.append(elementBytes(value, elemSize, le));
       };
     case 'dynamic': {
       const relative = decl?.shape.kind === 'dynamic' && decl.shape.relative;
-      return (_o, v, value, dyn) => {
+      return (_o, v, base, value, dyn) => {
         const bytes =
           typeof value === 'string' || (text && value == null)
             ? Buffer.from(`${value ?? ''}\0`, 'utf8')
             : elementBytes(Array.isArray(value) ? value : [], elemSize, le);
         const at = dyn.append(bytes);
         const stored = relative ? at - (offset + size) : at;
-        v.setUint32(offset, ((bytes.length & 0xffff) << 16) | (stored & 0xffff), le);
+        v.setUint32(base + offset, ((bytes.length & 0xffff) << 16) | (stored & 0xffff), le);
       };
     }
   }
 }
 
-/** Writes records of one event class. */
+/** Writes records of one event class into a new buffer. */
 export type RecordEncoder = (
   fields: Readonly<Record<string, FieldValue>>,
   common: Readonly<Record<string, FieldValue>>,
 ) => Buffer;
 
-/** Compiles the encoder of an event class with ftrace info; `common_type` is always the class id. */
-export function compileRecordEncoder(event: EventClass, le = true, longSize = 8): RecordEncoder {
+/**
+ * Writes a record of one event class into `out` at `at` (which must have room for the fixed part plus 64 KiB of
+ * dynamic data) and returns its length.
+ */
+export type RecordWriter = (
+  fields: Readonly<Record<string, FieldValue>>,
+  common: Readonly<Record<string, FieldValue>>,
+  out: Buffer,
+  view: DataView,
+  at: number,
+) => number;
+
+/** The most a record can take beyond its fixed part: dynamic lengths are 16-bit. */
+export const MAX_DYNAMIC = 0x10000;
+
+/** Compiles the in-place writer of an event class with ftrace info; `common_type` is always the class id. */
+export function compileRecordWriter(
+  event: EventClass,
+  le = true,
+  longSize = 8,
+): RecordWriter & { readonly fixed: number } {
   const info = event.ftrace;
   if (info === undefined) throw new TraceFormatError('ERR_TRACE_FORMAT', `${event.name} has no ftrace field info`);
-  const fixed = Math.max(0, ...info.fields.map((f) => f.offset + f.size));
-  const writers = info.fields.map((f) => [f, fieldWriter(f, le, longSize)] as const);
   // Tail arrays start where their field says, not after the fixed part.
   const tailStart = info.fields.find((f) => f.size === 0 && /\[\]$/.test(f.cType) && !f.cType.startsWith('__'))?.offset;
+  const fixed = tailStart ?? Math.max(0, ...info.fields.map((f) => f.offset + f.size));
+  const writers = info.fields.map((f) => fieldWriter(f, le, longSize));
+  const hasDynamic = info.fields.some((f) => f.size === 0 || /^__(data|rel)_loc/.test(f.cType));
+  // Generated straight-line code: scalars inline, other fields through their writer. Names are JSON-quoted.
+  const statements = info.fields.map((f, i) => {
+    const src =
+      f.name === 'common_type' ? String(event.id) : `${f.common ? 'common' : 'fields'}[${JSON.stringify(f.name)}]`;
+    const scalar = parseDeclaration(declarationText(f))?.shape.kind === 'scalar' && [1, 2, 4, 8].includes(f.size);
+    return scalar ? `put(v, at + ${f.offset}, ${f.size}, ${src}, ${le});` : `w[${i}](out, v, at, ${src}, dyn);`;
+  });
+  const body = `return function write(fields, common, out, v, at) {
+    out.fill(0, at, at + ${fixed});
+    let end = ${fixed};
+    const dyn = ${hasDynamic ? 'area(out, at, () => end, (e) => { end = e; })' : 'undefined'};
+    ${statements.join('\n    ')}
+    if (end - ${fixed} > ${MAX_DYNAMIC}) overflow(end - ${fixed});
+    return end;
+  };`;
+  const area = (out: Buffer, at: number, getEnd: () => number, setEnd: (e: number) => void): DynamicArea => ({
+    append(bytes) {
+      const start = getEnd();
+      out.set(bytes.subarray(0, Math.max(0, Math.min(bytes.length, MAX_DYNAMIC - (start - fixed)))), at + start);
+      setEnd(start + bytes.length);
+      return start;
+    },
+  });
+  const overflow = (n: number) => {
+    throw new TraceFormatError('ERR_TRACE_FORMAT', `${event.name}: ${n} bytes of dynamic data, at most ${MAX_DYNAMIC}`);
+  };
+  const write = new Function('w', 'put', 'area', 'overflow', body)(writers, putInt, area, overflow) as RecordWriter;
+  return Object.assign(write, { fixed });
+}
+
+/** Compiles the encoder of an event class with ftrace info; `common_type` is always the class id. */
+export function compileRecordEncoder(event: EventClass, le = true, longSize = 8): RecordEncoder {
+  const write = compileRecordWriter(event, le, longSize);
   return (fields, common) => {
-    const extra: Uint8Array[] = [];
-    let end = tailStart ?? fixed;
-    const dyn: DynamicArea = {
-      append(bytes) {
-        const at = end;
-        extra.push(bytes);
-        end += bytes.length;
-        return at;
-      },
-    };
-    const head = Buffer.alloc(Math.max(fixed, tailStart ?? 0));
-    const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
-    for (const [f, write] of writers) {
-      const value = f.name === 'common_type' ? event.id : f.common ? common[f.name] : fields[f.name];
-      write(head, view, value, dyn);
-    }
-    return extra.length === 0 ? head : Buffer.concat([head.subarray(0, tailStart ?? fixed), ...extra]);
+    const out = Buffer.alloc(write.fixed + MAX_DYNAMIC);
+    const n = write(fields, common, out, new DataView(out.buffer, out.byteOffset, out.byteLength), 0);
+    return Buffer.from(out.subarray(0, n));
   };
 }
 

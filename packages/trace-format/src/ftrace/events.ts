@@ -29,8 +29,9 @@ export interface FtraceMetadata {
 /** The pages of one CPU: concatenated sub-buffers. */
 export interface CpuPages {
   readonly cpu: number;
-  readonly bytes: Buffer;
-  /** For error messages: the file and the offset of `bytes[0]` in it. */
+  /** The pages, or a sequence of chunks of whole pages (decompressed lazily, for instance). */
+  readonly bytes: Buffer | (() => Iterable<Buffer>);
+  /** For error messages: the file and the offset of the first byte in it. */
   readonly file?: string;
   readonly fileOffset?: number;
 }
@@ -86,12 +87,13 @@ export function* cpuEvents(
   pages: CpuPages,
   options: DecodeOptions,
 ): Generator<TraceEvent> {
-  const { bytes, cpu } = pages;
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const { cpu } = pages;
   const pageSize = meta.page.pageSize;
-  const source = { file: pages.file, fileOffset: pages.fileOffset ?? 0 };
   const unknown = new Set<number>();
   let batch: TraceEvent[] = [];
+  let bytes: Buffer = Buffer.alloc(0);
+  let view = new DataView(bytes.buffer);
+  const source = { file: pages.file, fileOffset: pages.fileOffset ?? 0 };
   const onRecord = (tsNs: bigint, start: number, length: number) => {
     const id = table.typeOf(view, start, length);
     const entry = table.get(id);
@@ -116,21 +118,27 @@ export function* cpuEvents(
     }
     batch.push({ tsNs, cpu, eventClass: entry.eventClass, fields: decoded.fields, scopes: { common: decoded.common } });
   };
-  for (let at = 0; at < bytes.byteLength; at += pageSize) {
-    try {
-      const info = readPage(bytes, at, meta.page, onRecord, source);
-      if (info.missedEvents) {
-        const count = info.missedCount === undefined ? 'an unknown number of' : String(info.missedCount);
-        options.warn(`${where(source, at)}: CPU ${cpu}: ${count} events lost before this page`);
+  const chunks = typeof pages.bytes === 'function' ? pages.bytes() : [pages.bytes];
+  for (const chunk of chunks) {
+    bytes = chunk;
+    view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (let at = 0; at < bytes.byteLength; at += pageSize) {
+      try {
+        const info = readPage(bytes, at, meta.page, onRecord, source);
+        if (info.missedEvents) {
+          const count = info.missedCount === undefined ? 'an unknown number of' : String(info.missedCount);
+          options.warn(`${where(source, at)}: CPU ${cpu}: ${count} events lost before this page`);
+        }
+      } catch (e) {
+        if (!(options.lenient && e instanceof TraceFormatError)) throw e;
+        options.warn(`${e.message}; CPU ${cpu}: rest of the page skipped`);
       }
-    } catch (e) {
-      if (!(options.lenient && e instanceof TraceFormatError)) throw e;
-      options.warn(`${e.message}; CPU ${cpu}: rest of the page skipped`);
+      if (batch.length > 0) {
+        yield* batch;
+        batch = [];
+      }
     }
-    if (batch.length > 0) {
-      yield* batch;
-      batch = [];
-    }
+    source.fileOffset += bytes.byteLength;
   }
 }
 

@@ -7,23 +7,24 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import type { Kallsyms } from '../ftrace/symbols.ts';
 import type { TraceEvent } from '../model/types.ts';
+import { smallWorkload } from './capture.ts';
 
-/** Records `events` on the top-level buffer for `ms`, restoring the tracing state trace-cmd leaves behind. */
-export async function recordTraceDat(
-  tracefs: string,
-  out: string,
-  events: readonly string[],
-  ms: number,
-): Promise<void> {
+/**
+ * Runs `trace-cmd record --no-filter -d ARGS` on the top-level buffer for `ms` while a small workload runs, restoring
+ * the tracing state trace-cmd leaves behind.
+ */
+export async function recordTraceDat(tracefs: string, out: string, args: readonly string[], ms: number): Promise<void> {
   const saved = ['tracing_on', 'set_event', 'trace_clock', 'buffer_size_kb'].map(
     (f) => [f, readFileSync(`${tracefs}/${f}`, 'utf8')] as const,
   );
   try {
-    const args = ['record', '--no-filter', '-d', ...events.flatMap((e) => ['-e', e]), '-o', out];
+    const argv = ['record', '--no-filter', '-d', ...args, '-o', out];
     // Without a command trace-cmd records until SIGINT; it then writes the file and exits (status 1 on this kernel).
-    const child = spawn('trace-cmd', args, { stdio: 'ignore' });
+    const child = spawn('trace-cmd', argv, { stdio: 'ignore' });
     const exited = new Promise((r) => child.on('exit', r));
-    await new Promise((r) => setTimeout(r, ms));
+    await new Promise((r) => setTimeout(r, ms / 2));
+    smallWorkload();
+    await new Promise((r) => setTimeout(r, ms / 2));
     child.kill('SIGINT');
     await exited;
   } finally {
@@ -42,6 +43,21 @@ export async function recordTraceDat(
     }
   }
 }
+
+/**
+ * What the tests record: context switches, execs, and the larger kmallocs only (a kernel filter keeps files small on
+ * a busy machine, and leaves discarded events in the pages, which readers must skip).
+ */
+export const RECORD_ARGS = [
+  '-e',
+  'kmem:kmalloc',
+  '-f',
+  'bytes_req >= 512',
+  '-e',
+  'sched:sched_switch',
+  '-e',
+  'sched:sched_process_exec',
+];
 
 export interface ReportedEvent {
   comm: string;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../../errors.ts';
-import { expectSameAsReport, recordTraceDat, reportRaw } from '../../testing/tracecmd.ts';
+import { expectSameAsReport, RECORD_ARGS, recordTraceDat, reportRaw } from '../../testing/tracecmd.ts';
 import { findTracefs, hasTool } from '../../testing/tracefs.ts';
 import { openTraceDat, readTraceDat } from './read.ts';
 
@@ -21,21 +21,17 @@ const why =
 
 describe.skipIf(why !== '')(
   `trace.dat recorded by trace-cmd record --no-filter -d${why ? ` (skipped: ${why})` : ''}`,
+  { timeout: 60_000 },
   () => {
     const dir = mkdtempSync(join(tmpdir(), 'evtrace-dat-'));
     const v7 = join(dir, 'v7.dat');
     const v6 = join(dir, 'v6.dat');
     const v7none = join(dir, 'v7-none.dat');
     beforeAll(async () => {
-      await recordTraceDat(
-        (tracefs as { path: string }).path,
-        v7,
-        ['kmem:kmalloc', 'sched:sched_switch', 'sched:sched_process_exec'],
-        1000,
-      );
+      await recordTraceDat((tracefs as { path: string }).path, v7, RECORD_ARGS, 1000);
       execFileSync('trace-cmd', ['convert', '--file-version', '6', '-i', v7, '-o', v6], { stdio: 'ignore' });
       execFileSync('trace-cmd', ['convert', '--compression', 'none', '-i', v7, '-o', v7none], { stdio: 'ignore' });
-    }, 30_000);
+    }, 60_000);
 
     it('decodes a v7 zstd file to the events trace-cmd report prints', () => {
       const r = openTraceDat(v7);

@@ -202,30 +202,38 @@ function* shift(events: Iterable<TraceEvent>, by: bigint): Generator<TraceEvent>
   for (const e of events) yield { ...e, tsNs: e.tsNs + by };
 }
 
+/** A CPU's pages: a slice of the file, or its compressed chunks decompressed one at a time as they are read. */
 function cpuData(
   bytes: Buffer,
   c: Cursor,
   cpu: { cpu: number; offset: number; size: number },
   compression: string,
   version: number,
-): { bytes: Buffer; compressed: boolean } {
-  if (cpu.offset + cpu.size > bytes.length)
+): { bytes: Buffer | (() => Iterable<Buffer>); compressed: boolean } {
+  if (cpu.offset + cpu.size > bytes.length) {
     c.fail(`CPU ${cpu.cpu} data [${cpu.offset}, +${cpu.size}) past the end of the file`, cpu.offset);
-  if (version === 6 || compression === 'none')
+  }
+  if (version === 6 || compression === 'none') {
     return { bytes: bytes.subarray(cpu.offset, cpu.offset + cpu.size), compressed: false };
+  }
   if (cpu.size === 0) return { bytes: Buffer.alloc(0), compressed: true };
   // The stated size leaves out the chunk count, so chunks are bounded by the file, not by it.
   const d = new Cursor(bytes, c.le, c.file, '', cpu.offset);
   const chunks = d.u32(`CPU ${cpu.cpu} chunk count`);
   if (chunks > cpu.size / 8) d.fail(`CPU ${cpu.cpu}: ${chunks} chunks cannot fit in ${cpu.size} bytes`, cpu.offset);
-  const parts: Buffer[] = [];
+  const list: { at: number; data: Buffer; usize: number }[] = [];
   for (let i = 0; i < chunks; i++) {
     const at = d.pos;
     const csize = d.u32('chunk compressed size');
     const usize = d.u32('chunk size');
-    parts.push(decompress(d, compression, d.take(csize, 'chunk data'), usize, at));
+    list.push({ at, data: d.take(csize, 'chunk data'), usize });
   }
-  return { bytes: Buffer.concat(parts), compressed: true };
+  return {
+    bytes: function* () {
+      for (const k of list) yield decompress(d, compression, k.data, k.usize, k.at);
+    },
+    compressed: true,
+  };
 }
 
 function decompress(c: Cursor, algorithm: string, data: Buffer, usize: number, at: number): Buffer {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { EventClass, TraceEvent } from '../../model/types.ts';
-import { expectSameAsReport, recordTraceDat, reportRaw } from '../../testing/tracecmd.ts';
+import { expectSameAsReport, RECORD_ARGS, recordTraceDat, reportRaw } from '../../testing/tracecmd.ts';
 import { findTracefs, hasTool } from '../../testing/tracefs.ts';
 import { openTraceDat, readTraceDat } from './read.ts';
 import { encodeTraceDat, writeTraceDat } from './write.ts';
@@ -85,65 +85,68 @@ const why = !hasTool('trace-cmd')
       ? tracefs.why
       : '';
 
-describe.skipIf(!hasTool('trace-cmd'))('trace.dat written by evtrace, judged by trace-cmd report', () => {
-  it('trace-cmd report prints the synthesized events with their fields and timestamps', () => {
-    for (const [version, compression] of [
-      [6, 'none'],
-      [7, 'zstd'],
-    ] as const) {
-      const file = join(dir, `ctf-${version}.dat`);
-      writeTraceDat(file, [ctfClass], ctfEvents(30), { version, compression });
-      const reported = reportRaw(file);
-      const ours = [...openTraceDat(file).events()];
-      expect(reported.length).toBe(30);
-      expect(reported.map((e) => e.name)).toEqual(ours.map(() => 'request'));
-      expect(reported.map((e) => e.ts)).toEqual(ours.map((e) => e.tsNs));
-      expect(reported.map((e) => e.fields.get('path'))).toEqual(ours.map((e) => e.fields.path));
-      expect(reported.map((e) => e.fields.get('delta'))).toEqual(ours.map((e) => String(e.fields.delta)));
-    }
-  });
-});
+describe.skipIf(!hasTool('trace-cmd'))(
+  'trace.dat written by evtrace, judged by trace-cmd report (skipped without trace-cmd)',
+  { timeout: 30_000 },
+  () => {
+    it('trace-cmd report prints the synthesized events with their fields and timestamps', () => {
+      for (const [version, compression] of [
+        [6, 'none'],
+        [7, 'zstd'],
+      ] as const) {
+        const file = join(dir, `ctf-${version}.dat`);
+        writeTraceDat(file, [ctfClass], ctfEvents(30), { version, compression });
+        const reported = reportRaw(file);
+        const ours = [...openTraceDat(file).events()];
+        expect(reported.length).toBe(30);
+        expect(reported.map((e) => e.name)).toEqual(ours.map(() => 'request'));
+        expect(reported.map((e) => e.ts)).toEqual(ours.map((e) => e.tsNs));
+        expect(reported.map((e) => e.fields.get('path'))).toEqual(ours.map((e) => e.fields.path));
+        expect(reported.map((e) => e.fields.get('delta'))).toEqual(ours.map((e) => String(e.fields.delta)));
+      }
+    });
+  },
+);
 
-describe.skipIf(why !== '')(`re-writing a real recording${why ? ` (skipped: ${why})` : ''}`, () => {
-  const original = join(dir, 'rec.dat');
-  beforeAll(async () => {
-    await recordTraceDat(
-      (tracefs as { path: string }).path,
-      original,
-      ['kmem:kmalloc', 'sched:sched_switch', 'sched:sched_process_exec'],
-      800,
-    );
-  }, 30_000);
+describe.skipIf(why !== '')(
+  `re-writing a real recording${why ? ` (skipped: ${why})` : ''}`,
+  { timeout: 60_000 },
+  () => {
+    const original = join(dir, 'rec.dat');
+    beforeAll(async () => {
+      await recordTraceDat((tracefs as { path: string }).path, original, RECORD_ARGS, 800);
+    }, 60_000);
 
-  it('writes v6 and v7 files whose trace-cmd report equals the original events', () => {
-    const r = openTraceDat(original);
-    const events = [...r.events()];
-    for (const [version, compression] of [
-      [6, 'none'],
-      [7, 'zstd'],
-      [7, 'none'],
-    ] as const) {
-      const file = join(dir, `re-${version}-${compression}.dat`);
-      writeTraceDat(file, r.eventClasses, events, {
-        version,
-        compression,
-        cmdlines: r.metadata.cmdlines,
-        ...(r.metadata.kallsymsText !== undefined ? { kallsyms: r.metadata.kallsymsText } : {}),
-        ...(r.metadata.clock !== undefined ? { clock: r.metadata.clock } : {}),
-      });
-      expectSameAsReport(events, reportRaw(file), r.metadata.kallsyms());
-      // trace-cmd's own view of the original and of our copy agree line for line.
-      const theirs = execFileSync('trace-cmd', ['report', '-t', original], {
-        encoding: 'utf8',
-        maxBuffer: 1 << 28,
-        stdio: ['ignore', 'pipe', 'ignore'],
-      });
-      const ourCopy = execFileSync('trace-cmd', ['report', '-t', file], {
-        encoding: 'utf8',
-        maxBuffer: 1 << 28,
-        stdio: ['ignore', 'pipe', 'ignore'],
-      });
-      expect(ourCopy).toBe(theirs);
-    }
-  });
-});
+    it('writes v6 and v7 files whose trace-cmd report equals the original events', () => {
+      const r = openTraceDat(original);
+      const events = [...r.events()];
+      for (const [version, compression] of [
+        [6, 'none'],
+        [7, 'zstd'],
+        [7, 'none'],
+      ] as const) {
+        const file = join(dir, `re-${version}-${compression}.dat`);
+        writeTraceDat(file, r.eventClasses, events, {
+          version,
+          compression,
+          cmdlines: r.metadata.cmdlines,
+          ...(r.metadata.kallsymsText !== undefined ? { kallsyms: r.metadata.kallsymsText } : {}),
+          ...(r.metadata.clock !== undefined ? { clock: r.metadata.clock } : {}),
+        });
+        expectSameAsReport(events, reportRaw(file), r.metadata.kallsyms());
+        // trace-cmd's own view of the original and of our copy agree line for line.
+        const theirs = execFileSync('trace-cmd', ['report', '-t', original], {
+          encoding: 'utf8',
+          maxBuffer: 1 << 28,
+          stdio: ['ignore', 'pipe', 'ignore'],
+        });
+        const ourCopy = execFileSync('trace-cmd', ['report', '-t', file], {
+          encoding: 'utf8',
+          maxBuffer: 1 << 28,
+          stdio: ['ignore', 'pipe', 'ignore'],
+        });
+        expect(ourCopy).toBe(theirs);
+      }
+    });
+  },
+);

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { deflateSync, zstdCompressSync } from 'node:zlib';
 import { TraceFormatError } from '../../errors.ts';
 import type { EventClass, FieldClass, FtraceFieldInfo, TraceEvent } from '../../model/types.ts';
-import { compileRecordEncoder, packPages, type RecordEncoder, type TimedRecord } from '../encode.ts';
+import { compileRecordWriter, MAX_DYNAMIC, packPages, type RecordWriter, type TimedRecord } from '../encode.ts';
 import { formatFileText, HEADER_EVENT_TEXT, headerPageText } from '../format-text.ts';
 import type { PageLayout } from '../headers.ts';
 import { OPTION, SECTION_COMPRESSED } from './ids.ts';
@@ -56,23 +56,19 @@ export function encodeTraceDat(
     pageSize,
   };
   const classes = new Classes(eventClasses);
-  const perCpu = new Map<number, TimedRecord[]>();
+  const perCpu = new Map<number, Arena>();
   let count = 0;
   for (const e of events) {
-    const { encode } = classes.get(e.eventClass);
+    const write = classes.get(e.eventClass);
     const cpu = e.cpu ?? 0;
-    let list = perCpu.get(cpu);
-    if (list === undefined) perCpu.set(cpu, (list = []));
-    list.push({ tsNs: e.tsNs, data: encode(e.fields, e.scopes?.common ?? {}) });
+    let arena = perCpu.get(cpu);
+    if (arena === undefined) perCpu.set(cpu, (arena = new Arena()));
+    arena.add(e.tsNs, write, e.fields, e.scopes?.common ?? {});
     count++;
   }
   const cpuCount = perCpu.size === 0 ? 1 : Math.max(...perCpu.keys()) + 1;
   const cpuPages: Buffer[] = [];
-  for (let cpu = 0; cpu < cpuCount; cpu++) {
-    const list = perCpu.get(cpu) ?? [];
-    list.sort((a, b) => (a.tsNs < b.tsNs ? -1 : a.tsNs > b.tsNs ? 1 : 0));
-    cpuPages.push(packPages(list, layout));
-  }
+  for (let cpu = 0; cpu < cpuCount; cpu++) cpuPages.push(packPages(perCpu.get(cpu)?.records() ?? [], layout));
   const used = classes.used();
   const meta = {
     headerPage: headerPageText(layout),
@@ -117,10 +113,57 @@ function groupBySystem(classes: EventClass[]): [string, string[]][] {
   return [...map];
 }
 
+/** One CPU's records, encoded back to back into one growing buffer (small buffers per record cost GC time). */
+class Arena {
+  #buf = Buffer.alloc(1 << 16);
+  #view = new DataView(this.#buf.buffer, this.#buf.byteOffset, this.#buf.byteLength);
+  #used = 0;
+  #sorted = true;
+  readonly #ts: bigint[] = [];
+  readonly #at: number[] = [];
+  readonly #len: number[] = [];
+
+  add(
+    tsNs: bigint,
+    write: RecordWriter & { readonly fixed: number },
+    fields: TraceEvent['fields'],
+    common: NonNullable<TraceEvent['scopes']>[string],
+  ): void {
+    const need = this.#used + write.fixed + MAX_DYNAMIC;
+    if (need > this.#buf.length) {
+      const grown = Buffer.alloc(Math.max(need, this.#buf.length * 2));
+      grown.set(this.#buf.subarray(0, this.#used));
+      this.#buf = grown;
+      this.#view = new DataView(grown.buffer, grown.byteOffset, grown.byteLength);
+    }
+    const n = write(fields, common, this.#buf, this.#view, this.#used);
+    const last = this.#ts.length - 1;
+    if (last >= 0 && tsNs < this.#ts[last]!) this.#sorted = false;
+    this.#ts.push(tsNs);
+    this.#at.push(this.#used);
+    this.#len.push(n);
+    this.#used += n;
+  }
+
+  /** The records in time order (stable for equal times). */
+  records(): TimedRecord[] {
+    const order = this.#ts.map((_, i) => i);
+    if (!this.#sorted)
+      order.sort((a, b) => (this.#ts[a]! < this.#ts[b]! ? -1 : this.#ts[a]! > this.#ts[b]! ? 1 : a - b));
+    return order.map((i) => ({
+      tsNs: this.#ts[i]!,
+      data: this.#buf.subarray(this.#at[i]!, this.#at[i]! + this.#len[i]!),
+    }));
+  }
+}
+
 /** Encoders by class, synthesizing ftrace formats (and ids) for classes without one. */
 class Classes {
   readonly synthesized: string[] = [];
-  readonly #byClass = new Map<EventClass, { ftraceClass: EventClass; encode: RecordEncoder }>();
+  readonly #byClass = new Map<
+    EventClass,
+    { ftraceClass: EventClass; write: RecordWriter & { readonly fixed: number } }
+  >();
   readonly #ids = new Set<number>();
   #nextId = 1000;
 
@@ -128,7 +171,7 @@ class Classes {
     for (const c of known) if (c.ftrace !== undefined) this.#ids.add(c.id);
   }
 
-  get(ec: EventClass): { encode: RecordEncoder } {
+  get(ec: EventClass): RecordWriter & { readonly fixed: number } {
     let entry = this.#byClass.get(ec);
     if (entry === undefined) {
       let ftraceClass = ec;
@@ -138,10 +181,10 @@ class Classes {
         this.#ids.add(this.#nextId);
         this.synthesized.push(ec.name);
       }
-      entry = { ftraceClass, encode: compileRecordEncoder(ftraceClass, true, LONG) };
+      entry = { ftraceClass, write: compileRecordWriter(ftraceClass, true, LONG) };
       this.#byClass.set(ec, entry);
     }
-    return entry;
+    return entry.write;
   }
 
   used(): EventClass[] {
