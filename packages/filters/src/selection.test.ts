@@ -82,7 +82,8 @@ describe.skipIf(!tracefs)(`selection parity with the kernel${why ? ` (skipped: $
     const events = [...new Set([event, ...TRACKING, 'ftrace/print'])].filter((e) => e !== 'ftrace/print');
     for (const inst of [kernel, plain]) {
       writeFileSync(inst.file('tracing_on'), '0');
-      writeFileSync(inst.file('buffer_size_kb'), '4096');
+      // Large enough that a busy machine does not overwrite the window (16 MiB per CPU).
+      writeFileSync(inst.file('buffer_size_kb'), '16384');
       writeFileSync(inst.file('events', event, 'enable'), '1');
     }
     for (const e of events) if (e !== event) writeFileSync(plain.file('events', e, 'enable'), '1');
@@ -100,10 +101,12 @@ describe.skipIf(!tracefs)(`selection parity with the kernel${why ? ` (skipped: $
     mark(kernel, 'evtrace-stop');
     writeFileSync(plain.file('tracing_on'), '0');
     writeFileSync(kernel.file('tracing_on'), '0');
-    const overrun = readdirSync(plain.file('per_cpu')).some((cpu) =>
-      /overrun: [1-9]/.test(readFileSync(plain.file('per_cpu', cpu, 'stats'), 'utf8')),
+    const lost = [kernel, plain].some((inst) =>
+      readdirSync(inst.file('per_cpu')).some((cpu) =>
+        /(overrun|dropped events): [1-9]/.test(readFileSync(inst.file('per_cpu', cpu, 'stats'), 'utf8')),
+      ),
     );
-    expect(overrun, 'the unfiltered recording lost events').toBe(false);
+    expect(lost, 'a recording lost events: the comparison would be meaningless').toBe(false);
 
     const withMarkers = [...events, 'ftrace/print'];
     const plainRecords = drainRecords(plain, withMarkers);
