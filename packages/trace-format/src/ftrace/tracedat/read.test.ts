@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../../errors.ts';
+import { createFtraceTextFormatter } from '../../output/text.ts';
 import { expectSameAsReport, RECORD_ARGS, recordTraceDat, reportRaw } from '../../testing/tracecmd.ts';
 import { findTracefs, hasTool } from '../../testing/tracefs.ts';
 import { openTraceDat, readTraceDat } from './read.ts';
@@ -52,6 +53,24 @@ describe.skipIf(why !== '')(
         expect(ours.map((e) => e.tsNs)).toEqual(reference.map((e) => e.tsNs));
       }
       expect(openTraceDat(v6).info.version).toBe(6);
+    });
+
+    it('formats every event as trace-cmd report -N prints it (print fmt evaluated, symbols from kallsyms)', () => {
+      const r = openTraceDat(v7);
+      const line = createFtraceTextFormatter({ cmdlines: r.metadata.cmdlines, kallsyms: r.metadata.kallsyms });
+      const theirs = execFileSync('trace-cmd', ['report', '-N', v7], {
+        encoding: 'utf8',
+        maxBuffer: 1 << 28,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+      const ours = [...r.events()].map(line);
+      expect(ours.length).toBeGreaterThan(10);
+      expect(ours).toEqual(
+        theirs
+          .replace(/^cpus=\d+\n/, '')
+          .trimEnd()
+          .split('\n'),
+      );
     });
 
     it('reads saved cmdlines, kallsyms and the clock', () => {
