@@ -182,7 +182,7 @@ export class Reader extends RecordCursor {
     for (;;) {
       if (!this.started) {
         const head = Atomics.load(i32, H.head >> 2);
-        let ahead = head === -1 ? -1 : seqDiff(head, this.cursor | 0);
+        const ahead = head === -1 ? -1 : seqDiff(head, this.cursor | 0);
         if (ahead < 0) {
           if ((Atomics.load(i32, H.state >> 2) & STATE_WRITER_CLOSED) === 0) return false;
           // Closed: the head read after the state is final.
@@ -191,10 +191,8 @@ export class Reader extends RecordCursor {
           this.finish();
           return false;
         }
-        if (ahead >= this.pageCount) {
-          this.cursor += ahead - this.pageCount + 1;
-          ahead = this.pageCount - 1;
-        }
+        // Lapped (overwrite mode): skip to the oldest page still held; the next page's records_before counts the loss.
+        if (ahead >= this.pageCount) this.cursor += ahead - this.pageCount + 1;
         if (!this.startPage()) {
           this.cursor++;
           continue;

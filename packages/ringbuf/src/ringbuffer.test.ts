@@ -156,6 +156,17 @@ describe('pages', () => {
     });
   });
 
+  it('keep timestamp_end at the largest timestamp when a producer goes back in time', () => {
+    for (const close of [true, false]) {
+      const buf = RingBuffer.create({ clock: { name: 't' } });
+      const w = buf.writer();
+      for (const ts of [100, 500, 510, 200, 300]) w.writeBytes(1, new Uint8Array(4), ts);
+      if (close) w.close();
+      const h = buf.snapshot().pageHeader(0);
+      expect([h.timestampBegin, h.timestampEnd, h.recordCount]).toEqual([100, 510, 5]);
+    }
+  });
+
   it('discard mode drops the newest, counts them in the next page header and in the header', () => {
     const buf = RingBuffer.create({ pageCount: 2, mode: 'discard', clock: { name: 't' } });
     const r = buf.reader();

@@ -3,7 +3,8 @@ import { H, HEADER_SIZE, STATE_WRITER_CLOSED } from './header.ts';
 import { P, PAGE_HEADER_SIZE, PAGE_MULTI_WRITER } from './page.ts';
 import { EXTENDED_HEADER_SIZE, MAX_TYPE, padded, TAG_EXTENDED } from './record.ts';
 import { seqDiff, wakeReaders } from './shared.ts';
-import { loadU64, setU64 } from './u64.ts';
+import { getU64, loadU64, setU64 } from './u64.ts';
+import { walkRecords } from './walk.ts';
 import type { WriterContext, WriterStats } from './writer.ts';
 
 /** Attempts before a record is dropped while another writer is opening the next page. */
@@ -106,6 +107,7 @@ export class SharedWriter {
     return base + off + EXTENDED_HEADER_SIZE;
   }
 
+  /** Marks where the page's records stop. `ts` becomes timestamp_end (approximate while other writers still commit). */
   private closeAt(base: number, off: number, ts: number): void {
     setU64(this.words, base + P.contentSize, off * 8);
     setU64(this.words, base + P.timestampEnd, ts);
@@ -177,18 +179,14 @@ export class SharedWriter {
       if (h !== -1) {
         const base = HEADER_SIZE + ((h >>> 0) % this.pageCount) * this.pageSize;
         const off = Atomics.add(i32, (base + P.reserved) >> 2, this.pageSize + 1);
-        if (off <= this.pageSize) this.closeAt(base, off, this.safeNow());
+        if (off <= this.pageSize) {
+          // Every writer has committed: the page's largest timestamp is known.
+          const begin = getU64(this.words, base + P.timestampBegin);
+          this.closeAt(base, off, walkRecords(this.words, base + PAGE_HEADER_SIZE, base + off, begin).maxTs);
+        }
       }
       Atomics.or(i32, H.state >> 2, STATE_WRITER_CLOSED);
       wakeReaders(i32, h, true);
-    }
-  }
-
-  private safeNow(): number {
-    try {
-      return this.clock();
-    } catch {
-      return 0;
     }
   }
 

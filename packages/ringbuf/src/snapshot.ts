@@ -5,6 +5,7 @@ import { P, PAGE_CLOSED, PAGE_HEADER_SIZE, type PageHeader, readPageHeader } fro
 import { COMPACT_HEADER_SIZE, MAX_COMPACT_TYPE, TS_LOW_MASK } from './record.ts';
 import type { Region } from './region.ts';
 import { getU64, setU64 } from './u64.ts';
+import { walkRecords } from './walk.ts';
 
 /**
  * A sequence of whole pages held in memory, each a verbatim CTF packet: a snapshot of a live buffer, or pages read
@@ -146,34 +147,6 @@ export class Snapshot extends RecordCursor {
   }
 }
 
-/** Walks records [start, end) of a page copy; returns the last timestamp and the record count, or undefined if they do not add up. */
-function walk(u32: Uint32Array, start: number, end: number, ts: number): { ts: number; count: number } | undefined {
-  let at = start;
-  let count = 0;
-  while (at < end) {
-    if (at + COMPACT_HEADER_SIZE > end) return undefined;
-    const w0 = u32[at >> 2]!;
-    const tag = w0 & 31;
-    let next: number;
-    if (tag === 31) {
-      if (at + 20 > end) return undefined;
-      ts = getU64(u32, at + 8);
-      const len = u32[(at >> 2) + 4]!;
-      next = at + 20 + ((len + 3) & ~3);
-      if (next < at + 20 + len) return undefined;
-    } else {
-      if (tag <= MAX_COMPACT_TYPE) ts += ((w0 >>> 5) - (ts % 0x8000000)) & TS_LOW_MASK;
-      const len = u32[(at >> 2) + 1]!;
-      next = at + COMPACT_HEADER_SIZE + ((len + 3) & ~3);
-      if (next < at + COMPACT_HEADER_SIZE + len) return undefined;
-    }
-    if (next > end) return undefined;
-    if (tag !== 30) count++;
-    at = next;
-  }
-  return { ts, count };
-}
-
 export interface SnapshotContext {
   region: Region;
   pageSize: number;
@@ -225,8 +198,13 @@ export function takeSnapshot(ctx: SnapshotContext): Snapshot {
         continue;
       }
       out.fill(0, dst + commit, dst + pageSize);
-      const walked = walk(outWords, dst + PAGE_HEADER_SIZE, dst + commit, getU64(outWords, dst + P.timestampBegin));
-      if (walked === undefined) {
+      const walked = walkRecords(
+        outWords,
+        dst + PAGE_HEADER_SIZE,
+        dst + commit,
+        getU64(outWords, dst + P.timestampBegin),
+      );
+      if (walked.stop !== dst + commit) {
         throw new RingbufError(
           'ERR_CORRUPT_PAGE',
           `page ${s}: records do not add up to its committed size ${commit}`,
@@ -237,7 +215,7 @@ export function takeSnapshot(ctx: SnapshotContext): Snapshot {
       setU64(outWords, dst + P.contentSize, commit * 8);
       setU64(outWords, dst + P.packetSize, pageSize * 8);
       if (!closed || ctx.multiWriter) {
-        setU64(outWords, dst + P.timestampEnd, walked.ts);
+        setU64(outWords, dst + P.timestampEnd, walked.maxTs);
         outWords[(dst + P.recordCount) >> 2] = walked.count;
       }
       kept++;

@@ -14,6 +14,7 @@ import {
 import type { Region } from './region.ts';
 import { raiseTail, seqDiff, wakeReaders } from './shared.ts';
 import { getU64, setU64 } from './u64.ts';
+import { walkRecords } from './walk.ts';
 
 /** Geometry and policy a writer needs, read once from the header. */
 export interface WriterContext {
@@ -90,6 +91,8 @@ export class Writer {
   private seq = -1;
   private lastTs = 0;
   private lastLow = 0;
+  /** Largest timestamp of the open page when an extended record went back in time; else below lastTs. */
+  private pageMaxTs = 0;
   private count = 0;
   private written = 0;
   private discarded = 0;
@@ -141,29 +144,11 @@ export class Writer {
     if ((Atomics.load(this.i32, (base + P.flags) >> 2) & PAGE_CLOSED) !== 0) return;
     // Count what the previous writer committed on its open page, then close it.
     const commit = Math.min(Math.max(Atomics.load(this.i32, (base + P.commit) >> 2), PAGE_HEADER_SIZE), this.pageSize);
-    let at = base + PAGE_HEADER_SIZE;
-    let ts = getU64(u32, base + P.timestampBegin);
-    let n = 0;
-    while (at + COMPACT_HEADER_SIZE <= base + commit) {
-      const w0 = u32[at >> 2]!;
-      const tag = w0 & 31;
-      let next: number;
-      if (tag === TAG_EXTENDED) {
-        if (at + EXTENDED_HEADER_SIZE > base + commit) break;
-        ts = getU64(u32, at + 8);
-        const len = u32[(at >> 2) + 4]!;
-        next = at + EXTENDED_HEADER_SIZE + padded(len);
-        if (next < at + EXTENDED_HEADER_SIZE + len) break;
-      } else {
-        if (tag <= MAX_COMPACT_TYPE) ts += ((w0 >>> 5) - (ts % TS_LOW_RANGE)) & TS_LOW_MASK;
-        const len = u32[(at >> 2) + 1]!;
-        next = at + COMPACT_HEADER_SIZE + padded(len);
-        if (next < at + COMPACT_HEADER_SIZE + len) break;
-      }
-      if (next > base + commit) break;
-      if (tag !== 30) n++;
-      at = next;
-    }
+    const walked = walkRecords(u32, base + PAGE_HEADER_SIZE, base + commit, getU64(u32, base + P.timestampBegin));
+    const at = walked.stop;
+    const n = walked.count;
+    const ts = walked.lastTs;
+    this.pageMaxTs = walked.maxTs;
     this.pageBase = base;
     this.pos = at;
     this.count = n;
@@ -237,6 +222,7 @@ export class Writer {
       w[i + 4] = size;
       payload = this.pos + EXTENDED_HEADER_SIZE;
     }
+    if (this.lastTs > this.pageMaxTs) this.pageMaxTs = this.lastTs;
     this.lastTs = ts;
     this.lastLow = low;
     this.pos = payload + padded(size);
@@ -262,7 +248,7 @@ export class Writer {
     const base = this.pageBase;
     const u32 = this.words;
     const size = this.pos - base;
-    setU64(u32, base + P.timestampEnd, this.lastTs);
+    setU64(u32, base + P.timestampEnd, Math.max(this.lastTs, this.pageMaxTs));
     setU64(u32, base + P.contentSize, size * 8);
     u32[(base + P.recordCount) >> 2] = this.count;
     Atomics.store(this.i32, (base + P.commit) >> 2, size);
