@@ -87,6 +87,16 @@ export function* cpuEvents(
   pages: CpuPages,
   options: DecodeOptions,
 ): Generator<TraceEvent> {
+  for (const batch of cpuEventBatches(meta, table, pages, options)) yield* batch;
+}
+
+/** {@link cpuEvents} a page at a time: one array per page with events (cheaper to merge than single events). */
+export function* cpuEventBatches(
+  meta: FtraceMetadata,
+  table: EventTable,
+  pages: CpuPages,
+  options: DecodeOptions,
+): Generator<TraceEvent[]> {
   const { cpu } = pages;
   const pageSize = meta.page.pageSize;
   const unknown = new Set<number>();
@@ -134,7 +144,7 @@ export function* cpuEvents(
         options.warn(`${e.message}; CPU ${cpu}: rest of the page skipped`);
       }
       if (batch.length > 0) {
-        yield* batch;
+        yield batch;
         batch = [];
       }
     }
@@ -147,21 +157,66 @@ function where(source: { file?: string; fileOffset: number }, at: number): strin
 }
 
 /** Merges per-CPU event streams (each in time order) into one, ties broken by CPU order. */
-export function* mergeByTime(streams: readonly Iterable<TraceEvent>[]): Generator<TraceEvent> {
+export function mergeByTime(streams: readonly Iterable<TraceEvent>[]): Generator<TraceEvent> {
+  return mergeBatches(
+    streams.map(function* (s) {
+      for (const e of s) yield [e];
+    }),
+  );
+}
+
+/** Merges streams of time-ordered batches (per-page arrays) into one time-ordered stream, ties by stream order. */
+export function* mergeBatches(streams: readonly Iterable<TraceEvent[]>[]): Generator<TraceEvent> {
   const iters = streams.map((s) => s[Symbol.iterator]());
-  const heads: (TraceEvent | undefined)[] = iters.map((it) => {
-    const r = it.next();
-    return r.done ? undefined : r.value;
-  });
+  const arrays: (TraceEvent[] | undefined)[] = [];
+  const index: number[] = [];
+  const refill = (i: number) => {
+    for (;;) {
+      const r = iters[i]!.next();
+      if (r.done) {
+        arrays[i] = undefined;
+        return;
+      }
+      if (r.value.length > 0) {
+        arrays[i] = r.value;
+        index[i] = 0;
+        return;
+      }
+    }
+  };
+  for (let i = 0; i < iters.length; i++) refill(i);
   for (;;) {
     let best = -1;
-    for (let i = 0; i < heads.length; i++) {
-      const h = heads[i];
-      if (h !== undefined && (best < 0 || h.tsNs < heads[best]!.tsNs)) best = i;
+    let bestTs = 0n;
+    for (let i = 0; i < arrays.length; i++) {
+      const a = arrays[i];
+      if (a === undefined) continue;
+      const ts = a[index[i]!]!.tsNs;
+      if (best < 0 || ts < bestTs) {
+        best = i;
+        bestTs = ts;
+      }
     }
     if (best < 0) return;
-    yield heads[best]!;
-    const r = iters[best]!.next();
-    heads[best] = r.done ? undefined : r.value;
+    const a = arrays[best]!;
+    // Take every event of this batch that still comes before the other streams' heads.
+    let limit: bigint | undefined;
+    for (let i = 0; i < arrays.length; i++) {
+      const o = arrays[i];
+      if (i === best || o === undefined) continue;
+      const ts = o[index[i]!]!.tsNs;
+      // Ties go to the lower stream index: an earlier stream's equal timestamp stops this batch before it.
+      const bound = i < best ? ts - 1n : ts;
+      if (limit === undefined || bound < limit) limit = bound;
+    }
+    let k = index[best]!;
+    if (limit === undefined) {
+      while (k < a.length) yield a[k++]!;
+    } else {
+      do yield a[k++]!;
+      while (k < a.length && a[k]!.tsNs <= limit);
+    }
+    if (k >= a.length) refill(best);
+    else index[best] = k;
   }
 }

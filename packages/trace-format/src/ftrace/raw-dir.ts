@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { TraceFormatError } from '../errors.ts';
 import type { EventClass, TraceEvent, TraceReader } from '../model/types.ts';
-import { cpuEvents, EventTable, type FtraceMetadata, mergeByTime } from './events.ts';
+import { cpuEventBatches, EventTable, type FtraceMetadata, mergeBatches } from './events.ts';
 import { parseFormatFile } from './format-file.ts';
 import { parseHeaderEvent, parseHeaderPage } from './headers.ts';
 import { Kallsyms, parseCmdlines } from './symbols.ts';
@@ -101,9 +101,14 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
         if (statSync(file).size % page.pageSize !== 0) {
           warn(`${file}: size is not a multiple of the ${page.pageSize}-byte page; the last page is partial`);
         }
-        return cpuEvents(metadata, table, { cpu, bytes: readFileSync(file), file }, { lenient: options.lenient, warn });
+        return cpuEventBatches(
+          metadata,
+          table,
+          { cpu, bytes: readFileSync(file), file },
+          { lenient: options.lenient, warn },
+        );
       });
-      return mergeByTime(streams);
+      return mergeBatches(streams);
     },
   };
 }

@@ -44,7 +44,15 @@ function scalarReader(size: number, signed: boolean, le: boolean, offset: number
 /** A NUL-terminated (or range-bounded) string; invalid UTF-8 becomes U+FFFD rather than an error. */
 function cString(bytes: Buffer, from: number, to: number): string {
   let end = from;
-  while (end < to && bytes[end] !== 0) end++;
+  let ascii = true;
+  for (; end < to; end++) {
+    const c = bytes[end]!;
+    if (c === 0) break;
+    if (c >= 0x80) ascii = false;
+  }
+  // Short ASCII names (comms, devices) are most strings; building them directly avoids the decoder's call cost.
+  if (ascii && end - from <= 64)
+    return String.fromCharCode.apply(null, bytes.subarray(from, end) as unknown as number[]);
   return bytes.toString('utf8', from, end);
 }
 

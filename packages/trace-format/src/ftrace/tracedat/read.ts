@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { inflateSync, zstdDecompressSync } from 'node:zlib';
 import type { ByteOrder, EventClass, TraceEvent } from '../../model/types.ts';
-import { cpuEvents, EventTable, type FtraceMetadata, mergeByTime } from '../events.ts';
+import { cpuEventBatches, EventTable, type FtraceMetadata, mergeBatches } from '../events.ts';
 import { parseFormatFile } from '../format-file.ts';
 import { parseHeaderEvent, parseHeaderPage } from '../headers.ts';
 import type { FtraceReader, FtraceReadOptions } from '../raw-dir.ts';
@@ -180,7 +180,7 @@ export function readTraceDat(bytes: Buffer, options: FtraceReadOptions & { file?
       const warn = (m: string) => warnings.push(m);
       const streams = (top?.cpus ?? []).map((cpu) => {
         const data = cpuData(bytes, c, cpu, compression?.name ?? 'none', version);
-        return cpuEvents(
+        return cpuEventBatches(
           metadata,
           table,
           {
@@ -192,7 +192,7 @@ export function readTraceDat(bytes: Buffer, options: FtraceReadOptions & { file?
           { lenient: options.lenient, warn },
         );
       });
-      const merged = mergeByTime(streams);
+      const merged = mergeBatches(streams);
       return tsOffset === 0n ? merged : shift(merged, tsOffset);
     },
   };
