@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Merge } from './merge.ts';
 import { RingBuffer } from './ringbuffer.ts';
@@ -44,5 +45,34 @@ describe('Merge', () => {
     wa.close();
     expect(merge.next()).toBe(false);
     expect(merge.ended).toBe(true);
+  });
+});
+
+describe('Merge (property)', () => {
+  it('orders any number of sources exactly like a stable sort by (timestamp, source)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.integer({ min: 0, max: 50 }), { maxLength: 30 }), { minLength: 1, maxLength: 20 }),
+        (lists) => {
+          const streams = lists.map((l) => [...l].sort((a, b) => a - b));
+          const bufs = streams.map(() => RingBuffer.create({ pageCount: 2, mode: 'discard', clock: { name: 't' } }));
+          const readers = bufs.map((b) => b.reader());
+          bufs.forEach((b, i) => {
+            const w = b.writer();
+            for (const ts of streams[i]!) w.writeBytes(i % 30, new Uint8Array(0), ts);
+            w.close();
+          });
+          const merge = new Merge(readers);
+          const out: [number, number][] = [];
+          while (merge.next()) out.push([merge.current.timestamp, merge.index]);
+          const expected = streams
+            .flatMap((l, i) => l.map((ts) => [ts, i] as [number, number]))
+            .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+          expect(out).toEqual(expected);
+          expect(merge.ended).toBe(true);
+        },
+      ),
+      { numRuns: 100 },
+    );
   });
 });
