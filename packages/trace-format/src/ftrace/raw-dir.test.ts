@@ -90,6 +90,29 @@ describe.skipIf(root === undefined)(
       compare([...reader.events()], kernelEvents(c));
     });
 
+    it('reports the events an overwriting buffer lost, as the page flags say, and still matches the trace file', async () => {
+      const c = await captureRawPages(
+        root!,
+        ['kmem/kmalloc'],
+        () => {
+          for (let i = 0; i < 6; i++) smallWorkload();
+        },
+        undefined,
+        8,
+      );
+      const overrun = [...c.stats]
+        .filter(([, text]) => Number(/^overrun: (\d+)/m.exec(text)?.[1]) > 0)
+        .map(([cpu]) => cpu);
+      expect(overrun.length).toBeGreaterThan(0);
+      const reader = openRawPagesDir(c.dir);
+      compare([...reader.events()], kernelEvents(c));
+      for (const cpu of overrun) {
+        expect(reader.warnings.some((w) => new RegExp(`CPU ${cpu}: .* events lost before this page`).test(w))).toBe(
+          true,
+        );
+      }
+    });
+
     it('reports a corrupt page with file and offset, and in lenient mode keeps every other page', async () => {
       const c = await captureRawPages(root!, ['kmem/kmalloc'], () => {
         for (let i = 0; i < 20; i++) smallWorkload();

@@ -26,20 +26,27 @@ export interface Capture {
   /** `trace` with the `fields` option: `name=value` per field. */
   readonly fieldsText: string;
   readonly pageSize: number;
+  /** `per_cpu/cpuN/stats` by CPU, read before draining. */
+  readonly stats: Map<number, string>;
 }
 
 const write = (file: string, text: string) => writeFileSync(file, text);
 
-/** Records `events` (`system/event`) while `workload` runs, in a fresh instance with `subbufKb` sub-buffers. */
+/**
+ * Records `events` (`system/event`) while `workload` runs, in a fresh instance with `subbufKb` sub-buffers and
+ * `bufferKb` per CPU (a small buffer in the default overwrite mode loses events on purpose).
+ */
 export async function captureRawPages(
   tracefs: string,
   events: readonly string[],
   workload: () => void,
   subbufKb?: number,
+  bufferKb?: number,
 ): Promise<Capture> {
   const out = mkdtempSync(join(tmpdir(), 'evtrace-raw-'));
   return withInstance(tracefs, (inst) => {
     if (subbufKb !== undefined) write(`${inst}/buffer_subbuf_size_kb`, String(subbufKb));
+    if (bufferKb !== undefined) write(`${inst}/buffer_size_kb`, String(bufferKb));
     const pageSize = Number(readFileSync(`${inst}/buffer_subbuf_size_kb`, 'utf8').trim()) * 1024;
     for (const e of events) write(`${inst}/events/${e}/enable`, '1');
     write(`${inst}/tracing_on`, '1');
@@ -61,6 +68,10 @@ export async function captureRawPages(
     write(join(out, 'buffer_subbuf_size_kb'), readFileSync(`${inst}/buffer_subbuf_size_kb`, 'utf8'));
     write(join(out, 'saved_cmdlines'), readFileSync(`${tracefs}/saved_cmdlines`, 'utf8'));
     write(join(out, 'trace_clock'), readFileSync(`${inst}/trace_clock`, 'utf8'));
+    const stats = new Map<number, string>();
+    for (const cpuDir of readdirSync(`${inst}/per_cpu`)) {
+      stats.set(Number(cpuDir.slice(3)), readFileSync(`${inst}/per_cpu/${cpuDir}/stats`, 'utf8'));
+    }
     const page = Buffer.alloc(pageSize);
     for (const cpuDir of readdirSync(`${inst}/per_cpu`)) {
       const fd = openSync(`${inst}/per_cpu/${cpuDir}/trace_pipe_raw`, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -83,7 +94,7 @@ export async function captureRawPages(
       }
       writeFileSync(join(out, `${cpuDir}.raw`), Buffer.concat(chunks));
     }
-    return { dir: out, rawText, fieldsText, pageSize };
+    return { dir: out, rawText, fieldsText, pageSize, stats };
   });
 }
 
