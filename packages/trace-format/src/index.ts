@@ -8,6 +8,14 @@ export {
   openCtfTrace,
   readCtfTrace,
 } from './ctf/reader.ts';
+export {
+  createRingbufCtfWriter,
+  RINGBUF_PADDING_TYPE,
+  type RingbufCtfOptions,
+  type RingbufCtfWriter,
+  reencodeRingbufPages,
+  ringbufMetadata,
+} from './ctf/ringbuf.ts';
 export { type BabeltraceTextOptions, createBabeltraceTextFormatter, formatValue } from './ctf/text.ts';
 export { type ParseTsdlOptions, parseTsdl } from './ctf/tsdl/parser.ts';
 export {
