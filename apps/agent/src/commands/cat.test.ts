@@ -1,5 +1,6 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { run, sampleInputs } from '../testing/sample-traces.ts';
@@ -77,3 +78,19 @@ describe('evtrace cat', () => {
     expect(missing.code).toBe(ExitCode.Failure);
   });
 });
+
+const FIXTURES = new URL('../../../../../shared/fixtures/ctf-babeltrace-v2.0.4', import.meta.url).pathname;
+
+describe.skipIf(!existsSync(FIXTURES))(
+  `evtrace cat on CTF traces${existsSync(FIXTURES) ? '' : ` (skipped: ${FIXTURES} is absent)`}`,
+  () => {
+    it.each(['wk-heartbeat-u', 'smalltrace', 'succeed4'])('prints %s as babeltrace2 does', async (name) => {
+      const r = await run('cat', `${FIXTURES}/tests/data/ctf-traces/succeed/${name}`);
+      expect(r.code).toBe(ExitCode.Ok);
+      const expected = gunzipSync(
+        readFileSync(`${FIXTURES}/expected/succeed/${name}/babeltrace2-text.txt.gz`),
+      ).toString();
+      expect(r.stdout).toBe(expected);
+    });
+  },
+);
