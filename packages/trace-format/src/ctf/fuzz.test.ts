@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
 import { ctfFixtureCases, sharedFixtures } from './fixtures.ts';
+import { parseLttngIndex } from './lttng-index.ts';
 import { readMetadataText } from './metadata.ts';
 import { type CtfTraceData, readCtfTrace } from './reader.ts';
 import { parseTsdl } from './tsdl/parser.ts';
@@ -139,6 +140,22 @@ describe.skipIf(!fixtures)(
           expect(lenient.error?.code).not.toBe('ERR_CTF_PACKET');
           // Everything strict mode delivered before failing comes first, unchanged, in lenient mode.
           expect(lenient.events.slice(0, strict.events.length)).toEqual(strict.events);
+        }),
+        { numRuns: 200 },
+      );
+    });
+
+    it('LTTng index files: mutated indexes parse or throw a located ERR_CTF_PACKET', () => {
+      const dir = join(fixtures!, 'ctf-babeltrace-v2.0.4/tests/data/ctf-traces/succeed/multi-domains/ust/index');
+      const indexes = readdirSync(dir).map((n) => readFileSync(join(dir, n)));
+      fc.assert(
+        fc.property(fc.nat(indexes.length - 1), edits, (i, list) => {
+          try {
+            parseLttngIndex(mutate(indexes[i]!, list), 'x.idx');
+          } catch (error) {
+            expect(error).toBeInstanceOf(TraceFormatError);
+            expect((error as TraceFormatError).location).toMatchObject({ file: 'x.idx', offset: expect.any(Number) });
+          }
         }),
         { numRuns: 200 },
       );

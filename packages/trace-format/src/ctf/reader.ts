@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { BitReader } from '../codec/bit-reader.ts';
 import {
@@ -24,6 +24,7 @@ import type {
   TraceReader,
 } from '../model/types.ts';
 import { type CyclesToNs, clockUpdater, cyclesToNs, DEFAULT_CLOCK } from './clock.ts';
+import { type LttngIndexEntry, parseLttngIndex } from './lttng-index.ts';
 import { readMetadataText } from './metadata.ts';
 import { parseTsdl } from './tsdl/parser.ts';
 
@@ -330,6 +331,7 @@ class StreamFileCursor {
   private scopes: Scopes = {};
   private cpu: number | null = null;
   private uuidWarned = false;
+  private readonly index?: readonly LttngIndexEntry[];
   done = false;
 
   constructor(
@@ -340,7 +342,9 @@ class StreamFileCursor {
     streams: Map<number, CompiledStream>,
     lenient: boolean,
     warnings: string[],
+    index?: readonly LttngIndexEntry[],
   ) {
+    this.index = index;
     this.data = data;
     this.file = file;
     this.trace = trace;
@@ -391,7 +395,9 @@ class StreamFileCursor {
         this.inPacket = false;
         // Without a trustworthy packet size, resynchronise on the next packet magic, if packets have one.
         if (this.nextPacketOffset <= this.packetOffset) {
-          const next = this.findMagic(this.packetOffset + 1);
+          const indexed = this.index?.[this.packetNumber]?.offset;
+          const next =
+            indexed !== undefined && indexed > this.packetOffset ? indexed : this.findMagic(this.packetOffset + 1);
           if (next < 0) this.done = true;
           else this.nextPacketOffset = next;
         }
@@ -463,6 +469,17 @@ class StreamFileCursor {
     }
     if (contentBits < r.pos) r.fail(`content size ${contentBits} bits is smaller than the packet's header`, 0);
     if (packetBits === 0) r.fail('packet of size 0', 0);
+    const entry = this.index?.[this.packetNumber - 1];
+    if (
+      entry &&
+      (entry.offset !== this.packetOffset || entry.packetSize !== packetBits || entry.contentSize !== contentBits)
+    ) {
+      r.fail(
+        `packet ${this.packetNumber} (${packetBits} bits, content ${contentBits}) disagrees with the index ` +
+          `(offset ${entry.offset}, ${entry.packetSize} bits, content ${entry.contentSize})`,
+        0,
+      );
+    }
     this.nextPacketOffset = this.packetOffset + packetBits / 8;
     r.limit = contentBits;
     this.inPacket = true;
@@ -632,7 +649,12 @@ function streamFilesOf(dir: string): string[] {
 export interface CtfTraceData {
   readonly metadata: Uint8Array;
   /** Data stream files; `path` names them in errors and warnings and orders ties. */
-  readonly streams: readonly { readonly path: string; readonly data: Uint8Array | (() => Uint8Array) }[];
+  readonly streams: readonly {
+    readonly path: string;
+    readonly data: Uint8Array | (() => Uint8Array);
+    /** The stream's LTTng index, when there is one: every packet is checked against it. */
+    readonly index?: readonly LttngIndexEntry[];
+  }[];
   /** Name of the metadata file in errors. */
   readonly metadataPath?: string;
 }
@@ -670,9 +692,9 @@ export function readCtfTrace(input: CtfTraceData, options: OpenCtfOptions = {}):
     eventClasses,
     warnings,
     *events() {
-      const cursors = input.streams.map(({ path, data }) => {
+      const cursors = input.streams.map(({ path, data, index }) => {
         const bytes = typeof data === 'function' ? data() : data;
-        return new StreamFileCursor(bytes, path, trace, packetHeader, streams, lenient, warnings);
+        return new StreamFileCursor(bytes, path, trace, packetHeader, streams, lenient, warnings, index);
       });
       if (cursors.length === 1) {
         // One stream: its events are already in order.
@@ -708,7 +730,9 @@ export function openCtfTrace(dir: string, options: OpenCtfOptions = {}): CtfTrac
   }
   const streams = names.map((name) => {
     const path = join(dir, name);
-    return { path, data: () => readFileSync(path) as Uint8Array };
+    const indexPath = join(dir, 'index', `${name}.idx`);
+    const index = existsSync(indexPath) ? parseLttngIndex(readFileSync(indexPath), indexPath) : undefined;
+    return { path, data: () => readFileSync(path) as Uint8Array, index };
   });
   return readCtfTrace({ metadata, metadataPath, streams }, options);
 }
