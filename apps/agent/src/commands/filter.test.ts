@@ -50,6 +50,15 @@ describe('evtrace filter check', () => {
     expect(JSON.parse(bad.stdout)).toMatchObject({ ok: false, message: 'Function not found', column: 31 });
   });
 
+  it('documents itself as a man page', async () => {
+    let out = '';
+    const code = await runCli(['filter', 'check', '--help'], { stdout: (t) => (out += t), stderr: () => {} });
+    expect(code).toBe(ExitCode.Ok);
+    expect(out).toContain('evtrace filter check - say whether the kernel would accept a filter');
+    expect(out).toMatch(/^EXIT STATUS$/m);
+    expect(out).toContain("evtrace filter check -e kmem:kmalloc 'bytes_req > 4096 && node == 0'");
+  });
+
   it('fails with 1 for an unknown event and 2 for a malformed --event', async () => {
     const missing = await check('-e', 'kmem:nope', 'x == 1');
     expect(missing.code).toBe(ExitCode.Failure);
