@@ -1,10 +1,12 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
 import type { TraceEvent } from '../model/types.ts';
 import { type Capture, captureRawPages, smallWorkload } from '../testing/capture.ts';
 import { findTracefs } from '../testing/tracefs.ts';
+import { cpuEvents, EventTable } from './events.ts';
 import { openRawPagesDir } from './raw-dir.ts';
 
 interface KernelEvent {
@@ -69,18 +71,57 @@ const why = root === undefined ? ('why' in tracefs ? tracefs.why : 'not root') :
 describe.skipIf(root === undefined)(
   `raw pages from a private tracefs instance${why ? ` (skipped: ${why})` : ''}`,
   () => {
+    let first: Capture | undefined;
+
     it('decode to the same events as the instance trace file (4 KiB sub-buffers)', async () => {
-      const c = await captureRawPages(
+      const c = (first = await captureRawPages(
         root!,
         ['kmem/kmalloc', 'sched/sched_switch', 'sched/sched_process_exec'],
         smallWorkload,
-      );
+      ));
       const reader = openRawPagesDir(c.dir);
       expect(reader.metadata.page.pageSize).toBe(4096);
       const ours = [...reader.events()];
       expect(ours.length).toBeGreaterThan(20);
       compare(ours, kernelEvents(c));
       expect(reader.warnings).toEqual([]);
+    });
+
+    it('never fail with anything but a TraceFormatError on mutated real pages, strict or lenient', () => {
+      const c = first!;
+      const reader = openRawPagesDir(c.dir);
+      const table = new EventTable(reader.metadata);
+      const pages = Buffer.concat([0, 1].map((cpu) => readFileSync(join(c.dir, `cpu${cpu}.raw`))));
+      fc.assert(
+        fc.property(
+          fc.array(fc.tuple(fc.nat(pages.length - 1), fc.integer({ min: 0, max: 255 })), {
+            minLength: 1,
+            maxLength: 16,
+          }),
+          fc.boolean(),
+          (edits, lenient) => {
+            const bytes = Buffer.from(pages);
+            for (const [pos, v] of edits) bytes[pos] = v;
+            const warnings: string[] = [];
+            try {
+              let n = 0;
+              for (const _ of cpuEvents(
+                reader.metadata,
+                table,
+                { cpu: 0, bytes, file: 'cpu0.raw' },
+                { lenient, warn: (w) => warnings.push(w) },
+              ))
+                n++;
+              expect(n).toBeLessThanOrEqual(bytes.length / 8);
+            } catch (e) {
+              expect(lenient).toBe(false);
+              expect(e).toBeInstanceOf(TraceFormatError);
+              expect((e as Error).message).toMatch(/^cpu0\.raw: byte \d+: /);
+            }
+          },
+        ),
+        { numRuns: 200 },
+      );
     });
 
     it('decode with 16 KiB sub-buffers, the size taken from buffer_subbuf_size_kb', async () => {
