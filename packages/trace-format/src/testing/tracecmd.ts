@@ -30,12 +30,16 @@ export async function recordTraceDat(tracefs: string, out: string, args: readonl
   } finally {
     for (const [f, text] of saved) {
       try {
+        // Only what trace-cmd changed is written back (an unexpanded buffer reads "7 (expanded: 1408)").
+        if (readFileSync(`${tracefs}/${f}`, 'utf8') === text) continue;
         if (f === 'set_event') {
           writeFileSync(`${tracefs}/set_event`, '');
           for (const line of text.split('\n').filter(Boolean))
             writeFileSync(`${tracefs}/set_event`, `${line}\n`, { flag: 'a' });
         } else if (f === 'trace_clock') {
           writeFileSync(`${tracefs}/trace_clock`, /\[(\S+)\]/.exec(text)?.[1] ?? 'local');
+        } else if (f === 'buffer_size_kb') {
+          writeFileSync(`${tracefs}/${f}`, /expanded: (\d+)/.exec(text)?.[1] ?? text.trim());
         } else {
           writeFileSync(`${tracefs}/${f}`, text.trim());
         }
