@@ -31,12 +31,14 @@ function ours32(batch: number, withClock: boolean): Measurement {
         if (batch === 1) w.commit();
       }
       if (batch > 1) w.commit();
+      let sum = 0;
       for (let b = 0; b < batch; b++) {
         r.next();
         const rw = r.words;
         const j = r.offset >> 2;
-        sink += rw[j]! + rw[j + 1]! + rw[j + 2]! + rw[j + 3]! + rw[j + 4]! + rw[j + 5]! + rw[j + 6]! + rw[j + 7]!;
+        sum += rw[j]! + rw[j + 1]! + rw[j + 2]! + rw[j + 3]! + rw[j + 4]! + rw[j + 5]! + rw[j + 6]! + rw[j + 7]!;
       }
+      sink += sum;
     },
     { opsPerCall: batch, bytesPerOp: 32 },
   );
