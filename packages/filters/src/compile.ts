@@ -171,6 +171,12 @@ function recordCondition(pred: Predicate, le: boolean, k: unknown[], nr: number)
       case '&':
         return `((${lo} & ${KL}) !== 0 || (${hi} & ${KH}) !== 0)`;
       default: {
+        // A constant below 2^32 on an unsigned field (the usual case) needs each half read once.
+        if (!signedOrder && KH === 0) {
+          return pred.op[0] === '<'
+            ? `(${hi} === 0 && ${lo} ${pred.op} ${KL})`
+            : `(${hi} !== 0 || ${lo} ${pred.op} ${KL})`;
+        }
         const strict = pred.op.length === 1;
         const low = `${lo} ${pred.op} ${KL}`;
         const base = strict ? pred.op : pred.op[0];
