@@ -139,11 +139,13 @@ function resolve(ref: string, lex: Lexical | undefined, options: CompileOptions)
   for (const scope of SCOPE_NAMES) {
     const prefix = scope.split('.');
     if (parts.length > prefix.length && prefix.every((p, i) => parts[i] === p)) {
-      const path = parts.slice(prefix.length).map(strip);
-      let type: FieldClass | undefined = options.rootClasses[scope];
-      for (const p of path) type = type && memberType(type, p);
-      if (!type) fail(`cannot resolve '${ref}': no such field in ${scope}`);
-      return { kind: 'root', scope, path, type: type! };
+      // TSDL names lose one underscore; CTF 2 names do not: try both spellings.
+      for (const path of [parts.slice(prefix.length).map(strip), parts.slice(prefix.length)]) {
+        let type: FieldClass | undefined = options.rootClasses[scope];
+        for (const p of path) type = type && memberType(type, p);
+        if (type) return { kind: 'root', scope, path, type };
+      }
+      fail(`cannot resolve '${ref}': no such field in ${scope}`);
     }
   }
   let path = parts.map(strip);
@@ -382,17 +384,25 @@ function sequenceDecoder(type: SequenceClass, lex: Lexical | undefined, options:
 function variantDecoder(type: VariantClass, lex: Lexical | undefined, options: CompileOptions): FieldDecoder {
   if (type.tagRef === '') fail('variant has no tag');
   const loc = resolve(type.tagRef, lex, options);
-  if (loc.type.kind !== 'enum') fail(`variant tag '${type.tagRef}' is not an enumeration`);
-  const tag = loc.type as EnumClass;
   const get = getter(loc);
   const decoders = type.options.map((o) => compile(o.type, lex, options));
   const optionNames = type.options.map((o) => o.name);
-  // For each mapping, the option of the same name (labels keep their underscore, option names lost one).
   const ranges: { low: number | bigint; high: number | bigint; option: number }[] = [];
-  for (const m of tag.mappings) {
-    let option = optionNames.indexOf(m.label);
-    if (option < 0) option = optionNames.indexOf(strip(m.label));
-    for (const [low, high] of m.ranges) ranges.push({ low, high, option });
+  if (type.optionRanges) {
+    // CTF 2: each option lists the selector values that choose it.
+    if (loc.type.kind !== 'enum' && loc.type.kind !== 'int')
+      fail(`variant selector '${type.tagRef}' is not an integer`);
+    type.optionRanges.forEach((list, option) => {
+      for (const [low, high] of list) ranges.push({ low, high, option });
+    });
+  } else {
+    if (loc.type.kind !== 'enum') fail(`variant tag '${type.tagRef}' is not an enumeration`);
+    // For each mapping, the option of the same name (labels keep their underscore, option names lost one).
+    for (const m of (loc.type as EnumClass).mappings) {
+      let option = optionNames.indexOf(m.label);
+      if (option < 0) option = optionNames.indexOf(strip(m.label));
+      for (const [low, high] of m.ranges) ranges.push({ low, high, option });
+    }
   }
   return (ctx) => {
     const v = get(ctx) as number | bigint;

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
@@ -34,6 +35,27 @@ describe.skipIf(!fixtures)(
           if (got[i] !== expected[i]) expect(`${i}: ${got[i]}`).toBe(`${i}: ${expected[i]}`);
       });
     }
+
+    // CTF 2 versions of babeltrace's traces (Trace Compass fixtures) must read as babeltrace2 read the 1.8 originals.
+    const ctf2 = fixtures ? join(fixtures, 'ctf-tracecompass/ctf/src/main/resources') : '';
+    for (const [name, original] of [
+      ['CTF2-7.0-smalltrace', 'succeed/smalltrace'],
+      ['CTF2-7.0-barectf-event-before-packet', 'succeed/barectf-event-before-packet'],
+      ['CTF2-7.0-ev-disc-no-ts-begin-end', 'succeed/ev-disc-no-ts-begin-end'],
+      ['CTF2-7.0-meta-variant-no-underscore', 'succeed/meta-variant-no-underscore'],
+    ] as const) {
+      it(`reads CTF 2 ${name} as babeltrace2 printed its CTF 1.8 original`, () => {
+        const c = cases.succeed.find((s) => s.name === original)!;
+        const expected = gunzipSync(readFileSync(c.expectedText!)).toString('utf8').trimEnd().split('\n');
+        expect(textOf(join(ctf2, name))).toEqual(expected);
+      });
+    }
+
+    it('rejects CTF 2 variable-length integers (not supported yet) with a located error', () => {
+      expect(() => textOf(join(ctf2, 'CTF2-vl-ints'))).toThrow(
+        /CTF2-vl-ints\/metadata: CTF 2 metadata: field class type "variable-length-unsigned-integer" is not supported/,
+      );
+    });
 
     for (const c of cases.fail) {
       it(`rejects ${c.name} with a located TraceFormatError`, () => {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
+import { parseCtf2Metadata } from './ctf2.ts';
 import { ctfFixtureCases, sharedFixtures } from './fixtures.ts';
 import { parseLttngIndex } from './lttng-index.ts';
 import { readMetadataText } from './metadata.ts';
@@ -158,6 +159,24 @@ describe.skipIf(!fixtures)(
           }
         }),
         { numRuns: 200 },
+      );
+    });
+
+    it('CTF 2 metadata: mutated JSON fragments translate or throw ERR_TSDL', () => {
+      const dir = join(fixtures!, 'ctf-tracecompass/ctf/src/main/resources');
+      const texts = readdirSync(dir)
+        .filter((n) => n.startsWith('CTF2'))
+        .map((n) => readFileSync(join(dir, n, 'metadata')));
+      fc.assert(
+        fc.property(fc.nat(texts.length - 1), edits, (i, list) => {
+          try {
+            parseCtf2Metadata(new TextDecoder().decode(mutate(texts[i]!, list)), 'm.json');
+          } catch (error) {
+            expect(error).toBeInstanceOf(TraceFormatError);
+            expect((error as TraceFormatError).code).toBe('ERR_TSDL');
+          }
+        }),
+        { numRuns: 300 },
       );
     });
 

@@ -24,6 +24,7 @@ import type {
   TraceReader,
 } from '../model/types.ts';
 import { type CyclesToNs, clockUpdater, cyclesToNs, DEFAULT_CLOCK } from './clock.ts';
+import { isCtf2Metadata, parseCtf2Metadata } from './ctf2.ts';
 import { type LttngIndexEntry, parseLttngIndex } from './lttng-index.ts';
 import { readMetadataText } from './metadata.ts';
 import { parseTsdl } from './tsdl/parser.ts';
@@ -103,6 +104,14 @@ function emptyRoots(): Partial<Record<ScopeName, Struct>> {
   };
 }
 
+/** True for a packet context member a reader consumes (sizes, times, counters) rather than shows as data. */
+export function isPacketContextSpecial(member: StructMember): boolean {
+  const t = member.type;
+  const int = t.kind === 'int' ? t : t.kind === 'enum' ? t.container : undefined;
+  if (int?.role !== undefined) return int.role !== '';
+  return PACKET_CONTEXT_SPECIAL.has(member.name);
+}
+
 function asNumber(v: number | bigint): number {
   return typeof v === 'bigint' ? (v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : Number.MAX_SAFE_INTEGER) : v;
 }
@@ -122,7 +131,10 @@ function hasMember(type: StructClass | undefined, name: string): IntegerClass | 
   if (!type) return undefined;
   for (const m of type.members) {
     const t = m.type;
-    if (m.name === name && (t.kind === 'int' || t.kind === 'enum')) return t.kind === 'int' ? t : t.container;
+    if (t.kind === 'int' || t.kind === 'enum') {
+      const int = t.kind === 'int' ? t : t.container;
+      if ((int.role === 'timestamp' && name === 'timestamp_begin') || (int.role ?? m.name) === name) return int;
+    }
     if (t.kind === 'struct') {
       const inner = hasMember(t, name);
       if (inner) return inner;
@@ -238,8 +250,9 @@ function compileStream(trace: TraceClass, cls: StreamClass, file: string): Compi
     compileScope(cls.packetContext, {
       scope: 'stream.packet.context',
       rootClasses,
-      hook: (name) => {
-        switch (name) {
+      hook: (name, type) => {
+        // CTF 2's `default-clock-timestamp` role in a packet context is the packet's beginning time.
+        switch (type.role === 'timestamp' ? 'timestamp_begin' : (type.role ?? name)) {
           case 'timestamp_begin':
             return (ctx, v) => {
               (ctx as StreamState).clock = v;
@@ -439,9 +452,8 @@ class StreamFileCursor {
     let header: Struct | undefined;
     if (this.packetHeader) {
       header = this.packetHeader(s) as Struct;
-      const magic = header.magic;
-      if (magic !== undefined && magic !== CTF_PACKET_MAGIC) {
-        r.fail(`bad packet magic 0x${Number(magic).toString(16)} (expected 0xc1fc1fc1)`, 0);
+      if (s.magic !== -1 && s.magic !== CTF_PACKET_MAGIC) {
+        r.fail(`bad packet magic 0x${s.magic.toString(16)} (expected 0xc1fc1fc1)`, 0);
       }
       const uuid = uuidOf(header.uuid);
       // babeltrace2 reads such packets; say so once per file rather than reject them.
@@ -449,8 +461,6 @@ class StreamFileCursor {
         this.uuidWarned = true;
         this.warnings.push(`${this.file}: packet UUID ${uuid} differs from the trace's ${this.trace.uuid}`);
       }
-      const sid = header.stream_id;
-      if (typeof sid === 'number' || typeof sid === 'bigint') s.streamId = Number(sid);
     }
     let stream: CompiledStream | undefined;
     if (s.streamId >= 0) stream = this.streams.get(s.streamId);
@@ -665,9 +675,10 @@ export interface CtfTraceData {
  */
 export function readCtfTrace(input: CtfTraceData, options: OpenCtfOptions = {}): CtfTraceReader {
   const metadataFile = input.metadataPath ?? 'metadata';
-  const metadata = readMetadataText(input.metadata, metadataFile);
   const warnings: string[] = [];
-  const trace = parseTsdl(metadata.text, { file: metadataFile, warnings });
+  const trace = isCtf2Metadata(input.metadata)
+    ? parseCtf2Metadata(Buffer.from(input.metadata).toString('utf8'), metadataFile)
+    : parseTsdl(readMetadataText(input.metadata, metadataFile).text, { file: metadataFile, warnings });
   const streams = new Map<number, CompiledStream>();
   for (const [id, cls] of trace.streams) streams.set(id, compileStream(trace, cls, metadataFile));
   const packetHeader =
@@ -675,12 +686,14 @@ export function readCtfTrace(input: CtfTraceData, options: OpenCtfOptions = {}):
     compileScope(trace.packetHeader, {
       scope: 'trace.packet.header',
       rootClasses: { 'trace.packet.header': trace.packetHeader },
-      hook: (name) =>
-        name === 'magic' || name === 'stream_id'
+      hook: (name, type) => {
+        const meaning = type.role ?? name;
+        return meaning === 'magic' || meaning === 'stream_id'
           ? (ctx, v) => {
-              (ctx as StreamState)[name === 'magic' ? 'magic' : 'streamId'] = asNumber(v);
+              (ctx as StreamState)[meaning === 'magic' ? 'magic' : 'streamId'] = asNumber(v);
             }
-          : undefined,
+          : undefined;
+      },
     });
   const eventClasses = [...trace.streams.values()].flatMap((s) => [...s.eventClasses.values()]);
   const lenient = options.lenient ?? false;

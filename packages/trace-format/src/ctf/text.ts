@@ -4,10 +4,11 @@ import type {
   FieldValue,
   IntegerClass,
   StructClass,
+  StructMember,
   TraceClass,
   TraceEvent,
 } from '../model/types.ts';
-import { PACKET_CONTEXT_SPECIAL } from './reader.ts';
+import { isPacketContextSpecial } from './reader.ts';
 
 /** Options of {@link createBabeltraceTextFormatter}. */
 export interface BabeltraceTextOptions {
@@ -158,11 +159,11 @@ export function formatValue(value: FieldValue, type: FieldClass): string {
 function formatStruct(
   value: { readonly [k: string]: FieldValue },
   type: StructClass,
-  skip: ReadonlySet<string> | undefined,
+  skip: ((member: StructMember) => boolean) | undefined,
 ): string {
   const parts: string[] = [];
   for (const m of type.members) {
-    if (skip?.has(m.name)) continue;
+    if (skip?.(m)) continue;
     const v = Object.hasOwn(value, m.name) ? value[m.name] : undefined;
     if (v === undefined) continue;
     parts.push(`${m.name} = ${formatValue(v, m.type)}`);
@@ -218,8 +219,8 @@ export function createBabeltraceTextFormatter(options: BabeltraceTextOptions = {
     const scopes = event.scopes;
     const packetContext = scopes?.['stream.packet.context'];
     if (packetContext && stream?.packetContext) {
-      if (stream.packetContext.members.some((m) => !PACKET_CONTEXT_SPECIAL.has(m.name))) {
-        parts.push(formatStruct(packetContext, stream.packetContext, PACKET_CONTEXT_SPECIAL));
+      if (stream.packetContext.members.some((m) => !isPacketContextSpecial(m))) {
+        parts.push(formatStruct(packetContext, stream.packetContext, isPacketContextSpecial));
       }
     }
     const streamContext = scopes?.['stream.event.context'];

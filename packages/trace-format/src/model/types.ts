@@ -27,6 +27,12 @@ export interface IntegerClass {
   readonly encoding: TextEncoding;
   /** Name of the clock class this integer's values are cycles of (TSDL `map = clock.NAME.value`). */
   readonly mappedClock?: string;
+  /**
+   * What the field means to a reader, when the format says so apart from its name (CTF 2 roles such as
+   * `packet-content-length`, `default-clock-timestamp`, `event-record-class-id`). `''` means no role whatever the name;
+   * absent means CTF 1.8 rules (the meaning follows from the name).
+   */
+  readonly role?: string;
 }
 
 export interface FloatClass {
@@ -87,6 +93,11 @@ export interface VariantClass {
   /** TSDL path of the enum field that selects the option. */
   readonly tagRef: string;
   readonly options: readonly StructMember[];
+  /**
+   * Integer ranges of the selector that choose each option, parallel to `options` (CTF 2, where the selector may be a
+   * plain integer). Absent: the option named like the selector's enumeration label is chosen (CTF 1.8).
+   */
+  readonly optionRanges?: readonly (readonly (readonly [number | bigint, number | bigint])[])[];
 }
 
 /**
