@@ -136,4 +136,30 @@ export class FieldTable {
   names(): string[] {
     return [...this.#byName.keys()];
   }
+
+  /** The field name closest to `name` (at most two edits away), for "did you mean". */
+  closest(name: string): string | undefined {
+    let best: string | undefined;
+    let bestDistance = 3;
+    for (const candidate of this.#byName.keys()) {
+      const d = editDistance(name.toLowerCase(), candidate.toLowerCase());
+      if (d < bestDistance) {
+        best = candidate;
+        bestDistance = d;
+      }
+    }
+    return best;
+  }
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row.push(Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    }
+    prev = row;
+  }
+  return prev[b.length]!;
 }

@@ -292,7 +292,9 @@ class Parser {
     const field = this.#table.get(name);
     const nameSpan = { start: start + s, end: start + i };
     if (field === undefined) {
-      fail('FIELD_NOT_FOUND', col(i), 'EINVAL', `'${name}' is not a field of ${this.#event}`, nameSpan);
+      const hint = this.#table.closest(name);
+      const detail = `'${name}' is not a field of ${this.#event}${hint ? ` (did you mean '${hint}'?)` : ''}`;
+      fail('FIELD_NOT_FOUND', col(i), 'EINVAL', detail, nameSpan);
     }
     let ustring = false;
     let fn = false;
