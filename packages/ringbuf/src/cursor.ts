@@ -16,8 +16,6 @@ import {
 export abstract class RecordCursor {
   /** Record type (event id). */
   type = 0;
-  /** Timestamp in ns of the buffer's clock. */
-  timestamp = 0;
   /** Byte offset of the payload in {@link bytes}. */
   offset = 0;
   /** Payload length in bytes. */
@@ -29,6 +27,11 @@ export abstract class RecordCursor {
   protected end = 0;
   protected prevTs = 0;
   protected prevLow = 0;
+
+  /** Timestamp of the current record, in the buffer's clock (ns for CLOCK_MONOTONIC). */
+  get timestamp(): number {
+    return this.prevTs;
+  }
 
   constructor(bytes: Uint8Array, view: DataView, words: Uint32Array) {
     this.bytes = bytes;
@@ -62,7 +65,6 @@ export abstract class RecordCursor {
       const next = p + EXTENDED_HEADER_SIZE + ((len + 3) & ~3);
       if (next > this.end || next < p + EXTENDED_HEADER_SIZE + len) return -1;
       this.type = w[i + 1]!;
-      this.timestamp = ts;
       this.prevTs = ts;
       this.prevLow = lo & TS_LOW_MASK;
       this.offset = p + EXTENDED_HEADER_SIZE;
@@ -80,7 +82,7 @@ export abstract class RecordCursor {
     }
     // A compact record (tag <= MAX_COMPACT_TYPE): cut short by `end`, otherwise the fast path takes it.
     const low = w[i]! >>> 5;
-    this.timestamp = this.prevTs += (low - this.prevLow) & TS_LOW_MASK;
+    this.prevTs += (low - this.prevLow) & TS_LOW_MASK;
     this.prevLow = low;
     this.type = tag;
     this.offset = p + COMPACT_HEADER_SIZE;

@@ -52,7 +52,9 @@ export class Reader extends RecordCursor {
   private pageClosed = false;
   private regionBase = 0;
   private viewBase = 0;
-  private expected = 0;
+  /** records_before of the current page, and `delivered` when it started: records expected so far follow. */
+  private expectBase = 0;
+  private deliveredBase = 0;
   private lastDiscarded = 0;
   private counting: boolean;
   /** A started page read in place from a single writer (discard mode): next() may extend `end` itself. */
@@ -124,14 +126,13 @@ export class Reader extends RecordCursor {
       // padded < len when a corrupt length wraps the 32-bit arithmetic.
       if (tag <= MAX_COMPACT_TYPE && next <= this.end && padded >= len) {
         const low = w0 >>> 5;
-        this.timestamp = this.prevTs += (low - this.prevLow) & TS_LOW_MASK;
+        this.prevTs += (low - this.prevLow) & TS_LOW_MASK;
         this.prevLow = low;
         this.type = tag;
         this.offset = p + COMPACT_HEADER_SIZE;
         this.length = len;
         this.pos = next;
         this.delivered++;
-        this.expected++;
         return true;
       }
     }
@@ -145,7 +146,6 @@ export class Reader extends RecordCursor {
         const r = this.decodeOther();
         if (r === 1) {
           this.delivered++;
-          this.expected++;
           return true;
         }
         if (r === 0) continue;
@@ -254,11 +254,13 @@ export class Reader extends RecordCursor {
     const recordsBefore = getU64(u32, viewBase + P.recordsBefore);
     const discarded = getU64(u32, viewBase + P.eventsDiscarded);
     if (this.counting) {
-      if (!this.multi && recordsBefore > this.expected) this.lostCount += recordsBefore - this.expected;
+      const expected = this.expectBase + this.delivered - this.deliveredBase;
+      if (!this.multi && recordsBefore > expected) this.lostCount += recordsBefore - expected;
       if (discarded > this.lastDiscarded) this.lostCount += discarded - this.lastDiscarded;
     }
     this.counting = true;
-    this.expected = recordsBefore;
+    this.expectBase = recordsBefore;
+    this.deliveredBase = this.delivered;
     this.lastDiscarded = Math.max(this.lastDiscarded, discarded);
     const ts = getU64(u32, viewBase + P.timestampBegin);
     this.prevTs = ts;

@@ -92,7 +92,7 @@ export class Snapshot extends RecordCursor {
       // padded < len when a corrupt length wraps the 32-bit arithmetic.
       if (tag <= MAX_COMPACT_TYPE && next <= this.end && padded >= len) {
         const low = w0 >>> 5;
-        this.timestamp = this.prevTs += (low - this.prevLow) & TS_LOW_MASK;
+        this.prevTs += (low - this.prevLow) & TS_LOW_MASK;
         this.prevLow = low;
         this.type = tag;
         this.offset = p + COMPACT_HEADER_SIZE;
