@@ -232,7 +232,6 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
   const encodeHeader = compileEncoder(packetHeader);
   const encodeContext = compileEncoder(packetContext);
   const idEnc = integerEncoder(headerKind === 'compact' ? bits(5, order) : u(16, order), 'event id');
-  const tsEnc = integerEncoder(headerKind === 'compact' ? bits(27, order) : u(32, order), 'timestamp');
   const extId = integerEncoder(u(32, order), 'event id');
   const extTs = integerEncoder(u(64, order), 'timestamp');
 
@@ -322,11 +321,24 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
     s.open = false;
   }
 
+  const le = order === 'le';
+  const compactRangeNum = Number(compactRange);
   function encodeEvent(s: StreamFile, id: number, cycles: bigint, wc: WriterClass, fields: FieldValue): void {
     const w = s.w;
-    if (id < compactLimit && cycles - s.clock < compactRange) {
-      idEnc(w, id);
-      tsEnc(w, Number(cycles & (compactRange - 1n)));
+    const delta = Number(cycles - s.clock);
+    if (id < compactLimit && delta < compactRangeNum) {
+      const low = Number(cycles & (compactRange - 1n));
+      // The whole compact header in one store: 5-bit id and 27-bit time in a word, or 16-bit id then 32-bit time.
+      if (headerKind === 'compact') {
+        const p = w.at(8, 32);
+        w.view.setUint32(p / 8, le ? low * 32 + id : id * 2 ** 27 + low, le);
+        w.pos = p + 32;
+      } else {
+        const p = w.at(8, 48);
+        w.view.setUint16(p / 8, id, le);
+        w.view.setUint32(p / 8 + 2, low, le);
+        w.pos = p + 48;
+      }
     } else {
       idEnc(w, compactLimit);
       extId(w, id);
