@@ -82,6 +82,27 @@ describe('openCtfTrace on corrupt packets', () => {
     expect(reader.warnings).toEqual(['s: tracer discarded 1 packet before packet 2']);
   });
 
+  it('reads files in windows: packets larger than the 4 MiB read-ahead and files of several windows', () => {
+    const dir = join(root, 'big');
+    const blob: EventClass = {
+      id: 0,
+      name: 'blob',
+      streamId: 0,
+      payload: { kind: 'struct', minAlign: 1, members: [{ name: 's', type: { kind: 'string', encoding: 'utf8' } }] },
+    };
+    const writer = createCtfWriter(dir, { packetSize: 5 << 20 });
+    const text = (n: number) => `${n}:`.padEnd(4000, String.fromCharCode(97 + (n % 26)));
+    for (let n = 0; n < 3000; n++)
+      writer.writeEvent({ eventClass: blob, tsNs: BigInt(n), cpu: 0, fields: { s: text(n) } });
+    writer.close();
+    let n = 0;
+    for (const e of openCtfTrace(dir).events()) {
+      expect(e.fields.s).toBe(text(n));
+      n++;
+    }
+    expect(n).toBe(3000);
+  });
+
   it('rejects a missing trace directory with ERR_TRACE_INPUT', () => {
     expect(() => openCtfTrace(join(root, 'nope'))).toThrow(expect.objectContaining({ code: 'ERR_TRACE_INPUT' }));
   });

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { BitReader } from '../codec/bit-reader.ts';
 import {
@@ -91,6 +91,46 @@ export const PACKET_CONTEXT_SPECIAL: ReadonlySet<string> = new Set([
   'events_discarded',
   'packet_seq_num',
 ]);
+
+/** Random access to the bytes of one data stream file. */
+export interface ByteSource {
+  readonly size: number;
+  /** The bytes from `offset`, at most `length` of them (fewer at the end). */
+  read(offset: number, length: number): Uint8Array;
+}
+
+function memorySource(data: Uint8Array): ByteSource {
+  return { size: data.length, read: (offset, length) => data.subarray(offset, offset + length) };
+}
+
+/** Reads a file in chunks on demand, so a trace of any size is decoded in bounded memory. */
+function fileSource(path: string): ByteSource {
+  const size = statSync(path).size;
+  return {
+    size,
+    read(offset, length) {
+      const n = Math.max(0, Math.min(length, size - offset));
+      const out = Buffer.allocUnsafe(n);
+      const fd = openSync(path, 'r');
+      try {
+        let done = 0;
+        while (done < n) {
+          const got = readSync(fd, out, done, n - done, offset + done);
+          if (got === 0) break;
+          done += got;
+        }
+        return out.subarray(0, done);
+      } finally {
+        closeSync(fd);
+      }
+    },
+  };
+}
+
+/** Bytes read ahead from a stream file: packets are decoded in place within this window. */
+const CHUNK = 4 << 20;
+/** Packet header and context together never need more bytes than this (a bound on hostile metadata). */
+const MAX_HEADERS = 64 << 20;
 
 /** Scope values with every key present, so the object keeps one shape. */
 function emptyRoots(): Partial<Record<ScopeName, Struct>> {
@@ -326,7 +366,9 @@ function uuidOf(value: FieldValue | undefined): string | undefined {
 
 /** Reads the events of one data stream file, packet by packet, in file order. */
 class StreamFileCursor {
-  private readonly data: Uint8Array;
+  private readonly source: ByteSource;
+  private chunk: Uint8Array = new Uint8Array(0);
+  private chunkStart = 0;
   private readonly file: string;
   private readonly trace: TraceClass;
   private readonly packetHeader?: FieldDecoder;
@@ -344,11 +386,12 @@ class StreamFileCursor {
   private scopes: Scopes = {};
   private cpu: number | null = null;
   private uuidWarned = false;
+  private context: Struct | undefined;
   private readonly index?: readonly LttngIndexEntry[];
   done = false;
 
   constructor(
-    data: Uint8Array,
+    source: ByteSource,
     file: string,
     trace: TraceClass,
     packetHeader: FieldDecoder | undefined,
@@ -358,7 +401,7 @@ class StreamFileCursor {
     index?: readonly LttngIndexEntry[],
   ) {
     this.index = index;
-    this.data = data;
+    this.source = source;
     this.file = file;
     this.trace = trace;
     this.packetHeader = packetHeader;
@@ -366,7 +409,7 @@ class StreamFileCursor {
     this.lenient = lenient;
     this.warnings = warnings;
     this.state = {
-      r: new BitReader(data, file, 0),
+      r: new BitReader(new Uint8Array(0), file, 0),
       stack: [],
       roots: emptyRoots(),
       clock: 0,
@@ -387,7 +430,7 @@ class StreamFileCursor {
       if (this.done) return undefined;
       try {
         if (!this.inPacket) {
-          if (this.nextPacketOffset >= this.data.length) {
+          if (this.nextPacketOffset >= this.source.size) {
             this.done = true;
             return undefined;
           }
@@ -424,23 +467,29 @@ class StreamFileCursor {
     if (first?.name !== 'magic' || first.type.kind !== 'int' || first.type.size !== 32) return -1;
     const le = first.type.byteOrder === 'le';
     const pattern = le ? [0xc1, 0x1f, 0xfc, 0xc1] : [0xc1, 0xfc, 0x1f, 0xc1];
-    const data = this.data;
-    for (
-      let i = data.indexOf(pattern[0]!, from);
-      i >= 0 && i + 4 <= data.length;
-      i = data.indexOf(pattern[0]!, i + 1)
-    ) {
-      if (data[i + 1] === pattern[1] && data[i + 2] === pattern[2] && data[i + 3] === pattern[3]) return i;
+    for (let at = from; at + 4 <= this.source.size; at += CHUNK - 3) {
+      const data = this.source.read(at, CHUNK);
+      for (let i = data.indexOf(pattern[0]!); i >= 0 && i + 4 <= data.length; i = data.indexOf(pattern[0]!, i + 1)) {
+        if (data[i + 1] === pattern[1] && data[i + 2] === pattern[2] && data[i + 3] === pattern[3]) return at + i;
+      }
     }
     return -1;
   }
 
-  private openPacket(): void {
+  /** At least `length` bytes from `offset` (fewer only at the end of the file), from the read-ahead window. */
+  private bytesAt(offset: number, length: number): Uint8Array {
+    const end = Math.min(offset + length, this.source.size);
+    if (offset < this.chunkStart || end > this.chunkStart + this.chunk.length) {
+      this.chunk = this.source.read(offset, Math.max(CHUNK, length));
+      this.chunkStart = offset;
+    }
+    return this.chunk.subarray(offset - this.chunkStart);
+  }
+
+  /** Decodes the packet header and context at the reader's start; returns the header's value. */
+  private readPacketHeaders(): Struct | undefined {
     const s = this.state;
     const r = s.r;
-    this.packetOffset = this.nextPacketOffset;
-    this.packetNumber++;
-    r.reset(this.data.subarray(this.packetOffset), this.packetOffset);
     s.stack.length = 0;
     s.roots = emptyRoots();
     s.magic = -1;
@@ -455,20 +504,43 @@ class StreamFileCursor {
       if (s.magic !== -1 && s.magic !== CTF_PACKET_MAGIC) {
         r.fail(`bad packet magic 0x${s.magic.toString(16)} (expected 0xc1fc1fc1)`, 0);
       }
-      const uuid = uuidOf(header.uuid);
-      // babeltrace2 reads such packets; say so once per file rather than reject them.
-      if (uuid !== undefined && this.trace.uuid !== undefined && uuid !== this.trace.uuid && !this.uuidWarned) {
-        this.uuidWarned = true;
-        this.warnings.push(`${this.file}: packet UUID ${uuid} differs from the trace's ${this.trace.uuid}`);
-      }
     }
     let stream: CompiledStream | undefined;
     if (s.streamId >= 0) stream = this.streams.get(s.streamId);
     else if (this.streams.size === 1) stream = this.streams.values().next().value;
     if (!stream) r.fail(`packet refers to unknown stream class ${s.streamId}`, 0);
     this.stream = stream;
-    const context = stream!.packetContext?.(s) as Struct | undefined;
-    const remaining = (this.data.length - this.packetOffset) * 8;
+    this.context = stream!.packetContext?.(s) as Struct | undefined;
+    return header;
+  }
+
+  private openPacket(): void {
+    const s = this.state;
+    const r = s.r;
+    this.packetOffset = this.nextPacketOffset;
+    this.packetNumber++;
+    const left = this.source.size - this.packetOffset;
+    let window = this.bytesAt(this.packetOffset, Math.min(left, 65536));
+    r.reset(window, this.packetOffset);
+    let header: Struct | undefined;
+    try {
+      header = this.readPacketHeaders();
+    } catch (error) {
+      // Headers running past the window (not past the file): decode them again over a larger one.
+      const truncated = error instanceof TraceFormatError && /truncated|unterminated/.test(error.message);
+      if (!truncated || window.length >= Math.min(left, MAX_HEADERS)) throw error;
+      window = this.bytesAt(this.packetOffset, Math.min(left, MAX_HEADERS));
+      r.reset(window, this.packetOffset);
+      header = this.readPacketHeaders();
+    }
+    const uuid = uuidOf(header?.uuid);
+    // babeltrace2 reads such packets; say so once per file rather than reject them.
+    if (uuid !== undefined && this.trace.uuid !== undefined && uuid !== this.trace.uuid && !this.uuidWarned) {
+      this.uuidWarned = true;
+      this.warnings.push(`${this.file}: packet UUID ${uuid} differs from the trace's ${this.trace.uuid}`);
+    }
+    const context = this.context;
+    const remaining = left * 8;
     let packetBits = s.packetSize >= 0 ? s.packetSize : s.contentSize >= 0 ? s.contentSize : remaining;
     const contentBits = s.contentSize >= 0 ? s.contentSize : packetBits;
     if (packetBits === 0 && contentBits === 0 && s.packetSize >= 0) packetBits = remaining;
@@ -491,6 +563,12 @@ class StreamFileCursor {
       );
     }
     this.nextPacketOffset = this.packetOffset + packetBits / 8;
+    if (window.length < packetBits / 8) {
+      // The packet is larger than the window: read all of it and go on decoding where the headers ended.
+      const pos = r.pos;
+      r.reset(this.bytesAt(this.packetOffset, packetBits / 8), this.packetOffset);
+      r.pos = pos;
+    }
     r.limit = contentBits;
     this.inPacket = true;
     this.scopes = context ? { 'stream.packet.context': context } : {};
@@ -661,7 +739,7 @@ export interface CtfTraceData {
   /** Data stream files; `path` names them in errors and warnings and orders ties. */
   readonly streams: readonly {
     readonly path: string;
-    readonly data: Uint8Array | (() => Uint8Array);
+    readonly data: Uint8Array | ByteSource;
     /** The stream's LTTng index, when there is one: every packet is checked against it. */
     readonly index?: readonly LttngIndexEntry[];
   }[];
@@ -706,8 +784,8 @@ export function readCtfTrace(input: CtfTraceData, options: OpenCtfOptions = {}):
     warnings,
     *events() {
       const cursors = input.streams.map(({ path, data, index }) => {
-        const bytes = typeof data === 'function' ? data() : data;
-        return new StreamFileCursor(bytes, path, trace, packetHeader, streams, lenient, warnings, index);
+        const source = data instanceof Uint8Array ? memorySource(data) : data;
+        return new StreamFileCursor(source, path, trace, packetHeader, streams, lenient, warnings, index);
       });
       if (cursors.length === 1) {
         // One stream: its events are already in order.
@@ -745,7 +823,7 @@ export function openCtfTrace(dir: string, options: OpenCtfOptions = {}): CtfTrac
     const path = join(dir, name);
     const indexPath = join(dir, 'index', `${name}.idx`);
     const index = existsSync(indexPath) ? parseLttngIndex(readFileSync(indexPath), indexPath) : undefined;
-    return { path, data: () => readFileSync(path) as Uint8Array, index };
+    return { path, data: fileSource(path), index };
   });
   return readCtfTrace({ metadata, metadataPath, streams }, options);
 }
