@@ -6,7 +6,7 @@ import { TraceFormatError } from '../errors.ts';
 import type { ByteOrder, EventClass, TraceEvent } from '../model/types.ts';
 import type { PageLayout } from './headers.ts';
 import { readPage } from './page.ts';
-import { compileRecordDecoder, type RecordDecoder, RecordError } from './record.ts';
+import { compileEventDecoder, type EventDecoder, RecordError } from './record.ts';
 import type { Kallsyms } from './symbols.ts';
 
 /** Everything needed to decode an ftrace recording, whatever its container. */
@@ -44,7 +44,7 @@ export interface DecodeOptions {
 
 interface ClassEntry {
   readonly eventClass: EventClass;
-  readonly decode: RecordDecoder;
+  readonly decode: EventDecoder;
 }
 
 /** Compiled decoders by event id. */
@@ -57,7 +57,7 @@ export class EventTable {
   constructor(meta: Pick<FtraceMetadata, 'eventClasses' | 'byteOrder' | 'longSize'>) {
     this.#le = meta.byteOrder === 'le';
     for (const ec of meta.eventClasses) {
-      this.#byId.set(ec.id, { eventClass: ec, decode: compileRecordDecoder(ec, meta.byteOrder, meta.longSize) });
+      this.#byId.set(ec.id, { eventClass: ec, decode: compileEventDecoder(ec, meta.byteOrder, meta.longSize) });
     }
     const commonType = meta.eventClasses[0]?.ftrace?.fields.find((f) => f.name === 'common_type');
     this.#typeOffset = commonType?.offset ?? 0;
@@ -114,9 +114,8 @@ export function* cpuEventBatches(
       }
       return;
     }
-    let decoded: ReturnType<RecordDecoder>;
     try {
-      decoded = entry.decode(bytes, view, start, length);
+      batch.push(entry.decode(bytes, view, start, length, tsNs, cpu));
     } catch (e) {
       if (e instanceof RecordError) {
         throw new TraceFormatError('ERR_FTRACE_PAGE', `${entry.eventClass.name}: ${e.message}`, {
@@ -126,7 +125,6 @@ export function* cpuEventBatches(
       }
       throw e;
     }
-    batch.push({ tsNs, cpu, eventClass: entry.eventClass, fields: decoded.fields, scopes: { common: decoded.common } });
   };
   const chunks = typeof pages.bytes === 'function' ? pages.bytes() : [pages.bytes];
   for (const chunk of chunks) {
@@ -157,7 +155,7 @@ function where(source: { file?: string; fileOffset: number }, at: number): strin
 }
 
 /** Merges per-CPU event streams (each in time order) into one, ties broken by CPU order. */
-export function mergeByTime(streams: readonly Iterable<TraceEvent>[]): Generator<TraceEvent> {
+export function mergeByTime(streams: readonly Iterable<TraceEvent>[]): IterableIterator<TraceEvent> {
   return mergeBatches(
     streams.map(function* (s) {
       for (const e of s) yield [e];
@@ -166,57 +164,95 @@ export function mergeByTime(streams: readonly Iterable<TraceEvent>[]): Generator
 }
 
 /** Merges streams of time-ordered batches (per-page arrays) into one time-ordered stream, ties by stream order. */
-export function* mergeBatches(streams: readonly Iterable<TraceEvent[]>[]): Generator<TraceEvent> {
-  const iters = streams.map((s) => s[Symbol.iterator]());
-  const arrays: (TraceEvent[] | undefined)[] = [];
-  const index: number[] = [];
-  const refill = (i: number) => {
+export function mergeBatches(streams: readonly Iterable<TraceEvent[]>[]): IterableIterator<TraceEvent> {
+  return new BatchMerge(streams.map((s) => s[Symbol.iterator]()));
+}
+
+/**
+ * The merge as a plain iterator rather than a generator: `for...of` loops inline its `next()`, which matters at
+ * millions of events per second. Each step takes the run of events of the stream with the earliest head that still
+ * precede every other stream's head, so interleaved CPUs cost one comparison per event.
+ */
+class BatchMerge implements IterableIterator<TraceEvent> {
+  readonly #iters: Iterator<TraceEvent[]>[];
+  readonly #arrays: (TraceEvent[] | undefined)[];
+  readonly #index: number[];
+  #current: TraceEvent[] | undefined;
+  #k = 0;
+  #end = 0;
+  #stream = -1;
+
+  constructor(iters: Iterator<TraceEvent[]>[]) {
+    this.#iters = iters;
+    this.#arrays = iters.map(() => undefined);
+    this.#index = iters.map(() => 0);
+    for (let i = 0; i < iters.length; i++) this.#refill(i);
+  }
+
+  [Symbol.iterator](): this {
+    return this;
+  }
+
+  next(): IteratorResult<TraceEvent> {
+    if (this.#k < this.#end) return { done: false, value: this.#current![this.#k++]! };
+    if (this.#stream >= 0) {
+      // The run is over: store where it stopped.
+      const i = this.#stream;
+      if (this.#k >= this.#arrays[i]!.length) this.#refill(i);
+      else this.#index[i] = this.#k;
+      this.#stream = -1;
+    }
+    if (!this.#plan()) return { done: true, value: undefined };
+    return { done: false, value: this.#current![this.#k++]! };
+  }
+
+  #refill(i: number): void {
     for (;;) {
-      const r = iters[i]!.next();
+      const r = this.#iters[i]!.next();
       if (r.done) {
-        arrays[i] = undefined;
+        this.#arrays[i] = undefined;
         return;
       }
       if (r.value.length > 0) {
-        arrays[i] = r.value;
-        index[i] = 0;
+        this.#arrays[i] = r.value;
+        this.#index[i] = 0;
         return;
       }
     }
-  };
-  for (let i = 0; i < iters.length; i++) refill(i);
-  for (;;) {
+  }
+
+  /** Picks the stream with the earliest head and how far its run goes. */
+  #plan(): boolean {
+    const arrays = this.#arrays;
     let best = -1;
     let bestTs = 0n;
     for (let i = 0; i < arrays.length; i++) {
       const a = arrays[i];
       if (a === undefined) continue;
-      const ts = a[index[i]!]!.tsNs;
+      const ts = a[this.#index[i]!]!.tsNs;
       if (best < 0 || ts < bestTs) {
         best = i;
         bestTs = ts;
       }
     }
-    if (best < 0) return;
-    const a = arrays[best]!;
-    // Take every event of this batch that still comes before the other streams' heads.
+    if (best < 0) return false;
     let limit: bigint | undefined;
     for (let i = 0; i < arrays.length; i++) {
       const o = arrays[i];
       if (i === best || o === undefined) continue;
-      const ts = o[index[i]!]!.tsNs;
-      // Ties go to the lower stream index: an earlier stream's equal timestamp stops this batch before it.
+      const ts = o[this.#index[i]!]!.tsNs;
+      // Ties go to the lower stream index: an earlier stream's equal timestamp stops this run before it.
       const bound = i < best ? ts - 1n : ts;
       if (limit === undefined || bound < limit) limit = bound;
     }
-    let k = index[best]!;
-    if (limit === undefined) {
-      while (k < a.length) yield a[k++]!;
-    } else {
-      do yield a[k++]!;
-      while (k < a.length && a[k]!.tsNs <= limit);
-    }
-    if (k >= a.length) refill(best);
-    else index[best] = k;
+    const a = arrays[best]!;
+    let end = this.#index[best]! + 1;
+    if (limit === undefined) end = a.length;
+    else while (end < a.length && a[end]!.tsNs <= limit) end++;
+    this.#current = a;
+    this.#k = this.#index[best]!;
+    this.#end = end;
+    this.#stream = best;
+    return true;
   }
 }

@@ -3,7 +3,7 @@
  * values, following the event's `format` file. Decoders are compiled once per event class.
  */
 import { TraceFormatError } from '../errors.ts';
-import type { ByteOrder, EventClass, FieldValue, FtraceFieldInfo } from '../model/types.ts';
+import type { ByteOrder, EventClass, FieldValue, FtraceFieldInfo, TraceEvent } from '../model/types.ts';
 import { isCharType, parseDeclaration, sizeOfType } from './c-types.ts';
 
 /** Decoded values: payload fields and the `common_*` ones. */
@@ -174,6 +174,29 @@ function inlineRead(f: FtraceFieldInfo, le: boolean): string | undefined {
  * @throws TraceFormatError when the class has no ftrace info.
  */
 export function compileRecordDecoder(event: EventClass, byteOrder: ByteOrder = 'le', longSize = 8): RecordDecoder {
+  return compileDecoders(event, byteOrder, longSize).record;
+}
+
+/** Builds a whole event from a record: the decoder readers use (one object fewer per event than a record). */
+export type EventDecoder = (
+  bytes: Buffer,
+  view: DataView,
+  start: number,
+  length: number,
+  tsNs: bigint,
+  cpu: number,
+) => TraceEvent;
+
+/** Compiles the {@link EventDecoder} of an event class with ftrace info. */
+export function compileEventDecoder(event: EventClass, byteOrder: ByteOrder = 'le', longSize = 8): EventDecoder {
+  return compileDecoders(event, byteOrder, longSize).event;
+}
+
+function compileDecoders(
+  event: EventClass,
+  byteOrder: ByteOrder,
+  longSize: number,
+): { record: RecordDecoder; event: EventDecoder } {
   const info = event.ftrace;
   if (info === undefined) throw new TraceFormatError('ERR_TRACE_FORMAT', `${event.name} has no ftrace field info`);
   const le = byteOrder === 'le';
@@ -186,8 +209,12 @@ export function compileRecordDecoder(event: EventClass, byteOrder: ByteOrder = '
     for (const [name, read] of common) c[name] = read(bytes, view, start, length);
     return { fields, common: c };
   };
+  const slowEvent: EventDecoder = (bytes, view, start, length, tsNs, cpu) => {
+    const d = slow(bytes, view, start, length);
+    return { tsNs, cpu, eventClass: event, fields: d.fields, scopes: { common: d.common } };
+  };
   // A field named __proto__ would set the literal's prototype instead of a property.
-  if (info.fields.some((f) => f.name === '__proto__')) return slow;
+  if (info.fields.some((f) => f.name === '__proto__')) return { record: slow, event: slowEvent };
   const helpers: Reader[] = [];
   const fixedEnd = Math.max(0, ...info.fields.filter((f) => !/\[\]$/.test(f.cType)).map((f) => f.offset + f.size));
   const member = (f: FtraceFieldInfo, read: Reader) => {
@@ -201,9 +228,20 @@ export function compileRecordDecoder(event: EventClass, byteOrder: ByteOrder = '
       .map((f) => member(f, readers.get(f.name)!))
       .join(', ');
   // Field names are JSON-quoted and every other token is generated here, so the source holds no input text.
-  const body = `return function decode(b, v, s, len) {
+  const own$ = list(false);
+  const common$ = list(true);
+  const body = `return [function decode(b, v, s, len) {
     if (len < ${fixedEnd}) return slow(b, v, s, len);
-    return { fields: { ${list(false)} }, common: { ${list(true)} } };
-  };`;
-  return new Function('h', 'slow', body)(helpers, slow) as RecordDecoder;
+    return { fields: { ${own$} }, common: { ${common$} } };
+  }, function decodeEvent(b, v, s, len, tsNs, cpu) {
+    if (len < ${fixedEnd}) return slowEvent(b, v, s, len, tsNs, cpu);
+    return { tsNs, cpu, eventClass, fields: { ${own$} }, scopes: { common: { ${common$} } } };
+  }];`;
+  const [record, decodeEvent] = new Function('h', 'slow', 'slowEvent', 'eventClass', body)(
+    helpers,
+    slow,
+    slowEvent,
+    event,
+  );
+  return { record, event: decodeEvent };
 }
