@@ -4,6 +4,7 @@ export { isCtf2Metadata, parseCtf2Metadata } from './ctf/ctf2.ts';
 export { LTTNG_INDEX_MAGIC, type LttngIndexEntry, parseLttngIndex } from './ctf/lttng-index.ts';
 export { readMetadataText } from './ctf/metadata.ts';
 export {
+  type ByteSource,
   type CtfTraceData,
   type CtfTraceReader,
   type OpenCtfOptions,
