@@ -112,6 +112,7 @@ describe.skipIf(!fixtures)(
     });
 
     it('packet decoder: mutated streams decode or throw ERR_CTF_PACKET with file and offset, never hang', () => {
+      const heapBefore = process.memoryUsage().heapUsed;
       fc.assert(
         fc.property(fc.nat(traces.length - 1), fc.nat(), edits, (i, s, list) => {
           const t = traces[i]!;
@@ -128,6 +129,8 @@ describe.skipIf(!fixtures)(
         }),
         { numRuns: 300 },
       );
+      // No mutation may make the decoder allocate without bound (sequence lengths are checked against the packet).
+      expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(256 << 20);
     });
 
     it('lenient mode keeps every event read before a corrupt packet and never throws on packets', () => {
