@@ -73,6 +73,24 @@ describe.skipIf(why !== '')(
       );
     });
 
+    it('in lenient mode skips a chunk that does not decompress and keeps every other event', () => {
+      const bytes = Buffer.from(readFileSync(v7));
+      const reference = openTraceDat(v7);
+      const cpu = reference.info.buffers[0]!.cpus.find((c) => c.size > 0)!;
+      const before = [...reference.events()];
+      // Break the zstd magic of the first chunk of that CPU (count, compressed size, size, then the frame).
+      bytes.writeUInt32LE(0xdeadbeef, cpu.offset + 12);
+      expect(() => [...readTraceDat(bytes, { file: 'broken.dat' }).events()]).toThrow(
+        /^broken\.dat: byte \d+: zstd block does not decompress/,
+      );
+      const lenient = readTraceDat(bytes, { file: 'broken.dat', lenient: true });
+      const after = [...lenient.events()];
+      expect(lenient.warnings.some((w) => w.includes(`CPU ${cpu.cpu}: chunk skipped`))).toBe(true);
+      const lost = before.filter((e) => e.cpu === cpu.cpu).length - after.filter((e) => e.cpu === cpu.cpu).length;
+      expect(lost).toBeGreaterThan(0);
+      expect(after.filter((e) => e.cpu !== cpu.cpu).length).toBe(before.filter((e) => e.cpu !== cpu.cpu).length);
+    });
+
     it('reads saved cmdlines, kallsyms and the clock', () => {
       const r = openTraceDat(v7);
       expect(r.metadata.clock).toBe('local');

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { inflateSync, zstdDecompressSync } from 'node:zlib';
+import { TraceFormatError } from '../../errors.ts';
 import type { ByteOrder, EventClass, TraceEvent } from '../../model/types.ts';
 import { cpuEventBatches, EventTable, type FtraceMetadata, mergeBatches } from '../events.ts';
 import { parseFormatFile } from '../format-file.ts';
@@ -179,7 +180,7 @@ export function readTraceDat(bytes: Buffer, options: FtraceReadOptions & { file?
       const table = new EventTable(metadata);
       const warn = (m: string) => warnings.push(m);
       const streams = (top?.cpus ?? []).map((cpu) => {
-        const data = cpuData(bytes, c, cpu, compression?.name ?? 'none', version);
+        const data = cpuData(bytes, c, cpu, compression?.name ?? 'none', version, options.lenient ? warn : undefined);
         return cpuEventBatches(
           metadata,
           table,
@@ -209,6 +210,7 @@ function cpuData(
   cpu: { cpu: number; offset: number; size: number },
   compression: string,
   version: number,
+  lenientWarn: ((message: string) => void) | undefined,
 ): { bytes: Buffer | (() => Iterable<Buffer>); compressed: boolean } {
   if (cpu.offset + cpu.size > bytes.length) {
     c.fail(`CPU ${cpu.cpu} data [${cpu.offset}, +${cpu.size}) past the end of the file`, cpu.offset);
@@ -230,7 +232,15 @@ function cpuData(
   }
   return {
     bytes: function* () {
-      for (const k of list) yield decompress(d, compression, k.data, k.usize, k.at);
+      for (const k of list) {
+        try {
+          yield decompress(d, compression, k.data, k.usize, k.at);
+        } catch (e) {
+          // Lenient: a chunk that does not decompress is reported and skipped; the chunks around it still count.
+          if (lenientWarn === undefined || !(e instanceof TraceFormatError)) throw e;
+          lenientWarn(`${e.message}; CPU ${cpu.cpu}: chunk skipped`);
+        }
+      }
     },
     compressed: true,
   };
