@@ -2,6 +2,7 @@
  * The Chrome/Perfetto trace-event JSON format (`{"traceEvents": [...]}`), which ui.perfetto.dev and chrome://tracing
  * open. Each event becomes an instant event on its task's track (ftrace `common_pid`, else its CPU), with its fields
  * as `args`; task names come from the trace's saved cmdlines and from sched_switch events, as metadata events.
+ * `sched:sched_switch` events also draw, on one track per CPU, a slice for each task's time on that CPU.
  */
 import type { FieldValue, TraceEvent } from '../model/types.ts';
 import { jsonValue } from './json.ts';
@@ -27,7 +28,10 @@ export function writePerfettoJson(
 ): number {
   const names = new Map<number, string>();
   const seen = new Set<number>();
+  /** The task running on each CPU since its last sched_switch. */
+  const running = new Map<number, { since: bigint; comm: string; pid: number }>();
   let n = 0;
+  let lastTs = 0n;
   write('{"displayTimeUnit":"ns","traceEvents":[\n');
   let first = true;
   const emit = (json: string) => {
@@ -40,6 +44,13 @@ export function writePerfettoJson(
     if (e.eventClass.ftrace?.event === 'sched_switch') {
       remember(names, f.prev_pid, f.prev_comm);
       remember(names, f.next_pid, f.next_comm);
+      if (e.cpu !== null) {
+        const track = -1 - e.cpu;
+        seen.add(track);
+        const was = running.get(e.cpu);
+        if (was !== undefined) emit(slice(was, e.tsNs, track));
+        running.set(e.cpu, { since: e.tsNs, comm: String(f.next_comm ?? '?'), pid: Number(f.next_pid ?? -1) });
+      }
     }
     // Events without a task go on one track per CPU, numbered below zero.
     const tid = typeof pid === 'number' ? pid : -1 - (e.cpu ?? 0);
@@ -49,11 +60,14 @@ export function writePerfettoJson(
     const name = colon > 0 ? e.eventClass.name.slice(colon + 1) : e.eventClass.name;
     const args = jsonValue(f as FieldValue) as Record<string, unknown>;
     if (e.cpu !== null) args.cpu = e.cpu;
+    lastTs = e.tsNs;
     emit(
       `{"ph":"i","s":"t","name":${JSON.stringify(name)},"cat":${JSON.stringify(cat)},"ts":${micros(e.tsNs)},"pid":${tid},"tid":${tid},"args":${JSON.stringify(args)}}`,
     );
     n++;
   }
+  // Tasks still running at the end of the trace get a slice up to the last event.
+  for (const [cpu, was] of running) emit(slice(was, lastTs, -1 - cpu));
   // Names are known only once every sched_switch is seen, so the metadata events come last.
   for (const tid of seen) {
     const name =
@@ -69,4 +83,9 @@ export function writePerfettoJson(
 
 function remember(names: Map<number, string>, pid: FieldValue | undefined, comm: FieldValue | undefined): void {
   if (typeof pid === 'number' && typeof comm === 'string' && pid !== 0) names.set(pid, comm);
+}
+
+function slice(was: { since: bigint; comm: string; pid: number }, until: bigint, track: number): string {
+  const dur = until > was.since ? until - was.since : 0n;
+  return `{"ph":"X","name":${JSON.stringify(`${was.comm} (${was.pid})`)},"cat":"sched","ts":${micros(was.since)},"dur":${micros(dur)},"pid":${track},"tid":${track},"args":{"pid":${was.pid}}}`;
 }
