@@ -84,7 +84,11 @@ function formatInteger(value: number | bigint, type: IntegerClass): string {
     case 8:
     case 2: {
       let v = BigInt(value);
-      if (v < 0n) v = BigInt.asUintN(type.size, v);
+      // Negative values show their two's complement, widened to whole hex or octal digits as babeltrace2 does.
+      if (v < 0n) {
+        const digit = type.base === 16 ? 4 : type.base === 8 ? 3 : 1;
+        v = BigInt.asUintN(Math.min(64, Math.ceil(type.size / digit) * digit), v);
+      }
       if (type.base === 16) return `0x${v.toString(16).toUpperCase()}`;
       if (type.base === 8) return `0${v.toString(8)}`;
       return `0b${v.toString(2).padStart(type.size, '0')}`;

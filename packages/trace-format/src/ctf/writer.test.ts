@@ -265,3 +265,120 @@ describe.skipIf(!haveBt2 || !fixtures)(
     }
   },
 );
+
+describe.skipIf(!haveBt2)(
+  `babeltrace2 and the text formatter agree on edge values${haveBt2 ? '' : ' (skipped: babeltrace2 not installed)'}`,
+  () => {
+    it('negative hex/octal/binary, unknown labels, NaN/inf/-0 and %g floats, control bytes, nested and empty compounds', () => {
+      const o = 'be';
+      const f64 = { kind: 'float', expDig: 11, mantDig: 53, align: 8, byteOrder: o } as const;
+      const cls: EventClass = {
+        id: 0,
+        name: 'edge',
+        streamId: 0,
+        payload: struct([
+          ['neg_hex', int(o, 13, true, 1, 16)],
+          ['neg_oct', int(o, 8, true, 8, 8)],
+          ['neg_bin', int(o, 4, true, 1, 2)],
+          ['big_hex', int(o, 64, false, 8, 16)],
+          ['senum', { kind: 'enum', container: int(o, 8, true), mappings: [{ label: 'NEG', ranges: [[-5, -1]] }] }],
+          ['nolabel', { kind: 'enum', container: int(o, 8), mappings: [{ label: 'A', ranges: [[0, 0]] }] }],
+          ['fnan', f64],
+          ['finf', f64],
+          ['fneg0', f64],
+          ['fg', f64],
+          ['f32', { kind: 'float', expDig: 8, mantDig: 24, align: 1, byteOrder: o }],
+          ['ctrl', { kind: 'string', encoding: 'utf8' }],
+          [
+            'sarr',
+            {
+              kind: 'array',
+              length: 2,
+              element: struct([
+                ['x', int(o, 8)],
+                ['y', { kind: 'string', encoding: 'utf8' }],
+              ]),
+            },
+          ],
+          ['nested', { kind: 'array', length: 2, element: { kind: 'array', length: 2, element: int(o, 8) } }],
+          ['empty', struct([])],
+          [
+            'tag',
+            {
+              kind: 'enum',
+              container: int(o, 8),
+              mappings: [
+                { label: 'S', ranges: [[0, 0]] },
+                { label: 'I', ranges: [[1, 1]] },
+              ],
+            },
+          ],
+          [
+            'var',
+            {
+              kind: 'variant',
+              tagRef: 'tag',
+              options: [
+                {
+                  name: 'S',
+                  type: struct([
+                    ['a', int(o, 8)],
+                    ['b', int(o, 8)],
+                  ]),
+                },
+                { name: 'I', type: int(o, 32) },
+              ],
+            },
+          ],
+          ['n', int(o, 8)],
+          ['text', { kind: 'sequence', element: { ...int(o, 8), encoding: 'utf8' }, lengthRef: 'n' }],
+        ]),
+      };
+      const dir = join(root, 'edge');
+      const writer = createCtfWriter(dir, { byteOrder: o });
+      const floats = [0.1, 1e-5, 123456789, 1e21, 3.14159265, -2.5e-300, 100000, 999999.5];
+      floats.forEach((g, k) => {
+        writer.writeEvent({
+          eventClass: cls,
+          tsNs: BigInt(k + 1),
+          fields: {
+            neg_hex: -2 - k,
+            neg_oct: -3,
+            neg_bin: -1,
+            big_hex: 0xffffffffffffffffn,
+            senum: -3,
+            nolabel: 7,
+            fnan: Number.NaN,
+            finf: k % 2 ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY,
+            fneg0: -0,
+            fg: g,
+            f32: Math.fround(g * 3),
+            ctrl: `a\x01b\x7fc\x1b\t\u00e9\u2028${k}`,
+            sarr: [
+              { x: 1, y: 'p' },
+              { x: 2, y: 'q' },
+            ],
+            nested: [
+              [1, 2],
+              [3, 4],
+            ],
+            empty: {},
+            tag: k % 2,
+            var: k % 2 ? { I: 70000 } : { S: { a: 1, b: 2 } },
+            n: k % 2 ? 0 : 3,
+            text: k % 2 ? '' : 'abc',
+          },
+        });
+      });
+      writer.close();
+      const run = spawnSync('babeltrace2', ['--clock-gmt', dir], { encoding: 'utf8' });
+      expect(run.status).toBe(0);
+      const reader = openCtfTrace(dir);
+      const format = createBabeltraceTextFormatter({ trace: reader.trace });
+      const ours = Array.from(reader.events(), format);
+      expect(ours).toEqual(run.stdout.trimEnd().split('\n'));
+      expect(ours[0]).toContain('neg_oct = 0775, neg_bin = 0b1111');
+      expect(ours[3]).toContain('fg = 1e+21');
+    });
+  },
+);
