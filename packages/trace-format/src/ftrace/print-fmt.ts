@@ -299,7 +299,15 @@ class Parser {
         args.push(() => BigInt(bytes));
         break;
       }
-      args.push(this.expr());
+      const t = this.peek();
+      const next = this.peek(1);
+      if (/^__get_/.test(name) && t?.t === 'id' && next?.t === 'op' && (next.v === ')' || next.v === ',')) {
+        // `__get_str(field)` and friends name the field bare.
+        this.i++;
+        args.push((c) => field(c, t.v));
+      } else {
+        args.push(this.expr());
+      }
       if (!this.isOp(')')) this.eat(',');
     }
     this.eat(')');

@@ -65,6 +65,9 @@ describe.skipIf(why !== '')(
       });
       const ours = [...r.events()].map(line);
       expect(ours.length).toBeGreaterThan(10);
+      // Every kind recorded is there, exec's __get_str(filename) included.
+      for (const name of ['kmalloc:', 'sched_switch:', 'sched_process_exec:'])
+        expect(ours.some((l) => l.includes(name))).toBe(true);
       expect(ours).toEqual(
         theirs
           .replace(/^cpus=\d+\n/, '')
