@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { RingBuffer } from './ringbuffer.ts';
 
 describe('Reader.wait', () => {
-  it('sleeps until the watermark page completes; the writer's page switch wakes it', async () => {
+  it('sleeps until the watermark page completes; a page switch of the writer wakes it', async () => {
     const buf = RingBuffer.create({ mode: 'discard', pageCount: 8 });
     const r = buf.reader();
     const w = buf.writer();
