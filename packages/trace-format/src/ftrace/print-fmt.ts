@@ -16,8 +16,14 @@ interface Ctx {
   readonly kallsyms: Kallsyms | undefined;
 }
 
+/**
+ * How pointers print: `trace-cmd` (`%p` as `0x…`, `%pS` as `name+0xoff`) or `kernel`, as tracefs's `trace` file shows
+ * them with the `hash-ptr` option off (`%p` as bare hex, `%pS` as `name+0xoff/0xsize [module]`).
+ */
+export type PrintStyle = 'trace-cmd' | 'kernel';
+
 /** Renders one event's print format; undefined when the event has none or the format is not understood. */
-export type PrintFormatter = (event: TraceEvent, kallsyms?: Kallsyms) => string | undefined;
+export type PrintFormatter = (event: TraceEvent, kallsyms?: Kallsyms, style?: PrintStyle) => string | undefined;
 
 class Unsupported extends Error {}
 
@@ -528,7 +534,7 @@ function bitsOf(spec: Spec): number {
         : 32;
 }
 
-function render(spec: Spec, v: Value, kallsyms: Kallsyms | undefined): string {
+function render(spec: Spec, v: Value, kallsyms: Kallsyms | undefined, style: PrintStyle): string {
   switch (spec.conv) {
     case 's': {
       const s = typeof v === 'string' ? v : Array.isArray(v) ? '' : String(v);
@@ -538,10 +544,14 @@ function render(spec: Spec, v: Value, kallsyms: Kallsyms | undefined): string {
       return pad(String.fromCharCode(Number(BigInt.asUintN(8, num(v)))), spec, false);
     case 'p': {
       const a = BigInt.asUintN(64, num(v));
+      const withOffset = spec.ext === 'S' || spec.ext === 'F' || spec.ext === 'B';
       if (spec.ext !== '' && kallsyms !== undefined) {
         const sym = kallsyms.lookup(a);
         if (sym !== undefined) {
-          const withOffset = spec.ext === 'S' || spec.ext === 'F' || spec.ext === 'B';
+          if (style === 'kernel') {
+            const where = withOffset ? `+0x${sym.offset.toString(16)}/0x${(sym.size ?? 0n).toString(16)}` : '';
+            return pad(`${sym.name}${where}${sym.module !== undefined ? ` [${sym.module}]` : ''}`, spec, false);
+          }
           return pad(
             withOffset && sym.offset !== 0n ? `${sym.name}+0x${sym.offset.toString(16)}` : sym.name,
             spec,
@@ -549,6 +559,9 @@ function render(spec: Spec, v: Value, kallsyms: Kallsyms | undefined): string {
           );
         }
       }
+      // The kernel prints plain pointers zero-padded to the pointer width (64-bit here) and without 0x.
+      if (style === 'kernel')
+        return pad(spec.ext !== '' ? `0x${a.toString(16)}` : a.toString(16).padStart(16, '0'), spec, false);
       return pad(`0x${a.toString(16)}`, spec, false);
     }
     case 'd':
@@ -589,12 +602,12 @@ export function compilePrintFormat(eventClass: EventClass): PrintFormatter | und
     const args = k < toks.length ? parser.args() : [];
     const specs = parseSpecs(fmt);
     if (specs.filter((s) => s.literal === undefined).length !== args.length) return undefined;
-    return (event, kallsyms) => {
+    return (event, kallsyms, style = 'trace-cmd') => {
       const ctx: Ctx = { event, kallsyms };
       let out = '';
       let a = 0;
       try {
-        for (const s of specs) out += s.literal !== undefined ? s.literal : render(s, args[a++]!(ctx), kallsyms);
+        for (const s of specs) out += s.literal !== undefined ? s.literal : render(s, args[a++]!(ctx), kallsyms, style);
       } catch (e) {
         if (e instanceof Unsupported) return undefined;
         throw e;

@@ -25,6 +25,8 @@ export interface Capture {
   readonly rawText: string;
   /** `trace` with the `fields` option: `name=value` per field. */
   readonly fieldsText: string;
+  /** `trace` as the kernel prints it by default, but with `hash-ptr` off (real addresses). */
+  readonly plainText: string;
   readonly pageSize: number;
   /** `per_cpu/cpuN/stats` by CPU, read before draining. */
   readonly stats: Map<number, string>;
@@ -58,6 +60,8 @@ export async function captureRawPages(
     write(`${inst}/options/fields`, '1');
     const fieldsText = readFileSync(`${inst}/trace`, 'utf8');
     write(`${inst}/options/fields`, '0');
+    write(`${inst}/options/hash-ptr`, '0');
+    const plainText = readFileSync(`${inst}/trace`, 'utf8');
     mkdirSync(join(out, 'events'));
     for (const f of ['header_page', 'header_event'])
       write(join(out, 'events', f), readFileSync(`${inst}/events/${f}`, 'utf8'));
@@ -68,6 +72,7 @@ export async function captureRawPages(
     write(join(out, 'buffer_subbuf_size_kb'), readFileSync(`${inst}/buffer_subbuf_size_kb`, 'utf8'));
     write(join(out, 'saved_cmdlines'), readFileSync(`${tracefs}/saved_cmdlines`, 'utf8'));
     write(join(out, 'trace_clock'), readFileSync(`${inst}/trace_clock`, 'utf8'));
+    write(join(out, 'kallsyms'), readFileSync('/proc/kallsyms', 'utf8'));
     const stats = new Map<number, string>();
     for (const cpuDir of readdirSync(`${inst}/per_cpu`)) {
       stats.set(Number(cpuDir.slice(3)), readFileSync(`${inst}/per_cpu/${cpuDir}/stats`, 'utf8'));
@@ -94,7 +99,7 @@ export async function captureRawPages(
       }
       writeFileSync(join(out, `${cpuDir}.raw`), Buffer.concat(chunks));
     }
-    return { dir: out, rawText, fieldsText, pageSize, stats };
+    return { dir: out, rawText, fieldsText, plainText, pageSize, stats };
   });
 }
 
