@@ -397,10 +397,10 @@ function variantDecoder(type: VariantClass, lex: Lexical | undefined, options: C
     });
   } else {
     if (loc.type.kind !== 'enum') fail(`variant tag '${type.tagRef}' is not an enumeration`);
-    // For each mapping, the option of the same name (labels keep their underscore, option names lost one).
     for (const m of (loc.type as EnumClass).mappings) {
-      let option = optionNames.indexOf(m.label);
-      if (option < 0) option = optionNames.indexOf(strip(m.label));
+      // The label names the option as TSDL spells it; stored option names lost one underscore.
+      let option = optionNames.indexOf(strip(m.label));
+      if (option < 0) option = optionNames.indexOf(m.label);
       for (const [low, high] of m.ranges) ranges.push({ low, high, option });
     }
   }

@@ -241,28 +241,36 @@ describe.skipIf(!haveBt2)(
 );
 
 const fixtures = sharedFixtures();
+
+/**
+ * The CTF writer always records a time and the CPU (`cpu_id`): where the source had neither, babeltrace2's line for
+ * the converted trace has them in addition; everything else must be the same.
+ */
+function withoutAddedScopes(line: string, original: string): string {
+  let out = line;
+  if (!original.startsWith('[')) out = out.replace(/^\[[^\]]*\] \([^)]*\) /, '');
+  if (!original.includes('{ cpu_id = ')) out = out.replace(/\{ cpu_id = \d+ \}, /, '');
+  return out;
+}
+
 describe.skipIf(!haveBt2 || !fixtures)(
   `writeCtfTrace: babeltrace2 prints converted real traces as it printed the originals${haveBt2 && fixtures ? '' : ' (skipped: babeltrace2 or ../shared/fixtures absent)'}`,
   () => {
-    const cases = fixtures
-      ? ctfFixtureCases(fixtures).succeed.filter((c) =>
-          ['tracecompass/flipping-endianness', 'succeed/multi-domains-kernel', 'succeed/sequence'].includes(c.name),
-        )
-      : [];
-    for (const c of cases) {
-      for (const order of ['le', 'be'] as const) {
-        it(`${c.name} rewritten ${order}`, () => {
-          const out = join(root, `convert-${c.name.replace('/', '-')}-${order}`);
-          const n = writeCtfTrace(openCtfTrace(c.dir), out, { byteOrder: order });
-          const run = spawnSync('babeltrace2', ['--clock-gmt', out], { encoding: 'utf8', maxBuffer: 1 << 28 });
-          expect(run.status).toBe(0);
-          const expected = gunzipSync(readFileSync(c.expectedText!)).toString('utf8').trimEnd().split('\n');
-          const got = run.stdout.trimEnd().split('\n');
-          expect(got.length).toBe(n);
-          expect(got).toEqual(expected);
-        });
-      }
-    }
+    const cases = fixtures ? ctfFixtureCases(fixtures).succeed : [];
+    cases.forEach((c, k) => {
+      const order = k % 2 === 0 ? 'be' : 'le';
+      it(`${c.name} rewritten ${order}`, () => {
+        const out = join(root, `convert-${c.name.replace('/', '-')}-${order}`);
+        const n = writeCtfTrace(openCtfTrace(c.dir), out, { byteOrder: order });
+        const expected = gunzipSync(readFileSync(c.expectedText!)).toString('utf8').split('\n').filter(Boolean);
+        expect(n).toBe(expected.length);
+        if (n === 0) return;
+        const run = spawnSync('babeltrace2', ['--clock-gmt', out], { encoding: 'utf8', maxBuffer: 1 << 28 });
+        expect(run.status).toBe(0);
+        const got = run.stdout.trimEnd().split('\n');
+        expect(got.map((line, i) => withoutAddedScopes(line, expected[i] ?? ''))).toEqual(expected);
+      });
+    });
   },
 );
 

@@ -37,6 +37,11 @@ export interface CtfWriterOptions {
    * stay small); times read back are the nanoseconds written either way.
    */
   readonly clock?: Partial<ClockClass>;
+  /**
+   * The stream event context every event carries (LTTng's `vtid`, `vpid`...): its values are taken from each event's
+   * `scopes['stream.event.context']`. Event classes with a `context` likewise write `scopes['event.context']`.
+   */
+  readonly eventContext?: StructClass;
 }
 
 /** An event to write: its class, time, payload and CPU (one stream file per CPU). */
@@ -45,6 +50,8 @@ export interface CtfEventInput {
   readonly tsNs: bigint;
   readonly fields: { readonly [name: string]: FieldValue };
   readonly cpu?: number | null;
+  /** Context scopes, by CTF scope name (`stream.event.context`, `event.context`). */
+  readonly scopes?: { readonly [scope: string]: { readonly [name: string]: FieldValue } };
 }
 
 export interface CtfWriter {
@@ -59,6 +66,8 @@ export interface CtfWriter {
 interface WriterClass {
   readonly cls: EventClass;
   readonly encode: FieldEncoder;
+  /** Encoder of the class's own context, when it has one. */
+  readonly encodeContext?: FieldEncoder;
   /** Rewrites ftrace `__data_loc` arrays into a length member and a sequence. */
   readonly prepare?: (fields: { readonly [name: string]: FieldValue }) => { [name: string]: FieldValue };
 }
@@ -250,7 +259,6 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
       id: written.length,
       streamId: 0,
       payload: type,
-      context: undefined,
       ftrace: undefined,
     };
     const prepare =
@@ -266,7 +274,12 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
           };
     // Emitting the TSDL now rejects unwritable names before any event of the class is written.
     const text = eventText(ctfClass);
-    wc = { cls: ctfClass, encode: compileEncoder(type, cls.name), prepare };
+    wc = {
+      cls: ctfClass,
+      encode: compileEncoder(type, cls.name),
+      encodeContext: cls.context && compileEncoder(cls.context, `${cls.name} context`),
+      prepare,
+    };
     classes.set(cls, wc);
     written.push(text);
     return wc;
@@ -323,7 +336,15 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
 
   const le = order === 'le';
   const compactRangeNum = Number(compactRange);
-  function encodeEvent(s: StreamFile, id: number, cycles: bigint, wc: WriterClass, fields: FieldValue): void {
+  const encodeStreamContext = options.eventContext && compileEncoder(options.eventContext, 'stream event context');
+  function encodeEvent(
+    s: StreamFile,
+    id: number,
+    cycles: bigint,
+    wc: WriterClass,
+    fields: FieldValue,
+    scopes: CtfEventInput['scopes'],
+  ): void {
     const w = s.w;
     const delta = Number(cycles - s.clock);
     if (id < compactLimit && delta < compactRangeNum) {
@@ -344,6 +365,8 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
       extId(w, id);
       extTs(w, cycles);
     }
+    if (encodeStreamContext) encodeStreamContext(w, scopes?.['stream.event.context']);
+    if (wc.encodeContext) wc.encodeContext(w, scopes?.['event.context']);
     wc.encode(w, fields);
     s.clock = cycles;
   }
@@ -372,7 +395,7 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
       const start = s.w.pos;
       const clockBefore = s.clock;
       try {
-        encodeEvent(s, wc.cls.id, cycles, wc, fields);
+        encodeEvent(s, wc.cls.id, cycles, wc, fields, event.scopes);
       } catch (error) {
         s.w.pos = start;
         s.clock = clockBefore;
@@ -384,7 +407,7 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
         s.clock = clockBefore;
         flush(s);
         openPacket(s, cycles);
-        encodeEvent(s, wc.cls.id, cycles, wc, fields);
+        encodeEvent(s, wc.cls.id, cycles, wc, fields, event.scopes);
       }
     },
     close() {
@@ -410,7 +433,9 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
     }
     parts.push(clockText(clock));
     parts.push(
-      `stream {\n\tid = 0;\n\tevent.header := ${structText(eventHeader, '\t')};\n\tpacket.context := ${structText(packetContext, '\t')};\n};\n`,
+      `stream {\n\tid = 0;\n\tevent.header := ${structText(eventHeader, '\t')};\n\tpacket.context := ${structText(packetContext, '\t')};\n${
+        options.eventContext ? `\tevent.context := ${structText(options.eventContext, '\t')};\n` : ''
+      }};\n`,
     );
     parts.push(...written);
     return parts.join('\n');
@@ -422,7 +447,14 @@ export function writeCtfTrace(reader: TraceReader, dir: string, options: CtfWrit
   // A CTF source keeps its environment (host name, tracer) unless the caller gives one.
   const source = (reader as { trace?: { env?: ReadonlyMap<string, string | number | bigint> } }).trace?.env;
   const env = options.env ?? (source ? Object.fromEntries(source) : undefined);
-  const writer = createCtfWriter(dir, { ...options, env });
+  // It also keeps the stream event context, when every stream class of the source has the same one.
+  const streams = (reader as { trace?: { streams?: ReadonlyMap<number, { eventContext?: StructClass }> } }).trace
+    ?.streams;
+  const key = (v: unknown) => JSON.stringify(v ?? null, (_k, x) => (typeof x === 'bigint' ? `${x}n` : x));
+  const contexts = new Set([...(streams?.values() ?? [])].map((st) => key(st.eventContext)));
+  const first = streams?.values().next().value?.eventContext;
+  const eventContext = options.eventContext ?? (contexts.size === 1 && first ? first : undefined);
+  const writer = createCtfWriter(dir, { ...options, env, eventContext });
   let n = 0;
   try {
     for (const event of reader.events() as Iterable<TraceEvent>) {

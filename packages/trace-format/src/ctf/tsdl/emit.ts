@@ -1,5 +1,5 @@
 import { TraceFormatError } from '../../errors.ts';
-import type { ClockClass, EventClass, FieldClass, StructClass } from '../../model/types.ts';
+import type { ClockClass, EventClass, FieldClass, StructClass, StructMember } from '../../model/types.ts';
 
 /** TSDL words a field name must not be; such names (and names that start with `_`) get one `_` prepended. */
 const KEYWORDS = new Set([
@@ -62,7 +62,8 @@ export function tsdlString(s: string): string {
  * The TSDL spelling of a sequence length or variant tag path. Its first component is matched against the sibling
  * names (as a reader matches it: one underscore dropped, else exactly), so it names the same member once written.
  */
-function refPath(ref: string, siblings: readonly string[]): string {
+function refPath(ref: string, members: readonly StructMember[]): string {
+  const siblings = members.map((m) => m.name);
   const prefix = SCOPE_PREFIXES.find((p) => ref.startsWith(p)) ?? '';
   const parts = ref.slice(prefix.length).split('.');
   const strip = (c: string) => (c.startsWith('_') ? c.slice(1) : c);
@@ -71,7 +72,7 @@ function refPath(ref: string, siblings: readonly string[]): string {
   return prefix + [head, ...parts.slice(1).map(strip)].map(tsdlName).join('.');
 }
 
-function typeText(type: FieldClass, indent: string, siblings: readonly string[]): string {
+function typeText(type: FieldClass, indent: string, siblings: readonly StructMember[]): string {
   switch (type.kind) {
     case 'int': {
       const parts = [
@@ -104,8 +105,17 @@ function typeText(type: FieldClass, indent: string, siblings: readonly string[])
       return structText(type, indent);
     case 'variant': {
       const inner = `${indent}\t`;
-      const names = type.options.map((o) => o.name);
-      const options = type.options.map((o) => `${inner}${declaration(o.name, o.type, inner, names)};`);
+      // An option is spelled like the enumeration label that selects it, which is how readers pair them.
+      const tag = siblings.find((m) => m.name === type.tagRef || `_${m.name}` === type.tagRef)?.type;
+      const labels = tag?.kind === 'enum' ? tag.mappings.map((m) => m.label) : [];
+      const usable = (l: string) => labels.includes(l) && /^[A-Za-z_][A-Za-z0-9_]*$/.test(l) && !KEYWORDS.has(l);
+      // Readers drop one underscore from the option's name: the label `_X` names the option stored as `X`.
+      const spell = (name: string) => (usable(`_${name}`) ? `_${name}` : usable(name) ? name : undefined);
+      const options = type.options.map((o) => {
+        const label = spell(o.name);
+        const text = declaration(o.name, o.type, inner, type.options);
+        return `${inner}${label === undefined ? text : text.replace(/ [A-Za-z0-9_]+$/, ` ${label}`)};`;
+      });
       return `variant <${refPath(type.tagRef, siblings)}> {\n${options.join('\n')}\n${indent}}`;
     }
     case 'array':
@@ -115,7 +125,7 @@ function typeText(type: FieldClass, indent: string, siblings: readonly string[])
   }
 }
 
-function declaration(name: string, type: FieldClass, indent: string, siblings: readonly string[]): string {
+function declaration(name: string, type: FieldClass, indent: string, siblings: readonly StructMember[]): string {
   let suffix = '';
   let t = type;
   while (t.kind === 'array' || t.kind === 'sequence') {
@@ -128,8 +138,7 @@ function declaration(name: string, type: FieldClass, indent: string, siblings: r
 /** A structure class as TSDL (`struct { ... } align(N)`). */
 export function structText(type: StructClass, indent = ''): string {
   const inner = `${indent}\t`;
-  const names = type.members.map((m) => m.name);
-  const members = type.members.map((m) => `${inner}${declaration(m.name, m.type, inner, names)};`);
+  const members = type.members.map((m) => `${inner}${declaration(m.name, m.type, inner, type.members)};`);
   const body = members.length === 0 ? '{ }' : `{\n${members.join('\n')}\n${indent}}`;
   return `struct ${body}${type.minAlign > 1 ? ` align(${type.minAlign})` : ''}`;
 }
