@@ -227,6 +227,15 @@ describe.skipIf(root === undefined)(
       writeFileSync(cpuFile, bytes);
       expect(() => [...openRawPagesDir(c.dir).events()]).toThrow(TraceFormatError);
       expect(() => [...openRawPagesDir(c.dir).events()]).toThrow(new RegExp(`${cpuFile}: byte 8: commit says`));
+      // A broken format fails the directory, or with lenient leaves that event out.
+      const formatFile = join(c.dir, 'events', 'kmem', 'kmalloc', 'format');
+      const format = readFileSync(formatFile, 'utf8');
+      writeFileSync(formatFile, format.replace('offset:8;', 'offset:x;'));
+      expect(() => openRawPagesDir(c.dir)).toThrow(/kmalloc\/format: \d+:1: malformed field line/);
+      const noFormat = openRawPagesDir(c.dir, { lenient: true });
+      expect(noFormat.warnings[0]).toMatch(/malformed field line.*; event left out/);
+      expect(noFormat.eventClasses.length).toBe(0);
+      writeFileSync(formatFile, format);
       const lenient = openRawPagesDir(c.dir, { lenient: true });
       const after = [...lenient.events()];
       expect(lenient.warnings.some((w) => w.includes('rest of the page skipped'))).toBe(true);

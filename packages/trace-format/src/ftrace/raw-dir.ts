@@ -30,15 +30,27 @@ export function isRawPagesDir(dir: string): boolean {
   return existsSync(join(dir, 'events', 'header_page')) && readdirSync(dir).some((n) => /^cpu\d+\.raw$/.test(n));
 }
 
-/** Reads every `events/SYSTEM/EVENT/format` under `eventsDir`. */
-export function readEventFormats(eventsDir: string, longSize = 8): EventClass[] {
+/**
+ * Reads every `events/SYSTEM/EVENT/format` under `eventsDir`. With `skip`, a format that does not parse is passed to
+ * it and left out instead of failing the whole directory.
+ */
+export function readEventFormats(
+  eventsDir: string,
+  longSize = 8,
+  skip?: (error: TraceFormatError) => void,
+): EventClass[] {
   const classes: EventClass[] = [];
   for (const system of readdirSync(eventsDir, { withFileTypes: true })) {
     if (!system.isDirectory()) continue;
     for (const event of readdirSync(join(eventsDir, system.name), { withFileTypes: true })) {
       const file = join(eventsDir, system.name, event.name, 'format');
       if (!event.isDirectory() || !existsSync(file)) continue;
-      classes.push(parseFormatFile(readFileSync(file, 'utf8'), { file, system: system.name, longSize }));
+      try {
+        classes.push(parseFormatFile(readFileSync(file, 'utf8'), { file, system: system.name, longSize }));
+      } catch (e) {
+        if (skip === undefined || !(e instanceof TraceFormatError)) throw e;
+        skip(e);
+      }
     }
   }
   return classes;
@@ -75,6 +87,7 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
     .map((m) => ({ cpu: Number(m[1]), file: join(dir, m[0]) }))
     .sort((a, b) => a.cpu - b.cpu);
   if (cpus.length === 0) throw new TraceFormatError('ERR_TRACE_INPUT', 'no cpuN.raw files', { file: dir });
+  const warnings: string[] = [];
   const kallsymsText = optional(join(dir, 'kallsyms'));
   let kallsyms: Kallsyms | undefined;
   const clock = optional(join(dir, 'trace_clock'))?.match(/\[(\w+)\]/)?.[1];
@@ -82,13 +95,16 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
     byteOrder: page.byteOrder,
     longSize,
     page,
-    eventClasses: readEventFormats(join(dir, 'events'), longSize),
+    eventClasses: readEventFormats(
+      join(dir, 'events'),
+      longSize,
+      options.lenient ? (e) => warnings.push(`${e.message}; event left out`) : undefined,
+    ),
     cmdlines: parseCmdlines(optional(join(dir, 'saved_cmdlines')) ?? ''),
     kallsyms: () => (kallsyms ??= kallsymsText === undefined ? undefined : Kallsyms.parse(kallsymsText)),
     ...(clock !== undefined ? { clock } : {}),
     ...(kallsymsText !== undefined ? { kallsymsText } : {}),
   };
-  const warnings: string[] = [];
   return {
     kind: 'raw-pages',
     metadata,

@@ -124,24 +124,23 @@ export function readTraceDat(bytes: Buffer, options: FtraceReadOptions & { file?
   if (meta.headerEvent !== undefined)
     parseHeaderEvent(meta.headerEvent, { file: `${file ?? '<trace.dat>'}:header_event` });
   const formatFile = (what: string) => `${file ?? '<trace.dat>'}:${what}`;
-  const eventClasses: EventClass[] = [
-    ...meta.ftraceFormats.map((t, i) =>
-      parseFormatFile(t, {
-        file: formatFile(`ftrace format #${i}`),
-        system: 'ftrace',
-        byteOrder,
-        longSize: page.commitSize,
-      }),
-    ),
-    ...meta.eventFormats.map((f) =>
-      parseFormatFile(f.text, {
-        file: formatFile(`${f.system} format`),
-        system: f.system,
-        byteOrder,
-        longSize: page.commitSize,
-      }),
-    ),
+  const warnings: string[] = [];
+  const formats = [
+    ...meta.ftraceFormats.map((text, i) => ({ text, system: 'ftrace', label: `ftrace format #${i}` })),
+    ...meta.eventFormats.map((f, i) => ({ text: f.text, system: f.system, label: `${f.system} format #${i}` })),
   ];
+  const eventClasses: EventClass[] = [];
+  for (const f of formats) {
+    try {
+      eventClasses.push(
+        parseFormatFile(f.text, { file: formatFile(f.label), system: f.system, byteOrder, longSize: page.commitSize }),
+      );
+    } catch (e) {
+      // Lenient: an event whose format does not parse is left out (its records are then reported as unknown).
+      if (!(options.lenient && e instanceof TraceFormatError)) throw e;
+      warnings.push(`${e.message}; event left out`);
+    }
+  }
   let kallsyms: Kallsyms | undefined;
   const metadata: FtraceMetadata = {
     byteOrder,
@@ -168,7 +167,6 @@ export function readTraceDat(bytes: Buffer, options: FtraceReadOptions & { file?
     options: rawOptions,
   };
   const tsOffset = BigInt(optionText(OPTION.offset)?.match(/^-?\d+/)?.[0] ?? '0');
-  const warnings: string[] = [];
   if (buffers.length > 1) warnings.push(`${buffers.length} buffers in the file; only "${top?.name}" is read`);
   return {
     kind: 'tracedat',
