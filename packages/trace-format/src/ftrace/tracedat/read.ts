@@ -168,6 +168,9 @@ export function readTraceDat(bytes: Buffer, options: FtraceReadOptions & { file?
   };
   const tsOffset = BigInt(optionText(OPTION.offset)?.match(/^-?\d+/)?.[0] ?? '0');
   if (buffers.length > 1) warnings.push(`${buffers.length} buffers in the file; only "${top?.name}" is read`);
+  if (version === 6 && rawOptions.some((o) => o.id === OPTION.buffer)) {
+    warnings.push('the file also holds instance buffers; only the top-level buffer is read');
+  }
   return {
     kind: 'tracedat',
     info,
