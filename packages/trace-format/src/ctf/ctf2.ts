@@ -106,8 +106,14 @@ export function parseCtf2Metadata(text: string, file?: string): TraceClass {
     });
   };
 
+  // `field-class-alias` fragments name field classes that later ones use by name.
+  const aliases = new Map<string, unknown>();
   let depth = 0;
   const fieldClass = (fc: unknown, clock: string | undefined): FieldClass => {
+    if (typeof fc === 'string') {
+      if (!aliases.has(fc)) fail(`unknown field class alias ${JSON.stringify(fc)}`);
+      fc = aliases.get(fc);
+    }
     if (fc === null || typeof fc !== 'object') fail('field class must be an object');
     if (++depth > 64) fail('field classes nested deeper than 64 levels');
     try {
@@ -214,7 +220,7 @@ export function parseCtf2Metadata(text: string, file?: string): TraceClass {
   };
   const structure = (fc: unknown, clock: string | undefined): StructClass => {
     if (fc === undefined) return { kind: 'struct', minAlign: 1, members: [] };
-    const o = fc as Json;
+    const o = (typeof fc === 'string' ? aliases.get(fc) : fc) as Json;
     if (o?.type !== 'structure') fail('scope field class must be a structure');
     const members = (o['member-classes'] ?? []) as Json[];
     if (!Array.isArray(members)) fail('member-classes must be an array');
@@ -259,6 +265,12 @@ export function parseCtf2Metadata(text: string, file?: string): TraceClass {
       case 'data-stream-class':
         streamFragments.push(f);
         break;
+      case 'field-class-alias': {
+        const name = str(f, 'name');
+        if (!name || f['field-class'] === undefined) fail('field class alias without a name or class');
+        aliases.set(name!, f['field-class']);
+        break;
+      }
       case 'event-record-class':
         eventFragments.push(f);
         break;
