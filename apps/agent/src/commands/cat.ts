@@ -71,7 +71,7 @@ function eventFilter(
   const symbols = meta?.kallsymsText !== undefined ? parseKallsyms(meta.kallsymsText) : undefined;
   const cmdlines = meta?.cmdlines;
   const comm = (e: TraceEvent) => {
-    const pid = e.scopes?.common?.common_pid;
+    const pid = e.scopes?.['event.context']?.common_pid;
     return typeof pid === 'number' ? cmdlines?.get(pid) : undefined;
   };
   const compiled = new Map<EventClass, EventPredicate | undefined>();

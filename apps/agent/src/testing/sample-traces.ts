@@ -63,7 +63,7 @@ export function sampleEvents(): TraceEvent[] {
         cpu: i % 2,
         eventClass: exec,
         fields: { filename: `/bin/t${i}`, pid: 100 + i, old_pid: 100 + i },
-        scopes: { common },
+        scopes: { 'event.context': common },
       };
     }
     return {
@@ -78,7 +78,7 @@ export function sampleEvents(): TraceEvent[] {
         gfp_flags: 0xcc0n,
         node: -1,
       },
-      scopes: { common },
+      scopes: { 'event.context': common },
     };
   });
 }
@@ -114,7 +114,7 @@ export function sampleInputs(): { dat: string; raw: string; dir: string } {
   for (const cpu of [0, 1]) {
     const records = sampleEvents()
       .filter((e) => e.cpu === cpu)
-      .map((e) => ({ tsNs: e.tsNs, data: compileRecordEncoder(e.eventClass)(e.fields, e.scopes!.common!) }));
+      .map((e) => ({ tsNs: e.tsNs, data: compileRecordEncoder(e.eventClass)(e.fields, e.scopes!['event.context']!) }));
     writeFileSync(join(raw, `cpu${cpu}.raw`), packPages(records, layout));
   }
   return { dat, raw, dir };

@@ -88,7 +88,13 @@ export function* sampleEvents(n: number): Generator<TraceEvent> {
             next_pid: 0,
             next_prio: 120,
           };
-    yield { tsNs: 1_000_000_000n + BigInt(i) * 700n, cpu: i & 1, eventClass: cls, fields, scopes: { common } };
+    yield {
+      tsNs: 1_000_000_000n + BigInt(i) * 700n,
+      cpu: i & 1,
+      eventClass: cls,
+      fields,
+      scopes: { 'event.context': common },
+    };
   }
 }
 

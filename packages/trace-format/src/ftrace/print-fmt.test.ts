@@ -36,7 +36,13 @@ const kallsyms = Kallsyms.parse('ffffffff81200000 T do_thing\nffffffff81300000 t
 
 function render(printFmt: string, syms = true): string | undefined {
   const ec = classWith(printFmt);
-  const event: TraceEvent = { tsNs: 0n, cpu: 0, eventClass: ec, fields, scopes: { common: { common_pid: 9 } } };
+  const event: TraceEvent = {
+    tsNs: 0n,
+    cpu: 0,
+    eventClass: ec,
+    fields,
+    scopes: { 'event.context': { common_pid: 9 } },
+  };
   return compilePrintFormat(ec)?.(event, syms ? kallsyms : undefined);
 }
 

@@ -90,7 +90,7 @@ function fromField(v: FieldValue | undefined): Value {
 }
 
 function field(ctx: Ctx, name: string): Value {
-  const v = ctx.event.fields[name] ?? ctx.event.scopes?.common?.[name];
+  const v = ctx.event.fields[name] ?? ctx.event.scopes?.['event.context']?.[name];
   if (v === undefined) throw new Unsupported(`no field ${name}`);
   return fromField(v);
 }

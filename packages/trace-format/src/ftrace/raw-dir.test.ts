@@ -53,7 +53,7 @@ function compare(ours: TraceEvent[], theirs: KernelEvent[]): void {
     const k = sortedTheirs[i]!;
     expect(e.eventClass.id).toBe(k.id);
     expect(e.eventClass.ftrace?.event).toBe(k.name);
-    expect(e.scopes?.common?.common_pid).toBe(k.pid);
+    expect(e.scopes?.['event.context']?.common_pid).toBe(k.pid);
     for (const f of e.eventClass.ftrace!.fields) {
       if (f.common) continue;
       const text = k.fields.get(f.name);

@@ -211,7 +211,7 @@ function compileDecoders(
   };
   const slowEvent: EventDecoder = (bytes, view, start, length, tsNs, cpu) => {
     const d = slow(bytes, view, start, length);
-    return { tsNs, cpu, eventClass: event, fields: d.fields, scopes: { common: d.common } };
+    return { tsNs, cpu, eventClass: event, fields: d.fields, scopes: { 'event.context': d.common } };
   };
   // A field named __proto__ would set the literal's prototype instead of a property.
   if (info.fields.some((f) => f.name === '__proto__')) return { record: slow, event: slowEvent };
@@ -235,7 +235,7 @@ function compileDecoders(
     return { fields: { ${own$} }, common: { ${common$} } };
   }, function decodeEvent(b, v, s, len, tsNs, cpu) {
     if (len < ${fixedEnd}) return slowEvent(b, v, s, len, tsNs, cpu);
-    return { tsNs, cpu, eventClass, fields: { ${own$} }, scopes: { common: { ${common$} } } };
+    return { tsNs, cpu, eventClass, fields: { ${own$} }, scopes: { "event.context": { ${common$} } } };
   }];`;
   const [record, decodeEvent] = new Function('h', 'slow', 'slowEvent', 'eventClass', body)(
     helpers,

@@ -26,7 +26,7 @@ const sw = (tsNs: bigint, cpu: number, prev: [string, number], next: [string, nu
   cpu,
   eventClass: SWITCH,
   fields: { prev_comm: prev[0], prev_pid: prev[1], next_comm: next[0], next_pid: next[1] },
-  scopes: { common: { common_type: 372, common_pid: prev[1] } },
+  scopes: { 'event.context': { common_type: 372, common_pid: prev[1] } },
 });
 
 describe('JSON lines', () => {

@@ -39,7 +39,7 @@ export function writePerfettoJson(
     first = false;
   };
   for (const e of events) {
-    const pid = e.scopes?.common?.common_pid;
+    const pid = e.scopes?.['event.context']?.common_pid;
     const f = e.fields;
     if (e.eventClass.ftrace?.event === 'sched_switch') {
       remember(names, f.prev_pid, f.prev_comm);

@@ -35,7 +35,7 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
     return symbols;
   };
   return (event) => {
-    const pid = event.scopes?.common?.common_pid;
+    const pid = event.scopes?.['event.context']?.common_pid;
     const comm = typeof pid !== 'number' ? '<...>' : pid === 0 ? '<idle>' : (options.cmdlines?.get(pid) ?? '<...>');
     const cpu = event.cpu === null ? '???' : String(event.cpu).padStart(3, '0');
     // Microseconds are rounded to nearest, as trace-cmd does.

@@ -120,7 +120,7 @@ export function expectSameAsReport(
   );
   ours.forEach((e, i) => {
     const t = theirs[i]!;
-    expect(e.scopes?.common?.common_pid).toBe(t.pid);
+    expect(e.scopes?.['event.context']?.common_pid).toBe(t.pid);
     for (const f of e.eventClass.ftrace!.fields) {
       if (f.common) continue;
       const text = t.fields.get(f.name);

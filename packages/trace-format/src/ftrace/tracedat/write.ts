@@ -63,7 +63,7 @@ export function encodeTraceDat(
     const cpu = e.cpu ?? 0;
     let arena = perCpu.get(cpu);
     if (arena === undefined) perCpu.set(cpu, (arena = new Arena()));
-    arena.add(e.tsNs, write, e.fields, e.scopes?.common ?? {});
+    arena.add(e.tsNs, write, e.fields, e.scopes?.['event.context'] ?? {});
     count++;
   }
   const cpuCount = perCpu.size === 0 ? 1 : Math.max(...perCpu.keys()) + 1;
