@@ -97,7 +97,7 @@ export function alignmentOf(type: FieldClass): number {
 export function minimumBits(type: FieldClass): number {
   switch (type.kind) {
     case 'int':
-      return type.size;
+      return type.varint ? 8 : type.size;
     case 'float':
       return type.mantDig + type.expDig;
     case 'enum':
@@ -242,6 +242,7 @@ function refersOutward(type: FieldClass): boolean {
 
 /** Inline read of a byte-aligned integer (the fast path), or undefined when the class needs the generic reader. */
 function inlineIntRead(type: IntegerClass): string | undefined {
+  if (type.varint) return undefined;
   const le = type.byteOrder === 'le';
   const s = type.signed;
   switch (type.size) {
@@ -425,6 +426,7 @@ function variantDecoder(type: VariantClass, lex: Lexical | undefined, options: C
 /** Compiles an integer class into a reader specialised for its size, alignment, byte order and signedness. */
 export function integerReader(type: IntegerClass): (r: BitReader) => number | bigint {
   const { size, align, signed } = type;
+  if (type.varint) return (r) => readLeb128(r, signed);
   const le = type.byteOrder === 'le';
   if (size > 53) {
     return (r) => {
@@ -493,4 +495,26 @@ function floatDecoder(type: FloatClass): FieldDecoder {
     scratch.setBigUint64(0, bits);
     return scratch.getFloat64(0);
   };
+}
+
+/** Reads a LEB128 variable-length integer (CTF 2): 7 bits per byte, low groups first, at most 64 bits of value. */
+function readLeb128(r: BitReader, signed: boolean): bigint {
+  let p = r.at(8, 8);
+  let value = 0n;
+  let shift = 0n;
+  for (;;) {
+    if (p + 8 > r.limit) r.fail('truncated variable-length integer', p);
+    const byte = r.bytes[p / 8]!;
+    p += 8;
+    value |= BigInt(byte & 0x7f) << shift;
+    shift += 7n;
+    if ((byte & 0x80) === 0) break;
+    if (shift >= 70n) r.fail('variable-length integer longer than 10 bytes', p);
+  }
+  r.pos = p;
+  if (signed) {
+    if (value & (1n << (shift - 1n))) value -= 1n << shift;
+    if (value < -(1n << 63n) || value >= 1n << 63n) r.fail('variable-length integer does not fit in 64 bits', p);
+  } else if (value >= 1n << 64n) r.fail('variable-length integer does not fit in 64 bits', p);
+  return value;
 }

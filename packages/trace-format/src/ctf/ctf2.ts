@@ -44,8 +44,8 @@ export function isCtf2Metadata(data: Uint8Array): boolean {
 
 /**
  * Translates CTF 2 metadata (a JSON text sequence: preamble, trace class, clock classes, data stream classes, event
- * record classes) into the trace model, roles becoming `IntegerClass.role`. Variable-length integers and optional
- * fields are not supported yet and are rejected with `ERR_TSDL`.
+ * record classes) into the trace model, roles becoming `IntegerClass.role` and variable-length integers
+ * `IntegerClass.varint`. Optional fields are not supported yet and are rejected with `ERR_TSDL`.
  */
 export function parseCtf2Metadata(text: string, file?: string): TraceClass {
   const fail = (message: string, offset?: number): never => {
@@ -126,8 +126,8 @@ export function parseCtf2Metadata(text: string, file?: string): TraceClass {
     const type = str(fc, 'type');
     const order: ByteOrder = fc['byte-order'] === 'big-endian' ? 'be' : 'le';
     const roles = Array.isArray(fc.roles) ? (fc.roles as string[]) : [];
-    const integer = (signed: boolean): IntegerClass => {
-      const size = int(fc, 'length');
+    const integer = (signed: boolean, fixed?: number): IntegerClass => {
+      const size = fixed ?? int(fc, 'length');
       if (size < 1 || size > 64) fail(`integer length ${size} is outside 1..64`);
       const base = (fc['preferred-display-base'] ?? 10) as IntegerBase;
       const role = roles.map((r) => (r === 'default-clock-timestamp' ? 'timestamp' : ROLES[r])).find(Boolean) ?? '';
@@ -143,6 +143,12 @@ export function parseCtf2Metadata(text: string, file?: string): TraceClass {
         role,
       };
     };
+    const variable = (signed: boolean): IntegerClass => ({
+      ...integer(signed, 64),
+      align: 8,
+      byteOrder: 'le',
+      varint: true,
+    });
     const u8 = (encoding: 'none' | 'utf8'): IntegerClass => ({
       kind: 'int',
       size: 8,
@@ -160,6 +166,16 @@ export function parseCtf2Metadata(text: string, file?: string): TraceClass {
         return integer(false);
       case 'fixed-length-signed-integer':
         return integer(true);
+      case 'variable-length-unsigned-integer':
+      case 'variable-length-signed-integer':
+        return variable(type === 'variable-length-signed-integer');
+      case 'variable-length-unsigned-enumeration':
+      case 'variable-length-signed-enumeration':
+        return {
+          kind: 'enum',
+          container: variable(type === 'variable-length-signed-enumeration'),
+          mappings: Object.entries((fc.mappings ?? {}) as Json).map(([label, r]) => ({ label, ranges: ranges(r) })),
+        };
       case 'fixed-length-unsigned-enumeration':
       case 'fixed-length-signed-enumeration': {
         const mappings = fc.mappings;

@@ -51,10 +51,14 @@ describe.skipIf(!fixtures)(
       });
     }
 
-    it('rejects CTF 2 variable-length integers (not supported yet) with a located error', () => {
-      expect(() => textOf(join(ctf2, 'CTF2-vl-ints'))).toThrow(
-        /CTF2-vl-ints\/metadata: CTF 2 metadata: field class type "variable-length-unsigned-integer" is not supported/,
-      );
+    it('reads CTF 2 variable-length (LEB128) integers', () => {
+      const [event] = [...openCtfTrace(join(ctf2, 'CTF2-vl-ints')).events()];
+      const f = event!.fields;
+      // Bytes 00, 4d, b1 01: 0, 77 and 0x31 + (1 << 7); the widest values are the 64-bit extremes.
+      expect([f.vu1a, f.vu1b, f.vu2]).toEqual([0n, 77n, 177n]);
+      expect(f.vu10).toBe(2n ** 64n - 1n);
+      expect([f.vi1a, f.vi1b, f.vi10b, f.vi10c]).toEqual([0n, -1n, 2n ** 63n - 1n, -(2n ** 63n)]);
+      expect(Object.keys(f)).toHaveLength(25);
     });
 
     for (const c of cases.fail) {

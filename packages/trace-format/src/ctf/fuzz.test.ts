@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
-import { parseCtf2Metadata } from './ctf2.ts';
+import { isCtf2Metadata, parseCtf2Metadata } from './ctf2.ts';
 import { ctfFixtureCases, sharedFixtures } from './fixtures.ts';
 import { parseLttngIndex } from './lttng-index.ts';
 import { readMetadataText } from './metadata.ts';
@@ -22,8 +22,12 @@ interface LoadedTrace {
 function loadTraces(): LoadedTrace[] {
   if (!fixtures) return [];
   const { succeed } = ctfFixtureCases(fixtures);
+  const ctf2 = join(fixtures, 'ctf-tracecompass/ctf/src/main/resources');
+  const ctf2Cases = readdirSync(ctf2)
+    .filter((n) => n.startsWith('CTF2'))
+    .map((n) => ({ name: n, dir: join(ctf2, n) }));
   const out: LoadedTrace[] = [];
-  for (const c of succeed) {
+  for (const c of [...succeed, ...ctf2Cases]) {
     const files = readdirSync(c.dir).filter((n) => n !== 'metadata' && statSync(join(c.dir, n)).isFile());
     if (files.length === 0 || files.some((n) => statSync(join(c.dir, n)).size > 65536)) continue;
     out.push({
@@ -90,7 +94,7 @@ describe.skipIf(!fixtures)(
     });
 
     it('TSDL parser: any edit of real metadata parses or throws a located ERR_TSDL', () => {
-      const texts = traces.map((t) => readMetadataText(t.metadata).text);
+      const texts = traces.filter((t) => !isCtf2Metadata(t.metadata)).map((t) => readMetadataText(t.metadata).text);
       fc.assert(
         fc.property(fc.nat(texts.length - 1), edits, fc.string({ maxLength: 8 }), (i, list, insert) => {
           const bytes = mutate(new TextEncoder().encode(texts[i]!), list);

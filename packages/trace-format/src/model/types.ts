@@ -33,6 +33,11 @@ export interface IntegerClass {
    * absent means CTF 1.8 rules (the meaning follows from the name).
    */
   readonly role?: string;
+  /**
+   * True for a CTF 2 variable-length integer (unsigned or signed LEB128, byte-aligned): `size` is then 64, the widest
+   * value it may hold, and values are bigints. Writers that cannot express it store a fixed 64-bit integer.
+   */
+  readonly varint?: boolean;
 }
 
 export interface FloatClass {
