@@ -71,6 +71,7 @@ const why = root === undefined ? ('why' in tracefs ? tracefs.why : 'not root') :
 
 describe.skipIf(root === undefined)(
   `raw pages from a private tracefs instance${why ? ` (skipped: ${why})` : ''}`,
+  { timeout: 60_000 },
   () => {
     let first: Capture | undefined;
 

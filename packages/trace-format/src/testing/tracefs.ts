@@ -3,7 +3,7 @@
  * Never touches the top-level buffer except through trace-cmd, whose state tests restore themselves.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 
 /** The tracefs mount point, or a reason why there is none. */
 export function findTracefs(): { path: string } | { why: string } {
@@ -31,17 +31,42 @@ export function hasTool(name: string): boolean {
   }
 }
 
-/** Creates `instances/<unique>` and runs `fn` with its path; the instance is removed afterwards, even on failure. */
+/**
+ * Creates `instances/<unique>` and runs `fn` with its path; the instance is removed afterwards, even on failure, and
+ * also when the test process is terminated or exits while `fn` runs.
+ */
 export async function withInstance<T>(tracefs: string, fn: (dir: string) => Promise<T> | T): Promise<T> {
   const dir = `${tracefs}/instances/evtrace-test-${process.pid}-${Date.now().toString(36)}`;
   mkdirSync(dir);
+  const quiesce = () => {
+    // Events must be off before the kernel lets the instance go.
+    for (const [file, value] of [
+      ['tracing_on', '0'],
+      ['events/enable', '0'],
+    ]) {
+      try {
+        writeFileSync(`${dir}/${file}`, value);
+      } catch {}
+    }
+  };
+  const onExit = () => {
+    quiesce();
+    try {
+      rmdirSync(dir);
+    } catch {}
+  };
+  const onSignal = () => {
+    onExit();
+    process.exit(143);
+  };
+  process.once('exit', onExit);
+  process.once('SIGTERM', onSignal);
   try {
     return await fn(dir);
   } finally {
-    // Events must be off before the kernel lets the instance go.
-    try {
-      execFileSync('sh', ['-c', `echo 0 > ${dir}/tracing_on; echo 0 > ${dir}/events/enable`], { stdio: 'ignore' });
-    } catch {}
+    process.off('exit', onExit);
+    process.off('SIGTERM', onSignal);
+    quiesce();
     for (let i = 0; i < 50 && existsSync(dir); i++) {
       try {
         rmdirSync(dir);
