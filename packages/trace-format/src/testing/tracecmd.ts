@@ -17,17 +17,21 @@ export async function recordTraceDat(tracefs: string, out: string, args: readonl
   const saved = ['tracing_on', 'set_event', 'trace_clock', 'buffer_size_kb'].map(
     (f) => [f, readFileSync(`${tracefs}/${f}`, 'utf8')] as const,
   );
+  const argv = ['record', '--no-filter', '-d', ...args, '-o', out];
+  // Without a command trace-cmd records until SIGINT; it then writes the file and exits (status 1 on this kernel).
+  const child = spawn('trace-cmd', argv, { stdio: 'ignore' });
+  // Never leave it recording if this process goes away first.
+  const stop = () => child.kill('SIGINT');
+  process.once('exit', stop);
   try {
-    const argv = ['record', '--no-filter', '-d', ...args, '-o', out];
-    // Without a command trace-cmd records until SIGINT; it then writes the file and exits (status 1 on this kernel).
-    const child = spawn('trace-cmd', argv, { stdio: 'ignore' });
     const exited = new Promise((r) => child.on('exit', r));
     await new Promise((r) => setTimeout(r, ms / 2));
     smallWorkload();
     await new Promise((r) => setTimeout(r, ms / 2));
-    child.kill('SIGINT');
+    stop();
     await exited;
   } finally {
+    process.off('exit', stop);
     for (const [f, text] of saved) {
       try {
         // Only what trace-cmd changed is written back (an unexpanded buffer reads "7 (expanded: 1408)").
