@@ -45,6 +45,11 @@ export interface CtfTraceReader extends TraceReader {
   readonly streamFiles: readonly string[];
   /** False when events carry no timestamp (no `timestamp` in the event header): `tsNs` is then 0. */
   readonly timestamped: boolean;
+  /**
+   * Events in time order. Each is an object whose `tsNs` is computed on first read (a prototype getter): copy one
+   * with `{ ...event, tsNs: event.tsNs }`, as a spread alone does not carry getters.
+   */
+  events(): Iterable<TraceEvent>;
 }
 
 type Struct = Record<string, FieldValue>;
