@@ -80,6 +80,8 @@ describe('ring-buffer pages', () => {
     bytes.writeUInt32LE(8, 16 + 16);
     const { out } = readAll(bytes, l);
     expect(out.map((o) => o.data[0])).toEqual([1, 3]);
+    // The discarded event's delta still counts toward the next one's time.
+    expect(out.map((o) => o.ts)).toEqual([10n, 30n]);
     // Null padding (delta 0) ends the page early.
     bytes.writeUInt32LE(29, 16 + 12);
     expect(readAll(bytes, l).out.map((o) => o.data[0])).toEqual([1]);

@@ -97,11 +97,13 @@ export function readPage(
       onRecord(ts, p + 4, len);
       p += 4 + len;
     } else if (typeLen === TYPE_PADDING) {
-      // A zero delta marks the rest of the page as unused; otherwise it is a discarded event of known length.
+      // A zero delta marks the rest of the page as unused; otherwise it is a discarded event of known length, whose
+      // delta still counts: the next event's delta is relative to it (as libtraceevent's kbuffer reads it).
       if (delta === 0) break;
       if (dataEnd - p < 8) fail(p, 'padding length cut by the end of the data');
       const len = view.getUint32(p + 4, le);
       if (p + 4 + len > dataEnd || len < 4) fail(p, `padding of ${len} bytes runs past the data end`);
+      ts += BigInt(delta);
       p += 4 + len;
     } else {
       if (dataEnd - p < 8) fail(p, 'time stamp cut by the end of the data');
