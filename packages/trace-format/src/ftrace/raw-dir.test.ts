@@ -5,10 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
 import type { TraceEvent } from '../model/types.ts';
 import { type Capture, captureRawPages, smallWorkload } from '../testing/capture.ts';
-import { findTracefs } from '../testing/tracefs.ts';
+import { expectSameAsReport, reportRaw } from '../testing/tracecmd.ts';
+import { findTracefs, hasTool } from '../testing/tracefs.ts';
 import { cpuEvents, EventTable } from './events.ts';
 import { compilePrintFormat } from './print-fmt.ts';
 import { openRawPagesDir } from './raw-dir.ts';
+import { writeTraceDat } from './tracedat/write.ts';
 
 interface KernelEvent {
   pid: number;
@@ -187,7 +189,19 @@ describe.skipIf(root === undefined)(
       const c = await captureRawPages(root!, ['kmem/kmalloc', 'sched/sched_switch'], smallWorkload, 16);
       const reader = openRawPagesDir(c.dir);
       expect(reader.metadata.page.pageSize).toBe(16384);
-      compare([...reader.events()], kernelEvents(c));
+      const events = [...reader.events()];
+      compare(events, kernelEvents(c));
+      if (hasTool('trace-cmd')) {
+        // Written as trace.dat with the same page size, trace-cmd reads the same events.
+        const dat = join(c.dir, 'p16.dat');
+        const meta = reader.metadata;
+        writeTraceDat(dat, reader.eventClasses, events, {
+          pageSize: meta.page.pageSize,
+          cmdlines: meta.cmdlines,
+          ...(meta.kallsymsText !== undefined ? { kallsyms: meta.kallsymsText } : {}),
+        });
+        expectSameAsReport(events, reportRaw(dat), meta.kallsyms());
+      }
     });
 
     it('reports the events an overwriting buffer lost, as the page flags say, and still matches the trace file', async () => {
