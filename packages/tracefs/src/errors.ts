@@ -1,0 +1,51 @@
+/**
+ * Errors of @evtrace/tracefs. Every failure raises a {@link TracefsError} whose `code` says what kind of failure it
+ * is and whose `path` names the tracefs file (or output path) involved.
+ */
+
+/** Error codes of @evtrace/tracefs. Never reuse a code for another meaning. */
+export type TracefsErrorCode =
+  /** tracefs is not mounted and cannot be mounted (not root, or mount failed). */
+  | 'ERR_TRACEFS_NOT_FOUND'
+  /** The kernel refused an operation for lack of privilege (EACCES, EPERM). */
+  | 'ERR_TRACEFS_PERMISSION'
+  /** An event name or glob that matches no event of the catalogue. */
+  | 'ERR_TRACEFS_EVENT'
+  /** A filter that evtrace or the kernel rejected. */
+  | 'ERR_TRACEFS_FILTER'
+  /** A setting the kernel refused (buffer size, sub-buffer size, clock). */
+  | 'ERR_TRACEFS_SETTING'
+  /** The output cannot be written (missing directory, not writable). */
+  | 'ERR_TRACEFS_OUTPUT'
+  /** Any other I/O failure on a tracefs file. */
+  | 'ERR_TRACEFS_IO';
+
+export class TracefsError extends Error {
+  readonly code: TracefsErrorCode;
+  /** The file involved, when there is one. */
+  readonly path: string | undefined;
+  /** The errno name of the failed system call, when there is one (EACCES, ENOENT...). */
+  readonly errno: string | undefined;
+  constructor(
+    code: TracefsErrorCode,
+    message: string,
+    options: { path?: string; errno?: string; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'TracefsError';
+    this.code = code;
+    this.path = options.path;
+    this.errno = options.errno;
+  }
+}
+
+/** Wraps a failed system call on `path` in a TracefsError, classifying permission failures. */
+export function ioError(path: string, error: unknown, what: string): TracefsError {
+  const errno = (error as NodeJS.ErrnoException)?.code;
+  const permission = errno === 'EACCES' || errno === 'EPERM';
+  return new TracefsError(
+    permission ? 'ERR_TRACEFS_PERMISSION' : 'ERR_TRACEFS_IO',
+    `${what}: ${path}: ${errno ?? (error as Error)?.message ?? String(error)}${permission ? ' (tracing needs root or CAP_SYS_ADMIN/CAP_PERFMON)' : ''}`,
+    { path, ...(errno !== undefined ? { errno } : {}), cause: error },
+  );
+}

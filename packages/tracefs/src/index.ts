@@ -1,0 +1,21 @@
+export {
+  type EventName,
+  globToRegExp,
+  listEvents,
+  matchEvents,
+  parseAvailableEvents,
+  readEventFormat,
+} from './catalog.ts';
+export { TracefsError, type TracefsErrorCode } from './errors.ts';
+export { type EventFilterPlan, lastErrorLogEntry, planEventFilter } from './filter.ts';
+export { cleanStaleInstances, createInstance, type Instance, listInstances, OWN_INSTANCE } from './instance.ts';
+export { type FindTracefsOptions, findTracefs, TRACEFS_MOUNT_POINT, tracefsInMounts } from './mount.ts';
+export {
+  type FinalizeOptions,
+  type FinalizeResult,
+  finalizeRecording,
+  type OutputFormat,
+} from './output.ts';
+export { countPageRecords, type PageCount, parseCpuStats } from './pages.ts';
+export { type CpuLoss, type RecordOptions, type RecordResult, record } from './recorder.ts';
+export { writeTraceDatFromRawDir } from './tracedat.ts';

@@ -1,0 +1,149 @@
+/**
+ * Private tracefs instances (`instances/evtrace-<pid>-<n>`): one per recording, so evtrace never touches the
+ * top-level buffer or anyone else's tracing. Every instance created is removed when its owner is done, when the
+ * process exits (also after an uncaught exception) or is stopped by SIGINT/SIGTERM; instances left by a process that
+ * was killed outright (SIGKILL) are removed by {@link cleanStaleInstances} at the next start.
+ */
+import { existsSync, mkdirSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ioError } from './errors.ts';
+
+/** Names of instances evtrace owns: `evtrace-<pid>-<n>`. */
+export const OWN_INSTANCE = /^evtrace-(\d+)-(\d+)$/;
+
+/** A private tracefs instance. */
+export interface Instance {
+  readonly name: string;
+  /** The instance directory, `TRACEFS/instances/NAME`. */
+  readonly path: string;
+  /** Stops tracing in the instance and removes it. Idempotent. */
+  remove(): void;
+}
+
+const live = new Set<Instance>();
+let counter = 0;
+let hooked = false;
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+const sleepSync = (ms: number) => Atomics.wait(sleeper, 0, 0, ms);
+
+/** Disables tracing and events in an instance directory and removes it (retrying while the kernel is busy). */
+export function removeInstanceDir(dir: string): void {
+  if (!existsSync(dir)) return;
+  // The kernel refuses to remove an instance whose events are still enabled or whose files are open.
+  for (const [file, value] of [
+    ['tracing_on', '0'],
+    ['events/enable', '0'],
+  ] as const) {
+    try {
+      writeFileSync(join(dir, file), value);
+    } catch {}
+  }
+  let last: unknown;
+  for (let i = 0; i < 100; i++) {
+    try {
+      rmdirSync(dir);
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      last = error;
+      sleepSync(10);
+    }
+  }
+  throw ioError(dir, last, 'cannot remove the tracefs instance');
+}
+
+function removeAllLive(): void {
+  for (const inst of live) {
+    try {
+      inst.remove();
+    } catch {}
+  }
+}
+
+function onSignal(signal: NodeJS.Signals): void {
+  // Another handler (a recorder stopping cleanly) owns the signal and removes its instance itself.
+  if (process.listenerCount(signal) > 1) return;
+  removeAllLive();
+  // Nobody else handles the signal: die of it as the default action would.
+  process.removeListener(signal, onSignal);
+  process.kill(process.pid, signal);
+}
+
+function installHooks(): void {
+  if (hooked) return;
+  hooked = true;
+  process.on('exit', removeAllLive);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
+}
+
+/**
+ * Creates `instances/evtrace-<pid>-<n>` under `tracefs`. The instance starts with tracing on and nothing enabled
+ * (the kernel's default for new instances), so the caller turns `tracing_on` off before configuring.
+ *
+ * @throws TracefsError `ERR_TRACEFS_PERMISSION` or `ERR_TRACEFS_IO` when the kernel refuses.
+ */
+export function createInstance(tracefs: string): Instance {
+  installHooks();
+  const name = `evtrace-${process.pid}-${counter++}`;
+  const path = join(tracefs, 'instances', name);
+  try {
+    mkdirSync(path);
+  } catch (error) {
+    throw ioError(path, error, 'cannot create a tracefs instance');
+  }
+  let removed = false;
+  const inst: Instance = {
+    name,
+    path,
+    remove() {
+      if (removed) return;
+      removeInstanceDir(path);
+      removed = true;
+      live.delete(inst);
+    },
+  };
+  live.add(inst);
+  return inst;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Removes instances evtrace created in processes that no longer exist; returns their names. */
+export function cleanStaleInstances(tracefs: string): string[] {
+  const dir = join(tracefs, 'instances');
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const m = OWN_INSTANCE.exec(name);
+    if (m === null || Number(m[1]) === process.pid || isAlive(Number(m[1]))) continue;
+    try {
+      removeInstanceDir(join(dir, name));
+      removed.push(name);
+    } catch {}
+  }
+  return removed;
+}
+
+/** Names of the instances of a tracefs mount. */
+export function listInstances(tracefs: string): string[] {
+  try {
+    return readdirSync(join(tracefs, 'instances')).sort();
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * Turning a recorded raw-pages directory into the requested output: trace.dat with the pages copied verbatim, or
+ * CTF through @evtrace/trace-format. When part of the filter is left to user space, events are decoded, filtered and
+ * re-encoded (trace.dat through trace-format's event writer).
+ */
+import { readdirSync, rmSync, statSync } from 'node:fs';
+import { compileFilter, type EventPredicate } from '@evtrace/filters';
+import {
+  openRawPagesDir,
+  type TraceEvent,
+  type TraceReader,
+  writeCtfTrace,
+  writeTraceDat,
+} from '@evtrace/trace-format';
+import type { EventFilterPlan } from './filter.ts';
+import { writeTraceDatFromRawDir } from './tracedat.ts';
+
+/** Output formats of a recording. */
+export type OutputFormat = 'tracedat' | 'ctf';
+
+/** What {@link finalizeRecording} wrote. */
+export interface FinalizeResult {
+  /** Events in the output. */
+  readonly events: number;
+  /** Events in the output by `system:event`, when they were decoded (CTF or a user-space filter). */
+  readonly byEvent: ReadonlyMap<string, number> | undefined;
+  /** Bytes written (file size for trace.dat; every stream and metadata file for CTF). */
+  readonly bytes: number;
+}
+
+/** Options of {@link finalizeRecording}. */
+export interface FinalizeOptions {
+  /** User-space filter remainders by `system:event`. */
+  readonly userSpaceFilters?: ReadonlyMap<string, EventFilterPlan>;
+  /** Remove the raw-pages directory afterwards. Default true. */
+  readonly removeRaw?: boolean;
+  /** Events recorded (from the recorder's count), used as the trace.dat count when nothing is decoded. */
+  readonly recorded?: number;
+}
+
+function dirBytes(dir: string): number {
+  let n = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) n += statSync(`${e.parentPath}/${e.name}`).size;
+  }
+  return n;
+}
+
+/** Writes the recording in `rawDir` to `output` as `format`. */
+export function finalizeRecording(
+  rawDir: string,
+  output: string,
+  format: OutputFormat,
+  options: FinalizeOptions = {},
+): FinalizeResult {
+  const filters = options.userSpaceFilters ?? new Map<string, EventFilterPlan>();
+  let result: FinalizeResult;
+  if (format === 'tracedat' && filters.size === 0) {
+    const bytes = writeTraceDatFromRawDir(rawDir, output);
+    result = { events: options.recorded ?? 0, byEvent: undefined, bytes };
+  } else {
+    const reader = openRawPagesDir(rawDir);
+    const predicates = new Map<string, EventPredicate>();
+    for (const [name, plan] of filters) {
+      const ec = reader.eventClasses.find((c) => c.name === name);
+      if (ec !== undefined && plan.userSpace !== undefined) predicates.set(name, compileFilter(plan.userSpace, ec));
+    }
+    const byEvent = new Map<string, number>(reader.eventClasses.map((c) => [c.name, 0]));
+    function* kept(): Iterable<TraceEvent> {
+      for (const e of reader.events()) {
+        const keep = predicates.get(e.eventClass.name);
+        if (keep !== undefined && !keep(e)) continue;
+        byEvent.set(e.eventClass.name, (byEvent.get(e.eventClass.name) ?? 0) + 1);
+        yield e;
+      }
+    }
+    let events: number;
+    if (format === 'ctf') {
+      const filtered: TraceReader = { ...reader, events: kept };
+      events = writeCtfTrace(filtered, output);
+      result = { events, byEvent, bytes: dirBytes(output) };
+    } else {
+      const m = reader.metadata;
+      events = writeTraceDat(output, reader.eventClasses, kept(), {
+        version: 6,
+        pageSize: m.page.pageSize,
+        cmdlines: m.cmdlines,
+        ...(m.kallsymsText !== undefined ? { kallsyms: m.kallsymsText } : {}),
+        ...(m.clock !== undefined ? { clock: m.clock } : {}),
+      }).events;
+      result = { events, byEvent, bytes: statSync(output).size };
+    }
+  }
+  if (options.removeRaw !== false) rmSync(rawDir, { recursive: true, force: true });
+  return result;
+}

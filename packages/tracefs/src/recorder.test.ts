@@ -1,0 +1,159 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, truncateSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openRawPagesDir, parseHeaderPage } from '@evtrace/trace-format';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cleanStaleInstances, listInstances } from './instance.ts';
+import { finalizeRecording } from './output.ts';
+import { countPageRecords } from './pages.ts';
+import { type RecordOptions, record } from './recorder.ts';
+import { hasTool, smallWorkload, tracefsForTests } from './testing/env.ts';
+
+const env = tracefsForTests();
+const tracefs = env.path!;
+const work = mkdtempSync(join(tmpdir(), 'evtrace-rec-'));
+let n = 0;
+const fresh = (name: string) => join(work, `${n++}-${name}`);
+const KMEM = ['kmem:kmalloc', 'kmem:kfree'];
+
+/** Our instances only: other suites record in parallel in their own. */
+const ours = () => listInstances(tracefs).filter((i) => new RegExp(`^evtrace-${process.pid}-`).test(i));
+
+async function recorded(options: Partial<RecordOptions> = {}) {
+  const dir = fresh('raw');
+  const r = await record({ events: KMEM, dir, durationMs: 120, priority: false, onStart: smallWorkload, ...options });
+  return r;
+}
+
+/** trace-cmd report's event lines, by event name. */
+function reportCounts(file: string): Map<string, number> {
+  const text = execFileSync('trace-cmd', ['report', file], { maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'ignore'] });
+  const counts = new Map<string, number>();
+  for (const line of text.toString().split('\n')) {
+    const m = /^\s*\S.*?\[\d+\]\s+[\d.]+: (\w+):/.exec(line);
+    if (m !== null) counts.set(m[1]!, (counts.get(m[1]!) ?? 0) + 1);
+  }
+  return counts;
+}
+
+afterAll(() => {
+  expect(ours()).toEqual([]);
+});
+
+describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (skipped: ${env.why})` : ''}`, () => {
+  it.skipIf(!hasTool('trace-cmd'))('writes a trace.dat that trace-cmd report reads with the same counts', async () => {
+    const before = listInstances(tracefs);
+    const r = await recorded();
+    expect(ours()).toEqual([]);
+    expect(r.instance).toMatch(/^evtrace-\d+-\d+$/);
+    expect(before).not.toContain(r.instance);
+    expect(r.total).toBeGreaterThan(0);
+    expect(r.lost.every((l) => l.dropped + l.overrun + l.commitOverrun === 0)).toBe(true);
+    const out = fresh('trace.dat');
+    const w = finalizeRecording(r.dir, out, 'tracedat', { recorded: r.total });
+    expect(existsSync(r.dir)).toBe(false);
+    expect(w.bytes).toBe(readFileSync(out).length);
+    const counts = reportCounts(out);
+    expect(counts.get('kmalloc') ?? 0).toBe(r.events.get('kmem:kmalloc'));
+    expect(counts.get('kfree') ?? 0).toBe(r.events.get('kmem:kfree'));
+  });
+
+  it.skipIf(!hasTool('babeltrace2'))('writes CTF that babeltrace2 reads with the same count', async () => {
+    const r = await recorded({ events: ['sched:sched_switch', 'kmem:kmalloc'] });
+    const out = fresh('ctf');
+    const w = finalizeRecording(r.dir, out, 'ctf');
+    expect(w.events).toBe(r.total);
+    const lines = execFileSync('babeltrace2', [out], { maxBuffer: 1 << 28 })
+      .toString()
+      .trimEnd()
+      .split('\n');
+    expect(lines.length).toBe(r.total);
+    expect(lines.filter((l) => l.includes(' sched:sched_switch:')).length).toBe(r.events.get('sched:sched_switch'));
+  });
+
+  it('pushes the filter down to the kernel: every recorded event satisfies it', async () => {
+    const r = await recorded({ events: ['kmem:kmalloc'], filter: 'bytes_req > 128 && bytes_req < 2000' });
+    expect(r.userSpaceFilters.size).toBe(0);
+    const events = [...openRawPagesDir(r.dir).events()];
+    expect(events.length).toBe(r.total);
+    for (const e of events) {
+      const b = Number(e.fields.bytes_req);
+      expect(b > 128 && b < 2000).toBe(true);
+    }
+  });
+
+  it('sets the buffer, sub-buffer size and clock it is given', async () => {
+    const r = await recorded({ bufferKb: 256, subbufKb: 8, clock: 'mono' });
+    expect(r.pageSize).toBe(8192);
+    expect(readFileSync(join(r.dir, 'trace_clock'), 'utf8')).toContain('[mono]');
+    expect(readdirSync(r.dir).filter((f) => f.endsWith('.raw')).length).toBe(r.lost.length);
+    expect([...openRawPagesDir(r.dir).events()].length).toBe(r.total);
+  });
+
+  it('writes a recording cut mid-page (a killed recorder) up to its last complete page', async () => {
+    const r = await recorded({ events: ['kmem:kmalloc', 'kmem:kfree', 'sched:sched_switch'] });
+    const cpu = r.lost.find((l) => readFileSync(join(r.dir, `cpu${l.cpu}.raw`)).length > 0)!.cpu;
+    const file = join(r.dir, `cpu${cpu}.raw`);
+    const bytes = readFileSync(file);
+    const layout = parseHeaderPage(readFileSync(join(r.dir, 'events', 'header_page'), 'utf8'), {
+      pageSize: r.pageSize,
+    });
+    const last = countPageRecords(bytes, bytes.length - r.pageSize, layout, new Float64Array(65536), {
+      records: 0,
+      dataBytes: 0,
+      missed: false,
+      corruptAt: -1,
+    }).records;
+    truncateSync(file, bytes.length - 100);
+    const out = fresh('cut.dat');
+    finalizeRecording(r.dir, out, 'tracedat', { removeRaw: false });
+    const decoded = [...openRawPagesDir(r.dir, { lenient: true }).events()].length;
+    expect(decoded).toBeGreaterThanOrEqual(r.total - last);
+    if (hasTool('trace-cmd')) {
+      const counts = reportCounts(out);
+      expect([...counts.values()].reduce((a, b) => a + b, 0)).toBe(r.total - last);
+    }
+  });
+
+  describe('failures leave no tracefs state and no output', () => {
+    const cases: [string, Partial<RecordOptions>, RegExp][] = [
+      ['an unknown event', { events: ['kmem:no_such_event'] }, /ERR_TRACEFS_EVENT|unknown event 'kmem:no_such_event'/],
+      ['an invalid filter', { filter: 'bytes_req > 64 && nod == 0' }, /Field not found/],
+      ['a missing output directory', { dir: '/nonexistent-evtrace/out.part' }, /does not exist/],
+      ['a clock the kernel refuses', { clock: 'no_such_clock' }, /trace clock/],
+      ['a sub-buffer size the kernel refuses', { subbufKb: 100000 }, /sub-buffer size/],
+    ];
+    for (const [what, options, message] of cases) {
+      it(`${what}`, async () => {
+        const before = listInstances(tracefs);
+        const dir = fresh('fail');
+        await expect(record({ events: KMEM, dir, durationMs: 50, priority: false, ...options })).rejects.toThrow(
+          message,
+        );
+        expect(listInstances(tracefs).filter((i) => !before.includes(i) && i.startsWith('evtrace-'))).toEqual([]);
+        expect(ours()).toEqual([]);
+        expect(existsSync(options.dir ?? dir)).toBe(false);
+      });
+    }
+  });
+
+  it('removes instances of dead evtrace processes, and only those', () => {
+    const dead = spawnSync('true').pid!;
+    const stale = `evtrace-${dead}-0`;
+    const alive = `evtrace-${process.pid}-99999`;
+    mkdirSync(join(tracefs, 'instances', stale));
+    mkdirSync(join(tracefs, 'instances', alive));
+    try {
+      expect(cleanStaleInstances(tracefs)).toContain(stale);
+      expect(listInstances(tracefs)).not.toContain(stale);
+      expect(listInstances(tracefs)).toContain(alive);
+    } finally {
+      for (const name of [stale, alive]) {
+        try {
+          execFileSync('rmdir', [join(tracefs, 'instances', name)], { stdio: 'ignore' });
+        } catch {}
+      }
+    }
+  });
+});
