@@ -197,7 +197,14 @@ class StreamFileCursor {
     let stream: CompiledStream | undefined;
     if (s.streamId >= 0) stream = this.streams.get(s.streamId);
     else if (this.streams.size === 1) stream = this.streams.values().next().value;
-    if (!stream) r.fail(`packet refers to unknown stream class ${s.streamId}`, 0);
+    if (!stream) {
+      r.fail(
+        s.streamId >= 0
+          ? `packet refers to unknown stream class ${s.streamId}`
+          : `packet header has no stream_id but the trace has ${this.streams.size} stream classes`,
+        0,
+      );
+    }
     this.stream = stream;
     this.context = stream!.packetContext?.(s) as Struct | undefined;
     return header;
