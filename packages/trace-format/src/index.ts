@@ -54,6 +54,7 @@ export {
   type TraceDatBuffer,
   type TraceDatInfo,
   type TraceDatReader,
+  type TraceDatReadOptions,
 } from './ftrace/tracedat/read.ts';
 export {
   encodeTraceDat,

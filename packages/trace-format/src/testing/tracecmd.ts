@@ -77,14 +77,18 @@ export interface ReportedEvent {
 }
 
 /** `trace-cmd report -R -t FILE`, parsed: every field as `name=value` text with a nanosecond timestamp. */
-export function reportRaw(file: string): ReportedEvent[] {
+export function reportRaw(file: string, buffer?: string): ReportedEvent[] {
   const text = execFileSync('trace-cmd', ['report', '-R', '-t', file], {
     encoding: 'utf8',
     maxBuffer: 1 << 30,
     stdio: ['ignore', 'pipe', 'ignore'],
   });
   const out: ReportedEvent[] = [];
-  for (const line of text.split('\n')) {
+  // Instance buffers' lines start with `NAME:`; the top buffer's with the padded comm.
+  const prefix = buffer === undefined ? undefined : `${buffer}:`;
+  for (const raw of text.split('\n')) {
+    if (prefix !== undefined ? !raw.startsWith(prefix) : /^\S+:\s/.test(raw) && !/^\s/.test(raw)) continue;
+    const line = prefix !== undefined ? raw.slice(prefix.length) : raw;
     const m = /^\s*(.*)-(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+(\w+):\s*(.*)$/.exec(line);
     if (m === null) continue;
     const fields = new Map<string, string>();

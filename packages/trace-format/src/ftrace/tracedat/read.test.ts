@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -165,3 +165,40 @@ describe('trace.dat errors', () => {
     expect(e?.location.offset).toBe(18);
   });
 });
+
+describe.skipIf(why !== '')(
+  `trace.dat with an instance buffer (record -B)${why ? ` (skipped: ${why})` : ''}`,
+  { timeout: 60_000 },
+  () => {
+    const root = (tracefs as { path: string }).path;
+    const name = `evtrace-b${process.pid}`;
+    const file = join(mkdtempSync(join(tmpdir(), 'evtrace-dat-b-')), 'b.dat');
+    beforeAll(async () => {
+      try {
+        await recordTraceDat(
+          root,
+          file,
+          ['-B', name, '-e', 'sched:sched_switch', '-e', 'sched:sched_process_exec'],
+          800,
+        );
+      } finally {
+        // trace-cmd leaves the instance it created behind on this kernel.
+        const dir = `${root}/instances/${name}`;
+        if (existsSync(dir)) {
+          for (const f of ['tracing_on', 'events/enable']) writeFileSync(`${dir}/${f}`, '0');
+          rmdirSync(dir);
+        }
+      }
+    }, 60_000);
+
+    it('reads the buffer asked for, as trace-cmd report prints it, and names the others', () => {
+      const r = openTraceDat(file, { buffer: name });
+      expect(r.info.buffers.map((b) => b.name)).toEqual(['', name]);
+      const ours = [...r.events()];
+      expect(ours.length).toBeGreaterThan(0);
+      expectSameAsReport(ours, reportRaw(file, name), r.metadata.kallsyms());
+      expect(r.warnings.some((w) => w.includes(`buffer "${name}" is read; the file also holds ""`))).toBe(true);
+      expect(() => openTraceDat(file, { buffer: 'nope' })).toThrow(/no buffer "nope" in the file/);
+    });
+  },
+);

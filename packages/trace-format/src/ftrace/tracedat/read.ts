@@ -41,6 +41,12 @@ export interface TraceDatInfo {
   readonly options: readonly { readonly id: number; readonly data: Buffer }[];
 }
 
+/** Options of {@link openTraceDat} and {@link readTraceDat}. */
+export interface TraceDatReadOptions extends FtraceReadOptions {
+  /** The flyrecord buffer to read: `""` (the top-level one, the default) or an instance's name (`record -B NAME`). */
+  readonly buffer?: string;
+}
+
 /** A reader over a trace.dat file. */
 export interface TraceDatReader extends FtraceReader {
   readonly info: TraceDatInfo;
@@ -52,7 +58,7 @@ export function isTraceDat(bytes: Uint8Array): boolean {
 }
 
 /** Opens a trace.dat file. See {@link readTraceDat}. */
-export function openTraceDat(file: string, options: FtraceReadOptions = {}): TraceDatReader {
+export function openTraceDat(file: string, options: TraceDatReadOptions = {}): TraceDatReader {
   return readTraceDat(readFileSync(file), { ...options, file });
 }
 
@@ -73,7 +79,7 @@ const MAX_SECTION = 1 << 30;
  * @throws TraceFormatError `ERR_TRACE_DAT` naming the file and byte offset of the first problem in the metadata;
  * page problems are `ERR_FTRACE_PAGE` (or warnings with `lenient`).
  */
-export function readTraceDat(bytes: Buffer, options: FtraceReadOptions & { file?: string } = {}): TraceDatReader {
+export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { file?: string } = {}): TraceDatReader {
   const file = options.file;
   const head = new Cursor(bytes, true, file);
   if (!isTraceDat(bytes)) head.fail('not a trace.dat file (bad magic)', 0);
@@ -113,7 +119,14 @@ export function readTraceDat(bytes: Buffer, options: FtraceReadOptions & { file?
   };
   const clockList = optionText(OPTION.traceClock);
   const clock = clockList?.match(/\[(\w[\w-]*)\]/)?.[1] ?? buffers[0]?.clock;
-  const top = buffers.find((b) => b.name === '') ?? buffers[0];
+  const wanted = options.buffer ?? '';
+  const top = buffers.find((b) => b.name === wanted) ?? (options.buffer === undefined ? buffers[0] : undefined);
+  if (top === undefined && options.buffer !== undefined) {
+    c.fail(
+      `no buffer ${JSON.stringify(wanted)} in the file (it has ${buffers.map((b) => JSON.stringify(b.name)).join(', ')})`,
+      0,
+    );
+  }
   if (meta.headerPage === undefined) c.fail('no header_page in the file');
   const byteOrder: ByteOrder = endian === 0 ? 'le' : 'be';
   const page = parseHeaderPage(meta.headerPage!, {
@@ -167,7 +180,12 @@ export function readTraceDat(bytes: Buffer, options: FtraceReadOptions & { file?
     options: rawOptions,
   };
   const tsOffset = BigInt(optionText(OPTION.offset)?.match(/^-?\d+/)?.[0] ?? '0');
-  if (buffers.length > 1) warnings.push(`${buffers.length} buffers in the file; only "${top?.name}" is read`);
+  if (buffers.length > 1) {
+    const others = buffers.filter((b) => b !== top).map((b) => JSON.stringify(b.name));
+    warnings.push(
+      `buffer "${top?.name}" is read; the file also holds ${others.join(', ')} (choose with the buffer option)`,
+    );
+  }
   if (version === 6 && rawOptions.some((o) => o.id === OPTION.buffer)) {
     warnings.push('the file also holds instance buffers; only the top-level buffer is read');
   }
