@@ -83,3 +83,21 @@ describe('bit-level codecs', () => {
     );
   });
 });
+
+describe('generated codecs and hostile names', () => {
+  it('keeps field names that look like code as plain data', () => {
+    const names = ['__proto__', 'constructor', '"]; throw 1; //', "'); process.exit(1); ('", '\u2028', 'toString'];
+    const type: StructClass = {
+      kind: 'struct',
+      minAlign: 1,
+      members: names.map((name) => ({ name, type: int(8, false, 8, 'le') })),
+    };
+    const values = Object.fromEntries(names.map((n, i) => [n, i + 1]));
+    const w = new BitWriter(8);
+    compileEncoder(type)(w, values);
+    expect(Array.from(w.bytes.subarray(0, names.length))).toEqual([1, 2, 3, 4, 5, 6]);
+    const decoded = decode(type, w.bytes.subarray(0, names.length)) as Record<string, number>;
+    expect(Object.getPrototypeOf(decoded)).toBe(Object.prototype);
+    for (const [i, n] of names.entries()) expect(Object.getOwnPropertyDescriptor(decoded, n)?.value).toBe(i + 1);
+  });
+});

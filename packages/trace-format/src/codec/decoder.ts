@@ -277,7 +277,8 @@ function compileStruct(
   const lines: string[] = [];
   const align = alignmentOf(type);
   const onStack = refersOutward(type);
-  lines.push('const r = ctx.r;', `r.pos = r.at(${align}, 0);`, 'const o = {};', 'let p = 0;', 'let v;');
+  // Only numbers (coerced here), JSON string literals and fixed text go into the generated source.
+  lines.push('const r = ctx.r;', `r.pos = r.at(${Number(align)}, 0);`, 'const o = {};', 'let p = 0;', 'let v;');
   if (root !== undefined) lines.push(`ctx.roots[${JSON.stringify(root)}] = o;`);
   if (onStack) lines.push('ctx.stack.push(o);');
   type.members.forEach((m, i) => {
@@ -286,8 +287,8 @@ function compileStruct(
     if (int && inline) {
       readers[i] = integerReader(int);
       lines.push(
-        `p = r.at(${int.align}, ${int.size});`,
-        `if (p % 8 === 0) { r.pos = p + ${int.size}; v = ${inline}; } else v = rd[${i}](r);`,
+        `p = r.at(${Number(int.align)}, ${Number(int.size)});`,
+        `if (p % 8 === 0) { r.pos = p + ${Number(int.size)}; v = ${inline}; } else v = rd[${i}](r);`,
       );
     } else {
       decoders[i] = compile(m.type, lex, options);

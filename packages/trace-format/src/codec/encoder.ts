@@ -105,7 +105,7 @@ function structEncoder(type: StructClass, path: string): FieldEncoder {
   const lines = [
     'if (value === null || typeof value !== "object" || Array.isArray(value)) fail(notObject);',
     'const o = value;',
-    `w.pos = w.at(${alignmentOf(type)}, 0);`,
+    `w.pos = w.at(${Number(alignmentOf(type))}, 0);`,
     'let v;',
   ];
   type.members.forEach((m, i) => {
