@@ -61,6 +61,16 @@ describe.skipIf(!fixtures)(
       expect(Object.keys(f)).toHaveLength(25);
     });
 
+    it('deterministic-ordering: reads the intact trace and rejects the two corrupted ones', () => {
+      const dir = join(fixtures!, 'ctf-babeltrace-v2.0.4/tests/data/ctf-traces/deterministic-ordering');
+      // babeltrace's b-c.expect: three `gadoua` events from b-not-corrupted, then an error from c-corrupted.
+      const events = [...openCtfTrace(join(dir, 'b-not-corrupted')).events()];
+      expect(events.map((e) => e.eventClass.name)).toEqual(['gadoua', 'gadoua', 'gadoua']);
+      for (const bad of ['a-corrupted', 'c-corrupted']) {
+        expect(() => [...openCtfTrace(join(dir, bad)).events()]).toThrow(/unknown event id 255/);
+      }
+    });
+
     for (const c of cases.fail) {
       it(`rejects ${c.name} with a located TraceFormatError`, () => {
         let error: unknown;
