@@ -1,0 +1,209 @@
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openRawPagesDir } from '@evtrace/trace-format';
+import { findTracefs, listInstances } from '@evtrace/tracefs';
+import { describe, expect, it } from 'vitest';
+import { ExitCode } from '../exit-codes.ts';
+import { runCli } from '../program.ts';
+import { parseDuration } from './record.ts';
+
+const CLI = new URL('../cli.ts', import.meta.url).pathname;
+
+function setup(): { tracefs: string; why?: undefined } | { tracefs?: undefined; why: string } {
+  if (process.getuid?.() !== 0) return { why: 'not root: recording needs root' };
+  try {
+    return { tracefs: findTracefs() };
+  } catch (error) {
+    return { why: (error as Error).message };
+  }
+}
+
+function hasTool(name: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${name}`]).status === 0;
+}
+
+async function run(...args: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+/** The event counts of the summary: `  system:event  N` lines. */
+function summaryCounts(stderr: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const m of stderr.matchAll(/^ {2}(\w+:\w+)\s+(\d+)$/gm)) counts.set(m[1]!, Number(m[2]));
+  return counts;
+}
+
+const total = (counts: Map<string, number>) => [...counts.values()].reduce((a, b) => a + b, 0);
+
+function reportCounts(file: string): Map<string, number> {
+  const text = execFileSync('trace-cmd', ['report', file], { maxBuffer: 1 << 28, stdio: ['ignore', 'pipe', 'ignore'] });
+  const counts = new Map<string, number>();
+  for (const m of text.toString().matchAll(/^\s*\S.*?\[\d+\]\s+[\d.]+: (\w+):/gm)) {
+    counts.set(m[1]!, (counts.get(m[1]!) ?? 0) + 1);
+  }
+  return counts;
+}
+
+const env = setup();
+const work = mkdtempSync(join(tmpdir(), 'evtrace-record-'));
+const own = (pid: number) => listInstances(env.tracefs!).filter((i) => i.startsWith(`evtrace-${pid}-`));
+
+/** Waits until `check` holds, polling. */
+async function until(check: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('parseDuration', () => {
+  it('reads ms, s, m, h and bare seconds, and refuses anything else', () => {
+    expect([parseDuration('250ms'), parseDuration('1.5s'), parseDuration('2m'), parseDuration('3')]).toEqual([
+      250, 1500, 120_000, 3000,
+    ]);
+    expect(() => parseDuration('10 parsecs')).toThrow(/not a duration/);
+  });
+});
+
+describe.skipIf(env.why !== undefined)(`evtrace record${env.why ? ` (skipped: ${env.why})` : ''}`, () => {
+  it.skipIf(!hasTool('trace-cmd'))(
+    'records while a command runs; trace-cmd report agrees with the summary',
+    async () => {
+      const out = join(work, 'cmd.dat');
+      const r = await run(
+        'record',
+        '-e',
+        'kmem:kmalloc',
+        '-e',
+        'kmem:kfree',
+        '-o',
+        out,
+        '--',
+        'ls',
+        '-R',
+        '/proc/self',
+      );
+      expect(r.code).toBe(ExitCode.Ok);
+      expect(r.stderr).toMatch(/^evtrace: recorded \d+ events in [\d.]+ s into .*cmd\.dat \(tracedat\)$/m);
+      expect(r.stderr).toMatch(/^ {2}lost: cpu0 0, cpu1 0/m);
+      expect(r.stderr).toMatch(/bytes written: \d+ \([\d.]+ bytes\/event/);
+      const counts = summaryCounts(r.stderr);
+      expect(total(counts)).toBeGreaterThan(0);
+      const report = reportCounts(out);
+      expect(report.get('kmalloc') ?? 0).toBe(counts.get('kmem:kmalloc'));
+      expect(report.get('kfree') ?? 0).toBe(counts.get('kmem:kfree'));
+      expect(existsSync(`${out}.part`)).toBe(false);
+      expect(own(process.pid)).toEqual([]);
+    },
+  );
+
+  it.skipIf(!hasTool('babeltrace2'))(
+    'writes CTF with a glob of events; babeltrace2 agrees with the summary',
+    async () => {
+      const out = join(work, 'ctf');
+      const r = await run('record', '-e', 'sched:sched_sw*', '--format', 'ctf', '--duration', '200ms', '-o', out);
+      expect(r.code).toBe(ExitCode.Ok);
+      const counts = summaryCounts(r.stderr);
+      expect([...counts.keys()]).toContain('sched:sched_switch');
+      const lines = execFileSync('babeltrace2', [out], { maxBuffer: 1 << 28 })
+        .toString()
+        .split('\n')
+        .filter(Boolean);
+      expect(lines.length).toBe(total(counts));
+    },
+  );
+
+  describe('errors leave no tracefs state and no output', () => {
+    const cases: [string, string[], number, RegExp][] = [
+      ['a missing output directory', ['-o', '/nonexistent-evtrace-dir/x.dat'], ExitCode.Failure, /does not exist/],
+      ['an unknown event', ['-e', 'kmem:nope', '-o', join(work, 'u.dat')], ExitCode.Usage, /unknown event 'kmem:nope'/],
+      [
+        'an invalid filter',
+        ['--filter', 'bytes_req > 64 && nod == 0', '-o', join(work, 'f.dat')],
+        ExitCode.Usage,
+        /Field not found/,
+      ],
+      ['a refused clock', ['--clock', 'sundial', '-o', join(work, 'c.dat')], ExitCode.Failure, /trace clock/],
+    ];
+    for (const [what, args, status, message] of cases) {
+      it(what, async () => {
+        const before = listInstances(env.tracefs!);
+        const r = await run('record', '-e', 'kmem:kmalloc', '--duration', '50ms', ...args);
+        expect(r.code).toBe(status);
+        expect(r.stderr).toMatch(message);
+        expect(listInstances(env.tracefs!).filter((i) => !before.includes(i) && i.startsWith('evtrace-'))).toEqual([]);
+        const out = args[args.indexOf('-o') + 1]!;
+        expect([existsSync(out), existsSync(`${out}.part`)]).toEqual([false, false]);
+      });
+    }
+
+    it.skipIf(!hasTool('runuser'))('no permission (as nobody)', () => {
+      const out = join(work, 'nobody.dat');
+      const r = spawnSync('runuser', [
+        '-u',
+        'nobody',
+        '--',
+        process.execPath,
+        CLI,
+        'record',
+        '-e',
+        'kmem:kmalloc',
+        '-o',
+        out,
+      ]);
+      expect(r.status).toBe(ExitCode.Failure);
+      expect(r.stderr.toString()).toMatch(/ERR_TRACEFS_PERMISSION: .*EACCES/);
+      expect(existsSync(`${out}.part`)).toBe(false);
+    });
+  });
+
+  it.skipIf(!hasTool('trace-cmd'))('stops cleanly on SIGINT: complete file, instance removed', async () => {
+    const out = join(work, 'int.dat');
+    const child = spawn(process.execPath, [CLI, 'record', '-e', 'kmem:kmalloc', '-e', 'kmem:kfree', '-o', out]);
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    await until(() => own(child.pid!).length === 1 && existsSync(join(`${out}.part`, 'cpu0.raw')));
+    execFileSync('ls', ['-R', '/proc/self'], { stdio: 'ignore' });
+    await new Promise((r) => setTimeout(r, 100));
+    child.kill('SIGINT');
+    expect(await exited).toBe(ExitCode.Ok);
+    expect(own(child.pid!)).toEqual([]);
+    const counts = summaryCounts(stderr);
+    expect(total(counts)).toBeGreaterThan(0);
+    const report = reportCounts(out);
+    expect(report.get('kmalloc') ?? 0).toBe(counts.get('kmem:kmalloc'));
+  });
+
+  it('killed with SIGKILL: OUTPUT.part stays readable, the next start removes the stale instance', async () => {
+    const out = join(work, 'kill.dat');
+    const child = spawn(process.execPath, [CLI, 'record', '-e', 'kmem:kmalloc', '-e', 'sched:sched_switch', '-o', out]);
+    const exited = new Promise((r) => child.on('exit', r));
+    const part = `${out}.part`;
+    const pages = () =>
+      existsSync(part)
+        ? readdirSync(part)
+            .filter((f) => f.endsWith('.raw'))
+            .reduce((n, f) => n + statSync(join(part, f)).size, 0)
+        : 0;
+    await until(() => {
+      execFileSync('ls', ['/proc/self'], { stdio: 'ignore' });
+      return pages() > 0;
+    });
+    child.kill('SIGKILL');
+    await exited;
+    expect(own(child.pid!).length).toBe(1);
+    const events = [...openRawPagesDir(part, { lenient: true }).events()];
+    expect(events.length).toBeGreaterThan(0);
+    for (const e of events) expect(['kmem:kmalloc', 'sched:sched_switch']).toContain(e.eventClass.name);
+    const next = await run('record', '-e', 'kmem:kmalloc', '--duration', '10ms', '-o', join(work, 'next.dat'));
+    expect(next.code).toBe(ExitCode.Ok);
+    expect(own(child.pid!)).toEqual([]);
+  });
+});
