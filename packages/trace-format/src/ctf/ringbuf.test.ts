@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RingBuffer } from '@evtrace/ringbuf';
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
 import type { EventClass, IntegerClass } from '../model/types.ts';
@@ -147,5 +148,39 @@ describe('ringbuf pages as CTF packets', () => {
       expect(run.status).toBe(0);
       expect(run.stdout.trimEnd().split('\n').length).toBe(n);
     }
+  });
+
+  it('fuzz: mutated pages are written, re-encoded or rejected with a located TraceFormatError', () => {
+    const { pages } = fill();
+    const dir = join(root, 'fuzz');
+    fc.assert(
+      fc.property(
+        fc.nat(pages.length - 1),
+        fc.array(fc.record({ at: fc.nat(), value: fc.nat(255) }), { minLength: 1, maxLength: 6 }),
+        (i, edits) => {
+          const page = Uint8Array.from(pages[i]!);
+          for (const e of edits) page[e.at % page.length] = e.value;
+          for (const run of [
+            () => {
+              const w = createRingbufCtfWriter(dir, { eventClasses: classes });
+              try {
+                w.writePage(page);
+              } finally {
+                w.close();
+              }
+            },
+            () => reencodeRingbufPages([{ data: page }], join(dir, 'again'), { eventClasses: classes }),
+          ]) {
+            try {
+              run();
+            } catch (error) {
+              expect(error).toBeInstanceOf(TraceFormatError);
+              expect((error as TraceFormatError).location.offset).toBeTypeOf('number');
+            }
+          }
+        },
+      ),
+      { numRuns: 100 },
+    );
   });
 });

@@ -298,7 +298,16 @@ export function reencodeRingbufPages(
           eventClass = rc;
           fields = { length: rec.length, data: Array.from(data.subarray(rec.payload, rec.payload + rec.length)) };
         }
-        writer.writeEvent({ eventClass, tsNs: rec.ts + offset, cpu: stream, fields });
+        try {
+          writer.writeEvent({ eventClass, tsNs: rec.ts + offset, cpu: stream, fields });
+        } catch (error) {
+          // Say which record could not be written (e.g. its time goes backwards).
+          if (!(error instanceof TraceFormatError) || error.location.offset !== undefined) throw error;
+          throw new TraceFormatError(error.code, `record of type ${rec.type}: ${error.message}`, {
+            file,
+            offset: rec.payload,
+          });
+        }
         count++;
       });
     }
