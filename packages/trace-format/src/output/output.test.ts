@@ -67,9 +67,9 @@ describe('Perfetto JSON', () => {
     ]);
     expect(of('X')).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ name: 'bash (42)', ts: 1000, dur: 2000.5, tid: -1 }),
-        expect.objectContaining({ name: 'make (7)', ts: 1500, dur: 2500, tid: -2 }),
-        expect.objectContaining({ name: 'cc (8)', ts: 4000, dur: 0, tid: -2 }),
+        expect.objectContaining({ name: 'bash (42)', ts: 1000, dur: 2000.5, tid: 0x7fff0000 }),
+        expect.objectContaining({ name: 'make (7)', ts: 1500, dur: 2500, tid: 0x7fff0001 }),
+        expect.objectContaining({ name: 'cc (8)', ts: 4000, dur: 0, tid: 0x7fff0001 }),
       ]),
     );
     const names = of('M')
@@ -80,7 +80,7 @@ describe('Perfetto JSON', () => {
         [42, 'bash (42)'],
         [7, 'make (7)'],
         [0, 'swapper (0)'],
-        [-1, 'CPU 0'],
+        [0x7fff0000, 'CPU 0'],
       ]),
     );
   });

@@ -13,6 +13,10 @@ export interface PerfettoOptions {
   readonly cmdlines?: ReadonlyMap<number, string>;
 }
 
+/** Per-CPU tracks get ids above every Linux pid (at most 2^22), as positive numbers every importer accepts. */
+const CPU_TRACKS = 0x7fff0000;
+const cpuTrack = (cpu: number) => CPU_TRACKS + cpu;
+
 /** Microseconds with nanosecond precision, as a JSON number literal. */
 function micros(ns: bigint): string {
   const neg = ns < 0n;
@@ -45,15 +49,15 @@ export function writePerfettoJson(
       remember(names, f.prev_pid, f.prev_comm);
       remember(names, f.next_pid, f.next_comm);
       if (e.cpu !== null) {
-        const track = -1 - e.cpu;
+        const track = cpuTrack(e.cpu);
         seen.add(track);
         const was = running.get(e.cpu);
         if (was !== undefined) emit(slice(was, e.tsNs, track));
         running.set(e.cpu, { since: e.tsNs, comm: String(f.next_comm ?? '?'), pid: Number(f.next_pid ?? -1) });
       }
     }
-    // Events without a task go on one track per CPU, numbered below zero.
-    const tid = typeof pid === 'number' ? pid : -1 - (e.cpu ?? 0);
+    // Events without a task go on their CPU's track.
+    const tid = typeof pid === 'number' ? pid : cpuTrack(e.cpu ?? 0);
     seen.add(tid);
     const colon = e.eventClass.name.indexOf(':');
     const cat = colon > 0 ? e.eventClass.name.slice(0, colon) : 'event';
@@ -67,12 +71,12 @@ export function writePerfettoJson(
     n++;
   }
   // Tasks still running at the end of the trace get a slice up to the last event.
-  for (const [cpu, was] of running) emit(slice(was, lastTs, -1 - cpu));
+  for (const [cpu, was] of running) emit(slice(was, lastTs, cpuTrack(cpu)));
   // Names are known only once every sched_switch is seen, so the metadata events come last.
   for (const tid of seen) {
     const name =
-      tid < 0
-        ? `CPU ${-1 - tid}`
+      tid >= CPU_TRACKS
+        ? `CPU ${tid - CPU_TRACKS}`
         : `${tid === 0 ? 'swapper' : (options.cmdlines?.get(tid) ?? names.get(tid) ?? 'task')} (${tid})`;
     emit(JSON.stringify({ ph: 'M', name: 'thread_name', pid: tid, tid, args: { name } }));
     emit(JSON.stringify({ ph: 'M', name: 'process_name', pid: tid, args: { name } }));
