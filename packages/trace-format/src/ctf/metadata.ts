@@ -50,7 +50,11 @@ export function readMetadataText(data: Uint8Array, file?: string): MetadataText 
     const packetBits = view.getUint32(offset + 28, le);
     const [compression, encryption, checksum, major, minor] = data.subarray(offset + 32, offset + 37);
     if (compression !== 0 || encryption !== 0 || checksum !== 0) fail('compressed, encrypted or checksummed');
-    if (major !== 1 || minor !== 8) fail(`version ${major}.${minor} (expected 1.8)`);
+    if (major !== 1 || minor !== 8) {
+      // Pre-1.8 LTTng headers had no version bytes: the text starts where they would be.
+      const text = major! >= 0x20 && minor! >= 0x20 ? ' (text where the version belongs: a pre-1.8 header?)' : '';
+      fail(`version ${major}.${minor}, expected 1.8${text}`);
+    }
     if (contentBits % 8 !== 0 || packetBits % 8 !== 0) fail('sizes are not whole bytes');
     if (contentBits < HEADER_BYTES * 8 || packetBits < contentBits) {
       fail(`content size ${contentBits} or packet size ${packetBits} bits is impossible`);
