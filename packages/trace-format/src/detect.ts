@@ -17,6 +17,8 @@ import { createFtraceTextFormatter } from './output/text.ts';
 export interface OpenTraceOptions {
   /** Report corrupt pages or packets as warnings and continue. Default false. */
   readonly lenient?: boolean;
+  /** trace.dat only: the instance buffer to read (`record -B NAME`); default the top-level one. */
+  readonly buffer?: string;
 }
 
 /**
@@ -57,11 +59,11 @@ export function detectTraceKind(path: string): TraceKind {
 export function openTrace(path: string, options: OpenTraceOptions = {}): TraceReader & { metadata?: FtraceMetadata } {
   switch (detectTraceKind(path)) {
     case 'ctf':
-      return openCtfTrace(path, options);
+      return openCtfTrace(path, { lenient: options.lenient === true });
     case 'tracedat':
       return openTraceDat(path, options);
     case 'raw-pages':
-      return openRawPagesDir(path, options);
+      return openRawPagesDir(path, { lenient: options.lenient === true });
   }
 }
 

@@ -76,6 +76,9 @@ describe('evtrace cat', () => {
     expect(r.stderr).toMatch(/ERR_TRACE_INPUT: .*junk: byte 0: not a trace\.dat file/);
     const missing = await run('cat', join(dir, 'missing'));
     expect(missing.code).toBe(ExitCode.Failure);
+    const buffer = await run('cat', dat, '--buffer', 'nope');
+    expect(buffer.code).toBe(ExitCode.Failure);
+    expect(buffer.stderr).toMatch(/no buffer "nope" in the file \(it has ""\)/);
   });
 });
 

@@ -23,10 +23,16 @@ export interface OpenedInput {
 }
 
 /** Opens INPUT (CTF directory, trace.dat, raw-pages directory), turning format errors into exit status 1. */
-export function openInput(input: string, options: { filter?: string; lenient?: boolean }): OpenedInput {
+export function openInput(
+  input: string,
+  options: { filter?: string; lenient?: boolean; buffer?: string },
+): OpenedInput {
   let reader: OpenedInput['reader'];
   try {
-    reader = openTrace(input, { lenient: options.lenient === true });
+    reader = openTrace(input, {
+      lenient: options.lenient === true,
+      ...(options.buffer !== undefined ? { buffer: options.buffer } : {}),
+    });
   } catch (error) {
     throw asCliExit(error);
   }
@@ -129,6 +135,7 @@ interface CatOptions {
   json?: boolean;
   filter?: string;
   lenient?: boolean;
+  buffer?: string;
 }
 
 /** `evtrace cat INPUT`: prints the events of a trace. */
@@ -145,6 +152,7 @@ object per line: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "
     .option('--json', 'one JSON object per event per line')
     .option('--filter <expr>', 'keep events matching an ftrace filter expression (e.g. "bytes_req > 64")')
     .option('--lenient', 'report corrupt pages or packets on stderr and continue')
+    .option('--buffer <name>', 'trace.dat: read the instance buffer NAME (trace-cmd record -B) instead of the top one')
     .action((input: string, options: CatOptions) => {
       const opened = openInput(input, options);
       const format = options.json ? eventToJsonLine : textLines(opened.reader);

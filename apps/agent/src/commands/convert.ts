@@ -24,6 +24,7 @@ interface ConvertOptions {
   lenient?: boolean;
   fileVersion?: string;
   compression?: string;
+  buffer?: string;
 }
 
 /** Runs `fn` with a function writing to `file`, closing it afterwards. */
@@ -78,6 +79,7 @@ trace.dat get a synthesized ftrace format.`,
     .requiredOption('--to <kind>', `output kind: ${TARGETS.join(', ')}`)
     .option('--filter <expr>', 'keep events matching an ftrace filter expression')
     .option('--lenient', 'report corrupt pages or packets on stderr and continue')
+    .option('--buffer <name>', 'trace.dat input: read the instance buffer NAME instead of the top one')
     .option('--file-version <n>', 'trace.dat version, 6 or 7 (default 7)')
     .option('--compression <alg>', 'trace.dat v7 compression: zstd (default), zlib or none')
     .action((input: string, options: ConvertOptions) => {
