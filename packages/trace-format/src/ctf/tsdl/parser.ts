@@ -146,6 +146,7 @@ class TsdlParser {
     let trace: { major?: number; minor?: number; uuid?: string; byteOrder?: ByteOrder; packetHeader?: StructClass } =
       {};
     let sawTrace = false;
+    let traceToken = this.tokens[0]!;
     const clocks = new Map<string, ClockClass>();
     const env = new Map<string, string | number | bigint>();
     const streams = new Map<number, { id: number; attrs: Map<string, AttrValue>; token: Token }>();
@@ -157,6 +158,7 @@ class TsdlParser {
           this.next();
           if (sawTrace) this.fail('duplicate trace block', t);
           sawTrace = true;
+          traceToken = t;
           trace = this.traceBlock(this.block(scope), t);
           continue;
         }
@@ -199,7 +201,7 @@ class TsdlParser {
     }
     if (!sawTrace) this.fail('metadata has no trace block');
     if (trace.major !== 1 || trace.minor !== 8) {
-      this.fail(`unsupported CTF version ${trace.major}.${trace.minor} (expected 1.8)`, this.tokens[0]!);
+      this.fail(`unsupported CTF version ${trace.major}.${trace.minor} (expected 1.8)`, traceToken);
     }
     const streamClasses = new Map<number, StreamClass>();
     const eventsByStream = new Map<number, Map<number, EventClass>>();
