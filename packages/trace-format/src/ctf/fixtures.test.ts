@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -83,5 +84,28 @@ describe.skipIf(!fixtures)(
         expect((error as TraceFormatError).location.file).toContain(c.dir);
       });
     }
+  },
+);
+
+const haveBt2 = spawnSync('babeltrace2', ['--version']).status === 0;
+describe.skipIf(!fixtures || !haveBt2)(
+  `local time like plain babeltrace2${fixtures && haveBt2 ? '' : ' (skipped: ../shared/fixtures or babeltrace2 absent)'}`,
+  () => {
+    it('prints the time of day in the local zone with localTime (TZ=Asia/Kolkata, UTC+05:30)', () => {
+      const dir = ctfFixtureCases(fixtures!).succeed.find((c) => c.name === 'succeed/wk-heartbeat-u')!.dir;
+      const saved = process.env.TZ;
+      process.env.TZ = 'Asia/Kolkata';
+      try {
+        const reader = openCtfTrace(dir);
+        const format = createBabeltraceTextFormatter({ trace: reader.trace, localTime: true });
+        const ours = Array.from(reader.events(), format);
+        const run = spawnSync('babeltrace2', [dir], { encoding: 'utf8', env: { ...process.env, TZ: 'Asia/Kolkata' } });
+        expect(ours).toEqual(run.stdout.trimEnd().split('\n'));
+        expect(ours[0]!.startsWith('[23:18:17.586558519]')).toBe(true);
+      } finally {
+        if (saved === undefined) delete process.env.TZ;
+        else process.env.TZ = saved;
+      }
+    });
   },
 );

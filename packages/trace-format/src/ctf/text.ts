@@ -16,6 +16,8 @@ export interface BabeltraceTextOptions {
   readonly trace?: TraceClass;
   /** Print `[time] (+delta)`; false for traces without timestamps. Default true. */
   readonly timestamps?: boolean;
+  /** Time of day in the local time zone, as plain `babeltrace2` prints it; default UTC (`babeltrace2 --clock-gmt`). */
+  readonly localTime?: boolean;
 }
 
 const NS_PER_S = 1_000_000_000n;
@@ -175,7 +177,12 @@ function formatStruct(
   return parts.length === 0 ? '{ }' : `{ ${parts.join(', ')} }`;
 }
 
-function clockTime(ns: bigint): string {
+function clockTime(ns: bigint, localTime: boolean): string {
+  if (localTime) {
+    // The zone's offset at that instant (whole minutes in practice), applied before taking the time of day.
+    const ms = Number(ns / 1_000_000n);
+    ns += BigInt(-new Date(ms).getTimezoneOffset()) * 60n * NS_PER_S;
+  }
   let day = ns % NS_PER_DAY;
   if (day < 0n) day += NS_PER_DAY;
   const s = day / NS_PER_S;
@@ -188,12 +195,13 @@ function clockTime(ns: bigint): string {
 
 /**
  * Returns a function that formats events as one line each, like `babeltrace2 TRACE` (its `sink.text.pretty` with
- * default options, times in UTC): `[time] (+delta) host name: { packet context }, { stream event context },
+ * default options; times in UTC unless `localTime`): `[time] (+delta) host name: { packet context }, { stream event context },
  * { event context }, { payload }`. The formatter remembers the previous event's time for the delta.
  */
 export function createBabeltraceTextFormatter(options: BabeltraceTextOptions = {}): (event: TraceEvent) => string {
   const env = options.trace?.env;
   const timestamps = options.timestamps ?? true;
+  const localTime = options.localTime ?? false;
   let prefix = '';
   const hostname = env?.get('hostname');
   const procname = env?.get('procname');
@@ -214,7 +222,7 @@ export function createBabeltraceTextFormatter(options: BabeltraceTextOptions = {
         delta = `${d < 0n ? '-' : '+'}${abs / NS_PER_S}.${String(abs % NS_PER_S).padStart(9, '0')}`;
       }
       last = ts;
-      line = `[${clockTime(ts)}] (${delta}) `;
+      line = `[${clockTime(ts, localTime)}] (${delta}) `;
     }
     const cls = event.eventClass;
     line += `${prefix}${cls.name}: `;
