@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { TraceEvent } from '../model/types.ts';
+import { findTracefs } from '../testing/tracefs.ts';
 import { parseFormatFile } from './format-file.ts';
 import { compilePrintFormat } from './print-fmt.ts';
+import { readEventFormats } from './raw-dir.ts';
 import { Kallsyms } from './symbols.ts';
 
 function classWith(printFmt: string) {
@@ -17,6 +19,7 @@ format:
 \tfield:__data_loc char[] name;\toffset:24;\tsize:4;\tsigned:0;
 \tfield:u8 mac[4];\toffset:28;\tsize:4;\tsigned:0;
 \tfield:unsigned long caller[2];\toffset:32;\tsize:16;\tsigned:0;
+\tfield:u8 id[16];\toffset:48;\tsize:16;\tsigned:0;
 
 print fmt: ${printFmt}
 `,
@@ -31,6 +34,7 @@ const fields = {
   name: 'eth0',
   mac: [0xde, 0xad, 0xbe, 0xef],
   caller: [0xffffffff81300000n, 0n],
+  id: Array.from({ length: 16 }, (_, i) => i * 17),
 };
 const kallsyms = Kallsyms.parse('ffffffff81200000 T do_thing\nffffffff81300000 t helper\nffffffff81400000 T end\n');
 
@@ -74,6 +78,16 @@ describe('print fmt evaluation', () => {
     expect(render('"%s"  " and %s", __get_str(name), "more"')).toBe('eth0 and more');
   });
 
+  it('takes * widths and precisions from the arguments, and reads uint casts, UUIDs, MACs and IPv4 addresses', () => {
+    expect(render('"[%.*s|%*d|%-*d]", 3, __get_str(name), 4, REC->flags, -4, REC->flags')).toBe('[eth|   5|5   ]');
+    expect(render('"%u", ((uint)(REC->addr >> 32))')).toBe('4294967295');
+    expect(render('"%pM %pI4", REC->id, REC->mac')).toBe('00:11:22:33:44:55 222.173.190.239');
+    expect(render('"%pU|%pUl", REC->id, REC->id')).toBe(
+      '00112233-4455-6677-8899-aabbccddeeff|33221100-5544-7766-8899-aabbccddeeff',
+    );
+    expect(render('"%pM", REC->mac')).toBeUndefined();
+  });
+
   it('returns undefined for constructs outside the evaluator, never throwing', () => {
     expect(render('"%s", some_kernel_helper(REC->addr)')).toBeUndefined();
     expect(render('"%d", REC->missing')).toBeUndefined();
@@ -81,3 +95,17 @@ describe('print fmt evaluation', () => {
     expect(render('not a format')).toBeUndefined();
   });
 });
+
+const tracefs = findTracefs();
+describe.skipIf(!('path' in tracefs))(
+  `print fmt coverage of this kernel${'why' in tracefs ? ` (skipped: ${tracefs.why})` : ''}`,
+  () => {
+    it('compiles the print fmt of at least 95% of the kernel event formats', () => {
+      const classes = readEventFormats(`${(tracefs as { path: string }).path}/events`, 8, () => {});
+      const compiled = classes.filter((c) => compilePrintFormat(c) !== undefined).length;
+      expect(classes.length).toBeGreaterThan(500);
+      // The rest name enum constants the kernel did not export (IOPRIO_CLASS_NONE...) or kernel-only helpers.
+      expect(compiled / classes.length).toBeGreaterThanOrEqual(0.95);
+    });
+  },
+);

@@ -124,6 +124,9 @@ const TYPE_WORDS = new Set([
   'gfp_t',
   'pid_t',
   'dev_t',
+  'uint',
+  'ulong',
+  'ushort',
 ]);
 const isTypeWord = (w: string) => TYPE_WORDS.has(w) || /^__?[us]\d+$|_t$/.test(w);
 
@@ -220,7 +223,7 @@ class Parser {
       const operand = this.unary();
       const bits = castBits(words);
       if (bits === undefined) return operand;
-      const signed = !words.includes('unsigned') && !/^u\d|^__u|size_t|gfp_t/.test(words.join(' '));
+      const signed = !words.includes('unsigned') && !/^u\d|^__u|^u(int|long|short)$|size_t|gfp_t/.test(words.join(' '));
       return (c) => {
         const v = operand(c);
         return typeof v === 'bigint' ? (signed ? BigInt.asIntN(bits, v) : BigInt.asUintN(bits, v)) : v;
@@ -326,9 +329,9 @@ function castBits(words: readonly string[]): number | undefined {
   if (w.includes('*')) return 64;
   const s = w.join(' ');
   if (/\bchar\b|^[us]8$|^__[us]8$|bool/.test(s)) return 8;
-  if (/\bshort\b|^[us]16$|^__[us]16$/.test(s)) return 16;
-  if (/\blong\b|^[us]64$|^__[us]64$|size_t|gfp_t/.test(s)) return 64;
-  if (/\bint\b|^unsigned$|^signed$|^[us]32$|^__[us]32$|pid_t/.test(s)) return 32;
+  if (/\bshort\b|^[us]16$|^__[us]16$|^ushort$/.test(s)) return 16;
+  if (/\blong\b|^[us]64$|^__[us]64$|size_t|gfp_t|^ulong$/.test(s)) return 64;
+  if (/\bint\b|^unsigned$|^signed$|^[us]32$|^__[us]32$|pid_t|^uint$/.test(s)) return 32;
   return undefined;
 }
 
@@ -462,16 +465,19 @@ interface Spec {
   readonly flags: string;
   readonly width?: number;
   readonly precision?: number;
+  /** `*` width or precision: taken from the argument before the value. */
+  readonly starWidth?: boolean;
+  readonly starPrecision?: boolean;
   readonly length: string;
   readonly conv: string;
-  /** %p extension letters (`S`, `s`, `F`, `f`, `B`, `K`...). */
+  /** %p extension (`S`, `s`, `F`, `f`, `B`, `U`, `Ub`, `M`, `I4`...). */
   readonly ext: string;
 }
 
 function parseSpecs(fmt: string): Spec[] {
   const out: Spec[] = [];
   let lit = '';
-  const re = /%([-+ #0]*)(\d+|\*)?(?:\.(\d+))?(hh|h|ll|l|z|j|t|L)?([diouxXcspfeEgGn%])/y;
+  const re = /%([-+ #0]*)(\d+|\*)?(?:\.(\d+|\*))?(hh|h|ll|l|z|j|t|L)?([diouxXcspfeEgGn%])/y;
   for (let i = 0; i < fmt.length; ) {
     if (fmt[i] !== '%') {
       lit += fmt[i++];
@@ -485,22 +491,21 @@ function parseSpecs(fmt: string): Spec[] {
       lit += '%';
       continue;
     }
-    if (m[2] === '*') throw new Unsupported('* width');
     let ext = '';
     if (m[5] === 'p') {
-      const e = /^[SsFfBKkxXaMmIiEhbdgUDlNtV]+/.exec(fmt.slice(i));
-      // Only the symbol forms are letters the printer consumes; others would print literally in libtraceevent.
-      if (e !== null && /^[SsFfB]/.test(e[0])) {
-        ext = e[0][0]!;
-        i += 1;
+      // Symbols (%pS %ps %pF %pf %pB), UUIDs (%pU with its b/B/l/L variant), MACs (%pM, %pm) and IPv4 (%pI4, %pi4).
+      const e = /^(?:[SsFfB]|U[bBlL]?|[Mm]|[Ii]4)/.exec(fmt.slice(i));
+      if (e !== null) {
+        ext = e[0];
+        i += e[0].length;
       }
     }
     if (lit !== '') out.push({ literal: lit, flags: '', length: '', conv: '', ext: '' });
     lit = '';
     out.push({
       flags: m[1]!,
-      ...(m[2] !== undefined ? { width: Number(m[2]) } : {}),
-      ...(m[3] !== undefined ? { precision: Number(m[3]) } : {}),
+      ...(m[2] === '*' ? { starWidth: true } : m[2] !== undefined ? { width: Number(m[2]) } : {}),
+      ...(m[3] === '*' ? { starPrecision: true } : m[3] !== undefined ? { precision: Number(m[3]) } : {}),
       length: m[4] ?? '',
       conv: m[5]!,
       ext,
@@ -534,6 +539,34 @@ function bitsOf(spec: Spec): number {
         : 32;
 }
 
+/** The byte-array forms of %p: UUIDs, MAC and IPv4 addresses. */
+function bytesText(ext: string, b: number[]): string {
+  const hex = (x: number) => x.toString(16).padStart(2, '0');
+  switch (ext[0]) {
+    case 'U': {
+      if (b.length < 16) throw new Unsupported('UUID of fewer than 16 bytes');
+      // %pUl/%pUL store the first three groups little-endian.
+      const order = ext[1] === 'l' || ext[1] === 'L' ? [3, 2, 1, 0, 5, 4, 7, 6] : [0, 1, 2, 3, 4, 5, 6, 7];
+      const h = [...order, 8, 9, 10, 11, 12, 13, 14, 15].map((k) => hex(b[k]!));
+      const text = `${h.slice(0, 4).join('')}-${h.slice(4, 6).join('')}-${h.slice(6, 8).join('')}-${h.slice(8, 10).join('')}-${h.slice(10).join('')}`;
+      return ext[1] === 'B' || ext[1] === 'L' ? text.toUpperCase() : text;
+    }
+    case 'M':
+    case 'm':
+      if (b.length < 6) throw new Unsupported('MAC of fewer than 6 bytes');
+      return b
+        .slice(0, 6)
+        .map(hex)
+        .join(ext === 'm' ? '' : ':');
+    case 'I':
+    case 'i':
+      if (b.length < 4) throw new Unsupported('IPv4 of fewer than 4 bytes');
+      return b.slice(0, 4).join('.');
+    default:
+      throw new Unsupported(`%p${ext} on an array`);
+  }
+}
+
 function render(spec: Spec, v: Value, kallsyms: Kallsyms | undefined, style: PrintStyle): string {
   switch (spec.conv) {
     case 's': {
@@ -543,6 +576,15 @@ function render(spec: Spec, v: Value, kallsyms: Kallsyms | undefined, style: Pri
     case 'c':
       return pad(String.fromCharCode(Number(BigInt.asUintN(8, num(v)))), spec, false);
     case 'p': {
+      if (Array.isArray(v) && spec.ext !== '')
+        return pad(
+          bytesText(
+            spec.ext,
+            v.map((b) => Number(num(b) & 0xffn)),
+          ),
+          spec,
+          false,
+        );
       const a = BigInt.asUintN(64, num(v));
       const withOffset = spec.ext === 'S' || spec.ext === 'F' || spec.ext === 'B';
       if (spec.ext !== '' && kallsyms !== undefined) {
@@ -601,13 +643,36 @@ export function compilePrintFormat(eventClass: EventClass): PrintFormatter | und
     const parser = new Parser(toks.slice(k + 1));
     const args = k < toks.length ? parser.args() : [];
     const specs = parseSpecs(fmt);
-    if (specs.filter((s) => s.literal === undefined).length !== args.length) return undefined;
+    const needed = specs.reduce(
+      (n, s) => n + (s.literal !== undefined ? 0 : 1 + (s.starWidth ? 1 : 0) + (s.starPrecision ? 1 : 0)),
+      0,
+    );
+    if (needed !== args.length) return undefined;
     return (event, kallsyms, style = 'trace-cmd') => {
       const ctx: Ctx = { event, kallsyms };
       let out = '';
       let a = 0;
       try {
-        for (const s of specs) out += s.literal !== undefined ? s.literal : render(s, args[a++]!(ctx), kallsyms, style);
+        for (const s of specs) {
+          if (s.literal !== undefined) {
+            out += s.literal;
+            continue;
+          }
+          let spec = s;
+          if (s.starWidth || s.starPrecision) {
+            // C takes `*` values as ints; a negative width means left-justified, a negative precision none.
+            const width = s.starWidth ? Number(BigInt.asIntN(32, num(args[a++]!(ctx)))) : s.width;
+            const precision = s.starPrecision ? Number(BigInt.asIntN(32, num(args[a++]!(ctx)))) : s.precision;
+            spec = {
+              ...s,
+              flags: width !== undefined && width < 0 ? `${s.flags}-` : s.flags,
+              ...(width !== undefined ? { width: Math.abs(width) } : {}),
+              ...(precision !== undefined && precision >= 0 ? { precision } : {}),
+            };
+            if (precision !== undefined && precision < 0) delete (spec as { precision?: number }).precision;
+          }
+          out += render(spec, args[a++]!(ctx), kallsyms, style);
+        }
       } catch (e) {
         if (e instanceof Unsupported) return undefined;
         throw e;
