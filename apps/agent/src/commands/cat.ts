@@ -96,7 +96,7 @@ function eventFilter(
       }
       compiled.set(e.eventClass, p);
     }
-    return p !== undefined && p(e);
+    return p?.(e) === true;
   };
   return Object.assign(predicate, {
     finish() {
