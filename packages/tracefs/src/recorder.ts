@@ -6,7 +6,7 @@
  * to its last complete page.
  *
  * One loop reads all CPUs: a read returns one sub-buffer, EAGAIN when the CPU's buffer is empty. Between passes the
- * loop sleeps for as long as the fastest CPU needs to fill a quarter of its buffer at the rate just measured, so a
+ * loop sleeps for as long as the fastest CPU needs to fill an eighth of its buffer at the rate just measured, so a
  * busy trace is read early (no loss) and an idle one is read rarely (few near-empty pages, little CPU).
  */
 import {
@@ -53,7 +53,7 @@ export interface RecordOptions {
   readonly durationMs?: number;
   /** The nice value the reading thread asks for (raised only when allowed), or false to keep it. Default -20. */
   readonly priority?: number | false;
-  /** Called once tracing is on (for example to start a workload). */
+  /** Called once tracing is on, before the reader raises its priority (so a workload started here keeps its own). */
   readonly onStart?: () => void;
 }
 
@@ -100,7 +100,13 @@ export interface RecordResult {
 }
 
 const MIN_POLL_MS = 2;
-const MAX_POLL_MS = 200;
+/**
+ * The longest sleep, even when idle: a burst must not fill a buffer before the next pass (20 ms lets a default
+ * 1.4 MiB buffer absorb 70 MB/s per CPU; a hackbench load writes about 25 MB/s per CPU).
+ */
+const MAX_POLL_MS = 20;
+/** The share of a CPU buffer the busiest CPU may fill between passes. */
+const FILL_BETWEEN_PASSES = 1 / 8;
 /** Pages buffered per CPU before one write. */
 const BATCH_PAGES = 64;
 
@@ -204,6 +210,7 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
   let inst: Instance | undefined;
   const readers: CpuReader[] = [];
   let started = false;
+  let raised: { set: number; before: number } | undefined;
   try {
     inst = createInstance(tracefs);
     const p = inst.path;
@@ -260,7 +267,6 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
       readers.push({ cpu, fd, out: openSync(join(options.dir, `cpu${cpu}.raw`), 'w'), missedPages: 0 });
     }
     readers.sort((a, b) => a.cpu - b.cpu);
-    const priority = raisePriority(options.priority);
     const byType = new Float64Array(65536);
     const count: PageCount = { records: 0, dataBytes: 0, missed: false, corruptAt: -1 };
     const buf = Buffer.allocUnsafe(pageSize * BATCH_PAGES);
@@ -304,6 +310,8 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
     write(join(p, 'tracing_on'), '1', 'cannot start tracing', 'ERR_TRACEFS_IO');
     started = true;
     options.onStart?.();
+    // Raised after the workload started, so that it keeps its own priority.
+    raised = raisePriority(options.priority);
     let interval = MIN_POLL_MS * 4;
     let last = performance.now();
     const bufferBytes = bufferKb * 1024;
@@ -313,7 +321,7 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
       const now = performance.now();
       const rate = fastest / Math.max(now - last, 0.1); // bytes per ms on the busiest CPU
       last = now;
-      const target = rate > 0 ? bufferBytes / 4 / rate : MAX_POLL_MS;
+      const target = rate > 0 ? (bufferBytes * FILL_BETWEEN_PASSES) / rate : MAX_POLL_MS;
       // Shorten at once when data arrives faster, lengthen gently when it slows down.
       interval = Math.max(MIN_POLL_MS, Math.min(MAX_POLL_MS, target, interval * 2));
       await sleep(Math.max(0, Math.min(interval, deadline - performance.now())), options.signal);
@@ -351,7 +359,7 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
       rawBytes,
       eventClasses: classes,
       userSpaceFilters: new Map([...plans].filter(([, plan]) => plan.userSpace !== undefined)),
-      priority,
+      priority: raised?.set,
       durationMs,
     };
   } catch (error) {
@@ -364,17 +372,23 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
       closeSync(r.out);
     }
     inst?.remove();
+    if (raised !== undefined) {
+      try {
+        setPriority(raised.before);
+      } catch {}
+    }
   }
 }
 
 /** Raises the calling thread's priority to `wanted` when allowed; returns the value set, or undefined. */
-function raisePriority(wanted: number | false | undefined): number | undefined {
+function raisePriority(wanted: number | false | undefined): { set: number; before: number } | undefined {
   if (wanted === false) return undefined;
   const target = wanted ?? -20;
   try {
-    if (getPriority() <= target) return undefined;
+    const before = getPriority();
+    if (before <= target) return undefined;
     setPriority(target);
-    return target;
+    return { set: target, before };
   } catch {
     return undefined;
   }

@@ -1,5 +1,4 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { getPriority, setPriority } from 'node:os';
 import {
   type FinalizeResult,
   finalizeRecording,
@@ -108,7 +107,6 @@ is killed, OUTPUT.part/ stays readable up to its last complete page (evtrace cat
       const stop = () => controller.abort();
       let child: ChildProcess | undefined;
       let childStatus: number | null = null;
-      const nice = getPriority();
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
       const rawDir = `${options.output}.part`;
@@ -126,10 +124,6 @@ is killed, OUTPUT.part/ stays readable up to its last complete page (evtrace cat
           onStart: () => {
             if (command.length === 0) return;
             child = spawn(command[0]!, command.slice(1), { stdio: 'inherit' });
-            // The recorder raised its own priority; the workload keeps the one it would have had.
-            try {
-              if (child.pid !== undefined) setPriority(child.pid, nice);
-            } catch {}
             child.on('error', (error) => {
               io.stderr(`evtrace: cannot run ${command[0]}: ${error.message}\n`);
               stop();

@@ -1,0 +1,162 @@
+/**
+ * Recording under load, evtrace beside trace-cmd in the same run: `perf bench sched messaging -g 4 -l 500` (about
+ * 1.7 M kmem:kmalloc + kmem:kfree events) while each tool records at the default per-CPU buffer and its own default
+ * priority settings. Prints events seen, lost, CPU seconds (of the recorder and its children, from GNU time) and
+ * bytes per event. trace-cmd records the top-level buffer and leaves its `tracing_on` at 0: it is restored here.
+ *
+ * Run as root: `node src/record.bench.ts` (the package's `bench` script). Not a test.
+ */
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fromTotal, printComparisons } from '@evtrace/bench';
+import { listInstances } from './instance.ts';
+import { findTracefs } from './mount.ts';
+
+const LOAD = ['bench', 'sched', 'messaging', '-g', '4', '-l', process.env.EVTRACE_BENCH_LOOPS ?? '500'];
+const EVENTS = ['kmem:kmalloc', 'kmem:kfree'];
+const CLI = new URL('../../../apps/agent/src/cli.ts', import.meta.url).pathname;
+
+interface Run {
+  tool: string;
+  seen: number;
+  lost: number;
+  cpuS: number;
+  bytes: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  const end = Date.now() + 30_000;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/** Runs `argv` under GNU time; `ready` says when to start the load; SIGINT stops the tool after the load. */
+async function recordUnderLoad(
+  argv: string[],
+  ready: (pid: number, out: string) => boolean,
+): Promise<{ cpuS: number; stdout: string; stderr: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'evtrace-bench-time-'));
+  const timeFile = join(dir, 'time');
+  const timer = spawn('/usr/bin/time', ['-o', timeFile, '-f', '%U %S', ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  timer.stdout.on('data', (d) => (stdout += d));
+  timer.stderr.on('data', (d) => (stderr += d));
+  const exited = new Promise<void>((r) => timer.on('exit', () => r()));
+  // The tool is GNU time's only child.
+  const toolPid = () => {
+    const children = readFileSync(`/proc/${timer.pid}/task/${timer.pid}/children`, 'utf8').trim();
+    return children === '' ? undefined : Number(children.split(' ')[0]);
+  };
+  await until(() => toolPid() !== undefined, 'the tool to start');
+  const pid = toolPid()!;
+  await until(() => ready(pid, stdout), 'the tool to be ready');
+  await sleep(200);
+  const load = spawnSync('perf', LOAD, { stdio: 'ignore' });
+  if (load.status !== 0) throw new Error(`perf bench failed: ${load.stderr}`);
+  await sleep(300);
+  process.kill(pid, 'SIGINT');
+  await exited;
+  const [user, sys] = readFileSync(timeFile, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
+  rmSync(dir, { recursive: true, force: true });
+  return { cpuS: user! + sys!, stdout, stderr };
+}
+
+async function evtrace(format: 'tracedat' | 'ctf', tracefs: string, work: string): Promise<Run> {
+  const out = join(work, format === 'ctf' ? 'evtrace-ctf' : 'evtrace.dat');
+  const args = [process.execPath, CLI, 'record', ...EVENTS.flatMap((e) => ['-e', e]), '--format', format, '-o', out];
+  const r = await recordUnderLoad(
+    args,
+    (pid) =>
+      listInstances(tracefs).some((i) => i.startsWith(`evtrace-${pid}-`)) &&
+      existsSync(join(`${out}.part`, 'cpu0.raw')),
+  );
+  const seen = Number(/recorded (\d+) events/.exec(r.stderr)?.[1] ?? Number.NaN);
+  const lost = [...r.stderr.matchAll(/cpu\d+ (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+  const bytes = format === 'ctf' ? dirSize(out) : statSync(out).size;
+  if (Number.isNaN(seen)) throw new Error(`evtrace failed: ${r.stderr}`);
+  return { tool: `evtrace (${format})`, seen, lost, cpuS: r.cpuS, bytes };
+}
+
+function dirSize(dir: string): number {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .reduce((n, e) => n + statSync(join(e.parentPath, e.name)).size, 0);
+}
+
+async function traceCmd(tracefs: string, work: string): Promise<Run> {
+  const out = join(work, 'trace-cmd.dat');
+  // trace-cmd changes the top-level state and does not restore all of it: keep what we must put back.
+  const saved = ['tracing_on', ...EVENTS.map((e) => `events/${e.replace(':', '/')}/enable`)].map((f) => ({
+    file: join(tracefs, f),
+    value: readFileSync(join(tracefs, f), 'utf8').trim(),
+  }));
+  const enabled = () => readFileSync(saved[1]!.file, 'utf8').trim() === '1';
+  const startedAt = Date.now();
+  try {
+    const args = ['trace-cmd', 'record', '--no-filter', '-d', ...EVENTS.flatMap((e) => ['-e', e]), '-o', out];
+    // Its stdout is a pipe (block-buffered): readiness is the event being enabled at the top level.
+    const r = await recordUnderLoad(args, () => (saved[1]!.value === '1' ? Date.now() - startedAt > 1000 : enabled()));
+    const seen = countTraceCmdEvents(out);
+    const stat = execFileSync('trace-cmd', ['report', '--stat', out], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).toString();
+    const lost = [...stat.matchAll(/^(?:overrun|commit overrun|dropped events): (\d+)/gm)].reduce(
+      (n, m) => n + Number(m[1]),
+      0,
+    );
+    return { tool: 'trace-cmd 3.1', seen, lost, cpuS: r.cpuS, bytes: statSync(out).size };
+  } finally {
+    for (const { file, value } of saved) writeFileSync(file, value);
+  }
+}
+
+function countTraceCmdEvents(file: string): number {
+  const r = spawnSync('sh', ['-c', `trace-cmd report -q '${file}' 2>/dev/null | grep -c -E ': (kmalloc|kfree):'`], {
+    maxBuffer: 1 << 20,
+  });
+  return Number(r.stdout.toString().trim());
+}
+
+async function main(): Promise<void> {
+  if (process.getuid?.() !== 0) return void console.log('record.bench: skipped (needs root)');
+  for (const tool of ['perf', 'trace-cmd', '/usr/bin/time']) {
+    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0)
+      return void console.log(`record.bench: skipped (${tool} missing)`);
+  }
+  const tracefs = findTracefs();
+  const work = mkdtempSync(join(tmpdir(), 'evtrace-bench-'));
+  try {
+    const runs = [
+      await traceCmd(tracefs, work),
+      await evtrace('tracedat', tracefs, work),
+      await evtrace('ctf', tracefs, work),
+    ];
+    const lines = [
+      `\n### Recording perf bench sched messaging ${LOAD.slice(3).join(' ')} (kmem:kmalloc + kmem:kfree, default buffer)\n`,
+      '| tool | events seen | lost | lost % | CPU s | bytes/event |',
+      '| --- | --- | --- | --- | --- | --- |',
+      ...runs.map(
+        (r) =>
+          `| ${r.tool} | ${r.seen} | ${r.lost} | ${((100 * r.lost) / Math.max(1, r.seen + r.lost)).toFixed(1)}% | ${r.cpuS.toFixed(2)} | ${(r.bytes / Math.max(1, r.seen)).toFixed(1)} |`,
+      ),
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+    const [tc, dat, ctf] = runs as [Run, Run, Run];
+    const perEvent = (r: Run) => fromTotal(r.tool, r.cpuS * 1e9, Math.max(1, r.seen));
+    printComparisons('CPU per recorded event (recorder and its children)', [
+      { case: 'trace.dat output', ours: perEvent(dat), peer: perEvent(tc), target: 'no loss, CPU <= trace-cmd' },
+      { case: 'CTF output (decode + re-encode)', ours: perEvent(ctf), peer: perEvent(tc) },
+    ]);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+await main();
