@@ -1,6 +1,8 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { openTrace } from '@evtrace/trace-format';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
@@ -111,3 +113,69 @@ describe('evtrace convert', () => {
     },
   );
 });
+
+const FIXTURES = new URL(
+  '../../../../../shared/fixtures/ctf-babeltrace-v2.0.4/tests/data/ctf-traces/succeed',
+  import.meta.url,
+).pathname;
+const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
+const ctfSkip = !existsSync(FIXTURES)
+  ? `${FIXTURES} is absent`
+  : !hasTool('babeltrace2')
+    ? 'babeltrace2 is not installed'
+    : !existsSync(CLI)
+      ? `${CLI} is not built`
+      : undefined;
+
+describe.skipIf(ctfSkip !== undefined)(
+  `evtrace convert --to ctf, as babeltrace2 reads it${ctfSkip ? ` (skipped: ${ctfSkip})` : ''}`,
+  () => {
+    const dir = mkdtempSync(join(tmpdir(), 'evtrace-convert-ctf-'));
+    const babeltrace = (trace: string, ...args: string[]) =>
+      execFileSync('babeltrace2', ['--clock-gmt', ...args, trace], { encoding: 'utf8' });
+    const convert = async (name: string) => {
+      const out = join(dir, name);
+      const { stderr } = await promisify(execFile)(process.execPath, [
+        CLI,
+        'convert',
+        join(FIXTURES, name),
+        '-o',
+        out,
+        '--to',
+        'ctf',
+      ]);
+      return { out, stderr };
+    };
+
+    it('keeps the env and stream event context of an LTTng trace (wk-heartbeat-u)', async () => {
+      const { out, stderr } = await convert('wk-heartbeat-u');
+      expect(stderr).toBe(`evtrace: 20 events written to ${out} (ctf)\n`);
+      const theirs = babeltrace(join(FIXTURES, 'wk-heartbeat-u'));
+      const ours = babeltrace(out);
+      // The source has timestamps and cpu_id already, so nothing is added: the text is the same, line for line.
+      expect(ours).toBe(theirs);
+      expect(ours.split('\n')[0]).toBe(
+        '[17:48:17.586558519] (+?.?????????) wk-heartbeat:(3208) heartbeat:msg: { cpu_id = 2 }, { vtid = 3214, vpid = 3208 }, { msg = "heartbeat" }',
+      );
+      // Every env entry and scope name too, as babeltrace2 prints them with --names/--fields all.
+      expect(babeltrace(out, '--names=all', '--fields=all')).toBe(
+        babeltrace(join(FIXTURES, 'wk-heartbeat-u'), '--names=all', '--fields=all'),
+      );
+    });
+
+    it('adds only a time and cpu_id to a trace without timestamps or packet context (smalltrace)', async () => {
+      const { out } = await convert('smalltrace');
+      const theirs = babeltrace(join(FIXTURES, 'smalltrace')).trimEnd().split('\n');
+      expect(theirs).toEqual([
+        'string: { str = "This is a test trace" }',
+        'string: { str = "with only two small events." }',
+      ]);
+      // The writer always records a time (0 here) and the CPU (0) in the packet context.
+      const expected = theirs.map((line, i) => {
+        const [name, rest] = [line.slice(0, line.indexOf(': ') + 2), line.slice(line.indexOf(': ') + 2)];
+        return `[00:00:00.000000000] (${i === 0 ? '+?.?????????' : '+0.000000000'}) ${name}{ cpu_id = 0 }, ${rest}`;
+      });
+      expect(babeltrace(out).trimEnd().split('\n')).toEqual(expected);
+    });
+  },
+);

@@ -3,7 +3,6 @@ import {
   createTextFormatter,
   eventToJsonLine,
   TraceFormatError,
-  type TraceReader,
   writeCtfTrace,
   writePerfettoJson,
   writeTraceDat,
@@ -89,16 +88,10 @@ trace.dat get a synthesized ftrace format.`,
       let n = 0;
       try {
         switch (to) {
-          case 'ctf': {
-            const filtered: TraceReader = {
-              kind: reader.kind,
-              eventClasses: reader.eventClasses,
-              warnings: reader.warnings,
-              events: opened.events,
-            };
-            n = writeCtfTrace(filtered, options.output);
+          case 'ctf':
+            // Spread, not rebuilt: a CTF reader's `trace` carries the env and stream event context the writer keeps.
+            n = writeCtfTrace({ ...reader, events: opened.events }, options.output);
             break;
-          }
           case 'tracedat': {
             const meta = reader.metadata;
             n = writeTraceDat(options.output, reader.eventClasses, opened.events(), {
