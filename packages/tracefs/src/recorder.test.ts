@@ -83,6 +83,13 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
     }
   });
 
+  it('reads all CPUs in one loop when asked (threads: single) with the same result shape', async () => {
+    const r = await recorded({ threads: 'single', events: ['kmem:kmalloc', 'sched:sched_switch'] });
+    expect(r.total).toBeGreaterThan(0);
+    expect([...openRawPagesDir(r.dir).events()].length).toBe(r.total);
+    expect(ours()).toEqual([]);
+  });
+
   it('sets the buffer, sub-buffer size and clock it is given', async () => {
     const r = await recorded({ bufferKb: 256, subbufKb: 8, clock: 'mono' });
     expect(r.pageSize).toBe(8192);

@@ -5,31 +5,23 @@
  * saved_cmdlines) is written before tracing starts, so a recorder killed at any moment leaves a directory readable up
  * to its last complete page.
  *
- * One loop reads all CPUs: a read returns one sub-buffer, EAGAIN when the CPU's buffer is empty. Between passes the
- * loop sleeps for as long as the fastest CPU needs to fill an eighth of its buffer at the rate just measured, so a
+ * Each CPU is read by its own worker thread (or, on request, all by one loop): a read returns one sub-buffer, EAGAIN
+ * when the CPU's buffer is empty. Between passes the reader sleeps for as long as the fastest CPU needs to fill an eighth of its buffer at the rate just measured, so a
  * busy trace is read early (no loss) and an idle one is read rarely (few near-empty pages, little CPU).
  */
-import {
-  closeSync,
-  constants,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  readSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
+import { closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { dirname, join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { type EventClass, type PageLayout, parseHeaderPage } from '@evtrace/trace-format';
 import { type EventName, listEvents, matchEvents, readEventFormat } from './catalog.ts';
-import { ioError, TracefsError } from './errors.ts';
+import { ioError, TracefsError, type TracefsErrorCode } from './errors.ts';
 import { type EventFilterPlan, planEventFilter, writeKernelFilter } from './filter.ts';
 import { cleanStaleInstances, createInstance, type Instance } from './instance.ts';
 import { findTracefs } from './mount.ts';
-import { countPageRecords, type PageCount, parseCpuStats } from './pages.ts';
+import { parseCpuStats } from './pages.ts';
+import { type CpuFds, MIN_POLL_MS, nextInterval, PageReader, type ReaderTotals } from './reader.ts';
+import type { ReaderWorkerData } from './reader-worker.ts';
 
 /** Options of {@link record}. */
 export interface RecordOptions {
@@ -53,6 +45,11 @@ export interface RecordOptions {
   readonly durationMs?: number;
   /** The nice value the reading thread asks for (raised only when allowed), or false to keep it. Default -20. */
   readonly priority?: number | false;
+  /**
+   * Reader threads: `per-cpu` (default) reads each CPU in its own worker thread, sleeping on an Atomics wait;
+   * `single` reads all CPUs in one loop on the calling thread's event loop.
+   */
+  readonly threads?: 'per-cpu' | 'single';
   /** Called once tracing is on, before the reader raises its priority (so a workload started here keeps its own). */
   readonly onStart?: () => void;
 }
@@ -98,17 +95,6 @@ export interface RecordResult {
   /** Wall time of the recording in ms. */
   readonly durationMs: number;
 }
-
-const MIN_POLL_MS = 2;
-/**
- * The longest sleep, even when idle: a burst must not fill a buffer before the next pass (20 ms lets a default
- * 1.4 MiB buffer absorb 70 MB/s per CPU; a hackbench load writes about 25 MB/s per CPU).
- */
-const MAX_POLL_MS = 20;
-/** The share of a CPU buffer the busiest CPU may fill between passes. */
-const FILL_BETWEEN_PASSES = 1 / 8;
-/** Pages buffered per CPU before one write. */
-const BATCH_PAGES = 64;
 
 const write = (file: string, value: string, what: string, code: 'ERR_TRACEFS_SETTING' | 'ERR_TRACEFS_IO') => {
   try {
@@ -211,6 +197,7 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
   const readers: CpuReader[] = [];
   let started = false;
   let raised: { set: number; before: number } | undefined;
+  let threadPriority: number | undefined;
   try {
     inst = createInstance(tracefs);
     const p = inst.path;
@@ -267,67 +254,62 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
       readers.push({ cpu, fd, out: openSync(join(options.dir, `cpu${cpu}.raw`), 'w'), missedPages: 0 });
     }
     readers.sort((a, b) => a.cpu - b.cpu);
+    const fds: CpuFds[] = readers.map((r) => ({ cpu: r.cpu, pipe: r.fd, out: r.out }));
+    const bufferBytes = bufferKb * 1024;
+    const t0 = performance.now();
+    const deadline = options.durationMs === undefined ? Number.POSITIVE_INFINITY : t0 + options.durationMs;
+    const stopTracing = () => write(join(p, 'tracing_on'), '0', 'cannot stop tracing', 'ERR_TRACEFS_IO');
+    let totals: ReaderTotals[];
+    if ((options.threads ?? 'per-cpu') === 'per-cpu') {
+      const threads = fds.map((cpu) => startReaderThread(cpu, layout, bufferBytes, options.priority));
+      threadPriority = options.priority === false ? undefined : (options.priority ?? -20);
+      try {
+        // A thread that fails before it is ready rejects `done`: wait for whichever comes first.
+        await Promise.race([Promise.all(threads.map((t) => t.ready)), ...threads.map((t) => t.done)]);
+        write(join(p, 'tracing_on'), '1', 'cannot start tracing', 'ERR_TRACEFS_IO');
+        started = true;
+        options.onStart?.();
+        while (!options.signal?.aborted && performance.now() < deadline) {
+          await sleep(Math.min(250, deadline - performance.now()), options.signal);
+        }
+        stopTracing();
+      } finally {
+        for (const t of threads) t.stop();
+      }
+      totals = await Promise.all(threads.map((t) => t.done));
+    } else {
+      const reader = new PageReader(fds, layout, bufferBytes);
+      write(join(p, 'tracing_on'), '1', 'cannot start tracing', 'ERR_TRACEFS_IO');
+      started = true;
+      options.onStart?.();
+      // Raised after the workload started, so that it keeps its own priority.
+      raised = raisePriority(options.priority);
+      let interval = MIN_POLL_MS * 4;
+      let last = performance.now();
+      while (!options.signal?.aborted && performance.now() < deadline) {
+        const fastest = reader.drainAll();
+        const now = performance.now();
+        interval = nextInterval(interval, fastest, now - last, bufferBytes);
+        last = now;
+        await sleep(Math.max(0, Math.min(interval, deadline - performance.now())), options.signal);
+      }
+      stopTracing();
+      reader.drainToEnd();
+      totals = [reader.totals];
+    }
     const byType = new Float64Array(65536);
-    const count: PageCount = { records: 0, dataBytes: 0, missed: false, corruptAt: -1 };
-    const buf = Buffer.allocUnsafe(pageSize * BATCH_PAGES);
     let pages = 0;
     let dataBytes = 0;
     let rawBytes = 0;
-    const pageCap = Math.max(1, Math.floor((bufferKb * 1024) / pageSize));
-    /** Reads one CPU until it is empty (or one buffer's worth); returns the record bytes read. */
-    const drain = (r: CpuReader): number => {
-      let off = 0;
-      let bytes = 0;
-      const flush = () => {
-        let done = 0;
-        while (done < off) done += writeSync(r.out, buf, done, off - done);
-        rawBytes += off;
-        off = 0;
-      };
-      for (let n = 0; n < pageCap; n++) {
-        let got: number;
-        try {
-          got = readSync(r.fd, buf, off, pageSize, null);
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === 'EAGAIN') break;
-          throw ioError(`per_cpu/cpu${r.cpu}/trace_pipe_raw`, error, 'reading the raw pipe failed');
-        }
-        if (got === 0) break;
-        if (got < pageSize) buf.fill(0, off + got, off + pageSize);
-        countPageRecords(buf, off, layout, byType, count);
-        if (count.missed) r.missedPages++;
-        bytes += count.dataBytes;
-        dataBytes += count.dataBytes;
-        pages++;
-        off += pageSize;
-        if (off === buf.length) flush();
-      }
-      if (off > 0) flush();
-      return bytes;
-    };
-    const t0 = performance.now();
-    const deadline = options.durationMs === undefined ? Number.POSITIVE_INFINITY : t0 + options.durationMs;
-    write(join(p, 'tracing_on'), '1', 'cannot start tracing', 'ERR_TRACEFS_IO');
-    started = true;
-    options.onStart?.();
-    // Raised after the workload started, so that it keeps its own priority.
-    raised = raisePriority(options.priority);
-    let interval = MIN_POLL_MS * 4;
-    let last = performance.now();
-    const bufferBytes = bufferKb * 1024;
-    while (!options.signal?.aborted && performance.now() < deadline) {
-      let fastest = 0;
-      for (const r of readers) fastest = Math.max(fastest, drain(r));
-      const now = performance.now();
-      const rate = fastest / Math.max(now - last, 0.1); // bytes per ms on the busiest CPU
-      last = now;
-      const target = rate > 0 ? (bufferBytes * FILL_BETWEEN_PASSES) / rate : MAX_POLL_MS;
-      // Shorten at once when data arrives faster, lengthen gently when it slows down.
-      interval = Math.max(MIN_POLL_MS, Math.min(MAX_POLL_MS, target, interval * 2));
-      await sleep(Math.max(0, Math.min(interval, deadline - performance.now())), options.signal);
+    const missed: Record<number, number> = {};
+    for (const t of totals) {
+      for (let i = 0; i < byType.length; i++) byType[i]! += t.byType[i]!;
+      pages += t.pages;
+      dataBytes += t.dataBytes;
+      rawBytes += t.rawBytes;
+      Object.assign(missed, t.missedPages);
     }
-    write(join(p, 'tracing_on'), '0', 'cannot stop tracing', 'ERR_TRACEFS_IO');
-    for (const r of readers) while (drain(r) > 0);
+    for (const r of readers) r.missedPages = missed[r.cpu] ?? 0;
     const durationMs = performance.now() - t0;
     const lost: CpuLoss[] = readers.map((r) => {
       const s = parseCpuStats(readFileSync(join(p, 'per_cpu', `cpu${r.cpu}`, 'stats'), 'utf8'));
@@ -359,7 +341,7 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
       rawBytes,
       eventClasses: classes,
       userSpaceFilters: new Map([...plans].filter(([, plan]) => plan.userSpace !== undefined)),
-      priority: raised?.set,
+      priority: raised?.set ?? threadPriority,
       durationMs,
     };
   } catch (error) {
@@ -392,4 +374,46 @@ function raisePriority(wanted: number | false | undefined): { set: number; befor
   } catch {
     return undefined;
   }
+}
+
+/** A reader thread for one CPU: `stop()` after tracing is off; `done` resolves to what it read. */
+function startReaderThread(
+  cpu: CpuFds,
+  layout: PageLayout,
+  bufferBytes: number,
+  priority: number | false | undefined,
+): { stop: () => void; ready: Promise<void>; done: Promise<ReaderTotals> } {
+  const control = new Int32Array(new SharedArrayBuffer(4));
+  const data: ReaderWorkerData = {
+    cpus: [cpu],
+    layout,
+    bufferBytes,
+    priority: priority === false ? undefined : (priority ?? -20),
+    control,
+  };
+  // Sources run as .ts (type stripping); the built package ships reader-worker.js beside index.js.
+  const file = import.meta.url.endsWith('.ts') ? './reader-worker.ts' : './reader-worker.js';
+  const worker = new Worker(new URL(file, import.meta.url), { workerData: data });
+  let onReady: () => void = () => {};
+  const ready = new Promise<void>((resolve) => (onReady = resolve));
+  const done = new Promise<ReaderTotals>((resolve, reject) => {
+    worker.on('message', (m: { ready?: true; totals?: ReaderTotals; error?: { message: string; code?: string } }) => {
+      if (m.ready) onReady();
+      else if (m.totals !== undefined) resolve(m.totals);
+      else {
+        const code = (m.error?.code?.startsWith('ERR_TRACEFS_') ? m.error.code : 'ERR_TRACEFS_IO') as TracefsErrorCode;
+        reject(new TracefsError(code, m.error?.message ?? 'reader thread failed'));
+      }
+    });
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new TracefsError('ERR_TRACEFS_IO', `reader thread exited (${code})`)));
+  });
+  return {
+    stop: () => {
+      Atomics.store(control, 0, 1);
+      Atomics.notify(control, 0);
+    },
+    ready,
+    done,
+  };
 }
