@@ -108,6 +108,31 @@ describe('records', () => {
     expect(() => ext.reserve(1, 4)).toThrow(/clock is kernel/);
   });
 
+  it('rejects bad arguments on an open page too, where reserveAt takes its fast path', () => {
+    const buf = RingBuffer.create({ pageSize: 4096, clock: { name: 't' } });
+    const w = buf.writer();
+    expect(w.reserveAt(1, 4, 10)).toBeGreaterThan(0);
+    for (const type of [-1, 1.5, Number.NaN, 2 ** 32 + 1]) {
+      expect(() => w.reserveAt(type, 4, 11)).toThrow(expect.objectContaining({ code: 'ERR_ARGUMENT' }));
+    }
+    for (const size of [-4, 0.5, Number.NaN]) {
+      expect(() => w.reserveAt(1, size, 11)).toThrow(expect.objectContaining({ code: 'ERR_ARGUMENT' }));
+    }
+    // Sizes whose padded length wraps 32-bit arithmetic must not slip past the page end.
+    for (const size of [2 ** 31 - 1, 2 ** 32 - 1, 2 ** 26]) {
+      expect(() => w.reserveAt(1, size, 11)).toThrow(expect.objectContaining({ code: 'ERR_RECORD_TOO_LARGE' }));
+    }
+    expect(() => w.reserveAt(1, 4, 10.5)).toThrow(/timestamp 10.5/);
+    expect(() => w.reserveAt(1, 4, Number.NaN)).toThrow(/timestamp NaN/);
+    expect(() => w.reserveAt(1, 4, 2 ** 53)).toThrow(/timestamp 9007199254740992/);
+    expect(w.reserveAt(1, 4, 9)).toBeGreaterThan(0);
+    const r = buf.reader({ start: 'oldest' });
+    w.commit();
+    let n = 0;
+    while (r.next()) n++;
+    expect(n).toBe(2); // the record at 10 and the one going back in time to 9
+  });
+
   it('allows one single writer at a time, and a forced takeover resumes the stream', () => {
     const buf = RingBuffer.create({ mode: 'discard', clock: { name: 't' } });
     const r = buf.reader();

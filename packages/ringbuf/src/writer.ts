@@ -8,6 +8,7 @@ import {
   MAX_TYPE,
   padded,
   TAG_EXTENDED,
+  TAG_MASK,
   TS_LOW_MASK,
   TS_LOW_RANGE,
 } from './record.ts';
@@ -40,6 +41,9 @@ export interface WriterStats {
   /** Records dropped because the buffer was full (discard mode). */
   discarded: number;
 }
+
+/** Sizes the fast path takes: below 2^26, above the largest payload of the largest page (64 MiB). */
+const FAST_SIZE_MASK = 0x3ffffff;
 
 function checkRecord(type: number, size: number, ts: number, maxPayload: number): void {
   if (!Number.isInteger(type) || type < 0 || type > MAX_TYPE) {
@@ -169,20 +173,27 @@ export class Writer {
   /** Like {@link reserve} with a caller-supplied timestamp (integer ns of the clock named in the header). */
   reserveAt(type: number, size: number, ts: number): number {
     const d = ts - this.lastTs;
-    if (type <= MAX_COMPACT_TYPE && type >= 0 && d >= 0 && d < TS_LOW_RANGE && (d | 0) === d && (type | 0) === type) {
-      const p = this.pos;
-      const next = p + COMPACT_HEADER_SIZE + ((size + 3) & ~3);
-      if (next <= this.end && (size | 0) === size && size >= 0) {
-        const low = (this.lastLow + d) & TS_LOW_MASK;
-        const i = p >> 2;
-        this.words[i] = (low << 5) | type;
-        this.words[i + 1] = size;
-        this.lastTs = ts;
-        this.lastLow = low;
-        this.pos = next;
-        this.count++;
-        return p + COMPACT_HEADER_SIZE;
-      }
+    const p = this.pos;
+    const next = p + COMPACT_HEADER_SIZE + ((size + 3) & ~3);
+    // Each mask test also refuses NaN, fractions and negatives: d is an integer in [0, 2^27) (compact timestamp),
+    // type an integer in 0..29, size an integer below 2^26 (above every page's largest payload, so `next` is exact).
+    if (
+      (d & TS_LOW_MASK) === d &&
+      (type & TAG_MASK) === type &&
+      type <= MAX_COMPACT_TYPE &&
+      (size & FAST_SIZE_MASK) === size &&
+      next <= this.end
+    ) {
+      const low = (this.lastLow + d) & TS_LOW_MASK;
+      const w = this.words;
+      const i = p >> 2;
+      w[i] = (low << 5) | type;
+      w[i + 1] = size;
+      this.lastTs = ts;
+      this.lastLow = low;
+      this.pos = next;
+      this.count++;
+      return p + COMPACT_HEADER_SIZE;
     }
     return this.reserveSlow(type, size, ts);
   }
