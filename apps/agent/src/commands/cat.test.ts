@@ -1,6 +1,9 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
+import { openTrace } from '@evtrace/trace-format';
+import { findTracefs } from '@evtrace/tracefs';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { run, sampleInputs } from '../testing/sample-traces.ts';
@@ -94,6 +97,95 @@ describe.skipIf(!existsSync(FIXTURES))(
         readFileSync(`${FIXTURES}/expected/succeed/${name}/babeltrace2-text.txt.gz`),
       ).toString();
       expect(r.stdout).toBe(expected);
+    });
+  },
+);
+
+function tracefsWhy(): string | undefined {
+  if (process.getuid?.() !== 0) return 'not root: recording needs root';
+  try {
+    findTracefs();
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+const recordWhy = tracefsWhy();
+
+describe.skipIf(recordWhy !== undefined)(
+  `--filter COMM over a recording${recordWhy ? ` (skipped: ${recordWhy})` : ''}`,
+  () => {
+    it('selects a task by the name it had when each event fired, across a rename', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'evtrace-cat-comm-'));
+      const dat = join(dir, 'rename.dat');
+      const name = `evt-rn-${process.pid % 100_000}`;
+      // The shell opens files itself for redirections (openat events), renames itself, then opens more.
+      const script = `: < /etc/hostname; : < /etc/passwd; printf ${name} > /proc/self/comm; : < /etc/hostname; : < /etc/passwd`;
+      const events = ['sched:sched_switch', 'sched:sched_process_fork', 'sched:sched_process_exec', 'task:task_rename'];
+      const recorded = await run(
+        'record',
+        ...events.flatMap((e) => ['-e', e]),
+        '-e',
+        'syscalls:sys_enter_openat',
+        '-o',
+        dat,
+        '--',
+        '/bin/sh',
+        '-c',
+        script,
+      );
+      expect(recorded.code, recorded.stderr).toBe(ExitCode.Ok);
+
+      // The truth from the decoded recording: the renamed task and the moment of its rename.
+      const all = [...openTrace(dat).events()];
+      const rename = all.find((e) => e.eventClass.name === 'task:task_rename' && e.fields.newcomm === name);
+      expect(rename, 'the recording holds the rename').toBeDefined();
+      const pid = rename!.fields.pid;
+      const pidOf = (e: (typeof all)[number]) => e.scopes?.['event.context']?.common_pid;
+      const key = (e: { ts_ns: string; cpu: number | null; event: string }) => `${e.ts_ns}/${e.cpu}/${e.event}`;
+      const ofTask = all.filter((e) => pidOf(e) === pid);
+      const before = ofTask.filter((e) => e.tsNs < rename!.tsNs && e.eventClass.name === 'syscalls:sys_enter_openat');
+      const after = ofTask.filter((e) => e.tsNs > rename!.tsNs);
+      // Opens of /etc/hostname, /etc/passwd and /proc/self/comm before; of /etc/hostname and /etc/passwd after.
+      expect(before.length).toBeGreaterThanOrEqual(3);
+      expect(after.filter((e) => e.eventClass.name === 'syscalls:sys_enter_openat').length).toBeGreaterThanOrEqual(2);
+      const expected = after.map((e) => key({ ts_ns: String(e.tsNs), cpu: e.cpu, event: e.eventClass.name }));
+
+      const selected = async (...args: string[]) => {
+        const r = await run(...args);
+        expect(r.code, r.stderr).toBe(ExitCode.Ok);
+        return r.stdout
+          .trimEnd()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => key(JSON.parse(l)));
+      };
+      const upper = await selected('cat', dat, '--json', '--filter', `COMM == "${name}"`);
+      expect(upper).toEqual(expected);
+      expect(await selected('cat', dat, '--json', '--filter', `comm ~ "evt-rn-*" && common_pid == ${pid}`)).toEqual(
+        expected,
+      );
+      // convert goes through the same filter.
+      const jsonl = join(dir, 'renamed.jsonl');
+      expect((await run('convert', dat, '-o', jsonl, '--to', 'jsonl', '--filter', `COMM == "${name}"`)).code).toBe(
+        ExitCode.Ok,
+      );
+      expect(
+        readFileSync(jsonl, 'utf8')
+          .trimEnd()
+          .split('\n')
+          .map((l) => key(JSON.parse(l))),
+      ).toEqual(expected);
+      // The name before the rename selects the task's events from its exec (which renames it "sh") up to and
+      // including its task_rename, which fires while the old name is still current.
+      const exec = ofTask.find((e) => e.eventClass.name === 'task:task_rename' && e.fields.newcomm === 'sh');
+      expect(exec, 'the exec of /bin/sh renames the task').toBeDefined();
+      const asSh = ofTask
+        .filter((e) => e.tsNs > exec!.tsNs && e.tsNs <= rename!.tsNs)
+        .map((e) => key({ ts_ns: String(e.tsNs), cpu: e.cpu, event: e.eventClass.name }));
+      expect(asSh.length).toBeGreaterThan(before.length);
+      expect(await selected('cat', dat, '--json', '--filter', `COMM == "sh" && common_pid == ${pid}`)).toEqual(asSh);
     });
   },
 );

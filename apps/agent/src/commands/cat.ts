@@ -1,4 +1,4 @@
-import { compileFilter, type EventPredicate, FilterError, parseKallsyms } from '@evtrace/filters';
+import { CommTracker, compileFilter, type EventPredicate, FilterError, parseKallsyms } from '@evtrace/filters';
 import {
   createTextFormatter,
   type EventClass,
@@ -75,11 +75,12 @@ function eventFilter(
 ): ((e: TraceEvent) => boolean) & { finish(): void } {
   const meta = reader.metadata;
   const symbols = meta?.kallsymsText !== undefined ? parseKallsyms(meta.kallsymsText) : undefined;
-  const cmdlines = meta?.cmdlines;
-  const comm = (e: TraceEvent) => {
-    const pid = e.scopes?.['event.context']?.common_pid;
-    return typeof pid === 'number' ? cmdlines?.get(pid) : undefined;
-  };
+  // COMM is the name a task had when the event fired, as the kernel evaluates it: names are replayed over the
+  // recording (switches, forks, execs, renames); saved_cmdlines, which holds each task's last name, only seeds tasks
+  // the recording has not named yet.
+  const tasks = new CommTracker();
+  for (const [pid, name] of meta?.cmdlines ?? []) tasks.seed(pid, name);
+  const comm = (e: TraceEvent) => tasks.resolve(e);
   const compiled = new Map<EventClass, EventPredicate | undefined>();
   let firstError: FilterError | undefined;
   let accepted = 0;
@@ -96,7 +97,10 @@ function eventFilter(
       }
       compiled.set(e.eventClass, p);
     }
-    return p?.(e) === true;
+    const keep = p?.(e) === true;
+    // After evaluating: a task_rename fires while the old name is still current.
+    tasks.observe(e);
+    return keep;
   };
   return Object.assign(predicate, {
     finish() {
@@ -146,7 +150,9 @@ export function registerCat(program: Command, io: CliIO): void {
       `Prints every event of INPUT in timestamp order: in the style of trace-cmd report for ftrace data (trace.dat or a
 directory of cpuN.raw pages beside an events/ tree copied from tracefs), of babeltrace2 for CTF. With --json, one
 object per line: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "fields": {...}}, integers beyond
-2^53 as decimal strings. Warnings go to stderr, never to stdout.`,
+2^53 as decimal strings. In --filter, COMM is the name a task had when the event fired, replayed from the
+recording's sched_switch, sched_process_fork, sched_process_exec and task_rename events (saved_cmdlines names the
+tasks they do not). Warnings go to stderr, never to stdout.`,
     )
     .argument('<input>', 'CTF trace directory, trace.dat file, or raw-pages directory')
     .option('--json', 'one JSON object per event per line')
