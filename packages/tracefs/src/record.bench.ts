@@ -16,7 +16,9 @@ import { findTracefs } from './mount.ts';
 
 const LOAD = ['bench', 'sched', 'messaging', '-g', '4', '-l', process.env.EVTRACE_BENCH_LOOPS ?? '500'];
 const EVENTS = ['kmem:kmalloc', 'kmem:kfree'];
-const CLI = new URL('../../../apps/agent/src/cli.ts', import.meta.url).pathname;
+// The built `evtrace` when there is one (what users run), else the sources.
+const BUILT = new URL('../../../apps/agent/dist/cli.js', import.meta.url).pathname;
+const CLI = existsSync(BUILT) ? BUILT : new URL('../../../apps/agent/src/cli.ts', import.meta.url).pathname;
 
 interface Run {
   tool: string;
@@ -68,9 +70,25 @@ async function recordUnderLoad(
   return { cpuS: user! + sys!, stdout, stderr };
 }
 
-async function evtrace(format: 'tracedat' | 'ctf', tracefs: string, work: string): Promise<Run> {
-  const out = join(work, format === 'ctf' ? 'evtrace-ctf' : 'evtrace.dat');
-  const args = [process.execPath, CLI, 'record', ...EVENTS.flatMap((e) => ['-e', e]), '--format', format, '-o', out];
+async function evtrace(
+  format: 'tracedat' | 'ctf',
+  threads: 'per-cpu' | 'single',
+  tracefs: string,
+  work: string,
+): Promise<Run> {
+  const out = join(work, format === 'ctf' ? `evtrace-ctf-${threads}` : `evtrace-${threads}.dat`);
+  const args = [
+    process.execPath,
+    CLI,
+    'record',
+    ...EVENTS.flatMap((e) => ['-e', e]),
+    '--format',
+    format,
+    '--reader-threads',
+    threads,
+    '-o',
+    out,
+  ];
   const r = await recordUnderLoad(
     args,
     (pid) =>
@@ -81,7 +99,7 @@ async function evtrace(format: 'tracedat' | 'ctf', tracefs: string, work: string
   const lost = [...r.stderr.matchAll(/cpu\d+ (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
   const bytes = format === 'ctf' ? dirSize(out) : statSync(out).size;
   if (Number.isNaN(seen)) throw new Error(`evtrace failed: ${r.stderr}`);
-  return { tool: `evtrace (${format})`, seen, lost, cpuS: r.cpuS, bytes };
+  return { tool: `evtrace (${format}, ${threads} reader)`, seen, lost, cpuS: r.cpuS, bytes };
 }
 
 function dirSize(dir: string): number {
@@ -135,8 +153,9 @@ async function main(): Promise<void> {
   try {
     const runs = [
       await traceCmd(tracefs, work),
-      await evtrace('tracedat', tracefs, work),
-      await evtrace('ctf', tracefs, work),
+      await evtrace('tracedat', 'per-cpu', tracefs, work),
+      await evtrace('tracedat', 'single', tracefs, work),
+      await evtrace('ctf', 'per-cpu', tracefs, work),
     ];
     const lines = [
       `\n### Recording perf bench sched messaging ${LOAD.slice(3).join(' ')} (kmem:kmalloc + kmem:kfree, default buffer)\n`,
@@ -148,10 +167,11 @@ async function main(): Promise<void> {
       ),
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
-    const [tc, dat, ctf] = runs as [Run, Run, Run];
+    const [tc, dat, single, ctf] = runs as [Run, Run, Run, Run];
     const perEvent = (r: Run) => fromTotal(r.tool, r.cpuS * 1e9, Math.max(1, r.seen));
     printComparisons('CPU per recorded event (recorder and its children)', [
       { case: 'trace.dat output', ours: perEvent(dat), peer: perEvent(tc), target: 'no loss, CPU <= trace-cmd' },
+      { case: 'trace.dat output, one reader loop', ours: perEvent(single), peer: perEvent(tc) },
       { case: 'CTF output (decode + re-encode)', ours: perEvent(ctf), peer: perEvent(tc) },
     ]);
   } finally {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openRawPagesDir, parseHeaderPage } from '@evtrace/trace-format';
 import { afterAll, describe, expect, it } from 'vitest';
+import { planEventFilter } from './filter.ts';
 import { cleanStaleInstances, listInstances } from './instance.ts';
 import { finalizeRecording } from './output.ts';
 import { countPageRecords } from './pages.ts';
@@ -162,5 +163,25 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
         } catch {}
       }
     }
+  });
+});
+
+describe.skipIf(env.why !== undefined)(`user-space filter remainder${env.why ? ` (skipped: ${env.why})` : ''}`, () => {
+  it('is applied while writing trace.dat and CTF, counting what it kept', async () => {
+    const r = await recorded({ events: ['kmem:kmalloc', 'kmem:kfree'] });
+    const reader = openRawPagesDir(r.dir);
+    const kmalloc = reader.eventClasses.find((c) => c.name === 'kmem:kmalloc')!;
+    const all = [...reader.events()];
+    const expected = all.filter((e) => e.eventClass.name !== 'kmem:kmalloc' || Number(e.fields.bytes_req) > 64);
+    // As if the kernel could not take this part: the whole expression is left to user space.
+    const plan = { ...planEventFilter('bytes_req > 64', kmalloc), kernel: undefined, userSpace: 'bytes_req > 64' };
+    const filters = new Map([['kmem:kmalloc', plan]]);
+    const dat = fresh('us.dat');
+    const w = finalizeRecording(r.dir, dat, 'tracedat', { userSpaceFilters: filters, removeRaw: false });
+    expect(w.events).toBe(expected.length);
+    expect(w.byEvent?.get('kmem:kfree')).toBe(all.filter((e) => e.eventClass.name === 'kmem:kfree').length);
+    if (hasTool('trace-cmd')) expect([...reportCounts(dat).values()].reduce((a, b) => a + b, 0)).toBe(expected.length);
+    const ctf = fresh('us-ctf');
+    expect(finalizeRecording(r.dir, ctf, 'ctf', { userSpaceFilters: filters }).events).toBe(expected.length);
   });
 });

@@ -21,6 +21,7 @@ interface RecordCliOptions {
   clock?: string;
   format: string;
   duration?: string;
+  readerThreads: string;
 }
 
 const FORMATS: readonly OutputFormat[] = ['tracedat', 'ctf'];
@@ -95,11 +96,16 @@ is killed, OUTPUT.part/ stays readable up to its last complete page (evtrace cat
     .option('--clock <name>', 'trace clock (default: local)')
     .option('--format <kind>', `output format: ${FORMATS.join(' or ')}`, 'tracedat')
     .option('--duration <time>', 'stop after this long (10s, 500ms, 2m)')
+    .option('--reader-threads <mode>', 'per-cpu (a reader thread per CPU) or single (one loop)', 'per-cpu')
     .action(async (command: string[], options: RecordCliOptions) => {
       if (!(FORMATS as readonly string[]).includes(options.format)) {
         throw new CliExit(ExitCode.Usage, `--format must be one of ${FORMATS.join(', ')}, not '${options.format}'`);
       }
       const format = options.format as OutputFormat;
+      if (options.readerThreads !== 'per-cpu' && options.readerThreads !== 'single') {
+        throw new CliExit(ExitCode.Usage, `--reader-threads must be per-cpu or single, not '${options.readerThreads}'`);
+      }
+      const threads = options.readerThreads;
       const durationMs = options.duration === undefined ? undefined : parseDuration(options.duration);
       const bufferKb = positiveInt('--buffer-kb', options.bufferKb);
       const subbufKb = positiveInt('--subbuf-kb', options.subbufKb);
@@ -121,6 +127,7 @@ is killed, OUTPUT.part/ stays readable up to its last complete page (evtrace cat
           ...(options.clock !== undefined ? { clock: options.clock } : {}),
           ...(durationMs !== undefined ? { durationMs } : {}),
           signal: controller.signal,
+          threads,
           onStart: () => {
             if (command.length === 0) return;
             child = spawn(command[0]!, command.slice(1), { stdio: 'inherit' });
