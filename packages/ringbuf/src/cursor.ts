@@ -8,6 +8,9 @@ import {
   TS_LOW_MASK,
 } from './record.ts';
 
+/** tsAcc stays below this (plus one 27-bit delta): a 31-bit integer, never a float. */
+const TS_ACC_FOLD = 0x40000000;
+
 /**
  * A position on a record, decoded in place. After `next()` returns true, `type`, `timestamp`, `offset` and
  * `length` describe the current record; its payload is `bytes[offset .. offset + length)` (also reachable through
@@ -25,12 +28,36 @@ export abstract class RecordCursor {
   words: Uint32Array;
   protected pos = 0;
   protected end = 0;
+  /** Timestamp of the current record is prevTs + tsAcc; see {@link advanceTs}. */
   protected prevTs = 0;
+  protected tsAcc = 0;
   protected prevLow = 0;
 
   /** Timestamp of the current record, in the buffer's clock (ns for CLOCK_MONOTONIC). */
   get timestamp(): number {
-    return this.prevTs;
+    return this.prevTs + this.tsAcc;
+  }
+
+  /** Starts the timestamp chain at a full value (page start, extended record) whose low u32 word is `lowWord`. */
+  protected setTs(ts: number, lowWord: number): void {
+    this.prevTs = ts;
+    this.tsAcc = 0;
+    this.prevLow = lowWord & TS_LOW_MASK;
+  }
+
+  /**
+   * Rebuilds a compact record's timestamp from its low 27 bits. The deltas add up in `tsAcc`, a small integer
+   * field, and fold into the float64 `prevTs` only past 2^30: a per-record double store costs more than this.
+   */
+  protected advanceTs(low: number): void {
+    const acc = this.tsAcc + ((low - this.prevLow) & TS_LOW_MASK);
+    this.prevLow = low;
+    if (acc < TS_ACC_FOLD) {
+      this.tsAcc = acc;
+    } else {
+      this.prevTs += acc;
+      this.tsAcc = 0;
+    }
   }
 
   constructor(bytes: Uint8Array, view: DataView, words: Uint32Array) {
@@ -65,8 +92,7 @@ export abstract class RecordCursor {
       const next = p + EXTENDED_HEADER_SIZE + ((len + 3) & ~3);
       if (next > this.end || next < p + EXTENDED_HEADER_SIZE + len) return -1;
       this.type = w[i + 1]!;
-      this.prevTs = ts;
-      this.prevLow = lo & TS_LOW_MASK;
+      this.setTs(ts, lo);
       this.offset = p + EXTENDED_HEADER_SIZE;
       this.length = len;
       this.pos = next;
@@ -81,9 +107,7 @@ export abstract class RecordCursor {
       return 0;
     }
     // A compact record (tag <= MAX_COMPACT_TYPE): cut short by `end`, otherwise the fast path takes it.
-    const low = w[i]! >>> 5;
-    this.prevTs += (low - this.prevLow) & TS_LOW_MASK;
-    this.prevLow = low;
+    this.advanceTs(w[i]! >>> 5);
     this.type = tag;
     this.offset = p + COMPACT_HEADER_SIZE;
     this.length = len;

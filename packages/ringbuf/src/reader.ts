@@ -2,7 +2,7 @@ import { RecordCursor } from './cursor.ts';
 import { RingbufError } from './errors.ts';
 import { H, HEADER_SIZE, MAX_READERS, READER_SLOT_SIZE, SLOT, STATE_WRITER_CLOSED } from './header.ts';
 import { P, PAGE_CLOSED, PAGE_HEADER_SIZE } from './page.ts';
-import { COMPACT_HEADER_SIZE, MAX_COMPACT_TYPE, TS_LOW_MASK } from './record.ts';
+import { COMPACT_HEADER_SIZE, MAX_COMPACT_TYPE } from './record.ts';
 import type { Region } from './region.ts';
 import { minReaderCursor, raiseReaderHigh, raiseTail, seqDiff } from './shared.ts';
 import { getU64, loadU64 } from './u64.ts';
@@ -125,9 +125,7 @@ export class Reader extends RecordCursor {
       const next = p + COMPACT_HEADER_SIZE + padded;
       // padded < len when a corrupt length wraps the 32-bit arithmetic.
       if (tag <= MAX_COMPACT_TYPE && next <= this.end && padded >= len) {
-        const low = w0 >>> 5;
-        this.prevTs += (low - this.prevLow) & TS_LOW_MASK;
-        this.prevLow = low;
+        this.advanceTs(w0 >>> 5);
         this.type = tag;
         this.offset = p + COMPACT_HEADER_SIZE;
         this.length = len;
@@ -262,9 +260,7 @@ export class Reader extends RecordCursor {
     this.expectBase = recordsBefore;
     this.deliveredBase = this.delivered;
     this.lastDiscarded = Math.max(this.lastDiscarded, discarded);
-    const ts = getU64(u32, viewBase + P.timestampBegin);
-    this.prevTs = ts;
-    this.prevLow = u32[(viewBase + P.timestampBegin) >> 2]! & TS_LOW_MASK;
+    this.setTs(getU64(u32, viewBase + P.timestampBegin), u32[(viewBase + P.timestampBegin) >> 2]!);
     this.regionBase = base;
     this.viewBase = viewBase;
     this.inPlace = !this.copyBytes && !this.multi;

@@ -39,6 +39,25 @@ describe('records', () => {
     expect(r.lost).toBe(0);
   });
 
+  it('rebuilds exact timestamps from long chains of compact deltas (past 2^30 and near 2^53)', () => {
+    for (const start of [0, 2 ** 53 - 2 ** 40]) {
+      const buf = RingBuffer.create({ pageSize: 65536, pageCount: 2, mode: 'discard', clock: { name: 'test' } });
+      const r = buf.reader();
+      const w = buf.writer();
+      const input: Rec[] = [];
+      let ts = start;
+      for (let i = 0; i < 300; i++) {
+        input.push({ type: i % 30, ts, payload: [i & 255] });
+        ts += i % 3 === 0 ? 2 ** 27 - 1 : 12345 + i; // every record compact, deltas add up far past 2^30
+      }
+      for (const rec of input) expect(w.writeBytes(rec.type, Uint8Array.from(rec.payload), rec.ts)).toBe(true);
+      const out = drain(r);
+      expect(out).toEqual(input);
+      const snap = buf.snapshot();
+      expect(drain(snap)).toEqual(input);
+    }
+  });
+
   it('uses 8-byte compact and 20-byte extended headers', () => {
     const buf = RingBuffer.create({ clock: { name: 'test' } });
     const w = buf.writer();

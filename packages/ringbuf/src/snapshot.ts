@@ -2,7 +2,7 @@ import { RecordCursor } from './cursor.ts';
 import { RingbufError } from './errors.ts';
 import { H, HEADER_SIZE } from './header.ts';
 import { P, PAGE_CLOSED, PAGE_HEADER_SIZE, type PageHeader, readPageHeader } from './page.ts';
-import { COMPACT_HEADER_SIZE, MAX_COMPACT_TYPE, TS_LOW_MASK } from './record.ts';
+import { COMPACT_HEADER_SIZE, MAX_COMPACT_TYPE } from './record.ts';
 import type { Region } from './region.ts';
 import { getU64, setU64 } from './u64.ts';
 import { walkRecords } from './walk.ts';
@@ -91,9 +91,7 @@ export class Snapshot extends RecordCursor {
       const next = p + COMPACT_HEADER_SIZE + padded;
       // padded < len when a corrupt length wraps the 32-bit arithmetic.
       if (tag <= MAX_COMPACT_TYPE && next <= this.end && padded >= len) {
-        const low = w0 >>> 5;
-        this.prevTs += (low - this.prevLow) & TS_LOW_MASK;
-        this.prevLow = low;
+        this.advanceTs(w0 >>> 5);
         this.type = tag;
         this.offset = p + COMPACT_HEADER_SIZE;
         this.length = len;
@@ -140,8 +138,7 @@ export class Snapshot extends RecordCursor {
       );
     }
     this.pageBase = base;
-    this.prevTs = getU64(u32, base + P.timestampBegin);
-    this.prevLow = u32[(base + P.timestampBegin) >> 2]! & TS_LOW_MASK;
+    this.setTs(getU64(u32, base + P.timestampBegin), u32[(base + P.timestampBegin) >> 2]!);
     this.pos = base + PAGE_HEADER_SIZE;
     this.end = base + content / 8;
   }
