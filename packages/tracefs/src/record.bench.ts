@@ -89,11 +89,16 @@ async function evtrace(
     '-o',
     out,
   ];
-  const r = await recordUnderLoad(
-    args,
-    (pid) =>
-      listInstances(tracefs).some((i) => i.startsWith(`evtrace-${pid}-`)) &&
-      existsSync(join(`${out}.part`, 'cpu0.raw')),
+  // Ready once the recorder has turned tracing on in its instance (its reader threads are polling).
+  const r = await recordUnderLoad(args, (pid) =>
+    listInstances(tracefs).some((i) => {
+      if (!i.startsWith(`evtrace-${pid}-`)) return false;
+      try {
+        return readFileSync(join(tracefs, 'instances', i, 'tracing_on'), 'utf8').trim() === '1';
+      } catch {
+        return false;
+      }
+    }),
   );
   const seen = Number(/recorded (\d+) events/.exec(r.stderr)?.[1] ?? Number.NaN);
   const lost = [...r.stderr.matchAll(/cpu\d+ (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);

@@ -1,5 +1,5 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openRawPagesDir } from '@evtrace/trace-format';
@@ -52,6 +52,17 @@ function reportCounts(file: string): Map<string, number> {
 const env = setup();
 const work = mkdtempSync(join(tmpdir(), 'evtrace-record-'));
 const own = (pid: number) => listInstances(env.tracefs!).filter((i) => i.startsWith(`evtrace-${pid}-`));
+
+/** Whether the recorder of process `pid` has turned tracing on in its instance. */
+function tracing(pid: number): boolean {
+  const [name] = own(pid);
+  if (name === undefined) return false;
+  try {
+    return readFileSync(join(env.tracefs!, 'instances', name, 'tracing_on'), 'utf8').trim() === '1';
+  } catch {
+    return false;
+  }
+}
 
 /** Waits until `check` holds, polling. */
 async function until(check: () => boolean, ms = 10_000): Promise<void> {
@@ -169,7 +180,7 @@ describe.skipIf(env.why !== undefined)(`evtrace record${env.why ? ` (skipped: ${
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    await until(() => own(child.pid!).length === 1 && existsSync(join(`${out}.part`, 'cpu0.raw')));
+    await until(() => tracing(child.pid!));
     execFileSync('ls', ['-R', '/proc/self'], { stdio: 'ignore' });
     await new Promise((r) => setTimeout(r, 100));
     child.kill('SIGINT');
