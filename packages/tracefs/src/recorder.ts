@@ -5,9 +5,9 @@
  * saved_cmdlines) is written before tracing starts, so a recorder killed at any moment leaves a directory readable up
  * to its last complete page.
  *
- * Each CPU is read by its own worker thread (or, on request, all by one loop): a read returns one sub-buffer, EAGAIN
- * when the CPU's buffer is empty. Between passes the reader sleeps for as long as the fastest CPU needs to fill an eighth of its buffer at the rate just measured, so a
- * busy trace is read early (no loss) and an idle one is read rarely (few near-empty pages, little CPU).
+ * One loop reads all CPUs (or, on request, one worker thread per CPU): a read returns one sub-buffer, EAGAIN when
+ * the CPU's buffer is empty. Between passes the reader sleeps for as long as the busiest CPU needs to fill an eighth
+ * of its buffer at the rate just measured (2-20 ms), so a busy trace is read early and an idle one rarely.
  */
 import { closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
@@ -46,8 +46,9 @@ export interface RecordOptions {
   /** The nice value the reading thread asks for (raised only when allowed), or false to keep it. Default -20. */
   readonly priority?: number | false;
   /**
-   * Reader threads: `per-cpu` (default) reads each CPU in its own worker thread, sleeping on an Atomics wait;
-   * `single` reads all CPUs in one loop on the calling thread's event loop.
+   * Readers: `single` (default) reads all CPUs in one loop on the calling thread; `per-cpu` reads each CPU in its
+   * own worker thread, sleeping on an Atomics wait. Measured under a hackbench load on 2 CPUs (record.bench.ts), both
+   * lose about as much; the single loop uses less CPU (no thread start-up).
    */
   readonly threads?: 'per-cpu' | 'single';
   /** Called once tracing is on, before the reader raises its priority (so a workload started here keeps its own). */
@@ -260,7 +261,7 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
     const deadline = options.durationMs === undefined ? Number.POSITIVE_INFINITY : t0 + options.durationMs;
     const stopTracing = () => write(join(p, 'tracing_on'), '0', 'cannot stop tracing', 'ERR_TRACEFS_IO');
     let totals: ReaderTotals[];
-    if ((options.threads ?? 'per-cpu') === 'per-cpu') {
+    if (options.threads === 'per-cpu') {
       const threads = fds.map((cpu) => startReaderThread(cpu, layout, bufferBytes, options.priority));
       threadPriority = options.priority === false ? undefined : (options.priority ?? -20);
       try {

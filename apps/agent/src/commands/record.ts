@@ -96,14 +96,14 @@ is killed, OUTPUT.part/ stays readable up to its last complete page (evtrace cat
     .option('--clock <name>', 'trace clock (default: local)')
     .option('--format <kind>', `output format: ${FORMATS.join(' or ')}`, 'tracedat')
     .option('--duration <time>', 'stop after this long (10s, 500ms, 2m)')
-    .option('--reader-threads <mode>', 'per-cpu (a reader thread per CPU) or single (one loop)', 'per-cpu')
+    .option('--reader-threads <mode>', 'single (one loop over all CPUs) or per-cpu (a thread per CPU)', 'single')
     .action(async (command: string[], options: RecordCliOptions) => {
       if (!(FORMATS as readonly string[]).includes(options.format)) {
         throw new CliExit(ExitCode.Usage, `--format must be one of ${FORMATS.join(', ')}, not '${options.format}'`);
       }
       const format = options.format as OutputFormat;
       if (options.readerThreads !== 'per-cpu' && options.readerThreads !== 'single') {
-        throw new CliExit(ExitCode.Usage, `--reader-threads must be per-cpu or single, not '${options.readerThreads}'`);
+        throw new CliExit(ExitCode.Usage, `--reader-threads must be single or per-cpu, not '${options.readerThreads}'`);
       }
       const threads = options.readerThreads;
       const durationMs = options.duration === undefined ? undefined : parseDuration(options.duration);
