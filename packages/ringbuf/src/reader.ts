@@ -3,7 +3,7 @@ import { RingbufError } from './errors.ts';
 import { H, HEADER_SIZE, MAX_READERS, READER_SLOT_SIZE, SLOT, STATE_WRITER_CLOSED } from './header.ts';
 import { P, PAGE_CLOSED, PAGE_HEADER_SIZE } from './page.ts';
 import { COMPACT_HEADER_SIZE, MAX_COMPACT_TYPE } from './record.ts';
-import type { Region } from './region.ts';
+import type { LocalCommit, Region } from './region.ts';
 import { minReaderCursor, raiseReaderHigh, raiseTail, seqDiff } from './shared.ts';
 import { getU64, loadU64 } from './u64.ts';
 
@@ -47,6 +47,7 @@ export class Reader extends RecordCursor {
   private readonly multi: boolean;
   private readonly slot: number;
   private readonly copyBytes: Uint8Array | undefined;
+  private readonly local: LocalCommit;
   private cursor: number;
   private started = false;
   private pageClosed = false;
@@ -74,6 +75,7 @@ export class Reader extends RecordCursor {
     );
     this.copyBytes = copy ? this.bytes : undefined;
     this.region = region;
+    this.local = region.local;
     this.i32 = region.i32;
     this.pageSize = ctx.pageSize;
     this.pageCount = ctx.pageCount;
@@ -111,8 +113,13 @@ export class Reader extends RecordCursor {
   next(): boolean {
     const p = this.pos;
     if (p >= this.end && this.inPlace) {
-      // Zero-copy single-writer page: one Atomics.load tells whether more records were committed.
-      const c = this.regionBase + Atomics.load(this.i32, this.commitIndex);
+      // Zero-copy single-writer page. A writer in this thread on this page tells its committed end in a plain
+      // field; otherwise one Atomics.load of the page's commit word tells whether more records were committed.
+      const local = this.local;
+      const c =
+        local.seq === (this.cursor | 0) && local.end > p
+          ? local.end
+          : this.regionBase + Atomics.load(this.i32, this.commitIndex);
       if (c > this.end && c <= this.pageLimit) this.end = c;
     }
     if (p < this.end) {

@@ -169,6 +169,81 @@ describe('records', () => {
   });
 });
 
+/** Runs fn counting the Atomics.load calls it makes. */
+function countLoads(fn: () => void): number {
+  const load = Atomics.load;
+  let n = 0;
+  Atomics.load = ((a: Int32Array, i: number) => {
+    n++;
+    return load(a, i);
+  }) as typeof Atomics.load;
+  try {
+    fn();
+  } finally {
+    Atomics.load = load;
+  }
+  return n;
+}
+
+describe('a reader in the writer thread', () => {
+  it('takes committed records from the writer without an Atomics.load each, and nothing uncommitted', () => {
+    const buf = RingBuffer.create({ pageSize: 65536, pageCount: 4, mode: 'discard', clock: { name: 't' } });
+    const r = buf.reader();
+    const w = buf.writer();
+    w.words[w.reserveAt(1, 4, 1) >> 2] = 42;
+    expect(r.next()).toBe(false); // reserved, not committed
+    w.commit();
+    expect(r.next()).toBe(true);
+    expect(r.words[r.offset >> 2]).toBe(42);
+    const loads = countLoads(() => {
+      for (let i = 0; i < 1000; i++) {
+        w.words[w.reserveAt(1, 4, 2 + i) >> 2] = i;
+        w.commit();
+        expect(r.next()).toBe(true);
+        expect([r.words[r.offset >> 2], r.timestamp]).toEqual([i, 2 + i]);
+      }
+    });
+    expect(loads).toBe(0);
+    expect(r.next()).toBe(false);
+  });
+
+  it('leaves readers of another RingBuffer object (as in another thread) on the commit word', () => {
+    const buf = RingBuffer.create({ pageSize: 4096, pageCount: 8, mode: 'discard', clock: { name: 't' } });
+    const other = RingBuffer.attach(buf.buffer);
+    const mine = buf.reader();
+    const theirs = other.reader();
+    const w = buf.writer();
+    const got: number[][] = [[], []];
+    let loads = 0;
+    for (let i = 0; i < 500; i++) {
+      w.writeBytes(1, Uint8Array.of(i & 255), i);
+      while (mine.next()) got[0]!.push(mine.bytes[mine.offset]!);
+      loads += countLoads(() => {
+        while (theirs.next()) got[1]!.push(theirs.bytes[theirs.offset]!);
+      });
+    }
+    const want = Array.from({ length: 500 }, (_, i) => i & 255);
+    expect(got).toEqual([want, want]);
+    expect(loads).toBeGreaterThanOrEqual(500);
+  });
+
+  it('follows a writer that takes over in the same thread, page by page', () => {
+    const buf = RingBuffer.create({ pageSize: 4096, pageCount: 4, mode: 'discard', clock: { name: 't' } });
+    const r = buf.reader();
+    const got: number[] = [];
+    let w = buf.writer();
+    for (let i = 0; i < 2000; i++) {
+      if (i % 700 === 699) w = buf.writer({ force: true });
+      expect(w.writeBytes(1, Uint8Array.of(i & 255, i >> 8), i)).toBe(true);
+      if (i % 3 === 0) while (r.next()) got.push(r.bytes[r.offset]! | (r.bytes[r.offset + 1]! << 8));
+    }
+    w.close();
+    while (r.next()) got.push(r.bytes[r.offset]! | (r.bytes[r.offset + 1]! << 8));
+    expect(got).toEqual(Array.from({ length: 2000 }, (_, i) => i));
+    expect(r.ended).toBe(true);
+  });
+});
+
 describe('pages', () => {
   it('fill page headers like CTF packet contexts', () => {
     const buf = RingBuffer.create({ pageCount: 4, mode: 'discard', clock: { name: 't' } });

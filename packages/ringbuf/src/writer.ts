@@ -12,7 +12,7 @@ import {
   TS_LOW_MASK,
   TS_LOW_RANGE,
 } from './record.ts';
-import type { Region } from './region.ts';
+import type { LocalCommit, Region } from './region.ts';
 import { raiseTail, seqDiff, wakeReaders } from './shared.ts';
 import { getU64, setU64 } from './u64.ts';
 import { walkRecords } from './walk.ts';
@@ -87,6 +87,7 @@ export class Writer {
   private readonly pageCount: number;
   private readonly overwrite: boolean;
   private readonly clock: () => number;
+  private readonly local: LocalCommit;
   private pos = 0;
   /** End of the open page, 0 while no page is open (every reserve then takes the slow path). */
   private end = 0;
@@ -116,6 +117,7 @@ export class Writer {
     this.pageCount = ctx.pageCount;
     this.overwrite = ctx.overwrite;
     this.clock = ctx.clock;
+    this.local = region.local;
     this.maxPayload = ctx.pageSize - PAGE_HEADER_SIZE - EXTENDED_HEADER_SIZE;
     this.streamId = options.streamId ?? 0;
     if (!Number.isInteger(this.streamId) || this.streamId < 0 || this.streamId > 0xffffffff) {
@@ -129,6 +131,8 @@ export class Writer {
     if (Atomics.compareExchange(this.i32, stateIndex, prev, STATE_WRITER_ATTACHED) !== prev) {
       throw new RingbufError('ERR_WRITER_BUSY', 'another writer attached to this buffer at the same time');
     }
+    // A writer taking over in this thread: the position its predecessor left is no longer news.
+    this.local.seq = -1;
     this.resume();
   }
 
@@ -243,7 +247,10 @@ export class Writer {
 
   /** Publishes every record reserved so far (one Atomics.store; call it per record or per batch). */
   commit(): void {
-    if (this.end !== 0) Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
+    if (this.end !== 0) {
+      Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
+      this.local.end = this.pos;
+    }
   }
 
   /** Copies `payload` into one record and commits it. Returns false when the record was dropped (counted lost). */
@@ -252,6 +259,7 @@ export class Writer {
     if (off < 0) return false;
     this.bytes.set(payload, off);
     Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
+    this.local.end = this.pos;
     return true;
   }
 
@@ -263,6 +271,7 @@ export class Writer {
     setU64(u32, base + P.contentSize, size * 8);
     u32[(base + P.recordCount) >> 2] = this.count;
     Atomics.store(this.i32, (base + P.commit) >> 2, size);
+    this.local.end = this.pos;
     Atomics.or(this.i32, (base + P.flags) >> 2, PAGE_CLOSED);
     this.written += this.count;
     this.byteCount += size - PAGE_HEADER_SIZE;
@@ -309,6 +318,8 @@ export class Writer {
     this.end = base + this.pageSize;
     this.lastTs = ts;
     this.lastLow = ts % TS_LOW_RANGE;
+    this.local.seq = next | 0;
+    this.local.end = this.pos;
     this.publish();
     Atomics.store(i32, H.head >> 2, next | 0);
     wakeReaders(i32, next, false);
