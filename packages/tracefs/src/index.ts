@@ -6,6 +6,7 @@ export {
   parseAvailableEvents,
   readEventFormat,
 } from './catalog.ts';
+export { DEMO_EVENTS, DEMO_LABEL, type DemoOptions, recordDemo } from './demo.ts';
 export { TracefsError, type TracefsErrorCode } from './errors.ts';
 export { type EventFilterPlan, lastErrorLogEntry, planEventFilter } from './filter.ts';
 export { cleanStaleInstances, createInstance, type Instance, listInstances, OWN_INSTANCE } from './instance.ts';

@@ -3,7 +3,8 @@
  * CTF through @evtrace/trace-format. When part of the filter is left to user space, events are decoded, filtered and
  * re-encoded (trace.dat through trace-format's event writer).
  */
-import { readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { compileFilter, type EventPredicate } from '@evtrace/filters';
 import {
   openRawPagesDir,
@@ -77,7 +78,8 @@ export function finalizeRecording(
     let events: number;
     if (format === 'ctf') {
       const filtered: TraceReader = { ...reader, events: kept };
-      events = writeCtfTrace(filtered, output);
+      const demo = existsSync(join(rawDir, 'DEMO')) ? readFileSync(join(rawDir, 'DEMO'), 'utf8').trim() : undefined;
+      events = writeCtfTrace(filtered, output, demo !== undefined ? { env: { evtrace_demo: demo } } : {});
       result = { events, byEvent, bytes: dirBytes(output) };
     } else {
       const m = reader.metadata;

@@ -95,6 +95,8 @@ export interface RecordResult {
   readonly priority: number | undefined;
   /** Wall time of the recording in ms. */
   readonly durationMs: number;
+  /** Synthetic events from the demo source, not from the kernel. */
+  readonly demo?: boolean;
 }
 
 const write = (file: string, value: string, what: string, code: 'ERR_TRACEFS_SETTING' | 'ERR_TRACEFS_IO') => {

@@ -11,6 +11,7 @@ import { ioError } from './errors.ts';
 const MAGIC = Buffer.from([0x17, 0x08, 0x44, ...Buffer.from('tracing')]);
 const OPTION_DONE = 0;
 const OPTION_TRACECLOCK = 4;
+const OPTION_UNAME = 5;
 const OPTION_CPUCOUNT = 8;
 
 /** Facts of a raw-pages directory the trace.dat writer needs. */
@@ -115,6 +116,14 @@ export function writeTraceDatFromRawDir(dir: string, out: string): number {
   h.int(2, OPTION_TRACECLOCK);
   h.int(4, clockData.length);
   h.put(clockData);
+  // A demo recording says so where trace-cmd shows the system it came from.
+  const demo = readOptional(join(dir, 'DEMO')).trim();
+  if (demo !== '') {
+    const text = Buffer.from(`${demo}\0`);
+    h.int(2, OPTION_UNAME);
+    h.int(4, text.length);
+    h.put(text);
+  }
   h.int(2, OPTION_CPUCOUNT);
   h.int(4, 4);
   h.int(4, cpuCount);

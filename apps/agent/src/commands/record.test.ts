@@ -82,6 +82,53 @@ describe('parseDuration', () => {
   });
 });
 
+describe('evtrace record --demo', () => {
+  it('records synthetic events without tracefs, says DEMO, and applies the filter while writing', async () => {
+    const out = join(work, 'demo.dat');
+    const r = await run(
+      'record',
+      '--demo',
+      '-e',
+      'kmem:kmalloc',
+      '--filter',
+      'bytes_req > 100',
+      '--duration',
+      '100ms',
+      '-o',
+      out,
+    );
+    expect(r.code).toBe(ExitCode.Ok);
+    expect(r.stderr).toMatch(/^evtrace: DEMO - evtrace demo: synthetic events, not recorded from a kernel$/m);
+    const counts = summaryCounts(r.stderr);
+    expect(counts.get('kmem:kmalloc')).toBeGreaterThan(0);
+    if (hasTool('trace-cmd')) {
+      const text = execFileSync('trace-cmd', ['report', out], { stdio: ['ignore', 'pipe', 'ignore'] }).toString();
+      const sizes = [...text.matchAll(/bytes_req=(\d+)/g)].map((m) => Number(m[1]));
+      expect(sizes.length).toBe(counts.get('kmem:kmalloc'));
+      expect(sizes.every((n) => n > 100)).toBe(true);
+    }
+  });
+
+  it('rejects a filter naming a missing field, leaving nothing behind', async () => {
+    const out = join(work, 'demo-bad.dat');
+    const r = await run(
+      'record',
+      '--demo',
+      '-e',
+      'kmem:kmalloc',
+      '--filter',
+      'nope > 1',
+      '--duration',
+      '10ms',
+      '-o',
+      out,
+    );
+    expect(r.code).toBe(ExitCode.Usage);
+    expect(r.stderr).toMatch(/Field not found/);
+    expect([existsSync(out), existsSync(`${out}.part`)]).toEqual([false, false]);
+  });
+});
+
 describe.skipIf(env.why !== undefined)(`evtrace record${env.why ? ` (skipped: ${env.why})` : ''}`, () => {
   it.skipIf(!hasTool('trace-cmd'))(
     'records while a command runs; trace-cmd report agrees with the summary',

@@ -1,10 +1,16 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import {
+  DEMO_EVENTS,
+  DEMO_LABEL,
+  type EventFilterPlan,
   type FinalizeResult,
   finalizeRecording,
   type OutputFormat,
+  planEventFilter,
   type RecordResult,
   record,
+  recordDemo,
   TracefsError,
 } from '@evtrace/tracefs';
 import type { Command } from 'commander';
@@ -22,6 +28,7 @@ interface RecordCliOptions {
   format: string;
   duration?: string;
   readerThreads: string;
+  demo?: boolean;
 }
 
 const FORMATS: readonly OutputFormat[] = ['tracedat', 'ctf'];
@@ -43,6 +50,15 @@ function positiveInt(name: string, text: string | undefined): number | undefined
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
+/** The demo source has no kernel: a filter is applied entirely while writing. */
+function demoFilters(result: RecordResult, filter: string | undefined): Map<string, EventFilterPlan> {
+  const plans = new Map<string, EventFilterPlan>();
+  if (filter === undefined || filter.trim() === '') return plans;
+  for (const c of result.eventClasses)
+    plans.set(c.name, { ...planEventFilter(filter, c), kernel: undefined, userSpace: filter });
+  return plans;
+}
+
 /** The summary printed on stderr after a recording. */
 export function summaryText(
   result: RecordResult,
@@ -53,6 +69,7 @@ export function summaryText(
   const counts = written.byEvent ?? result.events;
   const total = written.byEvent === undefined ? result.total : written.events;
   const lines = [
+    ...(result.demo ? [`evtrace: DEMO - ${DEMO_LABEL}`] : []),
     `evtrace: recorded ${total} events in ${(result.durationMs / 1000).toFixed(2)} s into ${output} (${format})`,
   ];
   const width = Math.max(...[...counts.keys()].map((k) => k.length), 5);
@@ -96,6 +113,7 @@ is killed, OUTPUT.part/ stays readable up to its last complete page (evtrace cat
     .option('--clock <name>', 'trace clock (default: local)')
     .option('--format <kind>', `output format: ${FORMATS.join(' or ')}`, 'tracedat')
     .option('--duration <time>', 'stop after this long (10s, 500ms, 2m)')
+    .option('--demo', `record synthetic kmem and sched events instead of the kernel's (${DEMO_EVENTS.join(', ')})`)
     .option('--reader-threads <mode>', 'single (one loop over all CPUs) or per-cpu (a thread per CPU)', 'single')
     .action(async (command: string[], options: RecordCliOptions) => {
       if (!(FORMATS as readonly string[]).includes(options.format)) {
@@ -118,36 +136,57 @@ is killed, OUTPUT.part/ stays readable up to its last complete page (evtrace cat
       const rawDir = `${options.output}.part`;
       let result: RecordResult;
       try {
-        result = await record({
-          events: options.event,
-          dir: rawDir,
-          ...(options.filter !== undefined ? { filter: options.filter } : {}),
-          ...(bufferKb !== undefined ? { bufferKb } : {}),
-          ...(subbufKb !== undefined ? { subbufKb } : {}),
-          ...(options.clock !== undefined ? { clock: options.clock } : {}),
-          ...(durationMs !== undefined ? { durationMs } : {}),
-          signal: controller.signal,
-          threads,
-          onStart: () => {
-            if (command.length === 0) return;
-            child = spawn(command[0]!, command.slice(1), { stdio: 'inherit' });
-            child.on('error', (error) => {
-              io.stderr(`evtrace: cannot run ${command[0]}: ${error.message}\n`);
-              stop();
-            });
-            child.on('exit', (code) => {
-              childStatus = code;
-              stop();
-            });
-          },
-        });
+        const onStart = () => {
+          if (command.length === 0) return;
+          child = spawn(command[0]!, command.slice(1), { stdio: 'inherit' });
+          child.on('error', (error) => {
+            io.stderr(`evtrace: cannot run ${command[0]}: ${error.message}\n`);
+            stop();
+          });
+          child.on('exit', (code) => {
+            childStatus = code;
+            stop();
+          });
+        };
+        if (options.demo) {
+          io.stderr(`evtrace: ${DEMO_LABEL}\n`);
+          onStart();
+          result = await recordDemo({
+            events: options.event,
+            dir: rawDir,
+            durationMs: durationMs ?? (command.length > 0 ? Number.POSITIVE_INFINITY : 1000),
+            signal: controller.signal,
+          });
+          try {
+            result = { ...result, userSpaceFilters: demoFilters(result, options.filter) };
+          } catch (error) {
+            rmSync(rawDir, { recursive: true, force: true });
+            throw error;
+          }
+        } else
+          result = await record({
+            events: options.event,
+            dir: rawDir,
+            ...(options.filter !== undefined ? { filter: options.filter } : {}),
+            ...(bufferKb !== undefined ? { bufferKb } : {}),
+            ...(subbufKb !== undefined ? { subbufKb } : {}),
+            ...(options.clock !== undefined ? { clock: options.clock } : {}),
+            ...(durationMs !== undefined ? { durationMs } : {}),
+            signal: controller.signal,
+            threads,
+            onStart,
+          });
       } catch (error) {
         if (error instanceof TracefsError) {
           const status =
             error.code === 'ERR_TRACEFS_EVENT' || error.code === 'ERR_TRACEFS_FILTER'
               ? ExitCode.Usage
               : ExitCode.Failure;
-          throw new CliExit(status, `${error.code}: ${error.message}`);
+          const hint =
+            error.code === 'ERR_TRACEFS_NOT_FOUND' || error.code === 'ERR_TRACEFS_PERMISSION'
+              ? ' (--demo records synthetic events without tracefs)'
+              : '';
+          throw new CliExit(status, `${error.code}: ${error.message}${hint}`);
         }
         throw error;
       } finally {
