@@ -1,7 +1,10 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { globToRegExp, listEvents, matchEvents, parseAvailableEvents, readEventFormat } from './catalog.ts';
 import { TracefsError } from './errors.ts';
+import { lastErrorLogEntry } from './filter.ts';
 import { tracefsInMounts } from './mount.ts';
+import { parseCpuStats } from './pages.ts';
 import { tracefsForTests } from './testing/env.ts';
 
 const CATALOGUE = parseAvailableEvents(
@@ -16,6 +19,7 @@ describe('event selection', () => {
     expect(names(['*:k?ree', 'kmem:kfree', 'sched:sched_[s]*'])).toEqual(['sched:sched_switch', 'kmem:kfree']);
     expect(globToRegExp('a.b[!c]*').test('a.bd-x')).toBe(true);
     expect(globToRegExp('a.b').test('axb')).toBe(false);
+    expect(() => globToRegExp('sched:[z-a]*')).toThrowError(expect.objectContaining({ code: 'ERR_TRACEFS_EVENT' }));
   });
 
   it('names the pattern that matches nothing', () => {
@@ -42,5 +46,32 @@ describe.skipIf(env.why !== undefined)(`the real catalogue${env.why ? ` (skipped
     const { eventClass } = readEventFormat(env.path!, kmalloc!);
     expect(eventClass.name).toBe('kmem:kmalloc');
     expect(eventClass.ftrace!.fields.map((f) => f.name)).toContain('bytes_req');
+  });
+});
+
+describe('text parsers of tracefs files', () => {
+  it('take the newest error_log entry', () => {
+    const log = `[  10.000000] event filter parse error: error: Field not found\n  Command: a == 1\n           ^\n[  12.500000] event filter parse error: error: Invalid operator\n  Command: a ==\n             ^\n`;
+    expect(lastErrorLogEntry(log)).toBe(
+      '[  12.500000] event filter parse error: error: Invalid operator\n  Command: a ==\n             ^',
+    );
+    expect(lastErrorLogEntry('')).toBeUndefined();
+  });
+
+  it('never throw on arbitrary text', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 400 }), (text) => {
+        parseAvailableEvents(text);
+        tracefsInMounts(text);
+        parseCpuStats(text);
+        lastErrorLogEntry(text);
+        try {
+          globToRegExp(text);
+        } catch (error) {
+          expect(error).toBeInstanceOf(TracefsError);
+        }
+      }),
+      { numRuns: 500 },
+    );
   });
 });

@@ -31,7 +31,11 @@ export function listEvents(tracefs: string): EventName[] {
   }
 }
 
-/** Compiles a shell-style glob (`*`, `?`, `[...]`) to an anchored RegExp. */
+/**
+ * Compiles a shell-style glob (`*`, `?`, `[...]`) to an anchored RegExp.
+ *
+ * @throws TracefsError `ERR_TRACEFS_EVENT` for a malformed class such as `[z-a]`.
+ */
 export function globToRegExp(glob: string): RegExp {
   let re = '';
   for (let i = 0; i < glob.length; i++) {
@@ -48,7 +52,11 @@ export function globToRegExp(glob: string): RegExp {
       }
     } else re += c.replace(/[.+^${}()|\\/]/g, '\\$&');
   }
-  return new RegExp(`^${re}$`);
+  try {
+    return new RegExp(`^${re}$`);
+  } catch (error) {
+    throw new TracefsError('ERR_TRACEFS_EVENT', `invalid glob '${glob}': ${(error as Error).message}`);
+  }
 }
 
 /**

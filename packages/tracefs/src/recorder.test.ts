@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openRawPagesDir, parseHeaderPage } from '@evtrace/trace-format';
 import { afterAll, describe, expect, it } from 'vitest';
-import { planEventFilter } from './filter.ts';
-import { cleanStaleInstances, listInstances } from './instance.ts';
+import { planEventFilter, writeKernelFilter } from './filter.ts';
+import { cleanStaleInstances, createInstance, listInstances } from './instance.ts';
 import { finalizeRecording } from './output.ts';
 import { countPageRecords } from './pages.ts';
 import { type RecordOptions, record } from './recorder.ts';
@@ -183,5 +183,19 @@ describe.skipIf(env.why !== undefined)(`user-space filter remainder${env.why ? `
     if (hasTool('trace-cmd')) expect([...reportCounts(dat).values()].reduce((a, b) => a + b, 0)).toBe(expected.length);
     const ctf = fresh('us-ctf');
     expect(finalizeRecording(r.dir, ctf, 'ctf', { userSpaceFilters: filters }).events).toBe(expected.length);
+  });
+});
+
+describe.skipIf(env.why !== undefined)(`kernel filter refusal${env.why ? ` (skipped: ${env.why})` : ''}`, () => {
+  it('explains a filter the kernel refuses with its error_log entry, and the instance goes away', () => {
+    const inst = createInstance(tracefs);
+    try {
+      expect(() => writeKernelFilter(inst.path, join(inst.path, 'events', 'kmem', 'kmalloc'), 'nod == 0')).toThrowError(
+        expect.objectContaining({ code: 'ERR_TRACEFS_FILTER', message: expect.stringMatching(/Field not found/) }),
+      );
+    } finally {
+      inst.remove();
+    }
+    expect(listInstances(tracefs)).not.toContain(inst.name);
   });
 });
