@@ -158,9 +158,9 @@ async function main(): Promise<void> {
   try {
     const runs = [
       await traceCmd(tracefs, work),
-      await evtrace('tracedat', 'per-cpu', tracefs, work),
       await evtrace('tracedat', 'single', tracefs, work),
-      await evtrace('ctf', 'per-cpu', tracefs, work),
+      await evtrace('tracedat', 'per-cpu', tracefs, work),
+      await evtrace('ctf', 'single', tracefs, work),
     ];
     const lines = [
       `\n### Recording perf bench sched messaging ${LOAD.slice(3).join(' ')} (kmem:kmalloc + kmem:kfree, default buffer)\n`,
@@ -172,11 +172,11 @@ async function main(): Promise<void> {
       ),
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
-    const [tc, dat, single, ctf] = runs as [Run, Run, Run, Run];
+    const [tc, dat, perCpu, ctf] = runs as [Run, Run, Run, Run];
     const perEvent = (r: Run) => fromTotal(r.tool, r.cpuS * 1e9, Math.max(1, r.seen));
     printComparisons('CPU per recorded event (recorder and its children)', [
       { case: 'trace.dat output', ours: perEvent(dat), peer: perEvent(tc), target: 'no loss, CPU <= trace-cmd' },
-      { case: 'trace.dat output, one reader loop', ours: perEvent(single), peer: perEvent(tc) },
+      { case: 'trace.dat output, a reader thread per CPU', ours: perEvent(perCpu), peer: perEvent(tc) },
       { case: 'CTF output (decode + re-encode)', ours: perEvent(ctf), peer: perEvent(tc) },
     ]);
   } finally {
