@@ -33,6 +33,15 @@ describe('evtrace (built CLI)', () => {
     expect(r.stdout).toContain('evtrace - record, convert, filter and inspect Linux trace events');
   });
 
+  it("shows a subcommand's own synopsis, arguments and options", async () => {
+    const r = await evtrace('help', 'convert');
+    expect(r.code).toBe(0);
+    const synopsis = r.stdout.split('\n')[r.stdout.split('\n').indexOf('SYNOPSIS') + 1]!.trim();
+    expect(synopsis).toMatch(/^evtrace convert \[options\] <input>/);
+    expect(r.stdout).toMatch(/^NAME\n {2}evtrace convert - /m);
+    expect(r.stdout).toContain('--to <kind>');
+  });
+
   it('exits 2 on an unknown option and names it', async () => {
     const r = await evtrace('--no-such-flag');
     expect(r.code).toBe(2);

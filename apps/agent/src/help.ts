@@ -19,7 +19,7 @@ export function manPageHelp(cmd: Command, helper: Help): string {
   for (let c: Command | null = cmd; c; c = c.parent) path.unshift(c.name());
   const sections: string[] = [];
   sections.push(`NAME\n  ${path.join(' ')} - ${cmd.summary() || cmd.description().split('\n')[0]}`);
-  sections.push(`SYNOPSIS\n  ${path.slice(0, -1).concat(helper.commandUsage(cmd).split(' ').slice(-1)).join(' ')}`);
+  sections.push(`SYNOPSIS\n  ${helper.commandUsage(cmd)}`);
   const description = cmd.description();
   if (description) sections.push(`DESCRIPTION\n${indent(description, 2)}`);
   const args = helper.visibleArguments(cmd);
