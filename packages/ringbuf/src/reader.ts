@@ -286,8 +286,14 @@ export class Reader extends RecordCursor {
     let commit: number;
     let closed: boolean;
     if (!this.multi) {
-      closed = (Atomics.load(i32, (base + P.flags) >> 2) & PAGE_CLOSED) !== 0;
+      // The writer stores the final commit before it sets the closed flag, so flags are only worth a load when
+      // the commit word did not grow, and a commit loaded after seeing the flag is final.
       commit = Atomics.load(i32, (base + P.commit) >> 2);
+      closed = false;
+      if (commit <= this.end - this.viewBase) {
+        closed = (Atomics.load(i32, (base + P.flags) >> 2) & PAGE_CLOSED) !== 0;
+        if (closed) commit = Atomics.load(i32, (base + P.commit) >> 2);
+      }
     } else {
       const closeEnd = Atomics.load(i32, (base + P.closeEnd) >> 2);
       const c = Atomics.load(i32, (base + P.commit) >> 2);

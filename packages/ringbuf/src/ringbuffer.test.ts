@@ -244,6 +244,26 @@ describe('a reader in the writer thread', () => {
   });
 });
 
+describe('Atomics per record', () => {
+  it('an overwrite-mode reader in another thread loads the commit word and the generation, not the flags, per record', () => {
+    const buf = RingBuffer.create({ pageSize: 4096, pageCount: 8, mode: 'overwrite', clock: { name: 't' } });
+    const r = RingBuffer.attach(buf.buffer).reader();
+    const w = buf.writer();
+    let read = 0;
+    const loads = countLoads(() => {
+      for (let i = 0; i < 3000; i++) {
+        expect(w.writeBytes(1, Uint8Array.of(i & 255), i)).toBe(true);
+        expect(r.next()).toBe(true);
+        expect(r.bytes[r.offset]).toBe(i & 255);
+        read++;
+      }
+    });
+    expect(read).toBe(3000);
+    // Two loads per record, plus a few per page (about 250 records per 4 KiB page).
+    expect(loads / read).toBeLessThan(2.1);
+  });
+});
+
 describe('pages', () => {
   it('fill page headers like CTF packet contexts', () => {
     const buf = RingBuffer.create({ pageCount: 4, mode: 'discard', clock: { name: 't' } });
