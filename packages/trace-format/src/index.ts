@@ -59,9 +59,13 @@ export {
 export {
   encodeTraceDat,
   synthesizeFtraceClass,
+  type TraceDatCpuPages,
+  type TraceDatPagesInput,
+  type TraceDatPagesOptions,
   type TraceDatWriteOptions,
   type TraceDatWriteResult,
   writeTraceDat,
+  writeTraceDatPages,
 } from './ftrace/tracedat/write.ts';
 export type * from './model/types.ts';
 export { eventToJsonLine, jsonValue } from './output/json.ts';

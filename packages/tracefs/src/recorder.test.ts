@@ -134,12 +134,11 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
     ];
     for (const [what, options, message] of cases) {
       it(`${what}`, async () => {
-        const before = listInstances(tracefs);
         const dir = fresh('fail');
         await expect(record({ events: KMEM, dir, durationMs: 50, priority: false, ...options })).rejects.toThrow(
           message,
         );
-        expect(listInstances(tracefs).filter((i) => !before.includes(i) && i.startsWith('evtrace-'))).toEqual([]);
+        // Only this process's instances: other test files record in parallel.
         expect(ours()).toEqual([]);
         expect(existsSync(options.dir ?? dir)).toBe(false);
       });

@@ -1,18 +1,11 @@
 /**
- * trace.dat version 6 written from a raw-pages directory with the recorded pages copied verbatim (no decoding):
- * the kernel's own header_page, header_event and format files, kallsyms, saved cmdlines and the trace clock go in
- * front, then each CPU's pages, page-aligned. Layout per trace-cmd.dat.v6(5); `trace-cmd report` and KernelShark
- * read it.
+ * trace.dat from a raw-pages directory: its metadata files and `cpuN.raw` pages handed to trace-format's
+ * `writeTraceDatPages`, which copies the pages verbatim (no decoding).
  */
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { type TraceDatCpuPages, writeTraceDatPages } from '@evtrace/trace-format';
 import { ioError } from './errors.ts';
-
-const MAGIC = Buffer.from([0x17, 0x08, 0x44, ...Buffer.from('tracing')]);
-const OPTION_DONE = 0;
-const OPTION_TRACECLOCK = 4;
-const OPTION_UNAME = 5;
-const OPTION_CPUCOUNT = 8;
 
 /** Facts of a raw-pages directory the trace.dat writer needs. */
 export interface RawDirInfo {
@@ -32,31 +25,6 @@ export function rawDirInfo(dir: string): RawDirInfo {
   return { pageSize: kb * 1024, cpuFiles };
 }
 
-class Parts {
-  readonly list: Buffer[] = [];
-  length = 0;
-  put(b: Buffer): void {
-    this.list.push(b);
-    this.length += b.length;
-  }
-  str(s: string): void {
-    this.put(Buffer.from(s, 'utf8'));
-  }
-  int(bytes: 2 | 4 | 8, v: number): void {
-    const b = Buffer.alloc(bytes);
-    if (bytes === 2) b.writeUInt16LE(v);
-    else if (bytes === 4) b.writeUInt32LE(v);
-    else b.writeBigUInt64LE(BigInt(v));
-    this.put(b);
-  }
-  /** A length-prefixed text block. */
-  text(lenBytes: 4 | 8, s: string): void {
-    const b = Buffer.from(s, 'utf8');
-    this.int(lenBytes, b.length);
-    this.put(b);
-  }
-}
-
 const readOptional = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8') : '');
 
 /** Every `events/SYSTEM/EVENT/format` text of a raw-pages directory, grouped by system. */
@@ -74,102 +42,61 @@ function formatsBySystem(eventsDir: string): [string, string[]][] {
   return out.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 }
 
+/** A `cpuN.raw` file's whole pages, read in 1 MiB chunks (one buffer reused: each chunk is written before the next). */
+function filePages(file: string, size: number, chunk: Buffer): TraceDatCpuPages {
+  return {
+    size,
+    *chunks() {
+      const fd = openSync(file, 'r');
+      try {
+        for (let left = size; left > 0; ) {
+          const n = readSync(fd, chunk, 0, Math.min(chunk.length, left), null);
+          if (n === 0) break;
+          yield chunk.subarray(0, n);
+          left -= n;
+        }
+      } finally {
+        closeSync(fd);
+      }
+    },
+  };
+}
+
 /**
  * Writes `out` as trace.dat v6 from the raw-pages directory `dir`. Trailing partial pages (a writer killed
  * mid-page) are left out. Returns the bytes written.
  *
- * @throws TracefsError `ERR_TRACEFS_OUTPUT`-class I/O errors naming the file.
+ * @throws TracefsError `ERR_TRACEFS_IO` or `_PERMISSION` naming the file that could not be read or written.
  */
 export function writeTraceDatFromRawDir(dir: string, out: string): number {
   const { pageSize, cpuFiles } = rawDirInfo(dir);
   const cpuCount = cpuFiles.size === 0 ? 1 : Math.max(...cpuFiles.keys()) + 1;
-  const sizes: number[] = [];
+  const chunk = Buffer.allocUnsafe(Math.max(pageSize, 1 << 20));
+  const cpus: TraceDatCpuPages[] = [];
   for (let cpu = 0; cpu < cpuCount; cpu++) {
     const file = cpuFiles.get(cpu);
     const size = file === undefined ? 0 : statSync(file).size;
-    sizes.push(size - (size % pageSize));
+    cpus.push(file === undefined ? { size: 0, chunks: () => [] } : filePages(file, size - (size % pageSize), chunk));
   }
-  const h = new Parts();
-  h.put(MAGIC);
-  h.str('6\0');
-  h.put(Buffer.from([0, 8]));
-  h.int(4, pageSize);
-  h.str('header_page\0');
-  h.text(8, readFileSync(join(dir, 'events', 'header_page'), 'utf8'));
-  h.str('header_event\0');
-  h.text(8, readFileSync(join(dir, 'events', 'header_event'), 'utf8'));
-  h.int(4, 0); // ftrace (function tracer) formats
-  const systems = formatsBySystem(join(dir, 'events'));
-  h.int(4, systems.length);
-  for (const [system, texts] of systems) {
-    h.str(`${system}\0`);
-    h.int(4, texts.length);
-    for (const t of texts) h.text(8, t);
-  }
-  h.text(4, readOptional(join(dir, 'kallsyms')));
-  h.int(4, 0); // printk formats
-  h.text(8, readOptional(join(dir, 'saved_cmdlines')));
-  h.int(4, cpuCount);
-  h.str('options  \0');
-  const clock = /\[(\w+)\]/.exec(readOptional(join(dir, 'trace_clock')))?.[1] ?? 'local';
-  const clockData = Buffer.from(`[${clock}]\0`);
-  h.int(2, OPTION_TRACECLOCK);
-  h.int(4, clockData.length);
-  h.put(clockData);
-  // A demo recording says so where trace-cmd shows the system it came from.
+  const kallsymsFile = join(dir, 'kallsyms');
   const demo = readOptional(join(dir, 'DEMO')).trim();
-  if (demo !== '') {
-    const text = Buffer.from(`${demo}\0`);
-    h.int(2, OPTION_UNAME);
-    h.int(4, text.length);
-    h.put(text);
-  }
-  h.int(2, OPTION_CPUCOUNT);
-  h.int(4, 4);
-  h.int(4, cpuCount);
-  h.int(2, OPTION_DONE);
-  h.str('flyrecord\0');
-  let at = Math.ceil((h.length + 16 * cpuCount) / pageSize) * pageSize;
-  for (const size of sizes) {
-    h.int(8, size === 0 ? 0 : at);
-    h.int(8, size);
-    at += size;
-  }
-  let fd: number;
   try {
-    fd = openSync(out, 'w');
+    return writeTraceDatPages(out, {
+      pageSize,
+      headerPage: readFileSync(join(dir, 'events', 'header_page'), 'utf8'),
+      headerEvent: readFileSync(join(dir, 'events', 'header_event'), 'utf8'),
+      formats: formatsBySystem(join(dir, 'events')),
+      // Bytes as recorded: ~5 MB of symbols are never decoded to text.
+      kallsyms: existsSync(kallsymsFile) ? readFileSync(kallsymsFile) : '',
+      cmdlines: readOptional(join(dir, 'saved_cmdlines')),
+      clock: /\[(\w+)\]/.exec(readOptional(join(dir, 'trace_clock')))?.[1] ?? 'local',
+      // A demo recording says so where trace-cmd shows the system it came from.
+      ...(demo !== '' ? { uname: demo } : {}),
+      cpus,
+    });
   } catch (error) {
-    throw ioError(out, error, 'cannot write the output');
+    const path = (error as NodeJS.ErrnoException)?.path;
+    if (typeof path === 'string') throw ioError(path, error, path === out ? 'cannot write the output' : 'cannot read');
+    throw error;
   }
-  let written = 0;
-  const put = (b: Buffer, length = b.length) => {
-    let done = 0;
-    while (done < length) done += writeSync(fd, b, done, length - done);
-    written += length;
-  };
-  try {
-    const head = Buffer.concat(h.list, h.length);
-    put(head);
-    put(Buffer.alloc(Math.ceil(written / pageSize) * pageSize - written));
-    const chunk = Buffer.allocUnsafe(Math.max(pageSize, 1 << 20));
-    for (let cpu = 0; cpu < cpuCount; cpu++) {
-      const file = cpuFiles.get(cpu);
-      if (file === undefined || sizes[cpu] === 0) continue;
-      const inFd = openSync(file, 'r');
-      try {
-        let left = sizes[cpu]!;
-        while (left > 0) {
-          const n = readSync(inFd, chunk, 0, Math.min(chunk.length, left), null);
-          if (n === 0) break;
-          put(chunk, n);
-          left -= n;
-        }
-      } finally {
-        closeSync(inFd);
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return written;
 }

@@ -1,8 +1,10 @@
 /**
  * Writer of trace-cmd `trace.dat` files, version 6 or 7 (uncompressed, zstd or zlib), readable by `trace-cmd report`.
- * Events whose classes came from ftrace keep their formats; other classes (CTF) get a synthesized format file.
+ * Two entry points share the section and option writing: {@link encodeTraceDat} re-encodes events (classes from
+ * ftrace keep their formats; others, from CTF, get a synthesized format file), and {@link writeTraceDatPages} copies
+ * raw kernel pages verbatim, streamed, with the kernel's own header and format files.
  */
-import { writeFileSync } from 'node:fs';
+import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { deflateSync, zstdCompressSync } from 'node:zlib';
 import { TraceFormatError } from '../../errors.ts';
 import type { EventClass, FieldClass, FtraceFieldInfo, TraceEvent } from '../../model/types.ts';
@@ -70,16 +72,16 @@ export function encodeTraceDat(
   const cpuPages: Buffer[] = [];
   for (let cpu = 0; cpu < cpuCount; cpu++) cpuPages.push(packPages(perCpu.get(cpu)?.records() ?? [], layout));
   const used = classes.used();
-  const meta = {
+  const meta: Meta = {
     headerPage: headerPageText(layout),
+    headerEvent: HEADER_EVENT_TEXT,
     ftrace: used.filter((c) => c.ftrace!.system === 'ftrace').map(formatFileText),
     systems: groupBySystem(used.filter((c) => c.ftrace!.system !== 'ftrace')),
-    kallsyms: options.kallsyms ?? '',
+    kallsyms: Buffer.from(options.kallsyms ?? ''),
     cmdlines: [...(options.cmdlines ?? new Map())].map(([pid, comm]) => `${pid} ${comm}\n`).join(''),
+    clock: options.clock ?? 'local',
   };
-  const clock = options.clock ?? 'local';
-  const bytes =
-    version === 6 ? writeV6(meta, cpuPages, pageSize, clock) : writeV7(meta, cpuPages, pageSize, clock, compression);
+  const bytes = version === 6 ? writeV6(meta, cpuPages, pageSize) : writeV7(meta, cpuPages, pageSize, compression);
   return { bytes, events: count, synthesized: classes.synthesized };
 }
 
@@ -95,12 +97,121 @@ export function writeTraceDat(
   return result;
 }
 
+/** One CPU's raw pages for {@link writeTraceDatPages}. */
+export interface TraceDatCpuPages {
+  /** Bytes of pages (a whole number of sub-buffers). */
+  readonly size: number;
+  /** The pages' bytes in order, `size` in total: read lazily (e.g. a file in large chunks) and written as they come. */
+  chunks(): Iterable<Uint8Array>;
+}
+
+/** What {@link writeTraceDatPages} stores: the kernel's own texts and the raw pages of each CPU. */
+export interface TraceDatPagesInput {
+  /** Sub-buffer size the pages were read with. */
+  readonly pageSize: number;
+  /** `events/header_page` text. */
+  readonly headerPage: string;
+  /** `events/header_event` text. */
+  readonly headerEvent: string;
+  /** `format` file texts by system (`[system, formats]`); the `ftrace` system's go to the ftrace section. */
+  readonly formats: readonly (readonly [system: string, formats: readonly string[]])[];
+  /** `/proc/kallsyms` as bytes (copied as is) or text. */
+  readonly kallsyms?: Uint8Array | string;
+  /** `saved_cmdlines` text (`pid comm` lines). */
+  readonly cmdlines?: string;
+  /** Trace clock name. Default `local`. */
+  readonly clock?: string;
+  /** Text of the uname option (trace-cmd shows it as the system the trace came from). */
+  readonly uname?: string;
+  /** Pages by CPU number (index); CPUs without pages have size 0. */
+  readonly cpus: readonly TraceDatCpuPages[];
+}
+
+/** Options of {@link writeTraceDatPages}. */
+export interface TraceDatPagesOptions {
+  /** File version. Default 6: streamed, pages never held in memory. Version 7 holds each CPU's pages to compress them. */
+  readonly version?: 6 | 7;
+  /** Version 7 compression. Default `zstd`. */
+  readonly compression?: 'none' | 'zstd' | 'zlib';
+}
+
+/**
+ * Writes `file` as trace.dat with each CPU's raw pages copied verbatim (no decoding) after the kernel's own header
+ * and format files, kallsyms and saved cmdlines. Returns the bytes written.
+ *
+ * @throws TraceFormatError `ERR_TRACE_DAT` when a CPU's chunks do not add up to its declared size; Node's `fs`
+ *   errors (with `path`) when the file cannot be written.
+ */
+export function writeTraceDatPages(
+  file: string,
+  input: TraceDatPagesInput,
+  options: TraceDatPagesOptions = {},
+): number {
+  const version = options.version ?? 6;
+  const { pageSize } = input;
+  const systems = input.formats.filter(([s]) => s !== 'ftrace').map(([s, f]) => [s, [...f]] as [string, string[]]);
+  const meta: Meta = {
+    headerPage: input.headerPage,
+    headerEvent: input.headerEvent,
+    ftrace: input.formats.filter(([s]) => s === 'ftrace').flatMap(([, f]) => f),
+    systems,
+    kallsyms: Buffer.from(input.kallsyms ?? ''),
+    cmdlines: input.cmdlines ?? '',
+    clock: input.clock ?? 'local',
+    ...(input.uname !== undefined ? { uname: input.uname } : {}),
+  };
+  const cpus = input.cpus.length === 0 ? [{ size: 0, chunks: () => [] }] : input.cpus;
+  const checked = function* (cpu: number): Iterable<Uint8Array> {
+    let seen = 0;
+    for (const c of cpus[cpu]!.chunks()) {
+      seen += c.length;
+      if (seen > cpus[cpu]!.size) break;
+      yield c;
+    }
+    if (seen !== cpus[cpu]!.size)
+      throw new TraceFormatError('ERR_TRACE_DAT', `CPU ${cpu}'s pages are ${seen} bytes, not ${cpus[cpu]!.size}`, {
+        file,
+      });
+  };
+  if (version === 7) {
+    const pages = cpus.map((_, cpu) => Buffer.concat([...checked(cpu)]));
+    const bytes = writeV7(meta, pages, pageSize, options.compression ?? 'zstd');
+    writeFileSync(file, bytes);
+    return bytes.length;
+  }
+  const head = v6Head(
+    meta,
+    cpus.map((c) => c.size),
+    pageSize,
+  );
+  const fd = openSync(file, 'w');
+  let written = 0;
+  const put = (b: Uint8Array) => {
+    for (let done = 0; done < b.length; ) done += writeSync(fd, b, done, b.length - done);
+    written += b.length;
+  };
+  try {
+    put(head);
+    for (let cpu = 0; cpu < cpus.length; cpu++) {
+      if (cpus[cpu]!.size === 0) continue;
+      put(Buffer.alloc((pageSize - (written % pageSize)) % pageSize));
+      for (const chunk of checked(cpu)) put(chunk);
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return written;
+}
+
 interface Meta {
   headerPage: string;
+  headerEvent: string;
   ftrace: string[];
   systems: [string, string[]][];
-  kallsyms: string;
+  kallsyms: Buffer;
   cmdlines: string;
+  clock: string;
+  uname?: string;
 }
 
 function groupBySystem(classes: EventClass[]): [string, string[]][] {
@@ -313,8 +424,8 @@ function headersBlock(o: Out, meta: Meta): void {
   o.u64(Buffer.byteLength(meta.headerPage));
   o.str(meta.headerPage);
   o.str('header_event\0');
-  o.u64(Buffer.byteLength(HEADER_EVENT_TEXT));
-  o.str(HEADER_EVENT_TEXT);
+  o.u64(Buffer.byteLength(meta.headerEvent));
+  o.str(meta.headerEvent);
 }
 
 function ftraceBlock(o: Out, meta: Meta): void {
@@ -354,30 +465,50 @@ const u64 = (v: number) => {
   return b;
 };
 
-function writeV6(meta: Meta, cpuPages: Buffer[], pageSize: number, clock: string): Buffer {
+/** Options every version stores: the clock, the uname text when known, the CPU count. */
+function commonOptions(o: Out, meta: Meta, cpuCount: number): void {
+  option(o, OPTION.traceClock, Buffer.from(`[${meta.clock}]\0`));
+  if (meta.uname !== undefined) option(o, OPTION.uname, Buffer.from(`${meta.uname}\0`));
+  option(o, OPTION.cpuCount, u32(cpuCount));
+}
+
+/** A version 6 file up to its first CPU's pages (zero-padded to a page boundary), given each CPU's page bytes. */
+function v6Head(meta: Meta, sizes: readonly number[], pageSize: number): Buffer {
   const o = new Out();
   start(o, 6, pageSize);
   headersBlock(o, meta);
   ftraceBlock(o, meta);
   eventsBlock(o, meta);
-  o.u32(Buffer.byteLength(meta.kallsyms));
-  o.str(meta.kallsyms);
+  o.u32(meta.kallsyms.length);
+  o.put(meta.kallsyms);
   o.u32(0); // printk formats
   o.u64(Buffer.byteLength(meta.cmdlines));
   o.str(meta.cmdlines);
-  o.u32(cpuPages.length);
+  o.u32(sizes.length);
   o.str('options  \0');
-  option(o, OPTION.traceClock, Buffer.from(`[${clock}]\0`));
-  option(o, OPTION.cpuCount, u32(cpuPages.length));
+  commonOptions(o, meta, sizes.length);
   o.u16(OPTION.done);
   o.str('flyrecord\0');
   // The CPU table's offsets are known once the table's own size is: header + 16 bytes per CPU, then page-aligned data.
-  let at = Math.ceil((o.length + 16 * cpuPages.length) / pageSize) * pageSize;
-  for (const p of cpuPages) {
-    o.u64(p.length === 0 ? 0 : at);
-    o.u64(p.length);
-    at += Math.ceil(p.length / pageSize) * pageSize;
+  let at = Math.ceil((o.length + 16 * sizes.length) / pageSize) * pageSize;
+  for (const size of sizes) {
+    o.u64(size === 0 ? 0 : at);
+    o.u64(size);
+    at += Math.ceil(size / pageSize) * pageSize;
   }
+  o.align(pageSize);
+  return o.bytes();
+}
+
+function writeV6(meta: Meta, cpuPages: Buffer[], pageSize: number): Buffer {
+  const o = new Out();
+  o.put(
+    v6Head(
+      meta,
+      cpuPages.map((p) => p.length),
+      pageSize,
+    ),
+  );
   for (const p of cpuPages) {
     if (p.length === 0) continue;
     o.align(pageSize);
@@ -386,13 +517,8 @@ function writeV6(meta: Meta, cpuPages: Buffer[], pageSize: number, clock: string
   return o.bytes();
 }
 
-function writeV7(
-  meta: Meta,
-  cpuPages: Buffer[],
-  pageSize: number,
-  clock: string,
-  compression: 'none' | 'zstd' | 'zlib',
-): Buffer {
+function writeV7(meta: Meta, cpuPages: Buffer[], pageSize: number, compression: 'none' | 'zstd' | 'zlib'): Buffer {
+  const { clock } = meta;
   const o = new Out();
   start(o, 7, pageSize);
   o.str(
@@ -451,8 +577,8 @@ function writeV7(
     OPTION.kallsyms,
     'kallsyms',
     block((b) => {
-      b.u32(Buffer.byteLength(meta.kallsyms));
-      b.str(meta.kallsyms);
+      b.u32(meta.kallsyms.length);
+      b.put(meta.kallsyms);
     }),
     true,
   );
@@ -503,8 +629,7 @@ function writeV7(
   o.put(Buffer.alloc(flyEnd - o.length));
   // Options: the metadata references and the buffer description, then the strings.
   const opts = new Out();
-  option(opts, OPTION.traceClock, Buffer.from(`[${clock}]\0`));
-  option(opts, OPTION.cpuCount, u32(cpuPages.length));
+  commonOptions(opts, meta, cpuPages.length);
   for (const [id, off] of [
     [OPTION.headerInfo, headersAt],
     [OPTION.ftraceEvents, ftraceAt],
