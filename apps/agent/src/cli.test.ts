@@ -42,6 +42,18 @@ describe('evtrace (built CLI)', () => {
     expect(r.stdout).toContain('--to <kind>');
   });
 
+  it('refuses a Node.js older than 22.18 with a message instead of an import error', async () => {
+    const pretend =
+      'data:text/javascript,Object.defineProperty(process.versions,"node",{value:"22.17.0"});' +
+      'Object.defineProperty(process,"version",{value:"v22.17.0"})';
+    const r = await run(process.execPath, ['--import', pretend, CLI, '--version']).then(
+      () => ({ code: 0, stderr: '' }),
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('evtrace: needs Node.js >= 22.18 (this is v22.17.0)');
+  });
+
   it('exits 2 on an unknown option and names it', async () => {
     const r = await evtrace('--no-such-flag');
     expect(r.code).toBe(2);

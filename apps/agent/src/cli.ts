@@ -1,4 +1,9 @@
 #!/usr/bin/env node
-import { runCli } from './program.ts';
-
+// Checked before anything else loads: on an older Node the imports below fail with errors that do not say why.
+const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 18)) {
+  process.stderr.write(`evtrace: needs Node.js >= 22.18 (this is ${process.version}); install Node 24 LTS\n`);
+  process.exit(1);
+}
+const { runCli } = await import('./program.ts');
 process.exitCode = await runCli(process.argv.slice(2));
