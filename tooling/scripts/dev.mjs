@@ -127,7 +127,21 @@ function main() {
   switch (task) {
     case 'demo': {
       must(pnpm, ['exec', 'turbo', 'run', 'build', '--filter=@evtrace/agent...', '--output-logs=errors-only'], { env });
-      process.exit(run(node, [join(ROOT, 'apps', 'agent', 'dist', 'cli.js'), 'demo', ...rest], { env }));
+      const cli = join(ROOT, 'apps', 'agent', 'dist', 'cli.js');
+      const status = run(node, [cli, 'demo', ...rest], { env });
+      if (status !== 0) process.exit(status);
+      // Then a recording: the live kernel when root with tracefs reachable, else the demo source (the CLI says which).
+      const out = join(TOOLING, 'demo');
+      mkdirSync(out, { recursive: true });
+      const dat = join(out, 'trace.dat');
+      process.stderr.write('\n');
+      log(`recording kmem:kmalloc, kmem:kfree, sched:sched_switch for 2 s into ${dat}`);
+      const events = ['kmem:kmalloc', 'kmem:kfree', 'sched:sched_switch'].flatMap((e) => ['-e', e]);
+      const record = ['record', '--source', 'auto', ...events, '--duration', '2s', '-o', dat];
+      const recorded = run(node, [cli, ...record], { env });
+      if (recorded !== 0) process.exit(recorded);
+      log(`the first 20 events (all of them: node apps/agent/dist/cli.js cat ${dat})`);
+      process.exit(run(node, [cli, 'cat', dat, '-n', '20'], { env }));
       break;
     }
     case 'test': {

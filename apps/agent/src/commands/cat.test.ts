@@ -32,6 +32,22 @@ describe('evtrace cat', () => {
     expect(b.stdout).toBe(a.stdout);
   });
 
+  it('--limit/-n prints only the first N events, after --filter', async () => {
+    const all = (await run('cat', dat)).stdout.trimEnd().split('\n');
+    const r = await run('cat', dat, '-n', '5');
+    expect(r.code).toBe(ExitCode.Ok);
+    expect(r.stdout.trimEnd().split('\n')).toEqual(all.slice(0, 5));
+    const filtered = (await run('cat', dat, '--filter', 'common_pid > 100')).stdout.trimEnd().split('\n');
+    expect(filtered.length).toBeGreaterThan(2);
+    expect(filtered.length).toBeLessThan(all.length);
+    const limited = await run('cat', dat, '--filter', 'common_pid > 100', '--limit', '2');
+    expect(limited.stdout.trimEnd().split('\n')).toEqual(filtered.slice(0, 2));
+    expect((await run('cat', dat, '-n', '1000')).stdout.trimEnd().split('\n')).toEqual(all);
+    const bad = await run('cat', dat, '-n', 'ten');
+    expect(bad.code).toBe(ExitCode.Usage);
+    expect(bad.stderr).toMatch(/--limit must be a non-negative integer, not 'ten'/);
+  });
+
   it('--json writes one object per line and nothing else, big integers as strings', async () => {
     const r = await run('cat', dat, '--json');
     expect(r.code).toBe(ExitCode.Ok);

@@ -140,6 +140,7 @@ interface CatOptions {
   filter?: string;
   lenient?: boolean;
   buffer?: string;
+  limit?: string;
 }
 
 /** `evtrace cat INPUT`: prints the events of a trace. */
@@ -159,12 +160,21 @@ tasks they do not). Warnings go to stderr, never to stdout.`,
     .option('--filter <expr>', 'keep events matching an ftrace filter expression (e.g. "bytes_req > 64")')
     .option('--lenient', 'report corrupt pages or packets on stderr and continue')
     .option('--buffer <name>', 'trace.dat: read the instance buffer NAME (trace-cmd record -B) instead of the top one')
+    .option('-n, --limit <n>', 'print only the first N events (after --filter)')
     .action((input: string, options: CatOptions) => {
+      const limit = options.limit === undefined ? Number.POSITIVE_INFINITY : Number(options.limit);
+      if (options.limit !== undefined && !/^\d+$/.test(options.limit))
+        throw new CliExit(ExitCode.Usage, `--limit must be a non-negative integer, not '${options.limit}'`);
       const opened = openInput(input, options);
       const format = options.json ? eventToJsonLine : textLines(opened.reader);
       const out = bufferedWriter(io.stdout);
       try {
-        for (const e of opened.events()) out.put(format(e));
+        let printed = 0;
+        // Stops reading at the limit: the rest of a large trace is never decoded.
+        for (const e of opened.events()) {
+          if (printed++ >= limit) break;
+          out.put(format(e));
+        }
       } finally {
         out.flush();
         reportNotes(io, opened);
@@ -174,6 +184,7 @@ tasks they do not). Warnings go to stderr, never to stdout.`,
     cmd,
     `evtrace cat trace.dat                           trace-cmd report style text
 evtrace cat trace.dat --json --filter 'bytes_req > 1024'
+evtrace cat trace.dat -n 20                      the first 20 events
 evtrace cat ./raw                                raw pages: raw/cpu0.raw, raw/events/header_page, raw/events/kmem/kmalloc/format
 evtrace cat ./ctf-trace                          babeltrace2 style text`,
   );

@@ -7,7 +7,7 @@ import { findTracefs, listInstances } from '@evtrace/tracefs';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { runCli } from '../program.ts';
-import { parseDuration } from './record.ts';
+import { autoSource, parseDuration } from './record.ts';
 
 const CLI = new URL('../cli.ts', import.meta.url).pathname;
 
@@ -126,6 +126,51 @@ describe('evtrace record --demo', () => {
     expect(r.code).toBe(ExitCode.Usage);
     expect(r.stderr).toMatch(/Field not found/);
     expect([existsSync(out), existsSync(`${out}.part`)]).toEqual([false, false]);
+  });
+});
+
+describe('evtrace record --source', () => {
+  it('auto chooses the kernel only when root with tracefs reachable, and says why', () => {
+    const mounted = () => '/sys/kernel/tracing';
+    expect(autoSource({ uid: () => 0, tracefs: mounted })).toEqual({
+      source: 'kernel',
+      reason: 'root, tracefs at /sys/kernel/tracing',
+    });
+    expect(autoSource({ uid: () => 1000, tracefs: mounted })).toEqual({
+      source: 'demo',
+      reason: "not root (uid 1000): the kernel's tracefs needs root",
+    });
+    const missing = () => {
+      throw new Error('tracefs is not mounted and /sys/kernel/tracing does not exist');
+    };
+    expect(autoSource({ uid: () => 0, tracefs: missing })).toEqual({
+      source: 'demo',
+      reason: 'tracefs unavailable: tracefs is not mounted and /sys/kernel/tracing does not exist',
+    });
+  });
+
+  it('auto records from the source this machine allows and prints one line naming it', async () => {
+    const out = join(work, 'auto.dat');
+    const r = await run('record', '--source', 'auto', '-e', 'kmem:kmalloc', '--duration', '100ms', '-o', out);
+    expect(r.code).toBe(ExitCode.Ok);
+    const lines = r.stderr.split('\n').filter((l) => l.startsWith('evtrace: source: '));
+    expect(lines).toEqual([
+      env.why === undefined
+        ? `evtrace: source: kernel (root, tracefs at ${env.tracefs})`
+        : expect.stringMatching(/^evtrace: source: demo \(/),
+    ]);
+    expect(r.stderr.includes('evtrace: DEMO - ')).toBe(env.why !== undefined);
+    expect(existsSync(out)).toBe(true);
+  });
+
+  it('refuses an unknown source and --demo with auto', async () => {
+    const out = join(work, 'bad-source.dat');
+    const bogus = await run('record', '--source', 'moon', '-e', 'kmem:kmalloc', '-o', out);
+    expect(bogus.code).toBe(ExitCode.Usage);
+    expect(bogus.stderr).toMatch(/--source must be one of kernel, demo, auto, not 'moon'/);
+    const both = await run('record', '--demo', '--source', 'auto', '-e', 'kmem:kmalloc', '-o', out);
+    expect(both.code).toBe(ExitCode.Usage);
+    expect(existsSync(out)).toBe(false);
   });
 });
 

@@ -6,6 +6,7 @@ import {
   type EventFilterPlan,
   type FinalizeResult,
   finalizeRecording,
+  findTracefs,
   type OutputFormat,
   planEventFilter,
   type RecordResult,
@@ -29,7 +30,38 @@ interface RecordCliOptions {
   duration?: string;
   readerThreads: string;
   demo?: boolean;
+  source?: string;
 }
+
+/** Where `evtrace record` takes its events from. */
+export type RecordSource = 'kernel' | 'demo';
+
+/** What {@link autoSource} asks of the machine (replaceable in tests). */
+export interface SourceProbe {
+  /** The effective user id, undefined where there is none (not POSIX). */
+  readonly uid: () => number | undefined;
+  /** The tracefs mount point (mounting it when root); throws when it cannot be reached. */
+  readonly tracefs: () => string;
+}
+
+const machine: SourceProbe = { uid: () => process.getuid?.(), tracefs: () => findTracefs() };
+
+/**
+ * `--source auto`: the live kernel when we are root and tracefs is reachable (mounted, or mountable by us), the demo
+ * source otherwise. Returns the choice and why, for the one line the CLI prints.
+ */
+export function autoSource(probe: SourceProbe = machine): { readonly source: RecordSource; readonly reason: string } {
+  const uid = probe.uid();
+  if (uid !== 0)
+    return { source: 'demo', reason: `not root (uid ${uid ?? 'unknown'}): the kernel's tracefs needs root` };
+  try {
+    return { source: 'kernel', reason: `root, tracefs at ${probe.tracefs()}` };
+  } catch (error) {
+    return { source: 'demo', reason: `tracefs unavailable: ${(error as Error).message}` };
+  }
+}
+
+const SOURCES = ['kernel', 'demo', 'auto'] as const;
 
 const FORMATS: readonly OutputFormat[] = ['tracedat', 'ctf'];
 
@@ -113,7 +145,12 @@ is killed, OUTPUT.part/ stays readable up to its last complete page (evtrace cat
     .option('--clock <name>', 'trace clock (default: local)')
     .option('--format <kind>', `output format: ${FORMATS.join(' or ')}`, 'tracedat')
     .option('--duration <time>', 'stop after this long (10s, 500ms, 2m)')
-    .option('--demo', `record synthetic kmem and sched events instead of the kernel's (${DEMO_EVENTS.join(', ')})`)
+    .option(
+      '--source <kind>',
+      `kernel (tracefs, needs root), demo (synthetic events: ${DEMO_EVENTS.join(', ')}) or auto (the kernel when root and tracefs is reachable, else demo; says which)`,
+      'kernel',
+    )
+    .option('--demo', 'same as --source demo')
     .option('--reader-threads <mode>', 'single (one loop over all CPUs) or per-cpu (a thread per CPU)', 'single')
     .action(async (command: string[], options: RecordCliOptions) => {
       if (!(FORMATS as readonly string[]).includes(options.format)) {
@@ -124,6 +161,16 @@ is killed, OUTPUT.part/ stays readable up to its last complete page (evtrace cat
         throw new CliExit(ExitCode.Usage, `--reader-threads must be single or per-cpu, not '${options.readerThreads}'`);
       }
       const threads = options.readerThreads;
+      if (!(SOURCES as readonly string[]).includes(options.source ?? 'kernel'))
+        throw new CliExit(ExitCode.Usage, `--source must be one of ${SOURCES.join(', ')}, not '${options.source}'`);
+      if (options.demo && options.source !== undefined && options.source !== 'kernel' && options.source !== 'demo')
+        throw new CliExit(ExitCode.Usage, `--demo and --source ${options.source} contradict each other`);
+      let source: RecordSource = options.demo || options.source === 'demo' ? 'demo' : 'kernel';
+      if (!options.demo && options.source === 'auto') {
+        const chosen = autoSource();
+        source = chosen.source;
+        io.stderr(`evtrace: source: ${chosen.source} (${chosen.reason})\n`);
+      }
       const durationMs = options.duration === undefined ? undefined : parseDuration(options.duration);
       const bufferKb = positiveInt('--buffer-kb', options.bufferKb);
       const subbufKb = positiveInt('--subbuf-kb', options.subbufKb);
@@ -148,7 +195,7 @@ is killed, OUTPUT.part/ stays readable up to its last complete page (evtrace cat
             stop();
           });
         };
-        if (options.demo) {
+        if (source === 'demo') {
           io.stderr(`evtrace: ${DEMO_LABEL}\n`);
           onStart();
           result = await recordDemo({
@@ -215,6 +262,7 @@ is killed, OUTPUT.part/ stays readable up to its last complete page (evtrace cat
     cmd,
     `evtrace record -e 'kmem:*' -o kmem.dat -- perf bench sched messaging      then: trace-cmd report kmem.dat
 evtrace record -e sched:sched_switch --duration 10s -o sw.dat
+evtrace record --source auto -e kmem:kmalloc --duration 2s -o k.dat   the kernel when root, else the demo source
 evtrace record -e kmem:kmalloc --filter 'bytes_req > 4096' --format ctf -o ctf -- make   then: babeltrace2 ctf`,
   );
 }
