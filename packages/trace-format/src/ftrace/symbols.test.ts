@@ -1,0 +1,110 @@
+import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { Kallsyms } from './symbols.ts';
+
+const TEXT = [
+  'ffffffff81000000 T _stext',
+  'ffffffff81000000 T _text',
+  'ffffffff81000100 t dup',
+  'ffffffff81000200 D some_data',
+  'ffffffff81000300 T after_data',
+  'ffffffff81000400 t dup',
+  'ffffffffc0000000 t dup\t[mod_a]',
+  'ffffffffc0000100 T only_in_module\t[mod_a]',
+  'ffffffffc0000080 T unsorted\t[mod_b]',
+  '0000000000000000 T zero_address',
+  '1ffffffffffffffff T beyond_64_bits',
+  'garbage line',
+  'ffffffffc0000200 b last_bss\t[mod_a]',
+].join('\n');
+
+describe('Kallsyms', () => {
+  const text = Kallsyms.parse(TEXT);
+  const all = Kallsyms.parse(TEXT, { types: 'all' });
+
+  it('keeps functions only by default and every symbol with types: all', () => {
+    expect(text.size).toBe(8);
+    expect(all.size).toBe(10);
+    expect(text.lookupName('some_data')).toBeUndefined();
+    expect(all.lookupName('some_data')).toBe(0xffffffff81000200n);
+    expect(all.lookupName('zero_address')).toBeUndefined();
+    expect(all.lookupName('beyond_64_bits')).toBeUndefined();
+  });
+
+  it('resolves %pS over functions only, whichever symbols are kept', () => {
+    for (const k of [text, all]) {
+      expect(k.format(0xffffffff81000210n)).toBe('dup+0x110');
+      expect(k.lookup(0xffffffff81000210n)).toEqual({ name: 'dup', offset: 0x110n, size: 0x200n });
+      expect(k.lookup(0xffffffff81000000n)?.name).toBe('_text');
+      expect(k.lookup(0xffffffffc0000090n)).toEqual({ name: 'unsorted', offset: 0x10n, size: 0x80n, module: 'mod_b' });
+      expect(k.lookup(0xffffffffc0000300n)).toEqual({ name: 'only_in_module', offset: 0x200n, module: 'mod_a' });
+      expect(k.format(0xffffffff80ffffffn)).toBeUndefined();
+    }
+  });
+
+  it('looks names up as kallsyms_lookup_name: lowest address, core kernel before modules', () => {
+    expect(all.lookupName('dup')).toBe(0xffffffff81000100n);
+    expect(all.lookupName('only_in_module')).toBe(0xffffffffc0000100n);
+    expect(all.lookupName('_stext')).toBe(0xffffffff81000000n);
+    expect(all.lookupName('')).toBeUndefined();
+    expect(all.lookupName('missing')).toBeUndefined();
+    const moduleFirst = Kallsyms.parse('ffffffffc0000000 t f\t[m]\nffffffff81000000 t g\nffffffff82000000 t f\n', {
+      types: 'all',
+    });
+    expect(moduleFirst.lookupName('f')).toBe(0xffffffff82000000n);
+  });
+
+  it('sizes a symbol up to the next symbol of any kept type', () => {
+    expect(all.lookupRange(0xffffffff81000180n)).toEqual({ start: 0xffffffff81000100n, end: 0xffffffff81000200n });
+    expect(text.lookupRange(0xffffffff81000180n)).toEqual({ start: 0xffffffff81000100n, end: 0xffffffff81000300n });
+    expect(all.lookupRange(0xffffffff81000000n)).toEqual({ start: 0xffffffff81000000n, end: 0xffffffff81000100n });
+    expect(all.lookupRange(0xffffffffc0000100n)).toEqual({ start: 0xffffffffc0000100n, end: 0xffffffffc0000200n });
+    expect(all.lookupRange(0xffffffffc0000200n)).toBeUndefined();
+    expect(all.lookupRange(0x1000n)).toBeUndefined();
+    expect(Kallsyms.parse('').lookupRange(0xffffffff81000000n)).toBeUndefined();
+  });
+
+  it('never throws on mutated input', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom(...'0123456789abcdefTtDw \t\n[]_x') }), (s) => {
+        for (const k of [Kallsyms.parse(TEXT + s), Kallsyms.parse(s + TEXT, { types: 'all' })]) {
+          const name = k.lookup(0xffffffff81000100n)?.name;
+          if (name !== undefined) expect(k.lookupName(name)).toBeDefined();
+          k.lookupRange(0xffffffff81000180n);
+        }
+      }),
+    );
+  });
+});
+
+let machine: string | undefined;
+let why = '/proc/kallsyms shows real addresses only to root';
+try {
+  machine = readFileSync('/proc/kallsyms', 'utf8');
+  if (/^0+ /.test(machine)) machine = undefined;
+} catch (e) {
+  why = `cannot read /proc/kallsyms: ${(e as Error).message}`;
+}
+
+describe.skipIf(machine === undefined)(
+  `this machine's /proc/kallsyms${machine === undefined ? ` (skipped: ${why})` : ''}`,
+  () => {
+    it('parses every line and agrees with itself whichever symbols are kept', () => {
+      const lines = machine!.split('\n').filter((l) => l !== '');
+      const text = Kallsyms.parse(machine!);
+      const all = Kallsyms.parse(machine!, { types: 'all' });
+      expect(all.size).toBe(lines.length);
+      expect(text.size).toBe(lines.filter((l) => /^\S+ [tTwW] /.test(l)).length);
+      for (let i = 0; i < lines.length; i += 97) {
+        const [hex, type, name] = lines[i]!.split(/\s+/);
+        const addr = BigInt(`0x${hex}`);
+        expect(all.format(addr + 1n)).toBe(text.format(addr + 1n));
+        expect(all.lookupName(name!)! <= addr).toBe(true);
+        const range = all.lookupRange(addr);
+        if (range !== undefined) expect(range.start).toBe(addr);
+        if ('tTwW'.includes(type!)) expect(text.lookupName(name!)).toBeDefined();
+      }
+    });
+  },
+);
