@@ -1,6 +1,7 @@
 /**
- * The demo source, for machines without tracefs or root: a synthetic producer of kmem and sched events with the
- * layouts of Linux 6.18, written as raw pages through the same pipeline as a recording (raw-pages directory, then
+ * The demo source, for machines without tracefs or root: a synthetic producer of kmem, sched and mce events with the
+ * layouts of Linux 6.18, and of branch records (`bts:branch`, evtrace's own event class: the kernel has no BTS
+ * tracepoint), written as raw pages through the same pipeline as a recording (raw-pages directory, then
  * trace.dat or CTF). Every output says it is a demo: a `DEMO` file in the raw directory, the trace.dat `uname`
  * option, the CTF `env`, task names starting with `demo-`, and the recorder's result (`demo: true`).
  */
@@ -66,7 +67,56 @@ print fmt: "prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%ld ==> next_comm=%
 
 print fmt: "comm=%s pid=%d prio=%d target_cpu=%03d", REC->comm, REC->pid, REC->prio, REC->target_cpu
 `,
+  // include/trace/events/mce.h since PPIN and microcode were added (6.10), before the vendor data array.
+  'mce:mce_record': `name: mce_record\nID: 97\nformat:\n${COMMON}
+\tfield:u64 mcgcap;\toffset:8;\tsize:8;\tsigned:0;
+\tfield:u64 mcgstatus;\toffset:16;\tsize:8;\tsigned:0;
+\tfield:u64 status;\toffset:24;\tsize:8;\tsigned:0;
+\tfield:u64 addr;\toffset:32;\tsize:8;\tsigned:0;
+\tfield:u64 misc;\toffset:40;\tsize:8;\tsigned:0;
+\tfield:u64 synd;\toffset:48;\tsize:8;\tsigned:0;
+\tfield:u64 ipid;\toffset:56;\tsize:8;\tsigned:0;
+\tfield:u64 ip;\toffset:64;\tsize:8;\tsigned:0;
+\tfield:u64 tsc;\toffset:72;\tsize:8;\tsigned:0;
+\tfield:u64 ppin;\toffset:80;\tsize:8;\tsigned:0;
+\tfield:u64 walltime;\toffset:88;\tsize:8;\tsigned:0;
+\tfield:u32 cpu;\toffset:96;\tsize:4;\tsigned:0;
+\tfield:u32 cpuid;\toffset:100;\tsize:4;\tsigned:0;
+\tfield:u32 apicid;\toffset:104;\tsize:4;\tsigned:0;
+\tfield:u32 socketid;\toffset:108;\tsize:4;\tsigned:0;
+\tfield:u8 cs;\toffset:112;\tsize:1;\tsigned:0;
+\tfield:u8 bank;\toffset:113;\tsize:1;\tsigned:0;
+\tfield:u8 cpuvendor;\toffset:114;\tsize:1;\tsigned:0;
+\tfield:u32 microcode;\toffset:116;\tsize:4;\tsigned:0;
+
+print fmt: "CPU: %d, MCGc/s: %llx/%llx, MC%d: %016Lx, IPID: %016Lx, ADDR: %016Lx, MISC: %016Lx, SYND: %016Lx, RIP: %02x:<%016Lx>, TSC: %llx, PPIN: %llx, vendor: %u, CPUID: %x, time: %llu, socket: %u, APIC: %x, microcode: %x", REC->cpu, REC->mcgcap, REC->mcgstatus, REC->bank, REC->status, REC->ipid, REC->addr, REC->misc, REC->synd, REC->cs, REC->ip, REC->tsc, REC->ppin, REC->cpuvendor, REC->cpuid, REC->walltime, REC->socketid, REC->apicid, REC->microcode
+`,
+  // evtrace's own class, not a kernel tracepoint: one Branch Trace Store record (source, destination, and the
+  // record's third quadword, whose bit 4 says the branch was predicted).
+  'bts:branch': `name: branch\nID: 2001\nformat:\n${COMMON}
+\tfield:unsigned long from;\toffset:8;\tsize:8;\tsigned:0;
+\tfield:unsigned long to;\toffset:16;\tsize:8;\tsigned:0;
+\tfield:unsigned long flags;\toffset:24;\tsize:8;\tsigned:0;
+
+print fmt: "from=%pS to=%pS flags=0x%lx", (void *)REC->from, (void *)REC->to, REC->flags
+`,
 };
+
+/**
+ * How often each event is drawn, relative to the others (1 when absent): machine checks are rare even on a
+ * failing DIMM.
+ */
+const WEIGHTS: Record<string, number> = { 'mce:mce_record': 0.005 };
+
+/** Memory-controller banks of an Intel server part (where corrected DRAM errors are reported). */
+const MCE_BANKS = [7, 8, 13, 14];
+/** Branches between a few kernel text addresses: [from, to]. */
+const BRANCHES: [bigint, bigint][] = [
+  [0xffffffff81a0125an, 0xffffffff81b2f0c0n],
+  [0xffffffff81b2f11fn, 0xffffffff81c44e18n],
+  [0xffffffff81c44e60n, 0xffffffff81b2f124n],
+  [0xffffffff81d0a812n, 0xffffffff81a01230n],
+];
 
 /** The events the demo source produces. */
 export const DEMO_EVENTS = Object.keys(FORMATS);
@@ -176,10 +226,47 @@ export async function recordDemo(options: DemoOptions): Promise<RecordResult> {
   const t0 = performance.now();
   let last = process.hrtime.bigint();
   const durationMs = options.durationMs ?? 1000;
-  const pick = () => names[Math.floor(rnd() * names.length)]!;
-  const event = (c: DemoCpu, name: string): Record<string, unknown> | undefined => {
+  const weights = names.map((n) => WEIGHTS[n] ?? 1);
+  const weightSum = weights.reduce((a, b) => a + b, 0);
+  const pick = () => {
+    let r = rnd() * weightSum;
+    for (let i = 0; i < names.length - 1; i++) if ((r -= weights[i]!) < 0) return names[i]!;
+    return names[names.length - 1]!;
+  };
+  const event = (c: DemoCpu, name: string, tsNs: bigint): Record<string, unknown> | undefined => {
     const task = TASKS[c.current]!;
     switch (name) {
+      case 'mce:mce_record': {
+        // A corrected memory read error as an Intel memory controller reports it: MCi_STATUS has VAL, MISCV and
+        // ADDRV set, a corrected-error count of 1 and MCA code 0x009X (memory read, channel X); MISC says the
+        // address is physical with 4 KiB granularity.
+        const channel = BigInt(Math.floor(rnd() * 4));
+        return {
+          mcgcap: 0x1000c14n, // 20 banks, CMCI, threshold-based error status, software error recovery
+          mcgstatus: 0n,
+          status: 0x8c00004000010090n | channel,
+          addr: 0x1a2b3c000n + BigInt(Math.floor(rnd() * 0x4000)) * 0x1000n,
+          misc: 0x8cn,
+          synd: 0n,
+          ipid: 0n,
+          ip: 0n,
+          tsc: (tsNs * 5n) / 2n, // a 2.5 GHz invariant TSC
+          ppin: 0x2b5e3f1a7c9d0e41n,
+          walltime: BigInt(Math.floor(Date.now() / 1000)),
+          cpu: c.cpu,
+          cpuid: 0x50657, // family 6 model 0x55 stepping 7
+          apicid: c.cpu * 2,
+          socketid: 0,
+          cs: 0,
+          bank: MCE_BANKS[Math.floor(rnd() * MCE_BANKS.length)]!,
+          cpuvendor: 0, // X86_VENDOR_INTEL
+          microcode: 0x5003604,
+        };
+      }
+      case 'bts:branch': {
+        const [from, to] = BRANCHES[Math.floor(rnd() * BRANCHES.length)]!;
+        return { from, to, flags: rnd() < 0.97 ? 0x10n : 0n };
+      }
       case 'kmem:kmalloc': {
         const req = SIZES[Math.floor(rnd() * SIZES.length)]! - Math.floor(rnd() * 4);
         const ptr = c.nextPtr;
@@ -230,7 +317,7 @@ export async function recordDemo(options: DemoOptions): Promise<RecordResult> {
           const name = pick();
           const ts = last + ((now - last) * BigInt(i)) / BigInt(n);
           const pid = TASKS[c.current]!.pid;
-          const data = encode.get(name)!(event(c, name) as never, { common_pid: pid } as never);
+          const data = encode.get(name)!(event(c, name, ts) as never, { common_pid: pid } as never);
           records.push({ tsNs: ts, data });
           counts.set(name, counts.get(name)! + 1);
           dataBytes += data.length + 4;
