@@ -9,7 +9,18 @@
  * the CPU's buffer is empty. Between passes the reader sleeps for as long as the busiest CPU needs to fill an eighth
  * of its buffer at the rate just measured (2-20 ms), so a busy trace is read early and an idle one rarely.
  */
-import { closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -150,6 +161,27 @@ function createOutputDir(dir: string): void {
   }
 }
 
+/**
+ * Copies a file whose size is unknown (procfs, tracefs) as bytes, in 1 MiB reads written straight out: /proc/kallsyms
+ * (5 MB, 120k symbols) is neither decoded nor gathered in memory, and takes a few large reads instead of many 64 KiB
+ * ones.
+ */
+function copyUnsized(from: string, to: string, chunk: Buffer): void {
+  const input = openSync(from, 'r');
+  try {
+    const output = openSync(to, 'w');
+    try {
+      for (let n = readSync(input, chunk); n > 0; n = readSync(input, chunk)) {
+        for (let done = 0; done < n; ) done += writeSync(output, chunk, done, n - done);
+      }
+    } finally {
+      closeSync(output);
+    }
+  } finally {
+    closeSync(input);
+  }
+}
+
 /** Copies the instance's metadata into the raw-pages directory. */
 function writeMetadata(tracefs: string, inst: string, dir: string, selected: readonly EventName[]): void {
   mkdirSync(join(dir, 'events'));
@@ -164,10 +196,14 @@ function writeMetadata(tracefs: string, inst: string, dir: string, selected: rea
   }
   writeFileSync(join(dir, 'buffer_subbuf_size_kb'), readFileSync(join(inst, 'buffer_subbuf_size_kb')));
   writeFileSync(join(dir, 'trace_clock'), readFileSync(join(inst, 'trace_clock')));
-  writeFileSync(join(dir, 'saved_cmdlines'), readFileSync(join(tracefs, 'saved_cmdlines')));
+  const chunk = Buffer.allocUnsafe(1 << 20);
+  copyUnsized(join(tracefs, 'saved_cmdlines'), join(dir, 'saved_cmdlines'), chunk);
   try {
-    writeFileSync(join(dir, 'kallsyms'), readFileSync('/proc/kallsyms'));
-  } catch {}
+    copyUnsized('/proc/kallsyms', join(dir, 'kallsyms'), chunk);
+  } catch {
+    // Symbols are optional: readers print addresses without them.
+    rmSync(join(dir, 'kallsyms'), { force: true });
+  }
 }
 
 interface CpuReader {
