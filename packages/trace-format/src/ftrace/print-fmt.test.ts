@@ -75,6 +75,7 @@ describe('print fmt evaluation', () => {
     );
     expect(render('"%s %s", __print_hex(REC->mac, 4), __print_hex_str(REC->mac, 2)')).toBe('de ad be ef dead');
     expect(render('"%#x %llx", REC->flags, REC->addr')).toBe('0x5 ffffffff81200010');
+    expect(render('"%Lx %Lu", REC->addr, REC->addr')).toBe('ffffffff81200010 18446744071580942352');
     expect(render('"%s"  " and %s", __get_str(name), "more"')).toBe('eth0 and more');
   });
 

@@ -526,7 +526,9 @@ function pad(s: string, spec: Spec, numeric: boolean): string {
 }
 
 function bitsOf(spec: Spec): number {
+  // The kernel's vsnprintf reads `L` as `ll` (mce_record prints status and addr with %Lx).
   return spec.length === 'll' ||
+    spec.length === 'L' ||
     spec.length === 'l' ||
     spec.length === 'z' ||
     spec.length === 'j' ||
