@@ -54,6 +54,15 @@ describe('evtrace (built CLI)', () => {
     expect(r.stderr).toContain('evtrace: needs Node.js >= 22.18 (this is v22.17.0)');
   });
 
+  it('ends quietly when the reader of its output goes away', async () => {
+    const { stdout, stderr } = await run('/bin/bash', [
+      '-c',
+      `"${process.execPath}" "${CLI}" demo --events 200000 2>/dev/null | head -n 1; echo "status \${PIPESTATUS[0]}" >&2`,
+    ]);
+    expect(stdout.split('\n')).toHaveLength(2);
+    expect(stderr.trim()).toBe('status 0');
+  });
+
   it('exits 2 on an unknown option and names it', async () => {
     const r = await evtrace('--no-such-flag');
     expect(r.code).toBe(2);

@@ -5,5 +5,10 @@ if (major < 22 || (major === 22 && minor < 18)) {
   process.stderr.write(`evtrace: needs Node.js >= 22.18 (this is ${process.version}); install Node 24 LTS\n`);
   process.exit(1);
 }
+// A reader that goes away (`evtrace cat TRACE | head`) ends the output, not the program with a stack trace.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code !== 'EPIPE') throw error;
+  process.exit(0);
+});
 const { runCli } = await import('./program.ts');
 process.exitCode = await runCli(process.argv.slice(2));
