@@ -15,7 +15,7 @@ export type TracefsErrorCode =
   | 'ERR_TRACEFS_FILTER'
   /** A setting the kernel refused (buffer size, sub-buffer size, clock). */
   | 'ERR_TRACEFS_SETTING'
-  /** The output cannot be written (missing directory, not writable). */
+  /** The output cannot be written (missing directory, not writable, no space left). */
   | 'ERR_TRACEFS_OUTPUT'
   /** Any other I/O failure on a tracefs file. */
   | 'ERR_TRACEFS_IO';
@@ -48,4 +48,29 @@ export function ioError(path: string, error: unknown, what: string): TracefsErro
     `${what}: ${path}: ${errno ?? (error as Error)?.message ?? String(error)}${permission ? ' (tracing needs root or CAP_SYS_ADMIN/CAP_PERFMON)' : ''}`,
     { path, ...(errno !== undefined ? { errno } : {}), cause: error },
   );
+}
+
+/** What the errno names of a failed write mean, for messages a user can act on. */
+const WRITE_ERRNOS: Readonly<Record<string, string>> = {
+  ENOSPC: 'no space left on device',
+  EDQUOT: 'disk quota exceeded',
+  EFBIG: 'file too large',
+  EROFS: 'read-only file system',
+  EIO: 'input/output error',
+};
+
+/**
+ * Wraps a failed write of an output file in a TracefsError `ERR_TRACEFS_OUTPUT` naming the file and the errno
+ * (`cannot write /x/out.part/cpu1.raw: ENOSPC (no space left on device)`).
+ */
+export function outputError(path: string, error: unknown, what = 'cannot write'): TracefsError {
+  const errno = (error as NodeJS.ErrnoException)?.code;
+  const meaning = errno === undefined ? undefined : WRITE_ERRNOS[errno];
+  const why =
+    errno === undefined ? ((error as Error)?.message ?? String(error)) : `${errno}${meaning ? ` (${meaning})` : ''}`;
+  return new TracefsError('ERR_TRACEFS_OUTPUT', `${what} ${path}: ${why}`, {
+    path,
+    ...(errno !== undefined ? { errno } : {}),
+    cause: error,
+  });
 }

@@ -13,6 +13,7 @@ import {
   writeCtfTrace,
   writeTraceDat,
 } from '@evtrace/trace-format';
+import { outputError, TracefsError } from './errors.ts';
 import type { EventFilterPlan } from './filter.ts';
 import { writeTraceDatFromRawDir } from './tracedat.ts';
 
@@ -47,13 +48,38 @@ function dirBytes(dir: string): number {
   return n;
 }
 
-/** Writes the recording in `rawDir` to `output` as `format`. */
+/**
+ * Writes the recording in `rawDir` to `output` as `format`, then removes `rawDir` (unless `removeRaw` is false).
+ * When the output cannot be written (a full disk), the partial output is removed and `rawDir` kept, so the
+ * recording can be converted later (`evtrace convert RAWDIR --to tracedat -o OUTPUT`).
+ *
+ * @throws TracefsError `ERR_TRACEFS_OUTPUT` naming the file and the errno (ENOSPC...) when the output cannot be
+ * written; the errors of the readers for a damaged `rawDir`.
+ */
 export function finalizeRecording(
   rawDir: string,
   output: string,
   format: OutputFormat,
   options: FinalizeOptions = {},
 ): FinalizeResult {
+  const existed = existsSync(output);
+  let result: FinalizeResult;
+  try {
+    result = writeOutput(rawDir, output, format, options);
+  } catch (error) {
+    // A half-written output would read as a shorter trace: only what we created is removed.
+    if (!existed) rmSync(output, { recursive: true, force: true });
+    const errno = (error as NodeJS.ErrnoException)?.code;
+    if (error instanceof TracefsError || typeof errno !== 'string' || !/^E[A-Z0-9]+$/.test(errno)) throw error;
+    // The CTF writer's system calls on stream descriptors carry no path: the output directory names the place.
+    const path = (error as NodeJS.ErrnoException).path;
+    throw outputError(typeof path === 'string' ? path : output, error);
+  }
+  if (options.removeRaw !== false) rmSync(rawDir, { recursive: true, force: true });
+  return result;
+}
+
+function writeOutput(rawDir: string, output: string, format: OutputFormat, options: FinalizeOptions): FinalizeResult {
   const filters = options.userSpaceFilters ?? new Map<string, EventFilterPlan>();
   let result: FinalizeResult;
   if (format === 'tracedat' && filters.size === 0) {
@@ -93,6 +119,5 @@ export function finalizeRecording(
       result = { events, byEvent, bytes: statSync(output).size };
     }
   }
-  if (options.removeRaw !== false) rmSync(rawDir, { recursive: true, force: true });
   return result;
 }

@@ -43,5 +43,6 @@ try {
   reader.drainToEnd();
   parentPort!.postMessage({ totals: reader.totals });
 } catch (error) {
-  parentPort!.postMessage({ error: { message: (error as Error).message, code: (error as { code?: string }).code } });
+  const { message, code, path, errno } = error as { message: string; code?: string; path?: string; errno?: string };
+  parentPort!.postMessage({ error: { message, code, path, errno } });
 }

@@ -3,9 +3,9 @@
  * `trace_pipe_raw` file descriptors (opened O_NONBLOCK by the recorder) into `cpuN.raw` descriptors, counting
  * records by type on the way.
  */
-import { readSync, writeSync } from 'node:fs';
+import { fstatSync, ftruncateSync, readSync, writeSync } from 'node:fs';
 import type { PageLayout } from '@evtrace/trace-format';
-import { ioError } from './errors.ts';
+import { ioError, outputError } from './errors.ts';
 import { countPageRecords, type PageCount } from './pages.ts';
 
 /** One CPU's descriptors. */
@@ -15,6 +15,8 @@ export interface CpuFds {
   readonly pipe: number;
   /** The `cpuN.raw` output. */
   readonly out: number;
+  /** Its path, for error messages. */
+  readonly outPath: string;
 }
 
 /** What a reader has read so far. */
@@ -108,8 +110,25 @@ export class PageReader {
 
   #flush(c: CpuFds, length: number): void {
     let done = 0;
-    while (done < length) done += writeSync(c.out, this.#buf, done, length - done);
+    try {
+      while (done < length) done += writeSync(c.out, this.#buf, done, length - done);
+    } catch (error) {
+      this.#dropPartialPage(c);
+      throw outputError(c.outPath, error);
+    }
     this.totals.rawBytes += length;
+  }
+
+  /**
+   * Cuts a `cpuN.raw` that a failed write (a full disk) left ending mid-page back to its last whole page, so the
+   * directory stays readable to the end. Shrinking a file needs no space; if even that fails, readers skip the
+   * trailing partial page anyway.
+   */
+  #dropPartialPage(c: CpuFds): void {
+    try {
+      const size = fstatSync(c.out).size;
+      ftruncateSync(c.out, size - (size % this.#pageSize));
+    } catch {}
   }
 
   #drain(c: CpuFds): number {

@@ -17,6 +17,7 @@ import {
   readdirSync,
   readFileSync,
   readSync,
+  renameSync,
   rmSync,
   writeFileSync,
   writeSync,
@@ -26,7 +27,7 @@ import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { type EventClass, type PageLayout, parseHeaderPage } from '@evtrace/trace-format';
 import { type EventName, listEvents, matchEvents, readEventFormat } from './catalog.ts';
-import { ioError, TracefsError, type TracefsErrorCode } from './errors.ts';
+import { ioError, outputError, TracefsError, type TracefsErrorCode } from './errors.ts';
 import { type EventFilterPlan, planEventFilter, writeKernelFilter } from './filter.ts';
 import { cleanStaleInstances, createInstance, type Instance } from './instance.ts';
 import { findTracefs } from './mount.ts';
@@ -161,21 +162,53 @@ function createOutputDir(dir: string): void {
   }
 }
 
+/** Runs a write of the output directory, turning its failure (a full disk) into an `ERR_TRACEFS_OUTPUT` naming `file`. */
+function output<T>(file: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (error) {
+    throw outputError(file, error);
+  }
+}
+
+/** Reads a tracefs file whole (they report size 0, so they are read, never copied with copy_file_range). */
+function readTracefs(file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (error) {
+    throw ioError(file, error, 'cannot read');
+  }
+}
+
 /**
  * Copies a file whose size is unknown (procfs, tracefs) as bytes, in 1 MiB reads written straight out: /proc/kallsyms
  * (5 MB, 120k symbols) is neither decoded nor gathered in memory, and takes a few large reads instead of many 64 KiB
- * ones.
+ * ones. A failed read is an `ERR_TRACEFS_IO`, a failed write an `ERR_TRACEFS_OUTPUT`.
  */
 function copyUnsized(from: string, to: string, chunk: Buffer): void {
-  const input = openSync(from, 'r');
+  let input: number;
   try {
-    const output = openSync(to, 'w');
+    input = openSync(from, 'r');
+  } catch (error) {
+    throw ioError(from, error, 'cannot read');
+  }
+  try {
+    const out = output(to, () => openSync(to, 'w'));
     try {
-      for (let n = readSync(input, chunk); n > 0; n = readSync(input, chunk)) {
-        for (let done = 0; done < n; ) done += writeSync(output, chunk, done, n - done);
+      for (;;) {
+        let n: number;
+        try {
+          n = readSync(input, chunk);
+        } catch (error) {
+          throw ioError(from, error, 'cannot read');
+        }
+        if (n === 0) break;
+        output(to, () => {
+          for (let done = 0; done < n; ) done += writeSync(out, chunk, done, n - done);
+        });
       }
     } finally {
-      closeSync(output);
+      closeSync(out);
     }
   } finally {
     closeSync(input);
@@ -184,25 +217,41 @@ function copyUnsized(from: string, to: string, chunk: Buffer): void {
 
 /** Copies the instance's metadata into the raw-pages directory. */
 function writeMetadata(tracefs: string, inst: string, dir: string, selected: readonly EventName[]): void {
-  mkdirSync(join(dir, 'events'));
-  // tracefs files report size 0, so they are read and written, never copied with copy_file_range.
-  for (const f of ['header_page', 'header_event']) {
-    writeFileSync(join(dir, 'events', f), readFileSync(join(inst, 'events', f)));
-  }
+  const put = (file: string, data: Buffer) => output(file, () => writeFileSync(file, data));
+  output(join(dir, 'events'), () => mkdirSync(join(dir, 'events')));
+  for (const f of ['header_page', 'header_event']) put(join(dir, 'events', f), readTracefs(join(inst, 'events', f)));
   for (const e of selected) {
     const to = join(dir, 'events', e.system, e.event);
-    mkdirSync(to, { recursive: true });
-    writeFileSync(join(to, 'format'), readFileSync(join(inst, 'events', e.system, e.event, 'format')));
+    output(to, () => mkdirSync(to, { recursive: true }));
+    put(join(to, 'format'), readTracefs(join(inst, 'events', e.system, e.event, 'format')));
   }
-  writeFileSync(join(dir, 'buffer_subbuf_size_kb'), readFileSync(join(inst, 'buffer_subbuf_size_kb')));
-  writeFileSync(join(dir, 'trace_clock'), readFileSync(join(inst, 'trace_clock')));
+  put(join(dir, 'buffer_subbuf_size_kb'), readTracefs(join(inst, 'buffer_subbuf_size_kb')));
+  put(join(dir, 'trace_clock'), readTracefs(join(inst, 'trace_clock')));
   const chunk = Buffer.allocUnsafe(1 << 20);
   copyUnsized(join(tracefs, 'saved_cmdlines'), join(dir, 'saved_cmdlines'), chunk);
   try {
     copyUnsized('/proc/kallsyms', join(dir, 'kallsyms'), chunk);
-  } catch {
-    // Symbols are optional: readers print addresses without them.
+  } catch (error) {
     rmSync(join(dir, 'kallsyms'), { force: true });
+    // Symbols are optional when they cannot be read (readers print addresses); a full disk fails the recording
+    // now, before tracing starts, rather than after its first pages.
+    if ((error as TracefsError).code === 'ERR_TRACEFS_OUTPUT') throw error;
+  }
+}
+
+/**
+ * Replaces the saved_cmdlines copied at the start with the final table (commands seen while recording) through a
+ * temporary file, so a full disk keeps the first table instead of truncating it.
+ */
+function updateCmdlines(tracefs: string, dir: string): void {
+  const file = join(dir, 'saved_cmdlines');
+  const next = `${file}.next`;
+  try {
+    output(file, () => writeFileSync(next, readTracefs(join(tracefs, 'saved_cmdlines'))));
+    renameSync(next, file);
+  } catch (error) {
+    rmSync(next, { force: true });
+    throw error;
   }
 }
 
@@ -210,16 +259,19 @@ interface CpuReader {
   readonly cpu: number;
   readonly fd: number;
   readonly out: number;
+  readonly outPath: string;
   missedPages: number;
 }
 
 /**
  * Records the selected events until `signal` aborts or `durationMs` passes, into a new raw-pages directory.
  * Nothing is left in tracefs afterwards, whatever happens; when configuration fails, the output directory is
- * removed too.
+ * removed too. When writing fails once tracing has started (a full disk), the recording stops and the directory is
+ * kept, every `cpuN.raw` cut back to its last whole page: what was recorded stays readable and convertible.
  *
- * @throws TracefsError for unknown events (`ERR_TRACEFS_EVENT`), invalid filters (`ERR_TRACEFS_FILTER`), a missing
- * output directory (`ERR_TRACEFS_OUTPUT`), refused settings (`ERR_TRACEFS_SETTING`), or missing privileges.
+ * @throws TracefsError for unknown events (`ERR_TRACEFS_EVENT`), invalid filters (`ERR_TRACEFS_FILTER`), an output
+ * that cannot be created or written, e.g. a full disk (`ERR_TRACEFS_OUTPUT`, with `path` and `errno`), refused
+ * settings (`ERR_TRACEFS_SETTING`), or missing privileges.
  */
 export async function record(options: RecordOptions): Promise<RecordResult> {
   checkOptions(options);
@@ -290,10 +342,11 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
       } catch (error) {
         throw ioError(file, error, 'cannot open the raw pipe');
       }
-      readers.push({ cpu, fd, out: openSync(join(options.dir, `cpu${cpu}.raw`), 'w'), missedPages: 0 });
+      const outPath = join(options.dir, `cpu${cpu}.raw`);
+      readers.push({ cpu, fd, out: output(outPath, () => openSync(outPath, 'w')), outPath, missedPages: 0 });
     }
     readers.sort((a, b) => a.cpu - b.cpu);
-    const fds: CpuFds[] = readers.map((r) => ({ cpu: r.cpu, pipe: r.fd, out: r.out }));
+    const fds: CpuFds[] = readers.map((r) => ({ cpu: r.cpu, pipe: r.fd, out: r.out, outPath: r.outPath }));
     const bufferBytes = bufferKb * 1024;
     const t0 = performance.now();
     const deadline = options.durationMs === undefined ? Number.POSITIVE_INFINITY : t0 + options.durationMs;
@@ -309,8 +362,17 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
         started = true;
         options.onStart?.();
         raised = raisePriority(options.priority);
-        while (!options.signal?.aborted && performance.now() < deadline) {
-          await sleep(Math.min(250, deadline - performance.now()), options.signal);
+        // A thread that fails (a full disk) ends the recording at once, not at the deadline.
+        const running = new AbortController();
+        const end = () => running.abort();
+        options.signal?.addEventListener('abort', end, { once: true });
+        for (const t of threads) t.done.catch(end);
+        try {
+          while (!options.signal?.aborted && !running.signal.aborted && performance.now() < deadline) {
+            await sleep(Math.min(250, deadline - performance.now()), running.signal);
+          }
+        } finally {
+          options.signal?.removeEventListener('abort', end);
         }
         stopTracing();
       } finally {
@@ -362,7 +424,7 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
         missedPages: r.missedPages,
       };
     });
-    writeFileSync(join(options.dir, 'saved_cmdlines'), readFileSync(join(tracefs, 'saved_cmdlines')));
+    updateCmdlines(tracefs, options.dir);
     const events = new Map<string, number>();
     let total = 0;
     for (const c of classes) {
@@ -462,12 +524,19 @@ function startReaderThread(
   let onReady: () => void = () => {};
   const ready = new Promise<void>((resolve) => (onReady = resolve));
   const done = new Promise<ReaderTotals>((resolve, reject) => {
-    worker.on('message', (m: { ready?: true; totals?: ReaderTotals; error?: { message: string; code?: string } }) => {
+    type Failure = { message: string; code?: string; path?: string; errno?: string };
+    worker.on('message', (m: { ready?: true; totals?: ReaderTotals; error?: Failure }) => {
       if (m.ready) onReady();
       else if (m.totals !== undefined) resolve(m.totals);
       else {
         const code = (m.error?.code?.startsWith('ERR_TRACEFS_') ? m.error.code : 'ERR_TRACEFS_IO') as TracefsErrorCode;
-        reject(new TracefsError(code, m.error?.message ?? 'reader thread failed'));
+        const { path, errno } = m.error ?? {};
+        reject(
+          new TracefsError(code, m.error?.message ?? 'reader thread failed', {
+            ...(path !== undefined ? { path } : {}),
+            ...(errno !== undefined ? { errno } : {}),
+          }),
+        );
       }
     });
     worker.once('error', reject);

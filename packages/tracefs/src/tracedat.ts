@@ -5,7 +5,7 @@
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TraceDatCpuPages, writeTraceDatPages } from '@evtrace/trace-format';
-import { ioError } from './errors.ts';
+import { ioError, outputError } from './errors.ts';
 
 /** Facts of a raw-pages directory the trace.dat writer needs. */
 export interface RawDirInfo {
@@ -66,7 +66,8 @@ function filePages(file: string, size: number, chunk: Buffer): TraceDatCpuPages 
  * Writes `out` as trace.dat v6 from the raw-pages directory `dir`. Trailing partial pages (a writer killed
  * mid-page) are left out. Returns the bytes written.
  *
- * @throws TracefsError `ERR_TRACEFS_IO` or `_PERMISSION` naming the file that could not be read or written.
+ * @throws TracefsError `ERR_TRACEFS_IO` or `_PERMISSION` naming a file that could not be read, `ERR_TRACEFS_OUTPUT`
+ * when `out` could not be written.
  */
 export function writeTraceDatFromRawDir(dir: string, out: string): number {
   const { pageSize, cpuFiles } = rawDirInfo(dir);
@@ -96,7 +97,8 @@ export function writeTraceDatFromRawDir(dir: string, out: string): number {
     });
   } catch (error) {
     const path = (error as NodeJS.ErrnoException)?.path;
-    if (typeof path === 'string') throw ioError(path, error, path === out ? 'cannot write the output' : 'cannot read');
+    if (path === out) throw outputError(out, error);
+    if (typeof path === 'string') throw ioError(path, error, 'cannot read');
     throw error;
   }
 }

@@ -1,10 +1,10 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openRawPagesDir } from '@evtrace/trace-format';
 import { findTracefs, listInstances } from '@evtrace/tracefs';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { runCli } from '../program.ts';
 import { autoSource, parseDuration } from './record.ts';
@@ -310,3 +310,60 @@ describe.skipIf(env.why !== undefined)(`evtrace record${env.why ? ` (skipped: ${
     expect(own(child.pid!)).toEqual([]);
   });
 });
+
+describe.skipIf(env.why !== undefined)(
+  `evtrace record to a full disk${env.why ? ` (skipped: ${env.why})` : ''}`,
+  () => {
+    // A tmpfs with room for the metadata (kallsyms, ~5 MB) and 2 MiB of pages, filled by a busy kmalloc recording.
+    const disk = join(work, 'small-disk');
+    let mounted = false;
+    beforeAll(() => {
+      mkdirSync(disk);
+      const mb = Math.ceil(readFileSync('/proc/kallsyms').length / (1 << 20)) + 3;
+      execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${mb}m`, 'tmpfs', disk]);
+      mounted = true;
+    });
+    afterAll(() => {
+      if (mounted) execFileSync('umount', [disk]);
+    });
+    const busy = ['--', 'sh', '-c', 'while :; do ls -R /usr/lib /usr/share >/dev/null 2>&1; done'];
+
+    for (const format of ['tracedat', 'ctf'] as const) {
+      it(`--format ${format}: exit 1 naming the file and ENOSPC, no instance left, the pages kept and convertible`, async () => {
+        const out = join(disk, `full-${format}`);
+        const part = `${out}.part`;
+        const r = await run(
+          'record',
+          '-e',
+          'kmem:kmalloc',
+          '--format',
+          format,
+          '--duration',
+          '20s',
+          '-o',
+          out,
+          ...busy,
+        );
+        expect(r.code).toBe(ExitCode.Failure);
+        const file = `${part.replaceAll('.', '\\.')}/cpu\\d+\\.raw`;
+        expect(r.stderr).toMatch(
+          new RegExp(`^evtrace: ERR_TRACEFS_OUTPUT: cannot write ${file}: ENOSPC \\(no space left on device\\);`),
+        );
+        expect(r.stderr).toContain(`kept in ${part} (evtrace cat ${part} reads them)`);
+        expect(r.stderr).toContain(`evtrace convert ${part} --to ${format} -o ${out}`);
+        expect(own(process.pid)).toEqual([]);
+        expect(existsSync(out)).toBe(false);
+        // What was recorded reads to its last whole page, and converts once moved where there is room.
+        const text = await run('cat', part);
+        expect(text.code).toBe(ExitCode.Ok);
+        const lines = text.stdout.trimEnd().split('\n');
+        expect(lines.length).toBeGreaterThan(1000);
+        expect(lines.every((l) => l.includes(' kmalloc: '))).toBe(true);
+        const dat = join(work, `converted-${format}.dat`);
+        expect((await run('convert', part, '--to', 'tracedat', '-o', dat)).code).toBe(ExitCode.Ok);
+        if (hasTool('trace-cmd')) expect(reportCounts(dat).get('kmalloc')).toBe(lines.length);
+        rmSync(part, { recursive: true });
+      }, 60_000);
+    }
+  },
+);

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import {
   DEMO_EVENTS,
   DEMO_LABEL,
@@ -91,6 +91,14 @@ function demoFilters(result: RecordResult, filter: string | undefined): Map<stri
   return plans;
 }
 
+/**
+ * What a failed recording kept: the raw-pages directory, readable up to its last whole page, and the command that
+ * turns it into the output once there is room (the failure is usually a full disk).
+ */
+export function keptPagesText(rawDir: string, output: string, format: OutputFormat): string {
+  return `the pages recorded so far are kept in ${rawDir} (evtrace cat ${rawDir} reads them); free some space or move it, then: evtrace convert ${rawDir} --to ${format} -o ${output}`;
+}
+
 /** The summary printed on stderr after a recording. */
 export function summaryText(
   result: RecordResult,
@@ -134,7 +142,8 @@ other users' tracing are never touched; the instance is removed afterwards, also
 kernel; a part the kernel cannot evaluate is applied while writing. Recording stops on SIGINT, after --duration,
 or when COMMAND exits; a summary (events per type, lost events per CPU, bytes written) goes to stderr.
 Pages are first written to OUTPUT.part/ (a raw-pages directory) and turned into OUTPUT at the end; if the recorder
-is killed, OUTPUT.part/ stays readable up to its last complete page (evtrace cat/convert read it).`,
+is killed, or the disk fills up (exit status 1, the error names the file), OUTPUT.part/ stays readable up to its last
+complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -o OUTPUT converts it later).`,
     )
     .argument('[command...]', 'a command to run while recording (after --); recording stops when it exits')
     .requiredOption('-e, --event <system:event>', 'event to record, globs allowed (sched:*); repeatable', collect)
@@ -233,7 +242,9 @@ is killed, OUTPUT.part/ stays readable up to its last complete page (evtrace cat
             error.code === 'ERR_TRACEFS_NOT_FOUND' || error.code === 'ERR_TRACEFS_PERMISSION'
               ? ' (--demo records synthetic events without tracefs)'
               : '';
-          throw new CliExit(status, `${error.code}: ${error.message}${hint}`);
+          // A recording that failed after it started (a full disk) keeps its pages: say where and what next.
+          const kept = existsSync(rawDir) ? `; ${keptPagesText(rawDir, options.output, format)}` : '';
+          throw new CliExit(status, `${error.code}: ${error.message}${hint}${kept}`);
         }
         throw error;
       } finally {
@@ -251,7 +262,7 @@ is killed, OUTPUT.part/ stays readable up to its last complete page (evtrace cat
         const code = (error as { code?: string }).code;
         throw new CliExit(
           ExitCode.Failure,
-          `${code ? `${code}: ` : ''}${(error as Error).message} (the recorded pages stay in ${rawDir})`,
+          `${code ? `${code}: ` : ''}${(error as Error).message}; ${keptPagesText(rawDir, options.output, format)}`,
         );
       }
       io.stderr(summaryText(result, written, options.output, format));

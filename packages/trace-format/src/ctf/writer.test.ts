@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -180,6 +180,21 @@ describe('CTF writer round trip through the evtrace reader', () => {
     expect(() => writer.writeEvent({ eventClass: cls, tsNs: 4n, fields: { v: 1 } })).toThrow(TraceFormatError);
     writer.close();
     expect([...openCtfTrace(dir).events()].map((e) => e.fields.v)).toEqual([1]);
+  });
+
+  it.skipIf(!existsSync('/dev/full'))('closes every stream when the disk is full, and says ENOSPC', () => {
+    const dir = join(root, 'full');
+    mkdirSync(dir);
+    // Writes to /dev/full fail with ENOSPC, as on a full disk.
+    symlinkSync('/dev/full', join(dir, 'stream_1'));
+    const cls: EventClass = { id: 0, name: 'e', streamId: 0, payload: struct([['v', int('le', 8)]]) };
+    const fds = () => readdirSync('/proc/self/fd').length;
+    const before = fds();
+    const writer = createCtfWriter(dir, { packetSize: 128 });
+    writer.writeEvent({ eventClass: cls, tsNs: 5n, cpu: 0, fields: { v: 1 } });
+    writer.writeEvent({ eventClass: cls, tsNs: 6n, cpu: 1, fields: { v: 2 } });
+    expect(() => writer.close()).toThrow(expect.objectContaining({ code: 'ENOSPC' }));
+    expect(fds()).toBe(before);
   });
 
   it('keeps hostile field names as plain data', () => {

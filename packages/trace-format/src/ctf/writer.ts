@@ -413,10 +413,18 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
     close() {
       if (closed) return;
       closed = true;
+      // Every stream is closed even when a flush fails (a full disk): an open descriptor would keep the space of
+      // the removed output.
+      let failure: unknown;
       for (const s of streams.values()) {
-        flush(s);
+        try {
+          flush(s);
+        } catch (error) {
+          failure ??= error;
+        }
         closeSync(s.fd);
       }
+      if (failure !== undefined) throw failure;
       writeFileSync(join(dir, 'metadata'), metadataText());
     },
   };

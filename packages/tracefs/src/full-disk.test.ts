@@ -1,0 +1,130 @@
+/**
+ * Recording to a full disk, for real: a small tmpfs filled by a busy kmem:kmalloc recording. The recorder must fail
+ * with ERR_TRACEFS_OUTPUT naming the file and ENOSPC, remove its tracefs instance, and keep what it wrote readable.
+ */
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openRawPagesDir } from '@evtrace/trace-format';
+import { afterAll, describe, expect, it } from 'vitest';
+import { TracefsError } from './errors.ts';
+import { listInstances } from './instance.ts';
+import { finalizeRecording } from './output.ts';
+import { record } from './recorder.ts';
+import { tracefsForTests } from './testing/env.ts';
+
+const env = tracefsForTests();
+const work = mkdtempSync(join(tmpdir(), 'evtrace-full-'));
+const mounts: string[] = [];
+/** Our instances only: other suites record in parallel in their own. */
+const ours = (tracefs: string) => listInstances(tracefs).filter((i) => i.startsWith(`evtrace-${process.pid}-`));
+
+/** Mounts a tmpfs of `size` (mount's syntax: 2m, 256k) under the work directory. */
+function smallDisk(name: string, size: string): string {
+  const dir = join(work, name);
+  mkdirSync(dir);
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir]);
+  mounts.push(dir);
+  return dir;
+}
+
+afterAll(() => {
+  // Every mount is tried, even after one fails; the work directory goes only when nothing is mounted in it.
+  const busy = mounts.filter((dir) => spawnSync('umount', [dir]).status !== 0);
+  if (busy.length === 0) rmSync(work, { recursive: true, force: true });
+  expect(busy).toEqual([]);
+});
+
+/** A workload allocating in the kernel until killed (directory walks: many kmallocs). */
+function busy(): ChildProcess {
+  return spawn('sh', ['-c', 'while :; do ls -R /usr/lib /usr/share >/dev/null 2>&1; done'], { stdio: 'ignore' });
+}
+
+/** Room for the metadata (kallsyms is the bulk, ~5 MB) plus `mb` MiB of pages. */
+function roomFor(mb: number): string {
+  return `${Math.ceil(readFileSync('/proc/kallsyms').length / (1 << 20)) + 1 + mb}m`;
+}
+
+async function failure(promise: Promise<unknown>): Promise<TracefsError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(TracefsError);
+  return error as TracefsError;
+}
+
+describe.skipIf(env.why !== undefined)(`recording to a full disk${env.why ? ` (skipped: ${env.why})` : ''}`, () => {
+  const tracefs = env.path!;
+
+  for (const threads of ['single', 'per-cpu'] as const) {
+    it(`${threads} reader: fails with ENOSPC naming the file, removes the instance, keeps whole pages`, async () => {
+      const disk = smallDisk(`pages-${threads}`, roomFor(2));
+      const dir = join(disk, 'out.part');
+      const before = ours(tracefs);
+      let child: ChildProcess | undefined;
+      const error = await failure(
+        record({
+          events: ['kmem:kmalloc'],
+          dir,
+          durationMs: 20_000,
+          priority: false,
+          threads,
+          onStart: () => (child = busy()),
+        }).finally(() => child?.kill('SIGKILL')),
+      );
+      expect(error.code).toBe('ERR_TRACEFS_OUTPUT');
+      expect(error.errno).toBe('ENOSPC');
+      expect(error.path).toMatch(/\/out\.part\/cpu\d+\.raw$/);
+      expect(error.message).toContain(`cannot write ${error.path}: ENOSPC (no space left on device)`);
+      expect(ours(tracefs)).toEqual(before);
+      // Kept, cut to whole pages, and readable to the end.
+      const pageSize = Number(readFileSync(join(dir, 'buffer_subbuf_size_kb'), 'utf8')) * 1024;
+      const raws = readdirSync(dir).filter((f) => /^cpu\d+\.raw$/.test(f));
+      const bytes = raws.map((f) => statSync(join(dir, f)).size);
+      expect(bytes.every((b) => b % pageSize === 0)).toBe(true);
+      expect(bytes.reduce((a, b) => a + b, 0)).toBeGreaterThan(1 << 20);
+      let events = 0;
+      for (const e of openRawPagesDir(dir).events()) {
+        expect(e.eventClass.name).toBe('kmem:kmalloc');
+        events++;
+      }
+      expect(events).toBeGreaterThan(1000);
+
+      // Finalizing on the same full disk fails too: the partial output is removed, the pages stay.
+      for (const format of ['tracedat', 'ctf'] as const) {
+        const out = join(disk, `out.${format}`);
+        const e = (() => {
+          try {
+            finalizeRecording(dir, out, format);
+          } catch (caught) {
+            return caught as TracefsError;
+          }
+          return undefined;
+        })();
+        expect(e).toBeInstanceOf(TracefsError);
+        expect([e?.code, e?.errno]).toEqual(['ERR_TRACEFS_OUTPUT', 'ENOSPC']);
+        expect(e?.message).toContain(out);
+        expect(existsSync(out)).toBe(false);
+        expect(existsSync(dir)).toBe(true);
+      }
+      // Once there is room, the kept pages convert in full.
+      const dat = finalizeRecording(dir, join(work, `moved-${threads}.dat`), 'tracedat', { removeRaw: false });
+      expect(dat.bytes).toBeGreaterThan(bytes.reduce((a, b) => a + b, 0));
+      expect(finalizeRecording(dir, join(work, `moved-${threads}-ctf`), 'ctf').events).toBe(events);
+      expect(existsSync(dir)).toBe(false);
+    }, 60_000);
+  }
+
+  it('fails before tracing starts when even the metadata does not fit, leaving nothing', async () => {
+    const disk = smallDisk('tiny', '256k');
+    const dir = join(disk, 'out.part');
+    const before = ours(tracefs);
+    const error = await failure(record({ events: ['kmem:kmalloc'], dir, durationMs: 1000, priority: false }));
+    expect([error.code, error.errno]).toEqual(['ERR_TRACEFS_OUTPUT', 'ENOSPC']);
+    expect(error.path).toBe(join(dir, 'kallsyms'));
+    expect(existsSync(dir)).toBe(false);
+    expect(ours(tracefs)).toEqual(before);
+  });
+});
