@@ -3,7 +3,8 @@
  * on these kernels (`record --no-filter -d`, stopped with SIGINT) and parsing `trace-cmd report -R -t`.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { expect } from 'vitest';
 import type { Kallsyms } from '../ftrace/symbols.ts';
 import type { TraceEvent } from '../model/types.ts';
@@ -24,7 +25,15 @@ export async function recordTraceDat(tracefs: string, out: string, args: readonl
   const stop = () => child.kill('SIGINT');
   process.once('exit', stop);
   try {
-    const exited = new Promise((r) => child.on('exit', r));
+    let gone = false;
+    const exited = new Promise((r) => child.on('exit', r)).then(() => (gone = true));
+    // On a loaded machine trace-cmd takes a while to set up: a SIGINT before its per-CPU recorders run leaves an
+    // incomplete file. Start the clock once they have created their temporary OUT[.BUFFER].cpuN files.
+    const recording = () =>
+      readdirSync(dirname(out)).some((f) => f.startsWith(`${basename(out)}.`) && /\.cpu\d+$/.test(f));
+    for (let waited = 0; waited < 30_000 && !gone && !recording(); waited += 50) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
     await new Promise((r) => setTimeout(r, ms / 2));
     smallWorkload();
     await new Promise((r) => setTimeout(r, ms / 2));
