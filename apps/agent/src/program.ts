@@ -60,7 +60,7 @@ export function addCommand(program: Command, name: string): Command {
 export async function runCli(argv: readonly string[], io: CliIO = processIO): Promise<ExitCode> {
   const program = createProgram(io);
   const { registerCommands } = await import('./commands/index.ts');
-  registerCommands(program, io);
+  await registerCommands(program, io, argv);
   try {
     await program.parseAsync(argv as string[], { from: 'user' });
     return ExitCode.Ok;

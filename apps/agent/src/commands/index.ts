@@ -1,18 +1,36 @@
 import type { Command } from 'commander';
 import type { CliIO } from '../program.ts';
-import { registerCat } from './cat.ts';
-import { registerConvert } from './convert.ts';
-import { registerDemo } from './demo.ts';
-import { registerFilter } from './filter.ts';
-import { registerList } from './list.ts';
-import { registerRecord } from './record.ts';
 
-/** Adds every verb to the program. One module per verb under commands/. */
-export function registerCommands(program: Command, io: CliIO): void {
-  registerCat(program, io);
-  registerConvert(program, io);
-  registerDemo(program, io);
-  registerFilter(program, io);
-  registerList(program, io);
-  registerRecord(program, io);
+type Register = (program: Command, io: CliIO) => void;
+
+/**
+ * Every verb and how to load it: one module per verb under commands/, imported only when the command line needs it,
+ * so `evtrace record` does not load the ring buffer or the decoders of `cat` (measured: Node start-up plus module
+ * loading was most of a short recording's CPU).
+ */
+const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
+  cat: async () => (await import('./cat.ts')).registerCat,
+  convert: async () => (await import('./convert.ts')).registerConvert,
+  demo: async () => (await import('./demo.ts')).registerDemo,
+  filter: async () => (await import('./filter.ts')).registerFilter,
+  list: async () => (await import('./list.ts')).registerList,
+  record: async () => (await import('./record.ts')).registerRecord,
+};
+
+/**
+ * The verbs a command line needs: the one it starts with; none for `--version` alone; every one otherwise (the
+ * program's help lists them all, an unknown verb gets suggestions).
+ */
+export function commandsFor(argv: readonly string[]): readonly string[] {
+  const [first] = argv;
+  if (first !== undefined && Object.hasOwn(COMMANDS, first)) return [first];
+  if (argv.length === 1 && (first === '-V' || first === '--version')) return [];
+  return Object.keys(COMMANDS);
+}
+
+/** Adds the verbs `argv` needs (every verb without `argv`) to the program. */
+export async function registerCommands(program: Command, io: CliIO, argv?: readonly string[]): Promise<void> {
+  const names = argv === undefined ? Object.keys(COMMANDS) : commandsFor(argv);
+  const registers = await Promise.all(names.map((name) => COMMANDS[name]!()));
+  for (const register of registers) register(program, io);
 }
