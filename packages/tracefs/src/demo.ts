@@ -5,7 +5,7 @@
  * trace.dat or CTF). Every output says it is a demo: a `DEMO` file in the raw directory, the trace.dat `uname`
  * option, the CTF `env`, task names starting with `demo-`, and the recorder's result (`demo: true`).
  */
-import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   compileRecordEncoder,
@@ -18,7 +18,7 @@ import {
   type TimedRecord,
 } from '@evtrace/trace-format';
 import { matchEvents, parseAvailableEvents } from './catalog.ts';
-import { TracefsError } from './errors.ts';
+import { outputError, TracefsError } from './errors.ts';
 import type { RecordResult } from './recorder.ts';
 
 /** What every demo output carries to say it is one. */
@@ -179,6 +179,35 @@ class DemoCpu {
   }
 }
 
+/** The metadata files of a demo raw-pages directory, as the recorder copies them from tracefs. */
+function writeDemoMetadata(dir: string, names: readonly string[]): void {
+  mkdirSync(join(dir, 'events'));
+  writeFileSync(join(dir, 'events', 'header_page'), headerPageText(LAYOUT));
+  writeFileSync(join(dir, 'events', 'header_event'), HEADER_EVENT_TEXT);
+  for (const n of names) {
+    const [system, event] = n.split(':') as [string, string];
+    mkdirSync(join(dir, 'events', system, event), { recursive: true });
+    writeFileSync(join(dir, 'events', system, event, 'format'), FORMATS[n]!);
+  }
+  writeFileSync(join(dir, 'buffer_subbuf_size_kb'), '4\n');
+  writeFileSync(join(dir, 'trace_clock'), '[local] global\n');
+  writeFileSync(join(dir, 'saved_cmdlines'), TASKS.map((t) => `${t.pid} ${t.comm}\n`).join(''));
+  writeFileSync(join(dir, 'DEMO'), `${DEMO_LABEL}\n`);
+}
+
+/** Appends pages to a `cpuN.raw`; a failed write (a full disk) cuts the file back to its last whole page. */
+function appendPages(fd: number, file: string, bytes: Uint8Array): void {
+  try {
+    for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+  } catch (error) {
+    try {
+      const size = fstatSync(fd).size;
+      ftruncateSync(fd, size - (size % LAYOUT.pageSize));
+    } catch {}
+    throw outputError(file, error);
+  }
+}
+
 /**
  * Produces synthetic events for the selected demo events into a raw-pages directory, in real time (so durations and
  * stops behave as in a recording). The result has the shape of a recording's, with no loss.
@@ -202,18 +231,14 @@ export async function recordDemo(options: DemoOptions): Promise<RecordResult> {
   }
   const classes: EventClass[] = names.map((n) => parseFormatFile(FORMATS[n]!, { system: n.split(':')[0]! }));
   const encode = new Map(classes.map((c) => [c.name, compileRecordEncoder(c)]));
-  mkdirSync(join(options.dir, 'events'));
-  writeFileSync(join(options.dir, 'events', 'header_page'), headerPageText(LAYOUT));
-  writeFileSync(join(options.dir, 'events', 'header_event'), HEADER_EVENT_TEXT);
-  for (const n of names) {
-    const [system, event] = n.split(':') as [string, string];
-    mkdirSync(join(options.dir, 'events', system, event), { recursive: true });
-    writeFileSync(join(options.dir, 'events', system, event, 'format'), FORMATS[n]!);
+  try {
+    writeDemoMetadata(options.dir, names);
+  } catch (error) {
+    // Nothing recorded yet: a full disk leaves nothing behind.
+    rmSync(options.dir, { recursive: true, force: true });
+    const path = (error as NodeJS.ErrnoException).path;
+    throw outputError(typeof path === 'string' ? path : options.dir, error);
   }
-  writeFileSync(join(options.dir, 'buffer_subbuf_size_kb'), '4\n');
-  writeFileSync(join(options.dir, 'trace_clock'), '[local] global\n');
-  writeFileSync(join(options.dir, 'saved_cmdlines'), TASKS.map((t) => `${t.pid} ${t.comm}\n`).join(''));
-  writeFileSync(join(options.dir, 'DEMO'), `${DEMO_LABEL}\n`);
   const cpuCount = options.cpus ?? 2;
   const rate = options.rate ?? 20_000;
   const rnd = random(options.seed ?? 1);
@@ -323,7 +348,7 @@ export async function recordDemo(options: DemoOptions): Promise<RecordResult> {
           dataBytes += data.length + 4;
         }
         const bytes = packPages(records, LAYOUT);
-        writeSync(outs[c.cpu]!, bytes);
+        appendPages(outs[c.cpu]!, join(options.dir, `cpu${c.cpu}.raw`), bytes);
         pages += bytes.length / LAYOUT.pageSize;
         rawBytes += bytes.length;
       }

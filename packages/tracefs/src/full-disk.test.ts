@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openRawPagesDir } from '@evtrace/trace-format';
 import { afterAll, describe, expect, it } from 'vitest';
+import { recordDemo } from './demo.ts';
 import { TracefsError } from './errors.ts';
 import { listInstances } from './instance.ts';
 import { finalizeRecording } from './output.ts';
@@ -128,3 +129,20 @@ describe.skipIf(env.why !== undefined)(`recording to a full disk${env.why ? ` (s
     expect(ours(tracefs)).toEqual(before);
   });
 });
+
+const root = process.getuid?.() === 0;
+describe.skipIf(!root)(
+  `the demo source to a full disk${root ? '' : ' (skipped: not root: mounting a tmpfs needs root)'}`,
+  () => {
+    it('fails with ENOSPC naming the file and keeps whole, readable pages', async () => {
+      const disk = smallDisk('demo', '256k');
+      const dir = join(disk, 'demo.part');
+      const error = await failure(recordDemo({ events: ['kmem:kmalloc'], dir, durationMs: 20_000, rate: 2_000_000 }));
+      expect([error.code, error.errno]).toEqual(['ERR_TRACEFS_OUTPUT', 'ENOSPC']);
+      expect(error.path).toMatch(/\/demo\.part\/cpu\d+\.raw$/);
+      const raws = readdirSync(dir).filter((f) => /^cpu\d+\.raw$/.test(f));
+      expect(raws.map((f) => statSync(join(dir, f)).size % 4096)).toEqual(raws.map(() => 0));
+      expect([...openRawPagesDir(dir).events()].length).toBeGreaterThan(100);
+    }, 60_000);
+  },
+);
