@@ -367,3 +367,33 @@ describe.skipIf(env.why !== undefined)(
     }
   },
 );
+
+describe.skipIf(env.why !== undefined)(
+  `evtrace record, no room for the output${env.why ? ` (skipped: ${env.why})` : ''}`,
+  () => {
+    // Room for OUTPUT.part (kallsyms is most of it) but not for a trace.dat of the same size beside it.
+    const disk = join(work, 'half-disk');
+    let mounted = false;
+    beforeAll(() => {
+      mkdirSync(disk);
+      const mb = Math.ceil((1.5 * readFileSync('/proc/kallsyms').length) / (1 << 20));
+      execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${mb}m`, 'tmpfs', disk]);
+      mounted = true;
+    });
+    afterAll(() => {
+      if (mounted) execFileSync('umount', [disk]);
+    });
+
+    it('exit 1 naming the output and ENOSPC, no partial output, OUTPUT.part kept with the convert command', async () => {
+      const out = join(disk, 'out.dat');
+      const part = `${out}.part`;
+      const r = await run('record', '-e', 'kmem:kmalloc', '--duration', '50ms', '-o', out);
+      expect(r.code).toBe(ExitCode.Failure);
+      expect(r.stderr).toContain(`evtrace: ERR_TRACEFS_OUTPUT: cannot write ${out}: ENOSPC (no space left on device)`);
+      expect(r.stderr).toContain(`evtrace convert ${part} --to tracedat -o ${out}`);
+      expect([existsSync(out), existsSync(part)]).toEqual([false, true]);
+      expect(own(process.pid)).toEqual([]);
+      expect((await run('cat', part)).code).toBe(ExitCode.Ok);
+    }, 60_000);
+  },
+);
