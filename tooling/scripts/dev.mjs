@@ -128,7 +128,10 @@ function main() {
     case 'demo': {
       must(pnpm, ['exec', 'turbo', 'run', 'build', '--filter=@evtrace/agent...', '--output-logs=errors-only'], { env });
       const cli = join(ROOT, 'apps', 'agent', 'dist', 'cli.js');
-      const status = run(node, [cli, 'demo', ...rest], { env });
+      // 200 000 events from each of two threads into small overwrite-mode buffers: the first 20 printed, and the
+      // summary shows the flight recorder's exact loss accounting (delivered + lost == produced).
+      log('ring buffer: 2 worker threads write 200000 events each; the first 20 as the merging reader sees them');
+      const status = run(node, [cli, 'demo', '--events', '200000', '--limit', '20', ...rest], { env });
       if (status !== 0) process.exit(status);
       // Then a recording: the live kernel when root with tracefs reachable, else the demo source (the CLI says which).
       const out = join(TOOLING, 'demo');

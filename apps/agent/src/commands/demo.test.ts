@@ -82,6 +82,16 @@ describe('evtrace demo (built CLI)', () => {
     }
   }, 60_000);
 
+  it('--limit prints the first N events and still reads and counts every one', async () => {
+    const r = await demo('--events', '20000', '--limit', '3', '--mode', 'discard', '--page-size', '1M');
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim().split('\n')).toHaveLength(3);
+    const rows = summary(r.stderr);
+    expect(rows.map((row) => row[1])).toEqual([20000, 20000]);
+    expect(rows.reduce((a, row) => a + row[2]! + row[3]!, 0)).toBe(40000);
+    expect(r.stderr).toContain(`${rows.reduce((a, row) => a + row[2]!, 0)} events delivered`);
+  });
+
   it('refuses bad options with exit status 2', async () => {
     const bad = await demo('--page-size', '5000');
     expect(bad.code).toBe(2);

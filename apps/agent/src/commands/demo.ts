@@ -14,6 +14,7 @@ interface DemoOptions {
   events: string;
   mode: string;
   pageSize: string;
+  limit?: string;
   json?: boolean;
 }
 
@@ -59,6 +60,8 @@ function describe(r: Reader, producer: number, t0: number, json: boolean): strin
 async function runDemo(options: DemoOptions, io: CliIO): Promise<void> {
   const producers = integer(options.producers, '--producers', 1, 32);
   const events = integer(options.events, '--events', 0, 1e9);
+  // Every event is still read and counted; only the printing stops (large runs measure the buffer, not the terminal).
+  const limit = options.limit === undefined ? Number.POSITIVE_INFINITY : integer(options.limit, '--limit', 0, 1e9);
   if (options.mode !== 'overwrite' && options.mode !== 'discard') {
     throw new CliExit(ExitCode.Usage, `--mode must be overwrite or discard, got '${options.mode}'`);
   }
@@ -100,13 +103,14 @@ async function runDemo(options: DemoOptions, io: CliIO): Promise<void> {
   const delivered = new Array<number>(producers).fill(0);
   let t0 = -1;
   let out: string[] = [];
+  let shown = 0;
   while (!merge.ended) {
     if (failure !== undefined) throw new CliExit(ExitCode.Failure, String((failure as Error).message ?? failure));
     while (merge.next()) {
       const r = merge.current;
       if (t0 < 0) t0 = r.timestamp;
       delivered[merge.index]!++;
-      out.push(describe(r, merge.index, t0, json));
+      if (shown++ < limit) out.push(describe(r, merge.index, t0, json));
       if (out.length >= 1024) {
         io.stdout(`${out.join('\n')}\n`);
         out = [];
@@ -153,6 +157,7 @@ on stderr: events produced, delivered and lost per producer, and the throughput.
     .option('--events <n>', 'events each producer writes', '10')
     .option('--mode <mode>', 'overwrite (flight recorder) or discard (newest dropped when full)', 'overwrite')
     .option('--page-size <size>', 'page size: 4k up to 64M, a power of two', '4k')
+    .option('-n, --limit <n>', 'print only the first N events (all are still read and counted)')
     .option('--json', 'print one JSON object per event')
     .action(async (options: DemoOptions) => runDemo(options, io));
   setExamples(
