@@ -89,6 +89,7 @@ describe('evtrace convert', () => {
       const out = join(dir, 'tc.dat');
       expect((await run('convert', raw, '-o', out, '--to', 'tracedat')).code).toBe(ExitCode.Ok);
       const theirs = execFileSync('trace-cmd', ['report', '-N', out], {
+        maxBuffer: 1 << 28,
         encoding: 'utf8',
         stdio: ['ignore', 'pipe', 'ignore'],
       });
@@ -102,7 +103,7 @@ describe('evtrace convert', () => {
       const out = join(dir, 'ctf');
       expect((await run('convert', dat, '-o', out, '--to', 'ctf')).code).toBe(ExitCode.Ok);
       expect(existsSync(join(out, 'metadata'))).toBe(true);
-      const text = execFileSync('babeltrace2', [out], { encoding: 'utf8' });
+      const text = execFileSync('babeltrace2', [out], { maxBuffer: 1 << 28, encoding: 'utf8' });
       const lines = text.trimEnd().split('\n');
       expect(lines.length).toBe(40);
       expect(lines[3]).toMatch(/sched:sched_process_exec: .*filename = "\/bin\/t3"/);
@@ -132,7 +133,7 @@ describe.skipIf(ctfSkip !== undefined)(
   () => {
     const dir = mkdtempSync(join(tmpdir(), 'evtrace-convert-ctf-'));
     const babeltrace = (trace: string, ...args: string[]) =>
-      execFileSync('babeltrace2', ['--clock-gmt', ...args, trace], { encoding: 'utf8' });
+      execFileSync('babeltrace2', ['--clock-gmt', ...args, trace], { maxBuffer: 1 << 28, encoding: 'utf8' });
     const convert = async (name: string) => {
       const out = join(dir, name);
       const { stderr } = await promisify(execFile)(process.execPath, [

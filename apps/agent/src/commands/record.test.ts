@@ -102,7 +102,10 @@ describe('evtrace record --demo', () => {
     const counts = summaryCounts(r.stderr);
     expect(counts.get('kmem:kmalloc')).toBeGreaterThan(0);
     if (hasTool('trace-cmd')) {
-      const text = execFileSync('trace-cmd', ['report', out], { stdio: ['ignore', 'pipe', 'ignore'] }).toString();
+      const text = execFileSync('trace-cmd', ['report', out], {
+        maxBuffer: 1 << 28,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).toString();
       const sizes = [...text.matchAll(/bytes_req=(\d+)/g)].map((m) => Number(m[1]));
       expect(sizes.length).toBe(counts.get('kmem:kmalloc'));
       expect(sizes.every((n) => n > 100)).toBe(true);

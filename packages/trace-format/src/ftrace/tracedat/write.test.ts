@@ -220,7 +220,11 @@ describe('trace.dat from raw pages (writeTraceDatPages)', () => {
     { timeout: 30_000 },
     () => {
       const report = (f: string) =>
-        execFileSync('trace-cmd', ['report', '-t', f], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+        execFileSync('trace-cmd', ['report', '-t', f], {
+          maxBuffer: 1 << 28,
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+        });
       const theirs = report(reference);
       expect(theirs).toMatch(/request/);
       for (const version of [6, 7] as const) {
