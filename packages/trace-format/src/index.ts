@@ -41,7 +41,13 @@ export {
 export { type CpuPages, type FtraceMetadata, mergeByTime } from './ftrace/events.ts';
 export { type FormatFileOptions, parseFormatFile } from './ftrace/format-file.ts';
 export { formatFileText, HEADER_EVENT_TEXT, headerPageText } from './ftrace/format-text.ts';
-export { type EventHeaderLayout, type PageLayout, parseHeaderEvent, parseHeaderPage } from './ftrace/headers.ts';
+export {
+  type EventHeaderLayout,
+  kernelPageLayout,
+  type PageLayout,
+  parseHeaderEvent,
+  parseHeaderPage,
+} from './ftrace/headers.ts';
 export { type PageInfo, type PageSource, type RecordSink, readPage } from './ftrace/page.ts';
 export { compilePrintFormat, type PrintFormatter, type PrintStyle } from './ftrace/print-fmt.ts';
 export { type FtraceReader, type FtraceReadOptions, isRawPagesDir, openRawPagesDir } from './ftrace/raw-dir.ts';

@@ -12,7 +12,7 @@ import {
   type EventClass,
   HEADER_EVENT_TEXT,
   headerPageText,
-  type PageLayout,
+  kernelPageLayout,
   packPages,
   parseFormatFile,
   type TimedRecord,
@@ -137,14 +137,7 @@ export interface DemoOptions {
   readonly seed?: number;
 }
 
-const LAYOUT: PageLayout = {
-  byteOrder: 'le',
-  timestampOffset: 0,
-  commitOffset: 8,
-  commitSize: 8,
-  dataOffset: 16,
-  pageSize: 4096,
-};
+const LAYOUT = kernelPageLayout(4096);
 
 const TASKS = [
   { pid: 4101, comm: 'demo-worker' },

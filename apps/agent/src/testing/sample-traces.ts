@@ -7,7 +7,7 @@ import {
   type EventClass,
   HEADER_EVENT_TEXT,
   headerPageText,
-  type PageLayout,
+  kernelPageLayout,
   packPages,
   parseFormatFile,
   type TraceEvent,
@@ -95,14 +95,7 @@ export function sampleInputs(): { dat: string; raw: string; dir: string } {
     kallsyms: KALLSYMS,
   });
   const raw = join(dir, 'raw');
-  const layout: PageLayout = {
-    byteOrder: 'le',
-    timestampOffset: 0,
-    commitOffset: 8,
-    commitSize: 8,
-    dataOffset: 16,
-    pageSize: 4096,
-  };
+  const layout = kernelPageLayout(4096);
   mkdirSync(join(raw, 'events', 'kmem', 'kmalloc'), { recursive: true });
   mkdirSync(join(raw, 'events', 'sched', 'sched_process_exec'), { recursive: true });
   writeFileSync(join(raw, 'events', 'header_page'), headerPageText(layout));

@@ -19,6 +19,15 @@ export interface PageLayout {
 }
 
 /**
+ * The layout of a 64-bit little-endian kernel (x86-64, arm64): u64 timestamp, 8-byte commit, data at byte 16. For
+ * pages this process writes itself (trace.dat from events, the demo source); pages from a kernel come with their
+ * `header_page`, which {@link parseHeaderPage} reads.
+ */
+export function kernelPageLayout(pageSize = 4096): PageLayout {
+  return { byteOrder: 'le', timestampOffset: 0, commitOffset: 8, commitSize: 8, dataOffset: 16, pageSize };
+}
+
+/**
  * Parses `header_page`. The page size is the data field's offset plus size; pass `pageSize` to override it (trace.dat
  * files and `buffer_subbuf_size_kb` state it separately).
  */

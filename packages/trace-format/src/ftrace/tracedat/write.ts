@@ -10,7 +10,7 @@ import { TraceFormatError } from '../../errors.ts';
 import type { EventClass, FieldClass, FtraceFieldInfo, TraceEvent } from '../../model/types.ts';
 import { compileRecordWriter, MAX_DYNAMIC, packPages, type RecordWriter, type TimedRecord } from '../encode.ts';
 import { formatFileText, HEADER_EVENT_TEXT, headerPageText } from '../format-text.ts';
-import type { PageLayout } from '../headers.ts';
+import { kernelPageLayout } from '../headers.ts';
 import { OPTION, SECTION_COMPRESSED } from './ids.ts';
 import { TRACEDAT_MAGIC } from './read.ts';
 
@@ -49,14 +49,7 @@ export function encodeTraceDat(
   const version = options.version ?? 7;
   const compression = version === 6 ? 'none' : (options.compression ?? 'zstd');
   const pageSize = options.pageSize ?? 4096;
-  const layout: PageLayout = {
-    byteOrder: 'le',
-    timestampOffset: 0,
-    commitOffset: 8,
-    commitSize: 8,
-    dataOffset: 16,
-    pageSize,
-  };
+  const layout = kernelPageLayout(pageSize);
   const classes = new Classes(eventClasses);
   const perCpu = new Map<number, Arena>();
   let count = 0;
