@@ -86,7 +86,7 @@ export class PageReader {
     }
     page.writeUInt32LE(p - dataOffset, commitOffset);
     const byType = new Float64Array(65536);
-    for (let i = 0; i < 2000; i++) countPageRecords(page, 0, this.#layout, byType, this.#count);
+    for (let i = 0; i < 100; i++) countPageRecords(page, 0, this.#layout, byType, this.#count);
   }
 
   /** Drains every CPU once (at most one buffer's worth each); returns the most record bytes one CPU gave. */
