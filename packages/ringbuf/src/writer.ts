@@ -13,7 +13,7 @@ import {
   TS_LOW_RANGE,
 } from './record.ts';
 import type { LocalCommit, Region } from './region.ts';
-import { raiseTail, seqDiff, wakeReaders } from './shared.ts';
+import { ORDERED_STORES, raiseTail, seqDiff, wakeReaders } from './shared.ts';
 import { getU64, setU64 } from './u64.ts';
 import { walkRecords } from './walk.ts';
 
@@ -245,10 +245,14 @@ export class Writer {
     return payload;
   }
 
-  /** Publishes every record reserved so far (one Atomics.store; call it per record or per batch). */
+  /**
+   * Publishes every record reserved so far (call it per record or per batch): one store of the page's commit word, a
+   * plain one where the CPU keeps stores in order (see {@link ORDERED_STORES}), else an `Atomics.store`.
+   */
   commit(): void {
     if (this.end !== 0) {
-      Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
+      if (ORDERED_STORES) this.i32[this.commitIndex] = this.pos - this.pageBase;
+      else Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
       this.local.end = this.pos;
     }
   }
@@ -258,7 +262,8 @@ export class Writer {
     const off = this.reserveAt(type, payload.length, ts);
     if (off < 0) return false;
     this.bytes.set(payload, off);
-    Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
+    if (ORDERED_STORES) this.i32[this.commitIndex] = this.pos - this.pageBase;
+    else Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
     this.local.end = this.pos;
     return true;
   }
