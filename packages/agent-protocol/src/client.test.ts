@@ -1,0 +1,118 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { connectAgent, type SubscriptionItem } from './client.ts';
+import { ProtocolError } from './errors.ts';
+import { encodeLine, LineDecoder, MAX_REQUEST_BYTES } from './framing.ts';
+import type { Request } from './messages.ts';
+import { parseRequest } from './validate.ts';
+
+/**
+ * A peer on a real Unix socket speaking the protocol from PROTOCOL.md, answering as `answer` says: the client's side
+ * of the contract (the agent's side is tested against the real daemon in apps/agent).
+ */
+function peer(path: string, answer: (r: Request, socket: Socket) => string | undefined): Promise<Server> {
+  const server = createServer((socket) => {
+    const d = new LineDecoder(MAX_REQUEST_BYTES);
+    socket.on('data', (chunk) => {
+      for (const f of d.push(chunk)) {
+        if (!('line' in f)) continue;
+        const r = parseRequest(f.line);
+        if (!r.ok) {
+          socket.write(encodeLine({ id: r.id, ok: false, error: { code: r.code, message: r.message } }));
+          continue;
+        }
+        if (r.value.op === 'hello')
+          socket.write(encodeLine({ id: r.value.id, ok: true, result: { protocol: 1, agent: 'test', pid: 1 } }));
+        else {
+          const out = answer(r.value, socket);
+          if (out !== undefined) socket.write(out);
+        }
+      }
+    });
+  });
+  return new Promise((resolve) => server.listen(path, () => resolve(server)));
+}
+
+let dir: string;
+let server: Server | undefined;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'agent-protocol-'));
+});
+afterEach(async () => {
+  await new Promise((r) => (server ? server.close(r) : r(undefined)));
+  server = undefined;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('connectAgent', () => {
+  it('fails with ERR_AGENT_CONNECT and a hint when no agent listens', async () => {
+    const error = await connectAgent(join(dir, 'none.sock')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProtocolError);
+    expect((error as ProtocolError).code).toBe('ERR_AGENT_CONNECT');
+    expect((error as ProtocolError).message).toMatch(/none\.sock: ENOENT.*evtrace agent/);
+  });
+
+  it('performs the handshake, sends requests and turns error replies into remote ProtocolErrors', async () => {
+    const path = join(dir, 'a.sock');
+    const seen: Request[] = [];
+    server = await peer(path, (r) => {
+      seen.push(r);
+      if (r.op === 'list') return encodeLine({ id: r.id, ok: true, result: [] });
+      return encodeLine({ id: r.id, ok: false, error: { code: 'ERR_NO_SESSION', message: 'no session x' } });
+    });
+    const client = await connectAgent(path);
+    expect(client.agent).toEqual({ protocol: 1, agent: 'test', pid: 1 });
+    expect(await client.list()).toEqual([]);
+    const error = (await client.status('x').catch((e: unknown) => e)) as ProtocolError;
+    expect([error.code, error.remote, error.message]).toEqual(['ERR_NO_SESSION', true, 'no session x']);
+    expect(seen.map((r) => r.op)).toEqual(['list', 'status']);
+    client.close();
+    await expect(client.list()).rejects.toMatchObject({ code: 'ERR_AGENT_CLOSED' });
+  });
+
+  it('delivers stream messages written in the same chunk as the subscribe reply, then ends', async () => {
+    const path = join(dir, 'b.sock');
+    server = await peer(path, (r) => {
+      if (r.op !== 'subscribe') return undefined;
+      const ev = (n: number) => ({ ts_ns: String(n), cpu: 0, event: 'kmem:kfree', fields: { ptr: n } });
+      return [
+        encodeLine({ id: r.id, ok: true, result: { stream: 9 } }),
+        encodeLine({ stream: 9, kind: 'events', events: [ev(1), ev(2)] }),
+        encodeLine({ stream: 9, kind: 'live' }),
+        encodeLine({ stream: 9, kind: 'loss', lost: 4, total: 4 }),
+        encodeLine({ stream: 9, kind: 'events', events: [ev(3)] }),
+        encodeLine({ stream: 9, kind: 'end', reason: 'session stopped' }),
+      ].join('');
+    });
+    const client = await connectAgent(path);
+    const sub = await client.subscribe('s');
+    const items: SubscriptionItem[] = [];
+    for await (const item of sub) items.push(item);
+    expect(items.map((i) => (i.kind === 'event' ? i.event.ts_ns : i.kind))).toEqual(['1', '2', 'live', 'loss', '3']);
+    expect(sub.endReason).toBe('session stopped');
+    client.close();
+  });
+
+  it('fails a connection whose peer sends garbage, and ends subscriptions when the agent goes away', async () => {
+    const path = join(dir, 'c.sock');
+    server = await peer(path, (r, socket) => {
+      if (r.op === 'status') return 'this is not json\n';
+      if (r.op === 'subscribe') {
+        socket.write(encodeLine({ id: r.id, ok: true, result: { stream: 1 } }));
+        setTimeout(() => socket.destroy(), 20);
+      }
+      return undefined;
+    });
+    const bad = await connectAgent(path);
+    await expect(bad.status('x')).rejects.toMatchObject({ code: 'ERR_PROTOCOL_MESSAGE' });
+    const client = await connectAgent(path);
+    const sub = await client.subscribe('s');
+    const items: SubscriptionItem[] = [];
+    for await (const item of sub) items.push(item);
+    expect(items).toEqual([]);
+    expect(sub.endReason).toBe('connection closed');
+  });
+});

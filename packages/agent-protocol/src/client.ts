@@ -1,0 +1,320 @@
+/**
+ * The client viewers and the CLI use: one connection to the agent, typed requests, and subscriptions as async
+ * iterables. A subscription's consumer sets the pace: while it lags, the client stops reading the socket, the agent's
+ * per-viewer queue fills and the agent counts this viewer's loss (sent as `loss` items), never the session's.
+ */
+import { createConnection, type Socket } from 'node:net';
+import { ProtocolError } from './errors.ts';
+import { encodeLine, LineDecoder, MAX_SERVER_MESSAGE_BYTES } from './framing.ts';
+import {
+  type HelloResult,
+  type LiveEvent,
+  type OutputFormat,
+  PROTOCOL_VERSION,
+  type Request,
+  type SessionSpec,
+  type SessionStatus,
+  type SnapshotResult,
+  type StreamMessage,
+  type SubscribeResult,
+  type TriggerSpec,
+} from './messages.ts';
+import { defaultSocketPath } from './paths.ts';
+import { parseServerMessage } from './validate.ts';
+
+/** What a subscription yields. */
+export type SubscriptionItem =
+  | { readonly kind: 'event'; readonly event: LiveEvent }
+  /** Everything before this was the session's recent window; what follows arrives live. */
+  | { readonly kind: 'live' }
+  /** This viewer lost `lost` events (it read too slowly); `total` since it subscribed. */
+  | { readonly kind: 'loss'; readonly lost: number; readonly total: number };
+
+/** A live view of a session. Iterate it once; it ends when the session stops or {@link close} is called. */
+export interface Subscription extends AsyncIterable<SubscriptionItem> {
+  readonly stream: number;
+  /** Why the stream ended, once it has. */
+  readonly endReason: string | undefined;
+  /** Unsubscribes; the iteration ends. */
+  close(): Promise<void>;
+}
+
+/** Options of {@link AgentClient.subscribe}. */
+export interface SubscribeOptions {
+  /** Start with the session's recent window. Default true. */
+  readonly window?: boolean;
+  /** Events the agent may queue for this viewer before it counts losses. Default 10000. */
+  readonly queue?: number;
+}
+
+/** A connection to the agent. */
+export interface AgentClient {
+  /** What the agent said in the handshake. */
+  readonly agent: HelloResult;
+  createSession(spec: SessionSpec): Promise<SessionStatus>;
+  start(name: string): Promise<SessionStatus>;
+  stop(name: string): Promise<SessionStatus>;
+  /** Writes a trace-shot of the session's buffers while recording continues. */
+  snapshot(name: string, options?: { dir?: string; format?: OutputFormat }): Promise<SnapshotResult>;
+  destroy(name: string): Promise<void>;
+  list(): Promise<SessionStatus[]>;
+  status(name: string): Promise<SessionStatus>;
+  /** Adds a trigger to a session. */
+  trigger(name: string, trigger: TriggerSpec): Promise<SessionStatus>;
+  subscribe(name: string, options?: SubscribeOptions): Promise<Subscription>;
+  /** Closes the connection; pending requests fail with `ERR_AGENT_CLOSED`. */
+  close(): void;
+}
+
+/** Stream lines a consumer may have waiting before the client stops reading the socket. */
+const HIGH_WATER = 64;
+
+type Pending = { resolve(v: unknown): void; reject(e: ProtocolError): void; onResult?: (v: unknown) => void };
+
+class StreamQueue {
+  readonly stream: number;
+  endReason: string | undefined;
+  readonly #items: SubscriptionItem[] = [];
+  #wake: (() => void) | undefined;
+  #ended = false;
+  #failure: ProtocolError | undefined;
+  readonly #paced: (backlog: number) => void;
+
+  constructor(stream: number, paced: (backlog: number) => void) {
+    this.stream = stream;
+    this.#paced = paced;
+  }
+
+  get backlog(): number {
+    return this.#items.length;
+  }
+
+  push(m: StreamMessage): void {
+    if (m.kind === 'events') for (const event of m.events) this.#items.push({ kind: 'event', event });
+    else if (m.kind === 'live') this.#items.push({ kind: 'live' });
+    else if (m.kind === 'loss') this.#items.push({ kind: 'loss', lost: m.lost, total: m.total });
+    else {
+      this.endReason = m.reason;
+      this.#ended = true;
+    }
+    this.#wake?.();
+  }
+
+  fail(error: ProtocolError): void {
+    this.#failure = error;
+    this.#ended = true;
+    this.#wake?.();
+  }
+
+  async *items(): AsyncGenerator<SubscriptionItem> {
+    for (;;) {
+      const item = this.#items.shift();
+      if (item !== undefined) {
+        this.#paced(this.#items.length);
+        yield item;
+        continue;
+      }
+      if (this.#ended) {
+        if (this.#failure !== undefined) throw this.#failure;
+        return;
+      }
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+      this.#wake = undefined;
+    }
+  }
+}
+
+/**
+ * Connects to the agent at `socketPath` (default {@link defaultSocketPath}) and performs the `hello` handshake.
+ *
+ * @throws ProtocolError `ERR_AGENT_CONNECT` when nothing listens there or access is refused; `ERR_VERSION` (remote)
+ * when the agent speaks another protocol version.
+ */
+export async function connectAgent(
+  socketPath: string = defaultSocketPath(),
+  options: { client?: string } = {},
+): Promise<AgentClient> {
+  const socket = await new Promise<Socket>((resolve, reject) => {
+    const s = createConnection(socketPath);
+    s.once('connect', () => {
+      s.removeAllListeners('error');
+      resolve(s);
+    });
+    s.once('error', (error: NodeJS.ErrnoException) => {
+      const hint =
+        error.code === 'ENOENT' || error.code === 'ECONNREFUSED'
+          ? ' (is `evtrace agent` running? --socket or EVTRACE_AGENT_SOCKET name another socket)'
+          : error.code === 'EACCES'
+            ? ' (the socket is for root and the agent group only)'
+            : '';
+      reject(
+        new ProtocolError(
+          'ERR_AGENT_CONNECT',
+          `cannot connect to ${socketPath}: ${error.code ?? error.message}${hint}`,
+          {
+            cause: error,
+          },
+        ),
+      );
+    });
+  });
+  const client = new Client(socket, socketPath);
+  await client.hello(options.client ?? 'evtrace');
+  return client;
+}
+
+class Client implements AgentClient {
+  agent: HelloResult = { protocol: 0, agent: '', pid: 0 };
+  readonly #socket: Socket;
+  readonly #path: string;
+  readonly #decoder = new LineDecoder(MAX_SERVER_MESSAGE_BYTES);
+  readonly #pending = new Map<number, Pending>();
+  readonly #streams = new Map<number, StreamQueue>();
+  #nextId = 1;
+  #closed: ProtocolError | undefined;
+  #paused = false;
+
+  constructor(socket: Socket, path: string) {
+    this.#socket = socket;
+    this.#path = path;
+    socket.on('data', (chunk: Buffer) => this.#onData(chunk));
+    socket.on('error', () => {});
+    socket.on('close', () =>
+      this.#shutdown(new ProtocolError('ERR_AGENT_CLOSED', `the agent at ${path} closed the connection`)),
+    );
+  }
+
+  async hello(name: string): Promise<void> {
+    this.agent = (await this.#request({ op: 'hello', version: PROTOCOL_VERSION, client: name })) as HelloResult;
+  }
+
+  #onData(chunk: Buffer): void {
+    for (const frame of this.#decoder.push(chunk)) {
+      if ('oversize' in frame) {
+        this.#fatal(
+          new ProtocolError(
+            'ERR_PROTOCOL_TOO_LARGE',
+            `a message of ${frame.oversize} bytes from the agent exceeds ${MAX_SERVER_MESSAGE_BYTES}`,
+          ),
+        );
+        return;
+      }
+      const parsed = parseServerMessage(frame.line);
+      if (!parsed.ok) {
+        this.#fatal(new ProtocolError('ERR_PROTOCOL_MESSAGE', `bad message from the agent: ${parsed.message}`));
+        return;
+      }
+      const m = parsed.value;
+      if ('stream' in m) {
+        const q = this.#streams.get(m.stream);
+        if (q === undefined) continue;
+        q.push(m);
+        if (m.kind === 'end') this.#streams.delete(m.stream);
+        else if (q.backlog > HIGH_WATER && !this.#paused) {
+          this.#paused = true;
+          this.#socket.pause();
+        }
+        continue;
+      }
+      const p = m.id === null ? undefined : this.#pending.get(m.id);
+      if (p === undefined) {
+        // An error the agent could not tie to a request (our line was unreadable): fail everything in flight.
+        if (!m.ok) this.#fatal(new ProtocolError(m.error.code, m.error.message, { remote: true }));
+        continue;
+      }
+      this.#pending.delete(m.id!);
+      if (m.ok) {
+        p.onResult?.(m.result);
+        p.resolve(m.result);
+      } else p.reject(new ProtocolError(m.error.code, m.error.message, { remote: true }));
+    }
+  }
+
+  #paced = (backlog: number) => {
+    if (this.#paused && backlog <= HIGH_WATER / 2) {
+      this.#paused = false;
+      this.#socket.resume();
+    }
+  };
+
+  #fatal(error: ProtocolError): void {
+    this.#shutdown(error);
+    this.#socket.destroy();
+  }
+
+  #shutdown(error: ProtocolError): void {
+    if (this.#closed !== undefined) return;
+    this.#closed = error;
+    for (const p of this.#pending.values()) p.reject(error);
+    this.#pending.clear();
+    for (const q of this.#streams.values()) {
+      if (error.code === 'ERR_AGENT_CLOSED') q.push({ stream: q.stream, kind: 'end', reason: 'connection closed' });
+      else q.fail(error);
+    }
+    this.#streams.clear();
+  }
+
+  #request(body: Record<string, unknown>, onResult?: (v: unknown) => void): Promise<unknown> {
+    if (this.#closed !== undefined) return Promise.reject(this.#closed);
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, ...(onResult ? { onResult } : {}) });
+      this.#socket.write(encodeLine({ id, ...body } as Request));
+    });
+  }
+
+  createSession(spec: SessionSpec): Promise<SessionStatus> {
+    return this.#request({ op: 'create', session: spec }) as Promise<SessionStatus>;
+  }
+  start(name: string): Promise<SessionStatus> {
+    return this.#request({ op: 'start', name }) as Promise<SessionStatus>;
+  }
+  stop(name: string): Promise<SessionStatus> {
+    return this.#request({ op: 'stop', name }) as Promise<SessionStatus>;
+  }
+  snapshot(name: string, options: { dir?: string; format?: OutputFormat } = {}): Promise<SnapshotResult> {
+    return this.#request({ op: 'snapshot', name, ...options }) as Promise<SnapshotResult>;
+  }
+  async destroy(name: string): Promise<void> {
+    await this.#request({ op: 'destroy', name });
+  }
+  list(): Promise<SessionStatus[]> {
+    return this.#request({ op: 'list' }) as Promise<SessionStatus[]>;
+  }
+  status(name: string): Promise<SessionStatus> {
+    return this.#request({ op: 'status', name }) as Promise<SessionStatus>;
+  }
+  trigger(name: string, trigger: TriggerSpec): Promise<SessionStatus> {
+    return this.#request({ op: 'trigger', name, trigger }) as Promise<SessionStatus>;
+  }
+
+  async subscribe(name: string, options: SubscribeOptions = {}): Promise<Subscription> {
+    let queue: StreamQueue | undefined;
+    // Registered while the reply line is handled, before any of the stream's messages that follow it in the same read.
+    const result = (await this.#request({ op: 'subscribe', name, ...options }, (r) => {
+      const stream = (r as SubscribeResult).stream;
+      queue = new StreamQueue(stream, this.#paced);
+      this.#streams.set(stream, queue);
+    })) as SubscribeResult;
+    const q = queue!;
+    const iterator = q.items();
+    return {
+      stream: result.stream,
+      get endReason() {
+        return q.endReason;
+      },
+      [Symbol.asyncIterator]: () => iterator,
+      close: async () => {
+        if (this.#closed !== undefined || !this.#streams.has(q.stream)) return;
+        await this.#request({ op: 'unsubscribe', stream: q.stream }).catch(() => {});
+      },
+    };
+  }
+
+  close(): void {
+    this.#shutdown(new ProtocolError('ERR_AGENT_CLOSED', `connection to ${this.#path} closed by the client`));
+    this.#socket.end();
+  }
+}

@@ -1,0 +1,39 @@
+export {
+  type AgentClient,
+  connectAgent,
+  type SubscribeOptions,
+  type Subscription,
+  type SubscriptionItem,
+} from './client.ts';
+export {
+  AGENT_ERROR_CODES,
+  type AgentErrorCode,
+  type LocalErrorCode,
+  ProtocolError,
+  type ProtocolErrorCode,
+} from './errors.ts';
+export { encodeLine, type Frame, LineDecoder, MAX_REQUEST_BYTES, MAX_SERVER_MESSAGE_BYTES } from './framing.ts';
+export {
+  type CpuStatus,
+  type HelloResult,
+  type LiveEvent,
+  type OutputFormat,
+  PROTOCOL_VERSION,
+  REQUEST_OPS,
+  type Request,
+  type RequestOp,
+  type Response,
+  type ServerMessage,
+  type SessionMode,
+  type SessionSourceKind,
+  type SessionSpec,
+  type SessionState,
+  type SessionStatus,
+  type SnapshotResult,
+  type StreamMessage,
+  type SubscribeResult,
+  type TriggerSignal,
+  type TriggerSpec,
+} from './messages.ts';
+export { defaultSocketPath } from './paths.ts';
+export { MAX_ITEMS, MAX_TEXT, type Parsed, parseRequest, parseServerMessage, SESSION_NAME } from './validate.ts';

@@ -1,0 +1,172 @@
+/**
+ * Every message of the agent's control protocol (PROTOCOL.md is the prose version). Requests go from client to
+ * agent, each with a client-chosen `id`; the agent answers each with exactly one {@link Response} carrying the same
+ * `id`, and sends {@link StreamMessage}s for the subscriptions a client opened.
+ */
+import type { AgentErrorCode } from './errors.ts';
+
+/** The protocol version this package speaks; `hello` negotiates it. */
+export const PROTOCOL_VERSION = 1;
+
+export type SessionMode = 'overwrite' | 'discard';
+export type SessionSourceKind = 'kernel' | 'demo' | 'auto';
+export type OutputFormat = 'tracedat' | 'ctf';
+export type SessionState = 'created' | 'running' | 'stopped' | 'failed';
+export type TriggerSignal = 'SIGUSR1' | 'SIGUSR2';
+
+/** What takes a trace-shot of an overwrite-mode session besides the `snapshot` request. */
+export type TriggerSpec =
+  /** An event matching an ftrace filter expression (checked against every event class of the session). */
+  | { readonly kind: 'event'; readonly filter: string }
+  /** A signal sent to the agent process. */
+  | { readonly kind: 'signal'; readonly signal: TriggerSignal };
+
+/** Everything `evtrace session create` says about a session. */
+export interface SessionSpec {
+  /** 1-64 characters of `[A-Za-z0-9_.-]`, not starting with `.` or `-`. */
+  readonly name: string;
+  /** Event patterns (`kmem:kmalloc`, `sched:*`). At least one. */
+  readonly events: readonly string[];
+  readonly filter?: string;
+  readonly mode: SessionMode;
+  /** Per-CPU buffer size in bytes. */
+  readonly bufferSize?: number;
+  /** Files written while recording. */
+  readonly output?: { readonly dir: string; readonly format: OutputFormat };
+  /** Start a new output file after this many bytes or seconds. */
+  readonly rotate?: { readonly bytes?: number; readonly seconds?: number };
+  /** Default `auto`: the kernel when the agent is root with tracefs, else the demo source. */
+  readonly source?: SessionSourceKind;
+  readonly triggers?: readonly TriggerSpec[];
+}
+
+/** A request. `id` is a non-negative integer the client chooses; replies carry it back. */
+export type Request =
+  | { readonly id: number; readonly op: 'hello'; readonly version: number; readonly client?: string }
+  | { readonly id: number; readonly op: 'create'; readonly session: SessionSpec }
+  | { readonly id: number; readonly op: 'start' | 'stop' | 'destroy' | 'status'; readonly name: string }
+  | {
+      readonly id: number;
+      readonly op: 'snapshot';
+      readonly name: string;
+      readonly dir?: string;
+      readonly format?: OutputFormat;
+    }
+  | { readonly id: number; readonly op: 'list' }
+  | { readonly id: number; readonly op: 'trigger'; readonly name: string; readonly trigger: TriggerSpec }
+  | {
+      readonly id: number;
+      readonly op: 'subscribe';
+      readonly name: string;
+      /** Send the session's recent window first. Default true. */
+      readonly window?: boolean;
+      /** Events this viewer may have queued before it loses some. Default 10000, at most 100000. */
+      readonly queue?: number;
+    }
+  | { readonly id: number; readonly op: 'unsubscribe'; readonly stream: number };
+
+export type RequestOp = Request['op'];
+
+/** Every op, for validation and help. */
+export const REQUEST_OPS: readonly RequestOp[] = [
+  'hello',
+  'create',
+  'start',
+  'stop',
+  'destroy',
+  'status',
+  'snapshot',
+  'list',
+  'trigger',
+  'subscribe',
+  'unsubscribe',
+];
+
+/** One CPU's counters in a status. */
+export interface CpuStatus {
+  readonly cpu: number;
+  readonly events: number;
+  readonly lost: number;
+  readonly bytes: number;
+}
+
+/** A session as `status` and `list` report it. */
+export interface SessionStatus {
+  readonly name: string;
+  readonly state: SessionState;
+  readonly mode: SessionMode;
+  /** `kernel` or `demo` (after `auto` was resolved). */
+  readonly source: string;
+  /** True for the demo source: its events are synthetic. */
+  readonly demo: boolean;
+  readonly events: number;
+  /** Events lost by the kernel or the session's buffers (discard mode: dropped; never a viewer's loss). */
+  readonly lost: number;
+  /** Overwrite mode: events the buffer let go to make room (the flight recorder's normal forgetting). */
+  readonly overwritten: number;
+  readonly bytes: number;
+  readonly cpus: readonly CpuStatus[];
+  readonly viewers: number;
+  /** Events viewers lost by reading too slowly, summed. */
+  readonly viewerLost: number;
+  readonly snapshots: number;
+  /** Output files finished so far. */
+  readonly files: readonly string[];
+  /** The tracefs instance, for kernel sessions. */
+  readonly instance?: string;
+  /** Why a failed session failed. */
+  readonly error?: { readonly code: string; readonly message: string };
+  readonly spec: SessionSpec;
+}
+
+export interface HelloResult {
+  readonly protocol: number;
+  readonly agent: string;
+  readonly pid: number;
+}
+
+export interface SnapshotResult {
+  /** The trace-shot written: a trace.dat file or a CTF directory. */
+  readonly path: string;
+  readonly format: OutputFormat;
+  readonly events: number;
+  readonly bytes: number;
+}
+
+export interface SubscribeResult {
+  /** The stream id that the stream messages carry. */
+  readonly stream: number;
+}
+
+/** A reply. */
+export type Response =
+  | { readonly id: number; readonly ok: true; readonly result: unknown }
+  | {
+      readonly id: number | null;
+      readonly ok: false;
+      readonly error: { readonly code: AgentErrorCode; readonly message: string };
+    };
+
+/** One event as `evtrace cat --json` prints it. */
+export interface LiveEvent {
+  /** Nanoseconds, as a decimal string (they exceed 2^53). */
+  readonly ts_ns: string;
+  readonly cpu: number | null;
+  /** `system:event`. */
+  readonly event: string;
+  /** Integers beyond 2^53 as decimal strings. */
+  readonly fields: Readonly<Record<string, unknown>>;
+}
+
+/** Messages of a subscription. */
+export type StreamMessage =
+  /** Events in time order per CPU. */
+  | { readonly stream: number; readonly kind: 'events'; readonly events: readonly LiveEvent[] }
+  /** The recent window has been sent; what follows is live. */
+  | { readonly stream: number; readonly kind: 'live' }
+  /** This viewer lost `lost` events since the last notice (its queue was full), `total` since it subscribed. */
+  | { readonly stream: number; readonly kind: 'loss'; readonly lost: number; readonly total: number }
+  /** The stream ended (session stopped or destroyed, unsubscribed); no more messages follow. */
+  | { readonly stream: number; readonly kind: 'end'; readonly reason: string };
+
+export type ServerMessage = Response | StreamMessage;

@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { parseRequest, parseServerMessage } from './validate.ts';
+
+describe('parseRequest', () => {
+  it('reads a full create request', () => {
+    const r = parseRequest(
+      JSON.stringify({
+        id: 7,
+        op: 'create',
+        session: {
+          name: 'flight-1',
+          events: ['kmem:kmalloc', 'sched:*'],
+          filter: 'bytes_req > 64',
+          mode: 'overwrite',
+          bufferSize: 1 << 20,
+          output: { dir: '/var/lib/x', format: 'ctf' },
+          rotate: { bytes: 1 << 24 },
+          source: 'demo',
+          triggers: [
+            { kind: 'event', filter: 'bytes_req > 4000' },
+            { kind: 'signal', signal: 'SIGUSR1' },
+          ],
+        },
+      }),
+    );
+    expect(r.ok).toBe(true);
+    if (r.ok && r.value.op === 'create') {
+      expect(r.value.session.rotate).toEqual({ bytes: 1 << 24 });
+      expect(r.value.session.triggers).toHaveLength(2);
+    }
+  });
+
+  it.each([
+    ['{', 'ERR_BAD_MESSAGE', null, /not JSON/],
+    ['[1]', 'ERR_BAD_MESSAGE', null, /JSON object/],
+    ['{"op":"list"}', 'ERR_BAD_MESSAGE', null, /id/],
+    ['{"id":-1,"op":"list"}', 'ERR_BAD_MESSAGE', null, /id/],
+    ['{"id":3,"op":"explode"}', 'ERR_UNKNOWN_OP', 3, /unknown op 'explode'/],
+    ['{"id":4,"op":"start","name":"../etc"}', 'ERR_BAD_MESSAGE', 4, /request\.name/],
+    [
+      '{"id":5,"op":"create","session":{"name":"a","events":[],"mode":"overwrite"}}',
+      'ERR_BAD_MESSAGE',
+      5,
+      /session\.events/,
+    ],
+    [
+      '{"id":6,"op":"create","session":{"name":"a","events":["x:y"],"mode":"ring"}}',
+      'ERR_BAD_MESSAGE',
+      6,
+      /session\.mode/,
+    ],
+    [
+      '{"id":8,"op":"create","session":{"name":"a","events":["x:y"],"mode":"discard","rotate":{"bytes":10}}}',
+      'ERR_BAD_MESSAGE',
+      8,
+      /needs output/,
+    ],
+    ['{"id":9,"op":"subscribe","name":"a","queue":0}', 'ERR_BAD_MESSAGE', 9, /queue/],
+    [
+      '{"id":10,"op":"trigger","name":"a","trigger":{"kind":"signal","signal":"SIGKILL"}}',
+      'ERR_BAD_MESSAGE',
+      10,
+      /signal/,
+    ],
+    ['{"id":11,"op":"hello","version":"1"}', 'ERR_BAD_MESSAGE', 11, /version/],
+  ])('rejects %s with %s', (line, code, id, message) => {
+    const r = parseRequest(line);
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      expect(r.code).toBe(code);
+      expect(r.id).toBe(id);
+      expect(r.message).toMatch(message);
+    }
+  });
+
+  it('ignores __proto__ keys instead of polluting prototypes', () => {
+    const r = parseRequest('{"id":1,"op":"list","__proto__":{"polluted":true}}');
+    expect(r.ok).toBe(true);
+    expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
+  });
+});
+
+describe('parseServerMessage', () => {
+  it('reads replies, error replies and stream messages', () => {
+    expect(parseServerMessage('{"id":1,"ok":true,"result":{"stream":3}}')).toEqual({
+      ok: true,
+      value: { id: 1, ok: true, result: { stream: 3 } },
+    });
+    const err = parseServerMessage('{"id":null,"ok":false,"error":{"code":"ERR_TOO_LARGE","message":"big"}}');
+    expect(err.ok && !('stream' in err.value) && !err.value.ok && err.value.error.code).toBe('ERR_TOO_LARGE');
+    const ev = parseServerMessage(
+      '{"stream":3,"kind":"events","events":[{"ts_ns":"12","cpu":0,"event":"kmem:kfree","fields":{"ptr":"1"}}]}',
+    );
+    expect(ev.ok).toBe(true);
+    expect(parseServerMessage('{"stream":3,"kind":"loss","lost":5,"total":9}')).toEqual({
+      ok: true,
+      value: { stream: 3, kind: 'loss', lost: 5, total: 9 },
+    });
+  });
+
+  it('maps an error code it does not know to ERR_INTERNAL and rejects malformed stream messages', () => {
+    const r = parseServerMessage('{"id":2,"ok":false,"error":{"code":"ERR_FUTURE","message":"m"}}');
+    expect(r.ok && !('stream' in r.value) && !r.value.ok && r.value.error.code).toBe('ERR_INTERNAL');
+    expect(parseServerMessage('{"stream":1,"kind":"events","events":[{"cpu":0}]}').ok).toBe(false);
+    expect(parseServerMessage('{"stream":1,"kind":"teleport"}').ok).toBe(false);
+    expect(parseServerMessage('{"hello":1}').ok).toBe(false);
+  });
+});
