@@ -8,8 +8,15 @@ export {
 } from './catalog.ts';
 export { DEMO_EVENTS, DEMO_LABEL, type DemoOptions, recordDemo } from './demo.ts';
 export { TracefsError, type TracefsErrorCode } from './errors.ts';
-export { type EventFilterPlan, lastErrorLogEntry, planEventFilter } from './filter.ts';
-export { cleanStaleInstances, createInstance, type Instance, listInstances, OWN_INSTANCE } from './instance.ts';
+export { type EventFilterPlan, lastErrorLogEntry, planEventFilter, writeKernelFilter } from './filter.ts';
+export {
+  cleanStaleInstances,
+  createInstance,
+  type Instance,
+  listInstances,
+  OWN_INSTANCE,
+  removeInstanceDir,
+} from './instance.ts';
 export { type FindTracefsOptions, findTracefs, TRACEFS_MOUNT_POINT, tracefsInMounts } from './mount.ts';
 export {
   type FinalizeOptions,

@@ -1,0 +1,68 @@
+/**
+ * Errors of @evtrace/persistent-events. Every failure raises a {@link PersistentError} whose `code` says what kind of
+ * failure it is; `path` names the file or tracefs directory involved and `offset` the byte offset in that file.
+ */
+
+/** Error codes of @evtrace/persistent-events. Never reuse a code for another meaning. */
+export type PersistentErrorCode =
+  /** A buffer name that is not allowed (empty segment, path traversal, bad character, too long). */
+  | 'ERR_NAME'
+  /** Options out of range (size, page size, mode, group, event classes). */
+  | 'ERR_ARGUMENT'
+  /** A buffer of that name already exists: creation never replaces one. */
+  | 'ERR_EXISTS'
+  /** No buffer of that name. */
+  | 'ERR_NOT_FOUND'
+  /** The caller may not open the buffer this way (file mode, owner, group; tracefs needs root). */
+  | 'ERR_PERMISSION'
+  /** The buffer file is not a persistent buffer, or is damaged or truncated (`offset` says where). */
+  | 'ERR_CORRUPT'
+  /** Another live process writes the buffer. */
+  | 'ERR_WRITER_BUSY'
+  /** The handle was opened read-only, or closed. */
+  | 'ERR_READ_ONLY'
+  | 'ERR_CLOSED'
+  /** The kernel lacks what the operation needs (tracefs, a boot-time persistent buffer). */
+  | 'ERR_UNSUPPORTED'
+  /** Any other system call failure. */
+  | 'ERR_IO';
+
+export class PersistentError extends Error {
+  readonly code: PersistentErrorCode;
+  /** The file or directory involved, when there is one. */
+  readonly path: string | undefined;
+  /** Byte offset in `path` where the damage was found (ERR_CORRUPT). */
+  readonly offset: number | undefined;
+  /** The errno name of a failed system call (EACCES, ENOENT...). */
+  readonly errno: string | undefined;
+  constructor(
+    code: PersistentErrorCode,
+    message: string,
+    options: { path?: string; offset?: number; errno?: string; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'PersistentError';
+    this.code = code;
+    this.path = options.path;
+    this.offset = options.offset;
+    this.errno = options.errno;
+  }
+}
+
+/** Wraps a failed system call on `path`: permission, existence and the rest get their own codes. */
+export function fsError(path: string, error: unknown, what: string): PersistentError {
+  const errno = (error as NodeJS.ErrnoException)?.code;
+  const code =
+    errno === 'EACCES' || errno === 'EPERM'
+      ? 'ERR_PERMISSION'
+      : errno === 'ENOENT'
+        ? 'ERR_NOT_FOUND'
+        : errno === 'EEXIST'
+          ? 'ERR_EXISTS'
+          : 'ERR_IO';
+  return new PersistentError(code, `${what}: ${path}: ${errno ?? (error as Error)?.message ?? String(error)}`, {
+    path,
+    ...(errno !== undefined ? { errno } : {}),
+    cause: error,
+  });
+}
