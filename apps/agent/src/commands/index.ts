@@ -9,6 +9,7 @@ type Register = (program: Command, io: CliIO) => void;
  * loading was most of a short recording's CPU).
  */
 const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
+  bts: async () => (await import('./bts.ts')).registerBts,
   cat: async () => (await import('./cat.ts')).registerCat,
   convert: async () => (await import('./convert.ts')).registerConvert,
   demo: async () => (await import('./demo.ts')).registerDemo,

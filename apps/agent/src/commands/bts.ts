@@ -1,0 +1,330 @@
+import { readFileSync } from 'node:fs';
+import {
+  type BranchFormat,
+  type BranchInput,
+  type BranchList,
+  BtsError,
+  callHistory,
+  captureHardware,
+  captureQemu,
+  detectHardware,
+  edgeCoverage,
+  FunctionNames,
+  formatCallHistory,
+  hexAddress,
+  hotEdges,
+  inSpace,
+  lastBranches,
+  readBranchInput,
+  Symbolizer,
+} from '@evtrace/hw-bts';
+import { Kallsyms } from '@evtrace/trace-format';
+import type { Command } from 'commander';
+import { ExitCode } from '../exit-codes.ts';
+import { setExamples } from '../help.ts';
+import { addCommand, CliExit, type CliIO } from '../program.ts';
+import { bufferedWriter } from './cat.ts';
+
+interface ReportOptions {
+  last?: string;
+  calls?: boolean;
+  hot?: boolean;
+  coverage?: boolean;
+  task?: string;
+  user?: boolean;
+  kernel?: boolean;
+  symbols?: string[];
+  kallsyms?: string;
+  format?: BranchFormat;
+  json?: boolean;
+}
+
+const FORMATS: readonly BranchFormat[] = [
+  'bts64',
+  'bts32',
+  'perf-data',
+  'perf-script',
+  'qemu-log',
+  'gdb-instruction-history',
+  'gdb-call-history',
+];
+
+/** `evtrace bts report|record`: branch traces. */
+export function registerBts(program: Command, io: CliIO): void {
+  const bts = addCommand(program, 'bts')
+    .summary('branch traces: report on BTS, perf, gdb and QEMU branch data; record one')
+    .description(
+      `Branch traces: every taken branch (from, to, flags). "report" reads raw Branch Trace Store records, perf.data
+with intel_bts AUX data, perf script branch stacks (brstack, brstacksym, brstackoff; both flag layouts), gdb's
+record instruction-history and function-call-history, and QEMU user-mode block logs (a software source), and
+prints the last branches, the call history, hot edges and edge coverage. "record" captures a program.`,
+    );
+  registerReport(addCommand(bts, 'report'), io);
+  registerRecord(addCommand(bts, 'record'), io);
+  setExamples(
+    bts,
+    `evtrace bts record -o prog.log -- ./prog      capture (hardware BTS if present, else QEMU)
+evtrace bts report prog.log --calls --symbols ./prog`,
+  );
+}
+
+function registerReport(cmd: Command, io: CliIO): void {
+  cmd
+    .summary('print the last branches, call history, hot edges or edge coverage of a branch trace')
+    .description(
+      `Reads INPUT (format detected from its content unless --format says) and prints, in this order, what the
+options ask for; with none, the last 20 branches. Branch rows show FROM -> TO with symbols (ELF files given with
+--symbols, kernel addresses through --kallsyms), the branch kind and flags (P predicted, M mispredicted, X in
+transaction, A abort). --calls prints the function call history like gdb's "record function-call-history /c": one
+line per stretch in a function, indented two spaces per nesting level. --user and --kernel select branches by their
+source address (at or above 0x8000000000000000 is kernel), so a user-only view drops the kernel-to-user returns as
+gdb does. With --json, one JSON object: branch rows carry "from" and "to" as hex strings, "flags", "kind", and
+"from_symbol"/"to_symbol" when known. Problems in the input (truncated records, malformed lines) are reported on
+stderr with where they are; the valid data around them is used.`,
+    )
+    .argument('<input>', 'branch trace file')
+    .option('--last <n>', 'print the last N branches')
+    .option('--calls', 'print the function call history with nesting')
+    .option('--hot', 'print the edges by how often they were taken, with misprediction counts')
+    .option('--coverage', 'print edge coverage: distinct edges overall and per function')
+    .option('--task <pid>', 'only branches of this thread id')
+    .option('--user', 'only branches from user space')
+    .option('--kernel', 'only branches from kernel space')
+    .option('--symbols <elf...>', 'ELF files to symbolize with (ELF or ELF@0xLOADBIAS for a PIE or shared object)')
+    .option('--kallsyms <file>', 'a copy of /proc/kallsyms for kernel addresses')
+    .option('--format <format>', `input format: ${FORMATS.join(', ')}`)
+    .option('--json', 'one JSON object on stdout')
+    .action((input: string, options: ReportOptions) => report(input, options, io));
+  setExamples(
+    cmd,
+    `evtrace bts report prog.log --last 10 --symbols ./prog    QEMU log of ./prog: the last 10 branches
+evtrace bts report prog.log --calls --symbols ./prog       call history with nesting
+evtrace bts report perf.txt --hot --task 4322              perf script -F tid,brstack output, one thread
+evtrace bts report trace.bts --user --coverage --json      raw 24-byte BTS records`,
+  );
+}
+
+function usage(message: string): never {
+  throw new CliExit(ExitCode.Usage, message);
+}
+
+function report(input: string, o: ReportOptions, io: CliIO): void {
+  if (o.user && o.kernel) usage('--user and --kernel exclude each other');
+  if (o.format !== undefined && !FORMATS.includes(o.format)) usage(`--format must be one of ${FORMATS.join(', ')}`);
+  let last = o.last === undefined ? undefined : Number(o.last);
+  if (o.last !== undefined && !/^\d+$/.test(o.last)) usage(`--last must be a non-negative integer, not '${o.last}'`);
+  if (o.task !== undefined && !/^\d+$/.test(o.task)) usage(`--task must be a thread id, not '${o.task}'`);
+  if (last === undefined && !o.calls && !o.hot && !o.coverage) last = 20;
+  const symbols = o.symbols === undefined && o.kallsyms === undefined ? undefined : loadSymbols(o);
+  let decoded: BranchInput;
+  try {
+    decoded = readBranchInput(input, o.format !== undefined ? { format: o.format } : {});
+  } catch (error) {
+    if (error instanceof BtsError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
+    throw error;
+  }
+  for (const p of decoded.problems) io.stderr(`evtrace: warning: ${p.code}: ${p.message}\n`);
+  for (const n of decoded.notes) io.stderr(`evtrace: ${n}\n`);
+  const out = bufferedWriter(io.stdout);
+  if (decoded.format === 'gdb-call-history') {
+    if (last !== undefined && o.last !== undefined) usage('a gdb function-call-history has no branches: use --calls');
+    if (o.hot || o.coverage || o.task !== undefined || o.user || o.kernel)
+      usage('a gdb function-call-history has functions only: --calls is the one analysis it supports');
+    if (o.json) out.put(`${JSON.stringify({ format: decoded.format, calls: decoded.segments })}\n`);
+    else out.put(formatCallHistory(decoded.segments));
+    out.flush();
+    if (decoded.segments.length === 0 && decoded.problems.length > 0)
+      throw new CliExit(ExitCode.Failure, 'no call history could be read');
+    return;
+  }
+  let list: BranchList = decoded.branches;
+  if (list.length === 0 && decoded.problems.length > 0)
+    throw new CliExit(ExitCode.Failure, `no branches could be read from ${input}`);
+  if (o.task !== undefined) {
+    const tid = Number(o.task);
+    if (list.length > 0 && !list.tid.subarray(0, list.length).some((t) => t >= 0))
+      throw new CliExit(
+        ExitCode.Failure,
+        `--task: ${input} (${decoded.format}) does not say which task ran each branch`,
+      );
+    list = list.filter((i) => list.tid[i] === tid);
+  }
+  if (o.user || o.kernel) {
+    const space = o.user ? 'user' : 'kernel';
+    const all = list;
+    list = all.filter((i) => inSpace(all, i, space));
+  }
+  const names = new FunctionNames(list, symbols);
+  const json: Record<string, unknown> = { format: decoded.format, branches: list.length };
+  const text: string[] = [];
+  if (last !== undefined) {
+    const rows = lastBranches(list, last);
+    if (o.json) json.last = rows.map((i) => branchRow(list, names, i));
+    else
+      text.push(
+        `last ${rows.length} of ${list.length} branches (oldest first)\n${rows.map((i) => branchLine(list, names, i)).join('')}`,
+      );
+  }
+  if (o.calls) {
+    const segs = callHistory(list, symbols);
+    if (o.json) json.calls = segs;
+    else text.push(`call history (${segs.length} segments)\n${formatCallHistory(segs)}`);
+  }
+  if (o.hot) {
+    const edges = hotEdges(list, 50);
+    if (o.json)
+      json.hot = edges.map((e) => ({
+        ...branchRow(list, names, e.example),
+        count: e.count,
+        mispredicted: e.mispredicted,
+        predicted: e.predicted,
+      }));
+    else
+      text.push(
+        `hot edges (top ${edges.length})\n${'count'.padStart(10)} ${'mispred'.padStart(8)}  edge\n${edges
+          .map(
+            (e) =>
+              `${String(e.count).padStart(10)} ${String(e.mispredicted).padStart(8)}  ${names.label(e.example, 0)} -> ${names.label(e.example, 1)}\n`,
+          )
+          .join('')}`,
+      );
+  }
+  if (o.coverage) {
+    const cov = edgeCoverage(list, symbols);
+    if (o.json) json.coverage = cov;
+    else
+      text.push(
+        `edge coverage: ${cov.edges} distinct edges in ${cov.branches} branches, ${cov.functions.length} functions\n${'edges'.padStart(8)} ${'branches'.padStart(10)} ${'entered'.padStart(8)}  function\n${cov.functions
+          .map(
+            (f) =>
+              `${String(f.edges).padStart(8)} ${String(f.branches).padStart(10)} ${String(f.entered).padStart(8)}  ${f.name}\n`,
+          )
+          .join('')}`,
+      );
+  }
+  if (o.json) {
+    json.problems = decoded.problems.map((p) => ({ code: p.code, message: p.message }));
+    json.notes = decoded.notes;
+    out.put(`${JSON.stringify(json)}\n`);
+  } else out.put(text.join('\n'));
+  out.flush();
+}
+
+function loadSymbols(o: ReportOptions): Symbolizer {
+  const s = new Symbolizer();
+  for (const spec of o.symbols ?? []) {
+    const at = spec.lastIndexOf('@0x');
+    const path = at > 0 ? spec.slice(0, at) : spec;
+    const bias = at > 0 ? BigInt(spec.slice(at + 1)) : 0n;
+    try {
+      s.addElf(path, bias);
+    } catch (error) {
+      if (error instanceof BtsError) throw new CliExit(ExitCode.Failure, `--symbols: ${error.code}: ${error.message}`);
+      throw error;
+    }
+  }
+  if (o.kallsyms !== undefined) {
+    let text: string;
+    try {
+      text = readFileSync(o.kallsyms, 'utf8');
+    } catch (error) {
+      throw new CliExit(
+        ExitCode.Failure,
+        `--kallsyms: cannot read ${o.kallsyms}: ${(error as NodeJS.ErrnoException).code}`,
+      );
+    }
+    s.setKallsyms(Kallsyms.parse(text));
+  }
+  return s;
+}
+
+const FLAG_LETTERS: Readonly<Record<string, string>> = { predicted: 'P', mispredicted: 'M', inTx: 'X', abort: 'A' };
+
+function branchRow(list: BranchList, names: FunctionNames, i: number): Record<string, unknown> {
+  const b = list.at(i);
+  const row: Record<string, unknown> = {
+    index: i,
+    from: hexAddress(list.fromHi[i]!, list.fromLo[i]!),
+    to: hexAddress(list.toHi[i]!, list.toLo[i]!),
+    flags: b.flags,
+    kind: b.kind,
+  };
+  const fs = names.describe(i, 0);
+  const ts = names.describe(i, 1);
+  if (fs !== undefined) row.from_symbol = fs;
+  if (ts !== undefined) row.to_symbol = ts;
+  if (b.tid !== undefined) row.tid = b.tid;
+  if (b.cpu !== undefined) row.cpu = b.cpu;
+  if (b.cycles !== undefined) row.cycles = b.cycles;
+  if (b.time !== undefined) row.time_ns = b.time;
+  return row;
+}
+
+function branchLine(list: BranchList, names: FunctionNames, i: number): string {
+  const from = hexAddress(list.fromHi[i]!, list.fromLo[i]!);
+  const to = hexAddress(list.toHi[i]!, list.toLo[i]!);
+  const fs = names.describe(i, 0);
+  const ts = names.describe(i, 1);
+  const flags =
+    list
+      .at(i)
+      .flags.map((f) => FLAG_LETTERS[f])
+      .join('') || '-';
+  const task = list.tid[i]! >= 0 ? ` tid ${list.tid[i]}` : '';
+  return `${String(i).padStart(8)}  ${from}${fs ? ` <${fs}>` : ''} -> ${to}${ts ? ` <${ts}>` : ''}  ${list.kindOf(i)} ${flags}${task}\n`;
+}
+
+interface RecordOptions {
+  output?: string;
+  source?: string;
+}
+
+function registerRecord(cmd: Command, io: CliIO): void {
+  cmd
+    .summary('run a program and capture its branches (hardware BTS when present, else QEMU user mode)')
+    .description(
+      `Runs PROGRAM with ARGS and captures its taken branches. --source hardware uses the intel_bts PMU through
+perf record (a perf.data that "bts report" reads); --source qemu runs the program under QEMU user mode
+(qemu-x86_64 from Debian's qemu-user) and writes its block log: a SOFTWARE source, exact control flow but no
+prediction flags. --source auto (the default) takes the hardware when /sys/bus/event_source/devices has intel_bts,
+QEMU otherwise, and says which and why on stderr. The exit status is 1 when the program fails or is killed.`,
+    )
+    .argument('<program>', 'the program to run')
+    .argument('[args...]', 'its arguments (put -- before them when they start with -)')
+    .option('-o, --output <file>', 'where to write (default bts.qemu.log or bts.perf.data)')
+    .option('--source <source>', 'auto, hardware or qemu', 'auto')
+    .action(async (prog: string, args: string[], o: RecordOptions) => {
+      const source = o.source ?? 'auto';
+      if (!['auto', 'hardware', 'qemu'].includes(source))
+        usage(`--source must be auto, hardware or qemu, not '${source}'`);
+      const hw = detectHardware();
+      const useHw = source === 'hardware' || (source === 'auto' && hw.bts);
+      if (source === 'hardware' && !hw.bts) throw new CliExit(ExitCode.Failure, `ERR_BTS_UNSUPPORTED: ${hw.why}`);
+      try {
+        if (useHw) {
+          const output = o.output ?? 'bts.perf.data';
+          io.stderr(`evtrace: hardware source: intel_bts through perf record -> ${output}\n`);
+          const r = await captureHardware(prog, args, { output });
+          if (r.status !== 0) throw new CliExit(ExitCode.Failure, `perf record exited with status ${r.status}`);
+          return;
+        }
+        const output = o.output ?? 'bts.qemu.log';
+        if (source === 'auto') io.stderr(`evtrace: software source (QEMU user mode): ${hw.why}\n`);
+        const r = await captureQemu(prog, args, { log: output });
+        const decoded = readBranchInput(output, { format: 'qemu-log' });
+        io.stderr(
+          `evtrace: ${decoded.format === 'gdb-call-history' ? 0 : decoded.branches.length} branches of ${prog} in ${output} (read it with: evtrace bts report ${output} --symbols ${prog})\n`,
+        );
+        if (r.signal !== null) throw new CliExit(ExitCode.Failure, `${prog} was killed by ${r.signal}`);
+        if (r.status !== 0) throw new CliExit(ExitCode.Failure, `${prog} exited with status ${r.status}`);
+      } catch (error) {
+        if (error instanceof BtsError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
+        throw error;
+      }
+    });
+  setExamples(
+    cmd,
+    `evtrace bts record -o ls.log -- ls -l /      QEMU log of ls (on a machine without BTS)
+evtrace bts record --source hardware -o p.data -- ./prog`,
+  );
+}

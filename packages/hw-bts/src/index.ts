@@ -1,0 +1,44 @@
+export {
+  type CallSegment,
+  type Coverage,
+  callHistory,
+  edgeCoverage,
+  formatCallHistory,
+  type HotEdge,
+  hotEdges,
+  lastBranches,
+} from './analyses.ts';
+export {
+  addressKey,
+  BRANCH_KINDS,
+  type Branch,
+  type BranchExtra,
+  BranchFlag,
+  type BranchKind,
+  BranchList,
+  type Decoded,
+  hexAddress,
+  parseHexAddress,
+  splitAddress,
+} from './branch.ts';
+export { type ElfSymbol, type ElfSymbols, readElfSymbols } from './elf.ts';
+export { BtsError, type BtsErrorCode, type BtsLocation } from './errors.ts';
+export { type ParsedCallHistory, parseGdbCallHistory, parseGdbInstructionHistory } from './gdb.ts';
+export { captureHardware, detectHardware, type HardwareSupport } from './hardware.ts';
+export { type BranchFormat, type BranchInput, decodeBranchInput, detectFormat, readBranchInput } from './input.ts';
+export {
+  type AddressSpace,
+  BranchMultiplexer,
+  type ContextSpec,
+  inSpace,
+  selectSpace,
+  type TaskSwitch,
+  TraceContext,
+  X86_64_KERNEL_BOUNDARY,
+} from './multiplex.ts';
+export { FunctionNames } from './names.ts';
+export { decodePerfData, isPerfData } from './perf-data.ts';
+export { type PerfBranchField, type PerfScriptOptions, parsePerfScript } from './perf-script.ts';
+export { type CaptureQemuOptions, captureQemu, parseQemuLog, type QemuLogOptions, x86BranchKind } from './qemu.ts';
+export { BTS_RECORD_SIZE, type BtsRecordFormat, type DecodeBtsOptions, decodeBts, encodeBts } from './raw.ts';
+export { type SymbolHit, Symbolizer } from './symbols.ts';
