@@ -147,6 +147,14 @@ export class PersistentBuffer {
   get mode(): 'overwrite' | 'discard' {
     return this.ring.mode;
   }
+  /** Clock named in the header (`CLOCK_MONOTONIC` unless the producer supplies its own). */
+  get clockName(): string {
+    return this.ring.clockName;
+  }
+  /** Realtime minus clock at creation, in ns: Unix ns = timestamp + clockOffsetNs. */
+  get clockOffsetNs(): number {
+    return this.ring.clockOffsetNs;
+  }
   /** Largest payload of one record. */
   get maxPayload(): number {
     return this.ring.maxPayload;
@@ -233,7 +241,10 @@ export class PersistentBuffer {
   /** Size, state and ownership, as {@link listPersistent} shows them. */
   info(): BufferInfo {
     this.live('info()');
-    return describe(this.name, this.path, this.ring, this.meta, fstatSync(this.fd), this.mappers());
+    const m = this.mappers();
+    // Looking is not reading: this handle's own read-only mapping is not counted.
+    if (this.readOnly) m.readers = m.readers.filter((pid) => pid !== process.pid);
+    return describe(this.name, this.path, this.ring, this.meta, fstatSync(this.fd), m);
   }
 
   /**

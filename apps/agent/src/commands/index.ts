@@ -15,6 +15,8 @@ const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   demo: async () => (await import('./demo.ts')).registerDemo,
   filter: async () => (await import('./filter.ts')).registerFilter,
   list: async () => (await import('./list.ts')).registerList,
+  ls: async () => (await import('./ls.ts')).registerLs,
+  persistent: async () => (await import('./persistent.ts')).registerPersistent,
   record: async () => (await import('./record.ts')).registerRecord,
 };
 

@@ -1,0 +1,170 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Snapshot } from '@evtrace/ringbuf';
+import { findTracefs } from '@evtrace/tracefs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ExitCode } from '../exit-codes.ts';
+import { runCli } from '../program.ts';
+
+async function run(...args: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'agent-persistent-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A separate process writes `n` records (u32 i) into `name` through the library and dies of SIGKILL. */
+async function writeAndDie(name: string, n: number): Promise<void> {
+  const entry = new URL('../../node_modules/@evtrace/persistent-events/dist/index.js', import.meta.url).pathname;
+  const child = spawn(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import { openPersistent } from ${JSON.stringify(entry)};
+       const w = openPersistent(${JSON.stringify(name)}, { dir: ${JSON.stringify(dir)} }).writer();
+       for (let i = 0; i < ${n}; i++) { const at = w.reserve(i % 2, 4); w.view.setUint32(at, i, true); w.commit(); }
+       console.log('written');
+       setInterval(() => {}, 1000);`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await new Promise((r) => child.stdout.once('data', r));
+  const exited = new Promise((r) => child.on('exit', r));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+describe('evtrace persistent (user-space buffers)', () => {
+  it('create, write elsewhere and crash, ls, cat, snapshot, rm', async () => {
+    const created = await run(
+      'persistent',
+      'create',
+      'cli/app/flight',
+      '--size',
+      '64K',
+      '-e',
+      'app:a',
+      'app:b',
+      '--dir',
+      dir,
+    );
+    expect(created.stderr).toBe('');
+    expect(created.code).toBe(ExitCode.Ok);
+    expect(created.stdout).toBe(`created user buffer cli/app/flight: ${dir}/cli/app/flight.evrb (64K, overwrite)\n`);
+
+    await writeAndDie('cli/app/flight', 1000);
+
+    const ls = await run('ls', '--json', '--dir', dir);
+    expect(ls.code).toBe(ExitCode.Ok);
+    const listing = JSON.parse(ls.stdout);
+    const mine = listing.buffers.filter((b: { backend: string }) => b.backend === 'user');
+    expect(mine).toEqual([
+      expect.objectContaining({
+        name: 'cli/app/flight',
+        size: 65536,
+        mode: 'overwrite',
+        writers: 0,
+        readers: 0,
+        lost: 0,
+        owner: expect.any(String),
+        classes: ['app:a', 'app:b'],
+      }),
+    ]);
+    expect(mine[0].fill).toBeGreaterThan(0);
+    const table = await run('ls', '--dir', dir);
+    expect(table.stdout).toMatch(/^BACKEND\s+NAME\s+SIZE\s+MODE\s+FILL\s+LOST\s+WRITERS\s+READERS\s+OWNER\s+CREATED$/m);
+    expect(table.stdout).toMatch(/^user\s+cli\/app\/flight\s+64K\s+overwrite\s+\d+%\s+0\s+0\s+0\s+/m);
+
+    const cat = await run('persistent', 'cat', 'cli/app/flight', '--json', '--dir', dir);
+    expect(cat.code).toBe(ExitCode.Ok);
+    const records = cat.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(records).toHaveLength(1000);
+    records.forEach((r, i) => {
+      expect(r.class).toBe(i % 2 ? 'app:b' : 'app:a');
+      expect(Buffer.from(r.payload, 'hex').readUInt32LE(0)).toBe(i);
+    });
+    const text = await run('persistent', 'cat', 'cli/app/flight', '--dir', dir);
+    expect(text.stdout.split('\n')[1]).toMatch(/^\s+\d+\.\d{9} app:b\s+01000000$/);
+
+    const out = join(dir, 'snap.pages');
+    const snap = await run('persistent', 'snapshot', 'cli/app/flight', '-o', out, '--dir', dir);
+    expect(snap.stdout).toMatch(/^1000 records, \d+ bytes -> /);
+    const pages = new Snapshot(new Uint8Array(readFileSync(out)), 4096);
+    let n = 0;
+    while (pages.next()) expect(pages.view.getUint32(pages.offset, true)).toBe(n++);
+    expect(n).toBe(1000);
+
+    const again = await run('persistent', 'create', 'cli/app/flight', '--size', '64K', '--dir', dir);
+    expect(again.code).toBe(ExitCode.Failure);
+    expect(again.stderr).toMatch(/ERR_EXISTS: a buffer named cli\/app\/flight already exists/);
+
+    const rm = await run('persistent', 'rm', 'cli/app/flight', '--dir', dir);
+    expect(rm.code).toBe(ExitCode.Ok);
+    expect(existsSync(join(dir, 'cli'))).toBe(false);
+    expect((await run('persistent', 'cat', 'cli/app/flight', '--dir', dir)).stderr).toMatch(/ERR_NOT_FOUND/);
+  });
+
+  it('bad names and sizes are usage errors', async () => {
+    const bad = await run('persistent', 'create', '../etc/x', '--size', '64K', '--dir', dir);
+    expect(bad.code).toBe(ExitCode.Usage);
+    expect(bad.stderr).toMatch(/ERR_NAME: name "\.\.\/etc\/x", column 1: \.\. would leave the namespace/);
+    const size = await run('persistent', 'create', 'x', '--size', '12Q', '--dir', dir);
+    expect(size.code).toBe(ExitCode.Usage);
+    expect(size.stderr).toMatch(/--size "12Q" is not a size/);
+  });
+});
+
+function tracefsWhy(): string {
+  if (process.getuid?.() !== 0) return 'not root: tracefs instances need root';
+  try {
+    findTracefs();
+    return '';
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+const why = tracefsWhy();
+
+describe.skipIf(why !== '')(`evtrace persistent --kernel${why ? ` (skipped: ${why})` : ''}`, () => {
+  it('creates a tracefs instance that ls lists and cat prints, and rm removes', async () => {
+    const name = `cli${process.pid}/sched`;
+    const created = await run(
+      'persistent',
+      'create',
+      name,
+      '--kernel',
+      '--size',
+      '64K',
+      '-e',
+      'sched:sched_process_exec',
+    );
+    try {
+      expect(created.stderr).toBe('');
+      expect(created.stdout).toMatch(
+        new RegExp(`created kernel buffer ${name}: .*/instances/evtrace\\.p\\.cli${process.pid}:sched`),
+      );
+      spawn('/bin/true');
+      await new Promise((r) => setTimeout(r, 100));
+      const ls = JSON.parse((await run('ls', '--json', '--dir', dir)).stdout);
+      expect(ls.buffers).toContainEqual(
+        expect.objectContaining({ backend: 'kernel', name, mode: 'overwrite', classes: ['sched:sched_process_exec'] }),
+      );
+      expect(ls.bootAbsent).toMatch(/no boot-time persistent ring buffer/);
+      const cat = await run('persistent', 'cat', name, '--kernel');
+      expect(cat.stdout).toMatch(/sched_process_exec: filename=\/bin\/true/);
+    } finally {
+      const rm = await run('persistent', 'rm', name, '--kernel');
+      expect(rm.code).toBe(ExitCode.Ok);
+    }
+    expect((await run('persistent', 'cat', name, '--kernel')).stderr).toMatch(/ERR_NOT_FOUND/);
+  });
+});

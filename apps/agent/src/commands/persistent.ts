@@ -1,0 +1,331 @@
+/**
+ * Persistent buffers on the command line: create, list, remove, print and snapshot named buffers of both backends
+ * (user-space tmpfs mappings, kernel tracefs instances). The handlers are exported for the `session --persistent`
+ * mode; until that verb exists they are reachable as `evtrace persistent create|ls|rm|cat|snapshot`.
+ */
+import { writeFileSync } from 'node:fs';
+import {
+  type BufferInfo,
+  createKernelBuffer,
+  deleteBuffer,
+  listPersistent,
+  openKernelBuffer,
+  openPersistent,
+  PersistentError,
+  type PersistentListing,
+} from '@evtrace/persistent-events';
+import type { Command } from 'commander';
+import { ExitCode } from '../exit-codes.ts';
+import { setExamples } from '../help.ts';
+import { addCommand, CliExit, type CliIO } from '../program.ts';
+
+/** Options every persistent subcommand takes. */
+export interface PersistentTarget {
+  /** The kernel backend (a tracefs instance) instead of a user-space buffer. */
+  kernel?: boolean;
+  /** Directory of user-space buffers. */
+  dir?: string;
+}
+
+export interface PersistentCreateOptions extends PersistentTarget {
+  size: string;
+  pageSize?: string;
+  mode?: string;
+  event?: string[];
+  filter?: string;
+  group?: string;
+  groupWrite?: boolean;
+}
+
+/** `64K`, `16M`, `1G` or bytes. */
+export function parseSize(text: string, what: string): number {
+  const m = /^(\d+)([kKmMgG]?)(i?[bB])?$/.exec(text.trim());
+  if (!m) throw new CliExit(ExitCode.Usage, `${what} ${JSON.stringify(text)} is not a size such as 4096, 64K, 16M, 1G`);
+  const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2]!.toLowerCase() as '' | 'k' | 'm' | 'g'];
+  return Number(m[1]) * unit;
+}
+
+/** Runs a handler, turning PersistentErrors into exit status 1 (2 for bad names and arguments). */
+function guard<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (error) {
+    if (error instanceof PersistentError) {
+      const usage = error.code === 'ERR_NAME' || error.code === 'ERR_ARGUMENT';
+      throw new CliExit(usage ? ExitCode.Usage : ExitCode.Failure, `${error.code}: ${error.message}`);
+    }
+    throw error;
+  }
+}
+
+const dirOf = (o: PersistentTarget) => (o.dir !== undefined ? { dir: o.dir } : {});
+
+/** Creates a buffer; returns what it is now. */
+export function persistentCreate(name: string, o: PersistentCreateOptions): BufferInfo {
+  const size = parseSize(o.size, '--size');
+  const pageSize = o.pageSize === undefined ? undefined : parseSize(o.pageSize, '--page-size');
+  if (o.mode !== undefined && o.mode !== 'overwrite' && o.mode !== 'discard') {
+    throw new CliExit(ExitCode.Usage, `--mode ${o.mode}: overwrite or discard`);
+  }
+  const mode = o.mode as 'overwrite' | 'discard' | undefined;
+  return guard(() => {
+    if (o.kernel) {
+      return createKernelBuffer(name, {
+        size,
+        ...(pageSize !== undefined ? { pageSize } : {}),
+        ...(mode ? { mode } : {}),
+        ...(o.event ? { events: o.event } : {}),
+        ...(o.filter !== undefined ? { filter: o.filter } : {}),
+      }).info();
+    }
+    if (o.filter !== undefined) throw new CliExit(ExitCode.Usage, '--filter applies to --kernel buffers only');
+    const buf = openPersistent(name, {
+      ...dirOf(o),
+      create: {
+        size,
+        ...(pageSize !== undefined ? { pageSize } : {}),
+        ...(mode ? { mode } : {}),
+        ...(o.event ? { classes: o.event } : {}),
+        ...(o.group !== undefined ? { group: o.group } : {}),
+        ...(o.groupWrite ? { groupWrite: true } : {}),
+      },
+    });
+    try {
+      return buf.info();
+    } finally {
+      buf.close();
+    }
+  });
+}
+
+/** Every persistent buffer of both backends. */
+export function persistentList(o: PersistentTarget = {}): PersistentListing {
+  return guard(() => listPersistent(dirOf(o)));
+}
+
+/** Deletes a buffer. */
+export function persistentRemove(name: string, o: PersistentTarget & { force?: boolean }): void {
+  guard(() => deleteBuffer(name, { backend: o.kernel ? 'kernel' : 'user', ...dirOf(o), force: !!o.force }));
+}
+
+function hex(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString('hex');
+}
+
+/**
+ * The records a buffer holds now, without consuming them: user-space buffers one line per record (time, class,
+ * payload in hex; JSON lines with --json), kernel buffers as the kernel prints its `trace` file.
+ */
+export function persistentCat(name: string, o: PersistentTarget & { json?: boolean }, io: CliIO): number {
+  return guard(() => {
+    if (o.kernel) {
+      const text = openKernelBuffer(name).text();
+      io.stdout(text);
+      return text.split('\n').filter((l) => l && !l.startsWith('#')).length;
+    }
+    const buf = openPersistent(name, { ...dirOf(o), readOnly: true });
+    try {
+      const classes = new Map(buf.meta.classes.map((c) => [c.type, c.name]));
+      const snap = buf.snapshot();
+      const out: string[] = [];
+      let n = 0;
+      while (snap.next()) {
+        const payload = snap.bytes.subarray(snap.offset, snap.offset + snap.length);
+        const cls = classes.get(snap.type) ?? `type${snap.type}`;
+        if (o.json) {
+          out.push(JSON.stringify({ ts: snap.timestamp, type: snap.type, class: cls, payload: hex(payload) }));
+        } else {
+          out.push(`${(snap.timestamp / 1e9).toFixed(9).padStart(18)} ${cls.padEnd(16)} ${hex(payload)}`);
+        }
+        n++;
+        if (out.length >= 4096) {
+          io.stdout(`${out.join('\n')}\n`);
+          out.length = 0;
+        }
+      }
+      if (out.length > 0) io.stdout(`${out.join('\n')}\n`);
+      return n;
+    } finally {
+      buf.close();
+    }
+  });
+}
+
+/**
+ * Writes what a buffer holds now to `output`: a user-space buffer's snapshot pages (whole ringbuf pages, each a
+ * complete CTF packet, readable with ringbuf's Snapshot), a kernel buffer's `trace` text. Returns records and bytes.
+ */
+export function persistentSnapshot(
+  name: string,
+  output: string,
+  o: PersistentTarget,
+): { records: number; bytes: number } {
+  return guard(() => {
+    if (o.kernel) {
+      const text = openKernelBuffer(name).text();
+      writeFileSync(output, text);
+      return { records: text.split('\n').filter((l) => l && !l.startsWith('#')).length, bytes: text.length };
+    }
+    const buf = openPersistent(name, { ...dirOf(o), readOnly: true });
+    try {
+      const snap = buf.snapshot();
+      const pages: Uint8Array[] = [];
+      for (let i = 0; i < snap.pageCount; i++) pages.push(snap.page(i));
+      let records = 0;
+      while (snap.next()) records++;
+      const bytes = Buffer.concat(pages);
+      writeFileSync(output, bytes);
+      return { records, bytes: bytes.length };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code && !(error instanceof PersistentError)) {
+        throw new CliExit(ExitCode.Failure, `cannot write ${output}: ${(error as NodeJS.ErrnoException).code}`);
+      }
+      throw error;
+    } finally {
+      buf.close();
+    }
+  });
+}
+
+const pct = (f: number | null) => (f === null ? '-' : `${Math.round(f * 100)}%`);
+const num = (n: number | null) => (n === null ? '-' : String(n));
+
+function human(bytes: number): string {
+  for (const [unit, size] of [
+    ['G', 1024 ** 3],
+    ['M', 1024 ** 2],
+    ['K', 1024],
+  ] as const) {
+    if (bytes >= size && bytes % size === 0) return `${bytes / size}${unit}`;
+  }
+  return String(bytes);
+}
+
+/** The listing as a table, or JSON. */
+export function formatListing(listing: PersistentListing, json: boolean): string {
+  if (json) return `${JSON.stringify(listing, null, 2)}\n`;
+  const header = ['BACKEND', 'NAME', 'SIZE', 'MODE', 'FILL', 'LOST', 'WRITERS', 'READERS', 'OWNER', 'CREATED'];
+  const rows = listing.buffers.map((b) => [
+    b.boot ? 'kernel(boot)' : b.backend,
+    b.name,
+    human(b.size),
+    b.mode,
+    pct(b.fill),
+    num(b.lost),
+    num(b.writers),
+    num(b.readers),
+    b.owner,
+    b.created ?? '-',
+  ]);
+  const lines: string[] = [];
+  if (rows.length > 0) {
+    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    for (const r of [header, ...rows])
+      lines.push(
+        r
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd(),
+      );
+  } else {
+    lines.push('no persistent buffers');
+  }
+  for (const u of listing.unreadable) lines.push(`${u.backend} ${u.name}: ${u.code}: ${u.error}`);
+  if (listing.kernelUnavailable) lines.push(`kernel buffers not listed: ${listing.kernelUnavailable}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** Adds the persistent subcommands (create, ls, rm, cat, snapshot) under `parent`. */
+export function addPersistentSubcommands(parent: Command, io: CliIO): void {
+  const target = (cmd: Command) =>
+    cmd
+      .option('--kernel', 'the kernel backend: a tracefs instance (needs root)')
+      .option('--dir <dir>', 'directory of user-space buffers (default $EVTRACE_PERSISTENT_DIR or /dev/shm/evtrace)');
+  const create = target(
+    addCommand(parent, 'create')
+      .summary('create a named persistent buffer')
+      .description(
+        `Creates NAME (namespaces with /, e.g. team/app/flight). User-space buffers are files in a shared mapping
+readable by the owner (and --group) only; kernel buffers (--kernel) are tracefs instances that record at once.
+A taken name is refused.`,
+      )
+      .argument('<name>', 'buffer name, e.g. team/app/flight')
+      .requiredOption('--size <size>', 'bytes of pages (user) or per CPU (kernel): 4096, 64K, 16M, 1G')
+      .option('--page-size <size>', 'page (sub-buffer) size, a power of two >= 4K')
+      .option('--mode <mode>', 'overwrite (flight recorder, default) or discard')
+      .option('-e, --event <class...>', 'event classes: record type names (user) or system:event globs (kernel)')
+      .option('--filter <expr>', 'ftrace filter for every event (kernel)')
+      .option('--group <group>', 'group given read access (user)')
+      .option('--group-write', 'give the group write access too (user)'),
+  ).action((name: string, o: PersistentCreateOptions) => {
+    const info = persistentCreate(name, o);
+    io.stdout(`created ${info.backend} buffer ${info.name}: ${info.path} (${human(info.size)}, ${info.mode})\n`);
+  });
+  setExamples(
+    create,
+    `evtrace persistent create app/flight --size 1M
+evtrace persistent create ops/sched --kernel --size 4M -e 'sched:sched_switch' --filter 'prev_pid > 0'`,
+  );
+  target(
+    addCommand(parent, 'ls')
+      .summary('list persistent buffers of both backends')
+      .description(
+        'Lists every persistent buffer: size, mode, fill, records lost, writers, readers, owner, creation time.',
+      )
+      .option('--json', 'print the listing as JSON'),
+  ).action((o: PersistentTarget & { json?: boolean }) => {
+    io.stdout(formatListing(persistentList(o), !!o.json));
+  });
+  target(
+    addCommand(parent, 'rm')
+      .summary('delete a persistent buffer')
+      .description('Deletes NAME. A user-space buffer a live process writes is kept unless --force.')
+      .argument('<name>', 'buffer name')
+      .option('--force', 'delete even while a process writes it'),
+  ).action((name: string, o: PersistentTarget & { force?: boolean }) => {
+    persistentRemove(name, o);
+    io.stdout(`deleted ${name}\n`);
+  });
+  target(
+    addCommand(parent, 'cat')
+      .summary('print the records a persistent buffer holds')
+      .description(
+        `Prints NAME's records without consuming them (a read-only snapshot): time (s), class and payload (hex), or
+one JSON object per line with --json. Kernel buffers print as the kernel's trace file.`,
+      )
+      .argument('<name>', 'buffer name (kernel: or a boot-time instance name)')
+      .option('--json', 'one JSON object per record'),
+  ).action((name: string, o: PersistentTarget & { json?: boolean }) => {
+    persistentCat(name, o, io);
+  });
+  target(
+    addCommand(parent, 'snapshot')
+      .summary('save what a persistent buffer holds to a file')
+      .description(
+        `Writes NAME's current content to OUTPUT: user-space buffers as whole ringbuf pages (each a CTF packet),
+kernel buffers as trace text.`,
+      )
+      .argument('<name>', 'buffer name')
+      .requiredOption('-o, --output <file>', 'file to write'),
+  ).action((name: string, o: PersistentTarget & { output: string }) => {
+    const r = persistentSnapshot(name, o.output, o);
+    io.stdout(`${r.records} records, ${r.bytes} bytes -> ${o.output}\n`);
+  });
+}
+
+/** `evtrace persistent create|ls|rm|cat|snapshot`: the persistent buffers until `session --persistent` exists. */
+export function registerPersistent(program: Command, io: CliIO): void {
+  const cmd = addCommand(program, 'persistent')
+    .summary('named buffers that outlive their writers (user-space and kernel)')
+    .description(
+      `Named persistent buffers: user-space flight recorders in shared tmpfs mappings that survive their writer's
+crash, and kernel ftrace instances that keep recording with no process attached.`,
+    );
+  addPersistentSubcommands(cmd, io);
+  setExamples(
+    cmd,
+    `evtrace persistent create app/flight --size 1M
+evtrace persistent cat app/flight
+evtrace ls`,
+  );
+}
