@@ -1,0 +1,77 @@
+/**
+ * Kernel addresses as exact JavaScript numbers. The analysis keys maps by pointer and call site millions of times a
+ * second; bigint keys are several times slower. In a canonical 64-bit address (x86-64 with 4- or 5-level paging,
+ * arm64 without pointer tags) bits 52..63 are all zeros or all ones, so one bit for them plus the low 52 bits identify
+ * it and fit a double exactly: keys below 2^52 for the low half, 2^52 + low bits for the high (kernel) half, which
+ * keeps the unsigned order. Anything else is interned and keyed by a negative number, so every distinct address keeps
+ * a distinct key.
+ */
+
+const LOW52 = 0xf_ffff_ffff_ffffn;
+const TWO52 = 2 ** 52;
+const SIGN_EXTENSION = 0xfff0_0000_0000_0000n;
+
+/** Maps 64-bit addresses to exact number keys and back. One per analysis (the interned table is its own). */
+export class AddressKeys {
+  readonly #odd: bigint[] = [];
+  readonly #oddIndex = new Map<bigint, number>();
+
+  /** The key of a 64-bit address given as a bigint (or a number below 2^53). */
+  key(addr: bigint | number): number {
+    if (typeof addr === 'number') return addr >= 0 && addr < TWO52 ? addr : this.key(BigInt(addr));
+    const top = Number(addr >> 52n);
+    if (top === 0) return Number(addr);
+    if (top === 0xfff) return TWO52 + Number(addr & LOW52);
+    return this.#intern(addr);
+  }
+
+  /** The key of a hexadecimal address (`0x` prefix optional), or undefined when it is not one. */
+  keyOfHex(text: string, start = 0, end = text.length): number | undefined {
+    if (end - start > 2 && text.charCodeAt(start) === 48 && (text.charCodeAt(start + 1) | 32) === 120) start += 2;
+    const n = end - start;
+    if (n === 0 || n > 16) return undefined;
+    if (n <= 13) {
+      const v = hexValue(text, start, end);
+      return v;
+    }
+    const low = hexValue(text, end - 13, end);
+    const high = hexValue(text, start, end - 13);
+    if (low === undefined || high === undefined) return undefined;
+    if (high === 0) return low;
+    if (high === 0xfff) return TWO52 + low;
+    return this.#intern(BigInt(`0x${text.slice(start, end)}`));
+  }
+
+  /** The address a key stands for. */
+  address(key: number): bigint {
+    if (key < 0) return this.#odd[-key - 1]!;
+    return key >= TWO52 ? SIGN_EXTENSION | BigInt(key - TWO52) : BigInt(key);
+  }
+
+  #intern(addr: bigint): number {
+    let i = this.#oddIndex.get(addr);
+    if (i === undefined) {
+      i = this.#odd.length;
+      this.#odd.push(addr);
+      this.#oddIndex.set(addr, i);
+    }
+    return -(i + 1);
+  }
+}
+
+/** Value of up to 13 hex digits, or undefined when a character is not one. */
+function hexValue(text: string, start: number, end: number): number | undefined {
+  let v = 0;
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    const d = c >= 48 && c <= 57 ? c - 48 : (c | 32) >= 97 && (c | 32) <= 102 ? (c | 32) - 87 : -1;
+    if (d < 0) return undefined;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+/** `0x…` lowercase hex of an address, as perf and the kernel print pointers. */
+export function hexAddress(addr: bigint): string {
+  return `0x${addr.toString(16)}`;
+}

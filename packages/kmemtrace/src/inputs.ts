@@ -1,0 +1,134 @@
+/**
+ * Opening what the analysis reads, detected by content: an evtrace trace (trace.dat, CTF directory, raw-pages
+ * directory), `perf script` text, a kmemtrace v1 relay file or a directory of them (`cpuN` files, optional
+ * `abi_version`).
+ */
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { isRawPagesDir, isTraceDat, type Kallsyms, openTrace } from '@evtrace/trace-format';
+import { AddressKeys } from './address.ts';
+import { KmemError } from './errors.ts';
+import type { KmemEvent, KmemSource } from './event.ts';
+import { gfpNamer } from './gfp.ts';
+import { decodeKmemtrace, type KmemtraceLayout } from './kmemtrace-abi.ts';
+import { parsePerfScript } from './perf-script.ts';
+import { addressNamer } from './symbols.ts';
+import { traceSource } from './tracepoints.ts';
+
+export type KmemInputKind = 'trace' | 'perf-script' | 'kmemtrace' | 'perf-data';
+
+export interface OpenKmemOptions {
+  /** Keep going past corrupt records or malformed lines, reporting them in `diagnostics`. */
+  readonly lenient?: boolean;
+  /** Symbols for call sites when the input carries none (e.g. parsed from /proc/kallsyms). */
+  readonly kallsyms?: Kallsyms;
+  /** kmemtrace: the record layout, when detection is not wanted. */
+  readonly layout?: KmemtraceLayout;
+}
+
+/**
+ * What `path` holds.
+ * @throws KmemError `ERR_KMEM_INPUT` when it cannot be read or is none of the known kinds.
+ */
+export function detectKmemInput(path: string): KmemInputKind {
+  let st: ReturnType<typeof statSync>;
+  try {
+    st = statSync(path);
+  } catch (error) {
+    throw new KmemError('ERR_KMEM_INPUT', `cannot open: ${(error as NodeJS.ErrnoException).code}`, { file: path });
+  }
+  if (st.isDirectory()) {
+    if (existsSync(join(path, 'metadata')) || isRawPagesDir(path)) return 'trace';
+    if (relayFiles(path).length > 0) return 'kmemtrace';
+    throw new KmemError(
+      'ERR_KMEM_INPUT',
+      'directory is neither a trace (CTF, raw pages) nor kmemtrace relay files (cpuN)',
+      { file: path },
+    );
+  }
+  const head = Buffer.alloc(4096);
+  const fd = openSync(path, 'r');
+  let n: number;
+  try {
+    n = readSync(fd, head, 0, head.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  const bytes = head.subarray(0, n);
+  if (isTraceDat(bytes)) return 'trace';
+  if (bytes.subarray(0, 8).toString('latin1') === 'PERFILE2') return 'perf-data';
+  if (n === 0 || looksLikeText(bytes)) return 'perf-script';
+  return 'kmemtrace';
+}
+
+function looksLikeText(bytes: Buffer): boolean {
+  for (const c of bytes) if (c === 0 || (c < 32 && c !== 9 && c !== 10 && c !== 13)) return false;
+  return true;
+}
+
+function relayFiles(dir: string): { cpu: number; file: string }[] {
+  return readdirSync(dir)
+    .map((name) => /^cpu(\d+)$/.exec(name))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ cpu: Number(m[1]), file: join(dir, m[0]) }))
+    .sort((a, b) => a.cpu - b.cpu);
+}
+
+/**
+ * Reads a kmemtrace v1 recording: one relay file, or a directory of `cpuN` files (their CPU from the name) with an
+ * optional `abi_version` file as debugfs had it; events of all CPUs merged by timestamp (sequence number for the
+ * `mainline` layout).
+ */
+export function readKmemtrace(path: string, options: OpenKmemOptions = {}): KmemSource {
+  const keys = new AddressKeys();
+  const diagnostics: string[] = [];
+  const files = statSync(path).isDirectory() ? relayFiles(path) : [{ cpu: -1, file: path }];
+  let abiVersion: number | undefined;
+  const abiFile = statSync(path).isDirectory() ? join(path, 'abi_version') : undefined;
+  if (abiFile !== undefined && existsSync(abiFile)) {
+    const text = readFileSync(abiFile, 'utf8').trim();
+    if (!/^\d+$/.test(text))
+      throw new KmemError('ERR_KMEMTRACE_ABI', `abi_version holds '${text}', not a number`, { file: abiFile });
+    abiVersion = Number(text);
+  }
+  const perCpu: KmemEvent[][] = [];
+  for (const { cpu, file } of files) {
+    const decoded = decodeKmemtrace(readFileSync(file), {
+      cpu,
+      file,
+      keys,
+      ...(abiVersion !== undefined ? { abiVersion } : {}),
+      ...(options.layout !== undefined ? { layout: options.layout } : {}),
+      ...(options.lenient ? { lenient: true } : {}),
+    });
+    diagnostics.push(...decoded.diagnostics);
+    if (decoded.skipped > 0)
+      diagnostics.push(`${file}: ${decoded.skipped} records of unknown event or type ids skipped`);
+    perCpu.push(decoded.events);
+  }
+  const events = perCpu.length === 1 ? perCpu[0]! : perCpu.flat().sort((a, b) => a.tsNs - b.tsNs);
+  return { events, ...addressNamer(keys, options.kallsyms), gfpNames: gfpNamer(), diagnostics };
+}
+
+/**
+ * Opens any input the analysis reads. A `perf.data` file is refused with a hint (run `perf script` on it; the CLI
+ * does that itself).
+ * @throws KmemError `ERR_KMEM_INPUT`; the decoders' errors for corrupt content.
+ */
+export function openKmemInput(path: string, options: OpenKmemOptions = {}): KmemSource {
+  switch (detectKmemInput(path)) {
+    case 'trace': {
+      const reader = openTrace(path, { lenient: options.lenient === true });
+      const source = traceSource(reader, options.kallsyms !== undefined ? { kallsyms: options.kallsyms } : {});
+      return { ...source, diagnostics: reader.warnings as string[] };
+    }
+    case 'perf-script':
+      return parsePerfScript(readFileSync(path, 'utf8'), { file: path, lenient: options.lenient === true });
+    case 'kmemtrace':
+      return readKmemtrace(path, options);
+    case 'perf-data':
+      throw new KmemError('ERR_KMEM_INPUT', 'a perf.data file: analyse the text of `perf script -i FILE`', {
+        file: path,
+      });
+  }
+}

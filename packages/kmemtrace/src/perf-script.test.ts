@@ -1,0 +1,112 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { KmemError } from './errors.ts';
+import { parsePerfScript } from './perf-script.ts';
+
+// Lines in perf script's default layout, as perf 6.1 prints a perf kmem record file of Linux 6.18.
+const LINES = [
+  '            perf 18781 [000]  8692.510260:          kmem:kmalloc: call_site=sched_setaffinity+0x127 ptr=0xffff888103599200 bytes_req=32 bytes_alloc=32 gfp_flags=GFP_KERNEL node=-1 accounted=false',
+  '            perf 18781 [001]  8692.510316:            kmem:kfree: call_site=sched_setaffinity+0x17b ptr=0xffff888103599200',
+  '            perf 18781 [001]  8692.510321: kmem:kmem_cache_alloc: call_site=getname_flags.part.0+0x24 ptr=0xffff888100869000 name=names_cache bytes_req=4096 bytes_alloc=4096 gfp_flags=GFP_KERNEL|__GFP_ZERO node=-1 accounted=false',
+  '     kworker/u8:2 977/977 [001]  8692.510342:  kmem:kmem_cache_free: call_site=do_sys_openat2+0xa2 ptr=0xffff888100869000 name=names_cache',
+  '  Web Content 4242 [000]  8692.600001:        kmem:mm_page_alloc: page=0xffffea0004e2e400 pfn=0x138b90 order=2 migratetype=1 gfp_flags=GFP_KERNEL',
+  '  Web Content 4242 [000]  8692.600002:         kmem:mm_page_free: page=0xffffea0004e2e400 pfn=0x138b90 order=2',
+  '            perf 18781 [000]  8692.700000:        sched:sched_switch: prev_comm=perf prev_pid=18781',
+];
+
+function thrown(fn: () => unknown): KmemError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(KmemError);
+    return error as KmemError;
+  }
+  throw new Error('expected a KmemError');
+}
+
+describe('perf script text', () => {
+  it('reads every kmem event of the default layout, comm with spaces and pid/tid included', () => {
+    const s = parsePerfScript(LINES.join('\n'));
+    expect(s.ignored).toBe(1);
+    expect(s.events.map((e) => [e.op, e.allocator, e.cpu, e.tsNs])).toEqual([
+      ['alloc', 'kmalloc', 0, 8692510260000],
+      ['free', 'kmalloc', 1, 8692510316000],
+      ['alloc', 'cache', 1, 8692510321000],
+      ['free', 'cache', 1, 8692510342000],
+      ['page_alloc', 'page', 0, 8692600001000],
+      ['page_free', 'page', 0, 8692600002000],
+    ]);
+    const [kmalloc, kfree, cache, , page] = s.events;
+    expect(s.siteName(kmalloc!.callSite)).toBe('sched_setaffinity+0x127');
+    expect(s.ptrName(kmalloc!.ptr)).toBe('0xffff888103599200');
+    expect(kfree!.ptr).toBe(kmalloc!.ptr);
+    expect([kmalloc!.bytesReq, kmalloc!.bytesAlloc, kmalloc!.gfpFlags, kmalloc!.node]).toEqual([32, 32, 0xcc0, -1]);
+    expect(cache!.gfpFlags).toBe(0xcc0 | 0x100);
+    expect(cache!.cache).toBe('names_cache');
+    expect([page!.ptr, page!.order, page!.migratetype]).toEqual([0x138b90, 2, 1]);
+  });
+
+  it('a malformed line is an error with its line and column', () => {
+    const noCpu = LINES[0]!.replace('[000]', '000');
+    const noTime = LINES[0]!.replace('8692.510260:', '8692:');
+    const badPtr = LINES[0]!.replace('ptr=0xffff888103599200', 'ptr=0xfffz888103599200');
+    const badInt = LINES[0]!.replace('bytes_req=32', 'bytes_req=3x2');
+    const noKey = LINES[1]!.replace('ptr=', 'ptr ');
+    const cases: [string, number, RegExp][] = [
+      [noCpu, noCpu.length + 1, /expected \[CPU\]/],
+      [noTime, noTime.indexOf('8692:') + 1, /expected a timestamp/],
+      [badPtr, badPtr.indexOf('0xfffz') + 1, /ptr: '0xfffz888103599200' is not a hexadecimal address/],
+      [badInt, badInt.indexOf('3x2') + 1, /bytes_req: '3x2' is not a decimal integer/],
+      [LINES[0]!.replace(' bytes_alloc=32', ''), LINES[0]!.length - 14, /lacks the field bytes_alloc/],
+      [noKey, noKey.indexOf('ptr ') + 1, /expected key=value, found 'ptr'/],
+    ];
+    for (const [line, column, message] of cases) {
+      const e = thrown(() => parsePerfScript(`${LINES[1]}\n\n${line}\n`, { file: 'k.txt' }));
+      expect(e.code).toBe('ERR_PERF_SCRIPT');
+      expect(e.message).toMatch(message);
+      expect(e.location.file).toBe('k.txt');
+      expect(e.location.line).toBe(3);
+      expect(e.location.column, line).toBe(column);
+    }
+    // The column points at the offending token.
+    const bad = LINES[0]!.replace('bytes_req=32', 'bytes_req=3x2');
+    const e = thrown(() => parsePerfScript(bad));
+    expect(bad.slice(e.location.column! - 1)).toMatch(/^3x2 /);
+  });
+
+  it('lenient mode keeps every valid line and reports the others as diagnostics', () => {
+    const text = [LINES[0], 'garbage', LINES[1], LINES[2]!.replace('bytes_req=4096', 'bytes_req=')].join('\n');
+    const s = parsePerfScript(text, { lenient: true, file: 'x' });
+    expect(s.events.map((e) => e.op)).toEqual(['alloc', 'free']);
+    expect(s.diagnostics).toEqual([
+      expect.stringMatching(/^x: 2:\d+: expected \[CPU\]/),
+      expect.stringMatching(/^x: 4:\d+: bytes_req: '' is not a decimal integer/),
+    ]);
+  });
+
+  it('fuzz: mutated real lines give events or a KmemError with a position inside the line', () => {
+    const text = LINES.join('\n');
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.nat(text.length - 1), fc.constantFrom(...' =[]:.x0-\n\t|+(')), { maxLength: 8 }),
+        fc.boolean(),
+        (edits, lenient) => {
+          const chars = [...text];
+          for (const [at, c] of edits) chars[at] = c;
+          const mutated = chars.join('');
+          try {
+            const s = parsePerfScript(mutated, { lenient });
+            expect(s.events.length).toBeLessThanOrEqual(mutated.split('\n').length);
+          } catch (error) {
+            expect(error).toBeInstanceOf(KmemError);
+            const { line, column } = (error as KmemError).location;
+            const lines = mutated.split('\n');
+            expect(line).toBeGreaterThanOrEqual(1);
+            expect(column).toBeLessThanOrEqual(lines[line! - 1]!.length + 1);
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});

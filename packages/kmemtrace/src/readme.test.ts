@@ -1,0 +1,52 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+
+describe('README example', () => {
+  it('prints the caller table of a perf script file and the top call site as JSON-ready figures', async () => {
+    const code = /```ts\n([\s\S]*?)```/.exec(README)?.[1];
+    expect(code).toBeDefined();
+    const cwd = mkdtempSync(join(tmpdir(), 'kmem-readme-'));
+    const input = join(cwd, 'kmem.txt');
+    const line = (cpu: number, t: number, what: string) =>
+      `    perf 1 [00${cpu}]  10.${String(t).padStart(6, '0')}: kmem:${what}`;
+    writeFileSync(
+      input,
+      [
+        line(
+          0,
+          1,
+          'kmalloc: call_site=alloc_pipe_info+0xd7 ptr=0xffff888100001000 bytes_req=640 bytes_alloc=1024 gfp_flags=GFP_KERNEL node=-1',
+        ),
+        line(1, 2, 'kfree: call_site=free_pipe_info+0x20 ptr=0xffff888100001000'),
+        line(
+          0,
+          3,
+          'kmalloc: call_site=seq_open+0x10 ptr=0xffff888100002000 bytes_req=64 bytes_alloc=64 gfp_flags=GFP_KERNEL node=-1',
+        ),
+      ].join('\n'),
+    );
+    // Inside the package, so its import resolves as a user's would (to the built package).
+    const file = new URL('../readme-example.tmp.ts', import.meta.url).pathname;
+    writeFileSync(file, code!);
+    try {
+      const { stdout } = await run(process.execPath, [file, input], { cwd });
+      expect(stdout).toContain(
+        ' alloc_pipe_info+0xd7               |      1024/1024  |       640/640   |        1 |         1 | 37.500%',
+      );
+      expect(stdout).toMatch(/Total bytes requested: 704/);
+      expect(stdout).toMatch(
+        /site: 'alloc_pipe_info\+0xd7',\s+total_alloc: 1024,\s+total_req: 640,\s+hit: 1,\s+ping_pong: 1,\s+frag_pct: 37\.5/,
+      );
+    } finally {
+      rmSync(file, { force: true });
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,353 @@
+/**
+ * Reports: the analysis as JSON-ready objects (figures as numbers, names as text) and as text tables laid out like
+ * `perf kmem stat`'s. Sorting uses perf kmem's keys, each descending, ties in ascending call site / pointer order.
+ */
+import { fragmentation, type KmemAnalysis, type SlabStat } from './analyze.ts';
+import { KmemError } from './errors.ts';
+import type { KmemSource } from './event.ts';
+import { gfpNamer } from './gfp.ts';
+
+/** perf kmem's slab sort keys. */
+export const SORT_KEYS = ['frag', 'hit', 'bytes', 'ptr', 'callsite', 'pingpong'] as const;
+export type SortKey = (typeof SORT_KEYS)[number];
+/** perf kmem's default: `frag,hit,bytes`. */
+export const DEFAULT_SORT: readonly SortKey[] = ['frag', 'hit', 'bytes'];
+
+/**
+ * Parses `--sort frag,hit` into keys.
+ * @throws KmemError `ERR_KMEM_OPTION` naming an unknown key and its column.
+ */
+export function parseSortKeys(text: string): SortKey[] {
+  const keys: SortKey[] = [];
+  let column = 1;
+  for (const part of text.split(',')) {
+    const k = part.trim();
+    if (!(SORT_KEYS as readonly string[]).includes(k))
+      throw new KmemError(
+        'ERR_KMEM_OPTION',
+        `unknown sort key '${k}' at column ${column} (keys: ${SORT_KEYS.join(', ')})`,
+      );
+    keys.push(k as SortKey);
+    column += part.length + 1;
+  }
+  return keys;
+}
+
+type Order = (key: number) => number | string;
+
+const cmp = (a: number | string, b: number | string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Sorts a slab table by `keys` (each descending), ties by ascending key. */
+export function sortSlabStats(
+  stats: readonly SlabStat[],
+  keys: readonly SortKey[],
+  table: 'callers' | 'allocs',
+  siteOrder: Order = (k) => k,
+): SlabStat[] {
+  const value = (s: SlabStat, key: SortKey): number | string => {
+    switch (key) {
+      case 'frag':
+        return fragmentation(s.totalReq, s.totalAlloc);
+      case 'hit':
+        return s.hit;
+      case 'bytes':
+        return s.totalAlloc;
+      case 'pingpong':
+        return s.pingPong;
+      case 'callsite':
+        return siteOrder(s.callSite);
+      case 'ptr':
+        return table === 'allocs' ? s.key : 0;
+    }
+  };
+  const tie = table === 'callers' ? (s: SlabStat) => siteOrder(s.key) : (s: SlabStat) => s.key;
+  return [...stats].sort((a, b) => {
+    for (const k of keys) {
+      const c = cmp(value(b, k), value(a, k));
+      if (c !== 0) return c;
+    }
+    return cmp(tie(a), tie(b));
+  });
+}
+
+export interface ReportOptions {
+  /** Which sections; none set means all of them. The summary is always there. */
+  readonly caller?: boolean;
+  readonly alloc?: boolean;
+  readonly page?: boolean;
+  readonly leaks?: boolean;
+  readonly errors?: boolean;
+  readonly timeseries?: boolean;
+  /** Sort keys of the caller and alloc tables; default perf's frag,hit,bytes. */
+  readonly sort?: readonly SortKey[];
+  /** Rows per table; default all. */
+  readonly lines?: number;
+}
+
+export interface CallerRow {
+  site: string;
+  total_alloc: number;
+  total_req: number;
+  hit: number;
+  ping_pong: number;
+  frag_pct: number;
+}
+
+export interface AllocRow extends CallerRow {
+  ptr: string;
+}
+
+/** The JSON report. Sections not asked for are absent. */
+export interface KmemReport {
+  summary: {
+    events: number;
+    allocs: number;
+    frees: number;
+    failed_allocs: number;
+    total_req: number;
+    total_alloc: number;
+    total_freed: number;
+    net_alloc: number;
+    wasted: number;
+    frag_pct: number;
+    cross_cpu_frees: number;
+    first_ns?: number;
+    last_ns?: number;
+  };
+  callers?: CallerRow[];
+  allocs?: AllocRow[];
+  pages?: {
+    allocs: number;
+    frees: number;
+    failed: number;
+    pages_allocated: number;
+    pages_freed: number;
+    alloc_only: number;
+    free_only: number;
+    by_order: { order: number; count: number }[];
+    by_migratetype: { migratetype: number; count: number }[];
+    by_gfp: { gfp_flags: string; value: number; count: number }[];
+  };
+  leaks?: {
+    count: number;
+    bytes: number;
+    sites: { site: string; count: number; bytes: number; oldest_ns: number; mean_age_ns: number }[];
+  };
+  errors?: {
+    counts: Record<string, number>;
+    examples: {
+      kind: string;
+      ts_ns: number;
+      cpu: number;
+      ptr: string;
+      site: string;
+      alloc_site?: string;
+      detail: string;
+    }[];
+  };
+  timeseries?: {
+    interval_ns: number;
+    points: {
+      start_ns: number;
+      allocs: number;
+      frees: number;
+      bytes_allocated: number;
+      bytes_freed: number;
+      live_bytes: number;
+    }[];
+  };
+}
+
+type Names = Pick<KmemSource, 'siteName' | 'ptrName' | 'siteOrder' | 'gfpNames'>;
+
+/** Builds the report of `analysis`, naming addresses through `names` (a {@link KmemSource}). */
+export function buildReport(analysis: KmemAnalysis, names: Names, options: ReportOptions = {}): KmemReport {
+  const all =
+    !options.caller && !options.alloc && !options.page && !options.leaks && !options.errors && !options.timeseries;
+  const want = (flag: boolean | undefined) => all || flag === true;
+  const sort = options.sort ?? DEFAULT_SORT;
+  const limit = <T>(rows: T[]) => (options.lines === undefined ? rows : rows.slice(0, options.lines));
+  const s = analysis.summary;
+  const report: KmemReport = {
+    summary: {
+      events: s.events,
+      allocs: s.allocs,
+      frees: s.frees,
+      failed_allocs: s.failedAllocs,
+      total_req: s.totalReq,
+      total_alloc: s.totalAlloc,
+      total_freed: s.totalFreed,
+      net_alloc: s.totalAlloc - s.totalFreed,
+      wasted: s.wasted,
+      frag_pct: s.fragPct,
+      cross_cpu_frees: s.crossCpuFrees,
+      ...(s.firstNs !== undefined ? { first_ns: s.firstNs, last_ns: s.lastNs! } : {}),
+    },
+  };
+  const row = (x: SlabStat): CallerRow => ({
+    site: names.siteName(x.callSite),
+    total_alloc: x.totalAlloc,
+    total_req: x.totalReq,
+    hit: x.hit,
+    ping_pong: x.pingPong,
+    frag_pct: fragmentation(x.totalReq, x.totalAlloc),
+  });
+  if (want(options.caller))
+    report.callers = limit(sortSlabStats(analysis.callers, sort, 'callers', names.siteOrder)).map(row);
+  if (want(options.alloc))
+    report.allocs = limit(sortSlabStats(analysis.allocs, sort, 'allocs', names.siteOrder)).map((x) => ({
+      ptr: names.ptrName(x.key),
+      ...row(x),
+    }));
+  if (want(options.page)) {
+    const p = analysis.pages;
+    const gfp = names.gfpNames ?? gfpNamer();
+    report.pages = {
+      allocs: p.allocs,
+      frees: p.frees,
+      failed: p.failed,
+      pages_allocated: p.pagesAllocated,
+      pages_freed: p.pagesFreed,
+      alloc_only: p.allocOnly,
+      free_only: p.freeOnly,
+      by_order: [...p.byOrder].sort((a, b) => a[0] - b[0]).map(([order, count]) => ({ order, count })),
+      by_migratetype: [...p.byMigratetype]
+        .sort((a, b) => a[0] - b[0])
+        .map(([migratetype, count]) => ({ migratetype, count })),
+      by_gfp: [...p.byGfp]
+        .sort((a, b) => b[1] - a[1] || a[0] - b[0])
+        .map(([value, count]) => ({ gfp_flags: gfp(value), value, count })),
+    };
+  }
+  if (want(options.leaks))
+    report.leaks = {
+      count: analysis.outstanding.count,
+      bytes: analysis.outstanding.bytes,
+      sites: limit(
+        analysis.leaks.map((l) => ({
+          site: names.siteName(l.callSite),
+          count: l.count,
+          bytes: l.bytes,
+          oldest_ns: l.oldestNs,
+          mean_age_ns: Math.round(l.meanAgeNs),
+        })),
+      ),
+    };
+  if (want(options.errors))
+    report.errors = {
+      counts: { ...analysis.errors.counts },
+      examples: analysis.errors.examples.map((x) => ({
+        kind: x.kind,
+        ts_ns: x.tsNs,
+        cpu: x.cpu,
+        ptr: names.ptrName(x.ptr),
+        site: names.siteName(x.callSite),
+        ...(x.allocSite !== undefined ? { alloc_site: names.siteName(x.allocSite) } : {}),
+        detail: x.detail,
+      })),
+    };
+  if (want(options.timeseries))
+    report.timeseries = {
+      interval_ns: analysis.intervalNs,
+      points: analysis.timeseries.map((t) => ({
+        start_ns: t.startNs,
+        allocs: t.allocs,
+        frees: t.frees,
+        bytes_allocated: t.bytesAllocated,
+        bytes_freed: t.bytesFreed,
+        live_bytes: t.liveBytes,
+      })),
+    };
+  return report;
+}
+
+const RULE = '-'.repeat(105);
+
+/**
+ * `x` with `digits` decimals as C's printf rounds: an exact binary tie (20.3125 to 3 digits) goes to the even digit,
+ * where toFixed rounds away from zero.
+ */
+export function printfFixed(x: number, digits: number): string {
+  const scale = 10 ** digits;
+  const scaled = x * scale;
+  const floor = Math.floor(scaled);
+  if (scaled - floor === 0.5 && scaled / scale === x)
+    return ((floor % 2 === 0 ? floor : floor + 1) / scale).toFixed(digits);
+  return x.toFixed(digits);
+}
+
+function slabTable(title: string, rows: CallerRow[], key: (r: CallerRow) => string): string[] {
+  const out = [RULE, ` ${title.padEnd(34)} | Total_alloc/Per | Total_req/Per   | Hit      | Ping-pong | Frag`, RULE];
+  for (const r of rows) {
+    const per = (n: number) => String(Math.floor(n / r.hit)).padEnd(5);
+    out.push(
+      ` ${key(r).padEnd(34)} | ${String(r.total_alloc).padStart(9)}/${per(r.total_alloc)} | ${String(r.total_req).padStart(9)}/${per(r.total_req)} | ${String(r.hit).padStart(8)} | ${String(r.ping_pong).padStart(9)} | ${printfFixed(r.frag_pct, 3).padStart(6)}%`,
+    );
+  }
+  out.push(RULE);
+  return out;
+}
+
+/** The report as text: perf kmem's tables and summary, then the sections perf does not have. */
+export function formatReportText(report: KmemReport): string {
+  const out: string[] = [];
+  if (report.callers) out.push(...slabTable('Callsite', report.callers, (r) => r.site), '');
+  if (report.allocs) out.push(...slabTable('Alloc Ptr', report.allocs, (r) => (r as AllocRow).ptr), '');
+  const s = report.summary;
+  out.push(
+    'SUMMARY (SLAB allocator)',
+    '========================',
+    `Total bytes requested: ${s.total_req}`,
+    `Total bytes allocated: ${s.total_alloc}`,
+    `Total bytes freed:     ${s.total_freed}`,
+    `Net total bytes allocated: ${s.net_alloc}`,
+    `Total bytes wasted on internal fragmentation: ${s.wasted}`,
+    `Internal fragmentation: ${printfFixed(s.frag_pct, 6)}%`,
+    `Cross CPU frees: ${s.cross_cpu_frees}/${s.frees}`,
+    `Allocations: ${s.allocs} (${s.failed_allocs} failed), frees: ${s.frees}`,
+  );
+  if (report.pages) {
+    const p = report.pages;
+    out.push(
+      '',
+      'SUMMARY (page allocator)',
+      '========================',
+      `Total allocation requests: ${p.allocs} (${p.failed} failed), pages: ${p.pages_allocated}`,
+      `Total free requests:       ${p.frees}, pages: ${p.pages_freed}`,
+      `Alloc-only: ${p.alloc_only}, free-only: ${p.free_only}`,
+      `By order:       ${p.by_order.map((o) => `${o.order}:${o.count}`).join(' ') || '-'}`,
+      `By migratetype: ${p.by_migratetype.map((o) => `${o.migratetype}:${o.count}`).join(' ') || '-'}`,
+      'By gfp flags:',
+      ...p.by_gfp.map((g) => `  ${String(g.count).padStart(9)}  ${g.gfp_flags}`),
+    );
+  }
+  if (report.leaks) {
+    const l = report.leaks;
+    out.push('', 'OUTSTANDING at the end of the window', '====================================');
+    out.push(`${l.count} allocations, ${l.bytes} bytes`);
+    for (const x of l.sites)
+      out.push(
+        `  ${x.site.padEnd(40)} ${String(x.count).padStart(8)} objs ${String(x.bytes).padStart(10)} B  oldest ${(x.oldest_ns / 1e6).toFixed(3)} ms  mean age ${(x.mean_age_ns / 1e6).toFixed(3)} ms`,
+      );
+  }
+  if (report.errors) {
+    const e = report.errors;
+    out.push('', 'ERRORS', '======');
+    for (const [kind, n] of Object.entries(e.counts)) out.push(`  ${kind.padEnd(14)} ${n}`);
+    for (const x of e.examples)
+      out.push(
+        `  ${x.kind}: ptr ${x.ptr} at ${x.site}${x.alloc_site ? ` (allocated at ${x.alloc_site})` : ''} cpu ${x.cpu}: ${x.detail}`,
+      );
+  }
+  if (report.timeseries) {
+    const t = report.timeseries;
+    out.push('', `TIME SERIES (${t.interval_ns / 1e6} ms intervals)`, '===========');
+    out.push('  start_ms      allocs     frees   bytes_alloc    bytes_freed     live_bytes');
+    const t0 = t.points[0]?.start_ns ?? 0;
+    for (const p of t.points)
+      out.push(
+        `  ${((p.start_ns - t0) / 1e6).toFixed(1).padStart(8)} ${String(p.allocs).padStart(10)} ${String(p.frees).padStart(9)} ${String(p.bytes_allocated).padStart(13)} ${String(p.bytes_freed).padStart(14)} ${String(p.live_bytes).padStart(14)}`,
+      );
+  }
+  return `${out.join('\n')}\n`;
+}
