@@ -44,8 +44,11 @@ const TYPES: Readonly<Record<string, BranchKind>> = {
   'N/A': 'unknown',
 };
 
-/** The flags tail of an entry: `/EVENT/INTX/ABORT/CYCLES` and, from perf 5.18, `/TYPE/SPEC`. */
-const TAIL = /\/([MP-])\/([X-])\/([A-])\/(\d+)(?:\/([A-Z_]+(?:\/A)?|-)\/([A-Z_]+|-))?(?=\s|$)/g;
+/**
+ * The flags tail of an entry: `/EVENT/INTX/ABORT/CYCLES`, from perf 5.18 with `/TYPE` (perf 6.1 stops there, and
+ * prints an empty TYPE for an unknown one), later also `/SPEC`.
+ */
+const TAIL = /\/([MP-])\/([X-])\/([A-])\/(\d+)(?:\/([A-Z_]*(?:\/A)?|-))?(?:\/([A-Z_]+|-))?(?=\s|$)/g;
 const ERROR_LINE = /^\s*(\S[^:]*?) error type (\d+)/;
 
 /** Parses perf script text. Malformed entries are problems at their line and column; the rest of the line is kept. */
@@ -112,7 +115,7 @@ export function parsePerfScript(text: string, options: PerfScriptOptions = {}): 
       }
       const type = m[5];
       let kind: BranchKind = 'unknown';
-      if (type !== undefined && type !== '-') {
+      if (type !== undefined && type !== '-' && type !== '') {
         const known = TYPES[type];
         if (known === undefined) {
           problem(`unknown branch type '${type}'`, m.index + m[0].indexOf(type) + 1);

@@ -92,7 +92,9 @@ export function parseQemuLog(text: string, options: QemuLogOptions = {}): Decode
             prev.kind === 'return' ||
             prev.kind === 'jump' ||
             prev.kind === 'ind_jump';
-          if (taken || key !== prev.next) {
+          // A block that ends in a string instruction (rep movs) runs again at that instruction per iteration: not a branch.
+          const repeat = prev.kind === 'none' && key === prev.lastHi * TWO32 + prev.lastLo;
+          if (taken || (key !== prev.next && !repeat)) {
             const kind: BranchKind = prev.kind === 'none' ? 'other' : prev.kind;
             const i = branches.push(prev.lastHi, prev.lastLo, pc[0], pc[1], { kind, cpu: vcpu });
             const sym = close + 1 < end ? text.slice(close + 1, end).trim() : '';

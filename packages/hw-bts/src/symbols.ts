@@ -22,6 +22,27 @@ interface Entry {
   end: number;
   name: string;
   source: string;
+  /** STB_LOCAL 0, STB_GLOBAL 1, STB_WEAK 2. */
+  bind: number;
+}
+
+const BIND_RANK = [1, 3, 2];
+
+/**
+ * Of two symbols at one address, the one to show, as perf picks it (so our names match perf script's): a sized one,
+ * then global before weak before local, then fewer leading underscores, then the longer name.
+ */
+function better(a: Entry, b: Entry): boolean {
+  const sa = !Number.isNaN(a.end);
+  const sb = !Number.isNaN(b.end);
+  if (sa !== sb) return sa;
+  const ra = BIND_RANK[a.bind] ?? 0;
+  const rb = BIND_RANK[b.bind] ?? 0;
+  if (ra !== rb) return ra > rb;
+  const ua = /^_*/.exec(a.name)![0].length;
+  const ub = /^_*/.exec(b.name)![0].length;
+  if (ua !== ub) return ua < ub;
+  return a.name.length > b.name.length;
 }
 
 /** Function symbols from any number of ELF files and kallsyms; `lookup` finds the one containing an address. */
@@ -30,6 +51,7 @@ export class Symbolizer {
   #ends = new Float64Array(0);
   #names: string[] = [];
   #sources: string[] = [];
+  #binds: number[] = [];
   #pending: Entry[] = [];
   #kallsyms: Kallsyms | undefined;
   #lastStart = 1;
@@ -61,7 +83,13 @@ export class Symbolizer {
       seen.add(id);
       const [hi, lo] = splitAddress(s.value + bias);
       const start = addressKey(hi, lo);
-      this.#pending.push({ start, end: s.size > 0n ? start + Number(s.size) : Number.NaN, name: s.name, source });
+      this.#pending.push({
+        start,
+        end: s.size > 0n ? start + Number(s.size) : Number.NaN,
+        name: s.name,
+        source,
+        bind: s.bind,
+      });
     }
     return this;
   }
@@ -70,7 +98,7 @@ export class Symbolizer {
   addSymbol(name: string, start: bigint, size: bigint, source = 'manual'): this {
     const [hi, lo] = splitAddress(start);
     const key = addressKey(hi, lo);
-    this.#pending.push({ start: key, end: size > 0n ? key + Number(size) : Number.NaN, name, source });
+    this.#pending.push({ start: key, end: size > 0n ? key + Number(size) : Number.NaN, name, source, bind: 1 });
     return this;
   }
 
@@ -192,12 +220,22 @@ export class Symbolizer {
     if (this.#pending.length === 0) return;
     const all: Entry[] = this.#pending;
     for (let i = 0; i < this.#names.length; i++)
-      all.push({ start: this.#starts[i]!, end: this.#ends[i]!, name: this.#names[i]!, source: this.#sources[i]! });
+      all.push({
+        start: this.#starts[i]!,
+        end: this.#ends[i]!,
+        name: this.#names[i]!,
+        source: this.#sources[i]!,
+        bind: this.#binds[i]!,
+      });
     this.#pending = [];
-    all.sort((a, b) => a.start - b.start || b.end - a.end);
+    all.sort((a, b) => a.start - b.start);
     // One entry per start address (aliases share it); a sized symbol ends where it says, an unsized one at the next.
     const kept: Entry[] = [];
-    for (const e of all) if (kept.length === 0 || kept[kept.length - 1]!.start !== e.start) kept.push({ ...e });
+    for (const e of all) {
+      const top = kept[kept.length - 1];
+      if (top === undefined || top.start !== e.start) kept.push({ ...e });
+      else if (better(e, top)) kept[kept.length - 1] = { ...e };
+    }
     for (let i = 0; i < kept.length; i++) {
       const next = kept[i + 1]?.start ?? Number.POSITIVE_INFINITY;
       const e = kept[i]!;
@@ -207,6 +245,7 @@ export class Symbolizer {
     this.#ends = Float64Array.from(kept, (e) => e.end);
     this.#names = kept.map((e) => e.name);
     this.#sources = kept.map((e) => e.source);
+    this.#binds = kept.map((e) => e.bind);
     this.#lastStart = 1;
     this.#lastEnd = 0;
     this.#lastIndex = -1;
