@@ -1,0 +1,24 @@
+export { ConfigError, type ConfigErrorCode, type ConfigOrigin, describeOrigin } from './errors.ts';
+export {
+  type AgentFlags,
+  type ConfigFile,
+  type LoadAgentConfigOptions,
+  loadAgentConfig,
+  MAX_CONFIG_BYTES,
+  parseConfigFile,
+  resolveAgentConfig,
+} from './load.ts';
+export {
+  type AgentConfig,
+  type AgentSetting,
+  CONFIG_ENV,
+  DEFAULT_CONFIG_FILE,
+  DEFAULTS,
+  type RotatePolicy,
+  SETTINGS,
+  type SessionConfig,
+  type SessionFormat,
+  type SessionMode,
+  type SessionSource,
+} from './schema.ts';
+export { formatListenAddress, type ListenAddress, parseDuration, parseListenAddress, parseSize } from './units.ts';

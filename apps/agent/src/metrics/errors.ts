@@ -1,0 +1,17 @@
+/** Errors of the agent's metrics endpoint, each with a `code` saying what failed. */
+
+/** Error codes of the metrics endpoint. Never reuse a code for another meaning. */
+export type MetricsErrorCode =
+  /** The endpoint cannot listen on its address (in use, not an address of this host, no permission). */
+  | 'ERR_METRICS_LISTEN'
+  /** A collector with an invalid or already registered metric name, or invalid label names. */
+  | 'ERR_METRICS_COLLECTOR';
+
+export class MetricsError extends Error {
+  readonly code: MetricsErrorCode;
+  constructor(code: MetricsErrorCode, message: string, options: { cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'MetricsError';
+    this.code = code;
+  }
+}
