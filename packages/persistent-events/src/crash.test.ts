@@ -98,6 +98,18 @@ describe('a writer killed with SIGKILL loses nothing it committed', () => {
       } finally {
         buf.close();
       }
+      // Seen from a third process: the writer child writes, this process (now read-only) reads, the lister is neither.
+      const ro = openPersistent('crash/busy', { dir, readOnly: true });
+      try {
+        const ls = await runNode(`
+          import { listPersistent } from ${JSON.stringify(INDEX)};
+          const b = listPersistent({ dir: ${JSON.stringify(dir)}, backends: ['user'] }).buffers.find((b) => b.name === 'crash/busy');
+          console.log(JSON.stringify(b));
+        `);
+        expect(JSON.parse(ls.stdout)).toMatchObject({ name: 'crash/busy', writers: 1, readers: 1, mode: 'overwrite' });
+      } finally {
+        ro.close();
+      }
     } finally {
       writer.kill('SIGKILL');
     }

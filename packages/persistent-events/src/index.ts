@@ -7,6 +7,7 @@ export {
   type ReservedMemory,
 } from './boot.ts';
 export { PersistentError, type PersistentErrorCode } from './errors.ts';
+export { Follower, type PollResult } from './follow.ts';
 export {
   bootBuffers,
   createKernelBuffer,

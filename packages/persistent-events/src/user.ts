@@ -31,6 +31,7 @@ import {
   type WriterOptions,
 } from '@evtrace/ringbuf';
 import { fsError, PersistentError } from './errors.ts';
+import { Follower } from './follow.ts';
 import { type BufferMeta, decodeMeta, type EventClass, encodeMeta, META_SIZE, normalizeClasses } from './meta.ts';
 import { type Mapping, mapFile } from './mmap.ts';
 import { parseName } from './name.ts';
@@ -217,6 +218,17 @@ export class PersistentBuffer {
   snapshot(): Snapshot {
     this.live('snapshot()');
     return this.ring.snapshot();
+  }
+
+  /**
+   * A non-consuming follower: each `poll()` hands over the records committed since the previous one. Works on
+   * read-only handles; `fromStart: false` skips what the buffer holds now.
+   */
+  follow(options: { fromStart?: boolean } = {}): Follower {
+    this.live('follow()');
+    const f = new Follower(() => this.snapshot());
+    if (options.fromStart === false) f.poll(() => {});
+    return f;
   }
 
   /** The header's counters. */

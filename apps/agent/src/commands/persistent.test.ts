@@ -113,6 +113,30 @@ describe('evtrace persistent (user-space buffers)', () => {
     expect((await run('persistent', 'cat', 'cli/app/flight', '--dir', dir)).stderr).toMatch(/ERR_NOT_FOUND/);
   });
 
+  it('cat --follow prints records as another process commits them, and ends when it closes the stream', async () => {
+    expect((await run('persistent', 'create', 'cli/follow', '--size', '64K', '--dir', dir)).code).toBe(ExitCode.Ok);
+    const entry = new URL('../../node_modules/@evtrace/persistent-events/dist/index.js', import.meta.url).pathname;
+    const following = run('persistent', 'cat', 'cli/follow', '--follow', '--json', '--dir', dir);
+    const child = spawn(process.execPath, [
+      '--input-type=module',
+      '-e',
+      `import { openPersistent } from ${JSON.stringify(entry)};
+       const w = openPersistent('cli/follow', { dir: ${JSON.stringify(dir)} }).writer();
+       const burst = (from) => { for (let i = from; i < from + 100; i++) { const at = w.reserve(0, 4); w.view.setUint32(at, i, true); w.commit(); } };
+       burst(0);
+       setTimeout(() => { burst(100); setTimeout(() => { burst(200); w.close(); }, 300); }, 300);`,
+    ]);
+    await new Promise((r) => child.on('exit', r));
+    const r = await following;
+    expect(r.code).toBe(ExitCode.Ok);
+    const values = r.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => Buffer.from(JSON.parse(l).payload, 'hex').readUInt32LE(0));
+    expect(values).toEqual(Array.from({ length: 300 }, (_, i) => i));
+    expect(r.stderr).toBe('');
+  });
+
   it('bad names and sizes are usage errors', async () => {
     const bad = await run('persistent', 'create', '../etc/x', '--size', '64K', '--dir', dir);
     expect(bad.code).toBe(ExitCode.Usage);

@@ -112,43 +112,70 @@ function hex(bytes: Uint8Array): string {
   return Buffer.from(bytes).toString('hex');
 }
 
+/** Options of {@link persistentCat}. */
+export interface PersistentCatOptions extends PersistentTarget {
+  json?: boolean;
+  /** Keep printing records as they are committed, until the writer closes the stream (or `signal` aborts). */
+  follow?: boolean;
+  /** Poll interval of --follow in ms. Default 100. */
+  intervalMs?: number;
+  signal?: AbortSignal;
+}
+
 /**
- * The records a buffer holds now, without consuming them: user-space buffers one line per record (time, class,
- * payload in hex; JSON lines with --json), kernel buffers as the kernel prints its `trace` file.
+ * The records a buffer holds, without consuming them: user-space buffers one line per record (time, class,
+ * payload in hex; JSON lines with --json), kernel buffers as the kernel prints its `trace` file. With `follow`,
+ * records committed later are printed as they come (a read-only poll; records the writer recycled between two
+ * polls are reported as lost on stderr). Resolves to the number of records printed.
  */
-export function persistentCat(name: string, o: PersistentTarget & { json?: boolean }, io: CliIO): number {
-  return guard(() => {
-    if (o.kernel) {
+export async function persistentCat(name: string, o: PersistentCatOptions, io: CliIO): Promise<number> {
+  if (o.kernel) {
+    if (o.follow) throw new CliExit(ExitCode.Usage, '--follow applies to user-space buffers only');
+    return guard(() => {
       const text = openKernelBuffer(name).text();
       io.stdout(text);
       return text.split('\n').filter((l) => l && !l.startsWith('#')).length;
-    }
-    const buf = openPersistent(name, { ...dirOf(o), readOnly: true });
-    try {
-      const classes = new Map(buf.meta.classes.map((c) => [c.type, c.name]));
-      const snap = buf.snapshot();
-      const out: string[] = [];
-      let n = 0;
-      while (snap.next()) {
-        const payload = snap.bytes.subarray(snap.offset, snap.offset + snap.length);
-        const cls = classes.get(snap.type) ?? `type${snap.type}`;
-        if (o.json) {
-          out.push(JSON.stringify({ ts: snap.timestamp, type: snap.type, class: cls, payload: hex(payload) }));
-        } else {
-          out.push(`${(snap.timestamp / 1e9).toFixed(9).padStart(18)} ${cls.padEnd(16)} ${hex(payload)}`);
-        }
-        n++;
-        if (out.length >= 4096) {
-          io.stdout(`${out.join('\n')}\n`);
-          out.length = 0;
-        }
-      }
+    });
+  }
+  const buf = guard(() => openPersistent(name, { ...dirOf(o), readOnly: true }));
+  try {
+    const classes = new Map(buf.meta.classes.map((c) => [c.type, c.name]));
+    const follower = buf.follow();
+    let n = 0;
+    const out: string[] = [];
+    const flush = () => {
       if (out.length > 0) io.stdout(`${out.join('\n')}\n`);
-      return n;
-    } finally {
-      buf.close();
+      out.length = 0;
+    };
+    const drain = () => {
+      const r = guard(() =>
+        follower.poll((rec) => {
+          const payload = hex(rec.bytes.subarray(rec.offset, rec.offset + rec.length));
+          const cls = classes.get(rec.type) ?? `type${rec.type}`;
+          out.push(
+            o.json
+              ? JSON.stringify({ ts: rec.timestamp, type: rec.type, class: cls, payload })
+              : `${(rec.timestamp / 1e9).toFixed(9).padStart(18)} ${cls.padEnd(16)} ${payload}`,
+          );
+          n++;
+          if (out.length >= 4096) flush();
+        }),
+      );
+      flush();
+      if (r.lost > 0) io.stderr(`evtrace: ${r.lost} records were overwritten before they could be read\n`);
+    };
+    drain();
+    while (o.follow && !o.signal?.aborted) {
+      // The writer's close is published after its last commit: one more poll after seeing it gets everything.
+      const closed = buf.stats().writerClosed;
+      await new Promise((r) => setTimeout(r, o.intervalMs ?? 100));
+      drain();
+      if (closed) break;
     }
-  });
+    return n;
+  } finally {
+    buf.close();
+  }
 }
 
 /**
@@ -291,12 +318,21 @@ evtrace persistent create ops/sched --kernel --size 4M -e 'sched:sched_switch' -
       .summary('print the records a persistent buffer holds')
       .description(
         `Prints NAME's records without consuming them (a read-only snapshot): time (s), class and payload (hex), or
-one JSON object per line with --json. Kernel buffers print as the kernel's trace file.`,
+one JSON object per line with --json. --follow keeps printing records as they are committed until the writer
+closes the stream or SIGINT. Kernel buffers print as the kernel's trace file.`,
       )
       .argument('<name>', 'buffer name (kernel: or a boot-time instance name)')
-      .option('--json', 'one JSON object per record'),
-  ).action((name: string, o: PersistentTarget & { json?: boolean }) => {
-    persistentCat(name, o, io);
+      .option('--json', 'one JSON object per record')
+      .option('-f, --follow', 'keep printing new records until the writer closes the stream (user-space)'),
+  ).action(async (name: string, o: PersistentCatOptions) => {
+    const abort = new AbortController();
+    const stop = () => abort.abort();
+    process.once('SIGINT', stop);
+    try {
+      await persistentCat(name, { ...o, signal: abort.signal }, io);
+    } finally {
+      process.off('SIGINT', stop);
+    }
   });
   target(
     addCommand(parent, 'snapshot')

@@ -5,11 +5,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 export const INDEX = new URL('../index.ts', import.meta.url).pathname;
 
 /** Starts `node` on an ES module text (optionally as another user through runuser). */
-export function startNode(script: string, options: { user?: string } = {}): ChildProcess {
+export function startNode(script: string, options: { user?: string; stdin?: boolean } = {}): ChildProcess {
   const args = ['--input-type=module', '-e', script];
+  const stdio = [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] as ('pipe' | 'ignore')[];
   return options.user
-    ? spawn('runuser', ['-u', options.user, '--', process.execPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
-    : spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    ? spawn('runuser', ['-u', options.user, '--', process.execPath, ...args], { stdio })
+    : spawn(process.execPath, args, { stdio });
 }
 
 /** Runs a script to its end: exit status, signal, stdout and stderr. */
