@@ -42,3 +42,4 @@ export { type PerfBranchField, type PerfScriptOptions, parsePerfScript } from '.
 export { type CaptureQemuOptions, captureQemu, parseQemuLog, type QemuLogOptions, x86BranchKind } from './qemu.ts';
 export { BTS_RECORD_SIZE, type BtsRecordFormat, type DecodeBtsOptions, decodeBts, encodeBts } from './raw.ts';
 export { type SymbolHit, Symbolizer } from './symbols.ts';
+export { attributeTasks, branchesFromEvents, readTraceBranches, type TraceBranches } from './trace.ts';

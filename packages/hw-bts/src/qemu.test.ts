@@ -1,7 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { callHistory, edgeCoverage, hotEdges, lastBranches } from './analyses.ts';
+import { BtsError } from './errors.ts';
 import { FunctionNames } from './names.ts';
 import { captureQemu, parseQemuLog } from './qemu.ts';
 import { Symbolizer } from './symbols.ts';
@@ -95,5 +97,32 @@ describe('QEMU log problems', () => {
       [0x401000n, 0x402000n, 'call'],
       [0x402000n, 0x401005n, 'return'],
     ]);
+  });
+});
+
+describe('QEMU log fuzz', () => {
+  const log = [
+    'IN: a',
+    '0x00401000:  e8 fb 0f 00 00           callq    0x402000',
+    '',
+    'Trace 0: 0x7f00 [0000000000000000/0000000000401000/1040c0b3/00000200] a',
+    'IN: b',
+    '0x00402000:  f3 a4                    rep movsb (%rsi), (%rdi)',
+    '0x00402002:  c3                       retq     ',
+    '',
+    'Trace 0: 0x7f01 [0000000000000000/0000000000402000/1040c0b3/00000200] b',
+    'Trace 0: 0x7f03 [0000000000000000/0000000000401005/1040c0b3/00000200] a',
+  ].join('\n');
+
+  it('mutated logs give only typed problems, and never more branches than Trace lines', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.nat(log.length), fc.string({ maxLength: 4 })), { maxLength: 10 }), (edits) => {
+        let text = log;
+        for (const [at, s] of edits) text = text.slice(0, at) + s + text.slice(at + 1);
+        const d = parseQemuLog(text);
+        for (const p of d.problems) expect(p).toBeInstanceOf(BtsError);
+        expect(d.branches.length).toBeLessThanOrEqual((text.match(/Trace /g) ?? []).length);
+      }),
+    );
   });
 });

@@ -25,7 +25,7 @@ function concat(...parts: Uint8Array[]): Uint8Array {
 }
 
 describe('raw BTS records', () => {
-  it('decodes 24-byte records: kernel and user addresses exactly, bit 4 as predicted, other bits ignored', () => {
+  it('decodes 24-byte records: kernel and user addresses exactly, bit 4 predicted (clear: mispredicted), other bits ignored', () => {
     const bytes = concat(
       record64(0xffffffff81234567n, 0x7ffd12345678n, 0x10n),
       record64(0x401000n, 0xffffffff8100abcdn, 0x0fn),
@@ -34,7 +34,7 @@ describe('raw BTS records', () => {
     expect(d.problems).toEqual([]);
     expect(d.branches.toArray().map((b) => [b.from, b.to, b.flags])).toEqual([
       [0xffffffff81234567n, 0x7ffd12345678n, ['predicted']],
-      [0x401000n, 0xffffffff8100abcdn, []],
+      [0x401000n, 0xffffffff8100abcdn, ['mispredicted']],
     ]);
   });
 
@@ -47,9 +47,9 @@ describe('raw BTS records', () => {
     v.setUint32(12, 0x08048010, true);
     v.setUint32(16, 0x08048020, true);
     const d = decodeBts(b, { format: 'bts32' });
-    expect(d.branches.toArray().map((x) => [x.from, x.to, x.flags.length])).toEqual([
-      [0xc1000000n, 0x08048000n, 1],
-      [0x08048010n, 0x08048020n, 0],
+    expect(d.branches.toArray().map((x) => [x.from, x.to, x.flags])).toEqual([
+      [0xc1000000n, 0x08048000n, ['predicted']],
+      [0x08048010n, 0x08048020n, ['mispredicted']],
     ]);
   });
 
@@ -87,7 +87,7 @@ describe('raw BTS records', () => {
           const list = new BranchList();
           for (const [f, t, p] of rows) list.add(f, t, { flags: p ? BranchFlag.predicted : 0 });
           const back = decodeBts(encodeBts(list)).branches.toArray();
-          expect(back.map((b) => [b.from, b.to, b.flags.length === 1])).toEqual(rows);
+          expect(back.map((b) => [b.from, b.to, b.flags[0] === 'predicted'])).toEqual(rows);
           const small = decodeBts(encodeBts(list, 'bts32'), { format: 'bts32' }).branches;
           expect(small.length).toBe(
             rows.filter(([f, t]) => (f & 0xffffffffn) !== 0n || (t & 0xffffffffn) !== 0n).length,

@@ -2,7 +2,7 @@
  * Raw Branch Trace Store records as the hardware writes them (Intel SDM vol. 3, "Branch Trace Store"): on x86-64
  * 24 bytes (from u64, to u64, a u64 whose bit 4 says the branch was predicted), in 32-bit mode 12 bytes (u32 each).
  * perf's `intel_bts` PMU copies these records unchanged into its AUX area, so perf.data AUXTRACE payloads decode
- * the same way.
+ * the same way. The hardware says predicted or not, so a record without the bit is a mispredicted branch.
  */
 import { BranchFlag, BranchList, type Decoded } from './branch.ts';
 import { BtsError } from './errors.ts';
@@ -68,7 +68,7 @@ export function decodeBts(bytes: Uint8Array, options: DecodeBtsOptions = {}): De
     fromHi[j] = fh;
     toLo[j] = tl;
     toHi[j] = th;
-    flags[j] = (words[w + (wide ? 4 : 2)]! & PREDICTED) !== 0 ? BranchFlag.predicted : 0;
+    flags[j] = (words[w + (wide ? 4 : 2)]! & PREDICTED) !== 0 ? BranchFlag.predicted : BranchFlag.mispredicted;
     j++;
   }
   out.truncate(j);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Kallsyms } from '@evtrace/trace-format';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -37,5 +38,29 @@ describe('Symbolizer', () => {
         },
       ),
     );
+  });
+});
+
+describe('kernel addresses through kallsyms', () => {
+  let text = '';
+  try {
+    text = readFileSync('/proc/kallsyms', 'utf8');
+  } catch {}
+  const first = /^([0-9a-f]{16}) [tT] (\S+)$/m.exec(text);
+  const why =
+    first === null
+      ? 'no readable /proc/kallsyms'
+      : /^0+$/.test(first[1]!)
+        ? 'kallsyms addresses hidden (not root)'
+        : '';
+
+  it.skipIf(why !== '')(`names real kernel functions from /proc/kallsyms${why ? ` (skipped: ${why})` : ''}`, () => {
+    const s = new Symbolizer().setKallsyms(Kallsyms.parse(text));
+    const line = /^([0-9a-f]{16}) T (schedule|do_exit|vfs_read)$/m.exec(text)!;
+    const addr = BigInt(`0x${line[1]}`);
+    const hi = Number(addr >> 32n);
+    const lo = Number(addr & 0xffffffffn);
+    expect(s.format(hi, lo)).toBe(line[2]);
+    expect(s.format(hi, lo + 1)).toBe(`${line[2]}+0x1`);
   });
 });

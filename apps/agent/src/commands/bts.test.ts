@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -85,6 +85,104 @@ describe.skipIf(why !== '')(`evtrace bts on a real program under QEMU${why ? ` (
   });
 });
 
+const CRASH = `
+void __attribute__((noinline)) c(volatile int *p) { *p = 1; }
+void __attribute__((noinline)) b(volatile int *p) { c(p); }
+void __attribute__((noinline)) a(volatile int *p) { b(p); }
+int main(void) { a(0); return 0; }
+`;
+
+describe.skipIf(why !== '')(`evtrace bts: where a program died${why ? ` (skipped: ${why})` : ''}`, () => {
+  it('record reports the crash; report --last 3 shows the calls that led to it: main -> a -> b -> c', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'evtrace-bts-crash-'));
+    const exe = join(dir, 'crash');
+    writeFileSync(`${exe}.c`, CRASH);
+    execFileSync('cc', [
+      '-O1',
+      '-static',
+      '-no-pie',
+      '-fno-inline',
+      '-fno-optimize-sibling-calls',
+      '-o',
+      exe,
+      `${exe}.c`,
+    ]);
+    const cli = new URL('../../dist/cli.js', import.meta.url).pathname;
+    // The built CLI in a shell without core dumps, in the temporary directory (QEMU would write its core there).
+    const sh = (args: string) =>
+      spawnSync('sh', ['-c', `ulimit -c 0; cd '${dir}' && '${process.execPath}' '${cli}' ${args}`], {
+        encoding: 'utf8',
+      });
+    const rec = sh(`bts record -o crash.log -- ./crash`);
+    expect(rec.status).toBe(ExitCode.Failure);
+    expect(rec.stderr).toMatch(/crash was killed by SIGSEGV/);
+    const rep = sh(`bts report crash.log --last 3 --json --symbols ./crash`);
+    expect(rep.status).toBe(ExitCode.Ok);
+    const last = JSON.parse(rep.stdout).last;
+    expect(
+      last.map((b: { from_symbol: string; to_symbol: string; kind: string }) => [
+        b.from_symbol.replace(/\+.*/, ''),
+        b.to_symbol,
+        b.kind,
+      ]),
+    ).toEqual([
+      ['main', 'a', 'call'],
+      ['a', 'b', 'call'],
+      ['b', 'c', 'call'],
+    ]);
+  });
+});
+
+describe.skipIf(!has('trace-cmd'))(
+  `evtrace bts on a trace with bts:branch and sched_switch${has('trace-cmd') ? '' : ' (skipped: trace-cmd is not installed)'}`,
+  () => {
+    it('attributes every branch to the task sched_switch says ran it: the pid trace-cmd reports for each event', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'evtrace-bts-trace-'));
+      const dat = join(dir, 'demo.dat');
+      const rec = await run(
+        'record',
+        '--demo',
+        '-e',
+        'bts:branch',
+        '-e',
+        'sched:sched_switch',
+        '--duration',
+        '300ms',
+        '-o',
+        dat,
+      );
+      expect(rec.code).toBe(ExitCode.Ok);
+      // trace-cmd's view: each branch event with the pid the demo source stamped into it (common_pid), per CPU.
+      const report = execFileSync('trace-cmd', ['report', dat], { maxBuffer: 1 << 28, encoding: 'utf8' });
+      const theirs = new Map<number, string[]>();
+      for (const m of report.matchAll(
+        /-(\d+)\s+\[(\d+)\]\s+[\d.]+: branch:\s+from=(0x[0-9a-f]+) to=(0x[0-9a-f]+) flags=0x(\d+)/g,
+      )) {
+        const cpu = Number(m[2]);
+        const flags = m[5] === '10' ? 'predicted' : 'mispredicted';
+        theirs.set(cpu, [...(theirs.get(cpu) ?? []), `${m[1]} ${m[3]} ${m[4]} ${flags}`]);
+      }
+      const total = [...theirs.values()].reduce((n, l) => n + l.length, 0);
+      expect(total).toBeGreaterThan(100);
+      const r = await run('bts', 'report', dat, '--json', '--last', String(total));
+      expect(r.code).toBe(ExitCode.Ok);
+      const doc = JSON.parse(r.stdout);
+      expect(doc.format).toBe('trace');
+      const ours = new Map<number, string[]>();
+      for (const b of doc.last as { tid: number; cpu: number; from: string; to: string; flags: string[] }[])
+        ours.set(b.cpu, [...(ours.get(b.cpu) ?? []), `${b.tid} ${b.from} ${b.to} ${b.flags[0]}`]);
+      expect(ours).toEqual(theirs);
+      // --task keeps exactly that task's branches.
+      const [tid] = theirs.get(0)![0]!.split(' ');
+      const one = JSON.parse(
+        (await run('bts', 'report', dat, '--json', '--task', tid!, '--last', String(total))).stdout,
+      );
+      const expected = [...theirs.values()].flat().filter((l) => l.startsWith(`${tid} `)).length;
+      expect(one.branches).toBe(expected);
+    }, 60_000);
+  },
+);
+
 describe('evtrace bts report on other inputs', () => {
   it('perf script text: --task selects one thread; malformed lines are warnings with line and column', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'evtrace-bts-'));
@@ -123,7 +221,7 @@ describe('evtrace bts report on other inputs', () => {
     const doc = JSON.parse(r.stdout);
     expect(doc.last.map((x: { from: string; flags: string[] }) => [x.from, x.flags])).toEqual([
       ['0xffffffff81000010', ['predicted']],
-      ['0x401000', []],
+      ['0x401000', ['mispredicted']],
     ]);
     expect(r.stderr).toMatch(/ERR_BTS_TRUNCATED: .*x\.bts, byte 48: truncated 24-byte BTS record/);
     const user = JSON.parse((await run('bts', 'report', file, '--json', '--user')).stdout);

@@ -47,6 +47,7 @@ const FORMATS: readonly BranchFormat[] = [
   'qemu-log',
   'gdb-instruction-history',
   'gdb-call-history',
+  'trace',
 ];
 
 /** `evtrace bts report|record`: branch traces. */
@@ -56,7 +57,8 @@ export function registerBts(program: Command, io: CliIO): void {
     .description(
       `Branch traces: every taken branch (from, to, flags). "report" reads raw Branch Trace Store records, perf.data
 with intel_bts AUX data, perf script branch stacks (brstack, brstacksym, brstackoff; both flag layouts), gdb's
-record instruction-history and function-call-history, and QEMU user-mode block logs (a software source), and
+record instruction-history and function-call-history, QEMU user-mode block logs (a software source), and
+traces (trace.dat, CTF) holding bts:branch events beside sched:sched_switch, which say whose branch each is; and
 prints the last branches, the call history, hot edges and edge coverage. "record" captures a program.`,
     );
   registerReport(addCommand(bts, 'report'), io);
@@ -82,7 +84,7 @@ gdb does. With --json, one JSON object: branch rows carry "from" and "to" as hex
 "from_symbol"/"to_symbol" when known. Problems in the input (truncated records, malformed lines) are reported on
 stderr with where they are; the valid data around them is used.`,
     )
-    .argument('<input>', 'branch trace file')
+    .argument('<input>', 'branch trace file, or a trace (trace.dat, CTF directory) with bts:branch events')
     .option('--last <n>', 'print the last N branches')
     .option('--calls', 'print the function call history with nesting')
     .option('--hot', 'print the edges by how often they were taken, with misprediction counts')
@@ -115,7 +117,7 @@ function report(input: string, o: ReportOptions, io: CliIO): void {
   if (o.last !== undefined && !/^\d+$/.test(o.last)) usage(`--last must be a non-negative integer, not '${o.last}'`);
   if (o.task !== undefined && !/^\d+$/.test(o.task)) usage(`--task must be a thread id, not '${o.task}'`);
   if (last === undefined && !o.calls && !o.hot && !o.coverage) last = 20;
-  const symbols = o.symbols === undefined && o.kallsyms === undefined ? undefined : loadSymbols(o);
+  let symbols = o.symbols === undefined && o.kallsyms === undefined ? undefined : loadSymbols(o);
   let decoded: BranchInput;
   try {
     decoded = readBranchInput(input, o.format !== undefined ? { format: o.format } : {});
@@ -137,6 +139,9 @@ function report(input: string, o: ReportOptions, io: CliIO): void {
       throw new CliExit(ExitCode.Failure, 'no call history could be read');
     return;
   }
+  // A trace carries its own kallsyms: kernel addresses get names without --kallsyms.
+  if (decoded.format === 'trace' && decoded.kallsyms !== undefined && o.kallsyms === undefined)
+    symbols = (symbols ?? new Symbolizer()).setKallsyms(decoded.kallsyms);
   let list: BranchList = decoded.branches;
   if (list.length === 0 && decoded.problems.length > 0)
     throw new CliExit(ExitCode.Failure, `no branches could be read from ${input}`);
