@@ -42,6 +42,8 @@ export interface LoadAgentConfigOptions {
    * {@link DEFAULT_CONFIG_FILE}. A file named by the flag or the variable must exist.
    */
   readonly file?: string;
+  /** Defaults that replace {@link DEFAULTS} (the CLI's depend on the user: a socket under XDG_RUNTIME_DIR, ...). */
+  readonly defaults?: Partial<Pick<AgentConfig, AgentSetting>>;
 }
 
 /** A parsed config file: its top-level table and where each key is written. */
@@ -141,8 +143,10 @@ export function resolveAgentConfig(options: {
   readonly flags?: AgentFlags;
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly config?: ConfigFile;
+  readonly defaults?: Partial<Pick<AgentConfig, AgentSetting>>;
 }): AgentConfig {
   const { flags = {}, env = {}, config } = options;
+  const defaults = { ...DEFAULTS, ...options.defaults };
   const cwd = process.cwd();
   const fileSite = (path: readonly string[]): Site => ({
     origin: { kind: 'file', file: config!.file, ...config!.positions.find(path) },
@@ -169,7 +173,7 @@ export function resolveAgentConfig(options: {
       raw = config.table[setting.key];
     }
     if (site === undefined) {
-      values[name] = DEFAULTS[name];
+      values[name] = defaults[name];
       origins[name] = { kind: 'default' };
     } else {
       values[name] = setting.parse(raw, site);
@@ -207,7 +211,12 @@ export function loadAgentConfig(options: LoadAgentConfigOptions = {}): AgentConf
     const text = readConfigText(file, named?.origin);
     if (text !== undefined) config = parseConfigFile(text, file);
   }
-  return resolveAgentConfig({ flags, env, ...(config !== undefined ? { config } : {}) });
+  return resolveAgentConfig({
+    flags,
+    env,
+    ...(config !== undefined ? { config } : {}),
+    ...(options.defaults !== undefined ? { defaults: options.defaults } : {}),
+  });
 }
 
 /** Reads a config file; undefined when a default file (no `namedBy`) does not exist. */
