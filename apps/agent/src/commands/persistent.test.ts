@@ -192,3 +192,50 @@ describe.skipIf(why !== '')(`evtrace persistent --kernel${why ? ` (skipped: ${wh
     expect((await run('persistent', 'cat', name, '--kernel')).stderr).toMatch(/ERR_NOT_FOUND/);
   });
 });
+
+describe('the session --persistent verbs', () => {
+  it('session create|ls|cat|snapshot|rm --persistent, with the session flags', async () => {
+    const { Command } = await import('commander');
+    const { addCommand } = await import('../program.ts');
+    const { addPersistentSessionVerbs, persistentSessionCreate, persistentSessionSnapshot } = await import(
+      './persistent.ts'
+    );
+    let stdout = '';
+    let stderr = '';
+    const io = { stdout: (t: string) => (stdout += t), stderr: (t: string) => (stderr += t) };
+    persistentSessionCreate('sess/flight', { events: ['a:x,a:y'], mode: 'discard', bufferSize: '32K', dir }, io);
+    expect(stdout).toBe(`created user buffer sess/flight: ${dir}/sess/flight.evrb (32K, discard)\n`);
+    await writeAndDie('sess/flight', 10);
+
+    const program = new Command('evtrace').exitOverride();
+    program.configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
+    const session = addCommand(program, 'session');
+    addPersistentSessionVerbs(session, io);
+    stdout = '';
+    await program.parseAsync(['session', 'ls', '--persistent', '--json', '--dir', dir], { from: 'user' });
+    expect(JSON.parse(stdout).buffers).toContainEqual(
+      expect.objectContaining({ name: 'sess/flight', mode: 'discard', size: 32768, classes: ['a:x', 'a:y'] }),
+    );
+    stdout = '';
+    await program.parseAsync(['session', 'cat', 'sess/flight', '--persistent', '--json', '--dir', dir], {
+      from: 'user',
+    });
+    expect(
+      stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l).class),
+    ).toEqual(Array.from({ length: 10 }, (_, i) => (i % 2 ? 'a:y' : 'a:x')));
+    stdout = '';
+    persistentSessionSnapshot('sess/flight', { output: dir, dir }, io);
+    const file = stdout.trim();
+    expect(file).toMatch(new RegExp(`^${dir}/sess\\.flight\\.[0-9T-]+Z\\.pages$`));
+    expect(stderr).toMatch(/snapshot of sess\/flight: 10 records, 4096 bytes/);
+    expect(readFileSync(file).length).toBe(4096);
+    await expect(program.parseAsync(['session', 'rm', 'sess/flight', '--dir', dir], { from: 'user' })).rejects.toThrow(
+      /add --persistent \(agent sessions: session destroy\)/,
+    );
+    await program.parseAsync(['session', 'rm', 'sess/flight', '--persistent', '--dir', dir], { from: 'user' });
+    expect(existsSync(join(dir, 'sess'))).toBe(false);
+  });
+});

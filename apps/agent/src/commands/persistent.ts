@@ -349,6 +349,102 @@ kernel buffers as trace text.`,
   });
 }
 
+/** Options `session create|snapshot` take for persistent buffers (see {@link persistentSessionOptions}). */
+export interface PersistentSessionOptions extends PersistentTarget {
+  persistent?: boolean;
+  events?: string[];
+  mode?: string;
+  bufferSize?: string;
+  filter?: string;
+  group?: string;
+  output?: string;
+}
+
+/** Adds `--persistent`, `--kernel`, `--dir` and `--group` to a `session` subcommand. */
+export function persistentSessionOptions(cmd: Command): Command {
+  return cmd
+    .option('--persistent', 'a named persistent buffer (no agent): NAME may have namespaces, team/app/flight')
+    .option('--kernel', 'with --persistent: the kernel backend, a tracefs instance')
+    .option('--dir <dir>', 'with --persistent: directory of user-space buffers')
+    .option('--group <group>', 'with --persistent: group given read access');
+}
+
+/**
+ * `session create NAME --persistent`: the session's flags mean the same for a persistent buffer (`--events` are
+ * event classes, `--buffer-size` the size, default 1M; `--filter` for kernel buffers).
+ */
+export function persistentSessionCreate(name: string, o: PersistentSessionOptions, io: CliIO): void {
+  const events = (o.events ?? [])
+    .flatMap((e) => e.split(','))
+    .map((e) => e.trim())
+    .filter(Boolean);
+  const info = persistentCreate(name, {
+    size: o.bufferSize ?? '1M',
+    ...(o.mode !== undefined ? { mode: o.mode } : {}),
+    ...(events.length > 0 ? { event: events } : {}),
+    ...(o.filter !== undefined ? { filter: o.filter } : {}),
+    ...(o.group !== undefined ? { group: o.group } : {}),
+    ...(o.kernel ? { kernel: true } : {}),
+    ...dirOf(o),
+  });
+  io.stdout(`created ${info.backend} buffer ${info.name}: ${info.path} (${human(info.size)}, ${info.mode})\n`);
+}
+
+/**
+ * `session snapshot NAME --persistent [-o DIR]`: writes `DIR/NAME-with-dots.TIME.pages` (user-space: ringbuf pages)
+ * or `.txt` (kernel: trace text) and prints its path, as a session trace-shot does.
+ */
+export function persistentSessionSnapshot(name: string, o: PersistentSessionOptions, io: CliIO): void {
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const file = `${o.output ?? '.'}/${name.split('/').join('.')}.${stamp}.${o.kernel ? 'txt' : 'pages'}`;
+  const r = persistentSnapshot(name, file, o);
+  io.stdout(`${file}\n`);
+  io.stderr(`evtrace: snapshot of ${name}: ${r.records} records, ${r.bytes} bytes\n`);
+}
+
+const needPersistent = (verb: string, instead: string) =>
+  new CliExit(
+    ExitCode.Usage,
+    `session ${verb} works on persistent buffers: add --persistent (agent sessions: session ${instead})`,
+  );
+
+/** Adds `session ls|rm|cat --persistent` (the agent's sessions have list, destroy and cat --live). */
+export function addPersistentSessionVerbs(session: Command, io: CliIO): void {
+  addCommand(session, 'ls')
+    .summary('list persistent buffers (with --persistent)')
+    .option('--persistent', 'list the persistent buffers of both backends')
+    .option('--json', 'print the listing as JSON')
+    .option('--dir <dir>', 'directory of user-space buffers')
+    .action((o: PersistentTarget & { persistent?: boolean; json?: boolean }) => {
+      if (!o.persistent) throw needPersistent('ls', 'list');
+      io.stdout(formatListing(persistentList(o), !!o.json));
+    });
+  addCommand(session, 'rm')
+    .summary('delete a persistent buffer (with --persistent)')
+    .argument('<name>', 'buffer name')
+    .option('--persistent', 'NAME is a persistent buffer')
+    .option('--kernel', 'the kernel backend')
+    .option('--dir <dir>', 'directory of user-space buffers')
+    .option('--force', 'delete even while a process writes it')
+    .action((name: string, o: PersistentTarget & { persistent?: boolean; force?: boolean }) => {
+      if (!o.persistent) throw needPersistent('rm', 'destroy');
+      persistentRemove(name, o);
+      io.stdout(`deleted ${name}\n`);
+    });
+  addCommand(session, 'cat')
+    .summary("print a persistent buffer's records (with --persistent)")
+    .argument('<name>', 'buffer name')
+    .option('--persistent', 'NAME is a persistent buffer')
+    .option('--kernel', 'the kernel backend')
+    .option('--dir <dir>', 'directory of user-space buffers')
+    .option('--json', 'one JSON object per record')
+    .option('-f, --follow', 'keep printing new records until the writer closes the stream')
+    .action(async (name: string, o: PersistentCatOptions & { persistent?: boolean }) => {
+      if (!o.persistent) throw needPersistent('cat', 'and evtrace cat --live');
+      await persistentCat(name, o, io);
+    });
+}
+
 /** `evtrace persistent create|ls|rm|cat|snapshot`: the persistent buffers until `session --persistent` exists. */
 export function registerPersistent(program: Command, io: CliIO): void {
   const cmd = addCommand(program, 'persistent')
