@@ -75,13 +75,14 @@ export function parsePerfScript(text: string, options: PerfScriptOptions = {}): 
     start = end + 1;
     lineNo++;
     if (line.trim() === '' || line.startsWith('#')) continue;
-    const err = ERROR_LINE.exec(line);
+    // Cheap tests first: the regular expressions only run on lines that can match.
+    const err = line.includes(' error type ') ? ERROR_LINE.exec(line) : null;
     if (err !== null) {
       errors++;
       if (errors <= 20) notes.push(`line ${lineNo}: ${line.trim()}`);
       continue;
     }
-    if (/^\s*(Warning|Error):/i.test(line)) {
+    if ((line.includes('arning:') || line.includes('rror:')) && /^\s*(Warning|Error):/i.test(line)) {
       notes.push(`line ${lineNo}: ${line.trim()}`);
       continue;
     }

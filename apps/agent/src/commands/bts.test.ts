@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -236,6 +236,22 @@ describe('evtrace bts report on other inputs', () => {
     expect(missing.code).toBe(ExitCode.Failure);
     expect(missing.stderr).toMatch(/ERR_BTS_FORMAT: \/nonexistent\/x: cannot read: ENOENT/);
   });
+
+  let pmus: string[] = [];
+  try {
+    pmus = readdirSync('/sys/bus/event_source/devices');
+  } catch {}
+  it.skipIf(pmus.includes('intel_bts'))(
+    `record --source hardware says why it cannot run where sysfs has no intel_bts PMU${pmus.includes('intel_bts') ? ' (skipped: this machine has BTS)' : ''}`,
+    async () => {
+      const r = await run('bts', 'record', '--source', 'hardware', '-o', join(tmpdir(), 'never.data'), '--', 'true');
+      expect(r.code).toBe(ExitCode.Failure);
+      expect(r.stderr).toMatch(
+        /ERR_BTS_UNSUPPORTED: no intel_bts PMU in \/sys\/bus\/event_source\/devices \(present: /,
+      );
+      for (const pmu of pmus) expect(r.stderr).toContain(pmu);
+    },
+  );
 
   it('has a manual', async () => {
     const r = await run('bts', 'report', '--help');
