@@ -84,6 +84,14 @@ describe.skipIf(skip !== '')(`permissions${skip ? ` (skipped: ${skip})` : ''}`, 
     expect(member.stdout).toMatch(/^ERR_PERMISSION: permission denied/);
   });
 
+  it('a buffer directory evtrace makes is shared like /tmp (sticky, world-writable); namespaces are not writable by others', () => {
+    const base = join(dir, 'fresh');
+    const buf = openPersistent('team/app', { dir: base, create: { size: 8192 } });
+    buf.close();
+    expect(statSync(base).mode & 0o7777).toBe(0o1777);
+    expect(statSync(join(base, 'team')).mode & 0o777).toBe(0o755);
+  });
+
   it('an unknown group is refused before anything is created', () => {
     expect(() => openPersistent('perm/nogroup', { dir, create: { size: 8192, group: `nosuch${tag}` } })).toThrow(
       PersistentError,

@@ -336,7 +336,9 @@ function makeDirs(base: string, file: string): void {
   for (const part of relative(base, dirname(file)).split(sep).filter(Boolean)) {
     dir = join(dir, part);
     try {
-      mkdirSync(dir, { mode: 0o755 });
+      mkdirSync(dir);
+      // Whatever the umask: others must reach the buffers their group or mode lets them open.
+      chmodSync(dir, 0o755);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST')
         throw fsError(dir, error, 'cannot create a namespace directory');
@@ -363,10 +365,15 @@ function create(name: string, path: string, base: string, c: CreateBufferOptions
     try {
       ftruncateSync(fd, regionBytes + META_SIZE);
       writeSync(fd, metaPage, 0, META_SIZE, regionBytes);
+    } catch (error) {
+      throw fsError(tmp, error, 'cannot size the buffer file');
+    }
+    try {
       if (gid !== undefined) fchownSync(fd, -1, gid);
       fchmodSync(fd, gid === undefined ? 0o600 : c.groupWrite ? 0o660 : 0o640);
     } catch (error) {
-      throw fsError(tmp, error, 'cannot size the buffer file');
+      // Only root, or a member of the group, may hand a file to a group.
+      throw fsError(tmp, error, `cannot give group ${String(c.group)} access to the buffer file`);
     }
     const mapping = mapFile(fd, regionBytes, true, tmp);
     try {
