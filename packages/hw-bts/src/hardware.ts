@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { BtsError } from './errors.ts';
+import { describeProbe, probeBts } from './perf-event.ts';
 
 /** What branch tracing the hardware offers. */
 export interface HardwareSupport {
@@ -59,6 +60,9 @@ export async function captureHardware(
 ): Promise<{ status: number | null }> {
   const hw = detectHardware(options.devices);
   if (!hw.bts) throw new BtsError('ERR_BTS_UNSUPPORTED', hw.why ?? 'no intel_bts PMU');
+  // The PMU is listed: ask the kernel whether this process may use it (permissions, perf_event_paranoid).
+  const probe = probeBts(options.devices);
+  if (!probe.ok && probe.errno !== undefined) throw new BtsError('ERR_BTS_UNSUPPORTED', describeProbe(probe));
   if (!existsSync('/usr/bin/perf') && !existsSync('/usr/local/bin/perf'))
     throw new BtsError('ERR_BTS_CAPTURE', 'perf is not installed (Debian: linux-perf)');
   const event = options.kernel ? 'intel_bts//' : 'intel_bts//u';

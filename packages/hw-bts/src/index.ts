@@ -38,6 +38,7 @@ export {
 } from './multiplex.ts';
 export { FunctionNames } from './names.ts';
 export { decodePerfData, isPerfData } from './perf-data.ts';
+export { describeProbe, type PerfEventProbe, probeBts, probeLbr } from './perf-event.ts';
 export { type PerfBranchField, type PerfScriptOptions, parsePerfScript } from './perf-script.ts';
 export { type CaptureQemuOptions, captureQemu, parseQemuLog, type QemuLogOptions, x86BranchKind } from './qemu.ts';
 export { BTS_RECORD_SIZE, type BtsRecordFormat, type DecodeBtsOptions, decodeBts, encodeBts } from './raw.ts';

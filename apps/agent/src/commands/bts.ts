@@ -7,6 +7,7 @@ import {
   callHistory,
   captureHardware,
   captureQemu,
+  describeProbe,
   detectHardware,
   edgeCoverage,
   FunctionNames,
@@ -15,6 +16,7 @@ import {
   hotEdges,
   inSpace,
   lastBranches,
+  probeLbr,
   readBranchInput,
   Symbolizer,
 } from '@evtrace/hw-bts';
@@ -314,7 +316,8 @@ QEMU otherwise, and says which and why on stderr. The exit status is 1 when the 
           return;
         }
         const output = o.output ?? 'bts.qemu.log';
-        if (source === 'auto') io.stderr(`evtrace: software source (QEMU user mode): ${hw.why}\n`);
+        if (source === 'auto')
+          io.stderr(`evtrace: software source (QEMU user mode): ${hw.why}; ${describeProbe(probeLbr())}\n`);
         const r = await captureQemu(prog, args, { log: output });
         const decoded = readBranchInput(output, { format: 'qemu-log' });
         io.stderr(
