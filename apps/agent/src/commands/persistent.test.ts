@@ -183,6 +183,11 @@ describe.skipIf(why !== '')(`evtrace persistent --kernel${why ? ` (skipped: ${wh
         expect.objectContaining({ backend: 'kernel', name, mode: 'overwrite', classes: ['sched:sched_process_exec'] }),
       );
       expect(ls.bootAbsent).toMatch(/no boot-time persistent ring buffer/);
+      const table = (await run('ls', '--dir', dir)).stdout;
+      expect(table).toMatch(
+        new RegExp(`^kernel\\s+${name}\\s+\\d+K\\s+overwrite\\s+\\d+%\\s+\\d+\\s+-\\s+-\\s+root\\s`, 'm'),
+      );
+      expect(table).toMatch(/^boot-time buffer: this kernel has no boot-time persistent ring buffer/m);
       const cat = await run('persistent', 'cat', name, '--kernel');
       expect(cat.stdout).toMatch(/sched_process_exec: filename=\/bin\/true/);
     } finally {

@@ -259,6 +259,7 @@ export function formatListing(listing: PersistentListing, json: boolean): string
   }
   for (const u of listing.unreadable) lines.push(`${u.backend} ${u.name}: ${u.code}: ${u.error}`);
   if (listing.kernelUnavailable) lines.push(`kernel buffers not listed: ${listing.kernelUnavailable}`);
+  if (listing.bootAbsent) lines.push(`boot-time buffer: ${listing.bootAbsent}`);
   return `${lines.join('\n')}\n`;
 }
 
