@@ -5,6 +5,7 @@
  * and a time series. Memory grows with distinct pointers and call sites, not with events.
  */
 import type { Allocator, KmemEvent } from './event.ts';
+import { KeyTable } from './key-table.ts';
 
 /** Per call site or per pointer, as perf kmem counts them. */
 export interface SlabStat {
@@ -132,27 +133,8 @@ export interface AnalyzeOptions {
   readonly examplesPerKind?: number;
 }
 
-interface PtrState {
-  callSite: number;
-  hit: number;
-  totalAlloc: number;
-  totalReq: number;
-  pingPong: number;
-  lastAlloc: number;
-  /** -1 after a free, as perf kmem resets it. */
-  allocCpu: number;
-  live: boolean;
-  allocNs: number;
-  allocator: Allocator;
-  cache: string | undefined;
-}
-
-interface SiteState {
-  hit: number;
-  totalAlloc: number;
-  totalReq: number;
-  pingPong: number;
-}
+const ALLOCATORS: readonly Allocator[] = ['kmalloc', 'cache', 'page'];
+const ALLOCATOR_CODE: Readonly<Record<Allocator, number>> = { kmalloc: 0, cache: 1, page: 2 };
 
 interface Bucket {
   allocs: number;
@@ -167,8 +149,25 @@ const ZERO_SIZE_PTR = 16;
 
 /** Incremental analysis: `push` events in time order, then `result()`. */
 export class KmemAnalyzer {
-  readonly #ptrs = new Map<number, PtrState>();
-  readonly #sites = new Map<number, SiteState>();
+  // Per pointer and per call site, in columns indexed by the tables' dense ids.
+  readonly #ptrs = new KeyTable();
+  #pSite = new Float64Array(1024);
+  #pHit = new Float64Array(1024);
+  #pAlloc = new Float64Array(1024);
+  #pReq = new Float64Array(1024);
+  #pPing = new Float64Array(1024);
+  #pLast = new Float64Array(1024);
+  /** -1 after a free, as perf kmem resets it. */
+  #pCpu = new Int32Array(1024);
+  #pLive = new Uint8Array(1024);
+  #pNs = new Float64Array(1024);
+  #pAllocator = new Uint8Array(1024);
+  readonly #pCache: (string | undefined)[] = [];
+  readonly #sites = new KeyTable();
+  #sHit = new Float64Array(256);
+  #sAlloc = new Float64Array(256);
+  #sReq = new Float64Array(256);
+  #sPing = new Float64Array(256);
   readonly #pages = new Map<number, { order: number }>();
   readonly #intervalNs: number;
   readonly #strictKfree: boolean;
@@ -214,7 +213,8 @@ export class KmemAnalyzer {
 
   /** Adds every event of `events`. */
   pushAll(events: Iterable<KmemEvent>): this {
-    for (const e of events) this.push(e);
+    if (Array.isArray(events)) for (let i = 0; i < events.length; i++) this.push(events[i]);
+    else for (const e of events) this.push(e);
     return this;
   }
 
@@ -249,56 +249,91 @@ export class KmemAnalyzer {
   }
 
   #onAlloc(e: KmemEvent): void {
+    const ptr = e.ptr;
+    const bytesAlloc = e.bytesAlloc;
+    const bytesReq = e.bytesReq;
     this.#allocs++;
-    this.#req += e.bytesReq;
-    this.#alloc += e.bytesAlloc;
-    this.#bucket.allocs++;
-    this.#bucket.allocBytes += e.bytesAlloc;
-    if (e.ptr === 0) this.#failed++;
-    else if (e.bytesAlloc < e.bytesReq)
-      this.#issue('short_alloc', e, undefined, `${e.bytesAlloc} bytes allocated for ${e.bytesReq} requested`);
-    if (e.ptr !== 0) this.#bucket.liveDelta += e.bytesAlloc;
-    // perf kmem keys NULL results too; so do the tables, not the outstanding set.
-    let p = this.#ptrs.get(e.ptr);
-    if (p === undefined) {
-      p = {
-        callSite: e.callSite,
-        hit: 1,
-        totalAlloc: e.bytesAlloc,
-        totalReq: e.bytesReq,
-        pingPong: 0,
-        lastAlloc: e.bytesAlloc,
-        allocCpu: e.cpu,
-        live: e.ptr !== 0,
-        allocNs: e.tsNs,
-        allocator: e.allocator,
-        cache: e.cache,
-      };
-      this.#ptrs.set(e.ptr, p);
-    } else {
-      if (p.live) {
-        this.#issue('missed_free', e, p.callSite, 'allocated again while live: its free was not seen');
-        this.#bucket.liveDelta -= p.lastAlloc;
-      }
-      p.hit++;
-      p.totalAlloc += e.bytesAlloc;
-      p.totalReq += e.bytesReq;
-      p.callSite = e.callSite;
-      p.lastAlloc = e.bytesAlloc;
-      p.allocCpu = e.cpu;
-      p.live = e.ptr !== 0;
-      p.allocNs = e.tsNs;
-      p.allocator = e.allocator;
-      p.cache = e.cache;
-    }
-    const s = this.#sites.get(e.callSite);
-    if (s === undefined)
-      this.#sites.set(e.callSite, { hit: 1, totalAlloc: e.bytesAlloc, totalReq: e.bytesReq, pingPong: 0 });
+    this.#req += bytesReq;
+    this.#alloc += bytesAlloc;
+    const bucket = this.#bucket;
+    bucket.allocs++;
+    bucket.allocBytes += bytesAlloc;
+    if (ptr === 0) this.#failed++;
     else {
-      s.hit++;
-      s.totalAlloc += e.bytesAlloc;
-      s.totalReq += e.bytesReq;
+      bucket.liveDelta += bytesAlloc;
+      if (bytesAlloc < bytesReq)
+        this.#issue('short_alloc', e, undefined, `${bytesAlloc} bytes allocated for ${bytesReq} requested`);
     }
+    // perf kmem keys NULL results too; so do the tables, not the outstanding set.
+    const before = this.#ptrs.size;
+    const p = this.#ptrs.intern(ptr);
+    if (p === before) {
+      if (p >= this.#pHit.length) this.#growPtrs();
+      this.#pHit[p] = 1;
+      this.#pAlloc[p] = bytesAlloc;
+      this.#pReq[p] = bytesReq;
+      this.#pPing[p] = 0;
+      this.#pCache.push(e.cache);
+    } else {
+      if (this.#pLive[p] === 1) {
+        this.#issue('missed_free', e, this.#pSite[p], 'allocated again while live: its free was not seen');
+        bucket.liveDelta -= this.#pLast[p]!;
+      }
+      this.#pHit[p]! += 1;
+      this.#pAlloc[p]! += bytesAlloc;
+      this.#pReq[p]! += bytesReq;
+      this.#pCache[p] = e.cache;
+    }
+    this.#pSite[p] = e.callSite;
+    this.#pLast[p] = bytesAlloc;
+    this.#pCpu[p] = e.cpu;
+    this.#pLive[p] = ptr !== 0 ? 1 : 0;
+    this.#pNs[p] = e.tsNs;
+    this.#pAllocator[p] = ALLOCATOR_CODE[e.allocator];
+    const sites = this.#sites;
+    const n = sites.size;
+    const s = sites.intern(e.callSite);
+    if (s === n) {
+      if (s >= this.#sHit.length) this.#growSites();
+      this.#sHit[s] = 1;
+      this.#sAlloc[s] = bytesAlloc;
+      this.#sReq[s] = bytesReq;
+      this.#sPing[s] = 0;
+    } else {
+      this.#sHit[s]! += 1;
+      this.#sAlloc[s]! += bytesAlloc;
+      this.#sReq[s]! += bytesReq;
+    }
+  }
+
+  #growPtrs(): void {
+    const grow = <T extends Float64Array | Int32Array | Uint8Array>(a: T): T => {
+      const b = new (a.constructor as new (n: number) => T)(a.length * 2);
+      b.set(a);
+      return b;
+    };
+    this.#pSite = grow(this.#pSite);
+    this.#pHit = grow(this.#pHit);
+    this.#pAlloc = grow(this.#pAlloc);
+    this.#pReq = grow(this.#pReq);
+    this.#pPing = grow(this.#pPing);
+    this.#pLast = grow(this.#pLast);
+    this.#pCpu = grow(this.#pCpu);
+    this.#pLive = grow(this.#pLive);
+    this.#pNs = grow(this.#pNs);
+    this.#pAllocator = grow(this.#pAllocator);
+  }
+
+  #growSites(): void {
+    const grow = (a: Float64Array) => {
+      const b = new Float64Array(a.length * 2);
+      b.set(a);
+      return b;
+    };
+    this.#sHit = grow(this.#sHit);
+    this.#sAlloc = grow(this.#sAlloc);
+    this.#sReq = grow(this.#sReq);
+    this.#sPing = grow(this.#sPing);
   }
 
   #onFree(e: KmemEvent): void {
@@ -308,32 +343,36 @@ export class KmemAnalyzer {
     // kfree(NULL) and kfree(ZERO_SIZE_PTR) are legal no-ops the kernel still traces.
     if (ptr === 0 || ptr === ZERO_SIZE_PTR) return;
     const p = this.#ptrs.get(ptr);
-    if (p === undefined) {
+    if (p < 0) {
       this.#issue('unknown_free', e, undefined, 'free of a pointer not allocated in the window');
       return;
     }
-    this.#freed += p.lastAlloc;
+    const last = this.#pLast[p]!;
+    const site = this.#pSite[p]!;
+    this.#freed += last;
     // Frees pair with allocations by pointer alone, whatever task or context (an interrupt) runs them.
-    if (e.cpu !== p.allocCpu) {
-      p.pingPong++;
+    if (e.cpu !== this.#pCpu[p]) {
+      this.#pPing[p]! += 1;
       this.#crossCpu++;
-      const s = this.#sites.get(p.callSite);
-      if (s !== undefined) s.pingPong++;
+      const s = this.#sites.get(site);
+      if (s >= 0) this.#sPing[s]! += 1;
     }
-    p.allocCpu = -1;
-    if (!p.live) {
-      this.#issue('double_free', e, p.callSite, 'freed again without an allocation in between');
+    this.#pCpu[p] = -1;
+    if (this.#pLive[p] === 0) {
+      this.#issue('double_free', e, site, 'freed again without an allocation in between');
       return;
     }
-    p.live = false;
-    this.#bucket.freeBytes += p.lastAlloc;
-    this.#bucket.liveDelta -= p.lastAlloc;
-    if (e.allocator === 'cache' && p.allocator === 'kmalloc')
-      this.#issue('wrong_free', e, p.callSite, 'kmalloc object freed with kmem_cache_free');
-    else if (e.allocator === 'kmalloc' && p.allocator === 'cache' && this.#strictKfree)
-      this.#issue('wrong_free', e, p.callSite, `kmem_cache object${p.cache ? ` (${p.cache})` : ''} freed with kfree`);
-    else if (e.allocator === 'cache' && p.allocator === 'cache' && e.cache && p.cache && e.cache !== p.cache)
-      this.#issue('wrong_cache', e, p.callSite, `allocated from ${p.cache}, freed to ${e.cache}`);
+    this.#pLive[p] = 0;
+    this.#bucket.freeBytes += last;
+    this.#bucket.liveDelta -= last;
+    const allocator = ALLOCATORS[this.#pAllocator[p]!]!;
+    const cache = this.#pCache[p];
+    if (e.allocator === 'cache' && allocator === 'kmalloc')
+      this.#issue('wrong_free', e, site, 'kmalloc object freed with kmem_cache_free');
+    else if (e.allocator === 'kmalloc' && allocator === 'cache' && this.#strictKfree)
+      this.#issue('wrong_free', e, site, `kmem_cache object${cache ? ` (${cache})` : ''} freed with kfree`);
+    else if (e.allocator === 'cache' && allocator === 'cache' && e.cache && cache && e.cache !== cache)
+      this.#issue('wrong_cache', e, site, `allocated from ${cache}, freed to ${e.cache}`);
   }
 
   #onPageAlloc(e: KmemEvent): void {
@@ -374,30 +413,42 @@ export class KmemAnalyzer {
   /** The analysis of everything pushed so far. */
   result(): KmemAnalysis {
     const callers: SlabStat[] = [];
-    for (const [key, s] of this.#sites) callers.push({ key, callSite: key, ...s });
+    for (let i = 0; i < this.#sites.size; i++) {
+      const key = this.#sites.key(i);
+      callers.push({
+        key,
+        callSite: key,
+        hit: this.#sHit[i]!,
+        totalAlloc: this.#sAlloc[i]!,
+        totalReq: this.#sReq[i]!,
+        pingPong: this.#sPing[i]!,
+      });
+    }
     const allocs: SlabStat[] = [];
     const leakSites = new Map<number, { count: number; bytes: number; oldest: number; ageSum: number }>();
     const end = this.#last ?? 0;
     let outCount = 0;
     let outBytes = 0;
-    for (const [key, p] of this.#ptrs) {
+    for (let i = 0; i < this.#ptrs.size; i++) {
+      const callSite = this.#pSite[i]!;
       allocs.push({
-        key,
-        callSite: p.callSite,
-        hit: p.hit,
-        totalAlloc: p.totalAlloc,
-        totalReq: p.totalReq,
-        pingPong: p.pingPong,
+        key: this.#ptrs.key(i),
+        callSite,
+        hit: this.#pHit[i]!,
+        totalAlloc: this.#pAlloc[i]!,
+        totalReq: this.#pReq[i]!,
+        pingPong: this.#pPing[i]!,
       });
-      if (!p.live) continue;
+      if (this.#pLive[i] === 0) continue;
+      const last = this.#pLast[i]!;
       outCount++;
-      outBytes += p.lastAlloc;
-      const age = end - p.allocNs;
-      const l = leakSites.get(p.callSite);
-      if (l === undefined) leakSites.set(p.callSite, { count: 1, bytes: p.lastAlloc, oldest: age, ageSum: age });
+      outBytes += last;
+      const age = end - this.#pNs[i]!;
+      const l = leakSites.get(callSite);
+      if (l === undefined) leakSites.set(callSite, { count: 1, bytes: last, oldest: age, ageSum: age });
       else {
         l.count++;
-        l.bytes += p.lastAlloc;
+        l.bytes += last;
         l.ageSum += age;
         if (age > l.oldest) l.oldest = age;
       }

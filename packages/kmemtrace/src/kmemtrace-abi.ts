@@ -15,7 +15,7 @@
  */
 import { AddressKeys } from './address.ts';
 import { KmemError } from './errors.ts';
-import type { Allocator, KmemEvent } from './event.ts';
+import { type Allocator, type KmemEvent, kmemEvent } from './event.ts';
 
 /** Which of the two v1 record layouts. */
 export type KmemtraceLayout = 'original' | 'mainline';
@@ -145,7 +145,7 @@ function original(
   cpu: number,
   keys: AddressKeys,
 ): KmemEvent {
-  return {
+  return kmemEvent({
     op: kind,
     allocator: TYPES[type]!,
     tsNs: Number(view.getBigInt64(at + 48, true)),
@@ -156,7 +156,7 @@ function original(
     bytesAlloc: kind === 'alloc' ? u64(view, at + 32) : 0,
     gfpFlags: kind === 'alloc' ? u64(view, at + 40) : 0,
     node: view.getInt32(at + 4, true),
-  };
+  });
 }
 
 function mainline(
@@ -168,7 +168,7 @@ function mainline(
   keys: AddressKeys,
 ): KmemEvent {
   const alloc = kind === 'alloc';
-  return {
+  return kmemEvent({
     op: kind,
     allocator: TYPES[type]!,
     // No clock in this layout: the global sequence number is the order.
@@ -180,5 +180,5 @@ function mainline(
     bytesAlloc: alloc ? u64(view, at + 32) : 0,
     gfpFlags: alloc ? view.getUint32(at + 40, true) : 0,
     node: alloc ? view.getInt32(at + 44, true) : -1,
-  };
+  });
 }

@@ -5,7 +5,7 @@
  */
 import { AddressKeys, hexAddress } from './address.ts';
 import { KmemError } from './errors.ts';
-import type { KmemEvent, KmemSource } from './event.ts';
+import { type KmemEvent, type KmemSource, kmemEvent } from './event.ts';
 import { BUILTIN_GFP_TABLE, gfpNamer, gfpValue } from './gfp.ts';
 import { kmemKind } from './tracepoints.ts';
 
@@ -163,7 +163,7 @@ function parseLine(line: string, keys: AddressKeys, siteKey: (s: string) => numb
     const failed = page === '(nil)' || page === '0x0';
     const pfn = failed ? -1 : hex('pfn');
     const g = kind.op === 'page_alloc' ? gfp() : { gfpFlags: 0 };
-    return {
+    return kmemEvent({
       ...base,
       callSite: 0,
       ptr: pfn,
@@ -173,12 +173,12 @@ function parseLine(line: string, keys: AddressKeys, siteKey: (s: string) => numb
       node: -1,
       order: int('order'),
       ...(fields.has('migratetype') ? { migratetype: int('migratetype') } : {}),
-    };
+    });
   }
   const site = field('call_site').value;
   const alloc = kind.op === 'alloc';
   const cache = fields.get('name')?.value;
-  return {
+  return kmemEvent({
     ...base,
     callSite: siteKey(site),
     ptr: hex('ptr'),
@@ -187,5 +187,5 @@ function parseLine(line: string, keys: AddressKeys, siteKey: (s: string) => numb
     ...(alloc ? gfp() : { gfpFlags: 0 }),
     node: int('node', -1),
     ...(cache !== undefined ? { cache } : {}),
-  };
+  });
 }

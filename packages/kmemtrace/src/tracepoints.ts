@@ -5,7 +5,7 @@
  */
 import type { EventClass, FieldValue, Kallsyms, TraceEvent } from '@evtrace/trace-format';
 import { AddressKeys } from './address.ts';
-import type { KmemEvent, KmemOp, KmemSource } from './event.ts';
+import { type KmemEvent, type KmemOp, type KmemSource, kmemEvent } from './event.ts';
 import { type GfpTable, gfpNamer, parseGfpTable } from './gfp.ts';
 import { addressNamer } from './symbols.ts';
 
@@ -61,7 +61,7 @@ export function fromTraceEvent(e: TraceEvent, keys: AddressKeys): KmemEvent | un
   };
   if (kind.allocator === 'page') {
     const pfn = f.pfn;
-    return {
+    return kmemEvent({
       ...base,
       callSite: 0,
       // pfn -1 (a failed allocation) keys as -1.
@@ -72,10 +72,10 @@ export function fromTraceEvent(e: TraceEvent, keys: AddressKeys): KmemEvent | un
       node: -1,
       order: num(f.order),
       ...(f.migratetype !== undefined ? { migratetype: num(f.migratetype) } : {}),
-    };
+    });
   }
   const name = f.name;
-  return {
+  return kmemEvent({
     ...base,
     callSite: keys.key(f.call_site as bigint | number),
     ptr: keys.key((f.ptr as bigint | number | undefined) ?? 0),
@@ -84,7 +84,7 @@ export function fromTraceEvent(e: TraceEvent, keys: AddressKeys): KmemEvent | un
     gfpFlags: num(f.gfp_flags),
     node: f.node === undefined ? -1 : num(f.node),
     ...(typeof name === 'string' ? { cache: name } : {}),
-  };
+  });
 }
 
 /** What a trace reader offers that the kmem source uses. */

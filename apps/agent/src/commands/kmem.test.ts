@@ -1,0 +1,199 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ExitCode } from '../exit-codes.ts';
+import { run } from '../testing/sample-traces.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'evtrace-kmem-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const line = (cpu: number, us: number, what: string) =>
+  `    perf 1 [00${cpu}]  10.${String(us).padStart(6, '0')}: kmem:${what}`;
+const SCRIPT = [
+  line(
+    0,
+    1,
+    'kmalloc: call_site=alloc_pipe_info+0xd7 ptr=0xffff888100001000 bytes_req=640 bytes_alloc=1024 gfp_flags=GFP_KERNEL node=-1',
+  ),
+  line(
+    0,
+    2,
+    'kmalloc: call_site=seq_open+0x10 ptr=0xffff888100002000 bytes_req=64 bytes_alloc=64 gfp_flags=GFP_KERNEL node=-1',
+  ),
+  line(
+    0,
+    3,
+    'kmalloc: call_site=seq_open+0x10 ptr=0xffff888100003000 bytes_req=60 bytes_alloc=64 gfp_flags=GFP_KERNEL|__GFP_ZERO node=-1',
+  ),
+  line(1, 4, 'kfree: call_site=free_pipe_info+0x20 ptr=0xffff888100001000'),
+  line(1, 5, 'kfree: call_site=seq_release+0x20 ptr=0xffff888100002000'),
+  line(1, 6, 'kfree: call_site=seq_release+0x20 ptr=0xffff888100002000'),
+].join('\n');
+const scriptFile = join(dir, 'k.txt');
+writeFileSync(scriptFile, `${SCRIPT}\n`);
+
+/** Root, tracefs with kmem events, and perf: what the recording tests need. */
+function recordingUnavailable(): string {
+  if (process.getuid?.() !== 0) return 'not root';
+  try {
+    execFileSync('sh', ['-c', 'command -v perf'], { stdio: 'ignore' });
+  } catch {
+    return 'perf is not installed (Debian linux-perf)';
+  }
+  const mount = /^\S+ (\S+) tracefs /m.exec(readFileSync('/proc/mounts', 'utf8'))?.[1];
+  if (mount === undefined || !existsSync(`${mount}/events/kmem/kmalloc`)) return 'no kmem tracepoints';
+  return '';
+}
+
+describe('evtrace kmem report', () => {
+  it('--json: the summary and perf kmem style caller rows, figures as numbers', async () => {
+    const r = await run('kmem', 'report', scriptFile, '--caller', '--json');
+    expect(r.code).toBe(ExitCode.Ok);
+    expect(r.stderr).toBe('');
+    const report = JSON.parse(r.stdout);
+    expect(Object.keys(report)).toEqual(['summary', 'callers']);
+    expect(report.summary).toMatchObject({ allocs: 3, frees: 3, total_req: 764, total_alloc: 1152, total_freed: 1152 });
+    // As perf kmem counts them: the double free adds its size to the freed bytes again and, the allocation's CPU
+    // being reset by the first free, counts as another cross-CPU free.
+    expect(report.callers).toEqual([
+      { site: 'alloc_pipe_info+0xd7', total_alloc: 1024, total_req: 640, hit: 1, ping_pong: 1, frag_pct: 37.5 },
+      { site: 'seq_open+0x10', total_alloc: 128, total_req: 124, hit: 2, ping_pong: 2, frag_pct: 3.125 },
+    ]);
+  });
+
+  it('text: sorted by --sort, cut to --lines; every section without section flags', async () => {
+    const r = await run('kmem', 'report', scriptFile, '--caller', '--sort', 'hit', '--lines', '1');
+    expect(r.code).toBe(ExitCode.Ok);
+    const rows = r.stdout.split('\n').filter((l) => /^ \S+\s+\|\s+\d/.test(l));
+    expect(rows).toEqual([
+      ' seq_open+0x10                      |       128/64    |       124/62    |        2 |         2 |  3.125%',
+    ]);
+    const all = JSON.parse((await run('kmem', 'report', scriptFile, '--json')).stdout);
+    expect(Object.keys(all)).toEqual(['summary', 'callers', 'allocs', 'pages', 'leaks', 'errors', 'timeseries']);
+    expect(all.errors.counts.double_free).toBe(1);
+    expect(all.leaks).toMatchObject({ count: 1, bytes: 64, sites: [{ site: 'seq_open+0x10', count: 1 }] });
+  });
+
+  it('usage errors exit 2; bad input exits 1 naming the place; --lenient keeps the valid lines', async () => {
+    const sort = await run('kmem', 'report', scriptFile, '--sort', 'hit,size');
+    expect(sort.code).toBe(ExitCode.Usage);
+    expect(sort.stderr).toMatch(/--sort: unknown sort key 'size' at column 5/);
+    expect((await run('kmem', 'report', scriptFile, '--lines', 'ten')).code).toBe(ExitCode.Usage);
+    const missing = await run('kmem', 'report', join(dir, 'nope'));
+    expect(missing.code).toBe(ExitCode.Failure);
+    expect(missing.stderr).toMatch(/ERR_KMEM_INPUT: .*nope: cannot open: ENOENT/);
+    const bad = join(dir, 'bad.txt');
+    writeFileSync(bad, `${SCRIPT.replace('bytes_req=64 ', 'bytes_req=6x4 ')}\n`);
+    const broken = await run('kmem', 'report', bad);
+    expect(broken.code).toBe(ExitCode.Failure);
+    expect(broken.stderr).toMatch(/ERR_PERF_SCRIPT: .*bad\.txt: 2:\d+: bytes_req: '6x4' is not a decimal integer/);
+    const lenient = await run('kmem', 'report', bad, '--lenient', '--json', '--caller');
+    expect(lenient.code).toBe(ExitCode.Ok);
+    expect(JSON.parse(lenient.stdout).summary.allocs).toBe(2);
+    expect(lenient.stderr).toMatch(/warning: .*bad\.txt: 2:\d+/);
+  });
+
+  it('reads kmemtrace v1 relay files, symbolized with --kallsyms', async () => {
+    const rec = (id: number, ptr: bigint, req: number, got: number, ts: number) => {
+      const b = Buffer.alloc(56);
+      b.writeUInt8(id, 0);
+      b.writeUInt8(0, 1);
+      b.writeUInt16LE(56, 2);
+      b.writeInt32LE(-1, 4);
+      b.writeBigUInt64LE(0xffffffff81000010n, 8);
+      b.writeBigUInt64LE(ptr, 16);
+      b.writeBigUInt64LE(BigInt(req), 24);
+      b.writeBigUInt64LE(BigInt(got), 32);
+      b.writeBigUInt64LE(0xcc0n, 40);
+      b.writeBigInt64LE(BigInt(ts), 48);
+      return b;
+    };
+    const file = join(dir, 'cpu0');
+    writeFileSync(
+      file,
+      Buffer.concat([rec(1, 0xffff888100000000n, 100, 128, 1), rec(2, 0xffff888100000000n, 0, 0, 2)]),
+    );
+    const syms = join(dir, 'kallsyms');
+    writeFileSync(syms, 'ffffffff81000000 T kmalloc_caller\nffffffff81001000 T other\n');
+    const r = await run('kmem', 'report', file, '--caller', '--json', '--kallsyms', syms);
+    expect(r.code).toBe(ExitCode.Ok);
+    expect(JSON.parse(r.stdout).callers).toEqual([
+      { site: 'kmalloc_caller+0x10', total_alloc: 128, total_req: 100, hit: 1, ping_pong: 0, frag_pct: 21.875 },
+    ]);
+    writeFileSync(file, rec(1, 1n, 1, 1, 1).subarray(0, 40));
+    const cut = await run('kmem', 'report', file);
+    expect(cut.code).toBe(ExitCode.Failure);
+    expect(cut.stderr).toMatch(/ERR_KMEMTRACE_RECORD: .*cpu0: byte 0: truncated record/);
+  });
+});
+
+describe('evtrace kmem diff', () => {
+  it('compares two recordings by call site name', async () => {
+    const b = join(dir, 'b.txt');
+    writeFileSync(b, `${SCRIPT.split('\n').slice(1).join('\n')}\n`);
+    const r = await run('kmem', 'diff', scriptFile, b, '--json');
+    expect(r.code).toBe(ExitCode.Ok);
+    const d = JSON.parse(r.stdout);
+    expect(d.summary.allocs).toEqual({ a: 3, b: 2, delta: -1 });
+    expect(d.callers[0]).toMatchObject({ site: 'alloc_pipe_info+0xd7', hit_a: 1, hit_b: 0, total_alloc_delta: -1024 });
+    const text = await run('kmem', 'diff', scriptFile, b);
+    expect(text.stdout).toMatch(/alloc_pipe_info\+0xd7\s+\|\s+1 \|\s+0 \|\s+1024 \|\s+0 \|\s+-1024/);
+  });
+});
+
+const why = recordingUnavailable();
+describe.skipIf(why !== '')(`evtrace kmem record, and perf.data input${why ? ` (skipped: ${why})` : ''}`, () => {
+  it('records the kmem events around a command; the report of the recording is self-consistent', async () => {
+    const out = join(dir, 'kmem.dat');
+    const rec = await run(
+      'kmem',
+      'record',
+      '-o',
+      out,
+      '--',
+      'perf',
+      'bench',
+      'sched',
+      'messaging',
+      '-g',
+      '1',
+      '-l',
+      '5',
+    );
+    expect(rec.code, rec.stderr).toBe(ExitCode.Ok);
+    expect(rec.stderr).toMatch(/kmem:kmalloc\s+\d+/);
+    expect(rec.stderr).toMatch(/kmem:mm_page_alloc\s+\d+/);
+    const r = await run('kmem', 'report', out, '--json');
+    expect(r.code).toBe(ExitCode.Ok);
+    const report = JSON.parse(r.stdout);
+    expect(report.summary.allocs).toBeGreaterThan(0);
+    const sum = (k: string) => report.callers.reduce((n: number, c: Record<string, number>) => n + c[k]!, 0);
+    expect(sum('hit')).toBe(report.summary.allocs);
+    expect(sum('total_alloc')).toBe(report.summary.total_alloc);
+    expect(report.pages.allocs).toBeGreaterThan(0);
+    const noPage = join(dir, 'nopage.dat');
+    const r2 = await run('kmem', 'record', '-o', noPage, '--no-page', '--duration', '300ms');
+    expect(r2.code, r2.stderr).toBe(ExitCode.Ok);
+    expect(r2.stderr).not.toMatch(/mm_page_alloc/);
+  }, 60_000);
+
+  it('a perf kmem record file is read through perf script, giving the report of its text', async () => {
+    const data = join(dir, 'perf.data');
+    execFileSync(
+      'perf',
+      ['kmem', 'record', '-o', data, '--', 'perf', 'bench', 'sched', 'messaging', '-g', '1', '-l', '5'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const text = join(dir, 'perf.txt');
+    writeFileSync(text, execFileSync('perf', ['script', '-i', data], { maxBuffer: 1 << 29 }));
+    const a = await run('kmem', 'report', data, '--caller', '--alloc', '--json');
+    const b = await run('kmem', 'report', text, '--caller', '--alloc', '--json');
+    expect(a.code).toBe(ExitCode.Ok);
+    expect(JSON.parse(a.stdout).callers.length).toBeGreaterThan(5);
+    expect(a.stdout).toBe(b.stdout);
+  }, 60_000);
+});

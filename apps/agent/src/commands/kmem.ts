@@ -1,0 +1,276 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import {
+  analyze,
+  buildReport,
+  detectKmemInput,
+  diffReports,
+  formatDiffText,
+  formatReportText,
+  KmemError,
+  type KmemReport,
+  type KmemSource,
+  openKmemInput,
+  parsePerfScript,
+  parseSortKeys,
+  type ReportOptions,
+} from '@evtrace/kmemtrace';
+import { Kallsyms, TraceFormatError } from '@evtrace/trace-format';
+import type { Command } from 'commander';
+import { ExitCode } from '../exit-codes.ts';
+import { setExamples } from '../help.ts';
+import { addCommand, CliExit, type CliIO } from '../program.ts';
+import { parseDuration } from './record.ts';
+
+interface KmemReportOptions {
+  caller?: boolean;
+  alloc?: boolean;
+  page?: boolean;
+  leaks?: boolean;
+  errors?: boolean;
+  timeseries?: boolean;
+  sort?: string;
+  lines?: string;
+  json?: boolean;
+  lenient?: boolean;
+  kallsyms?: string;
+  interval?: string;
+}
+
+/**
+ * The kmem tracepoints `evtrace kmem record` asks for, as globs that fit every kernel: today's kmalloc, kfree,
+ * kmem_cache_alloc, kmem_cache_free and the page allocator's pair, and the `_node` variants of kernels before 6.1.
+ */
+export const KMEM_RECORD_EVENTS = [
+  'kmem:kmalloc*',
+  'kmem:kfree',
+  'kmem:kmem_cache_*',
+  'kmem:mm_page_alloc',
+  'kmem:mm_page_free',
+] as const;
+
+/** `evtrace kmem report|record|diff`: kernel memory allocations. */
+export function registerKmem(program: Command, io: CliIO): void {
+  const kmem = addCommand(program, 'kmem')
+    .summary('kernel memory allocations: perf kmem style reports, leaks and misuse; record the kmem events')
+    .description(
+      `Kernel memory allocation analysis. "report" reads an evtrace trace (trace.dat, CTF, raw pages) of kmem
+tracepoints, perf script text of kmem events, a perf.data file of "perf kmem record" (through perf script), or
+kmemtrace v1 relay files, and prints the call site and pointer tables of perf kmem, a summary, the page allocator,
+outstanding allocations and classified misuse. "record" records the kmem events. "diff" compares two recordings.`,
+    );
+  registerReport(addCommand(kmem, 'report'), io);
+  registerKmemRecord(addCommand(kmem, 'record'), io);
+  registerDiff(addCommand(kmem, 'diff'), io);
+  setExamples(
+    kmem,
+    `evtrace kmem record -o kmem.dat -- perf bench sched messaging
+evtrace kmem report kmem.dat --caller --sort hit --lines 20
+evtrace kmem diff before.dat after.dat`,
+  );
+}
+
+function reportOptions(options: KmemReportOptions): ReportOptions {
+  let sort: ReportOptions['sort'];
+  try {
+    sort = options.sort === undefined ? undefined : parseSortKeys(options.sort);
+  } catch (error) {
+    throw new CliExit(ExitCode.Usage, `--sort: ${(error as Error).message}`);
+  }
+  if (options.lines !== undefined && !/^\d+$/.test(options.lines))
+    throw new CliExit(ExitCode.Usage, `--lines must be a non-negative integer, not '${options.lines}'`);
+  return {
+    ...(options.caller ? { caller: true } : {}),
+    ...(options.alloc ? { alloc: true } : {}),
+    ...(options.page ? { page: true } : {}),
+    ...(options.leaks ? { leaks: true } : {}),
+    ...(options.errors ? { errors: true } : {}),
+    ...(options.timeseries ? { timeseries: true } : {}),
+    ...(sort !== undefined ? { sort } : {}),
+    ...(options.lines !== undefined ? { lines: Number(options.lines) } : {}),
+  };
+}
+
+/** Opens INPUT for analysis; a perf.data file goes through `perf script`. Errors become exit status 1. */
+function openSource(input: string, options: { lenient?: boolean; kallsyms?: string }): KmemSource {
+  try {
+    const kallsyms =
+      options.kallsyms === undefined ? undefined : Kallsyms.parse(readFileSync(options.kallsyms, 'latin1'));
+    if (detectKmemInput(input) === 'perf-data') {
+      let text: string;
+      try {
+        text = execFileSync('perf', ['script', '-i', input], {
+          maxBuffer: 2 ** 31,
+          stdio: ['ignore', 'pipe', 'pipe'],
+        }).toString();
+      } catch (error) {
+        const e = error as { code?: string; stderr?: Buffer; message: string };
+        const why = e.code === 'ENOENT' ? 'perf is not installed' : e.stderr?.toString().trim() || e.message;
+        throw new CliExit(ExitCode.Failure, `${input}: a perf.data file, and perf script failed on it: ${why}`);
+      }
+      return parsePerfScript(text, { file: `${input} (perf script)`, lenient: options.lenient === true });
+    }
+    return openKmemInput(input, {
+      lenient: options.lenient === true,
+      ...(kallsyms !== undefined ? { kallsyms } : {}),
+    });
+  } catch (error) {
+    throw asCliExit(error);
+  }
+}
+
+function asCliExit(error: unknown): unknown {
+  if (error instanceof KmemError || error instanceof TraceFormatError)
+    return new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
+  if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+    return new CliExit(ExitCode.Failure, (error as Error).message);
+  return error;
+}
+
+function analyseInput(input: string, options: KmemReportOptions, report: ReportOptions, io: CliIO): KmemReport {
+  const source = openSource(input, options);
+  const intervalNs = options.interval === undefined ? undefined : parseDuration(options.interval) * 1e6;
+  if (intervalNs !== undefined && !(intervalNs > 0))
+    throw new CliExit(ExitCode.Usage, `--interval must be a positive duration, not '${options.interval}'`);
+  let result: KmemReport;
+  try {
+    result = buildReport(analyze(source.events, intervalNs !== undefined ? { intervalNs } : {}), source, report);
+  } catch (error) {
+    throw asCliExit(error);
+  }
+  for (const d of source.diagnostics) io.stderr(`evtrace: warning: ${d}\n`);
+  return result;
+}
+
+function registerReport(cmd: Command, io: CliIO): void {
+  cmd
+    .summary('perf kmem style tables, summary, pages, outstanding allocations and misuse of a recording')
+    .description(
+      `Reads INPUT, detected from its content: an evtrace trace (trace.dat, CTF directory, raw-pages directory) of
+kmem tracepoints, perf script text of kmem events, a perf.data file of "perf kmem record" (run through
+perf script), or kmemtrace v1 relay files (a cpuN file or a directory of them with abi_version).
+--caller and --alloc print perf kmem's tables per call site and per pointer: total and per-hit allocated and
+requested bytes, hits, ping-pong (frees on another CPU than the allocation's) and fragmentation, sorted by --sort
+(perf's keys frag, hit, bytes, ptr, callsite, pingpong; each descending; default frag,hit,bytes). --page prints the
+page allocator (orders, migrate types, gfp flags, alloc-only and free-only counts), --leaks the allocations still
+outstanding at the end by call site and age, --errors classified misuse (wrong free function or cache, double
+frees, frees of unknown pointers, allocations smaller than requested, missed frees), --timeseries the allocation
+rate and live bytes per --interval. Without any of these, all of them. The summary is always printed.
+With --json one object: {"summary": {...}, "callers": [{"site": "symbol+0xoff", "total_alloc": N, "total_req": N,
+"hit": N, "ping_pong": N, "frag_pct": X}, ...], "allocs": [...], "pages", "leaks", "errors", "timeseries"}.`,
+    )
+    .argument('<input>', 'trace.dat, CTF or raw-pages directory, perf script text, perf.data, or kmemtrace files')
+    .option('--caller', 'per call site table')
+    .option('--alloc', 'per pointer table')
+    .option('--page', 'page allocator statistics')
+    .option('--leaks', 'allocations outstanding at the end of the recording, by call site and age')
+    .option('--errors', 'classified allocator misuse')
+    .option('--timeseries', 'allocation rate and live bytes over time')
+    .option(
+      '--sort <keys>',
+      'sort keys of the tables: frag, hit, bytes, ptr, callsite, pingpong (default frag,hit,bytes)',
+    )
+    .option('--lines <n>', 'print only the first N rows of each table')
+    .option('--interval <time>', 'time series interval (default 100ms)')
+    .option('--kallsyms <file>', 'symbols for call sites when the input carries none (e.g. /proc/kallsyms)')
+    .option('--lenient', 'report corrupt records or malformed lines on stderr and continue')
+    .option('--json', 'one JSON object, figures as numbers')
+    .action((input: string, options: KmemReportOptions) => {
+      const report = analyseInput(input, options, reportOptions(options), io);
+      io.stdout(options.json ? `${JSON.stringify(report)}\n` : formatReportText(report));
+    });
+  setExamples(
+    cmd,
+    `evtrace kmem report kmem.dat                          every section
+evtrace kmem report perf.data --caller --alloc         perf kmem --caller --alloc stat, from perf kmem record
+evtrace kmem report k.txt --caller --sort hit,bytes --lines 10
+evtrace kmem report kmem.dat --leaks --errors --json`,
+  );
+}
+
+interface KmemRecordOptions {
+  output: string;
+  duration?: string;
+  bufferKb?: string;
+  format?: string;
+  page?: boolean;
+  demo?: boolean;
+}
+
+function registerKmemRecord(cmd: Command, io: CliIO): void {
+  cmd
+    .summary('record the kmem allocator events (a shortcut for evtrace record -e ...)')
+    .description(
+      `Records the kernel's allocator tracepoints with evtrace record: ${KMEM_RECORD_EVENTS.join(', ')}
+(globs, so the _node variants of kernels before 6.1 are included); --no-page leaves the page allocator out (its
+events are many). Stops on SIGINT, after --duration, or when COMMAND exits; then "evtrace kmem report OUTPUT".`,
+    )
+    .argument('[command...]', 'a command to run while recording (after --); recording stops when it exits')
+    .option('-o, --output <path>', 'output file (a directory for --format ctf)', 'kmem.dat')
+    .option('--duration <time>', 'stop after this long (10s, 500ms, 2m)')
+    .option('-b, --buffer-kb <kb>', 'per-CPU buffer size in KiB')
+    .option('--format <kind>', 'output format: tracedat or ctf', 'tracedat')
+    .option('--no-page', 'leave out mm_page_alloc and mm_page_free')
+    .option('--demo', 'synthetic events instead of the kernel (no root needed)')
+    .action(async (command: string[], options: KmemRecordOptions) => {
+      const events = KMEM_RECORD_EVENTS.filter((e) => options.page !== false || !e.startsWith('kmem:mm_page'));
+      const argv = [
+        'record',
+        ...events.flatMap((e) => ['-e', e]),
+        '-o',
+        options.output,
+        '--format',
+        options.format ?? 'tracedat',
+        ...(options.duration !== undefined ? ['--duration', options.duration] : []),
+        ...(options.bufferKb !== undefined ? ['--buffer-kb', options.bufferKb] : []),
+        ...(options.demo ? ['--demo'] : []),
+        ...(command.length > 0 ? ['--', ...command] : []),
+      ];
+      const { runCli } = await import('../program.ts');
+      const status = await runCli(argv, io);
+      if (status !== ExitCode.Ok) throw new CliExit(status, '');
+    });
+  setExamples(
+    cmd,
+    `evtrace kmem record -o kmem.dat -- perf bench sched messaging -g 2 -l 50
+evtrace kmem record --duration 10s --no-page -o k.dat`,
+  );
+}
+
+interface KmemDiffOptions {
+  json?: boolean;
+  lines?: string;
+  lenient?: boolean;
+  kallsyms?: string;
+}
+
+function registerDiff(cmd: Command, io: CliIO): void {
+  cmd
+    .summary('compare two recordings: summary figures and call sites')
+    .description(
+      `Analyses A and B (any input "report" reads) and prints the change of the summary figures from A to B and
+every call site of either, matched by name (symbol+0xoff survives a reboot, addresses do not), largest change in
+allocated bytes first. With --json: {"summary": {"allocs": {"a": N, "b": N, "delta": N}, ...}, "callers":
+[{"site", "hit_a", "hit_b", "hit_delta", "total_alloc_a", "total_alloc_b", "total_alloc_delta", "frag_pct_a",
+"frag_pct_b"}, ...]}.`,
+    )
+    .argument('<a>', 'the first recording')
+    .argument('<b>', 'the second recording')
+    .option('--lines <n>', 'print only the first N call sites')
+    .option('--kallsyms <file>', 'symbols for call sites when an input carries none')
+    .option('--lenient', 'report corrupt records or malformed lines on stderr and continue')
+    .option('--json', 'one JSON object')
+    .action((a: string, b: string, options: KmemDiffOptions) => {
+      const report = reportOptions({ caller: true, ...(options.lines !== undefined ? { lines: options.lines } : {}) });
+      const all = { ...report, lines: undefined } as ReportOptions;
+      delete (all as { lines?: number }).lines;
+      const diff = diffReports(analyseInput(a, options, all, io), analyseInput(b, options, all, io));
+      const lines = report.lines;
+      if (options.json)
+        io.stdout(
+          `${JSON.stringify(lines === undefined ? diff : { ...diff, callers: diff.callers.slice(0, lines) })}\n`,
+        );
+      else io.stdout(formatDiffText(diff, lines));
+    });
+  setExamples(cmd, `evtrace kmem diff before.dat after.dat --lines 20`);
+}
