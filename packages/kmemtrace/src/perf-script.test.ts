@@ -46,6 +46,16 @@ describe('perf script text', () => {
     expect([page!.ptr, page!.order, page!.migratetype]).toEqual([0x138b90, 2, 1]);
   });
 
+  it('skips the callchains perf prints under events recorded with -g', () => {
+    const chain = [
+      '\tffffffff81638ebb __alloc_frozen_pages_noprof+0x26b ([kernel.kallsyms])',
+      '\t           f838f __GI___libc_write+0x4f (/usr/lib/x86_64-linux-gnu/libc.so.6)',
+      '',
+    ];
+    const s = parsePerfScript([LINES[4], ...chain, LINES[5], ...chain].join('\n'));
+    expect(s.events.map((e) => e.op)).toEqual(['page_alloc', 'page_free']);
+  });
+
   it('a malformed line is an error with its line and column', () => {
     const noCpu = LINES[0]!.replace('[000]', '000');
     const noTime = LINES[0]!.replace('8692.510260:', '8692:');

@@ -16,6 +16,9 @@ export interface PerfScriptOptions {
   readonly lenient?: boolean;
 }
 
+/** A callchain entry perf prints under an event recorded with -g (`perf kmem --page record`): `\tADDR SYM (DSO)`. */
+const CALLCHAIN = /^\t\s*[0-9a-f]+ .*\(.*\)$/;
+
 const HEADER = /^\s*(.*?)\s+(-?\d+)(?:\/(-?\d+))?\s+\[(\d+)\]\s+(\d+)\.(\d+):\s+(\w+):(\w+):[ \t]*/;
 
 /** Why a header does not parse: the first part that does not match, with its 0-based column. */
@@ -78,7 +81,7 @@ export function parsePerfScript(
     const line = text.slice(start, end);
     start = end + 1;
     lineNo++;
-    if (line.trim() === '' || line.trimStart().startsWith('#')) continue;
+    if (line.trim() === '' || line.trimStart().startsWith('#') || CALLCHAIN.test(line)) continue;
     try {
       const e = parseLine(line, keys, siteKey);
       if (e === undefined) ignored++;

@@ -51,7 +51,8 @@ export function fromTraceEvent(e: TraceEvent, keys: AddressKeys): KmemEvent | un
   const kind = kmemKind(e.eventClass);
   if (kind === undefined) return undefined;
   const f = e.fields;
-  const flags = f.common_flags;
+  // ftrace readers keep the common fields in the event context.
+  const flags = e.scopes?.['event.context']?.common_flags ?? f.common_flags;
   const base = {
     op: kind.op,
     allocator: kind.allocator,

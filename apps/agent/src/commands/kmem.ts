@@ -211,9 +211,12 @@ events are many). Stops on SIGINT, after --duration, or when COMMAND exits; then
     .option('-b, --buffer-kb <kb>', 'per-CPU buffer size in KiB')
     .option('--format <kind>', 'output format: tracedat or ctf', 'tracedat')
     .option('--no-page', 'leave out mm_page_alloc and mm_page_free')
-    .option('--demo', 'synthetic events instead of the kernel (no root needed)')
+    .option('--demo', 'synthetic kmalloc and kfree events instead of the kernel (no root needed)')
     .action(async (command: string[], options: KmemRecordOptions) => {
-      const events = KMEM_RECORD_EVENTS.filter((e) => options.page !== false || !e.startsWith('kmem:mm_page'));
+      // The demo source knows kmalloc and kfree only.
+      const events = options.demo
+        ? ['kmem:kmalloc', 'kmem:kfree']
+        : KMEM_RECORD_EVENTS.filter((e) => options.page !== false || !e.startsWith('kmem:mm_page'));
       const argv = [
         'record',
         ...events.flatMap((e) => ['-e', e]),
