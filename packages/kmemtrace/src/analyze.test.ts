@@ -196,11 +196,16 @@ describe('analysis', () => {
       failed: 1,
       pages_allocated: 5,
       pages_freed: 3,
-      alloc_only: 1,
+      alloc_freed: 1,
+      alloc_only: 2,
       free_only: 1,
       by_order: [
         { order: 0, count: 1 },
         { order: 2, count: 1 },
+      ],
+      by_order_migratetype: [
+        { order: 0, migratetype: 0, count: 1 },
+        { order: 2, migratetype: 1, count: 1 },
       ],
       by_migratetype: [
         { migratetype: 0, count: 1 },

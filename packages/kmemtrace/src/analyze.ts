@@ -50,12 +50,15 @@ export interface PageStats {
   readonly failed: number;
   readonly pagesAllocated: number;
   readonly pagesFreed: number;
-  /** Allocated in the window and not freed in it. */
+  /** Frees of pages allocated in the window (perf kmem's alloc+freed). */
+  readonly allocFreed: number;
+  /** Requests not matched by a free in the window: allocs - allocFreed, as perf kmem counts them. */
   readonly allocOnly: number;
   /** Freed in the window without their allocation in it. */
   readonly freeOnly: number;
-  /** Allocation counts by order, by migrate type and by gfp flags. */
+  /** Allocation counts by order, by migrate type, by both (order, then migrate type) and by gfp flags. */
   readonly byOrder: ReadonlyMap<number, number>;
+  readonly byOrderMigratetype: ReadonlyMap<number, ReadonlyMap<number, number>>;
   readonly byMigratetype: ReadonlyMap<number, number>;
   readonly byGfp: ReadonlyMap<number, number>;
 }
@@ -188,6 +191,8 @@ export class KmemAnalyzer {
   #pagesAllocated = 0;
   #pagesFreed = 0;
   #freeOnly = 0;
+  #allocFreed = 0;
+  readonly #byOrderMigratetype = new Map<number, Map<number, number>>();
   readonly #byOrder = new Map<number, number>();
   readonly #byMigratetype = new Map<number, number>();
   readonly #byGfp = new Map<number, number>();
@@ -384,8 +389,12 @@ export class KmemAnalyzer {
     const order = e.order ?? 0;
     this.#pagesAllocated += 2 ** order;
     this.#byOrder.set(order, (this.#byOrder.get(order) ?? 0) + 1);
-    if (e.migratetype !== undefined)
+    if (e.migratetype !== undefined) {
       this.#byMigratetype.set(e.migratetype, (this.#byMigratetype.get(e.migratetype) ?? 0) + 1);
+      let row = this.#byOrderMigratetype.get(order);
+      if (row === undefined) this.#byOrderMigratetype.set(order, (row = new Map()));
+      row.set(e.migratetype, (row.get(e.migratetype) ?? 0) + 1);
+    }
     this.#byGfp.set(e.gfpFlags, (this.#byGfp.get(e.gfpFlags) ?? 0) + 1);
     this.#pages.set(e.ptr, { order });
   }
@@ -393,7 +402,8 @@ export class KmemAnalyzer {
   #onPageFree(e: KmemEvent): void {
     this.#pageFrees++;
     this.#pagesFreed += 2 ** (e.order ?? 0);
-    if (!this.#pages.delete(e.ptr)) this.#freeOnly++;
+    if (this.#pages.delete(e.ptr)) this.#allocFreed++;
+    else this.#freeOnly++;
   }
 
   #issue(kind: KmemErrorKind, e: KmemEvent, allocSite: number | undefined, detail: string): void {
@@ -499,8 +509,10 @@ export class KmemAnalyzer {
         failed: this.#pageFailed,
         pagesAllocated: this.#pagesAllocated,
         pagesFreed: this.#pagesFreed,
-        allocOnly: this.#pages.size,
+        allocFreed: this.#allocFreed,
+        allocOnly: this.#pageAllocs - this.#allocFreed,
         freeOnly: this.#freeOnly,
+        byOrderMigratetype: this.#byOrderMigratetype,
         byOrder: this.#byOrder,
         byMigratetype: this.#byMigratetype,
         byGfp: this.#byGfp,

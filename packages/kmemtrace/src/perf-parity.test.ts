@@ -10,7 +10,15 @@ import { openKmemInput } from './inputs.ts';
 import { parsePerfScript } from './perf-script.ts';
 import { buildReport, type CallerRow, formatReportText, printfFixed } from './report.ts';
 import { perfKmemUnavailable, WORKLOAD } from './testing/env.ts';
-import { type PerfRow, parsePerfKmemStat, perfKmemStat, perfScript } from './testing/perf-kmem.ts';
+import {
+  type PerfRow,
+  parsePerfKmemPageStat,
+  parsePerfKmemStat,
+  perfKmemPageRecord,
+  perfKmemPageStat,
+  perfKmemStat,
+  perfScript,
+} from './testing/perf-kmem.ts';
 
 const why = perfKmemUnavailable();
 
@@ -177,5 +185,52 @@ describe.skipIf(why !== '')(`parity with perf kmem${why ? ` (skipped: ${why})` :
       leaks: { ...r.leaks!, sites: r.leaks!.sites.map((l) => l.site) },
     });
     expect(strip(ctf!)).toEqual(strip(raw!));
+  });
+});
+
+describe.skipIf(why !== '')(`page allocator parity with perf kmem --page${why ? ` (skipped: ${why})` : ''}`, () => {
+  let dir: string;
+  let script: string;
+  let stat: ReturnType<typeof parsePerfKmemPageStat>;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'kmem-page-'));
+    const data = join(dir, 'perf.data');
+    await perfKmemPageRecord(data, WORKLOAD);
+    [script, stat] = await Promise.all([perfScript(data), perfKmemPageStat(data).then(parsePerfKmemPageStat)]);
+  }, 120_000);
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('the page allocator summary and the order by migrate type table equal perf kmem --page stat', () => {
+    const source = parsePerfScript(script);
+    const p = buildReport(analyze(source.events), source, { page: true }).pages!;
+    const s = stat.summary;
+    expect(s['Total allocation requests']!.count).toBeGreaterThan(100);
+    expect({
+      allocs: p.allocs,
+      frees: p.frees,
+      allocFreed: p.alloc_freed,
+      allocOnly: p.alloc_only,
+      freeOnly: p.free_only,
+      failed: p.failed,
+    }).toEqual({
+      allocs: s['Total allocation requests']!.count,
+      frees: s['Total free requests']!.count,
+      allocFreed: s['Total alloc+freed requests']!.count,
+      allocOnly: s['Total alloc-only requests']!.count,
+      freeOnly: s['Total free-only requests']!.count,
+      failed: s['Total allocation failures']!.count,
+    });
+    // 4 KiB pages: 2^order of them per request.
+    expect(p.pages_freed * 4).toBe(s['Total free requests']!.kb);
+    if (p.failed === 0) expect(p.pages_allocated * 4).toBe(s['Total allocation requests']!.kb);
+    // perf's columns are the kernel's migrate type numbers in order (its headers are those of old kernels).
+    const ours = new Map<number, number[]>();
+    for (const c of p.by_order_migratetype) {
+      const row = ours.get(c.order) ?? [0, 0, 0, 0, 0];
+      row[c.migratetype] = c.count;
+      ours.set(c.order, row);
+    }
+    for (const [order, row] of stat.table) expect(ours.get(order) ?? [0, 0, 0, 0, 0], `order ${order}`).toEqual(row);
   });
 });

@@ -122,9 +122,11 @@ export interface KmemReport {
     failed: number;
     pages_allocated: number;
     pages_freed: number;
+    alloc_freed: number;
     alloc_only: number;
     free_only: number;
     by_order: { order: number; count: number }[];
+    by_order_migratetype: { order: number; migratetype: number; count: number }[];
     by_migratetype: { migratetype: number; count: number }[];
     by_gfp: { gfp_flags: string; value: number; count: number }[];
   };
@@ -208,9 +210,15 @@ export function buildReport(analysis: KmemAnalysis, names: Names, options: Repor
       failed: p.failed,
       pages_allocated: p.pagesAllocated,
       pages_freed: p.pagesFreed,
+      alloc_freed: p.allocFreed,
       alloc_only: p.allocOnly,
       free_only: p.freeOnly,
       by_order: [...p.byOrder].sort((a, b) => a[0] - b[0]).map(([order, count]) => ({ order, count })),
+      by_order_migratetype: [...p.byOrderMigratetype]
+        .sort((a, b) => a[0] - b[0])
+        .flatMap(([order, row]) =>
+          [...row].sort((a, b) => a[0] - b[0]).map(([migratetype, count]) => ({ order, migratetype, count })),
+        ),
       by_migratetype: [...p.byMigratetype]
         .sort((a, b) => a[0] - b[0])
         .map(([migratetype, count]) => ({ migratetype, count })),
@@ -288,6 +296,21 @@ function slabTable(title: string, rows: CallerRow[], key: (r: CallerRow) => stri
   return out;
 }
 
+/** Requests by order (rows) and migrate type (columns, the kernel's numbers: 0 unmovable, 1 movable, 2 reclaimable). */
+function orderTable(cells: readonly { order: number; migratetype: number; count: number }[]): string[] {
+  if (cells.length === 0) return [];
+  const types = [...new Set(cells.map((c) => c.migratetype))].sort((a, b) => a - b);
+  const orders = [...new Set(cells.map((c) => c.order))].sort((a, b) => a - b);
+  const count = new Map(cells.map((c) => [`${c.order}/${c.migratetype}`, c.count]));
+  return [
+    `Order  ${types.map((t) => `migratetype ${t}`.padStart(14)).join('')}`,
+    ...orders.map(
+      (o) =>
+        `${String(o).padStart(5)}  ${types.map((t) => String(count.get(`${o}/${t}`) ?? '.').padStart(14)).join('')}`,
+    ),
+  ];
+}
+
 /** The report as text: perf kmem's tables and summary, then the sections perf does not have. */
 export function formatReportText(report: KmemReport): string {
   const out: string[] = [];
@@ -314,9 +337,10 @@ export function formatReportText(report: KmemReport): string {
       '========================',
       `Total allocation requests: ${p.allocs} (${p.failed} failed), pages: ${p.pages_allocated}`,
       `Total free requests:       ${p.frees}, pages: ${p.pages_freed}`,
-      `Alloc-only: ${p.alloc_only}, free-only: ${p.free_only}`,
+      `Alloc+freed: ${p.alloc_freed}, alloc-only: ${p.alloc_only}, free-only: ${p.free_only}`,
       `By order:       ${p.by_order.map((o) => `${o.order}:${o.count}`).join(' ') || '-'}`,
       `By migratetype: ${p.by_migratetype.map((o) => `${o.migratetype}:${o.count}`).join(' ') || '-'}`,
+      ...orderTable(p.by_order_migratetype),
       'By gfp flags:',
       ...p.by_gfp.map((g) => `  ${String(g.count).padStart(9)}  ${g.gfp_flags}`),
     );

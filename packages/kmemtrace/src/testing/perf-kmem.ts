@@ -81,3 +81,42 @@ export async function perfKmemStat(input: string, extra: readonly string[] = [])
   return (await run('perf', ['kmem', '-i', input, '--caller', '--alloc', ...extra, 'stat'], { maxBuffer: 1 << 28 }))
     .stdout;
 }
+
+/** The SUMMARY (page allocator) counts of `perf kmem --page stat` and its order by migrate type table. */
+export function parsePerfKmemPageStat(text: string): {
+  summary: Record<string, { count: number; kb: number }>;
+  /** Counts by order, then by column (perf's columns are the kernel's migrate type numbers 0..4). */
+  table: Map<number, number[]>;
+} {
+  const summary: Record<string, { count: number; kb: number }> = {};
+  const table = new Map<number, number[]>();
+  for (const line of text.split('\n')) {
+    const s = /^(Total [\w+-]+ requests|Total allocation failures)\s*:\s*([\d,]+)\s+\[\s*([\d,]+) KB \]/.exec(line);
+    if (s !== null)
+      summary[s[1]!.replace(/\s+/g, ' ').trim()] = {
+        count: Number(s[2]!.replaceAll(',', '')),
+        kb: Number(s[3]!.replaceAll(',', '')),
+      };
+    const t = /^\s*(\d+)((?:\s+(?:\d+|\.))+)\s*$/.exec(line);
+    if (t !== null && Object.keys(summary).length > 0)
+      table.set(
+        Number(t[1]),
+        t[2]!
+          .trim()
+          .split(/\s+/)
+          .map((c) => (c === '.' ? 0 : Number(c))),
+      );
+  }
+  return { summary, table };
+}
+
+/** Records the workload's page allocator events with perf (kmem --page record adds callchains). */
+export async function perfKmemPageRecord(output: string, workload: readonly string[]): Promise<void> {
+  await run('perf', ['kmem', '--page', 'record', '-m', '16384', '-o', output, '--', ...workload], {
+    maxBuffer: 1 << 26,
+  });
+}
+
+export async function perfKmemPageStat(input: string): Promise<string> {
+  return (await run('perf', ['kmem', '-i', input, '--page', 'stat'], { maxBuffer: 1 << 28 })).stdout;
+}
