@@ -2,11 +2,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseFormatFile, type TraceEvent, writeTraceDat } from '@evtrace/trace-format';
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
+import { AddressKeys } from './address.ts';
 import { analyze } from './analyze.ts';
 import { openKmemInput } from './inputs.ts';
 import { buildReport } from './report.ts';
-import { kmemKind } from './tracepoints.ts';
+import { fromTraceEvent, kmemKind } from './tracepoints.ts';
 
 const COMMON = `\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
 \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
@@ -105,5 +107,55 @@ describe('kmem tracepoints of older kernels', () => {
     expect(kmemKind({ name: 'kmem_mm_page_alloc' })).toEqual({ op: 'page_alloc', allocator: 'page' });
     expect(kmemKind({ name: 'kmem:mm_page_alloc_zone_locked' })).toBeUndefined();
     expect(kmemKind({ name: 'sched:kmalloc' })).toBeUndefined();
+  });
+
+  it('fuzz: any field values (a foreign class of the same name) convert without throwing', () => {
+    const value = fc.oneof(
+      fc.bigInt({ min: -(1n << 70n), max: 1n << 70n }),
+      fc.double(),
+      fc.integer(),
+      fc.string({ maxLength: 20 }),
+      fc.boolean(),
+      fc.constant(null),
+      fc.array(fc.integer(), { maxLength: 3 }),
+    );
+    const names = [
+      'call_site',
+      'ptr',
+      'bytes_req',
+      'bytes_alloc',
+      'gfp_flags',
+      'node',
+      'pfn',
+      'order',
+      'migratetype',
+      'name',
+    ];
+    const keys = new AddressKeys();
+    fc.assert(
+      fc.property(
+        fc.constantFrom(
+          kmallocNode,
+          cacheAllocNode,
+          kfree,
+          cacheFree,
+          format(
+            'mm_page_alloc',
+            305,
+            '\tfield:unsigned long pfn;\toffset:8;\tsize:8;\tsigned:0;',
+            'print fmt: "pfn=%lu", REC->pfn',
+          ),
+        ),
+        fc.dictionary(fc.constantFrom(...names), value),
+        fc.oneof(fc.integer({ min: 0, max: 255 }), fc.string()),
+        (cls, fields, flags) => {
+          const e = fromTraceEvent(event(0, cls, fields as TraceEvent['fields'], flags as number), keys);
+          expect(e).toBeDefined();
+          for (const v of [e!.callSite, e!.ptr, e!.bytesReq, e!.bytesAlloc, e!.gfpFlags, e!.node])
+            expect(Number.isFinite(v)).toBe(true);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });

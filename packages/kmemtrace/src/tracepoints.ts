@@ -41,10 +41,24 @@ export function gfpTableOf(classes: readonly EventClass[]): GfpTable | undefined
 }
 
 const num = (v: FieldValue | undefined): number =>
-  typeof v === 'number' ? v : typeof v === 'bigint' ? Number(v) : typeof v === 'boolean' ? Number(v) : 0;
+  typeof v === 'number' && Number.isFinite(v)
+    ? v
+    : typeof v === 'bigint'
+      ? Number(v)
+      : typeof v === 'boolean'
+        ? Number(v)
+        : 0;
 
 // ftrace common_flags: TRACE_FLAG_HARDIRQ 0x08, TRACE_FLAG_SOFTIRQ 0x10, TRACE_FLAG_NMI 0x40.
 const INTERRUPT_FLAGS = 0x08 | 0x10 | 0x40;
+
+/** An address field's key: 0 when the field is absent or of no address type (a foreign class of the same name). */
+function addr(v: FieldValue | undefined, keys: AddressKeys): number {
+  if (typeof v === 'bigint') return v >= 0n && v <= 0xffff_ffff_ffff_ffffn ? keys.key(v) : 0;
+  if (typeof v === 'number') return Number.isSafeInteger(v) && v >= 0 ? keys.key(v) : 0;
+  if (typeof v === 'string') return keys.keyOfHex(v) ?? 0;
+  return 0;
+}
 
 /** Converts one trace event; undefined for events that are not kmem allocator events. */
 export function fromTraceEvent(e: TraceEvent, keys: AddressKeys): KmemEvent | undefined {
@@ -78,8 +92,8 @@ export function fromTraceEvent(e: TraceEvent, keys: AddressKeys): KmemEvent | un
   const name = f.name;
   return kmemEvent({
     ...base,
-    callSite: keys.key(f.call_site as bigint | number),
-    ptr: keys.key((f.ptr as bigint | number | undefined) ?? 0),
+    callSite: addr(f.call_site, keys),
+    ptr: addr(f.ptr, keys),
     bytesReq: num(f.bytes_req),
     bytesAlloc: num(f.bytes_alloc),
     gfpFlags: num(f.gfp_flags),
