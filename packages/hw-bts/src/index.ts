@@ -42,5 +42,5 @@ export { describeProbe, type PerfEventProbe, probeBts, probeLbr } from './perf-e
 export { type PerfBranchField, type PerfScriptOptions, parsePerfScript } from './perf-script.ts';
 export { type CaptureQemuOptions, captureQemu, parseQemuLog, type QemuLogOptions, x86BranchKind } from './qemu.ts';
 export { BTS_RECORD_SIZE, type BtsRecordFormat, type DecodeBtsOptions, decodeBts, encodeBts } from './raw.ts';
-export { type SymbolHit, Symbolizer } from './symbols.ts';
+export { inferLoadBias, type SymbolHit, Symbolizer } from './symbols.ts';
 export { attributeTasks, branchesFromEvents, readTraceBranches, type TraceBranches } from './trace.ts';

@@ -25,14 +25,13 @@ describe('multiplexing a recorded branch stream', () => {
     expect(tids.length).toBeGreaterThanOrEqual(2);
     expect(tids).not.toContain(-1);
 
-    // Fed the raw stream (no tids) and the switches, as a live multiplexer would be.
-    const raw = branchesFromEvents(openTrace(dir).events());
+    // Fed the event stream as it comes (branches and switches interleaved), as a live multiplexer would be.
     const mux = new BranchMultiplexer([
       ...tids.map((tid) => ({ name: `task ${tid}`, tid, budgetBytes: 16 * 1024 })),
       { name: 'cpu 1', cpu: 1, budgetBytes: 1 << 20 },
       { name: 'global', budgetBytes: 8 * 1024 },
     ]);
-    mux.pushAll(raw.branches, raw.switches);
+    branchesFromEvents(openTrace(dir).events(), mux);
 
     const key = (l: typeof list, i: number) => `${l.fromKey(i)}>${l.toKey(i)}@${l.cpu[i]}`;
     const expectSlice = (name: string, keep: (i: number) => boolean) => {

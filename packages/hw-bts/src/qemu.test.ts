@@ -1,13 +1,16 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { callHistory, edgeCoverage, hotEdges, lastBranches } from './analyses.ts';
+import { readElfSymbols } from './elf.ts';
 import { BtsError } from './errors.ts';
 import { FunctionNames } from './names.ts';
 import { captureQemu, parseQemuLog } from './qemu.ts';
-import { Symbolizer } from './symbols.ts';
-import { buildProgram, qemuLog, qemuMissing } from './testing/programs.ts';
+import { inferLoadBias, Symbolizer } from './symbols.ts';
+import { buildProgram, PROGRAM, qemuLog, qemuMissing } from './testing/programs.ts';
 
 const why = qemuMissing();
 
@@ -124,5 +127,27 @@ describe('QEMU log fuzz', () => {
         expect(d.branches.length).toBeLessThanOrEqual((text.match(/Trace /g) ?? []).length);
       }),
     );
+  });
+});
+
+describe.skipIf(why !== '')(`a position-independent program under QEMU${why ? ` (skipped: ${why})` : ''}`, () => {
+  it("finds the load bias from the trace's named calls: the one QEMU's own memory map gives", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hw-bts-pie-'));
+    const exe = join(dir, 'pie');
+    writeFileSync(`${exe}.c`, PROGRAM);
+    execFileSync('cc', ['-O1', '-fPIE', '-pie', '-fno-inline', '-fno-optimize-sibling-calls', '-o', exe, `${exe}.c`]);
+    const log = `${exe}.log`;
+    execFileSync('qemu-x86_64', ['-d', 'in_asm,exec,nochain,page', '-D', log, exe]);
+    const text = readFileSync(log, 'utf8');
+    // QEMU's map: start_code is where the executable segment went; readelf says where it was linked.
+    const startCode = BigInt(/^start_code\s+(0x[0-9a-f]+)$/m.exec(text)![1]!);
+    const load = execFileSync('readelf', ['-lW', exe], { encoding: 'utf8' })
+      .split('\n')
+      .find((l) => /^\s*LOAD\b.*\sR E\s/.test(l))!;
+    const vaddr = BigInt(load.trim().split(/\s+/)[2]!);
+    const elf = readElfSymbols(readFileSync(exe), exe);
+    expect(elf.type).toBe(3);
+    const bias = inferLoadBias(parseQemuLog(text).branches, elf);
+    expect(bias).toBe(startCode - vaddr);
   });
 });

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { Kallsyms } from '@evtrace/trace-format';
 import { addressKey, type BranchList, splitAddress } from './branch.ts';
-import { readElfSymbols } from './elf.ts';
+import { type ElfSymbols, readElfSymbols } from './elf.ts';
 import { BtsError } from './errors.ts';
 
 /** A located address: the function, the offset into it, and which table said so. */
@@ -250,4 +250,35 @@ export class Symbolizer {
     this.#lastEnd = 0;
     this.#lastIndex = -1;
   }
+}
+
+/**
+ * The load bias of a position-independent ELF (PIE or shared object) in a branch trace, from the names the source
+ * gave: a call lands on its function's first byte, so `target - symbol value` is the bias; the most frequent
+ * page-aligned answer wins. Undefined when no named call matches a symbol of `elf`.
+ */
+export function inferLoadBias(list: BranchList, elf: ElfSymbols): bigint | undefined {
+  const byName = new Map<string, bigint>();
+  for (const s of elf.symbols) if (!byName.has(s.name)) byName.set(s.name, s.value);
+  const votes = new Map<bigint, number>();
+  for (let i = 0; i < list.length; i++) {
+    const name = list.toName[i];
+    if (name === undefined || (list.kindOf(i) !== 'call' && list.kindOf(i) !== 'ind_call')) continue;
+    const plus = name.indexOf('+');
+    if (plus > 0 && !/\+(0x)?0+$/.test(name)) continue;
+    const value = byName.get(plus > 0 ? name.slice(0, plus) : name);
+    if (value === undefined) continue;
+    const to = (BigInt(list.toHi[i]!) << 32n) | BigInt(list.toLo[i]!);
+    const bias = to - value;
+    if (bias < 0n || (bias & 0xfffn) !== 0n) continue;
+    votes.set(bias, (votes.get(bias) ?? 0) + 1);
+  }
+  let best: bigint | undefined;
+  let most = 0;
+  for (const [bias, n] of votes)
+    if (n > most) {
+      best = bias;
+      most = n;
+    }
+  return best;
 }

@@ -13,7 +13,7 @@ import {
 } from '@evtrace/trace-format';
 import { BranchFlag, BranchList, type Decoded, splitAddress } from './branch.ts';
 import { BtsError } from './errors.ts';
-import type { TaskSwitch } from './multiplex.ts';
+import type { BranchMultiplexer, TaskSwitch } from './multiplex.ts';
 
 /** Branches and task switches found in trace events. */
 export interface TraceBranches extends Decoded {
@@ -30,14 +30,19 @@ function big(v: unknown): bigint | undefined {
   return undefined;
 }
 
-/** Collects `bts:branch` and `sched:sched_switch` events (any other event is ignored). */
-export function branchesFromEvents(events: Iterable<TraceEvent>): {
-  branches: BranchList;
-  switches: TaskSwitch[];
-  skipped: number;
-} {
+/**
+ * Collects `bts:branch` and `sched:sched_switch` events (any other event is ignored). Each branch gets the task the
+ * last switch before it in the stream put on its CPU (-1 before the first): stream order, not timestamps, decides,
+ * so a switch and a branch stamped with the same time are ordered as the trace has them. With `mux`, every branch
+ * is also routed to its contexts right then.
+ */
+export function branchesFromEvents(
+  events: Iterable<TraceEvent>,
+  mux?: BranchMultiplexer,
+): { branches: BranchList; switches: TaskSwitch[]; skipped: number } {
   const branches = new BranchList(1 << 12);
   const switches: TaskSwitch[] = [];
+  const running = new Map<number, number>();
   let skipped = 0;
   for (const e of events) {
     const name = e.eventClass.name;
@@ -51,14 +56,22 @@ export function branchesFromEvents(events: Iterable<TraceEvent>): {
       }
       const [fh, fl] = splitAddress(from);
       const [th, tl] = splitAddress(to);
-      branches.push(fh, fl, th, tl, {
+      const cpu = e.cpu ?? -1;
+      const i = branches.push(fh, fl, th, tl, {
         flags: (flags & PREDICTED) !== 0n ? BranchFlag.predicted : BranchFlag.mispredicted,
-        cpu: e.cpu ?? -1,
+        cpu,
         time: Number(e.tsNs),
+        tid: running.get(cpu) ?? -1,
       });
+      mux?.push(branches, i);
     } else if (name === 'sched:sched_switch') {
       const next = e.fields.next_pid;
-      if (typeof next === 'number' && e.cpu !== null) switches.push({ time: Number(e.tsNs), cpu: e.cpu, tid: next });
+      if (typeof next === 'number' && e.cpu !== null) {
+        const sw = { time: Number(e.tsNs), cpu: e.cpu, tid: next };
+        switches.push(sw);
+        running.set(e.cpu, next);
+        mux?.switchTask(sw);
+      }
     }
   }
   return { branches, switches, skipped };
@@ -97,7 +110,6 @@ export function readTraceBranches(path: string): TraceBranches {
     if (error instanceof TraceFormatError) throw new BtsError('ERR_BTS_FORMAT', error.message, { source: path }, error);
     throw error;
   }
-  attributeTasks(found.branches, found.switches);
   const notes = reader.warnings.map((w) => `trace: ${w}`);
   if (found.skipped > 0) notes.push(`${found.skipped} bts:branch events without integer from/to fields skipped`);
   if (found.branches.length === 0) notes.push('no bts:branch events in this trace');

@@ -14,10 +14,12 @@ import {
   formatCallHistory,
   hexAddress,
   hotEdges,
+  inferLoadBias,
   inSpace,
   lastBranches,
   probeLbr,
   readBranchInput,
+  readElfSymbols,
   Symbolizer,
 } from '@evtrace/hw-bts';
 import { Kallsyms } from '@evtrace/trace-format';
@@ -40,6 +42,9 @@ interface ReportOptions {
   format?: BranchFormat;
   json?: boolean;
 }
+
+/** ELF e_type of position-independent executables and shared objects. */
+const ET_DYN = 3;
 
 const FORMATS: readonly BranchFormat[] = [
   'bts64',
@@ -119,7 +124,6 @@ function report(input: string, o: ReportOptions, io: CliIO): void {
   if (o.last !== undefined && !/^\d+$/.test(o.last)) usage(`--last must be a non-negative integer, not '${o.last}'`);
   if (o.task !== undefined && !/^\d+$/.test(o.task)) usage(`--task must be a thread id, not '${o.task}'`);
   if (last === undefined && !o.calls && !o.hot && !o.coverage) last = 20;
-  let symbols = o.symbols === undefined && o.kallsyms === undefined ? undefined : loadSymbols(o);
   let decoded: BranchInput;
   try {
     decoded = readBranchInput(input, o.format !== undefined ? { format: o.format } : {});
@@ -141,6 +145,7 @@ function report(input: string, o: ReportOptions, io: CliIO): void {
       throw new CliExit(ExitCode.Failure, 'no call history could be read');
     return;
   }
+  let symbols = o.symbols === undefined && o.kallsyms === undefined ? undefined : loadSymbols(o, decoded.branches, io);
   // A trace carries its own kallsyms: kernel addresses get names without --kallsyms.
   if (decoded.format === 'trace' && decoded.kallsyms !== undefined && o.kallsyms === undefined)
     symbols = (symbols ?? new Symbolizer()).setKallsyms(decoded.kallsyms);
@@ -217,16 +222,34 @@ function report(input: string, o: ReportOptions, io: CliIO): void {
   out.flush();
 }
 
-function loadSymbols(o: ReportOptions): Symbolizer {
+function loadSymbols(o: ReportOptions, list: BranchList, io: CliIO): Symbolizer {
   const s = new Symbolizer();
   for (const spec of o.symbols ?? []) {
     const at = spec.lastIndexOf('@0x');
     const path = at > 0 ? spec.slice(0, at) : spec;
-    const bias = at > 0 ? BigInt(spec.slice(at + 1)) : 0n;
     try {
-      s.addElf(path, bias);
+      let bias = at > 0 ? BigInt(spec.slice(at + 1)) : undefined;
+      const bytes = readFileSync(path);
+      if (bias === undefined) {
+        // A PIE or shared object runs wherever it was loaded: find where from the names the trace gives.
+        const elf = readElfSymbols(bytes, path);
+        if (elf.type === ET_DYN) {
+          bias = inferLoadBias(list, elf);
+          if (bias === undefined)
+            io.stderr(
+              `evtrace: warning: --symbols ${path}: position-independent and its load address is not in the trace: give ${path}@0xADDRESS\n`,
+            );
+          else
+            io.stderr(
+              `evtrace: --symbols ${path}: loaded at 0x${bias.toString(16)} (from the calls the trace names)\n`,
+            );
+        }
+      }
+      s.addElfBytes(bytes, path, bias ?? 0n);
     } catch (error) {
       if (error instanceof BtsError) throw new CliExit(ExitCode.Failure, `--symbols: ${error.code}: ${error.message}`);
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== undefined) throw new CliExit(ExitCode.Failure, `--symbols: cannot read ${path}: ${code}`);
       throw error;
     }
   }
