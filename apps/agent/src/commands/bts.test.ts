@@ -177,7 +177,9 @@ describe.skipIf(!has('trace-cmd'))(
       )) {
         const cpu = Number(m[2]);
         const flags = m[5] === '10' ? 'predicted' : 'mispredicted';
-        theirs.set(cpu, [...(theirs.get(cpu) ?? []), `${m[1]} ${m[3]} ${m[4]} ${flags}`]);
+        let list = theirs.get(cpu);
+        if (list === undefined) theirs.set(cpu, (list = []));
+        list.push(`${m[1]} ${m[3]} ${m[4]} ${flags}`);
       }
       const total = [...theirs.values()].reduce((n, l) => n + l.length, 0);
       expect(total).toBeGreaterThan(100);
@@ -186,8 +188,11 @@ describe.skipIf(!has('trace-cmd'))(
       const doc = JSON.parse(r.stdout);
       expect(doc.format).toBe('trace');
       const ours = new Map<number, string[]>();
-      for (const b of doc.last as { tid: number; cpu: number; from: string; to: string; flags: string[] }[])
-        ours.set(b.cpu, [...(ours.get(b.cpu) ?? []), `${b.tid} ${b.from} ${b.to} ${b.flags[0]}`]);
+      for (const b of doc.last as { tid: number; cpu: number; from: string; to: string; flags: string[] }[]) {
+        let list = ours.get(b.cpu);
+        if (list === undefined) ours.set(b.cpu, (list = []));
+        list.push(`${b.tid} ${b.from} ${b.to} ${b.flags[0]}`);
+      }
       expect([...ours.keys()].sort()).toEqual([...theirs.keys()].sort());
       for (const [cpu, lines] of theirs) expect(ours.get(cpu)).toEqual(lines);
       // --task keeps exactly that task's branches.
