@@ -41,7 +41,7 @@ describe('evtrace agent configuration flags', () => {
     expect(error).toBeInstanceOf(CliExit);
     expect((error as CliExit).exitCode).toBe(ExitCode.Usage);
     expect((error as CliExit).message).toBe(
-      `ERR_CONFIG_VALUE: ${bad}:3:1: sessions.x.mode: expected overwrite or discard, got "fast"`,
+      `ERR_CONFIG_VALUE: ${bad}:3:8: sessions.x.mode: expected overwrite or discard, got "fast"`,
     );
   });
 
@@ -57,7 +57,7 @@ describe('evtrace agent configuration flags', () => {
     expect(report).toContain(`config file: ${EXAMPLE}\n`);
     expect(report).toMatch(/^ {2}metrics +\[::1\]:9000 +\(environment variable EVTRACE_METRICS\)$/m);
     expect(report).toMatch(/^ {2}mode +overwrite +\(--mode\)$/m);
-    expect(report).toMatch(new RegExp(`^ {2}socket +/run/evtrace/agent.sock +\\(${EXAMPLE}:5:1\\)$`, 'm'));
+    expect(report).toMatch(new RegExp(`^ {2}socket +/run/evtrace/agent.sock +\\(${EXAMPLE}:5:10\\)$`, 'm'));
     expect(report).toMatch(
       /^ {2}flight: events sched:sched_switch,sched:sched_wakeup; overwrite; 16MiB; auto; started at boot$/m,
     );

@@ -34,9 +34,12 @@ export function addConfigOptions(cmd: Command): Command {
   );
   add(
     '--buffer-size <size>',
-    'per-CPU buffer of sessions that name none, e.g. 16MiB (default 4MiB; env EVTRACE_BUFFER_SIZE)',
+    'per-CPU buffer of config-file sessions that name none, e.g. 16MiB (default 4MiB; env EVTRACE_BUFFER_SIZE)',
   );
-  add('--mode <mode>', 'overwrite or discard, for sessions that name none (default discard; env EVTRACE_MODE)');
+  add(
+    '--mode <mode>',
+    'overwrite or discard, for config-file sessions that name none (default discard; env EVTRACE_MODE)',
+  );
   add('--check-config', 'check the configuration, print the effective settings and where each came from, and exit');
   return cmd;
 }

@@ -51,7 +51,7 @@ describe('the example config', () => {
       source: 'kernel',
     });
     expect(mce).toMatchObject({ start: false, bufferSize: 4 * 1024 * 1024 });
-    expect(config.origins.socket).toEqual({ kind: 'file', file: EXAMPLE, line: 5, column: 1 });
+    expect(config.origins.socket).toEqual({ kind: 'file', file: EXAMPLE, line: 5, column: 10 });
   });
 });
 

@@ -148,8 +148,9 @@ export function resolveAgentConfig(options: {
   const { flags = {}, env = {}, config } = options;
   const defaults = { ...DEFAULTS, ...options.defaults };
   const cwd = process.cwd();
+  // A value's problem points at the value; a table's (a session lacking events) at its header.
   const fileSite = (path: readonly string[]): Site => ({
-    origin: { kind: 'file', file: config!.file, ...config!.positions.find(path) },
+    origin: { kind: 'file', file: config!.file, ...config!.positions.findValue(path) },
     key: dotted(path),
     base: dirname(config!.file),
   });

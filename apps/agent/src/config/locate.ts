@@ -14,6 +14,8 @@ export interface Position {
 export interface KeyPositions {
   /** The position of `path`, or of its nearest ancestor that has one (a key inside an inline table). */
   find(path: readonly string[]): Position | undefined;
+  /** Where the value of the key `path` starts (after `key = `), or else {@link find}'s answer. */
+  findValue(path: readonly string[]): Position | undefined;
 }
 
 const BARE = '[A-Za-z0-9_-]+';
@@ -22,7 +24,7 @@ const LITERAL = String.raw`'[^'\n]*'`;
 const SEGMENT = `(?:${BARE}|${BASIC}|${LITERAL})`;
 const DOTTED = `${SEGMENT}(?:\\s*\\.\\s*${SEGMENT})*`;
 const HEADER = new RegExp(`^(\\s*)(\\[\\[?)\\s*(${DOTTED})\\s*\\]\\]?`);
-const KEY = new RegExp(`^(\\s*)(${DOTTED})\\s*=`);
+const KEY = new RegExp(`^(\\s*)(${DOTTED})\\s*=\\s*`);
 const SEGMENTS = new RegExp(SEGMENT, 'g');
 
 function segments(dotted: string): string[] {
@@ -45,6 +47,7 @@ const join = (path: readonly string[]) => path.join('\u0000');
 /** Scans `text` for table headers and keys. Never throws; text that is not TOML yields fewer positions. */
 export function locateKeys(text: string): KeyPositions {
   const positions = new Map<string, Position>();
+  const values = new Map<string, Position>();
   const put = (path: readonly string[], position: Position) => {
     const k = join(path);
     if (!positions.has(k)) positions.set(k, position);
@@ -67,20 +70,21 @@ export function locateKeys(text: string): KeyPositions {
         // Dotted keys define their parents too (`a.b = 1` defines `a`).
         for (let n = table.length + 1; n <= path.length; n++)
           put(path.slice(0, n), { line: i + 1, column: key[1]!.length + 1 });
+        const k = join(path);
+        if (!values.has(k)) values.set(k, { line: i + 1, column: key[0].length + 1 });
         rest = key[0].length;
       }
     }
     openString = multilineStringAfter(line, rest, openString);
   }
-  return {
-    find(path) {
-      for (let n = path.length; n > 0; n--) {
-        const p = positions.get(join(path.slice(0, n)));
-        if (p !== undefined) return p;
-      }
-      return undefined;
-    },
+  const find = (path: readonly string[]) => {
+    for (let n = path.length; n > 0; n--) {
+      const p = positions.get(join(path.slice(0, n)));
+      if (p !== undefined) return p;
+    }
+    return undefined;
   };
+  return { find, findValue: (path) => values.get(join(path)) ?? find(path) };
 }
 
 /** Whether a multi-line string is still open at the end of `line`, reading from `from` in state `open`. */
