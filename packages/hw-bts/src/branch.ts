@@ -36,6 +36,11 @@ export const BRANCH_KINDS: readonly BranchKind[] = [
 ];
 const KIND_NUMBER = new Map(BRANCH_KINDS.map((k, i) => [k, i]));
 
+/** The stored number of a kind (its index in {@link BRANCH_KINDS}). */
+export function kindNumber(kind: BranchKind): number {
+  return KIND_NUMBER.get(kind) ?? 0;
+}
+
 /** Branch flag bits as stored in {@link BranchList.flags}. */
 export const BranchFlag = {
   /** The hardware says the branch was predicted (BTS bit 4, perf `P`). */

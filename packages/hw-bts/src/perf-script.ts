@@ -4,7 +4,7 @@
  * that adds `/TYPE/SPEC`. perf prints a sample's stack newest first; the list holds it oldest first. Lines of
  * auxtrace errors (`instruction trace error type N ...`) and perf's warnings are kept as notes, not branches.
  */
-import { BranchFlag, type BranchKind, BranchList, type Decoded, parseHexAddress } from './branch.ts';
+import { BranchFlag, type BranchKind, BranchList, type Decoded, kindNumber, parseHexAddress } from './branch.ts';
 import { BtsError } from './errors.ts';
 
 /** How to read the FROM/TO text of entries. `auto`: hex is an address, anything else a symbol. */
@@ -17,7 +17,7 @@ export interface PerfScriptOptions {
 }
 
 // perf's branch type names (tools/perf/util/branch.c), mapped to ours.
-const TYPES: Readonly<Record<string, BranchKind>> = {
+const TYPE_NAMES: Readonly<Record<string, BranchKind>> = {
   COND: 'cond',
   UNCOND: 'jump',
   IND: 'ind_jump',
@@ -43,6 +43,8 @@ const TYPES: Readonly<Record<string, BranchKind>> = {
   EXTEND_ABI: 'other',
   'N/A': 'unknown',
 };
+// A Map: looking up the fresh strings a match returns is cheaper there than as object keys.
+const TYPES = new Map(Object.entries(TYPE_NAMES));
 
 /**
  * The flags tail of an entry: `/EVENT/INTX/ABORT/CYCLES`, from perf 5.18 with `/TYPE` (perf 6.1 stops there, and
@@ -117,7 +119,7 @@ export function parsePerfScript(text: string, options: PerfScriptOptions = {}): 
       const type = m[5];
       let kind: BranchKind = 'unknown';
       if (type !== undefined && type !== '-' && type !== '') {
-        const known = TYPES[type];
+        const known = TYPES.get(type);
         if (known === undefined) {
           problem(`unknown branch type '${type}'`, m.index + m[0].indexOf(type) + 1);
           continue;
@@ -155,7 +157,12 @@ export function parsePerfScript(text: string, options: PerfScriptOptions = {}): 
         );
         continue;
       }
-      const i = branches.push(from.hi, from.lo, to.hi, to.lo, { flags: x.flags, kind: x.kind, tid, cpu, time });
+      const i = branches.push(from.hi, from.lo, to.hi, to.lo);
+      branches.flags[i] = x.flags;
+      branches.kind[i] = kindNumber(x.kind);
+      branches.tid[i] = tid;
+      branches.cpu[i] = cpu;
+      branches.time[i] = time;
       if (x.cycles > 0) branches.cycles[i] = x.cycles;
       if (from.name !== undefined || to.name !== undefined) branches.setNames(i, from.name, to.name);
     }
@@ -185,22 +192,20 @@ interface Location {
 
 /** A FROM or TO: `0xADDR`, `0xADDR(dso)`, `func+0xoff`, `func+0xoff(dso)` or `[unknown]`. */
 function location(text: string, field: PerfBranchField): Location | undefined {
-  let core = text;
-  let dso: string | undefined;
-  if (core.endsWith(')')) {
-    const open = core.lastIndexOf('(');
-    if (open < 0) return undefined;
-    dso = core.slice(open + 1, -1);
-    core = core.slice(0, open);
-  }
-  if (field !== 'brstacksym' && /^0x[0-9a-fA-F]+$/.test(core)) {
-    const a = parseHexAddress(core);
+  // The common case first: a bare hex address (brstack), no regular expressions.
+  const n = text.length;
+  const paren = n > 0 && text.charCodeAt(n - 1) === 41 ? text.lastIndexOf('(') : -1;
+  if (n > 0 && text.charCodeAt(n - 1) === 41 && paren < 0) return undefined;
+  const coreEnd = paren >= 0 ? paren : n;
+  if (field !== 'brstacksym' && coreEnd > 2 && text.charCodeAt(0) === 48 && text.charCodeAt(1) === 120) {
+    const a = parseHexAddress(text, 0, coreEnd);
     if (a === undefined) return undefined;
     // brstackoff: an offset into the DSO, so the DSO is part of the location.
-    return field === 'brstackoff' && dso !== undefined
-      ? { hi: a[0], lo: a[1], name: `${dso}+0x${core.slice(2).replace(/^0+(?=.)/, '')}` }
+    return field === 'brstackoff' && paren >= 0
+      ? { hi: a[0], lo: a[1], name: `${text.slice(paren + 1, -1)}+0x${text.slice(2, coreEnd).replace(/^0+(?=.)/, '')}` }
       : { hi: a[0], lo: a[1] };
   }
+  const core = text.slice(0, coreEnd);
   if (field === 'brstack' || core === '' || /\s$/.test(core) || core.startsWith('0x')) return undefined;
   return { hi: 0, lo: 0, name: core };
 }
