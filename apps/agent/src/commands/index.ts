@@ -18,6 +18,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   list: async () => (await import('./list.ts')).registerList,
   ls: async () => (await import('./ls.ts')).registerLs,
   persistent: async () => (await import('./persistent.ts')).registerPersistent,
+  mce: async () => (await import('./mce.ts')).registerMce,
   record: async () => (await import('./record.ts')).registerRecord,
 };
 

@@ -1,0 +1,89 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ExitCode } from '../exit-codes.ts';
+import { runCli } from '../program.ts';
+
+const CASES = new URL('../../../../../shared/fixtures/mce-mcelog-cases/', import.meta.url).pathname;
+if (!existsSync(CASES)) throw new Error(`shared fixture missing: ${CASES}`);
+
+async function run(...args: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+describe('evtrace mce decode', () => {
+  it('--json prints one object per record with the keys of the issue', async () => {
+    const r = await run('mce', 'decode', '--json', join(CASES, 'm-dmr_dcu_srar.inp'));
+    expect([r.code, r.stderr]).toEqual([ExitCode.Ok, '']);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines.length).toBe(1);
+    const o = JSON.parse(lines[0]!);
+    expect(o).toMatchObject({
+      cpu: 0,
+      bank: 1,
+      status: '0xbd80000010100134',
+      addr: '0x0',
+      misc: '0x0',
+      mcgstatus: '0x0',
+      severity: 'srar',
+      class: 'cache',
+    });
+    expect(o.summary).toMatch(/recovery action required.*Data CACHE Level-0 Data-Read Error/);
+  });
+
+  it('decodes every mcelog case with a summary, and addr null when ADDRV is clear', async () => {
+    for (const f of readdirSync(CASES).filter((n) => n.endsWith('.inp'))) {
+      const r = await run('mce', 'decode', '--json', join(CASES, f));
+      expect(r.code).toBe(ExitCode.Ok);
+      const o = JSON.parse(r.stdout);
+      expect(['corrected', 'ucna', 'srao', 'srar', 'fatal', 'deferred']).toContain(o.severity);
+      expect(typeof o.summary).toBe('string');
+      if (f === 'm-dimm0.inp') expect([o.addr, o.class, o.channel, o.dimm]).toEqual([null, 'memory-controller', 0, 0]);
+    }
+  });
+
+  it('prints operator text: what, where, how bad, what to do', async () => {
+    const r = await run('mce', 'decode', join(CASES, 'm-dimm0.inp'));
+    expect(r.code).toBe(ExitCode.Ok);
+    expect(r.stdout).toMatch(
+      /^CORRECTED: corrected memory error: MEMORY CONTROLLER GEN_CHANNEL0_ERR \(channel 0, DIMM 0, CPU 0 bank 2\)$/m,
+    );
+    for (const k of ['what:', 'where:', 'how bad:', 'do:']) expect(r.stdout).toContain(`  ${k}`);
+  });
+
+  it('--cpu decodes as another CPU; an unknown name is a usage error', async () => {
+    const r = await run('mce', 'decode', '--json', '--cpu', 'skylake_server', join(CASES, 'm-bdw_mirror1.inp'));
+    const o = JSON.parse(r.stdout);
+    expect([o.cpu_type, o.unit]).toEqual(['skylake-server', 'M2M']);
+    const bad = await run('mce', 'decode', '--cpu', 'pentium9', join(CASES, 'm-dimm0.inp'));
+    expect(bad.code).toBe(ExitCode.Usage);
+    expect(bad.stderr).toMatch(/unknown CPU type 'pentium9'/);
+  });
+
+  it('--input-format forces the kind; a wrong one is a usage error, an input without records fails', async () => {
+    expect((await run('mce', 'decode', '--input-format', 'jpeg', join(CASES, 'm-dimm0.inp'))).code).toBe(
+      ExitCode.Usage,
+    );
+    const none = await run('mce', 'decode', '--input-format', 'trace-text', join(CASES, 'm-dimm0.inp'));
+    expect(none.code).toBe(ExitCode.Failure);
+    expect(none.stderr).toMatch(/no machine-check record/);
+    const missing = await run('mce', 'decode', '/nonexistent/file');
+    expect(missing.code).toBe(ExitCode.Failure);
+    expect(missing.stderr).toMatch(/ERR_MCE_INPUT: \/nonexistent\/file: cannot read: ENOENT/);
+  });
+
+  it('reads stdin with - and reports bad lines on stderr with line and column', () => {
+    const cli = new URL('../cli.ts', import.meta.url).pathname;
+    const input = `${readFileSync(join(CASES, 'm-iomca.inp'), 'utf8')}\nnot mcelog at all\n`;
+    const stdout = execFileSync(process.execPath, [cli, 'mce', 'decode', '--json', '-'], { input }).toString();
+    expect(JSON.parse(stdout).mca.mnemonic).toBe('BUSLG_ERR_IO_NOTIMEOUT_ERR');
+    const err = execFileSync('/bin/sh', ['-c', `"${process.execPath}" "${cli}" mce decode - 2>&1 >/dev/null`], {
+      input,
+    }).toString();
+    expect(err).toBe('evtrace: <stdin>:6:1: not a machine-check line, ignored: not mcelog at all\n');
+  });
+});

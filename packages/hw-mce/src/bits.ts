@@ -1,0 +1,181 @@
+/**
+ * The architectural machine-check registers, bit by bit: Intel SDM vol. 3B ch. 16 ("Machine-Check Architecture":
+ * IA32_MCG_CAP, IA32_MCG_STATUS, IA32_MCi_STATUS, IA32_MCi_MISC) and the AMD additions of the AMD64 APM vol. 2 /
+ * PPR (Deferred, Poison, TCC, SyndV). Pure functions over the raw register values.
+ */
+
+// BigInt operations cost far more than number ones: masks and shifts are built once, and the hot paths split
+// registers into 32-bit halves.
+const BIT = Array.from({ length: 64 }, (_, n) => 1n << BigInt(n));
+const SHIFT = Array.from({ length: 64 }, (_, n) => BigInt(n));
+const WIDTH = Array.from({ length: 54 }, (_, n) => (1n << BigInt(n)) - 1n);
+
+/** Bit `n` (0..63) of a register. */
+export function bit(v: bigint, n: number): boolean {
+  return (v & BIT[n]!) !== 0n;
+}
+
+/** Bits `lo..hi` (inclusive) of a register as a number (at most 53 bits wide). */
+export function bits(v: bigint, lo: number, hi: number): number {
+  return Number((v >> SHIFT[lo]!) & WIDTH[hi - lo + 1]!);
+}
+
+/** High and low 32-bit halves of a register as unsigned numbers. */
+export function halves(v: bigint): [hi: number, lo: number] {
+  return [Number(v >> 32n) >>> 0, Number(v & 0xffffffffn) >>> 0];
+}
+
+/** IA32_MCi_STATUS. */
+export interface StatusBits {
+  readonly valid: boolean;
+  readonly overflow: boolean;
+  readonly uncorrected: boolean;
+  readonly enabled: boolean;
+  readonly miscValid: boolean;
+  readonly addrValid: boolean;
+  readonly processorContextCorrupt: boolean;
+  /** S: signalled through a machine-check exception (software error recovery, MCG_CAP.SER_P). */
+  readonly signaled: boolean;
+  /** AR: recovery action required (SER). */
+  readonly actionRequired: boolean;
+  /** Threshold-based error status of corrected errors (MCG_CAP.TES_P): none, green, yellow. */
+  readonly threshold: 'none' | 'green' | 'yellow' | 'reserved' | undefined;
+  /** Corrected error count (bits 52:38) when MCG_CAP.CMCI_P says it is kept. */
+  readonly correctedCount: number | undefined;
+  /** Firmware updated the error (bit 37 with SER). */
+  readonly firmwareUpdated: boolean;
+  /** MCA error code (bits 15:0). */
+  readonly mcaCode: number;
+  /** Model-specific error code (bits 31:16). */
+  readonly modelCode: number;
+  /** AMD: the error was deferred (bit 44). */
+  readonly deferred: boolean;
+  /** AMD: poisoned data was consumed (bit 43). */
+  readonly poison: boolean;
+  /** AMD: task context corrupt (bit 55). */
+  readonly taskContextCorrupt: boolean;
+  /** AMD SMCA: MCA_SYND holds a syndrome (bit 53). */
+  readonly syndromeValid: boolean;
+}
+
+const TRACK = ['none', 'green', 'yellow', 'reserved'] as const;
+
+export function statusBits(status: bigint, mcgcap: bigint, amd: boolean): StatusBits {
+  const [hi, lo] = halves(status);
+  const cap = Number(mcgcap & 0xffffffffn);
+  // Bit n of the register is bit n - 32 of `hi`.
+  const h = (n: number) => ((hi >>> (n - 32)) & 1) === 1;
+  const uc = h(61);
+  const tes = mcgcap === 0n || (cap & (1 << 11)) !== 0;
+  return {
+    valid: h(63),
+    overflow: h(62),
+    uncorrected: uc,
+    enabled: h(60),
+    miscValid: h(59),
+    addrValid: h(58),
+    processorContextCorrupt: h(57),
+    signaled: !amd && h(56),
+    actionRequired: !amd && h(55),
+    threshold: amd || uc || !tes ? undefined : TRACK[(hi >>> 21) & 3],
+    correctedCount: !amd && (cap & (1 << 10)) !== 0 ? (hi >>> 6) & 0x7fff : undefined,
+    firmwareUpdated: !amd && (cap & (1 << 24)) !== 0 && h(37),
+    mcaCode: lo & 0xffff,
+    modelCode: lo >>> 16,
+    deferred: amd && h(44),
+    poison: amd && h(43),
+    taskContextCorrupt: amd && h(55),
+    syndromeValid: amd && h(53),
+  };
+}
+
+/** IA32_MCG_STATUS. */
+export interface McgStatusBits {
+  /** Restart IP valid: the interrupted program can resume. */
+  readonly ripv: boolean;
+  /** Error IP valid: the IP points at the instruction that caused the error. */
+  readonly eipv: boolean;
+  /** A machine-check exception was in progress. */
+  readonly mcip: boolean;
+  /** The machine check was delivered to this logical processor only (LMCE). */
+  readonly lmce: boolean;
+}
+
+export function mcgStatusBits(v: bigint): McgStatusBits {
+  const n = Number(v & 0xfn);
+  return { ripv: (n & 1) !== 0, eipv: (n & 2) !== 0, mcip: (n & 4) !== 0, lmce: (n & 8) !== 0 };
+}
+
+/** IA32_MCG_CAP. */
+export interface McgCapBits {
+  readonly bankCount: number;
+  readonly ctl: boolean;
+  readonly ext: boolean;
+  readonly cmci: boolean;
+  readonly tes: boolean;
+  readonly extCount: number;
+  readonly ser: boolean;
+  readonly emc: boolean;
+  readonly elog: boolean;
+  readonly lmce: boolean;
+}
+
+export function mcgCapBits(v: bigint): McgCapBits {
+  const n = Number(v & 0xffffffffn);
+  const b = (i: number) => (n & (1 << i)) !== 0;
+  return {
+    bankCount: n & 0xff,
+    ctl: b(8),
+    ext: b(9),
+    cmci: b(10),
+    tes: b(11),
+    extCount: (n >>> 16) & 0xff,
+    ser: b(24),
+    emc: b(25),
+    elog: b(26),
+    lmce: b(27),
+  };
+}
+
+/** Address modes of IA32_MCi_MISC bits 8:6 (SDM table "Address Mode in IA32_MCi_MISC[8:6]"). */
+const ADDRESS_MODES = [
+  'segment offset',
+  'linear address',
+  'physical address',
+  'memory address',
+  'reserved',
+  'reserved',
+  'reserved',
+  'generic',
+] as const;
+
+/** IA32_MCi_MISC under SER: how MCi_ADDR is to be read. */
+export interface MiscBits {
+  /** The least significant valid bit of MCi_ADDR (bits 5:0). */
+  readonly addressLsb: number;
+  readonly addressMode: (typeof ADDRESS_MODES)[number];
+}
+
+/** Decodes the architectural part of MCi_MISC; meaningful only with STATUS.MISCV and MCG_CAP.SER_P. */
+export function miscBits(misc: bigint): MiscBits {
+  return { addressLsb: bits(misc, 0, 5), addressMode: ADDRESS_MODES[bits(misc, 6, 8)]! };
+}
+
+/** Text of the set IA32_MCi_STATUS flags, in register order, for operators. */
+export function statusFlagNames(s: StatusBits): string[] {
+  const out: string[] = [];
+  if (!s.valid) out.push('not valid');
+  if (s.overflow) out.push('overflow (errors were lost)');
+  out.push(s.uncorrected ? 'uncorrected' : s.deferred ? 'deferred' : 'corrected');
+  if (s.enabled) out.push('signalling enabled');
+  if (s.miscValid) out.push('MISC valid');
+  if (s.addrValid) out.push('ADDR valid');
+  if (s.processorContextCorrupt) out.push('processor context corrupt');
+  if (s.signaled) out.push('signalled (S)');
+  if (s.actionRequired) out.push('action required (AR)');
+  if (s.poison) out.push('poison consumed');
+  if (s.taskContextCorrupt) out.push('task context corrupt');
+  if (s.firmwareUpdated) out.push('firmware updated the error');
+  if (s.threshold === 'yellow') out.push('threshold yellow: many corrected errors, uncorrected ones may follow');
+  return out;
+}

@@ -1,0 +1,182 @@
+/**
+ * The binary `struct mce` of the /dev/mcelog ABI (arch/x86/include/uapi/asm/mce.h). The kernel only ever appends
+ * fields, so a record of any length holds the fields whose offsets fit: 88 bytes up to `mcgcap` (2.6.31), 104 with
+ * `synd`/`ipid` (4.9), 120 with `ppin` and `microcode`, 128 with `kflags` today. The device reports the length through
+ * the MCE_GET_RECORD_LEN ioctl; a saved dump says it with {@link StructMceOptions.recordLength} or is probed
+ * ({@link probeRecordLength}).
+ */
+import type { InputNote } from '../errors.ts';
+import { MceError } from '../errors.ts';
+import { emptyRecord, type MceRecord } from '../record.ts';
+
+/** Field offsets of `struct mce` (x86-64). */
+export const STRUCT_MCE = {
+  status: 0,
+  misc: 8,
+  addr: 16,
+  mcgstatus: 24,
+  ip: 32,
+  tsc: 40,
+  time: 48,
+  cpuvendor: 56,
+  inject_flags: 57,
+  severity: 58,
+  cpuid: 60,
+  cs: 64,
+  bank: 65,
+  cpu: 66,
+  finished: 67,
+  extcpu: 68,
+  socketid: 72,
+  apicid: 76,
+  mcgcap: 80,
+  synd: 88,
+  ipid: 96,
+  ppin: 104,
+  microcode: 112,
+  kflags: 120,
+  /** sizeof(struct mce) on current kernels. */
+  size: 128,
+} as const;
+
+/** Shortest record the ABI ever had (fields up to `mcgcap`). */
+export const MIN_RECORD_LENGTH = 88;
+
+export interface StructMceOptions {
+  /** Bytes per record as MCE_GET_RECORD_LEN reports it. Default: probed from the data. */
+  readonly recordLength?: number;
+  readonly file?: string;
+  /** File offset of `bytes[0]`, for messages. */
+  readonly fileOffset?: number;
+}
+
+export interface StructMceResult {
+  readonly records: MceRecord[];
+  readonly notes: InputNote[];
+  readonly recordLength: number;
+}
+
+const CANDIDATES = [128, 120, 104, 88];
+
+/**
+ * Guesses the record length of a dump: the candidate length that divides the data and for which every record's
+ * `finished` byte is 1 (the kernel sets it on each logged record). Falls back to the current 128.
+ */
+export function probeRecordLength(bytes: Uint8Array): number {
+  for (const len of CANDIDATES) {
+    if (bytes.length === 0 || bytes.length % len !== 0) continue;
+    let ok = true;
+    for (let at = 0; at < bytes.length; at += len) {
+      if (bytes[at + STRUCT_MCE.finished] !== 1) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) return len;
+  }
+  return STRUCT_MCE.size;
+}
+
+/**
+ * Reads consecutive records. A trailing partial record, and records whose `finished` byte is 0 (the kernel was still
+ * writing them), are reported as notes with their byte offset; all whole records are returned.
+ * @throws MceError `ERR_MCE_RECORD` when the record length is below the oldest ABI's.
+ */
+export function readStructMce(bytes: Uint8Array, options: StructMceOptions = {}): StructMceResult {
+  const len = options.recordLength ?? probeRecordLength(bytes);
+  const file = options.file;
+  const base = options.fileOffset ?? 0;
+  if (!Number.isInteger(len) || len < MIN_RECORD_LENGTH) {
+    throw new MceError(
+      'ERR_MCE_RECORD',
+      `record length ${len} is shorter than any struct mce (${MIN_RECORD_LENGTH} bytes)`,
+      {
+        location: { file },
+      },
+    );
+  }
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const records: MceRecord[] = [];
+  const notes: InputNote[] = [];
+  const whole = bytes.length - (bytes.length % len);
+  for (let at = 0; at < whole; at += len) {
+    if (bytes[at + STRUCT_MCE.finished] !== 1) {
+      notes.push({
+        location: { file, offset: base + at },
+        message: 'record not finished by the kernel (finished = 0): skipped',
+      });
+      continue;
+    }
+    records.push(structMceAt(view, at, len, { kind: 'struct-mce', file, offset: base + at }));
+  }
+  if (whole < bytes.length) {
+    notes.push({
+      location: { file, offset: base + whole },
+      message: `truncated record: ${bytes.length - whole} of ${len} bytes: skipped`,
+    });
+  }
+  return { records, notes, recordLength: len };
+}
+
+/** Reads one record of `len` bytes at `at`; fields beyond `len` stay unknown. */
+export function structMceAt(view: DataView, at: number, len: number, source: MceRecord['source']): MceRecord {
+  const u64 = (o: number) => view.getBigUint64(at + o, true);
+  const r = emptyRecord(source);
+  r.status = u64(STRUCT_MCE.status);
+  r.misc = u64(STRUCT_MCE.misc);
+  r.addr = u64(STRUCT_MCE.addr);
+  r.mcgstatus = u64(STRUCT_MCE.mcgstatus);
+  r.ip = u64(STRUCT_MCE.ip);
+  r.tsc = u64(STRUCT_MCE.tsc);
+  r.time = u64(STRUCT_MCE.time);
+  r.cpuvendor = view.getUint8(at + STRUCT_MCE.cpuvendor);
+  r.cpuid = view.getUint32(at + STRUCT_MCE.cpuid, true);
+  r.cs = view.getUint8(at + STRUCT_MCE.cs);
+  r.bank = view.getUint8(at + STRUCT_MCE.bank);
+  const extcpu = view.getUint32(at + STRUCT_MCE.extcpu, true);
+  r.cpu = extcpu !== 0 ? extcpu : view.getUint8(at + STRUCT_MCE.cpu);
+  r.socketid = view.getUint32(at + STRUCT_MCE.socketid, true);
+  r.apicid = view.getUint32(at + STRUCT_MCE.apicid, true);
+  r.mcgcap = u64(STRUCT_MCE.mcgcap);
+  if (len >= STRUCT_MCE.ipid + 8) {
+    r.synd = u64(STRUCT_MCE.synd);
+    r.ipid = u64(STRUCT_MCE.ipid);
+  }
+  if (len >= STRUCT_MCE.ppin + 8) r.ppin = u64(STRUCT_MCE.ppin);
+  if (len >= STRUCT_MCE.microcode + 4) r.microcode = view.getUint32(at + STRUCT_MCE.microcode, true);
+  return r;
+}
+
+/** Encodes records as the kernel writes them (for tests, fixtures and `mce-inject`-style replay). */
+export function encodeStructMce(records: readonly MceRecord[], recordLength: number = STRUCT_MCE.size): Buffer {
+  const out = Buffer.alloc(records.length * recordLength);
+  const v = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  records.forEach((r, i) => {
+    const at = i * recordLength;
+    const put64 = (o: number, x: bigint) => {
+      if (o + 8 <= recordLength) v.setBigUint64(at + o, x, true);
+    };
+    put64(STRUCT_MCE.status, r.status);
+    put64(STRUCT_MCE.misc, r.misc);
+    put64(STRUCT_MCE.addr, r.addr);
+    put64(STRUCT_MCE.mcgstatus, r.mcgstatus);
+    put64(STRUCT_MCE.ip, r.ip);
+    put64(STRUCT_MCE.tsc, r.tsc);
+    put64(STRUCT_MCE.time, r.time);
+    v.setUint8(at + STRUCT_MCE.cpuvendor, r.cpuvendor ?? 0);
+    v.setUint32(at + STRUCT_MCE.cpuid, r.cpuid, true);
+    v.setUint8(at + STRUCT_MCE.cs, r.cs);
+    v.setUint8(at + STRUCT_MCE.bank, r.bank);
+    v.setUint8(at + STRUCT_MCE.cpu, r.cpu & 0xff);
+    v.setUint8(at + STRUCT_MCE.finished, 1);
+    v.setUint32(at + STRUCT_MCE.extcpu, r.cpu, true);
+    v.setUint32(at + STRUCT_MCE.socketid, r.socketid ?? 0, true);
+    v.setUint32(at + STRUCT_MCE.apicid, r.apicid ?? 0, true);
+    put64(STRUCT_MCE.mcgcap, r.mcgcap);
+    put64(STRUCT_MCE.synd, r.synd);
+    put64(STRUCT_MCE.ipid, r.ipid);
+    put64(STRUCT_MCE.ppin, r.ppin);
+    if (STRUCT_MCE.microcode + 4 <= recordLength) v.setUint32(at + STRUCT_MCE.microcode, r.microcode, true);
+  });
+  return out;
+}

@@ -1,0 +1,162 @@
+/**
+ * One entry point for every input: detects what a file (or stdin's bytes) holds, or takes the kind it is told, and
+ * returns the records with the notes of what was skipped.
+ */
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { type EdacControllerCounters, type EdacEvent, readEdacSysfs } from './edac.ts';
+import { type InputNote, MceError } from './errors.ts';
+import { readMceTrace } from './inputs/ftrace.ts';
+import { readRasdaemonDb } from './inputs/rasdaemon.ts';
+import { readStructMce } from './inputs/struct-mce.ts';
+import { readMceText } from './inputs/text.ts';
+import { readTraceText } from './inputs/trace-text.ts';
+import type { InputKind, MceRecord } from './record.ts';
+
+/** Kinds a byte buffer can hold (directories and databases are opened by path, see {@link readMceFile}). */
+export type BufferKind = 'mcelog-ascii' | 'kernel-log' | 'trace-text' | 'struct-mce';
+
+export interface ReadResult {
+  readonly kind: InputKind;
+  readonly records: MceRecord[];
+  readonly notes: InputNote[];
+  /** EDAC events (ras:mc_event, rasdaemon's mc_event table). */
+  readonly edac?: EdacEvent[];
+  /** EDAC sysfs counters, for an EDAC tree. */
+  readonly counters?: EdacControllerCounters[];
+}
+
+export interface ReadOptions {
+  readonly kind?: InputKind;
+  readonly file?: string;
+  /** struct mce record length (MCE_GET_RECORD_LEN); probed when absent. */
+  readonly recordLength?: number;
+}
+
+/** Guesses the kind of a buffer: binary (NUL bytes in the first KiB) is struct mce; text by its markers. */
+export function detectBufferKind(bytes: Uint8Array): BufferKind {
+  const head = bytes.subarray(0, 4096);
+  if (head.includes(0)) return 'struct-mce';
+  const text = Buffer.from(head).toString('latin1');
+  if (/mce_record:|^\s*CPU: \d+, MCGc\/s:/m.test(text)) return 'trace-text';
+  if (/\[Hardware Error\]|\bmce: |Machine Check(?: Exception)?: /.test(text)) return 'kernel-log';
+  return 'mcelog-ascii';
+}
+
+/** Reads records from bytes of a known or detected kind. */
+export function readMceBuffer(bytes: Uint8Array, options: ReadOptions = {}): ReadResult {
+  const kind = options.kind ?? detectBufferKind(bytes);
+  const file = options.file;
+  switch (kind) {
+    case 'struct-mce': {
+      const r = readStructMce(bytes, {
+        ...(options.recordLength ? { recordLength: options.recordLength } : {}),
+        ...(file ? { file } : {}),
+      });
+      return { kind, records: r.records, notes: r.notes };
+    }
+    case 'trace-text':
+      return { kind, ...readTraceText(Buffer.from(bytes).toString('utf8'), { ...(file ? { file } : {}) }) };
+    case 'mcelog-ascii':
+    case 'kernel-log': {
+      const text = Buffer.from(bytes).toString('utf8');
+      return { kind, ...readMceText(text, { kind, ...(file ? { file } : {}) }) };
+    }
+    default:
+      throw new MceError('ERR_MCE_INPUT', `input kind '${kind}' is read from a path, not from bytes`, {
+        location: { file },
+      });
+  }
+}
+
+const SQLITE_MAGIC = 'SQLite format 3\0';
+const TRACE_DAT_MAGIC = Buffer.from([0x17, 0x08, 0x44, 0x74, 0x72, 0x61, 0x63, 0x69, 0x6e, 0x67]);
+
+function exists(p: string): boolean {
+  try {
+    statSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Guesses the kind of a path: EDAC tree, recording directory or trace.dat, sqlite database, else by its bytes. */
+export function detectPathKind(path: string): InputKind {
+  const st = statSync(path);
+  if (st.isDirectory()) {
+    if (exists(join(path, 'mc')) || /^mc\d+$/.test(readdirNames(path).find((n) => /^mc\d+$/.test(n)) ?? ''))
+      return 'edac-sysfs';
+    return 'trace';
+  }
+  const head = Buffer.alloc(16);
+  const fd = openSync(path, 'r');
+  try {
+    readSync(fd, head, 0, 16, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (head.toString('latin1') === SQLITE_MAGIC) return 'rasdaemon-db';
+  if (head.subarray(0, TRACE_DAT_MAGIC.length).equals(TRACE_DAT_MAGIC)) return 'trace';
+  return detectBufferKind(readFileSync(path).subarray(0, 4096));
+}
+
+function readdirNames(p: string): string[] {
+  try {
+    return readdirSync(p);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Reads a path (file or directory) or bytes (stdin) of a known or detected kind.
+ * @throws MceError `ERR_MCE_INPUT` when the file cannot be read or is not of the forced kind.
+ */
+export function readMceFile(input: string | Uint8Array, options: ReadOptions = {}): ReadResult {
+  if (typeof input !== 'string') return readMceBuffer(input, options);
+  let kind: InputKind;
+  try {
+    kind = options.kind ?? detectPathKind(input);
+  } catch (error) {
+    throw new MceError('ERR_MCE_INPUT', `cannot read: ${(error as NodeJS.ErrnoException).code ?? error}`, {
+      location: { file: input },
+      cause: error,
+    });
+  }
+  switch (kind) {
+    case 'edac-sysfs': {
+      const r = readEdacSysfs(input);
+      return { kind, records: [], notes: r.notes, counters: r.controllers };
+    }
+    case 'rasdaemon-db':
+      return { kind, ...readRasdaemonDb(input) };
+    case 'trace':
+      try {
+        return { kind, ...readMceTrace(input) };
+      } catch (error) {
+        if (error instanceof MceError) throw error;
+        const code = (error as { code?: string }).code;
+        throw new MceError(
+          'ERR_MCE_INPUT',
+          `not a readable recording${code ? ` (${code})` : ''}: ${(error as Error).message}`,
+          {
+            location: { file: input },
+            cause: error,
+          },
+        );
+      }
+    default: {
+      let bytes: Buffer;
+      try {
+        bytes = readFileSync(input);
+      } catch (error) {
+        throw new MceError('ERR_MCE_INPUT', `cannot read: ${(error as NodeJS.ErrnoException).code ?? error}`, {
+          location: { file: input },
+          cause: error,
+        });
+      }
+      return readMceBuffer(bytes, { ...options, kind, file: input });
+    }
+  }
+}
