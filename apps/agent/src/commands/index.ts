@@ -17,8 +17,8 @@ const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   kmem: async () => (await import('./kmem.ts')).registerKmem,
   list: async () => (await import('./list.ts')).registerList,
   ls: async () => (await import('./ls.ts')).registerLs,
-  persistent: async () => (await import('./persistent.ts')).registerPersistent,
   mce: async () => (await import('./mce.ts')).registerMce,
+  persistent: async () => (await import('./persistent.ts')).registerPersistent,
   record: async () => (await import('./record.ts')).registerRecord,
 };
 
