@@ -126,7 +126,19 @@ function main() {
 
   switch (task) {
     case 'demo': {
-      must(pnpm, ['exec', 'turbo', 'run', 'build', '--filter=@evtrace/agent...', '--output-logs=errors-only'], { env });
+      must(
+        pnpm,
+        [
+          'exec',
+          'turbo',
+          'run',
+          'build',
+          '--filter=@evtrace/agent...',
+          '--filter=@evtrace/tui...',
+          '--output-logs=errors-only',
+        ],
+        { env },
+      );
       const cli = join(ROOT, 'apps', 'agent', 'dist', 'cli.js');
       // 200 000 events from each of two threads into small overwrite-mode buffers: the first 20 printed, and the
       // summary shows the flight recorder's exact loss accounting (delivered + lost == produced).
@@ -143,8 +155,15 @@ function main() {
       const record = ['record', '--source', 'auto', ...events, '--duration', '2s', '-o', dat];
       const recorded = run(node, [cli, ...record], { env });
       if (recorded !== 0) process.exit(recorded);
-      log(`the first 20 events (all of them: node apps/agent/dist/cli.js cat ${dat})`);
-      process.exit(run(node, [cli, 'cat', dat, '-n', '20'], { env }));
+      // Last, the recording in the terminal viewer; without a terminal it writes the first 20 events as JSON lines.
+      const view = join(ROOT, 'apps', 'tui', 'dist', 'cli.js');
+      const tty = process.stdin.isTTY && process.stdout.isTTY;
+      log(
+        tty
+          ? `opening ${dat} in evtrace-view (q quits, ? shows the keys)`
+          : `no terminal: evtrace-view writes the first 20 events as JSON lines (node apps/tui/dist/cli.js ${dat})`,
+      );
+      process.exit(run(node, [view, dat, ...(tty ? [] : ['-n', '20'])], { env }));
       break;
     }
     case 'test': {

@@ -38,7 +38,7 @@ export {
   type RecordEncoder,
   type TimedRecord,
 } from './ftrace/encode.ts';
-export { type CpuPages, type FtraceMetadata, mergeByTime } from './ftrace/events.ts';
+export { type CpuPages, decodeCpuPages, type FtraceMetadata, mergeByTime } from './ftrace/events.ts';
 export { type FormatFileOptions, parseFormatFile } from './ftrace/format-file.ts';
 export { formatFileText, HEADER_EVENT_TEXT, headerPageText } from './ftrace/format-text.ts';
 export {
@@ -48,6 +48,7 @@ export {
   parseHeaderEvent,
   parseHeaderPage,
 } from './ftrace/headers.ts';
+export { type IndexedTrace, type IndexFtraceOptions, indexFtrace, mergeOrder } from './ftrace/indexed.ts';
 export { type PageInfo, type PageSource, type RecordSink, readPage } from './ftrace/page.ts';
 export { compilePrintFormat, type PrintFormatter, type PrintStyle } from './ftrace/print-fmt.ts';
 export { type FtraceReader, type FtraceReadOptions, isRawPagesDir, openRawPagesDir } from './ftrace/raw-dir.ts';

@@ -40,6 +40,8 @@ export interface DecodeOptions {
   /** Report a corrupt page through `warn` and continue with the next one instead of throwing. */
   readonly lenient?: boolean;
   readonly warn: (message: string) => void;
+  /** Called for each page the kernel lost events before, with the count when it stored one. */
+  readonly onMissed?: (count: number | undefined) => void;
 }
 
 interface ClassEntry {
@@ -134,6 +136,7 @@ export function* cpuEventBatches(
       try {
         const info = readPage(bytes, at, meta.page, onRecord, source);
         if (info.missedEvents) {
+          options.onMissed?.(info.missedCount);
           const count = info.missedCount === undefined ? 'an unknown number of' : String(info.missedCount);
           options.warn(`${where(source, at)}: CPU ${cpu}: ${count} events lost before this page`);
         }
@@ -152,6 +155,35 @@ export function* cpuEventBatches(
 
 function where(source: { file?: string; fileOffset: number }, at: number): string {
   return `${source.file ?? '<pages>'}: byte ${source.fileOffset + at}`;
+}
+
+/**
+ * Decodes pages of one CPU at once, for readers that receive pages as they are produced (a live recording's
+ * `cpuN.raw` as it grows). Returns the events and the number of events the kernel lost before them (an unknown
+ * count counts as 1).
+ */
+export function decodeCpuPages(
+  meta: FtraceMetadata,
+  pages: CpuPages,
+  options: { readonly lenient?: boolean; readonly warn?: (message: string) => void } = {},
+): { events: TraceEvent[]; lost: number } {
+  let lost = 0;
+  const onMissed = (count: number | undefined) => {
+    lost += count ?? 1;
+  };
+  const warn = options.warn ?? (() => {});
+  const events: TraceEvent[] = [];
+  for (const batch of cpuEventBatches(meta, tableFor(meta), pages, { lenient: options.lenient, warn, onMissed })) {
+    for (const e of batch) events.push(e);
+  }
+  return { events, lost };
+}
+
+const tables = new WeakMap<FtraceMetadata, EventTable>();
+function tableFor(meta: FtraceMetadata): EventTable {
+  let t = tables.get(meta);
+  if (t === undefined) tables.set(meta, (t = new EventTable(meta)));
+  return t;
 }
 
 /** Merges per-CPU event streams (each in time order) into one, ties broken by CPU order. */

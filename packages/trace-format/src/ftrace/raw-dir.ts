@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { TraceFormatError } from '../errors.ts';
 import type { EventClass, TraceEvent, TraceReader } from '../model/types.ts';
-import { cpuEventBatches, EventTable, type FtraceMetadata, mergeBatches } from './events.ts';
+import { type CpuPages, cpuEventBatches, EventTable, type FtraceMetadata, mergeBatches } from './events.ts';
 import { parseFormatFile } from './format-file.ts';
 import { parseHeaderEvent, parseHeaderPage } from './headers.ts';
 import { Kallsyms, parseCmdlines } from './symbols.ts';
@@ -21,6 +21,10 @@ export interface FtraceReadOptions {
 /** A {@link TraceReader} over ftrace data, with the metadata it decodes by. */
 export interface FtraceReader extends TraceReader {
   readonly metadata: FtraceMetadata;
+  /** Added to every page timestamp (trace.dat's `offset` option); 0 for raw pages. */
+  readonly tsOffsetNs: bigint;
+  /** Each CPU's pages, undecoded (for indexes and other readers that seek; {@link events} decodes them all). */
+  cpuPages(): CpuPages[];
 }
 
 const optional = (path: string): string | undefined => (existsSync(path) ? readFileSync(path, 'utf8') : undefined);
@@ -105,25 +109,27 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
     ...(clock !== undefined ? { clock } : {}),
     ...(kallsymsText !== undefined ? { kallsymsText } : {}),
   };
+  const cpuPages = (): CpuPages[] => {
+    return cpus.map(({ cpu, file }) => {
+      if (statSync(file).size % page.pageSize !== 0) {
+        warnings.push(`${file}: size is not a multiple of the ${page.pageSize}-byte page; the last page is partial`);
+      }
+      return { cpu, bytes: readFileSync(file), file };
+    });
+  };
   return {
     kind: 'raw-pages',
     metadata,
     eventClasses: metadata.eventClasses,
     warnings,
+    tsOffsetNs: 0n,
+    cpuPages,
     events(): Iterable<TraceEvent> {
       const table = new EventTable(metadata);
       const warn = (m: string) => warnings.push(m);
-      const streams = cpus.map(({ cpu, file }) => {
-        if (statSync(file).size % page.pageSize !== 0) {
-          warn(`${file}: size is not a multiple of the ${page.pageSize}-byte page; the last page is partial`);
-        }
-        return cpuEventBatches(
-          metadata,
-          table,
-          { cpu, bytes: readFileSync(file), file },
-          { lenient: options.lenient, warn },
-        );
-      });
+      const streams = cpuPages().map((pages) =>
+        cpuEventBatches(metadata, table, pages, { lenient: options.lenient, warn }),
+      );
       return mergeBatches(streams);
     },
   };

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { inflateSync, zstdDecompressSync } from 'node:zlib';
 import { TraceFormatError } from '../../errors.ts';
 import type { ByteOrder, EventClass, TraceEvent } from '../../model/types.ts';
-import { cpuEventBatches, EventTable, type FtraceMetadata, mergeBatches } from '../events.ts';
+import { type CpuPages, cpuEventBatches, EventTable, type FtraceMetadata, mergeBatches } from '../events.ts';
 import { parseFormatFile } from '../format-file.ts';
 import { parseHeaderEvent, parseHeaderPage } from '../headers.ts';
 import type { FtraceReader, FtraceReadOptions } from '../raw-dir.ts';
@@ -189,29 +189,32 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
   if (version === 6 && rawOptions.some((o) => o.id === OPTION.buffer)) {
     warnings.push('the file also holds instance buffers; only the top-level buffer is read');
   }
+  const cpuPages = (): CpuPages[] => {
+    const warn = (m: string) => warnings.push(m);
+    return (top?.cpus ?? []).map((cpu) => {
+      const data = cpuData(bytes, c, cpu, compression?.name ?? 'none', version, options.lenient ? warn : undefined);
+      return {
+        cpu: cpu.cpu,
+        bytes: data.bytes,
+        file: data.compressed ? `${file ?? '<trace.dat>'}:cpu${cpu.cpu}(decompressed)` : file,
+        fileOffset: data.compressed ? 0 : cpu.offset,
+      };
+    });
+  };
   return {
     kind: 'tracedat',
     info,
     metadata,
     eventClasses,
     warnings,
+    tsOffsetNs: tsOffset,
+    cpuPages,
     events(): Iterable<TraceEvent> {
       const table = new EventTable(metadata);
       const warn = (m: string) => warnings.push(m);
-      const streams = (top?.cpus ?? []).map((cpu) => {
-        const data = cpuData(bytes, c, cpu, compression?.name ?? 'none', version, options.lenient ? warn : undefined);
-        return cpuEventBatches(
-          metadata,
-          table,
-          {
-            cpu: cpu.cpu,
-            bytes: data.bytes,
-            file: data.compressed ? `${file ?? '<trace.dat>'}:cpu${cpu.cpu}(decompressed)` : file,
-            fileOffset: data.compressed ? 0 : cpu.offset,
-          },
-          { lenient: options.lenient, warn },
-        );
-      });
+      const streams = cpuPages().map((pages) =>
+        cpuEventBatches(metadata, table, pages, { lenient: options.lenient, warn }),
+      );
       const merged = mergeBatches(streams);
       return tsOffset === 0n ? merged : shift(merged, tsOffset);
     },

@@ -1,0 +1,67 @@
+import { parseArgs } from 'node:util';
+import { ViewerError } from './errors.ts';
+
+/** What the command line asks for. */
+export interface ViewerArgs {
+  readonly trace?: string;
+  readonly session?: string;
+  readonly agent?: string;
+  readonly limit?: number;
+  readonly demoRate?: number;
+  readonly help: boolean;
+  readonly version: boolean;
+}
+
+/**
+ * Parses evtrace-view's arguments.
+ * @throws ViewerError `ERR_VIEW_USAGE` naming the wrong argument.
+ */
+export function parseViewerArgs(argv: readonly string[]): ViewerArgs {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (error) {
+    throw new ViewerError('ERR_VIEW_USAGE', (error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (positionals.length > 1) {
+    throw new ViewerError('ERR_VIEW_USAGE', `one TRACE at most, got ${positionals.length}: ${positionals.join(' ')}`);
+  }
+  const trace = positionals[0];
+  if (trace !== undefined && (values.session !== undefined || values.agent !== undefined)) {
+    throw new ViewerError('ERR_VIEW_USAGE', 'TRACE and --session/--agent exclude each other');
+  }
+  const count = (name: string, v: string | undefined) => {
+    if (v === undefined) return undefined;
+    if (!/^\d+$/.test(v))
+      throw new ViewerError('ERR_VIEW_USAGE', `--${name} must be a non-negative integer, not '${v}'`);
+    return Number(v);
+  };
+  const limit = count('limit', values.limit);
+  const demoRate = count('demo-rate', values['demo-rate']);
+  return {
+    ...(trace !== undefined ? { trace } : {}),
+    ...(values.session !== undefined ? { session: values.session } : {}),
+    ...(values.agent !== undefined ? { agent: values.agent } : {}),
+    ...(limit !== undefined ? { limit } : {}),
+    ...(demoRate !== undefined ? { demoRate } : {}),
+    help: values.help === true,
+    version: values.version === true,
+  };
+}
+
+function parse(argv: readonly string[]) {
+  return parseArgs({
+    args: argv as string[],
+    allowPositionals: true,
+    strict: true,
+    options: {
+      session: { type: 'string' },
+      agent: { type: 'string' },
+      limit: { type: 'string', short: 'n' },
+      'demo-rate': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'V' },
+    },
+  });
+}

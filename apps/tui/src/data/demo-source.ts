@@ -1,0 +1,134 @@
+/**
+ * The embedded demo as a live source: @evtrace/tracefs's demo producer, in a worker thread, writes raw pages into a
+ * private temporary directory in real time, and the viewer reads each CPU's new whole pages a few times a second, as a recorder drains
+ * trace_pipe_raw. Used when no agent answers; everything it shows is labelled DEMO.
+ */
+import { closeSync, existsSync, fstatSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { decodeCpuPages, mergeByTime, openRawPagesDir, type TraceEvent } from '@evtrace/trace-format';
+import { DEMO_EVENTS } from '@evtrace/tracefs';
+import { LiveWindow } from './live-window.ts';
+import type { ViewerSource } from './source.ts';
+
+/** Options of {@link startDemoSource}. */
+export interface DemoSourceOptions {
+  /** Why the demo runs, shown in the status bar (e.g. "no agent at /run/evtrace/agent.sock"). */
+  readonly reason?: string;
+  /** Events per second over all CPUs. Default 40000. */
+  readonly rate?: number;
+  readonly cpus?: number;
+  /** Events kept for the Events view. Default 100000. */
+  readonly window?: number;
+  /** How often new pages are read, in ms. Default 200. */
+  readonly pollMs?: number;
+}
+
+/** Where the worker script is: next to this module in src (tests), at the dist root once bundled. */
+function workerUrl(): URL {
+  return import.meta.url.endsWith('.ts')
+    ? new URL('./demo-worker.ts', import.meta.url)
+    : new URL('./demo-worker.js', import.meta.url);
+}
+
+/** Starts the demo producer and returns it as a live source. */
+export async function startDemoSource(options: DemoSourceOptions = {}): Promise<ViewerSource> {
+  const cpuCount = options.cpus ?? 2;
+  const rate = options.rate ?? 40_000;
+  const parent = mkdtempSync(join(tmpdir(), 'evtrace-view-demo-'));
+  const dir = join(parent, 'raw');
+  const worker = new Worker(workerUrl(), {
+    workerData: {
+      dir,
+      events: DEMO_EVENTS.filter((e) => e !== 'bts:branch'),
+      cpus: cpuCount,
+      rate: Math.max(1, Math.round(rate / cpuCount)),
+    },
+  });
+  const finished = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  // The producer creates the directory, its metadata and the cpuN.raw files before it reports.
+  await new Promise<void>((resolve, reject) => {
+    worker.once('message', () => resolve());
+    worker.once('error', reject);
+  });
+  if (!existsSync(join(dir, 'cpu0.raw'))) throw new Error(`demo producer did not start in ${dir}`);
+  const reader = openRawPagesDir(dir);
+  const meta = reader.metadata;
+  const pageSize = meta.page.pageSize;
+  const window = new LiveWindow(options.window ?? 100_000);
+  const files = Array.from({ length: cpuCount }, (_, cpu) => ({
+    cpu,
+    fd: openSync(join(dir, `cpu${cpu}.raw`), 'r'),
+    offset: 0,
+  }));
+  const listeners = new Set<() => void>();
+  const warnings: string[] = [];
+  // Events read but not shown yet: a CPU's pages may reach the file a moment after another's, so only events up
+  // to the time every CPU has reached are merged and shown.
+  const pending: TraceEvent[][] = files.map(() => []);
+  const reached: (bigint | undefined)[] = files.map(() => undefined);
+  const poll = () => {
+    for (const f of files) {
+      const size = fstatSync(f.fd).size;
+      const whole = size - (size % pageSize) - f.offset;
+      if (whole <= 0) continue;
+      const bytes = Buffer.allocUnsafe(whole);
+      let got = 0;
+      while (got < whole) got += readSync(f.fd, bytes, got, whole - got, f.offset + got);
+      f.offset += whole;
+      const decoded = decodeCpuPages(meta, { cpu: f.cpu, bytes }, { lenient: true, warn: (m) => warnings.push(m) });
+      if (decoded.lost > 0) window.lose(f.cpu, decoded.lost);
+      for (const e of decoded.events) pending[f.cpu]!.push(e);
+      const last = decoded.events[decoded.events.length - 1];
+      if (last !== undefined) reached[f.cpu] = last.tsNs;
+    }
+    const ready = takeUpTo(pending, watermark(reached));
+    if (ready.some((r) => r.length > 0)) window.push([...mergeByTime(ready)]);
+    for (const l of listeners) l();
+  };
+  const timer = setInterval(poll, options.pollMs ?? 200);
+  let closed = false;
+  return {
+    label: `DEMO (embedded source${options.reason ? `; ${options.reason}` : ''})`,
+    live: true,
+    store: () => window.snapshot(),
+    eventClasses: () => meta.eventClasses,
+    stats: () => window.stats(),
+    lost: () => window.stats().lost,
+    taskName: (pid) => meta.cmdlines.get(pid),
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    warnings: () => warnings,
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearInterval(timer);
+      worker.postMessage('stop');
+      await finished;
+      for (const f of files) closeSync(f.fd);
+      rmSync(parent, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The time every CPU has reached: the least of their newest events (a CPU yet to produce holds nothing back). */
+export function watermark(reached: readonly (bigint | undefined)[]): bigint | undefined {
+  let mark: bigint | undefined;
+  for (const r of reached) if (r !== undefined && (mark === undefined || r < mark)) mark = r;
+  return mark;
+}
+
+/** Removes and returns each CPU's pending events at or before `mark`. */
+function takeUpTo(pending: TraceEvent[][], mark: bigint | undefined): TraceEvent[][] {
+  return pending.map((p, cpu) => {
+    if (mark === undefined) return [];
+    let n = 0;
+    while (n < p.length && p[n]!.tsNs <= mark) n++;
+    const ready = p.slice(0, n);
+    pending[cpu] = p.slice(n);
+    return ready;
+  });
+}

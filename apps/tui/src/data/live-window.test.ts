@@ -1,0 +1,49 @@
+import { rmSync } from 'node:fs';
+import { openTrace, type TraceEvent } from '@evtrace/trace-format';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordDemoTrace, tempDir } from '../testing/traces.ts';
+import { watermark } from './demo-source.ts';
+import { LiveWindow } from './live-window.ts';
+
+const dir = tempDir();
+let events: TraceEvent[];
+beforeAll(async () => {
+  events = [...openTrace(await recordDemoTrace(dir, 200)).events()];
+}, 60_000);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('LiveWindow', () => {
+  it('keeps the newest events up to its capacity, oldest first, and counts every event', () => {
+    const w = new LiveWindow(1000, () => 0);
+    for (let i = 0; i < events.length; i += 700) w.push(events.slice(i, i + 700));
+    const s = w.snapshot();
+    expect(s.length).toBe(1000);
+    for (let i = 0; i < 1000; i++) expect(s.event(i)).toBe(events[events.length - 1000 + i]);
+    const stats = w.stats();
+    expect(stats.total).toBe(events.length);
+    expect(stats.cpus.map((c) => c.events)).toEqual([0, 1].map((cpu) => events.filter((e) => e.cpu === cpu).length));
+  });
+
+  it('turns each second of counts into a rate sample and keeps a snapshot unchanged by later pushes', () => {
+    let now = 0;
+    const w = new LiveWindow(10_000, () => now);
+    w.push(events.slice(0, 300));
+    const before = w.snapshot();
+    now = 1000;
+    w.push(events.slice(300, 400));
+    expect(before.length).toBe(300);
+    const stats = w.stats();
+    expect(stats.eventsPerSec).toBe(300);
+    const total = stats.cpus.reduce((a, c) => a + (c.rates.at(-1) ?? 0), 0);
+    expect(total).toBe(300);
+    w.lose(1, 7);
+    expect(w.stats().lost).toBe(7);
+  });
+});
+
+describe('watermark', () => {
+  it('is the least time every producing CPU has reached', () => {
+    expect(watermark([5n, 3n, undefined])).toBe(3n);
+    expect(watermark([undefined])).toBeUndefined();
+  });
+});

@@ -1,0 +1,80 @@
+/**
+ * Where the viewer's events come from: a trace file (all its events, fixed), the embedded demo or an agent session
+ * (live: a window of the most recent events that moves). Views read a source only through this interface.
+ */
+import type { EventClass } from '@evtrace/trace-format';
+import type { EventStore } from './store.ts';
+
+/** Counters of one CPU. */
+export interface CpuStats {
+  readonly cpu: number;
+  /** Events seen (for a file: in the trace). */
+  readonly events: number;
+  /** Events the kernel or the ring buffer lost. */
+  readonly lost: number;
+  /** Events per second over time, oldest first (live: one per second; file: the trace cut into equal slices). */
+  readonly rates: readonly number[];
+  /** Buffer fill in [0, 1], when the source knows it. */
+  readonly fill?: number;
+  /** What `fill` measures, e.g. "ring buffer" or "viewer window". */
+  readonly fillLabel?: string;
+}
+
+/** Counts of one event type. */
+export interface TypeStats {
+  readonly name: string;
+  readonly events: number;
+  /** Events per second (live: over the last second; file: over the trace's span). */
+  readonly rate: number;
+}
+
+export interface SourceStats {
+  readonly cpus: readonly CpuStats[];
+  readonly types: readonly TypeStats[];
+  /** Events per second now (file: averaged over the trace's span). */
+  readonly eventsPerSec: number;
+  readonly lost: number;
+  /** Events seen in total (file: the trace's length). */
+  readonly total: number;
+}
+
+/** One session as the agent lists it. */
+export interface SessionInfo {
+  readonly name: string;
+  readonly mode: string;
+  readonly state: string;
+  readonly events: number;
+  readonly lost: number;
+  readonly bytes: number;
+  readonly source?: string;
+}
+
+/** What the Sessions view can ask an agent to do. */
+export interface SessionControl {
+  list(): Promise<readonly SessionInfo[]>;
+  create(name: string, events: readonly string[]): Promise<void>;
+  stop(name: string): Promise<void>;
+  snapshot(name: string): Promise<string>;
+  destroy(name: string): Promise<void>;
+}
+
+export interface ViewerSource {
+  /** For the status bar, e.g. `trace.dat`, `demo (no agent answered at /run/evtrace/agent.sock)`. */
+  readonly label: string;
+  readonly live: boolean;
+  /** The events now: all of a file's, a live source's recent window (a new store after each change). */
+  store(): EventStore;
+  eventClasses(): readonly EventClass[];
+  stats(): SourceStats;
+  /** Events lost so far (cheaper than {@link stats} for a file). */
+  lost(): number;
+  /** Task name of a pid, when known. */
+  taskName(pid: number): string | undefined;
+  /** Calls `listener` after each change (live sources, a few times a second); returns the unsubscribe function. */
+  subscribe(listener: () => void): () => void;
+  /** The agent's sessions, when attached to one. */
+  readonly sessions?: SessionControl;
+  /** Problems met while reading (corrupt pages skipped...). */
+  warnings(): readonly string[];
+  close(): Promise<void>;
+}

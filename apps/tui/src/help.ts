@@ -1,0 +1,52 @@
+/** The manual printed by `evtrace-view --help`, in the layout of `evtrace help COMMAND`. */
+export const MANUAL = `NAME
+  evtrace-view - browse a trace file or a live evtrace session in the terminal
+
+SYNOPSIS
+  evtrace-view [options] [TRACE | --session NAME | --agent SOCKET]
+
+DESCRIPTION
+  Opens TRACE (a CTF directory, a trace-cmd trace.dat file or a directory of raw per-CPU pages; the kind is
+  detected from the content) or attaches to a live session of the evtrace agent. With no argument it attaches to
+  the local agent; when none answers it starts the embedded demo source and says so in the status bar.
+
+  Views (Tab or number keys): Events (every event, the selected one's details, an ftrace filter checked as you
+  type), CPUs (per-CPU event rates, buffer fill, lost events, rates per event type), Sessions (the agent's
+  sessions: create, stop, snapshot, destroy). Only the rows on screen are decoded: traces of millions of events
+  open at once.
+
+  Without a terminal on stdin or stdout it draws nothing and writes the events as JSON lines, as
+  evtrace cat --json does: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "fields": {...}}. A live
+  source is followed until --limit events or an interrupt. Colour is off when NO_COLOR is set or TERM=dumb.
+
+KEYS
+  q, Ctrl-C    quit                       ?            help
+  Tab, 1-9     switch view                space        pause or resume a live view
+  j/k, ↑/↓     move                       g/G          first/last event
+  PgUp/PgDn    page                       Enter        details of the selected event
+  /            filter (ftrace syntax)     Esc          back: close details, cancel or clear the filter
+  Sessions:    c create, x stop, s snapshot, d destroy
+
+ARGUMENTS
+  TRACE  CTF trace directory, trace.dat file, or raw-pages directory
+
+OPTIONS
+  --session <name>  attach to the agent's session NAME
+  --agent <socket>  the agent's control socket (default: the agent's default socket)
+  -n, --limit <n>   without a terminal: write only the first N events
+  --demo-rate <n>   events per second of the embedded demo source (default 40000)
+  -V, --version     print the version and exit
+  -h, --help        show this help
+
+EXIT STATUS
+  0  success
+  1  the viewer failed (unreadable trace, agent unreachable); the message says what and where
+  2  usage error: unknown option, missing or malformed argument
+
+EXAMPLES
+  evtrace-view trace.dat                    browse a recording
+  evtrace-view                              the local agent's sessions, or the embedded demo
+  evtrace-view --session flight             follow the agent's session "flight"
+  evtrace-view trace.dat | head -3          JSON lines, no screen
+  NO_COLOR=1 evtrace-view ./ctf-trace       no colour
+`;

@@ -1,0 +1,119 @@
+/**
+ * evtrace-view's program: picks the source from the command line, then draws the viewer on a terminal or, without
+ * one, writes JSON lines.
+ */
+import { createElement } from 'react';
+import pkg from '../package.json' with { type: 'json' };
+import { parseViewerArgs, type ViewerArgs } from './args.ts';
+import { startDemoSource } from './data/demo-source.ts';
+import { openFileSource } from './data/file-source.ts';
+import type { ViewerSource } from './data/source.ts';
+import { ViewerError } from './errors.ts';
+import { MANUAL } from './help.ts';
+import { liveToJsonLines, traceToJsonLines } from './jsonl.ts';
+import { guardTerminal } from './terminal.ts';
+import { colourWanted } from './ui/theme.ts';
+
+/** Exit statuses, as the evtrace CLI's. */
+export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
+
+/** Where the program reads and writes; tests pass their own. */
+export interface ViewerIO {
+  readonly stdin: NodeJS.ReadStream;
+  readonly stdout: NodeJS.WriteStream;
+  readonly stderr: NodeJS.WriteStream;
+  readonly env: NodeJS.ProcessEnv;
+}
+
+/** Runs evtrace-view and resolves to its exit status; reports errors on stderr instead of throwing. */
+export async function runViewer(argv: readonly string[], io: ViewerIO = processIO()): Promise<number> {
+  try {
+    const args = parseViewerArgs(argv);
+    if (args.help) {
+      io.stdout.write(MANUAL);
+      return EXIT.ok;
+    }
+    if (args.version) {
+      io.stdout.write(`${pkg.version}\n`);
+      return EXIT.ok;
+    }
+    const interactive = io.stdin.isTTY === true && io.stdout.isTTY === true;
+    const write = (text: string) => io.stdout.write(text);
+    if (!interactive && args.trace !== undefined) {
+      traceToJsonLines(args.trace, write, args.limit);
+      return EXIT.ok;
+    }
+    const source = await openSource(args);
+    try {
+      if (!interactive) {
+        const stop = new AbortController();
+        const onInt = () => stop.abort();
+        process.once('SIGINT', onInt);
+        process.once('SIGTERM', onInt);
+        await liveToJsonLines(source, write, args.limit, stop.signal);
+        process.off('SIGINT', onInt);
+        process.off('SIGTERM', onInt);
+        return EXIT.ok;
+      }
+      await draw(source, io);
+      return EXIT.ok;
+    } finally {
+      await source.close();
+    }
+  } catch (error) {
+    if (error instanceof ViewerError) {
+      io.stderr.write(`evtrace-view: ${error.message}\n`);
+      if (error.code === 'ERR_VIEW_USAGE') io.stderr.write('evtrace-view: see evtrace-view --help\n');
+      return error.code === 'ERR_VIEW_USAGE' ? EXIT.usage : EXIT.failure;
+    }
+    throw error;
+  }
+}
+
+/** The source the arguments name: a trace file, an agent session, or (no argument, no agent) the demo. */
+async function openSource(args: ViewerArgs): Promise<ViewerSource> {
+  if (args.trace !== undefined) return openFileSource(args.trace);
+  if (args.session !== undefined || args.agent !== undefined) {
+    throw new ViewerError(
+      'ERR_VIEW_AGENT',
+      `cannot attach to ${args.session !== undefined ? `session ${args.session}` : `the agent at ${args.agent}`}: no agent client in this build`,
+    );
+  }
+  return startDemoSource({
+    reason: 'no agent answered',
+    ...(args.demoRate !== undefined ? { rate: args.demoRate } : {}),
+  });
+}
+
+/** Draws the viewer until the user quits. */
+async function draw(source: ViewerSource, io: ViewerIO): Promise<void> {
+  const colour = colourWanted(io.env);
+  // Ink's colour library reads FORCE_COLOR when it loads; it does not look at NO_COLOR or TERM=dumb by itself.
+  if (!colour) process.env.FORCE_COLOR = '0';
+  const [{ render }, { App }, { VIEWS }] = await Promise.all([
+    import('ink'),
+    import('./ui/app.tsx'),
+    import('./views/index.ts'),
+  ]);
+  const instance = render(createElement(App, { source, views: VIEWS, theme: { colour } }), {
+    stdin: io.stdin,
+    stdout: io.stdout,
+    stderr: io.stderr,
+    exitOnCtrlC: false,
+    patchConsole: false,
+    alternateScreen: true,
+    // Ink turns itself off in CI environments; a terminal is a terminal wherever it is.
+    interactive: true,
+    maxFps: 30,
+  });
+  const unguard = guardTerminal(io.stdout, () => instance.unmount());
+  try {
+    await instance.waitUntilExit();
+  } finally {
+    unguard();
+  }
+}
+
+function processIO(): ViewerIO {
+  return { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env };
+}

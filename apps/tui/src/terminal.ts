@@ -1,0 +1,41 @@
+/**
+ * Terminal manners Ink does not cover: the alternate screen and a visible cursor are restored however the process
+ * ends (a crash, SIGTERM, SIGHUP), not only on a clean exit.
+ */
+const LEAVE_ALT_SCREEN = '\x1b[?1049l';
+const SHOW_CURSOR = '\x1b[?25h';
+
+/**
+ * Installs handlers that restore the terminal before the process dies; returns the function that removes them.
+ * `restore` runs at most once.
+ */
+export function guardTerminal(stdout: NodeJS.WriteStream, onSignal: () => void): () => void {
+  let restored = false;
+  const restore = () => {
+    if (restored) return;
+    restored = true;
+    try {
+      stdout.write(`${SHOW_CURSOR}${LEAVE_ALT_SCREEN}`);
+    } catch {}
+  };
+  const crash = (error: unknown) => {
+    restore();
+    process.stderr.write(`evtrace-view: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  };
+  const signal = () => {
+    onSignal();
+  };
+  process.on('uncaughtException', crash);
+  process.on('unhandledRejection', crash);
+  process.on('SIGTERM', signal);
+  process.on('SIGHUP', signal);
+  process.on('exit', restore);
+  return () => {
+    process.off('uncaughtException', crash);
+    process.off('unhandledRejection', crash);
+    process.off('SIGTERM', signal);
+    process.off('SIGHUP', signal);
+    process.off('exit', restore);
+  };
+}

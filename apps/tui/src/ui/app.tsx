@@ -1,0 +1,228 @@
+/**
+ * The viewer's frame: tab bar, the active view, footer with its keys, status bar; the help overlay; key routing
+ * (global keys, then the view's; a view taking text gets every key but Ctrl-C); live refresh and pause.
+ */
+import { Box, Text, useApp, useInput, useWindowSize } from 'ink';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import type { ViewerSource } from '../data/source.ts';
+import type { EventStore } from '../data/store.ts';
+import type { ViewDefinition, ViewStatus } from '../views/registry.ts';
+import { countText, fit } from './format.ts';
+import { KeyContext, type KeyHandler, type KeyPress, type KeyRouting, keyPresses } from './keys.ts';
+import { type Theme, ThemeContext, useColour } from './theme.ts';
+
+export interface AppProps {
+  readonly source: ViewerSource;
+  readonly views: readonly ViewDefinition[];
+  readonly theme?: Theme;
+  /** Fixed size (tests); default the terminal's, following resizes. */
+  readonly size?: { readonly columns: number; readonly rows: number };
+  /** Called when the user quits. */
+  readonly onQuit?: () => void;
+}
+
+const GLOBAL_KEYS: readonly (readonly [string, string])[] = [
+  ['Tab/1-9', 'views'],
+  ['space', 'pause'],
+  ['?', 'help'],
+  ['q', 'quit'],
+];
+
+export function App(props: AppProps) {
+  return (
+    <ThemeContext.Provider value={props.theme ?? { colour: true }}>
+      <Frame {...props} />
+    </ThemeContext.Provider>
+  );
+}
+
+function Frame({ source, views, size, onQuit }: AppProps) {
+  const { exit } = useApp();
+  const terminal = useWindowSize();
+  const columns = size?.columns ?? (terminal.columns || 80);
+  const rows = size?.rows ?? (terminal.rows || 24);
+  const colour = useColour();
+  const [viewIndex, setViewIndex] = useState(0);
+  const [help, setHelp] = useState(false);
+  const [paused, setPaused] = useState(false);
+  const [store, setStore] = useState<EventStore>(() => source.store());
+  const [tick, setTick] = useState(0);
+  const [status, setStatus] = useState<ViewStatus>({});
+
+  // Live sources: take a new snapshot at each refresh unless paused (the source keeps collecting meanwhile).
+  const pausedRef = useRef(paused);
+  pausedRef.current = paused;
+  useEffect(
+    () =>
+      source.subscribe(() => {
+        if (pausedRef.current) return;
+        setStore(source.store());
+        setTick((t) => t + 1);
+      }),
+    [source],
+  );
+
+  const handlers = useRef<{ handler: KeyHandler; textInput: boolean }[]>([]);
+  const routing = useMemo<KeyRouting>(
+    () => ({
+      register(handler, textInput) {
+        const entry = { handler, textInput };
+        handlers.current.push(entry);
+        return () => {
+          handlers.current = handlers.current.filter((h) => h !== entry);
+        };
+      },
+    }),
+    [],
+  );
+
+  const quit = useCallback(() => {
+    onQuit?.();
+    exit();
+  }, [exit, onQuit]);
+
+  const press = (key: KeyPress) => {
+    if (key === 'ctrl-c') return quit();
+    const view = handlers.current[handlers.current.length - 1];
+    if (view?.textInput) {
+      view.handler(key);
+      return;
+    }
+    if (help) {
+      // Any key closes the help; q still quits.
+      if (key === 'q') return quit();
+      setHelp(false);
+      return;
+    }
+    if (key === 'q') return quit();
+    if (key === '?') return setHelp(true);
+    if (key === 'tab' || key === 'shift-tab') {
+      setViewIndex((i) => (i + (key === 'tab' ? 1 : views.length - 1)) % views.length);
+      return;
+    }
+    if (/^[1-9]$/.test(key) && Number(key) <= views.length) return setViewIndex(Number(key) - 1);
+    if (key === ' ' && source.live) {
+      setPaused((p) => {
+        if (p) {
+          setStore(source.store());
+          setTick((t) => t + 1);
+        }
+        return !p;
+      });
+      return;
+    }
+    view?.handler(key);
+  };
+  // Keys typed fast arrive as one string: each is applied after the previous one's render, so every handler sees
+  // the state its predecessors left (React would otherwise batch them against one stale state).
+  const pressRef = useRef(press);
+  pressRef.current = press;
+  const queue = useRef<KeyPress[]>([]);
+  const [, setKeyTick] = useState(0);
+  useInput((input, key) => {
+    queue.current.push(...keyPresses(input, key));
+    setKeyTick((t) => t + 1);
+  });
+  useEffect(() => {
+    const next = queue.current.shift();
+    if (next === undefined) return;
+    pressRef.current(next);
+    if (queue.current.length > 0) setKeyTick((t) => t + 1);
+  });
+
+  const view = views[viewIndex]!;
+  const stats = source.live || viewIndex !== 0 ? source.stats() : undefined;
+  const bodyHeight = Math.max(3, rows - 3);
+  const tabs = views.map((v, i) => `${i + 1} ${v.title}`);
+  const warnings = source.warnings();
+  const statusParts = [
+    source.label,
+    source.live ? `${countText(stats?.eventsPerSec ?? 0)} ev/s` : `${countText(store.length)} events`,
+    `lost ${countText(stats?.lost ?? source.lost())}`,
+    status.filter !== undefined
+      ? `filter: ${status.filter}${status.filterNote ? ` (${status.filterNote})` : ''}`
+      : 'no filter',
+    ...(paused ? ['PAUSED'] : []),
+    ...(warnings.length > 0 ? [`${warnings.length} warning${warnings.length > 1 ? 's' : ''}`] : []),
+  ];
+  const keys = [...view.keys, ...GLOBAL_KEYS.filter(([k]) => k !== 'space' || source.live)];
+  return (
+    <KeyContext.Provider value={routing}>
+      <Box flexDirection="column" width={columns} height={rows}>
+        <Box>
+          {tabs.map((t, i) => (
+            <Text
+              key={t}
+              inverse={i === viewIndex}
+              bold={i === viewIndex}
+              color={i === viewIndex ? undefined : colour('gray')}
+            >
+              {i === viewIndex ? `[${t}]` : ` ${t} `}
+            </Text>
+          ))}
+          <Text>{fit('', Math.max(0, columns - tabs.join('   ').length - 2))}</Text>
+        </Box>
+        {help ? <HelpOverlay views={views} width={columns} height={bodyHeight} /> : null}
+        {/* Every view stays mounted (its place in the list, its filter) and only the current one is shown. */}
+        {views.map((v, i) => (
+          <Box key={v.title} display={!help && i === viewIndex ? 'flex' : 'none'}>
+            <v.Component
+              source={source}
+              store={store}
+              tick={tick}
+              paused={paused}
+              active={!help && i === viewIndex}
+              width={columns}
+              height={bodyHeight}
+              onStatus={i === 0 ? setStatus : ignoreStatus}
+            />
+          </Box>
+        ))}
+        <Text color={colour('gray')} wrap="truncate">
+          {fit(keys.map(([k, what]) => `${k} ${what}`).join('  '), columns)}
+        </Text>
+        <Text inverse wrap="truncate">
+          {fit(` ${statusParts.join(' │ ')}`, columns)}
+        </Text>
+      </Box>
+    </KeyContext.Provider>
+  );
+}
+
+const ignoreStatus = () => {};
+
+function HelpOverlay(props: { views: readonly ViewDefinition[]; width: number; height: number }) {
+  const colour = useColour();
+  const lines: string[] = [
+    'q, Ctrl-C     quit',
+    '?             this help (any key closes it)',
+    'Tab, 1-9      switch view (Shift-Tab goes back)',
+    'space         pause or resume a live view',
+    'j/k, ↑/↓      move; g/G first/last; PgUp/PgDn page',
+    'Enter         details of the selected event; Esc back',
+    '/             filter: an ftrace filter expression, checked as you type',
+  ];
+  for (const v of props.views) {
+    if (v.keys.length === 0) continue;
+    lines.push(`${v.title}: ${v.keys.map(([k, what]) => `${k} ${what}`).join(', ')}`);
+  }
+  return (
+    <Box
+      flexDirection="column"
+      width={props.width}
+      height={props.height}
+      borderStyle="round"
+      paddingX={1}
+      overflow="hidden"
+    >
+      <Text bold color={colour('cyan')}>
+        evtrace-view keys
+      </Text>
+      {lines.map((l) => (
+        <Text key={l} wrap="truncate">
+          {l}
+        </Text>
+      ))}
+    </Box>
+  );
+}
