@@ -28,7 +28,10 @@ if [ -z "$trace" ]; then
 fi
 
 tmux new-session -d -s "$session" -x 200 -y 40 "$node $view $trace"
-tmux split-window -h -t "$session" "XDG_RUNTIME_DIR=$work $node $view"
+# The right pane: the local agent's sessions when one runs, else the live demo (--check always shows the demo).
+agent_env=""
+if $check; then agent_env="EVTRACE_AGENT_SOCKET=$work/no-agent.sock"; fi
+tmux split-window -h -t "$session" "$agent_env $node $view"
 if ! $check; then
   tmux attach -t "$session"
   exit 0

@@ -99,9 +99,9 @@ describe('evtrace-view on a recorded trace, in a pseudo-terminal', { timeout: 60
   });
 });
 
-describe('evtrace-view on the live demo, in a pseudo-terminal', { timeout: 60_000 }, () => {
+describe('evtrace-view on the live demo, in a pseudo-terminal', { timeout: 120_000 }, () => {
   it('says it runs the demo, shows moving events, pauses on space and quits on Ctrl-C', async () => {
-    const v = startViewer([], { env: { XDG_RUNTIME_DIR: dir } });
+    const v = startViewer([], { env: { EVTRACE_AGENT_SOCKET: `${dir}/no-agent.sock` } });
     await v.waitFor('DEMO');
     const first = selectedRow(await v.waitFor((t) => selectedRow(t) !== ''));
     await v.waitFor((t) => selectedRow(t) !== first && /\d ev\/s|k ev\/s/.test(t));
@@ -132,7 +132,7 @@ describe('evtrace-view without a terminal', { timeout: 60_000 }, () => {
     const run = spawnSync(process.execPath, [CLI, '-n', '25'], {
       encoding: 'utf8',
       timeout: 30_000,
-      env: { ...process.env, XDG_RUNTIME_DIR: dir },
+      env: { ...process.env, EVTRACE_AGENT_SOCKET: `${dir}/no-agent.sock` },
     });
     expect(run.status).toBe(0);
     const lines = run.stdout

@@ -2,9 +2,12 @@
  * evtrace-view's program: picks the source from the command line, then draws the viewer on a terminal or, without
  * one, writes JSON lines.
  */
+
+import { defaultSocketPath } from '@evtrace/agent-protocol';
 import { createElement } from 'react';
 import pkg from '../package.json' with { type: 'json' };
 import { parseViewerArgs, type ViewerArgs } from './args.ts';
+import { attachAgent } from './data/agent-source.ts';
 import { startDemoSource } from './data/demo-source.ts';
 import { openFileSource } from './data/file-source.ts';
 import type { ViewerSource } from './data/source.ts';
@@ -73,14 +76,13 @@ export async function runViewer(argv: readonly string[], io: ViewerIO = processI
 /** The source the arguments name: a trace file, an agent session, or (no argument, no agent) the demo. */
 async function openSource(args: ViewerArgs): Promise<ViewerSource> {
   if (args.trace !== undefined) return openFileSource(args.trace);
-  if (args.session !== undefined || args.agent !== undefined) {
-    throw new ViewerError(
-      'ERR_VIEW_AGENT',
-      `cannot attach to ${args.session !== undefined ? `session ${args.session}` : `the agent at ${args.agent}`}: no agent client in this build`,
-    );
-  }
+  const agent = await attachAgent({
+    ...(args.agent !== undefined ? { socket: args.agent } : {}),
+    ...(args.session !== undefined ? { session: args.session } : {}),
+  });
+  if (agent !== undefined) return agent;
   return startDemoSource({
-    reason: 'no agent answered',
+    reason: `no agent at ${defaultSocketPath()}`,
     ...(args.demoRate !== undefined ? { rate: args.demoRate } : {}),
   });
 }

@@ -25,6 +25,15 @@ export interface DemoSourceOptions {
   readonly pollMs?: number;
 }
 
+/** The demo as a live source, which can also be stopped and asked how many events it produced. */
+export interface DemoSource extends ViewerSource {
+  /**
+   * Stops the producer and reads what it wrote last; `stats().total` then counts every event the viewer received,
+   * to compare with `produced`.
+   */
+  stop(): Promise<{ produced: number }>;
+}
+
 /** Where the worker script is: next to this module in src (tests), at the dist root once bundled. */
 function workerUrl(): URL {
   return import.meta.url.endsWith('.ts')
@@ -33,7 +42,7 @@ function workerUrl(): URL {
 }
 
 /** Starts the demo producer and returns it as a live source. */
-export async function startDemoSource(options: DemoSourceOptions = {}): Promise<ViewerSource> {
+export async function startDemoSource(options: DemoSourceOptions = {}): Promise<DemoSource> {
   const cpuCount = options.cpus ?? 2;
   const rate = options.rate ?? 40_000;
   const parent = mkdtempSync(join(tmpdir(), 'evtrace-view-demo-'));
@@ -46,11 +55,16 @@ export async function startDemoSource(options: DemoSourceOptions = {}): Promise<
       rate: Math.max(1, Math.round(rate / cpuCount)),
     },
   });
+  let produced = 0;
+  worker.on('message', (m: { done?: boolean; total?: number }) => {
+    if (m.done && m.total !== undefined) produced = m.total;
+  });
   const finished = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
   // The producer creates the directory, its metadata and the cpuN.raw files before it reports.
   await new Promise<void>((resolve, reject) => {
     worker.once('message', () => resolve());
     worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the demo producer exited (status ${code}) before it started`)));
   });
   if (!existsSync(join(dir, 'cpu0.raw'))) throw new Error(`demo producer did not start in ${dir}`);
   const reader = openRawPagesDir(dir);
@@ -89,6 +103,13 @@ export async function startDemoSource(options: DemoSourceOptions = {}): Promise<
   };
   const timer = setInterval(poll, options.pollMs ?? 200);
   let closed = false;
+  let stopped = false;
+  const stopProducer = async () => {
+    if (stopped) return;
+    stopped = true;
+    worker.postMessage('stop');
+    await finished;
+  };
   return {
     label: `DEMO (embedded source${options.reason ? `; ${options.reason}` : ''})`,
     live: true,
@@ -102,12 +123,19 @@ export async function startDemoSource(options: DemoSourceOptions = {}): Promise<
       return () => listeners.delete(listener);
     },
     warnings: () => warnings,
+    async stop() {
+      await stopProducer();
+      // What the producer wrote last: every CPU has reached its end, so nothing is held back.
+      poll();
+      const rest = pending.map((p) => p.splice(0));
+      if (rest.some((r) => r.length > 0)) window.push([...mergeByTime(rest)]);
+      return { produced };
+    },
     async close() {
       if (closed) return;
       closed = true;
       clearInterval(timer);
-      worker.postMessage('stop');
-      await finished;
+      await stopProducer();
       for (const f of files) closeSync(f.fd);
       rmSync(parent, { recursive: true, force: true });
     },

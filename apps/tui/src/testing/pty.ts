@@ -51,7 +51,7 @@ export function startViewer(
       p.resize(c, r);
     },
     kill: (signal) => p.kill(signal),
-    async waitFor(ok, ms = 20_000) {
+    async waitFor(ok, ms = 45_000) {
       const test = typeof ok === 'string' ? (t: string) => t.includes(ok) : ok;
       for (let waited = 0; waited < ms; waited += 50) {
         const text = screen.text();

@@ -35,12 +35,15 @@ const tick: EventClass = {
 
 /** Four CPUs with interleaved and equal timestamps, gaps that need time extends, two classes. */
 function events(n: number): TraceEvent[] {
-  return Array.from({ length: n }, (_, i) => ({
-    tsNs: 1_000_000n + BigInt(Math.floor(i / 3)) * (i % 11 === 0 ? 300_000_000n : 1000n),
-    cpu: i % 4,
-    eventClass: i % 5 === 0 ? tick : request,
-    fields: i % 5 === 0 ? { n: i } : { id: BigInt(i), path: `/item/${i}` },
-  }));
+  return Array.from(
+    { length: n },
+    (_, i): TraceEvent => ({
+      tsNs: 1_000_000n + BigInt(Math.floor(i / 3)) * (i % 11 === 0 ? 300_000_000n : 1000n),
+      cpu: i % 4,
+      eventClass: i % 5 === 0 ? tick : request,
+      fields: i % 5 === 0 ? { n: i } : { id: BigInt(i), path: `/item/${i}` },
+    }),
+  );
 }
 
 const strip = (e: TraceEvent) => ({

@@ -1,0 +1,227 @@
+/**
+ * A session of the evtrace agent as a live source, through @evtrace/agent-protocol: the session's recent window
+ * first, then live events, into the same bounded window the demo uses; the agent's per-CPU counters every second;
+ * and the Sessions view's controls.
+ */
+import {
+  type AgentClient,
+  connectAgent,
+  defaultSocketPath,
+  type LiveEvent,
+  ProtocolError,
+  type SessionStatus,
+  type Subscription,
+} from '@evtrace/agent-protocol';
+import type { EventClass, FieldValue, IntegerClass, StructMember, TraceEvent } from '@evtrace/trace-format';
+import { ViewerError } from '../errors.ts';
+import { LiveWindow } from './live-window.ts';
+import type { SessionControl, SessionInfo, SourceStats, ViewerSource } from './source.ts';
+
+/** Options of {@link attachAgent}. */
+export interface AttachOptions {
+  /** The agent's socket; default the agent's default. */
+  readonly socket?: string;
+  /** The session to follow; default the first running one. */
+  readonly session?: string;
+  /** Events kept for the Events view. Default 100000. */
+  readonly window?: number;
+  /** How often views are told about new events, in ms. Default 200. */
+  readonly refreshMs?: number;
+}
+
+/**
+ * Connects to the agent and follows a session. Resolves to undefined when no agent answers and neither a socket nor
+ * a session was named (the caller then starts the demo).
+ *
+ * @throws ViewerError `ERR_VIEW_AGENT` when the named agent or session cannot be reached.
+ */
+export async function attachAgent(options: AttachOptions = {}): Promise<ViewerSource | undefined> {
+  const socket = options.socket ?? defaultSocketPath();
+  const explicit = options.socket !== undefined || options.session !== undefined;
+  let client: AgentClient;
+  try {
+    client = await connectAgent(socket, { client: 'evtrace-view' });
+  } catch (error) {
+    if (!explicit && error instanceof ProtocolError) return undefined;
+    throw new ViewerError('ERR_VIEW_AGENT', `cannot reach the agent at ${socket}: ${(error as Error).message}`);
+  }
+  try {
+    const sessions = await client.list();
+    const name = options.session ?? (sessions.find((s) => s.state === 'running') ?? sessions[0])?.name;
+    if (options.session !== undefined && !sessions.some((s) => s.name === options.session)) {
+      const known = sessions.map((s) => s.name).join(', ') || 'none';
+      throw new ViewerError(
+        'ERR_VIEW_AGENT',
+        `the agent at ${socket} has no session ${options.session} (it has: ${known})`,
+      );
+    }
+    return await followSession(client, socket, name, options);
+  } catch (error) {
+    client.close();
+    if (error instanceof ProtocolError) throw new ViewerError('ERR_VIEW_AGENT', `${error.code}: ${error.message}`);
+    throw error;
+  }
+}
+
+async function followSession(
+  client: AgentClient,
+  socket: string,
+  name: string | undefined,
+  options: AttachOptions,
+): Promise<ViewerSource> {
+  const window = new LiveWindow(options.window ?? 100_000);
+  const timers: NodeJS.Timeout[] = [];
+  const classes = new ClassTable();
+  const listeners = new Set<() => void>();
+  const warnings: string[] = [];
+  let status: SessionStatus | undefined;
+  let viewerLost = 0;
+  let subscription: Subscription | undefined;
+  if (name !== undefined) {
+    subscription = await client.subscribe(name);
+    const sub = subscription;
+    // Events are batched into the window between refreshes.
+    let batch: TraceEvent[] = [];
+    const flush = () => {
+      if (batch.length > 0) window.push(batch);
+      batch = [];
+    };
+    (async () => {
+      for await (const item of sub) {
+        if (item.kind === 'event') {
+          batch.push(classes.event(item.event));
+          if (batch.length >= 4096) flush();
+        } else if (item.kind === 'loss') viewerLost = item.total;
+      }
+      flush();
+      warnings.push(`session ${name}: stream ended (${sub.endReason ?? 'closed'})`);
+    })().catch((e: Error) => warnings.push(`session ${name}: ${e.message}`));
+    const refresh = setInterval(() => {
+      flush();
+      for (const l of listeners) l();
+    }, options.refreshMs ?? 200);
+    const poll = setInterval(() => {
+      client.status(name).then(
+        (s) => {
+          status = s;
+        },
+        () => {},
+      );
+    }, 1000);
+    status = await client.status(name);
+    timers.push(refresh, poll);
+  }
+  const control: SessionControl = {
+    list: async () => (await client.list()).map(sessionInfo),
+    async create(session, events) {
+      await client.createSession({ name: session, events, mode: 'overwrite', source: 'auto' });
+      await client.start(session);
+    },
+    stop: async (session) => void (await client.stop(session)),
+    snapshot: async (session) => (await client.snapshot(session)).path,
+    destroy: (session) => client.destroy(session),
+  };
+  const stats = (): SourceStats => {
+    const s = window.stats();
+    const agentCpus = new Map((status?.cpus ?? []).map((c) => [c.cpu, c]));
+    return {
+      ...s,
+      // The agent's counts are the session's; the window's are what this viewer received.
+      cpus: s.cpus.map((c) => {
+        const a = agentCpus.get(c.cpu);
+        return a === undefined ? c : { ...c, events: a.events, lost: a.lost };
+      }),
+      lost: (status?.lost ?? 0) + viewerLost,
+      total: status?.events ?? s.total,
+    };
+  };
+  return {
+    label:
+      name === undefined
+        ? `agent ${socket} (no session: create one in Sessions)`
+        : `agent session ${name}${status?.demo ? ' (DEMO source)' : ''}`,
+    live: true,
+    store: () => window.snapshot(),
+    eventClasses: () => classes.all(),
+    stats,
+    lost: () => stats().lost,
+    taskName: () => undefined,
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    sessions: control,
+    warnings: () => warnings,
+    async close() {
+      for (const t of timers.splice(0)) clearInterval(t);
+      await subscription?.close().catch(() => {});
+      client.close();
+    },
+  };
+}
+
+function sessionInfo(s: SessionStatus): SessionInfo {
+  return {
+    name: s.name,
+    mode: s.mode,
+    state: s.state,
+    events: s.events,
+    lost: s.lost,
+    bytes: s.bytes,
+    source: s.demo ? 'demo' : s.source,
+  };
+}
+
+const INT64: IntegerClass = {
+  kind: 'int',
+  size: 64,
+  signed: true,
+  align: 8,
+  byteOrder: 'le',
+  base: 10,
+  encoding: 'none',
+};
+
+/**
+ * Event classes for the JSON events the agent streams: named as the events, with a member per field typed from
+ * its first value (integers, integers beyond 2^53 sent as decimal strings, strings), so filters can compile.
+ */
+class ClassTable {
+  readonly #byName = new Map<string, EventClass>();
+
+  all(): EventClass[] {
+    return [...this.#byName.values()];
+  }
+
+  event(e: LiveEvent): TraceEvent {
+    const fields: Record<string, FieldValue> = {};
+    for (const [k, v] of Object.entries(e.fields)) fields[k] = fieldValue(v);
+    let ec = this.#byName.get(e.event);
+    if (ec === undefined) {
+      const members: StructMember[] = Object.entries(fields).map(([k, v]) => ({
+        name: k,
+        type: typeof v === 'string' ? { kind: 'string', encoding: 'utf8' } : INT64,
+      }));
+      ec = {
+        id: this.#byName.size + 1,
+        name: e.event,
+        streamId: 0,
+        payload: { kind: 'struct', members, minAlign: 8 },
+      };
+      this.#byName.set(e.event, ec);
+    }
+    return { tsNs: BigInt(e.ts_ns), cpu: e.cpu, eventClass: ec, fields };
+  }
+}
+
+function fieldValue(v: unknown): FieldValue {
+  if (typeof v === 'string' && /^-?\d{16,}$/.test(v)) return BigInt(v);
+  if (typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean' || v === null) return v;
+  if (Array.isArray(v)) return v.map(fieldValue);
+  if (typeof v === 'object') {
+    const o: Record<string, FieldValue> = {};
+    for (const [k, x] of Object.entries(v as object)) o[k] = fieldValue(x);
+    return o;
+  }
+  return String(v);
+}

@@ -1,0 +1,240 @@
+/**
+ * evtrace-view on a 1 M-event trace.dat, measured from outside as a user sees it: the built viewer in a real
+ * pseudo-terminal, time from start to the first frame with events, time from a key to the frame that answers it, and
+ * the process's resident memory. Peers in the same run: `trace-cmd report` on the same file piped into `less` (first
+ * screen, then `G`), and `less` on the report's text. Then the live demo at 100 000 events/s, drawn by the real app:
+ * events shown against events produced, and the drawing thread's event-loop delay.
+ *
+ * Run: pnpm --filter @evtrace/tui bench (builds first). Numbers on a shared, loaded machine are noisy.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { type Comparison, fromTotal, type Measurement, printComparisons } from '@evtrace/bench';
+import pty from '@lydell/node-pty';
+import { render } from 'ink-testing-library';
+import { createElement } from 'react';
+import { CLI } from './testing/pty.ts';
+import { Screen } from './testing/screen.ts';
+import { largeTrace, tempDir } from './testing/traces.ts';
+
+// The app is JSX: plain node runs the built package, typed as the sources.
+const dist = new URL('../dist/index.js', import.meta.url).href;
+const { App, startDemoSource, VIEWS } = (await import(dist)) as typeof import('./index.ts');
+
+const EVENTS = 1_000_000;
+const ROWS = 40;
+const COLS = 160;
+
+interface Term {
+  screen: Screen;
+  pid: number;
+  type(keys: string): void;
+  until(ok: (text: string) => boolean, ms?: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** Starts `file args` in a pseudo-terminal; `until` resolves to the ms from the call to the matching screen. */
+function term(file: string, args: string[]): Term {
+  const screen = new Screen(COLS, ROWS);
+  const p = pty.spawn(file, args, {
+    cols: COLS,
+    rows: ROWS,
+    env: { ...(process.env as Record<string, string>), TERM: 'xterm-256color' },
+  });
+  const exited = new Promise<void>((r) => p.onExit(() => r()));
+  let changed: () => void = () => {};
+  p.onData((d) => {
+    screen.write(d);
+    changed();
+  });
+  return {
+    screen,
+    pid: p.pid,
+    type: (k) => p.write(k),
+    until(ok, ms = 120_000) {
+      const t0 = performance.now();
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (ok(screen.text())) {
+            changed = () => {};
+            clearTimeout(timer);
+            resolve(performance.now() - t0);
+          }
+        };
+        const timer = setTimeout(() => reject(new Error(`screen never matched:\n${screen.text()}`)), ms);
+        changed = check;
+        check();
+      });
+    },
+    async close() {
+      p.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Resident memory of a process and its children (the pipeline's), in MB. */
+function rssMb(pid: number): number {
+  const pids = [pid];
+  try {
+    pids.push(
+      ...execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map(Number),
+    );
+  } catch {}
+  let kb = 0;
+  for (const p of pids) {
+    try {
+      kb += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0);
+    } catch {}
+  }
+  return kb / 1024;
+}
+
+const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[xs.length >> 1]!;
+const ms = (name: string, v: number): Measurement => fromTotal(name, v * 1e6, 1);
+const selected = (t: string) => t.split('\n').find((l) => l.startsWith('>')) ?? '';
+const hasRow = (t: string) => /^[ >]\d+\.\d{6}\s/m.test(t);
+
+const dir = tempDir('evtrace-view-bench-');
+try {
+  process.stdout.write(`building a ${EVENTS.toLocaleString('en-US')}-event trace.dat in ${dir}…\n`);
+  const trace = await largeTrace(dir, EVENTS);
+  const hasTraceCmd = spawnSync('trace-cmd', ['--help']).error === undefined;
+  const text = join(dir, 'report.txt');
+  let reportMs = Number.NaN;
+  if (hasTraceCmd) {
+    const t0 = performance.now();
+    const out = spawnSync('trace-cmd', ['report', trace], { maxBuffer: 1 << 30 });
+    reportMs = performance.now() - t0;
+    writeFileSync(text, out.stdout);
+  }
+
+  // evtrace-view: first frame, keys, memory (3 starts, the median).
+  const firsts: number[] = [];
+  let jMs: number[] = [];
+  let bigMs: number[] = [];
+  let rss = 0;
+  for (let run = 0; run < 3; run++) {
+    const v = term(process.execPath, [CLI, trace]);
+    firsts.push(await v.until(hasRow));
+    const keys: number[] = [];
+    const jumps: number[] = [];
+    for (let k = 0; k < 20; k++) {
+      const before = selected(v.screen.text());
+      v.type('j');
+      keys.push(await v.until((t) => selected(t) !== before));
+    }
+    for (const key of ['G', 'g', '\x1b[6~', 'G']) {
+      const before = v.screen.text();
+      v.type(key);
+      jumps.push(await v.until((t) => t !== before));
+    }
+    rss = Math.max(rss, rssMb(v.pid));
+    jMs = jMs.concat(keys);
+    bigMs = bigMs.concat(jumps);
+    await v.close();
+  }
+
+  // Peers: trace-cmd report | less (first screen, then G), and less on the text.
+  const rows: Comparison[] = [];
+  if (hasTraceCmd) {
+    const pipe = term('/bin/sh', ['-c', `trace-cmd report ${trace} | less -S`]);
+    const pipeFirst = await pipe.until((t) => /\d+\.\d{6}:/.test(t));
+    const before = pipe.screen.text();
+    pipe.type('G');
+    const pipeEnd = await pipe.until((t) => t !== before && !t.includes('Waiting for data'));
+    const pipeRss = rssMb(pipe.pid);
+    await pipe.close();
+    const less = term('/usr/bin/less', ['-S', text]);
+    const lessFirst = await less.until((t) => /\d+\.\d{6}:/.test(t));
+    const lj: number[] = [];
+    for (let k = 0; k < 20; k++) {
+      const b = less.screen.text();
+      less.type('j');
+      lj.push(await less.until((t) => t !== b));
+    }
+    const lb = less.screen.text();
+    less.type('G');
+    const lessEnd = await less.until((t) => t !== lb);
+    const lessRss = rssMb(less.pid);
+    await less.close();
+    rows.push(
+      {
+        case: 'open 1 M events: first frame',
+        ours: ms('evtrace-view', median(firsts)),
+        peer: ms('trace-cmd report | less', pipeFirst),
+        target: '< 2 s',
+      },
+      {
+        case: 'open 1 M events: first frame',
+        ours: ms('evtrace-view', median(firsts)),
+        peer: ms('less on report text', lessFirst),
+        target: '< 2 s',
+      },
+      {
+        case: 'key j -> new frame',
+        ours: ms('evtrace-view', median(jMs)),
+        peer: ms('less j', median(lj)),
+        target: '< 50 ms',
+      },
+      {
+        case: 'jump to the last event (G)',
+        ours: ms('evtrace-view', median(bigMs)),
+        peer: ms('trace-cmd report | less G', pipeEnd),
+        target: '< 50 ms',
+      },
+      {
+        case: 'jump to the last event (G)',
+        ours: ms('evtrace-view', median(bigMs)),
+        peer: ms('less G on text', lessEnd),
+        target: '< 50 ms',
+      },
+      {
+        case: 'whole trace as text',
+        ours: ms('evtrace-view first frame', median(firsts)),
+        peer: ms('trace-cmd report > file', reportMs),
+      },
+    );
+    printComparisons('evtrace-view on a 1 M-event trace.dat (ms per operation)', rows);
+    process.stdout.write(
+      `\nRSS: evtrace-view ${rss.toFixed(0)} MB (target < 400 MB); trace-cmd report | less ${pipeRss.toFixed(0)} MB; less on the text ${lessRss.toFixed(0)} MB\n`,
+    );
+  } else {
+    process.stdout.write(
+      `evtrace-view: first frame ${median(firsts).toFixed(0)} ms, j ${median(jMs).toFixed(1)} ms, jumps ${median(bigMs).toFixed(1)} ms, RSS ${rss.toFixed(0)} MB (trace-cmd not installed: no peer)\n`,
+    );
+  }
+
+  // Live: the demo at 100 000 events/s drawn by the real app for 5 s.
+  const demo = await startDemoSource({ rate: 100_000 });
+  const delay = monitorEventLoopDelay({ resolution: 5 });
+  delay.enable();
+  const app = render(createElement(App, { source: demo, views: VIEWS, size: { columns: COLS, rows: ROWS } }));
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, 5000));
+  const shownWhileRunning = demo.stats().total;
+  const seconds = (performance.now() - t0) / 1000;
+  const { produced } = await demo.stop();
+  delay.disable();
+  const shown = demo.stats().total;
+  app.unmount();
+  await demo.close();
+  process.stdout.write(
+    `\nlive demo at 100 000 events/s asked, drawn for ${seconds.toFixed(1)} s: produced ${produced.toLocaleString('en-US')} ` +
+      `(${Math.round(produced / seconds).toLocaleString('en-US')}/s), received by the viewer ${shown.toLocaleString('en-US')} ` +
+      `(${produced - shown} missing), ${shownWhileRunning.toLocaleString('en-US')} while drawing; lost ${demo.stats().lost}; ` +
+      `drawing thread event-loop delay p50 ${(delay.percentile(50) / 1e6).toFixed(1)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms\n`,
+  );
+  process.stdout.write(
+    `load average: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} on ${(await import('node:os')).cpus().length} cores\n`,
+  );
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+process.exit(0);
