@@ -3,6 +3,7 @@
  * halves; analyses compare them through {@link addressKey}, a signed 64-bit value as a double (exact for every
  * canonical x86-64 address with 4-level paging: user space below 2^47, kernel space from -2^47).
  */
+import type { BtsError } from './errors.ts';
 
 /** What a branch did, when the source says (perf's TYPE column, the instruction in a QEMU log or gdb history). */
 export type BranchKind =
@@ -318,7 +319,7 @@ export class BranchList {
 export interface Decoded {
   readonly branches: BranchList;
   /** Problems (truncated records, malformed lines) with where they are; the branches around them are kept. */
-  readonly problems: import('./errors.ts').BtsError[];
+  readonly problems: BtsError[];
   /** Lines or records that carry no branch and were skipped on purpose (perf error lines, padding), with why. */
   readonly notes: string[];
 }

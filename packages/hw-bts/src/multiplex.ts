@@ -125,19 +125,12 @@ export class TraceContext {
       const v = snap.view;
       const o = snap.offset;
       const packed = v.getUint32(o + 16, true);
-      const i = out.push(
-        v.getUint32(o + 4, true),
-        v.getUint32(o, true),
-        v.getUint32(o + 12, true),
-        v.getUint32(o + 8, true),
-        {
-          flags: packed & 0xff,
-          kind: (BRANCH_KINDS[packed >> 8] ?? 'unknown') as BranchKind,
-          tid: v.getInt32(o + 20, true),
-          cpu: v.getInt32(o + 24, true),
-        },
-      );
-      void i;
+      out.push(v.getUint32(o + 4, true), v.getUint32(o, true), v.getUint32(o + 12, true), v.getUint32(o + 8, true), {
+        flags: packed & 0xff,
+        kind: (BRANCH_KINDS[packed >> 8] ?? 'unknown') as BranchKind,
+        tid: v.getInt32(o + 20, true),
+        cpu: v.getInt32(o + 24, true),
+      });
     }
     return { branches: out, lost: this.seen - out.length };
   }
@@ -186,8 +179,9 @@ export class BranchMultiplexer {
   }
 
   /**
-   * Routes a whole list, applying `switches` (sorted by time) before the branches that follow them; branches
-   * without a time take the switches that came before them in the list order.
+   * Routes a whole list, applying each of `switches` (sorted by time) before the first branch at or after its time
+   * (a tie goes to the switch). Branches without a time (NaN) see every switch applied: feed such a stream branch by
+   * branch with {@link push} and {@link switchTask} in its own order instead.
    */
   pushAll(list: BranchList, switches: readonly TaskSwitch[] = []): void {
     let s = 0;

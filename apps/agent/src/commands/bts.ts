@@ -99,7 +99,10 @@ stderr with where they are; the valid data around them is used.`,
     .option('--task <pid>', 'only branches of this thread id')
     .option('--user', 'only branches from user space')
     .option('--kernel', 'only branches from kernel space')
-    .option('--symbols <elf...>', 'ELF files to symbolize with (ELF or ELF@0xLOADBIAS for a PIE or shared object)')
+    .option(
+      '--symbols <elf...>',
+      'ELF files to symbolize with; a PIE or shared object is placed at ELF@0xADDRESS, else where the calls the trace names say',
+    )
     .option('--kallsyms <file>', 'a copy of /proc/kallsyms for kernel addresses')
     .option('--format <format>', `input format: ${FORMATS.join(', ')}`)
     .option('--json', 'one JSON object on stdout')
