@@ -166,6 +166,45 @@ describe('concurrent readers in other processes', () => {
     }
   });
 
+  it('a consuming reader in another process (read-write open) gets every record or counts it lost, exactly', async () => {
+    openPersistent('crash/consume', { dir, create: { size: 8 * 4096, mode: 'discard' } }).close();
+    // The reader registers first, so the writer's drops (buffer full) are what the reader is too slow for.
+    const reader = startNode(`
+      import { openPersistent } from ${JSON.stringify(INDEX)};
+      const buf = openPersistent('crash/consume', { dir: ${JSON.stringify(dir)} });
+      const r = buf.reader();
+      console.log('registered');
+      let n = 0, bad = 0, prev = -1;
+      const poll = () => {
+        while (r.next()) { const v = r.view.getUint32(r.offset, true); if (v <= prev) bad++; prev = v; n++; }
+        if (r.ended) { console.log(JSON.stringify({ n, bad, lost: r.lost, last: prev })); process.exit(0); }
+        setTimeout(poll, 1);
+      };
+      poll();
+    `);
+    await waitForLine(reader, (l) => l === 'registered');
+    const done = new Promise<string>((resolve) => {
+      let out = '';
+      reader.stdout!.on('data', (d) => (out += d));
+      reader.on('exit', () => resolve(out));
+    });
+    const writer = await runNode(`
+      import { openPersistent } from ${JSON.stringify(INDEX)};
+      const w = openPersistent('crash/consume', { dir: ${JSON.stringify(dir)} }).writer();
+      for (let i = 0; i < 50000; i++) { const at = w.reserve(0, 8); if (at >= 0) { w.view.setUint32(at, i, true); w.commit(); } }
+      w.close();
+      console.log('closed');
+    `);
+    expect(writer.stderr).toBe('');
+    const got = JSON.parse((await done).trim().split('\n').at(-1)!);
+    expect(got.bad).toBe(0);
+    expect(got.n).toBeGreaterThan(0);
+    expect(got.n + got.lost).toBe(50000);
+    const buf = openPersistent('crash/consume', { dir, readOnly: true });
+    expect(buf.stats().discarded).toBe(got.lost);
+    buf.close();
+  });
+
   it('a read-only mapping cannot change the buffer: a store faults the reader, the writer sees nothing', async () => {
     const buf = openPersistent('crash/ro', { dir, create: { size: 8192 } });
     const w = buf.writer();
