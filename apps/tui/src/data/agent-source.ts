@@ -15,6 +15,7 @@ import {
 import type { EventClass, FieldValue, IntegerClass, StructMember, TraceEvent } from '@evtrace/trace-format';
 import { ViewerError } from '../errors.ts';
 import { LiveWindow } from './live-window.ts';
+import { CpuMerger } from './merge.ts';
 import type { SessionControl, SessionInfo, SourceStats, ViewerSource } from './source.ts';
 
 /** Options of {@link attachAgent}. */
@@ -78,22 +79,22 @@ async function followSession(
   let viewerLost = 0;
   let subscription: Subscription | undefined;
   if (name !== undefined) {
-    subscription = await client.subscribe(name);
+    subscription = await client.subscribe(name, { queue: 100_000 });
     const sub = subscription;
-    // Events are batched into the window between refreshes.
-    let batch: TraceEvent[] = [];
-    const flush = () => {
-      if (batch.length > 0) window.push(batch);
-      batch = [];
+    // The agent sends each CPU's events in order; they are merged across CPUs at each refresh.
+    const merger = new CpuMerger((await client.status(name)).cpus.map((c) => c.cpu));
+    const flush = (all = false) => {
+      const ready = merger.take(all);
+      if (ready.length > 0) window.push(ready);
     };
     (async () => {
       for await (const item of sub) {
         if (item.kind === 'event') {
-          batch.push(classes.event(item.event));
-          if (batch.length >= 4096) flush();
+          const e = classes.event(item.event);
+          merger.add(e.cpu ?? 0, [e]);
         } else if (item.kind === 'loss') viewerLost = item.total;
       }
-      flush();
+      flush(true);
       warnings.push(`session ${name}: stream ended (${sub.endReason ?? 'closed'})`);
     })().catch((e: Error) => warnings.push(`session ${name}: ${e.message}`));
     const refresh = setInterval(() => {
@@ -131,7 +132,8 @@ async function followSession(
         const a = agentCpus.get(c.cpu);
         return a === undefined ? c : { ...c, events: a.events, lost: a.lost };
       }),
-      lost: (status?.lost ?? 0) + viewerLost,
+      lost: status?.lost ?? 0,
+      viewerLost,
       total: status?.events ?? s.total,
     };
   };

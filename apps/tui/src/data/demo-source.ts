@@ -7,9 +7,10 @@ import { closeSync, existsSync, fstatSync, mkdtempSync, openSync, readSync, rmSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { decodeCpuPages, mergeByTime, openRawPagesDir, type TraceEvent } from '@evtrace/trace-format';
+import { decodeCpuPages, openRawPagesDir } from '@evtrace/trace-format';
 import { DEMO_EVENTS } from '@evtrace/tracefs';
 import { LiveWindow } from './live-window.ts';
+import { CpuMerger } from './merge.ts';
 import type { ViewerSource } from './source.ts';
 
 /** Options of {@link startDemoSource}. */
@@ -78,10 +79,8 @@ export async function startDemoSource(options: DemoSourceOptions = {}): Promise<
   }));
   const listeners = new Set<() => void>();
   const warnings: string[] = [];
-  // Events read but not shown yet: a CPU's pages may reach the file a moment after another's, so only events up
-  // to the time every CPU has reached are merged and shown.
-  const pending: TraceEvent[][] = files.map(() => []);
-  const reached: (bigint | undefined)[] = files.map(() => undefined);
+  // A CPU's pages may reach its file a moment after another's: events are shown once every CPU has gone past them.
+  const merger = new CpuMerger(files.map((f) => f.cpu));
   const poll = () => {
     for (const f of files) {
       const size = fstatSync(f.fd).size;
@@ -93,12 +92,10 @@ export async function startDemoSource(options: DemoSourceOptions = {}): Promise<
       f.offset += whole;
       const decoded = decodeCpuPages(meta, { cpu: f.cpu, bytes }, { lenient: true, warn: (m) => warnings.push(m) });
       if (decoded.lost > 0) window.lose(f.cpu, decoded.lost);
-      for (const e of decoded.events) pending[f.cpu]!.push(e);
-      const last = decoded.events[decoded.events.length - 1];
-      if (last !== undefined) reached[f.cpu] = last.tsNs;
+      merger.add(f.cpu, decoded.events);
     }
-    const ready = takeUpTo(pending, watermark(reached));
-    if (ready.some((r) => r.length > 0)) window.push([...mergeByTime(ready)]);
+    const ready = merger.take();
+    if (ready.length > 0) window.push(ready);
     for (const l of listeners) l();
   };
   const timer = setInterval(poll, options.pollMs ?? 200);
@@ -127,8 +124,8 @@ export async function startDemoSource(options: DemoSourceOptions = {}): Promise<
       await stopProducer();
       // What the producer wrote last: every CPU has reached its end, so nothing is held back.
       poll();
-      const rest = pending.map((p) => p.splice(0));
-      if (rest.some((r) => r.length > 0)) window.push([...mergeByTime(rest)]);
+      const rest = merger.take(true);
+      if (rest.length > 0) window.push(rest);
       return { produced };
     },
     async close() {
@@ -140,23 +137,4 @@ export async function startDemoSource(options: DemoSourceOptions = {}): Promise<
       rmSync(parent, { recursive: true, force: true });
     },
   };
-}
-
-/** The time every CPU has reached: the least of their newest events (a CPU yet to produce holds nothing back). */
-export function watermark(reached: readonly (bigint | undefined)[]): bigint | undefined {
-  let mark: bigint | undefined;
-  for (const r of reached) if (r !== undefined && (mark === undefined || r < mark)) mark = r;
-  return mark;
-}
-
-/** Removes and returns each CPU's pending events at or before `mark`. */
-function takeUpTo(pending: TraceEvent[][], mark: bigint | undefined): TraceEvent[][] {
-  return pending.map((p, cpu) => {
-    if (mark === undefined) return [];
-    let n = 0;
-    while (n < p.length && p[n]!.tsNs <= mark) n++;
-    const ready = p.slice(0, n);
-    pending[cpu] = p.slice(n);
-    return ready;
-  });
 }

@@ -2,8 +2,8 @@ import { rmSync } from 'node:fs';
 import { openTrace, type TraceEvent } from '@evtrace/trace-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordDemoTrace, tempDir } from '../testing/traces.ts';
-import { watermark } from './demo-source.ts';
 import { LiveWindow } from './live-window.ts';
+import { CpuMerger, watermark } from './merge.ts';
 
 const dir = tempDir();
 let events: TraceEvent[];
@@ -38,6 +38,33 @@ describe('LiveWindow', () => {
     expect(total).toBe(300);
     w.lose(1, 7);
     expect(w.stats().lost).toBe(7);
+  });
+});
+
+describe('CpuMerger', () => {
+  it('releases events in time order once every CPU has gone past them', () => {
+    const byCpu = [0, 1].map((cpu) => events.filter((e) => e.cpu === cpu));
+    let now = 0;
+    const m = new CpuMerger([0, 1], 1000, () => now);
+    const out: TraceEvent[] = [];
+    // CPU 0 delivers its first half before CPU 1 delivers anything, then the rest arrives in uneven pieces.
+    m.add(0, byCpu[0]!.slice(0, 500));
+    out.push(...m.take());
+    m.add(1, byCpu[1]!.slice(0, 100));
+    out.push(...m.take());
+    m.add(1, byCpu[1]!.slice(100));
+    out.push(...m.take());
+    m.add(0, byCpu[0]!.slice(500));
+    out.push(...m.take(), ...m.take(true));
+    expect(out.length).toBe(events.length);
+    // A CPU silent for longer than the idle limit no longer holds the others back.
+    const later = (k: bigint): TraceEvent => ({ ...events.at(-1)!, tsNs: events.at(-1)!.tsNs + k });
+    m.add(0, [later(1000n)]);
+    expect(m.take()).toHaveLength(0);
+    now = 5000;
+    m.add(0, [later(2000n)]);
+    expect(m.take()).toHaveLength(2);
+    for (let i = 1; i < out.length; i++) expect(out[i]!.tsNs >= out[i - 1]!.tsNs).toBe(true);
   });
 });
 

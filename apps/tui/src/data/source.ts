@@ -34,6 +34,8 @@ export interface SourceStats {
   /** Events per second now (file: averaged over the trace's span). */
   readonly eventsPerSec: number;
   readonly lost: number;
+  /** Events this viewer missed because it read a live stream too slowly (the source itself lost none of them). */
+  readonly viewerLost?: number;
   /** Events seen in total (file: the trace's length). */
   readonly total: number;
 }

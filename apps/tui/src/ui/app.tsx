@@ -139,6 +139,7 @@ function Frame({ source, views, size, onQuit }: AppProps) {
     source.label,
     source.live ? `${countText(stats?.eventsPerSec ?? 0)} ev/s` : `${countText(store.length)} events`,
     `lost ${countText(stats?.lost ?? source.lost())}`,
+    ...(stats?.viewerLost ? [`viewer missed ${countText(stats.viewerLost)}`] : []),
     status.filter !== undefined
       ? `filter: ${status.filter}${status.filterNote ? ` (${status.filterNote})` : ''}`
       : 'no filter',
