@@ -42,6 +42,17 @@ export class AddressKeys {
     return this.#intern(BigInt(`0x${text.slice(start, end)}`));
   }
 
+  /** `0x…` lowercase hex of the address a key stands for, without a bigint for canonical addresses. */
+  hex(key: number): string {
+    if (key < 0) return hexAddress(this.#odd[-key - 1]!);
+    // Two 32-bit halves: integer-to-hex of small integers is much faster than of a 52-bit double.
+    const low = key >= TWO52 ? key - TWO52 : key;
+    const hi = Math.floor(low / 4294967296);
+    const lo = (low >>> 0).toString(16);
+    if (key >= TWO52) return `0xfff${hi.toString(16).padStart(5, '0')}${lo.padStart(8, '0')}`;
+    return hi === 0 ? `0x${lo}` : `0x${hi.toString(16)}${lo.padStart(8, '0')}`;
+  }
+
   /** The address a key stands for. */
   address(key: number): bigint {
     if (key < 0) return this.#odd[-key - 1]!;

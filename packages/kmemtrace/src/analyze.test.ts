@@ -265,3 +265,30 @@ describe('analysis', () => {
     expect(formatDiffText(d)).toMatch(/a\+0x10\s+\|\s+1 \|\s+3 \|\s+16 \|\s+160 \|\s+\+144/);
   });
 });
+
+describe('address keys', () => {
+  it('round-trip canonical and other 64-bit addresses exactly, in hex without bigints', () => {
+    const k = new AddressKeys();
+    const addrs = [
+      0n,
+      16n,
+      0x7fff_ffff_f000n,
+      0xffff_8881_0000_0040n,
+      0xffff_ffff_ffff_ffffn,
+      0xdead_0000_0000_0001n,
+      0x0010_0000_0000_0000n,
+    ];
+    for (const a of addrs) {
+      const key = k.key(a);
+      expect(k.address(key)).toBe(a);
+      expect(k.hex(key)).toBe(`0x${a.toString(16)}`);
+      expect(k.keyOfHex(`0x${a.toString(16)}`)).toBe(key);
+    }
+    expect(new Set(addrs.map((a) => k.key(a))).size).toBe(addrs.length);
+    // Unsigned order within the canonical halves.
+    expect(k.key(0xffff_8881_0000_0040n)).toBeLessThan(k.key(0xffff_ffff_ffff_ffffn));
+    expect(k.key(0x7fff_ffff_f000n)).toBeLessThan(k.key(0xffff_8881_0000_0040n));
+    expect(k.keyOfHex('0xzz')).toBeUndefined();
+    expect(k.keyOfHex('0x12345678901234567')).toBeUndefined();
+  });
+});

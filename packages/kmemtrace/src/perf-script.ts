@@ -3,7 +3,7 @@
  * its default field layout): `COMM PID [CPU] SECS.FRAC: kmem:EVENT: key=value ...`. Call sites come symbolized
  * (`symbol+0xoff`, or hex when perf had no symbol), so they are keyed by that text.
  */
-import { AddressKeys, hexAddress } from './address.ts';
+import { AddressKeys } from './address.ts';
 import { KmemError } from './errors.ts';
 import { type KmemEvent, type KmemSource, kmemEvent } from './event.ts';
 import { BUILTIN_GFP_TABLE, gfpNamer, gfpValue } from './gfp.ts';
@@ -103,7 +103,7 @@ export function parsePerfScript(
     ignored,
     diagnostics,
     siteName: (key) => sites[key] ?? '',
-    ptrName: (key) => hexAddress(keys.address(key)),
+    ptrName: (key) => keys.hex(key),
     siteOrder: (key) => sites[key] ?? '',
     gfpNames: gfpNamer(BUILTIN_GFP_TABLE),
   };

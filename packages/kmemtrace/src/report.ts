@@ -44,30 +44,47 @@ export function sortSlabStats(
   table: 'callers' | 'allocs',
   siteOrder: Order = (k) => k,
 ): SlabStat[] {
-  const value = (s: SlabStat, key: SortKey): number | string => {
-    switch (key) {
-      case 'frag':
-        return fragmentation(s.totalReq, s.totalAlloc);
-      case 'hit':
-        return s.hit;
-      case 'bytes':
-        return s.totalAlloc;
-      case 'pingpong':
-        return s.pingPong;
-      case 'callsite':
-        return siteOrder(s.callSite);
-      case 'ptr':
-        return table === 'allocs' ? s.key : 0;
-    }
-  };
-  const tie = table === 'callers' ? (s: SlabStat) => siteOrder(s.key) : (s: SlabStat) => s.key;
-  return [...stats].sort((a, b) => {
-    for (const k of keys) {
-      const c = cmp(value(b, k), value(a, k));
-      if (c !== 0) return c;
-    }
-    return cmp(tie(a), tie(b));
-  });
+  // Each key's values computed once per row, then an index sort: tables have tens of thousands of rows.
+  const column = (key: SortKey): (number | string)[] =>
+    stats.map((s) => {
+      switch (key) {
+        case 'frag':
+          return fragmentation(s.totalReq, s.totalAlloc);
+        case 'hit':
+          return s.hit;
+        case 'bytes':
+          return s.totalAlloc;
+        case 'pingpong':
+          return s.pingPong;
+        case 'callsite':
+          return siteOrder(s.callSite);
+        case 'ptr':
+          return table === 'allocs' ? s.key : 0;
+      }
+    });
+  const columns = keys.map(column);
+  const tie = stats.map((s) => (table === 'callers' ? siteOrder(s.key) : s.key));
+  const order = stats.map((_, i) => i);
+  if ([...columns, tie].every((c) => c.every((v) => typeof v === 'number'))) {
+    // All numeric (the usual case): typed columns and subtraction, several times faster on big tables.
+    const nums = columns.map((c) => Float64Array.from(c as number[]));
+    const ties = Float64Array.from(tie as number[]);
+    order.sort((a, b) => {
+      for (const c of nums) {
+        const d = c[b]! - c[a]!;
+        if (d !== 0) return d;
+      }
+      return ties[a]! - ties[b]!;
+    });
+  } else
+    order.sort((a, b) => {
+      for (const c of columns) {
+        const d = cmp(c[b]!, c[a]!);
+        if (d !== 0) return d;
+      }
+      return cmp(tie[a]!, tie[b]!);
+    });
+  return order.map((i) => stats[i]!);
 }
 
 export interface ReportOptions {
@@ -197,10 +214,17 @@ export function buildReport(analysis: KmemAnalysis, names: Names, options: Repor
   if (want(options.caller))
     report.callers = limit(sortSlabStats(analysis.callers, sort, 'callers', names.siteOrder)).map(row);
   if (want(options.alloc))
-    report.allocs = limit(sortSlabStats(analysis.allocs, sort, 'allocs', names.siteOrder)).map((x) => ({
-      ptr: names.ptrName(x.key),
-      ...row(x),
-    }));
+    report.allocs = limit(sortSlabStats(analysis.allocs, sort, 'allocs', names.siteOrder)).map(
+      (x): AllocRow => ({
+        ptr: names.ptrName(x.key),
+        site: names.siteName(x.callSite),
+        total_alloc: x.totalAlloc,
+        total_req: x.totalReq,
+        hit: x.hit,
+        ping_pong: x.pingPong,
+        frag_pct: fragmentation(x.totalReq, x.totalAlloc),
+      }),
+    );
   if (want(options.page)) {
     const p = analysis.pages;
     const gfp = names.gfpNames ?? gfpNamer();

@@ -18,7 +18,7 @@ export function addressNamer(
       }
       return s;
     },
-    ptrName: (key) => hexAddress(keys.address(key)),
+    ptrName: (key) => keys.hex(key),
     siteOrder: (key) => key,
   };
 }
