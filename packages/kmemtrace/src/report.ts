@@ -58,7 +58,8 @@ export function sortSlabStats(
           return s.pingPong;
         case 'callsite':
           return siteOrder(s.callSite);
-        case 'ptr':
+        default:
+          // 'ptr': the pointer of an alloc row; caller rows have none.
           return table === 'allocs' ? s.key : 0;
       }
     });
