@@ -8,6 +8,7 @@ import type { SessionControl, SessionInfo } from '../data/source.ts';
 import { countText, fit } from '../ui/format.ts';
 import { useKeys } from '../ui/keys.ts';
 import { useColour } from '../ui/theme.ts';
+import { PERSISTENT_ROWS, PersistentBuffers } from './persistent.tsx';
 import type { ViewDefinition, ViewProps } from './registry.ts';
 
 /** Events a session created from the keyboard records. */
@@ -15,8 +16,19 @@ export const NEW_SESSION_EVENTS = ['sched:sched_switch', 'kmem:kmalloc', 'kmem:k
 
 function SessionsView(props: ViewProps) {
   const control = props.source.sessions;
-  if (control === undefined) return <NoAgent width={props.width} live={props.source.live} />;
-  return <SessionList {...props} control={control} />;
+  const agent = props.height - PERSISTENT_ROWS;
+  return (
+    <Box flexDirection="column" width={props.width} height={props.height}>
+      {control === undefined ? (
+        <Box height={agent}>
+          <NoAgent width={props.width} live={props.source.live} />
+        </Box>
+      ) : (
+        <SessionList {...props} height={agent} control={control} />
+      )}
+      <PersistentBuffers width={props.width} active={props.active} />
+    </Box>
+  );
 }
 
 function NoAgent(props: { width: number; live: boolean }) {
