@@ -3,55 +3,20 @@
  * temporary directory in the layouts of Documentation/admin-guide/ras.rst: per-DIMM (mcN/dimmM/dimm_ce_count ...) and
  * the legacy chip-select rows (mcN/csrowM/ce_count, chK_ce_count, chK_dimm_label).
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { edacJson, edacSummary, readEdacSysfs } from './edac.ts';
 import { readMceFile } from './read.ts';
+import { edacTree } from './testing/edac-tree.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'hw-mce-edac-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-function put(path: string, text: string): void {
-  mkdirSync(join(path, '..'), { recursive: true });
-  writeFileSync(path, `${text}\n`);
-}
-
-/** An EDAC tree with one per-DIMM controller (skx_edac style) and one legacy csrow controller (i5000 style). */
-export function edacTree(dir: string): string {
-  const mc = join(dir, 'mc');
-  put(join(mc, 'mc0', 'mc_name'), 'Skylake Socket#0 IMC#0');
-  put(join(mc, 'mc0', 'ce_count'), '7');
-  put(join(mc, 'mc0', 'ue_count'), '1');
-  put(join(mc, 'mc0', 'ce_noinfo_count'), '0');
-  put(join(mc, 'mc0', 'ue_noinfo_count'), '0');
-  for (const [i, ce, ue] of [
-    [0, 5, 1],
-    [1, 2, 0],
-  ] as const) {
-    put(join(mc, 'mc0', `dimm${i}`, 'dimm_label'), `CPU_SrcID#0_MC#0_Chan#${i}_DIMM#0`);
-    put(join(mc, 'mc0', `dimm${i}`, 'dimm_location'), `channel ${i} slot 0`);
-    put(join(mc, 'mc0', `dimm${i}`, 'dimm_ce_count'), String(ce));
-    put(join(mc, 'mc0', `dimm${i}`, 'dimm_ue_count'), String(ue));
-  }
-  put(join(mc, 'mc1', 'mc_name'), 'I5000');
-  put(join(mc, 'mc1', 'ce_count'), '3');
-  put(join(mc, 'mc1', 'ue_count'), '0');
-  put(join(mc, 'mc1', 'ce_noinfo_count'), '1');
-  put(join(mc, 'mc1', 'ue_noinfo_count'), 'garbage');
-  put(join(mc, 'mc1', 'csrow0', 'ce_count'), '2');
-  put(join(mc, 'mc1', 'csrow0', 'ue_count'), '0');
-  put(join(mc, 'mc1', 'csrow0', 'ch0_ce_count'), '2');
-  put(join(mc, 'mc1', 'csrow0', 'ch0_dimm_label'), 'DIMM_A1');
-  put(join(mc, 'mc1', 'csrow0', 'ch1_ce_count'), '0');
-  put(join(mc, 'mc1', 'csrow0', 'ch1_dimm_label'), 'DIMM_B1');
-  return dir;
-}
-
 describe('EDAC sysfs counters, both layouts (trees built in a temporary directory)', () => {
   it('reads controller totals, per-DIMM counters and legacy csrow channels; a bad counter is a note', () => {
-    const { controllers, notes } = readEdacSysfs(edacTree(root));
+    const { controllers, notes } = readEdacSysfs(edacTree(root, { garbage: true }));
     expect(controllers.map((c) => [c.mc, c.name, c.ce, c.ue, c.layout])).toEqual([
       [0, 'Skylake Socket#0 IMC#0', 7, 1, 'dimm'],
       [1, 'I5000', 3, 0, 'csrow'],

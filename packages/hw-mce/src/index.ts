@@ -1,3 +1,4 @@
+export { applyPageAction, MEMORY_SYSFS, type TriggerResult, TriggerRunner } from './actions.ts';
 export { type AmdDecoding, decodeLegacyAmd, decodeSmca, type SmcaBank } from './amd.ts';
 export {
   bit,
@@ -12,6 +13,14 @@ export {
   statusBits,
   statusFlagNames,
 } from './bits.ts';
+export {
+  DEFAULT_CONFIG,
+  type PageAction,
+  parseMcelogConfig,
+  parseRate,
+  type Rate,
+  type TrackerConfig,
+} from './config.ts';
 export {
   CPU_TYPES,
   type CpuInfo,
@@ -60,6 +69,7 @@ export { readMceText, type TextReadResult } from './inputs/text.ts';
 export { readTraceText } from './inputs/trace-text.ts';
 export { decodeIntelModel, type ModelDecoding } from './intel-model.ts';
 export { decodeMcaCode, type ErrorClass, type McaCode } from './mca-code.ts';
+export { edacMetrics, exposition, MceCounters, type MceMetric, type MetricSample } from './metrics.ts';
 export { type MceJson, toJson, toJsonLine, toText } from './output.ts';
 export {
   type BufferKind,
@@ -72,3 +82,4 @@ export {
 } from './read.ts';
 export { emptyRecord, hex, type InputKind, type MceRecord, type RecordSource, X86_VENDOR } from './record.ts';
 export { type Grade, gradeAmd, gradeIntel, type SdmClass, SEVERITY_ORDER, type Severity, worse } from './severity.ts';
+export { type DimmCount, LeakyBucket, Tracker, type TrackerEvent, type TrackerEventKind } from './tracker.ts';

@@ -87,3 +87,34 @@ describe('evtrace mce decode', () => {
     expect(err).toBe('evtrace: <stdin>:6:1: not a machine-check line, ignored: not mcelog at all\n');
   });
 });
+
+describe('evtrace mce track', () => {
+  it('reports threshold crossings with the semantics of an mcelog configuration', async () => {
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(join(tmpdir(), 'mce-track-'));
+    const conf = join(dir, 'mcelog.conf');
+    writeFileSync(
+      conf,
+      '[dimm]\ndimm-tracking-enabled = yes\nce-error-threshold = 2 / 1h\nce-error-trigger = /bin/true\n',
+    );
+    const input = join(dir, 'in.txt');
+    const rec = 'CPU 0 BANK 8\nPROCESSOR 0:0x106a0\nSOCKETID 1\nSTATUS 0x8800000000000091\nMISC 0x90000\n\n';
+    writeFileSync(input, rec.repeat(5));
+    const r = await run('mce', 'track', '-c', conf, '--json', input);
+    expect([r.code, r.stderr]).toEqual([ExitCode.Ok, '']);
+    const events = r.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    // Five errors on one DIMM, capacity 2: the bucket overflows at the 2nd and the 4th.
+    expect(events.map((e) => [e.kind, e.env.LOCATION, e.env.TOTALCOUNT])).toEqual([
+      ['dimm-ce', 'SOCKET:1 CHANNEL:2 DIMM:1 []', '2'],
+      ['dimm-ce', 'SOCKET:1 CHANNEL:2 DIMM:1 []', '4'],
+    ]);
+    writeFileSync(conf, '[page]\nmemory-ce-threshold = many\n');
+    const bad = await run('mce', 'track', '-c', conf, input);
+    expect(bad.code).toBe(ExitCode.Usage);
+    expect(bad.stderr).toMatch(/mcelog\.conf:2: bad rate 'many'/);
+  });
+});

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import {
+  applyPageAction,
   type CpuKind,
   cpuTypeByName,
   type DecodedMce,
@@ -11,7 +12,11 @@ import {
   type InputKind,
   MceError,
   noteText,
+  parseMcelogConfig,
   readMceFile,
+  Tracker,
+  type TrackerConfig,
+  TriggerRunner,
   toJsonLine,
   toText,
 } from '@evtrace/hw-mce';
@@ -128,6 +133,7 @@ severity, class, summary, and the decoded details.`,
         );
       }
     });
+  registerTrack(mce, io);
   setExamples(
     decode,
     `evtrace mce decode mcelog.txt                    mcelog --ascii input, detected
@@ -135,5 +141,102 @@ dmesg | evtrace mce decode                       kernel log lines from stdin
 evtrace mce decode --json /var/log/kern.log      one JSON object per record
 evtrace mce decode --cpu skylake_server rec.txt  decode as a given CPU
 evtrace mce decode /var/lib/rasdaemon/ras-mc_event.db`,
+  );
+}
+
+interface TrackOptions {
+  config?: string;
+  json?: boolean;
+  inputFormat?: string;
+  runTriggers?: boolean;
+  offline?: boolean;
+}
+
+/** `evtrace mce track`: mcelog's thresholds and triggers over a stream of records. */
+function registerTrack(mce: Command, io: CliIO): void {
+  const track = addCommand(mce, 'track')
+    .summary('count errors against mcelog-style leaky-bucket thresholds and report (or run) triggers')
+    .description(
+      `Feeds every record of FILE (or stdin) through the tracker: per-DIMM and per-socket memory error buckets, per-page
+corrected errors with the page action, yellow cache thresholds, bus, IOMCA and unknown errors, with the semantics of
+mcelog's configuration file given with --config (mcelog.conf(5) keys; unknown keys are reported). Prints one line per
+threshold crossed (or a JSON object with --json: kind, message, trigger, env, action, address). --run-triggers runs
+the configured trigger commands with mcelog's environment; --offline writes the page actions to
+/sys/devices/system/memory (soft_offline_page, hard_offline_page).`,
+    )
+    .argument('[file]', "input file or directory; '-' or nothing for stdin")
+    .requiredOption('-c, --config <file>', 'mcelog configuration file')
+    .option('--json', 'one JSON object per event per line')
+    .option('--input-format <kind>', `force the input kind (${KINDS.join('|')})`)
+    .option('--run-triggers', 'run the trigger commands')
+    .option('--offline', 'apply page offline actions through sysfs (root)')
+    .action(async (file: string | undefined, options: TrackOptions) => {
+      let config: TrackerConfig;
+      try {
+        const parsed = parseMcelogConfig(readFileSync(options.config!, 'utf8'), options.config);
+        config = parsed.config;
+        for (const n of parsed.notes) io.stderr(`evtrace: ${noteText(n)}\n`);
+      } catch (error) {
+        const e = error as NodeJS.ErrnoException;
+        throw new CliExit(
+          ExitCode.Usage,
+          `--config: ${e instanceof MceError ? e.message : `${options.config}: ${e.code ?? e.message}`}`,
+        );
+      }
+      const kind = options.inputFormat as InputKind | undefined;
+      if (kind !== undefined && !KINDS.includes(kind)) {
+        throw new CliExit(ExitCode.Usage, `--input-format must be one of ${KINDS.join(', ')}, not '${kind}'`);
+      }
+      const stdin = file === undefined || file === '-';
+      let result: ReturnType<typeof readMceFile>;
+      try {
+        result = readMceFile(stdin ? readFileSync(0) : file, {
+          ...(kind ? { kind } : {}),
+          ...(stdin ? { file: '<stdin>' } : {}),
+        });
+      } catch (error) {
+        if (error instanceof MceError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
+        throw error;
+      }
+      for (const n of result.notes) io.stderr(`evtrace: ${noteText(n)}\n`);
+      const tracker = new Tracker(config);
+      const runner = new TriggerRunner({
+        ...(config.trigger.directory ? { directory: config.trigger.directory } : {}),
+        childrenMax: config.trigger.childrenMax,
+      });
+      let failed = 0;
+      for (const r of result.records) {
+        for (const e of tracker.observe(decodeMce(r))) {
+          if (options.json) {
+            const { record: _record, address, ...rest } = e;
+            io.stdout(
+              `${JSON.stringify({ ...rest, address: address === undefined ? null : `0x${address.toString(16)}`, summary: e.record.summary })}\n`,
+            );
+          } else {
+            io.stdout(
+              `${e.kind}: ${e.message}${e.trigger ? ` [trigger ${e.trigger}]` : ''}${e.action ? ` [${e.action} 0x${e.address!.toString(16)}]` : ''}\n`,
+            );
+          }
+          try {
+            if (options.offline && e.action) applyPageAction(e);
+            if (options.runTriggers) {
+              const t = await runner.run(e);
+              if (t && t.exitCode !== 0) io.stderr(`evtrace: trigger ${t.command} exited ${t.exitCode}\n`);
+            }
+          } catch (error) {
+            if (!(error instanceof MceError)) throw error;
+            if (e.action && e.address !== undefined) tracker.pageActionFailed(e.address);
+            io.stderr(`evtrace: ${error.code}: ${error.message}\n`);
+            failed++;
+          }
+        }
+      }
+      if (failed > 0) throw new CliExit(ExitCode.Failure, `${failed} action(s) failed`);
+    });
+  setExamples(
+    track,
+    `evtrace mce track -c /etc/mcelog/mcelog.conf /var/log/kern.log
+dmesg | evtrace mce track -c mcelog.conf --json
+evtrace mce track -c mcelog.conf --run-triggers --offline saved.mce`,
   );
 }
