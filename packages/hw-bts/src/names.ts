@@ -43,6 +43,11 @@ export class FunctionNames {
       const key = l.toKey(i);
       const s = this.#symbols.indexOf(key);
       if (s >= 0) return this.#symbols.startAt(s) === key;
+      // Kernel addresses: kallsyms knows where its functions start.
+      if (l.toHi[i]! >= 0x80000000) {
+        const hit = this.#symbols.lookup(l.toHi[i]!, l.toLo[i]!);
+        if (hit !== undefined) return hit.offset === 0;
+      }
     }
     const given = l.toName[i];
     return given !== undefined && (!given.includes('+') || /\+(0x)?0+$/.test(given));

@@ -64,3 +64,23 @@ describe('kernel addresses through kallsyms', () => {
     expect(s.format(hi, lo + 1)).toBe(`${line[2]}+0x1`);
   });
 });
+
+describe('call history over kernel addresses named by kallsyms', () => {
+  it('a branch to a kallsyms function start is a call, a branch back into the caller a return', async () => {
+    const { callHistory } = await import('./analyses.ts');
+    const k = Kallsyms.parse('ffffffff81000000 T outer\nffffffff81000100 T inner\nffffffff81000200 T leaf\n');
+    const s = new Symbolizer().setKallsyms(k);
+    const list = new BranchList();
+    list.add(0xffffffff81000010n, 0xffffffff81000100n); // outer -> inner (entry)
+    list.add(0xffffffff81000110n, 0xffffffff81000200n); // inner -> leaf (entry)
+    list.add(0xffffffff81000210n, 0xffffffff81000114n); // leaf -> back into inner
+    list.add(0xffffffff81000120n, 0xffffffff81000014n); // inner -> back into outer
+    expect(callHistory(list, s).map((x) => [x.level, x.name])).toEqual([
+      [0, 'outer'],
+      [1, 'inner'],
+      [2, 'leaf'],
+      [1, 'inner'],
+      [0, 'outer'],
+    ]);
+  });
+});
