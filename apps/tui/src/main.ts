@@ -46,7 +46,7 @@ export async function runViewer(argv: readonly string[], io: ViewerIO = processI
       traceToJsonLines(args.trace, write, args.limit);
       return EXIT.ok;
     }
-    const source = await openSource(args);
+    const source = await openSource(args, interactive);
     try {
       if (!interactive) {
         const stop = new AbortController();
@@ -74,7 +74,7 @@ export async function runViewer(argv: readonly string[], io: ViewerIO = processI
 }
 
 /** The source the arguments name: a trace file, an agent session, or (no argument, no agent) the demo. */
-async function openSource(args: ViewerArgs): Promise<ViewerSource> {
+async function openSource(args: ViewerArgs, interactive: boolean): Promise<ViewerSource> {
   if (args.trace !== undefined) return openFileSource(args.trace);
   const agent = await attachAgent({
     ...(args.agent !== undefined ? { socket: args.agent } : {}),
@@ -83,6 +83,8 @@ async function openSource(args: ViewerArgs): Promise<ViewerSource> {
   if (agent !== undefined) return agent;
   return startDemoSource({
     reason: `no agent at ${defaultSocketPath()}`,
+    // JSON lines need every event; the screen samples a fast stream.
+    sample: interactive,
     ...(args.demoRate !== undefined ? { rate: args.demoRate } : {}),
   });
 }

@@ -1,7 +1,8 @@
 import { rmSync } from 'node:fs';
-import { openTrace, type TraceEvent } from '@evtrace/trace-format';
+import { openRawPagesDir, openTrace, type TraceEvent } from '@evtrace/trace-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordDemoTrace, tempDir } from '../testing/traces.ts';
+import { countRecords } from './demo-source.ts';
 import { LiveWindow } from './live-window.ts';
 import { CpuMerger, watermark } from './merge.ts';
 
@@ -72,5 +73,33 @@ describe('watermark', () => {
   it('is the least time every producing CPU has reached', () => {
     expect(watermark([5n, 3n, undefined])).toBe(3n);
     expect(watermark([undefined])).toBeUndefined();
+  });
+});
+
+describe('countRecords', () => {
+  it('counts the records of raw pages by type exactly as decoding them finds', () => {
+    const reader = openRawPagesDir(`${dir}/raw`);
+    const meta = reader.metadata;
+    const names = new Map(meta.eventClasses.map((c) => [c.id, c.name]));
+    for (const pages of reader.cpuPages()) {
+      const bytes = pages.bytes as Buffer;
+      const counted = countRecords(meta, bytes, names);
+      const want = new Map<string, number>();
+      for (const e of events)
+        if (e.cpu === pages.cpu) want.set(e.eventClass.name, (want.get(e.eventClass.name) ?? 0) + 1);
+      expect(counted.byType).toEqual(want);
+      expect(counted.lost).toBe(0);
+    }
+  });
+
+  it('LiveWindow.count adds to rates and totals without keeping events', () => {
+    const w = new LiveWindow(10, () => 0);
+    w.count(0, new Map([['kmem:kmalloc', 5]]));
+    w.push(events.slice(0, 3));
+    expect(w.snapshot().length).toBe(3);
+    expect(w.stats().total).toBe(8);
+    expect(w.stats().types.find((t) => t.name === 'kmem:kmalloc')!.events).toBe(
+      5 + events.slice(0, 3).filter((e) => e.eventClass.name === 'kmem:kmalloc').length,
+    );
   });
 });

@@ -59,6 +59,27 @@ export class LiveWindow {
     this.#currentSecond += events.length;
   }
 
+  /**
+   * Counts events that were not decoded (a live source sampling a fast stream): they count in every rate and total
+   * but are not in the window.
+   */
+  count(cpu: number, byType: ReadonlyMap<string, number>): void {
+    this.#tick();
+    const c = this.#cpu(cpu);
+    let n = 0;
+    for (const [name, k] of byType) {
+      let t = this.#types.get(name);
+      if (t === undefined) this.#types.set(name, (t = { events: 0, current: 0, rate: 0 }));
+      t.events += k;
+      t.current += k;
+      n += k;
+    }
+    c.events += n;
+    c.current += n;
+    this.#total += n;
+    this.#currentSecond += n;
+  }
+
   /** Records events lost on a CPU (by the kernel, the ring buffer or the stream). */
   lose(cpu: number, count: number): void {
     this.#cpu(cpu).lost += count;
