@@ -10,6 +10,8 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   if (error.code !== 'EPIPE') throw error;
   process.exit(0);
 });
+// React's development build checks and warns on every render: several times slower per frame.
+process.env.NODE_ENV ??= 'production';
 const { enableCompileCache } = await import('node:module');
 enableCompileCache?.();
 const { runViewer } = await import('./main.ts');
