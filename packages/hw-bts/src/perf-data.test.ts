@@ -4,9 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { BranchList } from './branch.ts';
 import { BtsError } from './errors.ts';
 import { detectHardware } from './hardware.ts';
 import { decodePerfData } from './perf-data.ts';
+import { writeBranchPerfData } from './testing/perf-data-writer.ts';
 import { hasTool } from './testing/programs.ts';
 
 /** A perf.data laid out as perf's perf.data-file-format.txt describes, with one AUXTRACE_INFO and AUXTRACE payloads. */
@@ -85,7 +87,9 @@ describe('perf.data with intel_bts AUX data', () => {
     const d = decodePerfData(readFileSync(out));
     expect(d.branches.length).toBe(0);
     expect(d.problems).toEqual([]);
-    expect(d.notes).toContain('no AUXTRACE data in this perf.data (recorded without -e intel_bts//)');
+    expect(d.notes).toContain(
+      'no AUXTRACE data and no branch stacks in this perf.data (recorded without -e intel_bts// or -b)',
+    );
   });
 
   it('fuzz: mutated perf.data gives only typed errors', () => {
@@ -122,5 +126,50 @@ describe('hardware detection', () => {
     expect(hw.bts).toBe(pmus.includes('intel_bts'));
     if (!hw.bts) expect(hw.why).toMatch(/no intel_bts PMU in \/sys\/bus\/event_source\/devices \(present: /);
     expect(detectHardware('/nonexistent').why).toMatch(/cannot list \/nonexistent: ENOENT/);
+  });
+});
+
+describe('perf.data with branch stacks (perf record -b)', () => {
+  const list = new BranchList();
+  for (let i = 0; i < 40; i++)
+    list.add(0x401000n + BigInt(i), 0x402000n + BigInt(i), { kind: i % 2 ? 'call' : 'return', flags: 2 });
+  const path = join(mkdtempSync(join(tmpdir(), 'hw-bts-stacks-')), 'perf.data');
+  writeBranchPerfData(path, {
+    exe: '/bin/true',
+    mapStart: 0x400000n,
+    mapLength: 0x1000n,
+    pgoff: 0n,
+    pid: 7,
+    comm: 't',
+    branches: list,
+    perStack: 16,
+  });
+  const file = readFileSync(path);
+
+  it('reads every stack oldest first with kinds, flags and the sample task', () => {
+    const d = decodePerfData(file);
+    expect(d.problems).toEqual([]);
+    expect(d.branches.toArray().map((b) => [b.from, b.to, b.kind, b.flags, b.tid])).toEqual(
+      list.toArray().map((b) => [b.from, b.to, b.kind, b.flags, 7]),
+    );
+  });
+
+  it('fuzz: mutated or cut files give only typed errors', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.nat(file.length - 1), fc.nat(255)), { maxLength: 8 }),
+        fc.nat(file.length),
+        (edits, len) => {
+          const b = Uint8Array.from(file.subarray(0, Math.max(len, 8)));
+          for (const [at, v] of edits) if (at < b.length) b[at] = v;
+          try {
+            for (const p of decodePerfData(b).problems) expect(p).toBeInstanceOf(BtsError);
+          } catch (error) {
+            expect(error).toBeInstanceOf(BtsError);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { BranchFlag } from './branch.ts';
+import { decodePerfData } from './perf-data.ts';
 import { parsePerfScript } from './perf-script.ts';
 import { parseQemuLog } from './qemu.ts';
 import { Symbolizer } from './symbols.ts';
@@ -54,6 +55,26 @@ describe.skipIf(why !== '')(`perf script on branch stacks of a real program${why
         a.cycles ?? 0,
         4242,
         0,
+      ]);
+    }
+  });
+
+  it('decodes the branch stacks of that perf.data itself, as perf script reads them', () => {
+    const ours = decodePerfData(readFileSync(data), { source: data });
+    expect(ours.problems).toEqual([]);
+    const perf = parsePerfScript(script('pid,tid,cpu,time,brstack')).branches;
+    expect(ours.branches.length).toBe(perf.length);
+    for (let i = 0; i < perf.length; i++) {
+      const a = ours.branches.at(i);
+      const b = perf.at(i);
+      expect([a.from, a.to, a.flags, a.kind, a.cycles, a.tid, a.cpu]).toEqual([
+        b.from,
+        b.to,
+        b.flags,
+        b.kind,
+        b.cycles,
+        b.tid,
+        b.cpu,
       ]);
     }
   });
