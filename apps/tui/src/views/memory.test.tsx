@@ -1,0 +1,87 @@
+import { rmSync } from 'node:fs';
+import { analyze, buildReport, openKmemInput } from '@evtrace/kmemtrace';
+import { render } from 'ink-testing-library';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openFileSource } from '../data/file-source.ts';
+import { recordDemoTrace, tempDir } from '../testing/traces.ts';
+import { App } from '../ui/app.tsx';
+import { countText } from '../ui/format.ts';
+import { VIEWS } from './index.ts';
+import { MEMORY_SORTS, memoryView } from './memory.tsx';
+
+const dir = tempDir();
+let demo: string;
+beforeAll(async () => {
+  demo = await recordDemoTrace(dir, 300);
+}, 60_000);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function until(app: { lastFrame(): string | undefined }, ok: (frame: string) => boolean): Promise<string> {
+  for (let waited = 0; waited < 10_000; waited += 50) {
+    const frame = app.lastFrame() ?? '';
+    if (ok(frame)) return frame;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return app.lastFrame() ?? '';
+}
+
+/** The call site rows under the table header: [site, hits, allocated...]. */
+function tableRows(frame: string): string[][] {
+  const lines = frame.split('\n');
+  const header = lines.findIndex((l) => l.includes('CALL SITE'));
+  return lines
+    .slice(header + 1)
+    .map((l) => l.trim().split(/\s{1,}/))
+    .filter((cols) => /^0x[0-9a-f]+$/.test(cols[0] ?? ''));
+}
+
+describe('Memory view', () => {
+  it('shows what evtrace kmem report computes for the same trace: summary, outstanding bytes, call sites; s sorts', async () => {
+    // The reference: the kmemtrace analysis of the file through trace-format's reader.
+    const ref = openKmemInput(demo);
+    const analysis = analyze(ref.events);
+    const s = analysis.summary;
+    expect(s.allocs).toBeGreaterThan(100);
+    const byKeys = (i: number) =>
+      buildReport(analysis, ref, { caller: true, sort: MEMORY_SORTS[i]!.keys }).callers!.map((r) => [
+        countText(r.hit),
+        r.frag_pct.toFixed(2),
+        countText(r.ping_pong),
+      ]);
+
+    const app = render(
+      <App source={openFileSource(demo)} views={VIEWS} size={{ columns: 140, rows: 30 }} theme={{ colour: false }} />,
+    );
+    app.stdin.write(String(VIEWS.indexOf(memoryView) + 1));
+    let frame = await until(app, (f) => f.includes('CALL SITE (by bytes'));
+    expect(frame).toContain(`allocs ${countText(s.allocs)}  frees ${countText(s.frees)}`);
+    expect(frame).toContain(`fragmentation ${s.fragPct.toFixed(2)}%`);
+    expect(frame).toMatch(new RegExp(`in ${countText(analysis.outstanding.count)} objects`));
+    expect(frame).toMatch(/outstanding bytes\s+[0-7 ]{10,}/);
+    // Rows: hits, frag% and ping-pong in the reference's order for each sort key.
+    const shown = (f: string) => tableRows(f).map((c) => [c[1], c.at(-2), c.at(-1)]);
+    expect(shown(frame)).toEqual(byKeys(0));
+    for (let i = 1; i < MEMORY_SORTS.length; i++) {
+      app.stdin.write('s');
+      frame = await until(app, (f) => f.includes(`CALL SITE (by ${MEMORY_SORTS[i]!.name}`));
+      expect(shown(frame), MEMORY_SORTS[i]!.name).toEqual(byKeys(i));
+    }
+    app.unmount();
+  }, 30_000);
+
+  it('says what to record when the trace has no kmem events', async () => {
+    const { writeTraceDat, parseFormatFile } = await import('@evtrace/trace-format');
+    const cls = parseFormatFile(
+      'name: sched_wakeup\nID: 9\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:int pid;\toffset:4;\tsize:4;\tsigned:1;\n\nprint fmt: "pid=%d", REC->pid\n',
+      { system: 'sched' },
+    );
+    const file = `${dir}/sched.dat`;
+    writeTraceDat(file, [cls], [{ tsNs: 1n, cpu: 0, eventClass: cls, fields: { pid: 1 } }]);
+    const app = render(
+      <App source={openFileSource(file)} views={VIEWS} size={{ columns: 140, rows: 20 }} theme={{ colour: false }} />,
+    );
+    app.stdin.write(String(VIEWS.indexOf(memoryView) + 1));
+    expect(await until(app, (f) => f.includes('no kmem allocator events'))).toMatch(/evtrace kmem record/);
+    app.unmount();
+  });
+});

@@ -1,0 +1,142 @@
+/**
+ * The Memory view: kernel memory allocations of the kmem events on screen (@evtrace/kmemtrace's analysis, as
+ * `evtrace kmem report` computes it): a summary with fragmentation, outstanding bytes over time, and the top call
+ * sites, sortable. A live source is re-analysed at each refresh over its window; a file once.
+ */
+import { readFileSync } from 'node:fs';
+import {
+  AddressKeys,
+  fragmentation,
+  fromTraceEvent,
+  type KmemAnalysis,
+  KmemAnalyzer,
+  kmemKind,
+  type SortKey,
+  sortSlabStats,
+} from '@evtrace/kmemtrace';
+import { Kallsyms } from '@evtrace/trace-format';
+import { Box, Text } from 'ink';
+import { useMemo, useState } from 'react';
+import type { EventStore } from '../data/store.ts';
+import { countText, fit, sparkline } from '../ui/format.ts';
+import { useKeys } from '../ui/keys.ts';
+import { useColour, useTheme } from '../ui/theme.ts';
+import type { ViewDefinition, ViewProps } from './registry.ts';
+
+/** The sort orders `s` cycles through: perf kmem's keys, each descending. */
+export const MEMORY_SORTS: readonly { readonly name: string; readonly keys: readonly SortKey[] }[] = [
+  { name: 'bytes', keys: ['bytes', 'hit'] },
+  { name: 'hits', keys: ['hit', 'bytes'] },
+  { name: 'frag', keys: ['frag', 'hit', 'bytes'] },
+  { name: 'ping-pong', keys: ['pingpong', 'hit'] },
+];
+
+/** The analysis of a store's kmem events, with time series intervals that fit `slots` columns. */
+export function analyzeStore(store: EventStore, slots: number): { analysis: KmemAnalysis; keys: AddressKeys } {
+  const keys = new AddressKeys();
+  const span = store.length > 1 ? Number(store.tsNs(store.length - 1) - store.tsNs(0)) : 0;
+  const analyzer = new KmemAnalyzer({ intervalNs: Math.max(1, Math.ceil((span + 1) / Math.max(1, slots))) });
+  for (let i = 0; i < store.length; i++) {
+    // The class costs no decoding: only kmem events are decoded.
+    if (kmemKind(store.eventClass(i)) === undefined) continue;
+    const e = fromTraceEvent(store.event(i), keys);
+    if (e !== undefined) analyzer.push(e);
+  }
+  return { analysis: analyzer.result(), keys };
+}
+
+let running: Kallsyms | null | undefined;
+/** This machine's symbols, for live sources (a file may come from another boot: its addresses stay hex). */
+function runningKallsyms(): Kallsyms | undefined {
+  if (running === undefined) {
+    try {
+      running = Kallsyms.parse(readFileSync('/proc/kallsyms', 'latin1'));
+      if (running.size === 0) running = null;
+    } catch {
+      running = null;
+    }
+  }
+  return running ?? undefined;
+}
+
+function bytesText(n: number): string {
+  if (n >= 1 << 30) return `${(n / (1 << 30)).toFixed(2)} GiB`;
+  if (n >= 1 << 20) return `${(n / (1 << 20)).toFixed(2)} MiB`;
+  if (n >= 1 << 10) return `${(n / (1 << 10)).toFixed(1)} KiB`;
+  return `${n} B`;
+}
+
+function MemoryView(props: ViewProps) {
+  const { source, store, width, height, tick, active } = props;
+  const colour = useColour();
+  const { colour: fancy } = useTheme();
+  const [sort, setSort] = useState(0);
+  useKeys((key) => {
+    if (key !== 's') return false;
+    setSort((s) => (s + 1) % MEMORY_SORTS.length);
+    return true;
+  }, active);
+  const spark = Math.max(10, width - 32);
+  // Only while on screen: hidden views stay mounted, and this one decodes every kmem event.
+  const result = useMemo(() => (active ? analyzeStore(store, spark) : undefined), [active, store, tick, spark]);
+  if (result === undefined) return <Box width={width} height={height} />;
+  const { analysis, keys } = result;
+  const kallsyms = source.live ? runningKallsyms() : undefined;
+  const site = (key: number) => {
+    const addr = keys.address(key);
+    return kallsyms?.format(addr) ?? keys.hex(key);
+  };
+  const s = analysis.summary;
+  const order = MEMORY_SORTS[sort]!;
+  const rows = sortSlabStats(analysis.callers, order.keys, 'callers').slice(0, Math.max(0, height - 6));
+  const live = analysis.timeseries.map((p) => p.liveBytes);
+  const W = { site: Math.max(20, width - 58) };
+  if (s.allocs === 0 && s.frees === 0 && analysis.pages.allocs === 0)
+    return (
+      <Box flexDirection="column" width={width} height={height}>
+        <Text dimColor>
+          {source.live ? 'no kmem events yet' : 'no kmem allocator events in this trace'} (record kmem:kmalloc,
+          kmem:kfree, kmem:kmem_cache_alloc, kmem:kmem_cache_free: evtrace kmem record)
+        </Text>
+      </Box>
+    );
+  return (
+    <Box flexDirection="column" width={width} height={height}>
+      <Text wrap="truncate">
+        {fit(
+          `allocs ${countText(s.allocs)}  frees ${countText(s.frees)}  requested ${bytesText(s.totalReq)}  allocated ${bytesText(s.totalAlloc)}  fragmentation ${s.fragPct.toFixed(2)}%  cross-CPU frees ${countText(s.crossCpuFrees)}`,
+          width,
+        )}
+      </Text>
+      <Text wrap="truncate">
+        {fit(
+          `outstanding ${bytesText(analysis.outstanding.bytes)} in ${countText(analysis.outstanding.count)} objects  page allocs ${countText(analysis.pages.allocs)} (${countText(analysis.pages.pagesAllocated)} pages)`,
+          width,
+        )}
+      </Text>
+      <Text wrap="truncate">
+        {fit('outstanding bytes', 20)} <Text color={colour('green')}>{sparkline(live, spark, !fancy)}</Text>{' '}
+        {bytesText(live[live.length - 1] ?? 0)}
+      </Text>
+      <Text bold color={colour('cyan')}>
+        {fit(
+          `${fit(`CALL SITE (by ${order.name}; s: sort)`, W.site)} ${fit('HITS', 8)} ${fit('ALLOCATED', 11)} ${fit('REQUESTED', 11)} ${fit('FRAG%', 7)} ${fit('PING-PONG', 9)}`,
+          width,
+        )}
+      </Text>
+      {rows.map((r) => (
+        <Text key={r.key} wrap="truncate">
+          {fit(site(r.key), W.site)} {fit(countText(r.hit), 8)} {fit(bytesText(r.totalAlloc), 11)}{' '}
+          {fit(bytesText(r.totalReq), 11)} {fit(fragmentation(r.totalReq, r.totalAlloc).toFixed(2), 7)}{' '}
+          {fit(countText(r.pingPong), 9)}
+        </Text>
+      ))}
+    </Box>
+  );
+}
+
+export const memoryView: ViewDefinition = {
+  title: 'Memory',
+  keys: [['s', 'sort call sites: bytes, hits, fragmentation, ping-pong']],
+  Component: MemoryView,
+};
