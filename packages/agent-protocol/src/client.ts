@@ -78,6 +78,7 @@ class StreamQueue {
   #wake: (() => void) | undefined;
   #ended = false;
   #failure: ProtocolError | undefined;
+  #discarding = false;
   readonly #paced: (backlog: number) => void;
 
   constructor(stream: number, paced: (backlog: number) => void) {
@@ -89,7 +90,14 @@ class StreamQueue {
     return this.#items.length;
   }
 
+  /** Drops what is queued and everything but the end that follows (the consumer closed the subscription). */
+  discard(): void {
+    this.#discarding = true;
+    this.#items.length = 0;
+  }
+
   push(m: StreamMessage): void {
+    if (this.#discarding && m.kind !== 'end') return;
     if (m.kind === 'events') for (const event of m.events) this.#items.push({ kind: 'event', event });
     else if (m.kind === 'live') this.#items.push({ kind: 'live' });
     else if (m.kind === 'loss') this.#items.push({ kind: 'loss', lost: m.lost, total: m.total });
@@ -308,6 +316,9 @@ class Client implements AgentClient {
       [Symbol.asyncIterator]: () => iterator,
       close: async () => {
         if (this.#closed !== undefined || !this.#streams.has(q.stream)) return;
+        // The reply must get through even when this stream's backlog paused reading.
+        q.discard();
+        this.#paced(0);
         await this.#request({ op: 'unsubscribe', stream: q.stream }).catch(() => {});
       },
     };

@@ -102,8 +102,11 @@ export interface SessionStatus {
   readonly events: number;
   /** Events lost by the kernel or the session's buffers (discard mode: dropped; never a viewer's loss). */
   readonly lost: number;
-  /** Overwrite mode: events the buffer let go to make room (the flight recorder's normal forgetting). */
-  readonly overwritten: number;
+  /**
+   * Overwrite mode: ring-buffer pages the buffer reused before the agent's own reader (output, viewers, triggers)
+   * reached them (a trace-shot never needs them: it is the buffer's content).
+   */
+  readonly overwrittenPages: number;
   readonly bytes: number;
   readonly cpus: readonly CpuStatus[];
   readonly viewers: number;

@@ -38,7 +38,14 @@ export {
   type RecordEncoder,
   type TimedRecord,
 } from './ftrace/encode.ts';
-export { type CpuPages, decodeCpuPages, type FtraceMetadata, mergeByTime } from './ftrace/events.ts';
+export {
+  type CpuPages,
+  cpuEvents,
+  decodeCpuPages,
+  EventTable,
+  type FtraceMetadata,
+  mergeByTime,
+} from './ftrace/events.ts';
 export { type FormatFileOptions, parseFormatFile } from './ftrace/format-file.ts';
 export { formatFileText, HEADER_EVENT_TEXT, headerPageText } from './ftrace/format-text.ts';
 export {
@@ -74,6 +81,12 @@ export {
   writeTraceDat,
   writeTraceDatPages,
 } from './ftrace/tracedat/write.ts';
+export {
+  type EventSource,
+  FTRACE_PAGE_RECORD,
+  type PageSink,
+  type SourceCpuCounters,
+} from './model/source.ts';
 export type * from './model/types.ts';
 export { eventToJsonLine, jsonValue } from './output/json.ts';
 export { type PerfettoOptions, writePerfettoJson } from './output/perfetto.ts';

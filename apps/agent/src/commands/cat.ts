@@ -141,6 +141,8 @@ interface CatOptions {
   lenient?: boolean;
   buffer?: string;
   limit?: string;
+  live?: string;
+  socket?: string;
 }
 
 /** `evtrace cat INPUT`: prints the events of a trace. */
@@ -155,16 +157,29 @@ object per line: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "
 recording's sched_switch, sched_process_fork, sched_process_exec and task_rename events (saved_cmdlines names the
 tasks they do not). Warnings go to stderr, never to stdout.`,
     )
-    .argument('<input>', 'CTF trace directory, trace.dat file, or raw-pages directory')
+    .argument('[input]', 'CTF trace directory, trace.dat file, or raw-pages directory')
     .option('--json', 'one JSON object per event per line')
     .option('--filter <expr>', 'keep events matching an ftrace filter expression (e.g. "bytes_req > 64")')
     .option('--lenient', 'report corrupt pages or packets on stderr and continue')
     .option('--buffer <name>', 'trace.dat: read the instance buffer NAME (trace-cmd record -B) instead of the top one')
     .option('-n, --limit <n>', 'print only the first N events (after --filter)')
-    .action((input: string, options: CatOptions) => {
+    .option('--live <session>', "a running agent session's events as they arrive, after its recent window (no INPUT)")
+    .option('--socket <path>', "with --live: the agent's control socket")
+    .action(async (input: string | undefined, options: CatOptions) => {
       const limit = options.limit === undefined ? Number.POSITIVE_INFINITY : Number(options.limit);
       if (options.limit !== undefined && !/^\d+$/.test(options.limit))
         throw new CliExit(ExitCode.Usage, `--limit must be a non-negative integer, not '${options.limit}'`);
+      if (options.live !== undefined) {
+        if (input !== undefined || options.filter !== undefined)
+          throw new CliExit(ExitCode.Usage, '--live takes no INPUT and no --filter (the session has its own)');
+        const { catLive } = await import('./session.ts');
+        return catLive(
+          options.live,
+          { json: options.json === true, limit, ...(options.socket ? { socket: options.socket } : {}) },
+          io,
+        );
+      }
+      if (input === undefined) throw new CliExit(ExitCode.Usage, 'cat needs INPUT (or --live SESSION)');
       const opened = openInput(input, options);
       const format = options.json ? eventToJsonLine : textLines(opened.reader);
       const out = bufferedWriter(io.stdout);
@@ -186,7 +201,8 @@ tasks they do not). Warnings go to stderr, never to stdout.`,
 evtrace cat trace.dat --json --filter 'bytes_req > 1024'
 evtrace cat trace.dat -n 20                      the first 20 events
 evtrace cat ./raw                                raw pages: raw/cpu0.raw, raw/events/header_page, raw/events/kmem/kmalloc/format
-evtrace cat ./ctf-trace                          babeltrace2 style text`,
+evtrace cat ./ctf-trace                          babeltrace2 style text
+evtrace cat --live flight                        a running agent session's events (losses of this viewer on stderr)`,
   );
 }
 

@@ -2,7 +2,21 @@ import { describe, expect, it } from 'vitest';
 import { runCli } from '../program.ts';
 import { commandsFor } from './index.ts';
 
-const ALL = ['bts', 'cat', 'convert', 'demo', 'filter', 'kmem', 'list', 'ls', 'mce', 'persistent', 'record'];
+const ALL = [
+  'agent',
+  'bts',
+  'cat',
+  'convert',
+  'demo',
+  'filter',
+  'kmem',
+  'list',
+  'ls',
+  'mce',
+  'persistent',
+  'record',
+  'session',
+];
 
 describe('commandsFor', () => {
   it('loads only the verb a command line starts with, none for --version, all for help and unknown verbs', () => {

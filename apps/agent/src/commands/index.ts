@@ -9,6 +9,7 @@ type Register = (program: Command, io: CliIO) => void;
  * loading was most of a short recording's CPU).
  */
 const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
+  agent: async () => (await import('./agent.ts')).registerAgent,
   bts: async () => (await import('./bts.ts')).registerBts,
   cat: async () => (await import('./cat.ts')).registerCat,
   convert: async () => (await import('./convert.ts')).registerConvert,
@@ -20,6 +21,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   mce: async () => (await import('./mce.ts')).registerMce,
   persistent: async () => (await import('./persistent.ts')).registerPersistent,
   record: async () => (await import('./record.ts')).registerRecord,
+  session: async () => (await import('./session.ts')).registerSession,
 };
 
 /**

@@ -1,0 +1,121 @@
+import type { Socket } from 'node:net';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { defaultSocketPath } from '@evtrace/agent-protocol';
+import type { Command } from 'commander';
+import { Agent } from '../daemon/agent.ts';
+import { listen } from '../daemon/server.ts';
+import { ExitCode } from '../exit-codes.ts';
+import { setExamples } from '../help.ts';
+import { addCommand, CliExit, type CliIO } from '../program.ts';
+
+/** Options of `evtrace agent`; the config layer fills the same names. */
+export interface AgentCliOptions {
+  socket?: string;
+  group?: string;
+  stateDir?: string;
+  tracefs?: string;
+  maxSessions?: string;
+  maxViewers?: string;
+  demoRate?: string;
+}
+
+/** Where the agent keeps its state unless told: /var/lib/evtrace for root, the XDG state directory otherwise. */
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env, uid = process.getuid?.() ?? 0): string {
+  if (uid === 0) return '/var/lib/evtrace';
+  return join(env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'evtrace');
+}
+
+function count(name: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  if (!/^\d+$/.test(text) || Number(text) === 0)
+    throw new CliExit(ExitCode.Usage, `${name} must be a positive integer, not '${text}'`);
+  return Number(text);
+}
+
+/** `evtrace agent`: the collector daemon, in the foreground. */
+export function registerAgent(program: Command, io: CliIO): void {
+  const cmd = addCommand(program, 'agent')
+    .summary('run the collector agent (sessions, flight recording, live views) in the foreground')
+    .description(
+      `Runs the evtrace collector until SIGINT or SIGTERM. It is controlled over a Unix socket (mode 0660 with --group,
+else 0600, in a 0750 directory) with the JSON-lines protocol of @evtrace/agent-protocol (PROTOCOL.md); each peer's
+credentials are checked (SO_PEERCRED): root, the agent's own user, and members of --group may connect. Use
+\`evtrace session\` to create and drive sessions, \`evtrace cat --live SESSION\` to watch one.
+Each session has its own tracefs instance (kernel source) and per-CPU ring buffers. Its state is kept in
+STATE-DIR/sessions/NAME/state.json: after the agent was killed (kill -9), the next agent re-adopts the tracefs
+instances that still exist (keeping what they buffered) or re-creates the sessions, finishes the .part outputs left
+behind, removes evtrace instances no session claims, and says which on stderr. Trace-shots triggered by events or
+signals go to STATE-DIR/snapshots. SIGUSR1 and SIGUSR2 take trace-shots of the sessions with a matching signal
+trigger. On SIGINT or SIGTERM every session is stopped, its output finished and its instance removed.`,
+    )
+    .option('--socket <path>', `control socket (default ${defaultSocketPath()}; env EVTRACE_AGENT_SOCKET)`)
+    .option('--group <name>', 'members of this group may control the agent (socket mode 0660)')
+    .option('--state-dir <dir>', `where session state and trace-shots are kept (default ${defaultStateDir()})`)
+    .option('--tracefs <dir>', 'the tracefs mount point (default: found, mounted when root)')
+    .option('--max-sessions <n>', 'most sessions at once', '32')
+    .option('--max-viewers <n>', 'most live viewers at once', '64')
+    .option('--demo-rate <n>', 'events per second per CPU of demo sessions', '5000')
+    .action(async (options: AgentCliOptions) => {
+      await runAgent(options, io);
+    });
+  setExamples(
+    cmd,
+    `evtrace agent                                        foreground, default socket and state directory
+evtrace agent --group evtrace --socket /run/evtrace/agent.sock
+evtrace agent --state-dir /tmp/st --socket /tmp/st/agent.sock   then: EVTRACE_AGENT_SOCKET=/tmp/st/agent.sock evtrace session list`,
+  );
+}
+
+/** Runs the agent until SIGINT/SIGTERM. */
+export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<void> {
+  const log = (line: string) => io.stderr(`evtrace agent: ${line}\n`);
+  const socket = options.socket ?? defaultSocketPath();
+  const stateDir = options.stateDir ?? defaultStateDir();
+  const maxSessions = count('--max-sessions', options.maxSessions);
+  const maxViewers = count('--max-viewers', options.maxViewers);
+  const demoRate = count('--demo-rate', options.demoRate);
+  const agent = new Agent({
+    stateDir,
+    log,
+    ...(options.tracefs !== undefined ? { tracefs: options.tracefs } : {}),
+    ...(maxSessions !== undefined ? { maxSessions } : {}),
+    ...(maxViewers !== undefined ? { maxViewers } : {}),
+    ...(demoRate !== undefined ? { demoRate } : {}),
+  });
+  let server: Awaited<ReturnType<typeof listen>>;
+  try {
+    for (const line of await agent.recover()) log(line);
+    server = await listen(agent, { socket, log, ...(options.group !== undefined ? { group: options.group } : {}) });
+  } catch (error) {
+    agent.close();
+    const e = error as { code?: string; message: string };
+    throw new CliExit(ExitCode.Failure, `${e.code ? `${e.code}: ` : ''}${e.message}`);
+  }
+  const connections = new Set<Socket>();
+  server.on('connection', (c) => {
+    connections.add(c);
+    c.on('close', () => connections.delete(c));
+  });
+  log(`listening on ${socket} (pid ${process.pid}, state in ${stateDir})`);
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      log(`${signal}: stopping every session`);
+      process.removeListener('SIGINT', onInt);
+      process.removeListener('SIGTERM', onTerm);
+      resolve();
+    };
+    const onInt = () => stop('SIGINT');
+    const onTerm = () => stop('SIGTERM');
+    process.on('SIGINT', onInt);
+    process.on('SIGTERM', onTerm);
+  });
+  agent.close();
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  for (const c of connections) c.end();
+  setTimeout(() => {
+    for (const c of connections) c.destroy();
+  }, 500).unref();
+  await closed;
+  log('stopped');
+}

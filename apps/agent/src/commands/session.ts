@@ -1,0 +1,298 @@
+import {
+  type AgentClient,
+  connectAgent,
+  defaultSocketPath,
+  type OutputFormat,
+  ProtocolError,
+  type SessionSpec,
+  type SessionStatus,
+  type TriggerSpec,
+} from '@evtrace/agent-protocol';
+import type { Command } from 'commander';
+import { ExitCode } from '../exit-codes.ts';
+import { setExamples } from '../help.ts';
+import { addCommand, CliExit, type CliIO } from '../program.ts';
+
+const UNITS: Readonly<Record<string, number>> = {
+  '': 1,
+  B: 1,
+  K: 1024,
+  KiB: 1024,
+  M: 1 << 20,
+  MiB: 1 << 20,
+  G: 1 << 30,
+  GiB: 1 << 30,
+};
+
+/** `64K`, `1M`, `2GiB`, `4096`: bytes. Units are upper-case (`m` is minutes in --rotate). */
+export function parseSize(text: string, flag: string): number {
+  const m = /^(\d+)(B|K|KiB|M|MiB|G|GiB)?$/.exec(text.trim());
+  if (m === null) throw new CliExit(ExitCode.Usage, `${flag}: '${text}' is not a size (e.g. 4096, 512K, 16M, 1G)`);
+  return Number(m[1]) * UNITS[m[2] ?? '']!;
+}
+
+/** `--rotate SIZE|TIME`: `64M` (bytes) or `30s`, `5m`, `1h` (seconds). */
+export function parseRotate(text: string): { bytes: number } | { seconds: number } {
+  const t = /^(\d+)(s|m|h)$/.exec(text.trim());
+  if (t !== null) {
+    const seconds = Number(t[1]) * { s: 1, m: 60, h: 3600 }[t[2] as 's' | 'm' | 'h'];
+    if (seconds === 0) throw new CliExit(ExitCode.Usage, '--rotate must be positive');
+    return { seconds };
+  }
+  const bytes = parseSize(text, '--rotate');
+  if (bytes === 0) throw new CliExit(ExitCode.Usage, '--rotate must be positive');
+  return { bytes };
+}
+
+/** `--trigger` / `session trigger` text: `event:EXPR`, `signal:SIGUSR1`, or a bare `SIGUSR1`/`USR2`. */
+export function parseTrigger(text: string): TriggerSpec {
+  const signal = /^(?:signal:)?(?:SIG)?(USR[12])$/.exec(text.trim());
+  if (signal !== null) return { kind: 'signal', signal: `SIG${signal[1]}` as 'SIGUSR1' | 'SIGUSR2' };
+  if (text.startsWith('event:') && text.length > 6) return { kind: 'event', filter: text.slice(6) };
+  throw new CliExit(ExitCode.Usage, `--trigger: '${text}' is neither event:EXPRESSION nor a signal (SIGUSR1, SIGUSR2)`);
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** Exit status for an error from the agent. */
+function cliError(error: unknown): unknown {
+  if (!(error instanceof ProtocolError)) return error;
+  const usage = ['ERR_EVENT', 'ERR_FILTER', 'ERR_BAD_MESSAGE'].includes(error.code);
+  return new CliExit(usage ? ExitCode.Usage : ExitCode.Failure, `${error.code}: ${error.message}`);
+}
+
+async function withAgent<T>(socket: string | undefined, fn: (agent: AgentClient) => Promise<T>): Promise<T> {
+  let agent: AgentClient | undefined;
+  try {
+    agent = await connectAgent(socket ?? defaultSocketPath(), { client: 'evtrace session' });
+    return await fn(agent);
+  } catch (error) {
+    throw cliError(error);
+  } finally {
+    agent?.close();
+  }
+}
+
+const n = (v: number) => String(v).padStart(10);
+
+/** `evtrace session status` text. */
+export function statusText(s: SessionStatus): string {
+  const lines = [
+    `session ${s.name}: ${s.state}${s.error ? ` (${s.error.code}: ${s.error.message})` : ''}`,
+    `  mode ${s.mode}, source ${s.source}${s.demo ? ' (DEMO: synthetic events)' : ''}${s.instance ? `, tracefs instance ${s.instance}` : ''}`,
+    `  events ${n(s.events)}  lost ${n(s.lost)}  bytes ${n(s.bytes)}`,
+    ...s.cpus.map(
+      (c) => `  cpu${String(c.cpu).padEnd(3)} events ${n(c.events)}  lost ${n(c.lost)}  bytes ${n(c.bytes)}`,
+    ),
+    `  viewers ${s.viewers} (viewer loss ${s.viewerLost}), trace-shots ${s.snapshots}, ring pages overwritten before output ${s.overwrittenPages}`,
+    ...(s.files.length > 0 ? [`  files: ${s.files.join(', ')}`] : []),
+    ...(s.spec.triggers?.length
+      ? [`  triggers: ${s.spec.triggers.map((t) => (t.kind === 'event' ? `event ${t.filter}` : t.signal)).join(', ')}`]
+      : []),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+interface CreateOptions {
+  events: string[];
+  filter?: string;
+  mode: string;
+  bufferSize?: string;
+  output?: string;
+  format?: string;
+  rotate?: string;
+  source: string;
+  trigger?: string[];
+  socket?: string;
+}
+
+/** `evtrace session ...`: drives the agent's sessions. */
+export function registerSession(program: Command, io: CliIO): void {
+  const session = addCommand(program, 'session')
+    .summary("create, start, stop, snapshot, destroy and inspect the agent's sessions")
+    .description(
+      `Talks to a running \`evtrace agent\` over its control socket (--socket, or EVTRACE_AGENT_SOCKET, or the default).
+A session records the selected events into per-CPU ring buffers: --mode overwrite keeps the recent past (a flight
+recorder: \`session snapshot\` or a trigger writes it out as a trace-shot while recording continues), --mode discard
+keeps the oldest and counts what does not fit as lost. With --output, files are written while recording
+(DIR/NAME-NNNN.dat or .ctf, a new one at each --rotate); a killed agent leaves DIR/NAME-NNNN.part readable.`,
+    );
+  const socketOption = (c: Command) => c.option('--socket <path>', "the agent's control socket");
+
+  const create = socketOption(
+    addCommand(session, 'create')
+      .summary('create a session')
+      .argument('<name>', 'session name: letters, digits, _ . -')
+      .requiredOption(
+        '--events <patterns>',
+        'events to record, comma-separated or repeated (kmem:kmalloc, sched:*)',
+        collect,
+      )
+      .option('--filter <expr>', 'ftrace filter applied to every selected event')
+      .requiredOption('--mode <mode>', 'overwrite (flight recorder) or discard')
+      .option('--buffer-size <size>', 'per-CPU buffer size: bytes or 512K, 4M, 1G (default 1M)')
+      .option('--output <dir>', 'write files while recording into DIR')
+      .option('--format <kind>', 'tracedat or ctf (outputs and trace-shots)', undefined)
+      .option('--rotate <size|time>', 'start a new output file after SIZE (64M) or TIME (30s, 5m, 1h)')
+      .option(
+        '--source <kind>',
+        'kernel, demo (synthetic, labelled DEMO) or auto (kernel when the agent is root with tracefs)',
+        'auto',
+      )
+      .option(
+        '--trigger <spec>',
+        'take a trace-shot on event:EXPRESSION or a signal (SIGUSR1, SIGUSR2); repeatable',
+        collect,
+      ),
+  ).action(async (name: string, o: CreateOptions) => {
+    if (o.mode !== 'overwrite' && o.mode !== 'discard')
+      throw new CliExit(ExitCode.Usage, `--mode must be overwrite or discard, not '${o.mode}'`);
+    if (!['kernel', 'demo', 'auto'].includes(o.source))
+      throw new CliExit(ExitCode.Usage, `--source must be kernel, demo or auto, not '${o.source}'`);
+    if (o.format !== undefined && o.format !== 'tracedat' && o.format !== 'ctf')
+      throw new CliExit(ExitCode.Usage, `--format must be tracedat or ctf, not '${o.format}'`);
+    if (o.rotate !== undefined && o.output === undefined) throw new CliExit(ExitCode.Usage, '--rotate needs --output');
+    const spec: SessionSpec = {
+      name,
+      events: o.events
+        .flatMap((e) => e.split(','))
+        .map((e) => e.trim())
+        .filter(Boolean),
+      mode: o.mode,
+      source: o.source as 'kernel' | 'demo' | 'auto',
+      ...(o.filter !== undefined ? { filter: o.filter } : {}),
+      ...(o.bufferSize !== undefined ? { bufferSize: parseSize(o.bufferSize, '--buffer-size') } : {}),
+      ...(o.output !== undefined
+        ? { output: { dir: o.output, format: (o.format ?? 'tracedat') as OutputFormat } }
+        : {}),
+      ...(o.rotate !== undefined ? { rotate: parseRotate(o.rotate) } : {}),
+      ...(o.trigger !== undefined ? { triggers: o.trigger.map(parseTrigger) } : {}),
+    };
+    const status = await withAgent(o.socket, (a) => a.createSession(spec));
+    io.stdout(
+      `session ${status.name} created (${status.source}${status.demo ? ', DEMO: synthetic events' : ''}${status.instance ? `, instance ${status.instance}` : ''})\n`,
+    );
+  });
+  setExamples(
+    create,
+    `evtrace session create flight --events 'kmem:*' --mode overwrite --buffer-size 4M --trigger 'event:bytes_req > 65536'
+evtrace session create ops --events sched:sched_switch --mode discard --output /var/log/ev --format ctf --rotate 64M
+evtrace session create demo --events kmem:kmalloc,kmem:kfree --mode overwrite --source demo`,
+  );
+
+  for (const [verb, summary] of [
+    ['start', 'start recording'],
+    ['stop', 'stop recording (finishes the output file; the buffers stay for trace-shots)'],
+    ['destroy', 'stop and remove a session (its files and trace-shots stay)'],
+  ] as const) {
+    socketOption(addCommand(session, verb).summary(summary).argument('<name>', 'session name')).action(
+      async (name: string, o: { socket?: string }) => {
+        await withAgent(o.socket, async (a) => {
+          if (verb === 'destroy') await a.destroy(name);
+          else await a[verb](name);
+        });
+        io.stdout(`session ${name}: ${verb === 'start' ? 'started' : verb === 'stop' ? 'stopped' : 'destroyed'}\n`);
+      },
+    );
+  }
+
+  socketOption(
+    addCommand(session, 'snapshot')
+      .summary("write a trace-shot of the session's buffers while it keeps recording")
+      .argument('<name>', 'session name')
+      .option('-o, --output <dir>', "directory of the trace-shot (default: the agent's STATE-DIR/snapshots)")
+      .option('--format <kind>', "tracedat or ctf (default: the session's output format, else tracedat)"),
+  ).action(async (name: string, o: { output?: string; format?: string; socket?: string }) => {
+    if (o.format !== undefined && o.format !== 'tracedat' && o.format !== 'ctf')
+      throw new CliExit(ExitCode.Usage, `--format must be tracedat or ctf, not '${o.format}'`);
+    const r = await withAgent(o.socket, (a) =>
+      a.snapshot(name, {
+        ...(o.output !== undefined ? { dir: o.output } : {}),
+        ...(o.format !== undefined ? { format: o.format as OutputFormat } : {}),
+      }),
+    );
+    io.stdout(`${r.path}\n`);
+    io.stderr(`evtrace: trace-shot of ${name}: ${r.events} events, ${r.bytes} bytes (${r.format})\n`);
+  });
+
+  socketOption(
+    addCommand(session, 'trigger')
+      .summary('add a trace-shot trigger to a session')
+      .argument('<name>', 'session name')
+      .argument('<trigger>', 'event:EXPRESSION (an ftrace filter) or a signal (SIGUSR1, SIGUSR2)'),
+  ).action(async (name: string, trigger: string, o: { socket?: string }) => {
+    const spec = parseTrigger(trigger);
+    await withAgent(o.socket, (a) => a.trigger(name, spec));
+    io.stdout(`session ${name}: trigger added\n`);
+  });
+
+  socketOption(addCommand(session, 'list').summary('list the sessions').option('--json', 'one JSON array')).action(
+    async (o: { json?: boolean; socket?: string }) => {
+      const all = await withAgent(o.socket, (a) => a.list());
+      if (o.json) return void io.stdout(`${JSON.stringify(all)}\n`);
+      if (all.length === 0) return void io.stdout('no sessions\n');
+      const w = Math.max(4, ...all.map((s) => s.name.length));
+      io.stdout(`${'NAME'.padEnd(w)}  STATE     MODE       SOURCE  ${'EVENTS'.padStart(10)}  ${'LOST'.padStart(8)}\n`);
+      for (const s of all)
+        io.stdout(
+          `${s.name.padEnd(w)}  ${s.state.padEnd(8)}  ${s.mode.padEnd(9)}  ${s.source.padEnd(6)}  ${String(s.events).padStart(10)}  ${String(s.lost).padStart(8)}\n`,
+        );
+    },
+  );
+
+  socketOption(
+    addCommand(session, 'status')
+      .summary('events, lost and bytes of a session, per CPU')
+      .argument('<name>', 'session name')
+      .option('--json', 'one JSON object with top-level events, lost and bytes'),
+  ).action(async (name: string, o: { json?: boolean; socket?: string }) => {
+    const s = await withAgent(o.socket, (a) => a.status(name));
+    io.stdout(o.json ? `${JSON.stringify(s)}\n` : statusText(s));
+  });
+  setExamples(
+    session,
+    `evtrace session create flight --events 'kmem:*' --mode overwrite
+evtrace session start flight
+evtrace session status flight --json
+evtrace session snapshot flight -o /tmp/shots          prints the trace-shot's path; evtrace cat reads it
+evtrace cat --live flight                              live events
+evtrace session destroy flight`,
+  );
+}
+
+/** `evtrace cat --live SESSION`: prints a session's events as they arrive (after its recent window). */
+export async function catLive(
+  name: string,
+  options: { json?: boolean; limit?: number; socket?: string },
+  io: CliIO,
+): Promise<void> {
+  await withAgent(options.socket, async (agent) => {
+    const view = await agent.subscribe(name);
+    let printed = 0;
+    const stop = () => void view.close();
+    process.once('SIGINT', stop);
+    try {
+      for await (const item of view) {
+        if (item.kind === 'loss') io.stderr(`evtrace: this viewer lost ${item.lost} events (${item.total} in all)\n`);
+        else if (item.kind === 'live') io.stderr('evtrace: -- live --\n');
+        else {
+          const e = item.event;
+          if (options.json) io.stdout(`${JSON.stringify(e)}\n`);
+          else {
+            const ts = e.ts_ns.padStart(10, '0');
+            const fields = Object.entries(e.fields)
+              .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+              .join(' ');
+            io.stdout(
+              `[${String(e.cpu ?? '-').padStart(3, '0')}] ${ts.slice(0, -9)}.${ts.slice(-9)}: ${e.event}: ${fields}\n`,
+            );
+          }
+          if (++printed >= (options.limit ?? Number.POSITIVE_INFINITY)) await view.close();
+        }
+      }
+    } finally {
+      process.removeListener('SIGINT', stop);
+    }
+    if (view.endReason !== undefined && view.endReason !== 'unsubscribed') io.stderr(`evtrace: ${view.endReason}\n`);
+  });
+}

@@ -1,0 +1,388 @@
+/**
+ * The collector: every session, the one loop that polls their sources, triggers (events, signals, commands) and
+ * recovery after a crash. It implements the metrics endpoint's {@link MetricsProvider}.
+ */
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { cpus as osCpus } from 'node:os';
+import { join } from 'node:path';
+import type { SessionSpec, SessionStatus, SnapshotResult, TriggerSignal, TriggerSpec } from '@evtrace/agent-protocol';
+import type { EventSource } from '@evtrace/trace-format';
+import {
+  DemoSource,
+  finalizeRecording,
+  findTracefs,
+  KernelSource,
+  OWN_INSTANCE,
+  removeInstanceDir,
+} from '@evtrace/tracefs';
+import { autoSource } from '../commands/record.ts';
+import type { AgentHealth, MetricsProvider, SessionCounters } from '../metrics/types.ts';
+import { AgentError, asAgentError } from './errors.ts';
+import { extension } from './files.ts';
+import { Session } from './session.ts';
+import { isAlive, readRecords, type SessionRecord, sessionsDir, writeRecord } from './state.ts';
+import { Viewer, type ViewerOutput } from './viewer.ts';
+
+/** Options of {@link Agent}. */
+export interface AgentOptions {
+  readonly stateDir: string;
+  /** The tracefs mount point (default: found, mounted when root). */
+  readonly tracefs?: string;
+  /** Where each line of the agent's log goes. */
+  readonly log: (line: string) => void;
+  /** Most sessions at once. Default 32. */
+  readonly maxSessions?: number;
+  /** Most viewers at once, over all sessions. Default 64. */
+  readonly maxViewers?: number;
+  /** Events per second per CPU of demo sessions. Default 5000. */
+  readonly demoRate?: number;
+}
+
+const SIGNALS: readonly TriggerSignal[] = ['SIGUSR1', 'SIGUSR2'];
+
+export class Agent implements MetricsProvider {
+  readonly sessionsByName = new Map<string, Session>();
+  readonly startTimeMs = Date.now();
+  protocolErrors = 0;
+  readonly #o: AgentOptions;
+  #timer: NodeJS.Timeout | undefined;
+  #nextStream = 1;
+  readonly #pendingShots = new Set<Session>();
+  readonly #signalHandlers = new Map<TriggerSignal, () => void>();
+  #closed = false;
+
+  constructor(options: AgentOptions) {
+    this.#o = options;
+    mkdirSync(sessionsDir(options.stateDir), { recursive: true, mode: 0o750 });
+    mkdirSync(join(options.stateDir, 'snapshots'), { recursive: true, mode: 0o750 });
+    for (const signal of SIGNALS) {
+      const handler = () => this.#onSignal(signal);
+      this.#signalHandlers.set(signal, handler);
+      process.on(signal, handler);
+    }
+  }
+
+  get viewerCount(): number {
+    let n = 0;
+    for (const s of this.sessionsByName.values()) n += s.viewers.size;
+    return n;
+  }
+
+  /**
+   * Picks up what an agent killed outright left in the state directory: re-adopts each kernel session's tracefs
+   * instance when it still exists (the events it buffered since are kept) or re-creates the session, finishes
+   * leftover `.part` outputs, and removes evtrace instances of dead processes that no session claims. Returns
+   * what it did, one line each.
+   */
+  async recover(): Promise<string[]> {
+    const said: string[] = [];
+    const { records, problems } = readRecords(this.#o.stateDir);
+    for (const p of problems) said.push(`unreadable state file left alone: ${p}`);
+    const adopted = new Set<string>();
+    for (const { dir, record } of records) {
+      if (record.pid !== process.pid && isAlive(record.pid))
+        throw new AgentError(
+          'ERR_LIMIT',
+          `the state directory ${this.#o.stateDir} is in use by a running agent (pid ${record.pid})`,
+        );
+      const name = record.spec.name;
+      if (record.part !== undefined && existsSync(record.part))
+        said.push(`session ${name}: ${finishPart(record.part, record.spec)}`);
+      let tracefs: string | undefined;
+      let adopt: string | undefined;
+      if (record.source === 'kernel' && record.instance !== undefined) {
+        try {
+          tracefs = this.#o.tracefs ?? findTracefs();
+          if (existsSync(join(tracefs, 'instances', record.instance))) adopt = record.instance;
+        } catch {}
+      }
+      rmSync(join(dir, 'meta'), { recursive: true, force: true });
+      try {
+        const source =
+          adopt !== undefined ? this.#kernelSource(record.spec, adopt) : this.#source(record.spec, record.source);
+        const session = await this.#open({ ...record.spec, triggers: record.triggers }, source, dir);
+        if (adopt !== undefined) adopted.add(adopt);
+        if (record.state === 'running') session.start();
+        const how =
+          adopt !== undefined
+            ? `re-adopted tracefs instance ${adopt} (its buffered events are kept)`
+            : record.instance !== undefined
+              ? `tracefs instance ${record.instance} was gone; re-created with ${session.source.resource ?? 'a new one'}`
+              : `re-created (${record.source} source)`;
+        said.push(`session ${name}: ${how}; ${session.state}`);
+      } catch (error) {
+        rmSync(dir, { recursive: true, force: true });
+        said.push(`session ${name}: could not be restored (${asAgentError(error).message}); removed`);
+      }
+    }
+    said.push(...this.#cleanInstances(adopted));
+    return said;
+  }
+
+  /** Removes evtrace instances whose process died and that no session re-adopted. */
+  #cleanInstances(keep: ReadonlySet<string>): string[] {
+    let tracefs: string;
+    try {
+      tracefs = this.#o.tracefs ?? findTracefs();
+    } catch {
+      return [];
+    }
+    const said: string[] = [];
+    let names: string[] = [];
+    try {
+      names = readdirSync(join(tracefs, 'instances'));
+    } catch {}
+    for (const name of names) {
+      const m = OWN_INSTANCE.exec(name);
+      if (m === null || keep.has(name) || Number(m[1]) === process.pid || isAlive(Number(m[1]))) continue;
+      try {
+        removeInstanceDir(join(tracefs, 'instances', name));
+        said.push(`cleaned tracefs instance ${name} (its process ${m[1]} is gone and no session claims it)`);
+      } catch (error) {
+        said.push(`cannot remove tracefs instance ${name}: ${(error as Error).message}`);
+      }
+    }
+    return said;
+  }
+
+  #kernelSource(spec: SessionSpec, adopt?: string): KernelSource {
+    return new KernelSource({
+      events: spec.events,
+      ...(spec.filter !== undefined ? { filter: spec.filter } : {}),
+      ...(spec.bufferSize !== undefined ? { bufferKb: Math.max(4, Math.floor(spec.bufferSize / 1024)) } : {}),
+      ...(this.#o.tracefs !== undefined ? { tracefs: this.#o.tracefs } : {}),
+      ...(adopt !== undefined ? { adopt } : {}),
+    });
+  }
+
+  #source(spec: SessionSpec, kind: string): EventSource {
+    if (kind === 'kernel') return this.#kernelSource(spec);
+    return new DemoSource({ events: spec.events, cpus: Math.min(osCpus().length, 4), rate: this.#o.demoRate ?? 5000 });
+  }
+
+  async #open(spec: SessionSpec, source: EventSource, dir: string): Promise<Session> {
+    const session = new Session(spec, source, dir, join(this.#o.stateDir, 'snapshots'), {
+      triggered: (s, why) => this.#trigger(s, why),
+      failed: (s, error) => this.#o.log(`session ${s.name} failed and stopped: ${error.code}: ${error.message}`),
+      changed: (s) => this.#save(s),
+    });
+    await session.open();
+    this.sessionsByName.set(spec.name, session);
+    this.#save(session);
+    this.#schedule();
+    return session;
+  }
+
+  #save(s: Session): void {
+    if (!this.sessionsByName.has(s.name) || this.#closed) return;
+    const record: SessionRecord = {
+      spec: s.spec,
+      source: s.source.kind,
+      pid: process.pid,
+      ...(s.source.resource !== undefined ? { instance: s.source.resource } : {}),
+      state: s.state,
+      ...(s.part !== undefined ? { part: s.part } : {}),
+      triggers: s.triggers,
+    };
+    try {
+      writeRecord(s.dir, record);
+    } catch (error) {
+      this.#o.log(`cannot write the state of session ${s.name}: ${(error as Error).message}`);
+    }
+  }
+
+  #get(name: string): Session {
+    const s = this.sessionsByName.get(name);
+    if (s === undefined) throw new AgentError('ERR_NO_SESSION', `no session named ${name}`);
+    return s;
+  }
+
+  async create(spec: SessionSpec): Promise<SessionStatus> {
+    if (this.sessionsByName.has(spec.name))
+      throw new AgentError('ERR_SESSION_EXISTS', `a session named ${spec.name} exists`);
+    if (this.sessionsByName.size >= (this.#o.maxSessions ?? 32))
+      throw new AgentError('ERR_LIMIT', `at most ${this.#o.maxSessions ?? 32} sessions`);
+    let kind = spec.source ?? 'auto';
+    if (kind === 'auto')
+      kind = autoSource({ uid: () => process.getuid?.(), tracefs: () => this.#o.tracefs ?? findTracefs() }).source;
+    const dir = join(sessionsDir(this.#o.stateDir), spec.name);
+    // Reserved at once: a second create of the same name while this one prepares is refused.
+    if (existsSync(dir))
+      throw new AgentError('ERR_SESSION_EXISTS', `a session named ${spec.name} exists (state in ${dir})`);
+    mkdirSync(dir, { recursive: true });
+    const session = await this.#open(spec, this.#source(spec, kind), dir);
+    this.#o.log(
+      `session ${spec.name} created (${session.source.kind} source${session.source.resource ? `, instance ${session.source.resource}` : ''})`,
+    );
+    return session.status();
+  }
+
+  start(name: string): SessionStatus {
+    const s = this.#get(name);
+    s.start();
+    this.#schedule();
+    return s.status();
+  }
+
+  stop(name: string): SessionStatus {
+    const s = this.#get(name);
+    s.stop();
+    return s.status();
+  }
+
+  destroy(name: string): { name: string } {
+    const s = this.#get(name);
+    this.sessionsByName.delete(name);
+    this.#pendingShots.delete(s);
+    s.destroy();
+    this.#o.log(`session ${name} destroyed`);
+    return { name };
+  }
+
+  status(name: string): SessionStatus {
+    return this.#get(name).status();
+  }
+
+  list(): SessionStatus[] {
+    return [...this.sessionsByName.values()].map((s) => s.status());
+  }
+
+  snapshot(name: string, dir?: string, format?: 'tracedat' | 'ctf'): SnapshotResult {
+    const s = this.#get(name);
+    const result = s.snapshot(dir, format);
+    this.#o.log(`session ${name}: trace-shot ${result.path} (${result.events} events)`);
+    return result;
+  }
+
+  trigger(name: string, trigger: TriggerSpec): SessionStatus {
+    const s = this.#get(name);
+    s.addTrigger(trigger);
+    return s.status();
+  }
+
+  subscribe(name: string, out: ViewerOutput, options: { window?: boolean; queue?: number }): Viewer {
+    const s = this.#get(name);
+    if (s.state !== 'running') throw new AgentError('ERR_SESSION_STATE', `session ${name} is ${s.state}, not running`);
+    if (this.viewerCount >= (this.#o.maxViewers ?? 64))
+      throw new AgentError('ERR_LIMIT', `at most ${this.#o.maxViewers ?? 64} viewers`);
+    const viewer = new Viewer(this.#nextStream++, options.queue ?? 10_000, out);
+    return Object.assign(viewer, { session: s });
+  }
+
+  /** Sends the window (when asked) and attaches the viewer; called after the subscribe reply went out. */
+  attach(viewer: Viewer, window: boolean): void {
+    const s = (viewer as Viewer & { session: Session }).session;
+    if (window) for (const line of s.window(viewer.capacity)) viewer.offer(line);
+    viewer.markLive();
+    s.viewers.add(viewer);
+  }
+
+  detach(viewer: Viewer, reason: string): void {
+    const s = (viewer as Viewer & { session?: Session }).session;
+    if (s?.viewers.delete(viewer)) s.viewerLostEnded += viewer.lost;
+    viewer.end(reason);
+  }
+
+  /** An event trigger: matches found in one pass of the loop share one trace-shot, taken right after it. */
+  #trigger(s: Session, why: string): void {
+    if (this.#pendingShots.has(s)) return;
+    this.#pendingShots.add(s);
+    setImmediate(() => {
+      if (!this.#pendingShots.delete(s) || !this.sessionsByName.has(s.name)) return;
+      try {
+        const r = s.snapshot(undefined, undefined);
+        this.#o.log(`session ${s.name}: ${why}: trace-shot ${r.path} (${r.events} events)`);
+      } catch (error) {
+        this.#o.log(`session ${s.name}: ${why}: trace-shot failed: ${asAgentError(error).message}`);
+      }
+    });
+  }
+
+  /** A signal trigger: every signal gets its own trace-shot, at once. */
+  #onSignal(signal: TriggerSignal): void {
+    for (const s of this.sessionsByName.values()) {
+      if (!s.triggers.some((t) => t.kind === 'signal' && t.signal === signal)) continue;
+      try {
+        const r = s.snapshot(undefined, undefined);
+        this.#o.log(`session ${s.name}: ${signal} received: trace-shot ${r.path} (${r.events} events)`);
+      } catch (error) {
+        this.#o.log(`session ${s.name}: ${signal} received: trace-shot failed: ${asAgentError(error).message}`);
+      }
+    }
+  }
+
+  #schedule(delay = 5): void {
+    if (this.#timer !== undefined || this.#closed) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#tick();
+    }, delay);
+  }
+
+  #tick(): void {
+    const now = Date.now();
+    let fastest = 0;
+    let running = false;
+    for (const s of this.sessionsByName.values()) {
+      fastest = Math.max(fastest, s.poll(now));
+      running ||= s.state === 'running';
+    }
+    if (running) this.#schedule(fastest > 0 ? 5 : 20);
+  }
+
+  /** Stops every session (finishing its output), releases their sources and state; the agent is done. */
+  close(): void {
+    if (this.#closed) return;
+    for (const s of this.sessionsByName.values()) {
+      try {
+        s.destroy();
+      } catch (error) {
+        this.#o.log(`session ${s.name}: ${(error as Error).message}`);
+      }
+    }
+    this.#closed = true;
+    this.sessionsByName.clear();
+    clearTimeout(this.#timer);
+    for (const [signal, handler] of this.#signalHandlers) process.removeListener(signal, handler);
+  }
+
+  sessions(): readonly SessionCounters[] {
+    return [...this.sessionsByName.values()].map((s) => {
+      const st = s.status();
+      return {
+        name: st.name,
+        mode: st.mode,
+        state: st.state,
+        source: st.source,
+        cpus: st.cpus,
+        viewers: st.viewers,
+        viewerLost: st.viewerLost,
+      };
+    });
+  }
+
+  health(): AgentHealth {
+    const usage = process.cpuUsage();
+    return {
+      startTimeMs: this.startTimeMs,
+      sessions: this.sessionsByName.size,
+      viewers: this.viewerCount,
+      protocolErrors: this.protocolErrors,
+      uptimeSeconds: (Date.now() - this.startTimeMs) / 1000,
+      rssBytes: process.memoryUsage.rss(),
+      cpuSeconds: (usage.user + usage.system) / 1e6,
+    };
+  }
+}
+
+/** Turns the `.part` a killed agent left into its output; keeps it (readable) when that fails. */
+function finishPart(part: string, spec: SessionSpec): string {
+  const format = spec.output?.format ?? 'tracedat';
+  const out = part.replace(/\.part$/, extension(format));
+  try {
+    const r = finalizeRecording(part, out, format);
+    return `output ${part} left by the previous agent finished as ${out} (${r.bytes} bytes)`;
+  } catch (error) {
+    return `output ${part} left by the previous agent kept as it is (readable with evtrace cat): ${(error as Error).message}`;
+  }
+}

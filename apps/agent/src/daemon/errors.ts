@@ -1,0 +1,45 @@
+/**
+ * Errors of the agent daemon. Each carries the protocol error code its reply uses, so the server turns any
+ * failure into a clear error reply without guessing.
+ */
+import type { AgentErrorCode } from '@evtrace/agent-protocol';
+
+export class AgentError extends Error {
+  readonly code: AgentErrorCode;
+  constructor(code: AgentErrorCode, message: string, options: { cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'AgentError';
+    this.code = code;
+  }
+}
+
+/** Maps an error of the layers below (tracefs, filters, trace-format, the file system) to an AgentError. */
+export function asAgentError(error: unknown): AgentError {
+  if (error instanceof AgentError) return error;
+  const code = (error as { code?: unknown })?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  const tagged = typeof code === 'string' ? `${code}: ${message}` : message;
+  switch (code) {
+    case 'ERR_TRACEFS_EVENT':
+      return new AgentError('ERR_EVENT', tagged, { cause: error });
+    case 'ERR_TRACEFS_FILTER':
+      return new AgentError('ERR_FILTER', tagged, { cause: error });
+    case 'ERR_TRACEFS_OUTPUT':
+    case 'ENOSPC':
+    case 'EDQUOT':
+    case 'EACCES':
+    case 'ENOENT':
+    case 'EEXIST':
+    case 'EROFS':
+      return new AgentError('ERR_OUTPUT', tagged, { cause: error });
+    case 'ERR_TRACEFS_NOT_FOUND':
+    case 'ERR_TRACEFS_PERMISSION':
+    case 'ERR_TRACEFS_SETTING':
+    case 'ERR_TRACEFS_IO':
+      return new AgentError('ERR_SOURCE', tagged, { cause: error });
+    default:
+      if ((error as { name?: string })?.name === 'FilterError')
+        return new AgentError('ERR_FILTER', message, { cause: error });
+      return new AgentError('ERR_INTERNAL', tagged, { cause: error });
+  }
+}

@@ -1,0 +1,196 @@
+/**
+ * The control socket: a Unix stream socket in a 0750 directory, mode 0660 with a group (0600 without), each peer's
+ * credentials checked on connect (SO_PEERCRED). Requests are JSON lines (PROTOCOL.md in @evtrace/agent-protocol),
+ * answered in order; malformed, oversize or unknown requests get an error reply and the connection goes on.
+ */
+import { chmodSync, chownSync, existsSync, mkdirSync, unlinkSync } from 'node:fs';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { dirname } from 'node:path';
+import {
+  encodeLine,
+  LineDecoder,
+  MAX_REQUEST_BYTES,
+  PROTOCOL_VERSION,
+  parseRequest,
+  type Request,
+} from '@evtrace/agent-protocol';
+import pkg from '../../package.json' with { type: 'json' };
+import type { Agent } from './agent.ts';
+import { AgentError, asAgentError } from './errors.ts';
+import { authorize, groupId, peerCredentials } from './peercred.ts';
+import type { Viewer } from './viewer.ts';
+
+/** Options of {@link listen}. */
+export interface ListenOptions {
+  readonly socket: string;
+  /** Members of this group (name or gid) may connect too. */
+  readonly group?: string;
+  readonly log: (line: string) => void;
+}
+
+/** Requests a connection may have waiting before it is told to slow down. */
+const MAX_QUEUED = 64;
+/** Bytes a connection's socket may buffer before viewers wait for it to drain. */
+const HIGH_WATER = 1 << 20;
+
+function isListening(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const c = createConnection(path);
+    c.once('connect', () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.once('error', () => resolve(false));
+  });
+}
+
+/** Opens the control socket. @throws AgentError when another agent listens there or the group is unknown. */
+export async function listen(agent: Agent, options: ListenOptions): Promise<Server> {
+  const gid = options.group === undefined ? undefined : groupId(options.group);
+  if (options.group !== undefined && gid === undefined)
+    throw new AgentError('ERR_INTERNAL', `no group named ${options.group}`);
+  const dir = dirname(options.socket);
+  mkdirSync(dir, { recursive: true, mode: 0o750 });
+  if (existsSync(options.socket)) {
+    if (await isListening(options.socket))
+      throw new AgentError('ERR_LIMIT', `an agent is already listening on ${options.socket}`);
+    unlinkSync(options.socket);
+  }
+  const server = createServer((socket) => serve(agent, socket, gid, options.log));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.socket, () => {
+      server.removeListener('error', reject);
+      resolve();
+    });
+  });
+  chmodSync(options.socket, gid === undefined ? 0o600 : 0o660);
+  if (gid !== undefined) {
+    chownSync(options.socket, -1, gid);
+    chownSync(dir, -1, gid);
+    chmodSync(dir, 0o750);
+  }
+  return server;
+}
+
+function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line: string) => void): void {
+  socket.on('error', () => {});
+  let refusal: string | undefined;
+  try {
+    refusal = authorize(peerCredentials(socket), gid, process.getuid?.() ?? 0);
+  } catch (error) {
+    refusal = `cannot read the peer's credentials: ${(error as Error).message}`;
+  }
+  if (refusal !== undefined) {
+    agent.protocolErrors++;
+    log(`refused a connection: ${refusal}`);
+    socket.end(encodeLine({ id: null, ok: false, error: { code: 'ERR_PERMISSION', message: refusal } }));
+    return;
+  }
+  const decoder = new LineDecoder(MAX_REQUEST_BYTES);
+  const viewers = new Map<number, Viewer>();
+  let hello = false;
+  let queued = 0;
+  let chain = Promise.resolve();
+  const out = {
+    write: (line: string) => (socket.destroyed ? false : socket.write(line)),
+    get writable() {
+      return !socket.destroyed && socket.writableLength < HIGH_WATER;
+    },
+  };
+  const reply = (id: number | null, result: unknown) => out.write(encodeLine({ id, ok: true, result }));
+  const fail = (id: number | null, error: AgentError) => {
+    out.write(encodeLine({ id, ok: false, error: { code: error.code, message: error.message } }));
+  };
+  socket.on('drain', () => {
+    for (const v of viewers.values()) v.flush();
+  });
+  socket.on('close', () => {
+    for (const v of viewers.values()) agent.detach(v, 'connection closed');
+    viewers.clear();
+  });
+
+  const handle = async (r: Request): Promise<void> => {
+    if (r.op === 'hello') {
+      if (r.version !== PROTOCOL_VERSION)
+        throw new AgentError(
+          'ERR_VERSION',
+          `protocol version ${r.version} is not spoken here (this agent speaks ${PROTOCOL_VERSION})`,
+        );
+      hello = true;
+      reply(r.id, { protocol: PROTOCOL_VERSION, agent: pkg.version, pid: process.pid });
+      return;
+    }
+    if (!hello) throw new AgentError('ERR_HELLO_REQUIRED', 'the first request must be hello');
+    switch (r.op) {
+      case 'create':
+        return void reply(r.id, await agent.create(r.session));
+      case 'start':
+        return void reply(r.id, agent.start(r.name));
+      case 'stop':
+        return void reply(r.id, agent.stop(r.name));
+      case 'destroy':
+        return void reply(r.id, agent.destroy(r.name));
+      case 'status':
+        return void reply(r.id, agent.status(r.name));
+      case 'list':
+        return void reply(r.id, agent.list());
+      case 'snapshot':
+        return void reply(r.id, agent.snapshot(r.name, r.dir, r.format));
+      case 'trigger':
+        return void reply(r.id, agent.trigger(r.name, r.trigger));
+      case 'subscribe': {
+        const v = agent.subscribe(r.name, out, { ...(r.queue !== undefined ? { queue: r.queue } : {}) });
+        viewers.set(v.stream, v);
+        reply(r.id, { stream: v.stream });
+        agent.attach(v, r.window !== false);
+        return;
+      }
+      case 'unsubscribe': {
+        const v = viewers.get(r.stream);
+        if (v === undefined) throw new AgentError('ERR_BAD_MESSAGE', `no stream ${r.stream} on this connection`);
+        viewers.delete(r.stream);
+        reply(r.id, { stream: r.stream });
+        agent.detach(v, 'unsubscribed');
+        return;
+      }
+    }
+  };
+
+  socket.on('data', (chunk: Buffer) => {
+    for (const frame of decoder.push(chunk)) {
+      if ('oversize' in frame) {
+        agent.protocolErrors++;
+        fail(
+          null,
+          new AgentError('ERR_TOO_LARGE', `a request of ${frame.oversize} bytes exceeds ${MAX_REQUEST_BYTES}`),
+        );
+        continue;
+      }
+      const parsed = parseRequest(frame.line);
+      if (!parsed.ok) {
+        agent.protocolErrors++;
+        fail(parsed.id, new AgentError(parsed.code, parsed.message));
+        continue;
+      }
+      const request = parsed.value;
+      if (queued >= MAX_QUEUED) {
+        fail(request.id, new AgentError('ERR_LIMIT', `more than ${MAX_QUEUED} requests waiting on this connection`));
+        continue;
+      }
+      queued++;
+      // One request at a time per connection: replies keep the requests' order.
+      chain = chain.then(async () => {
+        try {
+          if (!socket.destroyed) await handle(request);
+        } catch (error) {
+          const e = asAgentError(error);
+          if (e.code === 'ERR_INTERNAL') log(`request ${request.op} failed: ${e.message}`);
+          fail(request.id, e);
+        } finally {
+          queued--;
+        }
+      });
+    }
+  });
+}

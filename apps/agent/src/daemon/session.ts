@@ -1,0 +1,404 @@
+/**
+ * A session: one event source (its own tracefs instance for the kernel), one @evtrace/ringbuf buffer per CPU in
+ * overwrite or discard mode, and what consumes them: the rotating output, viewers, event triggers. Trace-shots are
+ * non-consuming snapshots of the buffers, taken while recording continues.
+ */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type {
+  OutputFormat,
+  SessionSpec,
+  SessionState,
+  SessionStatus,
+  SnapshotResult,
+  TriggerSpec,
+} from '@evtrace/agent-protocol';
+import { compileFilter, type EventPredicate, FilterError } from '@evtrace/filters';
+import { type Reader, RingBuffer, type Writer } from '@evtrace/ringbuf';
+import {
+  cpuEvents,
+  type EventClass,
+  type EventSource,
+  EventTable,
+  eventToJsonLine,
+  type FtraceMetadata,
+  mergeByTime,
+  openRawPagesDir,
+  type TraceEvent,
+} from '@evtrace/trace-format';
+import {
+  countPageRecords,
+  type EventFilterPlan,
+  KernelSource,
+  type PageCount,
+  planEventFilter,
+} from '@evtrace/tracefs';
+import { AgentError, asAgentError } from './errors.ts';
+import { nextName, RotatingOutput, writeTraceShot } from './files.ts';
+import type { Viewer } from './viewer.ts';
+
+/** Default per-CPU buffer: 1 MiB. */
+export const DEFAULT_BUFFER_SIZE = 1 << 20;
+
+/** Ring-buffer pages big enough for several 4 KiB ftrace pages each, so little of the buffer is headers. */
+function ringGeometry(bufferSize: number, recordSize: number): { pageSize: number; pageCount: number } {
+  let pageSize = 1 << 16;
+  while (pageSize > 16384 && bufferSize / pageSize < 8) pageSize >>= 1;
+  while (pageSize < recordSize + 64) pageSize <<= 1;
+  return { pageSize, pageCount: Math.max(2, Math.floor(bufferSize / pageSize)) };
+}
+
+interface CpuState {
+  readonly cpu: number;
+  readonly ring: RingBuffer;
+  readonly writer: Writer;
+  readonly reader: Reader;
+}
+
+/** What a session tells the agent. */
+export interface SessionHooks {
+  /** A trigger fired: the agent takes a trace-shot. */
+  readonly triggered: (session: Session, why: string) => void;
+  /** The session failed (a full disk, a source error) and stopped. */
+  readonly failed: (session: Session, error: AgentError) => void;
+  /** Its state changed (for the state file). */
+  readonly changed: (session: Session) => void;
+}
+
+export class Session {
+  readonly name: string;
+  readonly spec: SessionSpec;
+  readonly source: EventSource;
+  readonly dir: string;
+  readonly metaDir: string;
+  state: SessionState = 'created';
+  error: { code: string; message: string } | undefined;
+  snapshots = 0;
+  readonly viewers = new Set<Viewer>();
+  viewerLostEnded = 0;
+  triggers: TriggerSpec[];
+  readonly #hooks: SessionHooks;
+  readonly #snapshotDir: string;
+  #cpus: CpuState[] = [];
+  #output: RotatingOutput | undefined;
+  #files: string[] = [];
+  #filters: ReadonlyMap<string, EventFilterPlan> = new Map();
+  #meta: FtraceMetadata | undefined;
+  #table: EventTable | undefined;
+  #keep = new Map<EventClass, EventPredicate | undefined>();
+  #eventTriggers: { expr: string; compiled: Map<EventClass, EventPredicate | undefined> }[] = [];
+  #overwrittenPages = 0;
+  readonly #byType = new Float64Array(65536);
+  readonly #count: PageCount = { records: 0, dataBytes: 0, missed: false, corruptAt: -1 };
+  /** Classes the filter does not fit (sources without a kernel): left out, as the kernel would refuse them. */
+  readonly #excluded = new Set<string>();
+
+  constructor(spec: SessionSpec, source: EventSource, dir: string, snapshotDir: string, hooks: SessionHooks) {
+    this.name = spec.name;
+    this.spec = spec;
+    this.source = source;
+    this.dir = dir;
+    this.metaDir = join(dir, 'meta');
+    this.#snapshotDir = snapshotDir;
+    this.#hooks = hooks;
+    this.triggers = [...(spec.triggers ?? [])];
+  }
+
+  /** Prepares the source, writes the metadata, creates the buffers. Closes the source when anything fails. */
+  async open(): Promise<void> {
+    try {
+      await this.source.prepare();
+      mkdirSync(this.metaDir, { recursive: true });
+      this.source.writeMetadata(this.metaDir);
+      // An empty page file per CPU makes the metadata directory a valid (empty) raw-pages directory to decode by.
+      for (const cpu of this.source.cpus) writeFileSync(join(this.metaDir, `cpu${cpu}.raw`), '');
+      this.#meta = openRawPagesDir(this.metaDir).metadata;
+      this.#table = new EventTable(this.#meta);
+      this.#filters = this.#sessionFilters();
+      for (const t of this.triggers) if (t.kind === 'event') this.#addEventTrigger(t.filter);
+      const size = this.spec.bufferSize ?? DEFAULT_BUFFER_SIZE;
+      const geometry = ringGeometry(size, this.source.pageSize);
+      this.#cpus = this.source.cpus.map((cpu) => {
+        const ring = RingBuffer.create({ ...geometry, mode: this.spec.mode, clock: { name: 'trace_clock' } });
+        return { cpu, ring, writer: ring.writer({ streamId: cpu }), reader: ring.reader() };
+      });
+      if (this.spec.output !== undefined) {
+        this.#output = new RotatingOutput({
+          dir: this.spec.output.dir,
+          format: this.spec.output.format,
+          prefix: this.name,
+          metaDir: this.metaDir,
+          cpus: this.source.cpus,
+          pageSize: this.source.pageSize,
+          ...(this.spec.rotate !== undefined ? { rotate: this.spec.rotate } : {}),
+          filters: this.#filters,
+          onChange: () => this.#hooks.changed(this),
+        });
+      }
+    } catch (error) {
+      this.source.close();
+      rmSync(this.dir, { recursive: true, force: true });
+      throw asAgentError(error);
+    }
+  }
+
+  /** The filter's parts applied while decoding and writing: all of it for sources without a kernel. */
+  #sessionFilters(): ReadonlyMap<string, EventFilterPlan> {
+    const filter = this.spec.filter;
+    if (filter === undefined || filter.trim() === '') return new Map();
+    if (this.source instanceof KernelSource) return this.source.userSpaceFilters;
+    const plans = new Map<string, EventFilterPlan>();
+    let applies = 0;
+    let first: unknown;
+    for (const c of this.source.eventClasses) {
+      try {
+        plans.set(c.name, { ...planEventFilter(filter, c), kernel: undefined, userSpace: filter });
+        applies++;
+      } catch (error) {
+        first ??= error;
+        this.#excluded.add(c.name);
+      }
+    }
+    if (applies === 0)
+      throw new AgentError('ERR_FILTER', `--filter fits none of the events: ${(first as Error).message}`);
+    return plans;
+  }
+
+  #addEventTrigger(expr: string): void {
+    const compiled = new Map<EventClass, EventPredicate | undefined>();
+    let applies = 0;
+    let first: unknown;
+    // The classes decoded events carry (the metadata directory's).
+    for (const c of this.#meta!.eventClasses) {
+      try {
+        compiled.set(c, compileFilter(expr, c));
+        applies++;
+      } catch (error) {
+        if (!(error instanceof FilterError)) throw error;
+        first ??= error;
+        compiled.set(c, undefined);
+      }
+    }
+    if (applies === 0)
+      throw new AgentError('ERR_FILTER', `trigger filter fits none of the events: ${(first as Error).message}`);
+    this.#eventTriggers.push({ expr, compiled });
+  }
+
+  /** Adds a trigger to a live session. */
+  addTrigger(t: TriggerSpec): void {
+    if (t.kind === 'event') {
+      try {
+        this.#addEventTrigger(t.filter);
+      } catch (error) {
+        throw asAgentError(error);
+      }
+    }
+    this.triggers.push(t);
+    this.#hooks.changed(this);
+  }
+
+  start(): void {
+    if (this.state === 'running') throw new AgentError('ERR_SESSION_STATE', `session ${this.name} is running already`);
+    if (this.state === 'failed')
+      throw new AgentError('ERR_SESSION_STATE', `session ${this.name} failed: ${this.error?.message}; destroy it`);
+    try {
+      this.source.start(this.#cpus.map((c) => c.writer));
+    } catch (error) {
+      throw asAgentError(error);
+    }
+    this.state = 'running';
+    this.#hooks.changed(this);
+  }
+
+  /** One pass of the agent's loop: source to buffers, buffers to output, viewers and triggers. */
+  poll(now: number): number {
+    if (this.state !== 'running') return 0;
+    let fastest = 0;
+    try {
+      fastest = this.source.poll();
+      this.#pump();
+      this.#output?.tick(now);
+    } catch (error) {
+      this.fail(asAgentError(error));
+    }
+    for (const v of this.viewers) v.flush();
+    return fastest;
+  }
+
+  /** Moves every page the buffers have not delivered yet to the output, viewers and triggers. */
+  #pump(): void {
+    const decode = this.viewers.size > 0 || this.#eventTriggers.length > 0;
+    for (let i = 0; i < this.#cpus.length; i++) {
+      const c = this.#cpus[i]!;
+      const r = c.reader;
+      const lostBefore = r.lost;
+      while (r.next()) {
+        const page = r.bytes.subarray(r.offset, r.offset + r.length);
+        this.#output?.append(i, page);
+        if (decode) this.#decode(c.cpu, page);
+      }
+      this.#overwrittenPages += r.lost - lostBefore;
+    }
+  }
+
+  #decode(cpu: number, page: Uint8Array): void {
+    const bytes = Buffer.from(page.buffer, page.byteOffset, page.byteLength);
+    for (const e of cpuEvents(this.#meta!, this.#table!, { cpu, bytes }, { warn: () => {} })) {
+      if (!this.#kept(e)) continue;
+      if (this.viewers.size > 0) {
+        const json = eventToJsonLine(e).slice(0, -1);
+        for (const v of this.viewers) v.offer(json);
+      }
+      for (const t of this.#eventTriggers) {
+        if (t.compiled.get(e.eventClass)?.(e) === true) this.#hooks.triggered(this, `event matched ${t.expr}`);
+      }
+    }
+  }
+
+  #kept(e: TraceEvent): boolean {
+    if (this.#filters.size === 0) return true;
+    let p = this.#keep.get(e.eventClass);
+    if (p === undefined && !this.#keep.has(e.eventClass)) {
+      const plan = this.#filters.get(e.eventClass.name);
+      p = plan?.userSpace !== undefined ? compileFilter(plan.userSpace, e.eventClass) : undefined;
+      this.#keep.set(e.eventClass, p);
+    }
+    return p === undefined ? !this.#excluded.has(e.eventClass.name) : p(e);
+  }
+
+  /** The recent window (what the buffers hold, already delivered), newest `limit` events, in time order. */
+  window(limit: number): string[] {
+    if (this.state === 'running') this.#pump();
+    const streams = this.#cpus.map((c) => {
+      const snap = c.ring.snapshot();
+      const pages: Buffer[] = [];
+      while (snap.next()) pages.push(Buffer.from(snap.payload()));
+      return cpuEvents(this.#meta!, this.#table!, { cpu: c.cpu, bytes: Buffer.concat(pages) }, { warn: () => {} });
+    });
+    const out: string[] = [];
+    for (const e of mergeByTime(streams)) {
+      if (!this.#kept(e)) continue;
+      out.push(eventToJsonLine(e).slice(0, -1));
+      if (out.length > limit) out.shift();
+    }
+    return out;
+  }
+
+  /** Writes a trace-shot of the buffers as they are now; recording continues. */
+  snapshot(dir: string | undefined, format: OutputFormat | undefined): SnapshotResult {
+    if (this.state === 'created') throw new AgentError('ERR_SESSION_STATE', `session ${this.name} has not started`);
+    if (this.state === 'running') this.#pump();
+    const fmt = format ?? this.spec.output?.format ?? 'tracedat';
+    const target = dir ?? this.#snapshotDir;
+    try {
+      mkdirSync(target, { recursive: true });
+    } catch (error) {
+      throw asAgentError(error);
+    }
+    let recorded = 0;
+    const pages = this.#cpus.map((c) => {
+      const snap = c.ring.snapshot();
+      const parts: Buffer[] = [];
+      while (snap.next()) {
+        const page = Buffer.from(snap.payload());
+        recorded += countPageRecords(page, 0, this.#meta!.page, this.#byType, this.#count).records;
+        parts.push(page);
+      }
+      return Buffer.concat(parts);
+    });
+    const { path } = nextName(target, `${this.name}-shot`);
+    const out = path + (fmt === 'ctf' ? '.ctf' : '.dat');
+    const written = writeTraceShot(this.metaDir, this.source.cpus, pages, out, fmt, this.#filters, recorded);
+    this.snapshots++;
+    return { path: out, format: fmt, events: written.events, bytes: written.bytes };
+  }
+
+  /** Stops recording: the source drains into the buffers, the output file is finished, viewers get `end`. */
+  stop(reason = 'session stopped'): void {
+    if (this.state !== 'running') throw new AgentError('ERR_SESSION_STATE', `session ${this.name} is not running`);
+    try {
+      this.source.stop();
+      this.#pump();
+      this.state = 'stopped';
+      const file = this.#output?.rotate();
+      if (file !== undefined) this.#files.push(file);
+    } catch (error) {
+      this.fail(asAgentError(error));
+      throw asAgentError(error);
+    } finally {
+      this.#endViewers(reason);
+    }
+    this.#hooks.changed(this);
+  }
+
+  /** Stops for good after an error; what was written stays. */
+  fail(error: AgentError): void {
+    if (this.state === 'failed') return;
+    this.state = 'failed';
+    this.error = { code: error.code, message: error.message };
+    this.#output?.abandon();
+    try {
+      this.source.stop();
+    } catch {}
+    this.#endViewers(`session failed: ${error.message}`);
+    this.#hooks.failed(this, error);
+    this.#hooks.changed(this);
+  }
+
+  #endViewers(reason: string): void {
+    for (const v of this.viewers) {
+      this.viewerLostEnded += v.lost;
+      v.end(reason);
+    }
+    this.viewers.clear();
+  }
+
+  /** Releases the source (its tracefs instance) and the session's directory; outputs and trace-shots stay. */
+  destroy(): void {
+    if (this.state === 'running') {
+      try {
+        this.stop('session destroyed');
+      } catch {}
+    }
+    this.#endViewers('session destroyed');
+    this.#output?.abandon();
+    this.source.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** Output files finished so far and the `.part` being written. */
+  get files(): readonly string[] {
+    return [...(this.#output?.files ?? this.#files)];
+  }
+
+  get part(): string | undefined {
+    return this.#output?.part;
+  }
+
+  status(): SessionStatus {
+    const counters = this.source.counters();
+    const cpus = counters.map((c) => ({ cpu: c.cpu, events: c.events, lost: c.lost, bytes: c.bytes }));
+    const sum = (k: 'events' | 'lost' | 'bytes') => cpus.reduce((a, c) => a + c[k], 0);
+    let viewerLost = this.viewerLostEnded;
+    for (const v of this.viewers) viewerLost += v.lost;
+    return {
+      name: this.name,
+      state: this.state,
+      mode: this.spec.mode,
+      source: this.source.kind,
+      demo: this.source.demo,
+      events: sum('events'),
+      lost: sum('lost'),
+      overwrittenPages: this.#overwrittenPages,
+      bytes: sum('bytes'),
+      cpus,
+      viewers: this.viewers.size,
+      viewerLost,
+      snapshots: this.snapshots,
+      files: this.files,
+      ...(this.source.resource !== undefined ? { instance: this.source.resource } : {}),
+      ...(this.error !== undefined ? { error: this.error } : {}),
+      spec: { ...this.spec, triggers: this.triggers },
+    };
+  }
+}

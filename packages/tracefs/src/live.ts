@@ -1,0 +1,287 @@
+/**
+ * The tracefs kernel source of the evtrace agent: a private instance whose per-CPU `trace_pipe_raw` pages are
+ * delivered, one record each, into the agent's ring buffers ({@link EventSource}). Unlike `record`, it writes no
+ * files and runs no loop of its own: the agent polls it, so several sessions share one event loop. The instance is
+ * in non-overwrite mode (the kernel counts what the reader misses as dropped); overwriting is the ring buffers' job.
+ */
+import { closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  type EventClass,
+  type EventSource,
+  FTRACE_PAGE_RECORD,
+  type PageLayout,
+  type PageSink,
+  parseHeaderPage,
+  type SourceCpuCounters,
+} from '@evtrace/trace-format';
+import { listEvents, matchEvents, readEventFormat } from './catalog.ts';
+import { ioError, outputError, TracefsError } from './errors.ts';
+import { type EventFilterPlan, planEventFilter, writeKernelFilter } from './filter.ts';
+import { createInstance, type Instance, OWN_INSTANCE, removeInstanceDir } from './instance.ts';
+import { findTracefs } from './mount.ts';
+import { countPageRecords, type PageCount, parseCpuStats } from './pages.ts';
+
+/** Options of {@link KernelSource}. */
+export interface KernelSourceOptions {
+  /** Event patterns (`kmem:kmalloc`, `sched:*`). */
+  readonly events: readonly string[];
+  /** An ftrace filter for every selected event: the kernel applies what it can, see `userSpaceFilters`. */
+  readonly filter?: string;
+  /** Per-CPU kernel buffer size in KiB. Default: the kernel's. */
+  readonly bufferKb?: number;
+  /** The tracefs mount point. Default: found (mounted when root). */
+  readonly tracefs?: string;
+  /**
+   * Re-adopt this instance (`evtrace-PID-N` of a process that died) instead of creating one: its configuration and
+   * the events its buffers still hold are kept.
+   */
+  readonly adopt?: string;
+}
+
+interface Cpu {
+  readonly cpu: number;
+  readonly fd: number;
+  events: number;
+  refused: number;
+  bytes: number;
+  lastTs: number;
+}
+
+const set = (file: string, value: string, what: string) => {
+  try {
+    writeFileSync(file, value);
+  } catch (error) {
+    const e = ioError(file, error, what);
+    throw e.code === 'ERR_TRACEFS_PERMISSION'
+      ? e
+      : new TracefsError('ERR_TRACEFS_SETTING', `${what} (${value}): ${e.message}`, e);
+  }
+};
+
+const read = (file: string): Buffer => {
+  try {
+    return readFileSync(file);
+  } catch (error) {
+    throw ioError(file, error, 'cannot read');
+  }
+};
+
+/** Pages one poll takes from a CPU at most: a burst is spread over polls rather than stalling the loop. */
+const MAX_PAGES_PER_POLL = 256;
+
+/** The live kernel source. */
+export class KernelSource implements EventSource {
+  readonly kind = 'kernel';
+  readonly demo = false;
+  cpus: readonly number[] = [];
+  pageSize = 4096;
+  eventClasses: readonly EventClass[] = [];
+  /** Parts of the filter the kernel cannot evaluate, by `system:event`: the agent applies them while decoding. */
+  userSpaceFilters: ReadonlyMap<string, EventFilterPlan> = new Map();
+  readonly #options: KernelSourceOptions;
+  #tracefs = '';
+  #instance: Instance | undefined;
+  #layout: PageLayout | undefined;
+  #selected: { system: string; event: string }[] = [];
+  #cpus: Cpu[] = [];
+  #sinks: readonly PageSink[] = [];
+  #page = Buffer.alloc(0);
+  readonly #count: PageCount = { records: 0, dataBytes: 0, missed: false, corruptAt: -1 };
+  readonly #byType = new Float64Array(65536);
+
+  constructor(options: KernelSourceOptions) {
+    this.#options = options;
+  }
+
+  /** The instance name. */
+  get resource(): string | undefined {
+    return this.#instance?.name;
+  }
+
+  prepare(): void {
+    const o = this.#options;
+    if (o.events.length === 0) throw new TracefsError('ERR_TRACEFS_EVENT', 'no event selected');
+    this.#tracefs = o.tracefs ?? findTracefs();
+    const selected = matchEvents(listEvents(this.#tracefs), o.events);
+    this.#selected = selected;
+    const classes = selected.map((e) => readEventFormat(this.#tracefs, e).eventClass);
+    const plans = new Map<string, EventFilterPlan>();
+    if (o.filter !== undefined && o.filter.trim() !== '')
+      for (const c of classes) plans.set(c.name, planEventFilter(o.filter, c));
+    this.eventClasses = classes;
+    this.userSpaceFilters = new Map([...plans].filter(([, p]) => p.userSpace !== undefined));
+    if (o.adopt !== undefined) {
+      if (!OWN_INSTANCE.test(o.adopt))
+        throw new TracefsError('ERR_TRACEFS_SETTING', `${o.adopt} is not an evtrace instance`);
+      const path = join(this.#tracefs, 'instances', o.adopt);
+      read(join(path, 'tracing_on'));
+      let removed = false;
+      this.#instance = {
+        name: o.adopt,
+        path,
+        remove() {
+          if (!removed) removeInstanceDir(path);
+          removed = true;
+        },
+      };
+    } else this.#instance = createInstance(this.#tracefs);
+    try {
+      this.#configure(plans);
+    } catch (error) {
+      this.close();
+      throw error;
+    }
+  }
+
+  #configure(plans: ReadonlyMap<string, EventFilterPlan>): void {
+    const p = this.#instance!.path;
+    const adopted = this.#options.adopt !== undefined;
+    if (!adopted) {
+      set(join(p, 'tracing_on'), '0', 'cannot stop tracing in the instance');
+      if (this.#options.bufferKb !== undefined)
+        set(join(p, 'buffer_size_kb'), String(this.#options.bufferKb), 'the kernel refused the buffer size');
+      set(join(p, 'options', 'overwrite'), '0', 'cannot set non-overwrite mode');
+      for (const [name, plan] of plans) {
+        if (plan.kernel === undefined) continue;
+        const [system, event] = [name.slice(0, name.indexOf(':')), name.slice(name.indexOf(':') + 1)];
+        writeKernelFilter(p, join(p, 'events', system, event), plan.kernel);
+      }
+      for (const e of this.#selected)
+        set(join(p, 'events', e.system, e.event, 'enable'), '1', `cannot enable ${e.system}:${e.event}`);
+    }
+    this.pageSize = Number(read(join(p, 'buffer_subbuf_size_kb')).toString().trim()) * 1024;
+    this.#layout = parseHeaderPage(read(join(p, 'events', 'header_page')).toString(), { pageSize: this.pageSize });
+    this.#page = Buffer.alloc(this.pageSize);
+    for (const name of readdirSync(join(p, 'per_cpu'))) {
+      const m = /^cpu(\d+)$/.exec(name);
+      if (m === null) continue;
+      const file = join(p, 'per_cpu', name, 'trace_pipe_raw');
+      let fd: number;
+      try {
+        fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+      } catch (error) {
+        throw ioError(file, error, 'cannot open the raw pipe');
+      }
+      this.#cpus.push({ cpu: Number(m[1]), fd, events: 0, refused: 0, bytes: 0, lastTs: 0 });
+    }
+    this.#cpus.sort((a, b) => a.cpu - b.cpu);
+    this.cpus = this.#cpus.map((c) => c.cpu);
+  }
+
+  writeMetadata(dir: string): void {
+    const p = this.#instance!.path;
+    const put = (file: string, data: Buffer | string) => {
+      try {
+        writeFileSync(file, data);
+      } catch (error) {
+        throw outputError(file, error);
+      }
+    };
+    const mk = (d: string) => {
+      try {
+        mkdirSync(d, { recursive: true });
+      } catch (error) {
+        throw outputError(d, error);
+      }
+    };
+    mk(join(dir, 'events'));
+    for (const f of ['header_page', 'header_event']) put(join(dir, 'events', f), read(join(p, 'events', f)));
+    for (const e of this.#selected) {
+      mk(join(dir, 'events', e.system, e.event));
+      put(join(dir, 'events', e.system, e.event, 'format'), read(join(p, 'events', e.system, e.event, 'format')));
+    }
+    put(join(dir, 'buffer_subbuf_size_kb'), read(join(p, 'buffer_subbuf_size_kb')));
+    put(join(dir, 'trace_clock'), read(join(p, 'trace_clock')));
+    put(join(dir, 'saved_cmdlines'), read(join(this.#tracefs, 'saved_cmdlines')));
+    try {
+      put(join(dir, 'kallsyms'), readFileSync('/proc/kallsyms'));
+    } catch (error) {
+      // Symbols are optional (readers print addresses); a full disk is not.
+      if ((error as TracefsError).code === 'ERR_TRACEFS_OUTPUT') throw error;
+    }
+  }
+
+  start(sinks: readonly PageSink[]): void {
+    if (sinks.length !== this.#cpus.length)
+      throw new TracefsError('ERR_TRACEFS_SETTING', `${this.#cpus.length} sinks needed`);
+    this.#sinks = sinks;
+    set(join(this.#instance!.path, 'tracing_on'), '1', 'cannot start tracing');
+  }
+
+  poll(): number {
+    const limit = Error.stackTraceLimit;
+    // Every drained CPU ends in an EAGAIN, which Node throws: without a stack trace the error is cheap.
+    Error.stackTraceLimit = 0;
+    try {
+      let fastest = 0;
+      for (let i = 0; i < this.#cpus.length; i++)
+        fastest = Math.max(fastest, this.#drain(this.#cpus[i]!, this.#sinks[i]!));
+      return fastest;
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
+  }
+
+  #drain(c: Cpu, sink: PageSink): number {
+    const page = this.#page;
+    const layout = this.#layout!;
+    let bytes = 0;
+    for (let n = 0; n < MAX_PAGES_PER_POLL; n++) {
+      let got: number;
+      try {
+        got = readSync(c.fd, page, 0, page.length, null);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') break;
+        throw ioError(`per_cpu/cpu${c.cpu}/trace_pipe_raw`, error, 'reading the raw pipe failed');
+      }
+      if (got === 0) break;
+      if (got < page.length) page.fill(0, got);
+      const count = countPageRecords(page, 0, layout, this.#byType, this.#count);
+      // The page's base time (u64 ns); kept non-decreasing as ring-buffer timestamps must be.
+      const ts = Math.max(c.lastTs, Number(page.readBigUInt64LE(0)));
+      c.lastTs = ts;
+      if (sink.writeBytes(FTRACE_PAGE_RECORD, page, ts)) {
+        c.events += count.records;
+        c.bytes += count.dataBytes;
+      } else c.refused += count.records;
+      bytes += count.dataBytes;
+      if (count.dataBytes < (page.length - layout.dataOffset) / 2) break;
+    }
+    if (bytes > 0) sink.flush();
+    return bytes;
+  }
+
+  stop(): void {
+    if (this.#instance === undefined) return;
+    try {
+      set(join(this.#instance.path, 'tracing_on'), '0', 'cannot stop tracing');
+    } catch {}
+    while (this.#sinks.length > 0 && this.poll() > 0);
+  }
+
+  counters(): readonly SourceCpuCounters[] {
+    const p = this.#instance?.path;
+    return this.#cpus.map((c) => {
+      let kernel = 0;
+      if (p !== undefined) {
+        try {
+          const s = parseCpuStats(readFileSync(join(p, 'per_cpu', `cpu${c.cpu}`, 'stats'), 'utf8'));
+          kernel = (s.overrun ?? 0) + (s['dropped events'] ?? 0) + (s['commit overrun'] ?? 0);
+        } catch {}
+      }
+      return { cpu: c.cpu, events: c.events, lost: kernel + c.refused, bytes: c.bytes };
+    });
+  }
+
+  close(): void {
+    for (const c of this.#cpus) {
+      try {
+        closeSync(c.fd);
+      } catch {}
+    }
+    this.#cpus = [];
+    this.#sinks = [];
+    this.#instance?.remove();
+  }
+}
