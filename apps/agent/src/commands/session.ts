@@ -12,6 +12,13 @@ import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { addCommand, CliExit, type CliIO } from '../program.ts';
+import {
+  addPersistentSessionVerbs,
+  type PersistentSessionOptions,
+  persistentSessionCreate,
+  persistentSessionOptions,
+  persistentSessionSnapshot,
+} from './persistent.ts';
 
 const UNITS: Readonly<Record<string, number>> = {
   '': 1,
@@ -94,7 +101,7 @@ export function statusText(s: SessionStatus): string {
 }
 
 interface CreateOptions {
-  events: string[];
+  events?: string[];
   filter?: string;
   mode: string;
   bufferSize?: string;
@@ -123,11 +130,7 @@ keeps the oldest and counts what does not fit as lost. With --output, files are 
     addCommand(session, 'create')
       .summary('create a session')
       .argument('<name>', 'session name: letters, digits, _ . -')
-      .requiredOption(
-        '--events <patterns>',
-        'events to record, comma-separated or repeated (kmem:kmalloc, sched:*)',
-        collect,
-      )
+      .option('--events <patterns>', 'events to record, comma-separated or repeated (kmem:kmalloc, sched:*)', collect)
       .option('--filter <expr>', 'ftrace filter applied to every selected event')
       .requiredOption('--mode <mode>', 'overwrite (flight recorder) or discard')
       .option('--buffer-size <size>', 'per-CPU buffer size: bytes or 512K, 4M, 1G (default 1M)')
@@ -144,7 +147,11 @@ keeps the oldest and counts what does not fit as lost. With --output, files are 
         'take a trace-shot on event:EXPRESSION or a signal (SIGUSR1, SIGUSR2); repeatable',
         collect,
       ),
-  ).action(async (name: string, o: CreateOptions) => {
+  );
+  persistentSessionOptions(create).action(async (name: string, o: CreateOptions & PersistentSessionOptions) => {
+    if (o.persistent) return persistentSessionCreate(name, o, io);
+    if (o.events === undefined)
+      throw new CliExit(ExitCode.Usage, "required option '--events <patterns>' not specified");
     if (o.mode !== 'overwrite' && o.mode !== 'discard')
       throw new CliExit(ExitCode.Usage, `--mode must be overwrite or discard, not '${o.mode}'`);
     if (!['kernel', 'demo', 'auto'].includes(o.source))
@@ -196,24 +203,28 @@ evtrace session create demo --events kmem:kmalloc,kmem:kfree --mode overwrite --
     );
   }
 
-  socketOption(
+  const snapshot = socketOption(
     addCommand(session, 'snapshot')
       .summary("write a trace-shot of the session's buffers while it keeps recording")
       .argument('<name>', 'session name')
       .option('-o, --output <dir>', "directory of the trace-shot (default: the agent's STATE-DIR/snapshots)")
       .option('--format <kind>', "tracedat or ctf (default: the session's output format, else tracedat)"),
-  ).action(async (name: string, o: { output?: string; format?: string; socket?: string }) => {
-    if (o.format !== undefined && o.format !== 'tracedat' && o.format !== 'ctf')
-      throw new CliExit(ExitCode.Usage, `--format must be tracedat or ctf, not '${o.format}'`);
-    const r = await withAgent(o.socket, (a) =>
-      a.snapshot(name, {
-        ...(o.output !== undefined ? { dir: o.output } : {}),
-        ...(o.format !== undefined ? { format: o.format as OutputFormat } : {}),
-      }),
-    );
-    io.stdout(`${r.path}\n`);
-    io.stderr(`evtrace: trace-shot of ${name}: ${r.events} events, ${r.bytes} bytes (${r.format})\n`);
-  });
+  );
+  persistentSessionOptions(snapshot).action(
+    async (name: string, o: PersistentSessionOptions & { format?: string; socket?: string }) => {
+      if (o.persistent) return persistentSessionSnapshot(name, o, io);
+      if (o.format !== undefined && o.format !== 'tracedat' && o.format !== 'ctf')
+        throw new CliExit(ExitCode.Usage, `--format must be tracedat or ctf, not '${o.format}'`);
+      const r = await withAgent(o.socket, (a) =>
+        a.snapshot(name, {
+          ...(o.output !== undefined ? { dir: o.output } : {}),
+          ...(o.format !== undefined ? { format: o.format as OutputFormat } : {}),
+        }),
+      );
+      io.stdout(`${r.path}\n`);
+      io.stderr(`evtrace: trace-shot of ${name}: ${r.events} events, ${r.bytes} bytes (${r.format})\n`);
+    },
+  );
 
   socketOption(
     addCommand(session, 'trigger')
@@ -249,6 +260,7 @@ evtrace session create demo --events kmem:kmalloc,kmem:kfree --mode overwrite --
     const s = await withAgent(o.socket, (a) => a.status(name));
     io.stdout(o.json ? `${JSON.stringify(s)}\n` : statusText(s));
   });
+  addPersistentSessionVerbs(session, io);
   setExamples(
     session,
     `evtrace session create flight --events 'kmem:*' --mode overwrite
