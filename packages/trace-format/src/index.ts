@@ -40,9 +40,7 @@ export {
 } from './ftrace/encode.ts';
 export {
   type CpuPages,
-  cpuEvents,
   decodeCpuPages,
-  EventTable,
   type FtraceMetadata,
   mergeByTime,
 } from './ftrace/events.ts';

@@ -16,10 +16,9 @@ import type {
 import { compileFilter, type EventPredicate, FilterError } from '@evtrace/filters';
 import { type Reader, RingBuffer, type Writer } from '@evtrace/ringbuf';
 import {
-  cpuEvents,
+  decodeCpuPages,
   type EventClass,
   type EventSource,
-  EventTable,
   eventToJsonLine,
   type FtraceMetadata,
   mergeByTime,
@@ -84,7 +83,6 @@ export class Session {
   #files: string[] = [];
   #filters: ReadonlyMap<string, EventFilterPlan> = new Map();
   #meta: FtraceMetadata | undefined;
-  #table: EventTable | undefined;
   #keep = new Map<EventClass, EventPredicate | undefined>();
   #eventTriggers: { expr: string; compiled: Map<EventClass, EventPredicate | undefined> }[] = [];
   #overwrittenPages = 0;
@@ -113,7 +111,6 @@ export class Session {
       // An empty page file per CPU makes the metadata directory a valid (empty) raw-pages directory to decode by.
       for (const cpu of this.source.cpus) writeFileSync(join(this.metaDir, `cpu${cpu}.raw`), '');
       this.#meta = openRawPagesDir(this.metaDir).metadata;
-      this.#table = new EventTable(this.#meta);
       this.#filters = this.#sessionFilters();
       for (const t of this.triggers) if (t.kind === 'event') this.#addEventTrigger(t.filter);
       const size = this.spec.bufferSize ?? DEFAULT_BUFFER_SIZE;
@@ -243,7 +240,7 @@ export class Session {
 
   #decode(cpu: number, page: Uint8Array): void {
     const bytes = Buffer.from(page.buffer, page.byteOffset, page.byteLength);
-    for (const e of cpuEvents(this.#meta!, this.#table!, { cpu, bytes }, { warn: () => {} })) {
+    for (const e of decodeCpuPages(this.#meta!, { cpu, bytes }).events) {
       if (!this.#kept(e)) continue;
       if (this.viewers.size > 0) {
         const json = eventToJsonLine(e).slice(0, -1);
@@ -273,7 +270,7 @@ export class Session {
       const snap = c.ring.snapshot();
       const pages: Buffer[] = [];
       while (snap.next()) pages.push(Buffer.from(snap.payload()));
-      return cpuEvents(this.#meta!, this.#table!, { cpu: c.cpu, bytes: Buffer.concat(pages) }, { warn: () => {} });
+      return decodeCpuPages(this.#meta!, { cpu: c.cpu, bytes: Buffer.concat(pages) }).events;
     });
     const out: string[] = [];
     for (const e of mergeByTime(streams)) {
