@@ -244,3 +244,37 @@ describe('the session --persistent verbs', () => {
     expect(existsSync(join(dir, 'sess'))).toBe(false);
   });
 });
+
+describe('evtrace session --persistent (the session verb)', () => {
+  it('session create|ls|cat|snapshot|rm --persistent go to the persistent buffers, no agent needed', async () => {
+    const created = await run(
+      'session',
+      'create',
+      'sv/flight',
+      '--persistent',
+      '--mode',
+      'overwrite',
+      '--events',
+      'app:a',
+      '--buffer-size',
+      '32K',
+      '--dir',
+      dir,
+    );
+    expect(created.stderr).toBe('');
+    expect(created.code).toBe(ExitCode.Ok);
+    expect(created.stdout).toBe(`created user buffer sv/flight: ${dir}/sv/flight.evrb (32K, overwrite)\n`);
+    await writeAndDie('sv/flight', 20);
+    const ls = await run('session', 'ls', '--persistent', '--json', '--dir', dir);
+    expect(JSON.parse(ls.stdout).buffers).toContainEqual(
+      expect.objectContaining({ name: 'sv/flight', size: 32768, classes: ['app:a'], writers: 0 }),
+    );
+    const cat = await run('session', 'cat', 'sv/flight', '--persistent', '--json', '--dir', dir);
+    expect(cat.stdout.trimEnd().split('\n')).toHaveLength(20);
+    const snap = await run('session', 'snapshot', 'sv/flight', '--persistent', '-o', dir, '--dir', dir);
+    expect(snap.code).toBe(ExitCode.Ok);
+    expect(readFileSync(snap.stdout.trim()).length).toBe(4096);
+    expect((await run('session', 'rm', 'sv/flight', '--persistent', '--dir', dir)).code).toBe(ExitCode.Ok);
+    expect(existsSync(join(dir, 'sv'))).toBe(false);
+  });
+});
