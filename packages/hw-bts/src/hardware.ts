@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { BtsError } from './errors.ts';
 import { describeProbe, probeBts } from './perf-event.ts';
+import { resolveProgram } from './which.ts';
 
 /** What branch tracing the hardware offers. */
 export interface HardwareSupport {
@@ -63,10 +64,10 @@ export async function captureHardware(
   // The PMU is listed: ask the kernel whether this process may use it (permissions, perf_event_paranoid).
   const probe = probeBts(options.devices);
   if (!probe.ok && probe.errno !== undefined) throw new BtsError('ERR_BTS_UNSUPPORTED', describeProbe(probe));
-  if (!existsSync('/usr/bin/perf') && !existsSync('/usr/local/bin/perf'))
-    throw new BtsError('ERR_BTS_CAPTURE', 'perf is not installed (Debian: linux-perf)');
+  const perf = resolveProgram('perf');
+  if (!existsSync(perf)) throw new BtsError('ERR_BTS_CAPTURE', 'perf is not on PATH (Debian: linux-perf)');
   const event = options.kernel ? 'intel_bts//' : 'intel_bts//u';
-  const child = spawn('perf', ['record', '-q', '-e', event, '-o', options.output, '--', program, ...args], {
+  const child = spawn(perf, ['record', '-q', '-e', event, '-o', options.output, '--', program, ...args], {
     stdio: 'inherit',
   });
   return new Promise((resolve, reject) => {
