@@ -52,12 +52,13 @@ function flagText(bits: number): string {
 function BranchesView(props: ViewProps) {
   const { source, store, width, height, active } = props;
   const colour = useColour();
-  const all = useMemo(() => branchesFromEvents(branchEvents(store)).branches, [store]);
-  const tasks = useMemo(() => tasksOf(all), [all]);
+  // Every view stays mounted: scan the store only while this one is on screen.
+  const all = useMemo(() => (active ? branchesFromEvents(branchEvents(store)).branches : undefined), [store, active]);
+  const tasks = useMemo(() => (all === undefined ? [] : tasksOf(all)), [all]);
   const [pick, setPick] = useState(0);
   const selected = tasks.length === 0 ? undefined : tasks[Math.min(pick, tasks.length - 1)]!;
   const mine = useMemo(
-    () => (selected === undefined ? undefined : all.filter((i) => all.tid[i] === selected.tid)),
+    () => (all === undefined || selected === undefined ? undefined : all.filter((i) => all.tid[i] === selected.tid)),
     [all, selected?.tid],
   );
   const history = useMemo<CallSegment[]>(() => (mine === undefined ? [] : callHistory(mine)), [mine]);
@@ -70,6 +71,7 @@ function BranchesView(props: ViewProps) {
     return true;
   }, active);
 
+  if (all === undefined) return <Box width={width} height={height} />;
   if (selected === undefined || mine === undefined)
     return (
       <Box flexDirection="column" width={width} height={height}>
