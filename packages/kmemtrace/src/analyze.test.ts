@@ -148,6 +148,12 @@ describe('analysis', () => {
       ['missed_free', 'allocated again while live: its free was not seen'],
     ]);
     expect(r.errors!.examples[2]!.alloc_site).toBe('a+0x10');
+    // --lines bounds the examples of each kind, not the counts.
+    const twice = analyze([...events, free(P(3)), free(P(8))]);
+    const limited = buildReport(twice, names, { errors: true, lines: 1 }).errors!;
+    expect(limited.counts.double_free).toBe(2);
+    expect(limited.examples.filter((x) => x.kind === 'double_free').length).toBe(1);
+    expect(limited.examples.filter((x) => x.kind === 'unknown_free').length).toBe(1);
   });
 
   it('outstanding allocations ignore failed ones and pair frees by pointer whatever the context', () => {

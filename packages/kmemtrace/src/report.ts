@@ -98,7 +98,7 @@ export interface ReportOptions {
   readonly timeseries?: boolean;
   /** Sort keys of the caller and alloc tables; default perf's frag,hit,bytes. */
   readonly sort?: readonly SortKey[];
-  /** Rows per table; default all. */
+  /** Rows per table (and error examples per kind); default all. */
   readonly lines?: number;
 }
 
@@ -269,7 +269,7 @@ export function buildReport(analysis: KmemAnalysis, names: Names, options: Repor
   if (want(options.errors))
     report.errors = {
       counts: { ...analysis.errors.counts },
-      examples: analysis.errors.examples.map((x) => ({
+      examples: perKind(analysis.errors.examples, options.lines).map((x) => ({
         kind: x.kind,
         ts_ns: x.tsNs,
         cpu: x.cpu,
@@ -292,6 +292,17 @@ export function buildReport(analysis: KmemAnalysis, names: Names, options: Repor
       })),
     };
   return report;
+}
+
+/** The first `limit` examples of each kind (all without a limit). */
+function perKind<T extends { kind: string }>(examples: readonly T[], limit: number | undefined): T[] {
+  if (limit === undefined) return [...examples];
+  const seen = new Map<string, number>();
+  return examples.filter((x) => {
+    const n = seen.get(x.kind) ?? 0;
+    seen.set(x.kind, n + 1);
+    return n < limit;
+  });
 }
 
 const RULE = '-'.repeat(105);

@@ -49,6 +49,12 @@ export const KMEM_RECORD_EVENTS = [
   'kmem:mm_page_free',
 ] as const;
 
+/**
+ * The per-CPU buffer `evtrace kmem record` asks for unless told: allocator events come in bursts of hundreds of
+ * thousands a second (measured: the kernel's default 1.4 MiB dropped events under perf bench sched messaging).
+ */
+export const KMEM_BUFFER_KB = 8192;
+
 /** `evtrace kmem report|record|diff`: kernel memory allocations. */
 export function registerKmem(program: Command, io: CliIO): void {
   const kmem = addCommand(program, 'kmem')
@@ -208,7 +214,10 @@ events are many). Stops on SIGINT, after --duration, or when COMMAND exits; then
     .argument('[command...]', 'a command to run while recording (after --); recording stops when it exits')
     .option('-o, --output <path>', 'output file (a directory for --format ctf)', 'kmem.dat')
     .option('--duration <time>', 'stop after this long (10s, 500ms, 2m)')
-    .option('-b, --buffer-kb <kb>', 'per-CPU buffer size in KiB')
+    .option(
+      '-b, --buffer-kb <kb>',
+      `per-CPU buffer size in KiB (default ${KMEM_BUFFER_KB}: allocator events come fast)`,
+    )
     .option('--format <kind>', 'output format: tracedat or ctf', 'tracedat')
     .option('--no-page', 'leave out mm_page_alloc and mm_page_free')
     .option('--demo', 'synthetic kmalloc and kfree events instead of the kernel (no root needed)')
@@ -225,7 +234,8 @@ events are many). Stops on SIGINT, after --duration, or when COMMAND exits; then
         '--format',
         options.format ?? 'tracedat',
         ...(options.duration !== undefined ? ['--duration', options.duration] : []),
-        ...(options.bufferKb !== undefined ? ['--buffer-kb', options.bufferKb] : []),
+        '--buffer-kb',
+        options.bufferKb ?? String(KMEM_BUFFER_KB),
         ...(options.demo ? ['--demo'] : []),
         ...(command.length > 0 ? ['--', ...command] : []),
       ];
