@@ -82,4 +82,5 @@ export {
 } from './read.ts';
 export { emptyRecord, hex, type InputKind, type MceRecord, type RecordSource, X86_VENDOR } from './record.ts';
 export { type Grade, gradeAmd, gradeIntel, type SdmClass, SEVERITY_ORDER, type Severity, worse } from './severity.ts';
+export { type EdacChange, EdacPoller, type LiveBatch, readMcelogDevice, TracefsMceSource } from './sources.ts';
 export { type DimmCount, LeakyBucket, Tracker, type TrackerEvent, type TrackerEventKind } from './tracker.ts';

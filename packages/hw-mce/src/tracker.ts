@@ -113,6 +113,7 @@ export class Tracker {
   readonly #pages = new Map<bigint, PageCounter>();
   #replacements: { count: number; bucket: LeakyBucket } | undefined;
   #useClock = 0;
+  #latest = 0;
 
   constructor(config: TrackerConfig = DEFAULT_CONFIG, options: { now?: () => number } = {}) {
     this.config = config;
@@ -123,6 +124,7 @@ export class Tracker {
   observe(d: DecodedMce): TrackerEvent[] {
     const out: TrackerEvent[] = [];
     const t = d.record.time !== 0n ? Number(d.record.time) : this.#now();
+    if (t > this.#latest) this.#latest = t;
     const c = this.config;
     const socket = d.location.socket ?? 0;
     const cpu = d.location.cpu;
@@ -350,9 +352,17 @@ export class Tracker {
     if (p) p.offlined = 'failed';
   }
 
-  /** Current per-DIMM counts (for metrics and the viewer). */
-  dimmCounts(): DimmCount[] {
-    const now = this.#now();
+  /** Wall time (seconds) of the newest record observed; 0 before any. */
+  get latest(): number {
+    return this.#latest;
+  }
+
+  /**
+   * Per-DIMM counts with the threshold windows aged to `at` (default: the clock; a recording's viewer passes
+   * {@link latest}, the recording's own "now").
+   */
+  dimmCounts(at?: number): DimmCount[] {
+    const now = at ?? this.#now();
     return [...this.#dimms.values()].map((m) => {
       m.ceBucket.age(now);
       return {

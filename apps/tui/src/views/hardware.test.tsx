@@ -1,0 +1,121 @@
+/**
+ * The Hardware view over a store of mce:mce_record and ras:mc_event events (this VM has no machine-check support: the
+ * events are built here with the tracepoints' field names, as a recording of them decodes).
+ */
+import type { EventClass, TraceEvent } from '@evtrace/trace-format';
+import { render } from 'ink-testing-library';
+import { describe, expect, it } from 'vitest';
+import type { ViewerSource } from '../data/source.ts';
+import { arrayStore } from '../data/store.ts';
+import { KeyContext, type KeyHandler } from '../ui/keys.ts';
+import { hardwareSummary, hardwareView } from './hardware.tsx';
+
+const mceClass = { name: 'mce:mce_record' } as EventClass;
+const rasClass = { name: 'ras:mc_event' } as EventClass;
+const other = { name: 'kmem:kmalloc' } as EventClass;
+
+function mce(ts: number, status: bigint, bank: number, misc: bigint): TraceEvent {
+  return {
+    tsNs: BigInt(ts),
+    cpu: 0,
+    eventClass: mceClass,
+    fields: {
+      status,
+      bank,
+      misc,
+      addr: 0x1234000n,
+      mcgstatus: 0n,
+      mcgcap: 0n,
+      cpu: 3,
+      cpuid: 0x106a0,
+      cpuvendor: 0,
+      socketid: 1,
+      apicid: 0,
+      walltime: 1763781121n + BigInt(ts),
+    },
+  };
+}
+
+const events: TraceEvent[] = [
+  mce(1, 0x8c00000000000091n, 8, (2n << 18n) | (1n << 16n)), // corrected, Nehalem channel 2 DIMM 1
+  { tsNs: 2n, cpu: 0, eventClass: other, fields: { bytes_req: 64 } },
+  mce(3, 0x8c00000000000091n, 8, (2n << 18n) | (1n << 16n)),
+  mce(4, 0xbd80000000100134n, 1, 0x86n), // SRAR data load
+  {
+    tsNs: 5n,
+    cpu: 1,
+    eventClass: rasClass,
+    fields: {
+      error_type: 1,
+      error_count: 1,
+      msg: 'memory read error',
+      label: 'DIMM_A1',
+      mc_index: 0,
+      top_layer: 0,
+      middle_layer: 1,
+      lower_layer: -1,
+      address: 0x55aa000n,
+      grain_bits: 6,
+      syndrome: 0n,
+      driver_detail: '',
+    },
+  },
+];
+
+describe('Hardware view', () => {
+  it('counts errors by severity and per DIMM against the threshold', () => {
+    const s = hardwareSummary(arrayStore(events));
+    expect(s.bySeverity).toEqual({ corrected: 2, deferred: 0, ucna: 1, srao: 0, srar: 1, fatal: 0 });
+    expect(s.dimms).toEqual([{ socket: 1, channel: 2, dimm: 1, ce: 2, uc: 0, ceWindow: 2, ceCapacity: 100 }]);
+    expect(s.errors.length).toBe(4);
+  });
+
+  it('lists the errors and shows the decoded record on Enter', async () => {
+    let handler: KeyHandler = () => false;
+    const routing = {
+      register: (h: KeyHandler) => {
+        handler = h;
+        return () => {};
+      },
+    };
+    const View = hardwareView.Component;
+    const app = render(
+      <KeyContext.Provider value={routing}>
+        <View
+          source={{} as ViewerSource}
+          store={arrayStore(events)}
+          tick={0}
+          paused={false}
+          active
+          width={140}
+          height={20}
+          onStatus={() => {}}
+        />
+      </KeyContext.Provider>,
+    );
+    const frame = async (ok: (f: string) => boolean) => {
+      for (let i = 0; i < 200; i++) {
+        const f = app.lastFrame() ?? '';
+        if (ok(f)) return f;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      return app.lastFrame() ?? '';
+    };
+    let f = await frame((x) => x.includes('SUMMARY'));
+    expect(f).toMatch(/corrected 2 +deferred 0 +ucna 1 +srao 0 +srar 1 +fatal 0/);
+    expect(f).toMatch(/1\/2\/1 +2 +0 .* 2\/100/);
+    expect(f).toMatch(/^>corrected +corrected memory error/m);
+    handler('down');
+    handler('down');
+    f = await frame((x) => /^>srar/m.test(x));
+    expect(f).toMatch(/^>srar +uncorrected, recovery action required \(SRAR\) cache error/m);
+    handler('enter');
+    f = await frame((x) => x.includes('error 3 of 4'));
+    expect(f).toContain('how bad: srar (SRAR): Action required: data load error');
+    expect(f).toContain('do:      A program consumed damaged data');
+    handler('escape');
+    f = await frame((x) => x.includes('SUMMARY'));
+    expect(f).toMatch(/^>srar/m);
+    app.unmount();
+  });
+});
