@@ -61,7 +61,8 @@ export interface StatusBits {
 const TRACK = ['none', 'green', 'yellow', 'reserved'] as const;
 
 export function statusBits(status: bigint, mcgcap: bigint, amd: boolean): StatusBits {
-  const [hi, lo] = halves(status);
+  const hi = Number(status >> 32n) >>> 0;
+  const lo = Number(status & 0xffffffffn) >>> 0;
   const cap = Number(mcgcap & 0xffffffffn);
   // Bit n of the register is bit n - 32 of `hi`.
   const h = (n: number) => ((hi >>> (n - 32)) & 1) === 1;
@@ -101,9 +102,13 @@ export interface McgStatusBits {
   readonly lmce: boolean;
 }
 
+const MCG_STATUS: readonly McgStatusBits[] = Array.from({ length: 16 }, (_, n) =>
+  Object.freeze({ ripv: (n & 1) !== 0, eipv: (n & 2) !== 0, mcip: (n & 4) !== 0, lmce: (n & 8) !== 0 }),
+);
+
+/** The architectural bits 3:0 of IA32_MCG_STATUS (shared objects: there are 16). */
 export function mcgStatusBits(v: bigint): McgStatusBits {
-  const n = Number(v & 0xfn);
-  return { ripv: (n & 1) !== 0, eipv: (n & 2) !== 0, mcip: (n & 4) !== 0, lmce: (n & 8) !== 0 };
+  return MCG_STATUS[Number(v & 0xfn)]!;
 }
 
 /** IA32_MCG_CAP. */
@@ -120,8 +125,20 @@ export interface McgCapBits {
   readonly lmce: boolean;
 }
 
+const CAPS = new Map<number, McgCapBits>();
+
+/** IA32_MCG_CAP, decoded once per distinct value (a machine has one). */
 export function mcgCapBits(v: bigint): McgCapBits {
   const n = Number(v & 0xffffffffn);
+  let c = CAPS.get(n);
+  if (c === undefined) {
+    if (CAPS.size > 1024) CAPS.clear();
+    CAPS.set(n, (c = Object.freeze(capBits(n))));
+  }
+  return c;
+}
+
+function capBits(n: number): McgCapBits {
   const b = (i: number) => (n & (1 << i)) !== 0;
   return {
     bankCount: n & 0xff,
