@@ -185,6 +185,8 @@ const SMCA: ReadonlyMap<number, SmcaBank> = new Map([
 
 export interface AmdDecoding {
   readonly bankName: string;
+  /** The unit's name without the bank number (`Unified Memory Controller`), when the bank type is known. */
+  readonly unit?: string;
   readonly bankType?: string;
   readonly class?: ErrorClass;
   readonly xec: number;
@@ -219,6 +221,7 @@ export function decodeSmca(bankNo: number, status: bigint, ipid: bigint, synd: b
   const umc = b.type === 'umc' && xec === 0;
   return {
     bankName: `${b.name} (bank ${bankNo})`,
+    unit: b.name,
     bankType: b.type,
     class: b.class,
     xec,

@@ -252,16 +252,24 @@ export function cpuTypeByName(name: string): CpuKind {
   return kind;
 }
 
-const IDENTIFIED = new Map<string, CpuInfo>();
+const IDENTIFIED = new Map<number, CpuInfo>();
+const FORCED = new Map<string, CpuInfo>();
 
 /** Identifies the CPU of a record from its vendor number and CPUID, or takes the forced type. */
 export function identifyCpu(cpuvendor: number | undefined, cpuid: number, forced?: CpuKind): CpuInfo {
   // A stream comes from a handful of CPUs: identify each once.
-  const key = `${cpuvendor}:${cpuid}:${forced ?? ''}`;
+  if (forced !== undefined || (cpuvendor !== undefined && cpuvendor > 14)) {
+    const key = `${cpuvendor}:${cpuid}:${forced}`;
+    let f = FORCED.get(key);
+    if (f === undefined) FORCED.set(key, (f = Object.freeze(identifyUncached(cpuvendor, cpuid, forced))));
+    return f;
+  }
+  // CPUID is 32 bits, the vendor below 16 (undefined: 15): one exact number key.
+  const key = (cpuid >>> 0) * 16 + (cpuvendor ?? 15);
   let info = IDENTIFIED.get(key);
   if (info === undefined) {
     if (IDENTIFIED.size > 4096) IDENTIFIED.clear();
-    IDENTIFIED.set(key, (info = Object.freeze(identifyUncached(cpuvendor, cpuid, forced))));
+    IDENTIFIED.set(key, (info = Object.freeze(identifyUncached(cpuvendor, cpuid))));
   }
   return info;
 }

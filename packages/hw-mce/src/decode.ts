@@ -226,7 +226,7 @@ function locate(
 ): ErrorLocation {
   const physical = s.addrValid && (misc === undefined || misc.addressMode === 'physical address');
   const channel = model?.channel ?? amd?.channel;
-  const unit = model?.unit ?? (amd?.bankType ? amd.bankName.replace(/ \(bank \d+\)$/, '') : undefined);
+  const unit = model?.unit ?? amd?.unit;
   return {
     cpu: r.cpu,
     bank: r.bank,

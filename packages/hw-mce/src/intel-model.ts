@@ -113,20 +113,25 @@ export function decodeIntelModel(
   const details: string[] = [];
   const fields: Record<string, number | string | boolean> = {};
   const memory = code.class === 'memory-controller';
-  const miscValid = bit(status, 59);
+  // Number halves: BigInt shifts allocate, and this runs per record.
+  const sLo = Number(status & 0xffffffffn) >>> 0;
+  const sHi = Number(status >> 32n) >>> 0;
+  const sb = (b: number) => (b < 32 ? (sLo >>> b) & 1 : (sHi >>> (b - 32)) & 1) === 1;
+  const miscValid = sb(59);
   const chan = code.channel;
   switch (kind) {
     case 'nehalem': {
       if (memory) {
-        for (const [b, text] of NHM_MEMORY_STATUS) if (bit(status, b)) details.push(text);
-        const count = bits(status, 38, 52);
+        for (const [b, text] of NHM_MEMORY_STATUS) if (sb(b)) details.push(text);
+        const count = (sHi >>> 6) & 0x7fff;
         details.push(`Memory corrected error count (CORE_ERR_CNT): ${count}`);
         fields.coreErrCount = count;
         if (miscValid) {
-          const rtid = bits(misc, 0, 7);
-          const dimm = bits(misc, 16, 17);
-          const channel = bits(misc, 18, 19);
-          const syndrome = bits(misc, 32, 63);
+          const mLo = Number(misc & 0xffffffffn) >>> 0;
+          const rtid = mLo & 0xff;
+          const dimm = (mLo >>> 16) & 3;
+          const channel = (mLo >>> 18) & 3;
+          const syndrome = Number(misc >> 32n) >>> 0;
           details.push(
             `Memory transaction Tracker ID (RTId): ${rtid.toString(16)}`,
             `Memory DIMM ID of error: ${dimm}`,
@@ -137,9 +142,9 @@ export function decodeIntelModel(
           return { details, fields, channel, dimm };
         }
       } else if (code.class === 'bus') {
-        for (const [b, text] of QPI_STATUS) if (bit(status, b)) details.push(text);
+        for (const [b, text] of QPI_STATUS) if (sb(b)) details.push(text);
       }
-      return { details, fields, ...(chan !== undefined ? { channel: chan } : {}) };
+      return { details, fields, channel: chan };
     }
     case 'haswell-ep':
     case 'broadwell-ep': {
@@ -148,8 +153,8 @@ export function decodeIntelModel(
       return {
         details,
         fields,
-        ...(channel !== undefined ? { channel } : {}),
-        ...(correctedBy ? { correctedBy } : {}),
+        channel,
+        correctedBy,
       };
     }
     case 'skylake-server': {
@@ -159,16 +164,16 @@ export function decodeIntelModel(
       return {
         details,
         fields,
-        ...(unit ? { unit } : {}),
-        ...(channel !== undefined ? { channel } : {}),
-        ...(correctedBy ? { correctedBy } : {}),
+        unit,
+        channel,
+        correctedBy,
       };
     }
     case 'icelake-server':
     case 'icelake-d':
     case 'snowridge': {
       const channel = memory && chan !== undefined && bank >= 13 && bank <= 24 ? bank - 13 : undefined;
-      return { details, fields, ...(channel !== undefined ? { channel } : {}) };
+      return { details, fields, channel };
     }
     case 'sapphirerapids':
     case 'emeraldrapids':
@@ -180,7 +185,7 @@ export function decodeIntelModel(
       return {
         details,
         fields,
-        ...(channel !== undefined ? { channel } : {}),
+        channel,
         unknown: 'the model-specific status bits of this family are not decoded',
       };
     }
@@ -191,12 +196,12 @@ export function decodeIntelModel(
     case 'tulsa':
     case 'p6old':
     case 'intel':
-      return { details, fields, ...(chan !== undefined ? { channel: chan } : {}) };
+      return { details, fields, channel: chan };
     default:
       return {
         details,
         fields,
-        ...(chan !== undefined ? { channel: chan } : {}),
+        channel: chan,
         unknown: 'the model-specific status and MISC bits of this family are not decoded',
       };
   }
@@ -204,7 +209,8 @@ export function decodeIntelModel(
 
 /** Corrected by mirroring (Broadwell-EP home agents: MISC bits 41/42; Skylake server M2M: bits 63/62). */
 function mirror(bank: number, status: bigint, misc: bigint, failover: number, scrubbed: number): string | undefined {
-  if ((bank !== 7 && bank !== 8) || bit(status, 61) || !bit(status, 59)) return undefined;
+  if (bank !== 7 && bank !== 8) return undefined;
+  if (bit(status, 61) || !bit(status, 59)) return undefined;
   if (bit(misc, failover)) return MIRROR[1];
   if (bit(misc, scrubbed)) return MIRROR[2];
   return undefined;
@@ -269,5 +275,5 @@ function sapphire(bank: number, status: bigint, misc: bigint, memory: boolean): 
   if (transient) details.push('transient');
   Object.assign(fields, { dramBank, bankGroup, row, column, rank, subrank, eccMode, transient });
   if (!transient && !bit(status, 61)) fields.failedDevice = failedDevice;
-  return { details, fields, unit: hbm ? 'HBM MemCtrl' : 'MemCtrl', ...(channel !== undefined ? { channel } : {}) };
+  return { details, fields, unit: hbm ? 'HBM MemCtrl' : 'MemCtrl', channel };
 }
