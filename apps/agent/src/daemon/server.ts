@@ -157,38 +157,46 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
     }
   };
 
+  /** Runs `task` after every request before it: replies keep the requests' order, errors included. */
+  const inOrder = (task: () => Promise<void> | void) => {
+    queued++;
+    chain = chain.then(async () => {
+      try {
+        if (!socket.destroyed) await task();
+      } finally {
+        queued--;
+      }
+    });
+  };
+
   socket.on('data', (chunk: Buffer) => {
     for (const frame of decoder.push(chunk)) {
+      if (queued >= MAX_QUEUED) {
+        agent.protocolErrors++;
+        fail(null, new AgentError('ERR_LIMIT', `more than ${MAX_QUEUED} requests waiting on this connection`));
+        continue;
+      }
       if ('oversize' in frame) {
         agent.protocolErrors++;
-        fail(
-          null,
-          new AgentError('ERR_TOO_LARGE', `a request of ${frame.oversize} bytes exceeds ${MAX_REQUEST_BYTES}`),
-        );
+        const e = new AgentError('ERR_TOO_LARGE', `a request of ${frame.oversize} bytes exceeds ${MAX_REQUEST_BYTES}`);
+        inOrder(() => fail(null, e));
         continue;
       }
       const parsed = parseRequest(frame.line);
       if (!parsed.ok) {
         agent.protocolErrors++;
-        fail(parsed.id, new AgentError(parsed.code, parsed.message));
+        const e = new AgentError(parsed.code, parsed.message);
+        inOrder(() => fail(parsed.id, e));
         continue;
       }
       const request = parsed.value;
-      if (queued >= MAX_QUEUED) {
-        fail(request.id, new AgentError('ERR_LIMIT', `more than ${MAX_QUEUED} requests waiting on this connection`));
-        continue;
-      }
-      queued++;
-      // One request at a time per connection: replies keep the requests' order.
-      chain = chain.then(async () => {
+      inOrder(async () => {
         try {
-          if (!socket.destroyed) await handle(request);
+          await handle(request);
         } catch (error) {
           const e = asAgentError(error);
           if (e.code === 'ERR_INTERNAL') log(`request ${request.op} failed: ${e.message}`);
           fail(request.id, e);
-        } finally {
-          queued--;
         }
       });
     }
