@@ -70,6 +70,30 @@ describe('Hardware view', () => {
     expect(s.errors.length).toBe(4);
   });
 
+  it('does not scan the store while another view is on screen', () => {
+    const store = {
+      ...arrayStore(events),
+      eventClass: () => {
+        throw new Error('scanned while hidden');
+      },
+    };
+    const View = hardwareView.Component;
+    const app = render(
+      <View
+        source={{} as ViewerSource}
+        store={store}
+        tick={0}
+        paused={false}
+        active={false}
+        width={80}
+        height={10}
+        onStatus={() => {}}
+      />,
+    );
+    expect(app.lastFrame()?.trim()).toBe('');
+    app.unmount();
+  });
+
   it('lists the errors and shows the decoded record on Enter', async () => {
     let handler: KeyHandler = () => false;
     const routing = {

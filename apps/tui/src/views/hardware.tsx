@@ -76,10 +76,11 @@ const SEVERITY_COLOUR: Record<Severity, string> = {
 function HardwareView(props: ViewProps) {
   const { store, tick, width, height, active } = props;
   const colour = useColour();
-  const summary = useMemo(() => hardwareSummary(store), [store, tick]);
+  // Every view stays mounted: scan the store only while this one is on screen.
+  const summary = useMemo(() => (active ? hardwareSummary(store) : undefined), [store, tick, active]);
   const [cursor, setCursor] = useState(0);
   const [open, setOpen] = useState(false);
-  const n = summary.errors.length;
+  const n = summary?.errors.length ?? 0;
   const at = Math.min(cursor, Math.max(0, n - 1));
   useKeys((key) => {
     if (key === 'enter') setOpen((o) => !o && n > 0);
@@ -89,6 +90,7 @@ function HardwareView(props: ViewProps) {
     else return false;
     return true;
   }, active);
+  if (summary === undefined) return <Box width={width} height={height} />;
   const dimmRows = summary.dimms.slice(0, Math.max(0, Math.floor((height - 6) / 3)));
   const listRows = Math.max(1, height - 5 - dimmRows.length);
   const top = Math.max(0, Math.min(at - Math.floor(listRows / 2), n - listRows));
