@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import { homedir } from 'node:os';
+import { homedir, setPriority } from 'node:os';
 import { join } from 'node:path';
 import { defaultSocketPath } from '@evtrace/agent-protocol';
 import type { Command } from 'commander';
@@ -47,7 +47,8 @@ STATE-DIR/sessions/NAME/state.json: after the agent was killed (kill -9), the ne
 instances that still exist (keeping what they buffered) or re-creates the sessions, finishes the .part outputs left
 behind, removes evtrace instances no session claims, and says which on stderr. Trace-shots triggered by events or
 signals go to STATE-DIR/snapshots. SIGUSR1 and SIGUSR2 take trace-shots of the sessions with a matching signal
-trigger. On SIGINT or SIGTERM every session is stopped, its output finished and its instance removed.`,
+trigger. On SIGINT or SIGTERM every session is stopped, its output finished and its instance removed. As root the agent
+raises its priority (nice -20), as \`evtrace record\`'s reader does, so that it keeps up with the load it records.`,
     )
     .option('--socket <path>', `control socket (default ${defaultSocketPath()}; env EVTRACE_AGENT_SOCKET)`)
     .option('--group <name>', 'members of this group may control the agent (socket mode 0660)')
@@ -98,6 +99,12 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
     c.on('close', () => connections.delete(c));
   });
   log(`listening on ${socket} (pid ${process.pid}, state in ${stateDir})`);
+  // The reading loop must not starve under the load it records (as `evtrace record`'s reader): root raises it.
+  if (process.getuid?.() === 0) {
+    try {
+      setPriority(0, -20);
+    } catch {}
+  }
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       log(`${signal}: stopping every session`);
