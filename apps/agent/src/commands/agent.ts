@@ -3,17 +3,17 @@ import { homedir, setPriority } from 'node:os';
 import { join } from 'node:path';
 import { defaultSocketPath } from '@evtrace/agent-protocol';
 import type { Command } from 'commander';
+import { bootSessions } from '../config/boot.ts';
+import { type AgentConfigCliOptions, addConfigOptions, agentConfigFromCli, configReport } from '../config/cli.ts';
 import { Agent } from '../daemon/agent.ts';
 import { listen } from '../daemon/server.ts';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
+import { type MetricsServer, startMetricsServer } from '../metrics/server.ts';
 import { addCommand, CliExit, type CliIO } from '../program.ts';
 
 /** Options of `evtrace agent`; the config layer fills the same names. */
-export interface AgentCliOptions {
-  socket?: string;
-  group?: string;
-  stateDir?: string;
+export interface AgentCliOptions extends AgentConfigCliOptions {
   tracefs?: string;
   maxSessions?: string;
   maxViewers?: string;
@@ -60,6 +60,8 @@ raises its priority (nice -20), as \`evtrace record\`'s reader does, so that it 
     .action(async (options: AgentCliOptions) => {
       await runAgent(options, io);
     });
+  // --config, --metrics, --buffer-size, --mode, --check-config: flags over EVTRACE_* over the config file.
+  addConfigOptions(cmd);
   setExamples(
     cmd,
     `evtrace agent                                        foreground, default socket and state directory
@@ -71,8 +73,14 @@ evtrace agent --state-dir /tmp/st --socket /tmp/st/agent.sock   then: EVTRACE_AG
 /** Runs the agent until SIGINT/SIGTERM. */
 export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<void> {
   const log = (line: string) => io.stderr(`evtrace agent: ${line}\n`);
-  const socket = options.socket ?? defaultSocketPath();
-  const stateDir = options.stateDir ?? defaultStateDir();
+  const config = agentConfigFromCli(options, process.env, {
+    settings: { socket: defaultSocketPath(), stateDir: defaultStateDir() },
+  });
+  if (options.checkConfig === true) {
+    io.stdout(configReport(config));
+    return;
+  }
+  const { socket, stateDir } = config;
   const maxSessions = count('--max-sessions', options.maxSessions);
   const maxViewers = count('--max-viewers', options.maxViewers);
   const demoRate = count('--demo-rate', options.demoRate);
@@ -85,11 +93,14 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
     ...(demoRate !== undefined ? { demoRate } : {}),
   });
   let server: Awaited<ReturnType<typeof listen>>;
+  let metrics: MetricsServer | undefined;
   try {
     for (const line of await agent.recover()) log(line);
-    server = await listen(agent, { socket, log, ...(options.group !== undefined ? { group: options.group } : {}) });
+    if (config.metrics !== undefined) metrics = await startMetricsServer(config.metrics, agent);
+    server = await listen(agent, { socket, log, ...(config.group !== undefined ? { group: config.group } : {}) });
   } catch (error) {
     agent.close();
+    await metrics?.close();
     const e = error as { code?: string; message: string };
     throw new CliExit(ExitCode.Failure, `${e.code ? `${e.code}: ` : ''}${e.message}`);
   }
@@ -98,6 +109,13 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
     connections.add(c);
     c.on('close', () => connections.delete(c));
   });
+  if (metrics !== undefined) log(`metrics at ${metrics.url}`);
+  const boot = {
+    has: (name: string) => agent.sessionsByName.has(name),
+    create: agent.create.bind(agent),
+    start: agent.start.bind(agent),
+  };
+  for (const line of await bootSessions(config.sessions, boot)) log(line);
   log(`listening on ${socket} (pid ${process.pid}, state in ${stateDir})`);
   // The reading loop must not starve under the load it records (as `evtrace record`'s reader): root raises it.
   if (process.getuid?.() === 0) {
@@ -118,6 +136,7 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
     process.on('SIGTERM', onTerm);
   });
   agent.close();
+  await metrics?.close();
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   for (const c of connections) c.end();
   setTimeout(() => {

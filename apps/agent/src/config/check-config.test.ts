@@ -1,0 +1,89 @@
+/** `evtrace agent --check-config` and configuration errors through the real CLI (the agent's own process). */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const CLI = new URL('../cli.ts', import.meta.url).pathname;
+const EXAMPLE = new URL('../../examples/agent.toml', import.meta.url).pathname;
+const run = promisify(execFile);
+const work = mkdtempSync(join(tmpdir(), 'evtrace-check-config-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/** Runs `evtrace ARGS` with only the given EVTRACE_* variables. */
+async function evtrace(args: string[], env: Record<string, string> = {}) {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('EVTRACE_')));
+  try {
+    const { stdout, stderr } = await run(process.execPath, [CLI, ...args], { env: { ...clean, ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('evtrace agent --check-config', () => {
+  it('prints the effective settings with their origins and exits 0 without starting the agent', async () => {
+    const socket = join(work, 'never.sock');
+    const r = await evtrace(['agent', '--check-config', '--socket', socket], { EVTRACE_CONFIG: EXAMPLE });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`config file: ${EXAMPLE}\n`);
+    expect(r.stdout).toMatch(new RegExp(`^ {2}socket +${socket} +\\(--socket\\)$`, 'm'));
+    expect(r.stdout).toMatch(/^ {2}metrics +127\.0\.0\.1:9464 +\(.*agent\.toml:8:11\)$/m);
+    expect(r.stdout).toMatch(/^ {2}flight: /m);
+  });
+
+  it('exits 2 naming the file, line, column and key of a mistake', async () => {
+    const bad = join(work, 'bad.toml');
+    writeFileSync(bad, '# comment\n\n[sessions.flight]\nevents = ["sched:*"]\nbuffersize = "1MiB"\n');
+    const r = await evtrace(['agent', '--check-config', '--config', bad]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(
+      `evtrace: ERR_CONFIG_UNKNOWN_KEY: ${bad}:5:1: sessions.flight.buffersize: unknown key "buffersize" in session "flight" (did you mean buffer_size?); known keys: events, filter, mode, buffer_size, output, format, rotate, source, start\n`,
+    );
+  });
+
+  it('exits 2 on a bad environment variable, and the agent does not start on one either', async () => {
+    const checked = await evtrace(['agent', '--check-config'], { EVTRACE_METRICS: 'localhost' });
+    expect(checked.code).toBe(2);
+    expect(checked.stderr).toMatch(
+      /^evtrace: ERR_CONFIG_VALUE: environment variable EVTRACE_METRICS: expected HOST:PORT/,
+    );
+    const started = await evtrace(['agent', '--socket', join(work, 'a.sock'), '--state-dir', join(work, 'st')], {
+      EVTRACE_BUFFER_SIZE: '12 parsecs',
+    });
+    expect(started.code).toBe(2);
+    expect(started.stderr).toMatch(/EVTRACE_BUFFER_SIZE: expected a size/);
+  });
+
+  it('the agent fails (exit 1) naming the metrics address when it is taken, and leaves no socket behind', async () => {
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const { port } = blocker.address() as { port: number };
+    try {
+      const socket = join(work, 'm.sock');
+      const r = await evtrace([
+        'agent',
+        '--socket',
+        socket,
+        '--state-dir',
+        join(work, 'st2'),
+        '--metrics',
+        `127.0.0.1:${port}`,
+      ]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(
+        `ERR_METRICS_LISTEN: metrics: cannot listen on 127.0.0.1:${port}: the address is in use`,
+      );
+      const again = await evtrace(['session', 'list', '--socket', socket]);
+      expect(again.code).not.toBe(0);
+    } finally {
+      blocker.close();
+    }
+  });
+});
