@@ -30,9 +30,16 @@ function big(v: unknown): bigint | undefined {
   return undefined;
 }
 
+/** The task an ftrace event was recorded in (`common_pid`), or -1 when the format has none. */
+function ownPid(e: TraceEvent): number {
+  const pid = e.scopes?.['event.context']?.common_pid ?? e.fields.common_pid;
+  return typeof pid === 'number' ? pid : -1;
+}
+
 /**
  * Collects `bts:branch` and `sched:sched_switch` events (any other event is ignored). Each branch gets the task the
- * last switch before it in the stream put on its CPU (-1 before the first): stream order, not timestamps, decides,
+ * last switch before it in the stream put on its CPU; before its CPU's first switch, the pid the event itself carries
+ * (ftrace's `common_pid`), else -1. Stream order, not timestamps, decides,
  * so a switch and a branch stamped with the same time are ordered as the trace has them. With `mux`, every branch
  * is also routed to its contexts right then.
  */
@@ -61,7 +68,7 @@ export function branchesFromEvents(
         flags: (flags & PREDICTED) !== 0n ? BranchFlag.predicted : BranchFlag.mispredicted,
         cpu,
         time: Number(e.tsNs),
-        tid: running.get(cpu) ?? -1,
+        tid: running.get(cpu) ?? ownPid(e),
       });
       mux?.push(branches, i);
     } else if (name === 'sched:sched_switch') {
