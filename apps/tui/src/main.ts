@@ -89,11 +89,19 @@ async function openSource(args: ViewerArgs, interactive: boolean): Promise<Viewe
   });
 }
 
+/** FORCE_COLOR's level for a colour terminal: 3 with COLORTERM truecolor/24bit, 2 for a 256-colour TERM, else 1. */
+function colourDepth(env: NodeJS.ProcessEnv): string {
+  if (env.COLORTERM === 'truecolor' || env.COLORTERM === '24bit') return '3';
+  return env.TERM?.includes('256') ? '2' : '1';
+}
+
 /** Draws the viewer until the user quits. */
 async function draw(source: ViewerSource, io: ViewerIO): Promise<void> {
   const colour = colourWanted(io.env);
-  // Ink's colour library reads FORCE_COLOR when it loads; it does not look at NO_COLOR or TERM=dumb by itself.
+  // Ink's colour library reads FORCE_COLOR when it loads; it does not look at NO_COLOR or TERM=dumb by itself, and
+  // it turns colour off whenever CI is set: a terminal is a terminal wherever it is, so the depth is chosen here.
   if (!colour) process.env.FORCE_COLOR = '0';
+  else if (process.env.FORCE_COLOR === undefined) process.env.FORCE_COLOR = colourDepth(io.env);
   const [{ render }, { App }, { VIEWS }] = await Promise.all([
     import('ink'),
     import('./ui/app.tsx'),
