@@ -116,7 +116,7 @@ async function draw(source: ViewerSource, io: ViewerIO): Promise<void> {
     alternateScreen: true,
     // Ink turns itself off in CI environments; a terminal is a terminal wherever it is.
     interactive: true,
-    maxFps: 30,
+    maxFps: 60,
   });
   const unguard = guardTerminal(io.stdout, () => instance.unmount());
   try {
