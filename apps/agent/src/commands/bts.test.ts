@@ -17,16 +17,8 @@ function has(tool: string): boolean {
 
 const why = !has('cc') ? 'no C compiler (cc)' : !has('qemu-x86_64') ? 'qemu-x86_64 is not installed (qemu-user)' : '';
 
-/** fib(4): 9 calls of fib, nested 4 deep. */
-const PROGRAM = `
-int __attribute__((noinline)) fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
-int main(void) { volatile int r = fib(4); return r == 3 ? 0 : 1; }
-`;
-
-describe.skipIf(why !== '')(`evtrace bts on a real program under QEMU${why ? ` (skipped: ${why})` : ''}`, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'evtrace-bts-'));
-  const exe = join(dir, 'fib');
-  writeFileSync(`${exe}.c`, PROGRAM);
+/** Builds `exe` from `exe.c`: static, no inlining or sibling calls, so every call in the source is a real branch. */
+function compileStatic(exe: string): void {
   execFileSync('cc', [
     '-O1',
     '-static',
@@ -37,6 +29,19 @@ describe.skipIf(why !== '')(`evtrace bts on a real program under QEMU${why ? ` (
     exe,
     `${exe}.c`,
   ]);
+}
+
+/** fib(4): 9 calls of fib, nested 4 deep. */
+const PROGRAM = `
+int __attribute__((noinline)) fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+int main(void) { volatile int r = fib(4); return r == 3 ? 0 : 1; }
+`;
+
+describe.skipIf(why !== '')(`evtrace bts on a real program under QEMU${why ? ` (skipped: ${why})` : ''}`, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'evtrace-bts-'));
+  const exe = join(dir, 'fib');
+  writeFileSync(`${exe}.c`, PROGRAM);
+  compileStatic(exe);
   const log = join(dir, 'fib.log');
   const nm = execFileSync('nm', [exe], { encoding: 'utf8' });
   const fibAddr = `0x${/^0*([0-9a-f]+) T fib$/m.exec(nm)![1]}`;
@@ -114,16 +119,7 @@ describe.skipIf(why !== '')(`evtrace bts: where a program died${why ? ` (skipped
     const dir = mkdtempSync(join(tmpdir(), 'evtrace-bts-crash-'));
     const exe = join(dir, 'crash');
     writeFileSync(`${exe}.c`, CRASH);
-    execFileSync('cc', [
-      '-O1',
-      '-static',
-      '-no-pie',
-      '-fno-inline',
-      '-fno-optimize-sibling-calls',
-      '-o',
-      exe,
-      `${exe}.c`,
-    ]);
+    compileStatic(exe);
     const cli = new URL('../../dist/cli.js', import.meta.url).pathname;
     // The built CLI in a shell without core dumps, in the temporary directory (QEMU would write its core there).
     const sh = (args: string) =>
