@@ -219,19 +219,22 @@ export function decodeSmca(bankNo: number, status: bigint, ipid: bigint, synd: b
   }
   const xecText = b.xec[xec];
   const umc = b.type === 'umc' && xec === 0;
+  // One literal (no spreads): this runs per record.
   return {
     bankName: `${b.name} (bank ${bankNo})`,
     unit: b.name,
     bankType: b.type,
     class: b.class,
     xec,
-    ...(xecText !== undefined ? { xecText } : {}),
-    ...(umc ? { channel: bits(ipid, 20, 31), chipSelect: Number(synd & 7n) } : {}),
-    ...(xecText === undefined && b.xec.length > 0
-      ? { unknown: `extended error code ${xec} of the ${b.type} bank is not known` }
-      : b.xec.length === 0
-        ? { unknown: `extended error codes of the ${b.type} bank are not decoded` }
-        : {}),
+    xecText,
+    channel: umc ? bits(ipid, 20, 31) : undefined,
+    chipSelect: umc ? bits(synd, 0, 2) : undefined,
+    unknown:
+      xecText === undefined && b.xec.length > 0
+        ? `extended error code ${xec} of the ${b.type} bank is not known`
+        : b.xec.length === 0
+          ? `extended error codes of the ${b.type} bank are not decoded`
+          : undefined,
   };
 }
 

@@ -4,25 +4,49 @@
  * PPR (Deferred, Poison, TCC, SyndV). Pure functions over the raw register values.
  */
 
-// BigInt operations cost far more than number ones: masks and shifts are built once, and the hot paths split
-// registers into 32-bit halves.
-const BIT = Array.from({ length: 64 }, (_, n) => 1n << BigInt(n));
-const SHIFT = Array.from({ length: 64 }, (_, n) => BigInt(n));
-const WIDTH = Array.from({ length: 54 }, (_, n) => (1n << BigInt(n)) - 1n);
+// BigInt arithmetic allocates a new BigInt per operation. Storing a BigInt into a BigUint64Array does not: the
+// register is split into 32-bit halves through one scratch word aliased by a Uint32Array, and every field is then
+// taken with number operations. (x86 is little-endian: word 0 is the low half.)
+const WORD = new BigUint64Array(1);
+const HALF = new Uint32Array(WORD.buffer);
+
+/** The low 32 bits of a register, as an unsigned number (no allocation). */
+export function lo32(v: bigint): number {
+  WORD[0] = v;
+  return HALF[0]!;
+}
+
+/** The high 32 bits of a register, as an unsigned number (no allocation). */
+export function hi32(v: bigint): number {
+  WORD[0] = v;
+  return HALF[1]!;
+}
+
+/** Bits `lo..hi` (inclusive, at most 32 wide) of the 64-bit value with halves `h` (high) and `l` (low). */
+export function field(h: number, l: number, lo: number, hi: number): number {
+  if (hi < 32) return hi === 31 ? l >>> lo : (l >>> lo) & ((1 << (hi - lo + 1)) - 1);
+  if (lo >= 32) return hi === 63 ? h >>> (lo - 32) : (h >>> (lo - 32)) & ((1 << (hi - lo + 1)) - 1);
+  // Straddles the halves: bits lo..31 of `l` below bits 0..hi-32 of `h` (exact: at most 32 bits in all).
+  const high = hi === 63 ? h : h & ((2 ** (hi - 31) - 1) >>> 0);
+  return (l >>> lo) + high * 2 ** (32 - lo);
+}
 
 /** Bit `n` (0..63) of a register. */
 export function bit(v: bigint, n: number): boolean {
-  return (v & BIT[n]!) !== 0n;
+  WORD[0] = v;
+  return n < 32 ? ((HALF[0]! >>> n) & 1) === 1 : ((HALF[1]! >>> (n - 32)) & 1) === 1;
 }
 
-/** Bits `lo..hi` (inclusive) of a register as a number (at most 53 bits wide). */
+/** Bits `lo..hi` (inclusive) of a register as a number (at most 32 bits wide). */
 export function bits(v: bigint, lo: number, hi: number): number {
-  return Number((v >> SHIFT[lo]!) & WIDTH[hi - lo + 1]!);
+  WORD[0] = v;
+  return field(HALF[1]!, HALF[0]!, lo, hi);
 }
 
 /** High and low 32-bit halves of a register as unsigned numbers. */
 export function halves(v: bigint): [hi: number, lo: number] {
-  return [Number(v >> 32n) >>> 0, Number(v & 0xffffffffn) >>> 0];
+  WORD[0] = v;
+  return [HALF[1]!, HALF[0]!];
 }
 
 /** IA32_MCi_STATUS. */
@@ -61,9 +85,10 @@ export interface StatusBits {
 const TRACK = ['none', 'green', 'yellow', 'reserved'] as const;
 
 export function statusBits(status: bigint, mcgcap: bigint, amd: boolean): StatusBits {
-  const hi = Number(status >> 32n) >>> 0;
-  const lo = Number(status & 0xffffffffn) >>> 0;
-  const cap = Number(mcgcap & 0xffffffffn);
+  WORD[0] = status;
+  const hi = HALF[1]!;
+  const lo = HALF[0]!;
+  const cap = lo32(mcgcap);
   // Bit n of the register is bit n - 32 of `hi`.
   const h = (n: number) => ((hi >>> (n - 32)) & 1) === 1;
   const uc = h(61);
@@ -108,7 +133,7 @@ const MCG_STATUS: readonly McgStatusBits[] = Array.from({ length: 16 }, (_, n) =
 
 /** The architectural bits 3:0 of IA32_MCG_STATUS (shared objects: there are 16). */
 export function mcgStatusBits(v: bigint): McgStatusBits {
-  return MCG_STATUS[Number(v & 0xfn)]!;
+  return MCG_STATUS[lo32(v) & 0xf]!;
 }
 
 /** IA32_MCG_CAP. */
@@ -129,7 +154,7 @@ const CAPS = new Map<number, McgCapBits>();
 
 /** IA32_MCG_CAP, decoded once per distinct value (a machine has one). */
 export function mcgCapBits(v: bigint): McgCapBits {
-  const n = Number(v & 0xffffffffn);
+  const n = lo32(v);
   let c = CAPS.get(n);
   if (c === undefined) {
     if (CAPS.size > 1024) CAPS.clear();

@@ -75,6 +75,7 @@ export interface DecodeOptions {
 }
 
 const EMPTY: readonly string[] = Object.freeze([]);
+const NO_FIELDS: Readonly<Record<string, number | string | boolean>> = Object.freeze({});
 
 /** Decodes one record. Never throws: what cannot be decoded is listed in `unknown`. */
 export function decodeMce(r: MceRecord, options: DecodeOptions = {}): DecodedMce {
@@ -84,10 +85,11 @@ export function decodeMce(r: MceRecord, options: DecodeOptions = {}): DecodedMce
   const mcg = mcgStatusBits(r.mcgstatus);
   const cap = r.mcgcap === 0n ? undefined : mcgCapBits(r.mcgcap);
   const code = decodeMcaCode(status.mcaCode);
-  const unknown: string[] = [];
-  if (cpu.unknown) unknown.push(cpu.unknown);
+  // Most records are fully known: they share the empty list; the first unknown copies it.
+  let unknown: string[] | undefined;
+  if (cpu.unknown) (unknown ??= []).push(cpu.unknown);
   let details: readonly string[] = EMPTY;
-  let fields: Record<string, number | string | boolean> = {};
+  let fields: Readonly<Record<string, number | string | boolean>> = NO_FIELDS;
   let cls: ErrorClass = code.class;
   let model: ModelDecoding | undefined;
   let amd: AmdDecoding | undefined;
@@ -96,14 +98,14 @@ export function decodeMce(r: MceRecord, options: DecodeOptions = {}): DecodedMce
     cls = 'thermal';
   } else if (amdCpu) {
     amd = cpu.kind === 'zen' ? decodeSmca(r.bank, r.status, r.ipid, r.synd) : decodeLegacyAmd(r.bank, r.status);
-    if (amd.unknown) unknown.push(amd.unknown);
+    if (amd.unknown) (unknown ??= []).push(amd.unknown);
     if ((cls === 'generic' || cls === 'unknown') && amd.class) cls = amd.class;
     if (amd.xecText) details = [`${amd.xecText} (extended error code ${amd.xec})`];
   } else if (isIntelKind(cpu.kind)) {
     model = decodeIntelModel(cpu.kind, r.bank, r.status, r.misc, code);
     details = model.details;
     fields = model.fields;
-    if (model.unknown) unknown.push(model.unknown);
+    if (model.unknown) (unknown ??= []).push(model.unknown);
   }
   if (code.class === 'io' && status.miscValid) {
     // IOMCA: MCi_MISC names the PCIe root port that reported the error (Intel "Enhanced MCA Logging" for Xeon).
@@ -112,12 +114,14 @@ export function decodeMce(r: MceRecord, options: DecodeOptions = {}): DecodedMce
     fields = { ...fields, rootPort: port };
   }
   if (code.class === 'unknown' && !thermal)
-    unknown.push(`MCA error code 0x${(status.mcaCode & 0xefff).toString(16)} has no architectural meaning`);
+    (unknown ??= []).push(`MCA error code 0x${(status.mcaCode & 0xefff).toString(16)} has no architectural meaning`);
   const grade = amdCpu ? gradeAmd(status, r.mcgstatus) : gradeIntel(status, r.mcgstatus, cap?.ser);
-  if (grade.impossible) unknown.push(`impossible bit combination: ${grade.impossible}`);
-  if (!status.valid) unknown.push('MCi_STATUS.VAL is clear: the bank did not hold a valid error');
+  if (grade.impossible) (unknown ??= []).push(`impossible bit combination: ${grade.impossible}`);
+  if (!status.valid) (unknown ??= []).push('MCi_STATUS.VAL is clear: the bank did not hold a valid error');
   if (cap === undefined && status.uncorrected && !amdCpu) {
-    unknown.push('no MCG_CAP in the record: software error recovery support was inferred from the S and AR bits');
+    (unknown ??= []).push(
+      'no MCG_CAP in the record: software error recovery support was inferred from the S and AR bits',
+    );
   }
   // The address mode in MCi_MISC is architectural only under SER (MCG_CAP.SER_P); elsewhere MISC is model-specific.
   const misc = status.miscValid && cap?.ser === true && !amdCpu ? miscBits(r.misc) : undefined;
@@ -137,7 +141,7 @@ export function decodeMce(r: MceRecord, options: DecodeOptions = {}): DecodedMce
     fields,
     model?.correctedBy,
     amd,
-    unknown,
+    unknown ?? EMPTY,
     thermal,
   );
 }

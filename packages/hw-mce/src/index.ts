@@ -69,6 +69,16 @@ export { readMceText, type TextReadResult } from './inputs/text.ts';
 export { readTraceText } from './inputs/trace-text.ts';
 export { decodeIntelModel, type ModelDecoding } from './intel-model.ts';
 export { decodeMcaCode, type ErrorClass, type McaCode } from './mca-code.ts';
+export {
+  ior,
+  MCE_IOCTL,
+  MCE_OVERFLOW,
+  MCELOG_DEVICE,
+  type McelogAbi,
+  type McelogRead,
+  queryMcelog,
+  readMcelogDevice,
+} from './mcelog-device.ts';
 export { edacMetrics, exposition, MceCounters, type MceMetric, type MetricSample } from './metrics.ts';
 export { type MceJson, toJson, toJsonLine, toText } from './output.ts';
 export {
@@ -82,5 +92,5 @@ export {
 } from './read.ts';
 export { emptyRecord, hex, type InputKind, type MceRecord, type RecordSource, X86_VENDOR } from './record.ts';
 export { type Grade, gradeAmd, gradeIntel, type SdmClass, SEVERITY_ORDER, type Severity, worse } from './severity.ts';
-export { type EdacChange, EdacPoller, type LiveBatch, readMcelogDevice, TracefsMceSource } from './sources.ts';
+export { type EdacChange, EdacPoller, type LiveBatch, TracefsMceSource } from './sources.ts';
 export { type DimmCount, LeakyBucket, Tracker, type TrackerEvent, type TrackerEventKind } from './tracker.ts';

@@ -4,16 +4,16 @@
  * channel and DIMM where the registers (or the bank number) carry them. Families without a table here still get the
  * architectural decoding; `unknown` says what was left out.
  */
-import { bit, bits } from './bits.ts';
+import { bit, bits, hi32, lo32 } from './bits.ts';
 import type { CpuKind } from './cpu.ts';
 import type { McaCode } from './mca-code.ts';
 
 /** What the model-specific registers add. */
 export interface ModelDecoding {
   /** Lines for operators, e.g. `Memory DIMM ID of error: 1`. */
-  readonly details: string[];
+  readonly details: readonly string[];
   /** Named fields for JSON. */
-  readonly fields: Record<string, number | string | boolean>;
+  readonly fields: Readonly<Record<string, number | string | boolean>>;
   readonly channel?: number;
   readonly dimm?: number;
   /** How a corrected memory error was corrected, when not by ECC ("mirroring with channel failover"). */
@@ -100,6 +100,10 @@ const SPR_ECC_MODES = [
   'DDRT read',
 ];
 
+// Most records add no model-specific lines: they share these (frozen) instead of allocating empty ones.
+const NO_DETAILS: readonly string[] = Object.freeze([]);
+const NO_FIELDS: Readonly<Record<string, number | string | boolean>> = Object.freeze({});
+
 const MIRROR = ['', 'mirroring with channel failover', 'mirroring. Primary channel scrubbed successfully'] as const;
 
 /** Decodes the model-specific parts of an Intel record. */
@@ -110,28 +114,30 @@ export function decodeIntelModel(
   misc: bigint,
   code: McaCode,
 ): ModelDecoding {
-  const details: string[] = [];
-  const fields: Record<string, number | string | boolean> = {};
+  const details = NO_DETAILS;
+  const fields = NO_FIELDS;
   const memory = code.class === 'memory-controller';
   // Number halves: BigInt shifts allocate, and this runs per record.
-  const sLo = Number(status & 0xffffffffn) >>> 0;
-  const sHi = Number(status >> 32n) >>> 0;
+  const sLo = lo32(status);
+  const sHi = hi32(status);
   const sb = (b: number) => (b < 32 ? (sLo >>> b) & 1 : (sHi >>> (b - 32)) & 1) === 1;
   const miscValid = sb(59);
   const chan = code.channel;
   switch (kind) {
     case 'nehalem': {
+      const details: string[] = [];
+      const fields: Record<string, number | string | boolean> = {};
       if (memory) {
         for (const [b, text] of NHM_MEMORY_STATUS) if (sb(b)) details.push(text);
         const count = (sHi >>> 6) & 0x7fff;
         details.push(`Memory corrected error count (CORE_ERR_CNT): ${count}`);
         fields.coreErrCount = count;
         if (miscValid) {
-          const mLo = Number(misc & 0xffffffffn) >>> 0;
+          const mLo = lo32(misc);
           const rtid = mLo & 0xff;
           const dimm = (mLo >>> 16) & 3;
           const channel = (mLo >>> 18) & 3;
-          const syndrome = Number(misc >> 32n) >>> 0;
+          const syndrome = hi32(misc);
           details.push(
             `Memory transaction Tracker ID (RTId): ${rtid.toString(16)}`,
             `Memory DIMM ID of error: ${dimm}`,

@@ -2,10 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MceError } from './errors.ts';
-import { encodeStructMce } from './inputs/struct-mce.ts';
-import { emptyRecord } from './record.ts';
-import { EdacPoller, readMcelogDevice, TracefsMceSource } from './sources.ts';
+import { EdacPoller, TracefsMceSource } from './sources.ts';
 import { edacTree } from './testing/edac-tree.ts';
 import { tracefsRoot } from './testing/formats.ts';
 
@@ -26,27 +23,6 @@ describe('EDAC polling (a sysfs tree built in a temporary directory: this VM has
       { mc: 1, what: 'csrow0/ch0', label: 'DIMM_A1', ceDelta: 1, ueDelta: 0 },
     ]);
     expect(poller.poll().changes).toEqual([]);
-  });
-});
-
-describe('/dev/mcelog reads (this VM has no /dev/mcelog: a file of struct mce records stands in for the device)', () => {
-  it('reads the waiting records with the given record length', () => {
-    const file = join(dir, 'mcelog');
-    const recs = [0x9c00000000000090n, 0x8c00004000010091n].map((status, i) =>
-      Object.assign(emptyRecord({ kind: 'struct-mce' }), { status, bank: 7 + i, cpu: i }),
-    );
-    writeFileSync(file, encodeStructMce(recs, 120));
-    const { records, notes } = readMcelogDevice({ path: file, recordLength: 120 });
-    expect(notes).toEqual([]);
-    expect(records.map((r) => [r.cpu, r.bank, r.status])).toEqual([
-      [0, 7, 0x9c00000000000090n],
-      [1, 8, 0x8c00004000010091n],
-    ]);
-  });
-
-  it('says why there is no device', () => {
-    expect(() => readMcelogDevice({ path: join(dir, 'nope') })).toThrow(MceError);
-    expect(() => readMcelogDevice({ path: join(dir, 'nope') })).toThrow(/ENOENT \(no mcelog device/);
   });
 });
 

@@ -3,8 +3,7 @@
  *
  * - {@link TracefsMceSource}: `mce:mce_record` and `ras:mc_event` enabled in a private tracefs instance (never the
  *   top-level one), their per-CPU `trace_pipe_raw` pages decoded through the running kernel's format files;
- * - {@link readMcelogDevice}: the records waiting in /dev/mcelog (struct mce, the record length given by the caller
- *   from MCE_GET_RECORD_LEN, 128 on current kernels);
+ * - `readMcelogDevice` (./mcelog-device.ts): the records waiting in /dev/mcelog, its ABI read through its ioctls;
  * - {@link EdacPoller}: the EDAC sysfs counters polled, reporting what changed since the last poll.
  *
  * Each is pulled by the caller (`poll()`), so it fits any event loop or the agent's source interface.
@@ -22,7 +21,6 @@ import { createInstance, findTracefs, type Instance } from '@evtrace/tracefs';
 import { type EdacControllerCounters, type EdacEvent, readEdacSysfs } from './edac.ts';
 import { type InputNote, MceError } from './errors.ts';
 import { edacFromTraceFields, mceFromTraceFields } from './inputs/ftrace.ts';
-import { readStructMce, STRUCT_MCE } from './inputs/struct-mce.ts';
 import type { MceRecord } from './record.ts';
 
 const LIVE_EVENTS = [
@@ -146,50 +144,6 @@ export class TracefsMceSource {
   close(): void {
     for (const { fd } of this.#fds.splice(0)) closeSync(fd);
     this.instance?.remove();
-  }
-}
-
-/**
- * Reads the records waiting in /dev/mcelog (which takes reads of the whole log: `logLength` records of `recordLength`
- * bytes; MCE_GET_LOG_LEN is 32 on current kernels). @throws MceError `ERR_MCE_SOURCE` when the device cannot be read.
- */
-export function readMcelogDevice(options: { path?: string; recordLength?: number; logLength?: number } = {}): {
-  records: MceRecord[];
-  notes: InputNote[];
-} {
-  const path = options.path ?? '/dev/mcelog';
-  const recordLength = options.recordLength ?? STRUCT_MCE.size;
-  const buf = Buffer.alloc(recordLength * (options.logLength ?? 32));
-  let fd: number;
-  try {
-    fd = openSync(path, fs.O_RDONLY | fs.O_NONBLOCK);
-  } catch (error) {
-    throw new MceError(
-      'ERR_MCE_SOURCE',
-      `cannot open: ${(error as NodeJS.ErrnoException).code ?? error}${(error as NodeJS.ErrnoException).code === 'ENOENT' ? ' (no mcelog device: the kernel has no CONFIG_X86_MCELOG_LEGACY)' : ''}`,
-      {
-        location: { file: path },
-        cause: error,
-      },
-    );
-  }
-  try {
-    let n = 0;
-    try {
-      n = readSync(fd, buf, 0, buf.length, null);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
-    }
-    const r = readStructMce(buf.subarray(0, n), { recordLength, file: path });
-    return { records: r.records, notes: r.notes };
-  } catch (error) {
-    if (error instanceof MceError) throw error;
-    throw new MceError('ERR_MCE_SOURCE', `cannot read: ${(error as NodeJS.ErrnoException).code ?? error}`, {
-      location: { file: path },
-      cause: error,
-    });
-  } finally {
-    closeSync(fd);
   }
 }
 

@@ -7,7 +7,7 @@
  */
 import type { InputNote } from '../errors.ts';
 import { MceError } from '../errors.ts';
-import { emptyRecord, type MceRecord } from '../record.ts';
+import type { MceRecord } from '../record.ts';
 
 /** Field offsets of `struct mce` (x86-64). */
 export const STRUCT_MCE = {
@@ -120,31 +120,35 @@ export function readStructMce(bytes: Uint8Array, options: StructMceOptions = {})
 
 /** Reads one record of `len` bytes at `at`; fields beyond `len` stay unknown. */
 export function structMceAt(view: DataView, at: number, len: number, source: MceRecord['source']): MceRecord {
-  const u64 = (o: number) => view.getBigUint64(at + o, true);
-  const r = emptyRecord(source);
-  r.status = u64(STRUCT_MCE.status);
-  r.misc = u64(STRUCT_MCE.misc);
-  r.addr = u64(STRUCT_MCE.addr);
-  r.mcgstatus = u64(STRUCT_MCE.mcgstatus);
-  r.ip = u64(STRUCT_MCE.ip);
-  r.tsc = u64(STRUCT_MCE.tsc);
-  r.time = u64(STRUCT_MCE.time);
-  r.cpuvendor = view.getUint8(at + STRUCT_MCE.cpuvendor);
-  r.cpuid = view.getUint32(at + STRUCT_MCE.cpuid, true);
-  r.cs = view.getUint8(at + STRUCT_MCE.cs);
-  r.bank = view.getUint8(at + STRUCT_MCE.bank);
+  // Most registers of a record are zero (IP, SYND, IPID on Intel, PPIN...): they share the 0n constant instead of
+  // each allocating a BigInt. The record is built in one literal, in MceRecord's field order (one hidden class).
+  const u64 = (o: number) =>
+    o + 8 > len || (view.getUint32(at + o, true) === 0 && view.getUint32(at + o + 4, true) === 0)
+      ? 0n
+      : view.getBigUint64(at + o, true);
   const extcpu = view.getUint32(at + STRUCT_MCE.extcpu, true);
-  r.cpu = extcpu !== 0 ? extcpu : view.getUint8(at + STRUCT_MCE.cpu);
-  r.socketid = view.getUint32(at + STRUCT_MCE.socketid, true);
-  r.apicid = view.getUint32(at + STRUCT_MCE.apicid, true);
-  r.mcgcap = u64(STRUCT_MCE.mcgcap);
-  if (len >= STRUCT_MCE.ipid + 8) {
-    r.synd = u64(STRUCT_MCE.synd);
-    r.ipid = u64(STRUCT_MCE.ipid);
-  }
-  if (len >= STRUCT_MCE.ppin + 8) r.ppin = u64(STRUCT_MCE.ppin);
-  if (len >= STRUCT_MCE.microcode + 4) r.microcode = view.getUint32(at + STRUCT_MCE.microcode, true);
-  return r;
+  return {
+    cpu: extcpu !== 0 ? extcpu : view.getUint8(at + STRUCT_MCE.cpu),
+    bank: view.getUint8(at + STRUCT_MCE.bank),
+    status: u64(STRUCT_MCE.status),
+    misc: u64(STRUCT_MCE.misc),
+    addr: u64(STRUCT_MCE.addr),
+    mcgstatus: u64(STRUCT_MCE.mcgstatus),
+    mcgcap: u64(STRUCT_MCE.mcgcap),
+    ip: u64(STRUCT_MCE.ip),
+    cs: view.getUint8(at + STRUCT_MCE.cs),
+    tsc: u64(STRUCT_MCE.tsc),
+    time: u64(STRUCT_MCE.time),
+    cpuvendor: view.getUint8(at + STRUCT_MCE.cpuvendor),
+    cpuid: view.getUint32(at + STRUCT_MCE.cpuid, true),
+    socketid: view.getUint32(at + STRUCT_MCE.socketid, true),
+    apicid: view.getUint32(at + STRUCT_MCE.apicid, true),
+    synd: len >= STRUCT_MCE.ipid + 8 ? u64(STRUCT_MCE.synd) : 0n,
+    ipid: u64(STRUCT_MCE.ipid),
+    ppin: u64(STRUCT_MCE.ppin),
+    microcode: len >= STRUCT_MCE.microcode + 4 ? view.getUint32(at + STRUCT_MCE.microcode, true) : 0,
+    source,
+  };
 }
 
 /** Encodes records as the kernel writes them (for tests, fixtures and `mce-inject`-style replay). */
