@@ -157,6 +157,10 @@ export interface LiveEvent {
   readonly cpu: number | null;
   /** `system:event`. */
   readonly event: string;
+  /** The task the event belongs to (ftrace's `common_pid`), when the source records one. */
+  readonly pid?: number;
+  /** That task's name when the event fired, when the agent knows it (saved_cmdlines, sched events, /proc). */
+  readonly comm?: string;
   /** Integers beyond 2^53 as decimal strings. */
   readonly fields: Readonly<Record<string, unknown>>;
 }

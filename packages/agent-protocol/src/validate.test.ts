@@ -92,6 +92,20 @@ describe('parseServerMessage', () => {
       '{"stream":3,"kind":"events","events":[{"ts_ns":"12","cpu":0,"event":"kmem:kfree","fields":{"ptr":"1"}}]}',
     );
     expect(ev.ok).toBe(true);
+    const task = parseServerMessage(
+      '{"stream":3,"kind":"events","events":[{"ts_ns":"12","cpu":0,"event":"kmem:kfree","pid":41,"comm":"sh","fields":{}}]}',
+    );
+    expect(task.ok && 'stream' in task.value && task.value.kind === 'events' && task.value.events[0]).toMatchObject({
+      pid: 41,
+      comm: 'sh',
+    });
+    for (const bad of ['"pid":"41"', '"pid":4.5', '"comm":7'])
+      expect(
+        parseServerMessage(
+          `{"stream":3,"kind":"events","events":[{"ts_ns":"12","cpu":0,"event":"a:b",${bad},"fields":{}}]}`,
+        ).ok,
+        bad,
+      ).toBe(false);
     expect(parseServerMessage('{"stream":3,"kind":"loss","lost":5,"total":9}')).toEqual({
       ok: true,
       value: { stream: 3, kind: 'loss', lost: 5, total: 9 },

@@ -268,6 +268,8 @@ function isLiveEvent(v: unknown): boolean {
     typeof v.ts_ns === 'string' &&
     (typeof v.cpu === 'number' || v.cpu === null) &&
     typeof v.event === 'string' &&
+    (v.pid === undefined || Number.isInteger(v.pid)) &&
+    (v.comm === undefined || typeof v.comm === 'string') &&
     isObj(v.fields)
   );
 }

@@ -12,6 +12,7 @@ import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { addCommand, CliExit, type CliIO } from '../program.ts';
+import { liveEventText } from './cat.ts';
 import {
   addPersistentSessionVerbs,
   type PersistentSessionOptions,
@@ -290,15 +291,7 @@ export async function catLive(
         else {
           const e = item.event;
           if (options.json) io.stdout(`${JSON.stringify(e)}\n`);
-          else {
-            const ts = e.ts_ns.padStart(10, '0');
-            const fields = Object.entries(e.fields)
-              .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
-              .join(' ');
-            io.stdout(
-              `[${String(e.cpu ?? '-').padStart(3, '0')}] ${ts.slice(0, -9)}.${ts.slice(-9)}: ${e.event}: ${fields}\n`,
-            );
-          }
+          else io.stdout(liveEventText(e));
           if (++printed >= (options.limit ?? Number.POSITIVE_INFINITY)) await view.close();
         }
       }

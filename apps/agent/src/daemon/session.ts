@@ -19,7 +19,6 @@ import {
   decodeCpuPages,
   type EventClass,
   type EventSource,
-  eventToJsonLine,
   type FtraceMetadata,
   mergeByTime,
   openRawPagesDir,
@@ -34,7 +33,7 @@ import {
 } from '@evtrace/tracefs';
 import { AgentError, asAgentError } from './errors.ts';
 import { nextName, RotatingOutput, writeTraceShot } from './files.ts';
-import type { Viewer } from './viewer.ts';
+import { liveEventJson, TaskNames, type Viewer } from './viewer.ts';
 
 /** Default per-CPU buffer: 1 MiB. */
 export const DEFAULT_BUFFER_SIZE = 1 << 20;
@@ -83,6 +82,7 @@ export class Session {
   #files: string[] = [];
   #filters: ReadonlyMap<string, EventFilterPlan> = new Map();
   #meta: FtraceMetadata | undefined;
+  #tasks: TaskNames | undefined;
   #keep = new Map<EventClass, EventPredicate | undefined>();
   #eventTriggers: { expr: string; compiled: Map<EventClass, EventPredicate | undefined> }[] = [];
   #overwrittenPages = 0;
@@ -111,6 +111,7 @@ export class Session {
       // An empty page file per CPU makes the metadata directory a valid (empty) raw-pages directory to decode by.
       for (const cpu of this.source.cpus) writeFileSync(join(this.metaDir, `cpu${cpu}.raw`), '');
       this.#meta = openRawPagesDir(this.metaDir).metadata;
+      this.#tasks = new TaskNames(this.#meta.cmdlines, this.source instanceof KernelSource);
       this.#filters = this.#sessionFilters();
       for (const t of this.triggers) if (t.kind === 'event') this.#addEventTrigger(t.filter);
       const size = this.spec.bufferSize ?? DEFAULT_BUFFER_SIZE;
@@ -243,7 +244,7 @@ export class Session {
     for (const e of decodeCpuPages(this.#meta!, { cpu, bytes }).events) {
       if (!this.#kept(e)) continue;
       if (this.viewers.size > 0) {
-        const json = eventToJsonLine(e).slice(0, -1);
+        const json = liveEventJson(e, this.#tasks!);
         for (const v of this.viewers) v.offer(json);
       }
       for (const t of this.#eventTriggers) {
@@ -275,7 +276,7 @@ export class Session {
     const out: string[] = [];
     for (const e of mergeByTime(streams)) {
       if (!this.#kept(e)) continue;
-      out.push(eventToJsonLine(e).slice(0, -1));
+      out.push(liveEventJson(e, this.#tasks!, false));
       if (out.length > limit) out.shift();
     }
     return out;

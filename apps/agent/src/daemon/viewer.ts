@@ -4,6 +4,9 @@
  * counts it as this viewer's loss, reported in a `loss` message once there is room again. Nothing a viewer does
  * slows the session or costs more memory than its queue.
  */
+import { readFileSync } from 'node:fs';
+import { CommTracker } from '@evtrace/filters';
+import { eventToJsonLine, type TraceEvent } from '@evtrace/trace-format';
 
 /** What a viewer writes to: the client's connection. */
 export interface ViewerOutput {
@@ -98,4 +101,52 @@ export class Viewer {
     this.#head = 0;
     this.#out.write(`${JSON.stringify({ stream: this.stream, kind: 'end', reason })}\n`);
   }
+}
+
+/**
+ * The names of the tasks events belong to, for viewers: seeded from the session's `saved_cmdlines`, kept current
+ * from the sched and task events that pass (a rename or an exec changes a name mid-session), and for a kernel
+ * session read from `/proc/PID/comm` for a task neither names (one that started after the session did).
+ */
+export class TaskNames {
+  readonly #tracker = new CommTracker();
+  readonly #proc: boolean;
+  /** Pids /proc did not know (exited): not looked up again. */
+  readonly #gone = new Set<number>();
+
+  constructor(cmdlines: ReadonlyMap<number, string>, readProc: boolean) {
+    for (const [pid, comm] of cmdlines) this.#tracker.seed(pid, comm);
+    this.#proc = readProc;
+  }
+
+  /** The event's task: its pid (`common_pid`) and name when known; then learns from the event. */
+  task(e: TraceEvent, learn: boolean): { pid?: number; comm?: string } {
+    const pid = e.scopes?.['event.context']?.common_pid;
+    if (typeof pid !== 'number') return {};
+    let comm = this.#tracker.commOf(pid, e.cpu ?? undefined);
+    if (comm === undefined && this.#proc && !this.#gone.has(pid)) {
+      try {
+        comm = readFileSync(`/proc/${pid}/comm`, 'utf8').replace(/\n$/, '');
+        this.#tracker.seed(pid, comm);
+      } catch {
+        this.#gone.add(pid);
+      }
+    }
+    if (learn) this.#tracker.observe(e);
+    return comm === undefined ? { pid } : { pid, comm };
+  }
+}
+
+/**
+ * One event as viewers get it: the object of `evtrace cat --json` with the task's `pid` and `comm` after `event`.
+ * `learn`: the event is new (not a re-read of the recent window), so names it carries are taken up.
+ */
+export function liveEventJson(e: TraceEvent, tasks: TaskNames, learn = true): string {
+  const line = eventToJsonLine(e);
+  const task = tasks.task(e, learn);
+  if (task.pid === undefined) return line.slice(0, -1);
+  // `,"fields":` cannot occur inside the JSON strings before it (their quotes are escaped): it is the member's start.
+  const at = line.indexOf(',"fields":');
+  const extra = `,"pid":${task.pid}${task.comm === undefined ? '' : `,"comm":${JSON.stringify(task.comm)}`}`;
+  return `${line.slice(0, at)}${extra}${line.slice(at, -1)}`;
 }

@@ -73,16 +73,21 @@ async function followSession(
   const window = new LiveWindow(options.window ?? 100_000);
   const timers: NodeJS.Timeout[] = [];
   const classes = new ClassTable();
+  /** Task names as the agent sent them with the events: the last one per pid. */
+  const tasks = new Map<number, string>();
   const listeners = new Set<() => void>();
   const warnings: string[] = [];
   let status: SessionStatus | undefined;
   let viewerLost = 0;
   let subscription: Subscription | undefined;
   if (name !== undefined) {
+    // Asked before subscribing: once the recent window arrives, the client stops reading replies until the stream
+    // is consumed (its backlog pauses the socket), and the stream is consumed only below.
+    status = await client.status(name);
+    // The agent sends each CPU's events in order; they are merged across CPUs at each refresh.
+    const merger = new CpuMerger(status.cpus.map((c) => c.cpu));
     subscription = await client.subscribe(name, { queue: 100_000 });
     const sub = subscription;
-    // The agent sends each CPU's events in order; they are merged across CPUs at each refresh.
-    const merger = new CpuMerger((await client.status(name)).cpus.map((c) => c.cpu));
     const flush = (all = false) => {
       const ready = merger.take(all);
       if (ready.length > 0) window.push(ready);
@@ -90,6 +95,8 @@ async function followSession(
     (async () => {
       for await (const item of sub) {
         if (item.kind === 'event') {
+          const { pid, comm } = item.event;
+          if (pid !== undefined && comm !== undefined) tasks.set(pid, comm);
           const e = classes.event(item.event);
           merger.add(e.cpu ?? 0, [e]);
         } else if (item.kind === 'loss') viewerLost = item.total;
@@ -109,7 +116,6 @@ async function followSession(
         () => {},
       );
     }, 1000);
-    status = await client.status(name);
     timers.push(refresh, poll);
   }
   const control: SessionControl = {
@@ -147,7 +153,7 @@ async function followSession(
     eventClasses: () => classes.all(),
     stats,
     lost: () => stats().lost,
-    taskName: () => undefined,
+    taskName: (pid) => tasks.get(pid),
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -212,7 +218,9 @@ class ClassTable {
       };
       this.#byName.set(e.event, ec);
     }
-    return { tsNs: BigInt(e.ts_ns), cpu: e.cpu, eventClass: ec, fields };
+    const event: TraceEvent = { tsNs: BigInt(e.ts_ns), cpu: e.cpu, eventClass: ec, fields };
+    // Where the file sources keep it: the Events view's TASK column and COMM in filters read common_pid there.
+    return e.pid === undefined ? event : { ...event, scopes: { 'event.context': { common_pid: e.pid } } };
   }
 }
 

@@ -1,0 +1,156 @@
+/**
+ * Live events carry their task: `pid` (the record's common_pid) and `comm` (the name the task had), for the demo
+ * source (names from its saved_cmdlines) and the kernel (judged by sched_switch, whose prev_pid/prev_comm the
+ * kernel itself wrote into the same record).
+ */
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { LiveEvent } from '@evtrace/agent-protocol';
+import { CommTracker } from '@evtrace/filters';
+import { eventToJsonLine, openRawPagesDir, type TraceEvent } from '@evtrace/trace-format';
+import { findTracefs, recordDemo } from '@evtrace/tracefs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cli, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
+import { liveEventJson, TaskNames } from './viewer.ts';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+const fresh = () => {
+  const d = workDir('agent-tasks-');
+  dirs.push(d);
+  return d;
+};
+
+/** The first `n` events a new viewer of `session` gets. */
+async function liveEvents(agent: RunningAgent, session: string, n: number): Promise<LiveEvent[]> {
+  const client = await agent.connect();
+  const view = await client.subscribe(session, { queue: 20_000 });
+  const events: LiveEvent[] = [];
+  for await (const item of view) {
+    if (item.kind === 'event') events.push(item.event);
+    if (events.length >= n) break;
+  }
+  await view.close();
+  client.close();
+  return events;
+}
+
+async function session(agent: RunningAgent, name: string, args: readonly string[]): Promise<void> {
+  const created = await cli(agent, ['session', 'create', name, '--mode', 'overwrite', ...args]);
+  expect(created.code, created.stderr).toBe(0);
+  expect((await cli(agent, ['session', 'start', name])).code).toBe(0);
+}
+
+describe('liveEventJson', () => {
+  it("is cat --json's object with pid and comm after event; tasks it cannot name get a pid alone", async () => {
+    const dir = fresh();
+    const raw = join(dir, 'raw');
+    await recordDemo({ events: ['kmem:*', 'sched:*'], dir: raw, durationMs: 100, rate: 5000, cpus: 2 });
+    const reader = openRawPagesDir(raw);
+    const cmdlines = reader.metadata.cmdlines;
+    expect(cmdlines.size).toBeGreaterThan(0);
+    const tracker = new CommTracker();
+    for (const [pid, comm] of cmdlines) tracker.seed(pid, comm);
+    const tasks = new TaskNames(cmdlines, false);
+    let named = 0;
+    for (const e of reader.events()) {
+      const got = JSON.parse(liveEventJson(e, tasks));
+      const pid = e.scopes!['event.context']!.common_pid as number;
+      const comm = tracker.resolve(e);
+      tracker.observe(e);
+      const { fields, ...rest } = JSON.parse(eventToJsonLine(e));
+      expect(got).toEqual({ ...rest, pid, ...(comm === undefined ? {} : { comm }), fields });
+      expect(Object.keys(got)).toEqual([
+        'ts_ns',
+        'cpu',
+        'event',
+        'pid',
+        ...(comm === undefined ? [] : ['comm']),
+        'fields',
+      ]);
+      if (comm !== undefined) named++;
+    }
+    expect(named).toBeGreaterThan(0);
+  });
+
+  it('leaves events without a task (CTF, no common_pid) as cat --json prints them', () => {
+    const e = {
+      tsNs: 5n,
+      cpu: 0,
+      eventClass: { id: 1, name: 'a:b', streamId: 0, payload: { kind: 'struct', members: [], minAlign: 1 } },
+      fields: { x: 1 },
+    } as TraceEvent;
+    expect(liveEventJson(e, new TaskNames(new Map(), false))).toBe(eventToJsonLine(e).slice(0, -1));
+  });
+});
+
+describe('live events of the demo source', { timeout: 60_000 }, () => {
+  it("carry the demo task's pid and name, in the stream and in evtrace cat --live", async () => {
+    const dir = fresh();
+    const agent = await startAgent(dir, ['--demo-rate', '3000']);
+    try {
+      await session(agent, 'd', ['--events', 'kmem:kmalloc,kmem:kfree', '--source', 'demo']);
+      const cmdlines = readFileSync(join(agent.stateDir, 'sessions', 'd', 'meta', 'saved_cmdlines'), 'utf8');
+      const names = new Map(
+        cmdlines
+          .trim()
+          .split('\n')
+          .map((l) => l.split(' ') as [string, string])
+          .map(([pid, comm]) => [Number(pid), comm]),
+      );
+      expect(names.size).toBeGreaterThan(1);
+      const events = await liveEvents(agent, 'd', 300);
+      for (const e of events) expect(e.comm, JSON.stringify(e)).toBe(names.get(e.pid!));
+      expect(new Set(events.map((e) => e.pid)).size).toBeGreaterThan(1);
+
+      const text = await cli(agent, ['cat', '--live', 'd', '-n', '20']);
+      expect(text.code, text.stderr).toBe(0);
+      const lines = text.stdout.trim().split('\n');
+      expect(lines).toHaveLength(20);
+      for (const l of lines) {
+        const m = /^\s*(\S+)-(\d+)\s+\[\d{3}\] \d+\.\d{9}: kmem:(kmalloc|kfree): /.exec(l);
+        expect(m, l).not.toBeNull();
+        expect(m![1]).toBe(names.get(Number(m![2])));
+      }
+    } finally {
+      await agent.stop();
+    }
+  });
+});
+
+const root = process.getuid?.() === 0;
+let why = root ? '' : 'not root: kernel sessions need root';
+try {
+  if (root) findTracefs();
+} catch (error) {
+  why = (error as Error).message;
+}
+
+describe.skipIf(why !== '')(
+  `live events of a kernel session${why ? ` (skipped: ${why})` : ''}`,
+  { timeout: 60_000 },
+  () => {
+    it("carry the task the kernel recorded: sched_switch's pid is its prev_pid and its comm the prev_comm", async () => {
+      const dir = fresh();
+      const agent = await startAgent(dir);
+      try {
+        await session(agent, 'k', ['--events', 'sched:sched_switch', '--source', 'kernel']);
+        const events = await liveEvents(agent, 'k', 400);
+        expect(events.every((e) => e.event === 'sched:sched_switch')).toBe(true);
+        for (const e of events) expect(e.pid, JSON.stringify(e)).toBe(e.fields.prev_pid);
+        // A task can exec between its event and our look at /proc (other builds run here): judged over the whole.
+        const named = events.filter((e) => e.comm !== undefined);
+        const agree = named.filter((e) => e.comm === e.fields.prev_comm);
+        expect(named.length / events.length).toBeGreaterThan(0.9);
+        expect(agree.length / named.length).toBeGreaterThan(0.9);
+        // The agent's own thread switches out all the time; its name is what /proc says.
+        const self = readFileSync(`/proc/${agent.proc.pid}/comm`, 'utf8').trim();
+        expect(named.some((e) => e.pid === agent.proc.pid && e.comm === self)).toBe(true);
+      } finally {
+        await agent.stop();
+      }
+    });
+  },
+);

@@ -1,0 +1,130 @@
+/**
+ * End to end with the real agent: `evtrace agent` on a private socket, the built evtrace-view in a pseudo-terminal
+ * attached to it. The Sessions view drives a session's life from the keyboard, and after each step the agent's own
+ * account (`evtrace session list --json`) must agree with the screen. The Events view of a live session shows each
+ * event's task as the agent names it.
+ */
+import { existsSync, rmSync } from 'node:fs';
+import type { SessionStatus } from '@evtrace/agent-protocol';
+import { openTrace } from '@evtrace/trace-format';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestAgent, type TestAgent } from './testing/agent.ts';
+import { startViewer } from './testing/pty.ts';
+import { tempDir } from './testing/traces.ts';
+import { NEW_SESSION_EVENTS } from './views/sessions.tsx';
+
+const dir = tempDir('evtrace-view-agent-');
+let agent: TestAgent;
+beforeAll(async () => {
+  agent = await startTestAgent(dir, ['--demo-rate', '2000']);
+}, 60_000);
+afterAll(async () => {
+  await agent?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const sessions = async (): Promise<SessionStatus[]> => JSON.parse(await agent.evtrace(['session', 'list', '--json']));
+const row = (text: string, name: string) => text.split('\n').find((l) => l.slice(1).startsWith(`${name} `)) ?? '';
+
+describe('evtrace-view on a running agent, in a pseudo-terminal', { timeout: 120_000 }, () => {
+  it('creates, stops, snapshots and destroys a session from the Sessions view; the agent agrees at each step', async () => {
+    const v = startViewer(['--agent', agent.socket]);
+    try {
+      await v.waitFor('no session: create one in Sessions');
+      v.type('3');
+      await v.waitFor('the agent has no sessions: c creates one');
+      expect(await sessions()).toEqual([]);
+
+      // Create: c, the name typed as one burst, Enter.
+      v.type('c');
+      await v.waitFor('new session name:');
+      v.type('tui-flight');
+      await v.waitFor('new session name: tui-flight');
+      v.type('\r');
+      let text = await v.waitFor((t) => t.includes('create tui-flight: done') && /running/.test(row(t, 'tui-flight')));
+      expect(row(text, 'tui-flight')).toMatch(/^>tui-flight\s+(kernel|demo)\s+overwrite\s+running\s/);
+      let [s] = await sessions();
+      expect(s).toMatchObject({ name: 'tui-flight', mode: 'overwrite', state: 'running' });
+      expect(s!.spec.events).toEqual(NEW_SESSION_EVENTS);
+      // What the row names as the source is the agent's choice (the kernel as root with tracefs, else the demo).
+      expect(row(text, 'tui-flight')).toContain(s!.demo ? 'demo' : s!.source);
+
+      // Stop: x.
+      v.type('x');
+      text = await v.waitFor((t) => t.includes('stop tui-flight: done') && /stopped/.test(row(t, 'tui-flight')));
+      [s] = await sessions();
+      expect(s).toMatchObject({ name: 'tui-flight', state: 'stopped', snapshots: 0 });
+      expect(row(text, 'tui-flight')).toMatch(/\sstopped\s/);
+
+      // Snapshot: s; the status line gives the file, which is a readable trace.
+      v.type('s');
+      text = await v.waitFor((t) => /snapshot tui-flight: done \(.+\)/.test(t));
+      const path = /snapshot tui-flight: done \((.+?)\)/.exec(text)![1]!;
+      expect(existsSync(path)).toBe(true);
+      const reader = openTrace(path);
+      for (const e of reader.events()) expect(NEW_SESSION_EVENTS).toContain(e.eventClass.name);
+      [s] = await sessions();
+      expect(s).toMatchObject({ name: 'tui-flight', state: 'stopped', snapshots: 1 });
+
+      // Destroy: d asks first; another key cancels, y confirms.
+      v.type('d');
+      await v.waitFor('destroy session tui-flight? y to confirm');
+      v.type('n');
+      await v.waitFor('destroy cancelled');
+      expect((await sessions()).map((x) => x.name)).toEqual(['tui-flight']);
+      v.type('d');
+      await v.waitFor('destroy session tui-flight? y to confirm');
+      v.type('y');
+      text = await v.waitFor((t) => t.includes('destroy tui-flight: done') && t.includes('the agent has no sessions'));
+      expect(row(text, 'tui-flight')).toBe('');
+      expect(await sessions()).toEqual([]);
+
+      v.type('q');
+      expect((await v.exited).exitCode).toBe(0);
+    } finally {
+      v.kill();
+    }
+  });
+
+  it("shows each live event's task (comm-pid) as the agent names it", async () => {
+    const create = [
+      'session',
+      'create',
+      'tasks',
+      '--events',
+      'kmem:kmalloc',
+      '--mode',
+      'overwrite',
+      '--source',
+      'demo',
+    ];
+    await agent.evtrace(create);
+    await agent.evtrace(['session', 'start', 'tasks']);
+    try {
+      // The names the agent gives (from the session's saved_cmdlines): the truth the screen must show.
+      const names = new Map<number, string>();
+      for (const line of (await agent.evtrace(['cat', '--live', 'tasks', '--json', '-n', '200'])).trim().split('\n')) {
+        const e = JSON.parse(line) as { pid?: number; comm?: string };
+        expect(e.pid, line).toBeTypeOf('number');
+        if (e.comm !== undefined) names.set(e.pid!, e.comm);
+      }
+      expect(names.size).toBeGreaterThan(0);
+      const v = startViewer(['--session', 'tasks'], { env: { EVTRACE_AGENT_SOCKET: agent.socket } });
+      try {
+        const taskOf = (l: string) => /^[ >]\d+\.\d{6}\s+\d+\s+(\S+)-(\d+)\s+kmem:kmalloc/.exec(l);
+        const text = await v.waitFor((t) => t.split('\n').filter((l) => taskOf(l)).length >= 10);
+        const rows = text.split('\n').flatMap((l) => {
+          const m = taskOf(l);
+          return m ? [{ comm: m[1]!, pid: Number(m[2]) }] : [];
+        });
+        for (const r of rows) expect(r.comm, `pid ${r.pid}`).toBe(names.get(r.pid));
+        v.type('q');
+        expect((await v.exited).exitCode).toBe(0);
+      } finally {
+        v.kill();
+      }
+    } finally {
+      await agent.evtrace(['session', 'destroy', 'tasks']);
+    }
+  });
+});
