@@ -17,6 +17,7 @@ import { ViewerError } from '../errors.ts';
 import { LiveWindow } from './live-window.ts';
 import { CpuMerger } from './merge.ts';
 import type { SessionControl, SessionInfo, SourceStats, ViewerSource } from './source.ts';
+import { lazySymbols } from './symbols.ts';
 
 /** Options of {@link attachAgent}. */
 export interface AttachOptions {
@@ -154,6 +155,8 @@ async function followSession(
     stats,
     lost: () => stats().lost,
     taskName: (pid) => tasks.get(pid),
+    // A kernel session records this machine: its kallsyms names the addresses (the demo's are synthetic).
+    symbols: lazySymbols(() => undefined, status?.demo !== true),
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

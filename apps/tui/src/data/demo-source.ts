@@ -12,6 +12,7 @@ import { DEMO_EVENTS } from '@evtrace/tracefs';
 import { LiveWindow } from './live-window.ts';
 import { CpuMerger } from './merge.ts';
 import type { ViewerSource } from './source.ts';
+import { lazySymbols } from './symbols.ts';
 
 /** Options of {@link startDemoSource}. */
 export interface DemoSourceOptions {
@@ -135,6 +136,8 @@ export async function startDemoSource(options: DemoSourceOptions = {}): Promise<
     stats: () => window.stats(),
     lost: () => window.stats().lost,
     taskName: (pid) => meta.cmdlines.get(pid),
+    // Synthetic addresses: only the demo's own symbols (if any) name them, never this machine's.
+    symbols: lazySymbols(() => meta.kallsyms(), false),
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

@@ -7,6 +7,7 @@ import { type IndexedTrace, indexFtrace, openTrace, TraceFormatError, type Trace
 import { ViewerError } from '../errors.ts';
 import type { CpuStats, SourceStats, ViewerSource } from './source.ts';
 import { arrayStore, type EventStore } from './store.ts';
+import { lazySymbols } from './symbols.ts';
 
 /** Slices of the trace's span in the per-CPU rate sparklines. */
 const RATE_SLICES = 60;
@@ -40,6 +41,7 @@ export function openFileSource(path: string): ViewerSource {
     stats: () => (stats ??= fileStats(store, lostByCpu)),
     lost: () => [...lostByCpu.values()].reduce((a, b) => a + b, 0),
     taskName: (pid) => cmdlines?.get(pid),
+    symbols: lazySymbols(() => reader.metadata?.kallsyms(), true),
     subscribe: () => () => {},
     warnings: () => reader.warnings,
     close: async () => {},

@@ -4,6 +4,7 @@
  */
 import type { EventClass } from '@evtrace/trace-format';
 import type { EventStore } from './store.ts';
+import type { KernelSymbols } from './symbols.ts';
 
 /** Counters of one CPU. */
 export interface CpuStats {
@@ -72,6 +73,11 @@ export interface ViewerSource {
   lost(): number;
   /** Task name of a pid, when known. */
   taskName(pid: number): string | undefined;
+  /**
+   * Kernel symbols for naming addresses: the trace's embedded kallsyms, else this machine's /proc/kallsyms where it
+   * fits (traces, kernel sessions); looked up on first call.
+   */
+  symbols?(): KernelSymbols | undefined;
   /** Calls `listener` after each change (live sources, a few times a second); returns the unsubscribe function. */
   subscribe(listener: () => void): () => void;
   /** The agent's sessions, when attached to one. */

@@ -11,11 +11,13 @@ import {
   callHistory,
   FunctionNames,
   hexAddress,
+  Symbolizer,
 } from '@evtrace/hw-bts';
 import type { TraceEvent } from '@evtrace/trace-format';
 import { Box, Text } from 'ink';
 import { useMemo, useState } from 'react';
 import type { EventStore } from '../data/store.ts';
+import type { KernelSymbols } from '../data/symbols.ts';
 import { countText, fit, taskText } from '../ui/format.ts';
 import { useKeys } from '../ui/keys.ts';
 import { useColour } from '../ui/theme.ts';
@@ -61,7 +63,15 @@ function BranchesView(props: ViewProps) {
     () => (all === undefined || selected === undefined ? undefined : all.filter((i) => all.tid[i] === selected.tid)),
     [all, selected?.tid],
   );
-  const history = useMemo<CallSegment[]>(() => (mine === undefined ? [] : callHistory(mine)), [mine]);
+  const known = useMemo(() => (active ? source.symbols?.() : undefined), [source, active]);
+  const symbolizer = useMemo(
+    () => (known === undefined ? undefined : new Symbolizer().setKallsyms(known.kallsyms)),
+    [known],
+  );
+  const history = useMemo<CallSegment[]>(
+    () => (mine === undefined ? [] : callHistory(mine, symbolizer)),
+    [mine, symbolizer],
+  );
   useKeys((key) => {
     if (tasks.length === 0) return false;
     if (key === ']' || key === 'right') setPick((p) => (Math.min(p, tasks.length - 1) + 1) % tasks.length);
@@ -78,7 +88,7 @@ function BranchesView(props: ViewProps) {
         <Text dimColor>no branches: the source has no bts:branch events with a task (sched:sched_switch)</Text>
       </Box>
     );
-  const names = new FunctionNames(mine);
+  const names = new FunctionNames(mine, symbolizer);
   const rows = Math.max(1, Math.floor((height - 4) / 2));
   const first = Math.max(0, mine.length - rows);
   const branchLines: string[] = [];
@@ -102,7 +112,10 @@ function BranchesView(props: ViewProps) {
     <Box flexDirection="column" width={width} height={height}>
       <Text wrap="truncate">{fit(`task ${taskBar}`, width)}</Text>
       <Text bold color={colour('cyan')}>
-        {fit(`LAST ${branchLines.length} OF ${countText(mine.length)} BRANCHES (newest last)`, width)}
+        {fit(
+          `LAST ${branchLines.length} OF ${countText(mine.length)} BRANCHES (newest last; symbols: ${symbolsText(known)})`,
+          width,
+        )}
       </Text>
       {branchLines.map((l) => (
         <Text key={l} wrap="truncate">
@@ -120,11 +133,20 @@ function BranchesView(props: ViewProps) {
         ))
       ) : (
         <Text dimColor>
-          {fit('no function names for these addresses (the trace carries no symbols for them)', width)}
+          {fit(
+            known === undefined
+              ? 'no function names: the source carries no kallsyms and /proc/kallsyms is not readable'
+              : `no function names: ${symbolsText(known)} does not cover these addresses`,
+            width,
+          )}
         </Text>
       )}
     </Box>
   );
+}
+
+function symbolsText(known: KernelSymbols | undefined): string {
+  return known === undefined ? 'none' : known.origin === 'trace' ? "the trace's kallsyms" : known.origin;
 }
 
 export const branchesView: ViewDefinition = {
