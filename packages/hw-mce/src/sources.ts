@@ -8,7 +8,16 @@
  *
  * Each is pulled by the caller (`poll()`), so it fits any event loop or the agent's source interface.
  */
-import { closeSync, constants as fs, openSync, readdirSync, readFileSync, readSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  constants as fs,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import {
   compileRecordDecoder,
@@ -46,8 +55,13 @@ export class TracefsMceSource {
   readonly #page: Buffer;
   readonly #layout = kernelPageLayout();
 
-  /** @throws MceError `ERR_MCE_SOURCE` when tracefs is missing, or neither event exists, or the kernel refuses. */
-  constructor(options: { tracefs?: string } = {}) {
+  /**
+   * `instance` names an existing instance to read instead of creating one (rasdaemon's, or one another tool set up):
+   * it is used as it is and left in place by {@link close}, which only disables the events this source enabled.
+   *
+   * @throws MceError `ERR_MCE_SOURCE` when tracefs is missing, or neither event exists, or the kernel refuses.
+   */
+  constructor(options: { tracefs?: string; instance?: string } = {}) {
     let root: string;
     try {
       root = options.tracefs ?? findTracefs();
@@ -76,8 +90,9 @@ export class TracefsMceSource {
       );
     }
     try {
-      this.instance = createInstance(root);
+      this.instance = options.instance === undefined ? createInstance(root) : adoptInstance(root, options.instance);
     } catch (error) {
+      if (error instanceof MceError) throw error;
       throw new MceError('ERR_MCE_SOURCE', (error as Error).message, { cause: error });
     }
     try {
@@ -145,6 +160,26 @@ export class TracefsMceSource {
     for (const { fd } of this.#fds.splice(0)) closeSync(fd);
     this.instance?.remove();
   }
+}
+
+/** An existing instance, used as found: removing it only disables the mce and ras events in it. */
+function adoptInstance(root: string, name: string): Instance {
+  const path = join(root, 'instances', name);
+  if (!existsSync(join(path, 'per_cpu')))
+    throw new MceError('ERR_MCE_SOURCE', `no tracefs instance ${name} (no per_cpu directory)`, {
+      location: { file: path },
+    });
+  return {
+    name,
+    path,
+    remove() {
+      for (const [system, event] of LIVE_EVENTS) {
+        try {
+          writeFileSync(join(path, 'events', system, event, 'enable'), '0');
+        } catch {}
+      }
+    },
+  };
 }
 
 /** A counter that grew between two polls. */

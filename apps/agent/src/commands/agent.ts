@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { bootSessions } from '../config/boot.ts';
 import { type AgentConfigCliOptions, addConfigOptions, agentConfigFromCli, configReport } from '../config/cli.ts';
 import { Agent } from '../daemon/agent.ts';
+import { addHardwareOptions, Hardware, type HardwareCliOptions } from '../daemon/hardware.ts';
 import { listen } from '../daemon/server.ts';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
@@ -13,7 +14,7 @@ import { type MetricsServer, startMetricsServer } from '../metrics/server.ts';
 import { addCommand, CliExit, type CliIO } from '../program.ts';
 
 /** Options of `evtrace agent`; the config layer fills the same names. */
-export interface AgentCliOptions extends AgentConfigCliOptions {
+export interface AgentCliOptions extends AgentConfigCliOptions, HardwareCliOptions {
   tracefs?: string;
   maxSessions?: string;
   maxViewers?: string;
@@ -48,7 +49,11 @@ instances that still exist (keeping what they buffered) or re-creates the sessio
 behind, removes evtrace instances no session claims, and says which on stderr. Trace-shots triggered by events or
 signals go to STATE-DIR/snapshots. SIGUSR1 and SIGUSR2 take trace-shots of the sessions with a matching signal
 trigger. On SIGINT or SIGTERM every session is stopped, its output finished and its instance removed. As root the agent
-raises its priority (nice -20), as \`evtrace record\`'s reader does, so that it keeps up with the load it records.`,
+raises its priority (nice -20), as \`evtrace record\`'s reader does, so that it keeps up with the load it records.
+With --hardware the agent runs a session named "hardware" (source mce): machine checks (tracefs mce:mce_record, else
+/dev/mcelog) and memory errors (ras:mc_event, else EDAC counter growth), decoded by @evtrace/hw-mce; the metrics
+endpoint adds node_edac_* (node_exporter's names), per-DIMM EDAC counters and machine checks per bank and per DIMM;
+a leaky-bucket threshold crossed (--mcelog-config, mcelog.conf's format) takes a trace-shot of every running session.`,
     )
     .option('--socket <path>', `control socket (default ${defaultSocketPath()}; env EVTRACE_AGENT_SOCKET)`)
     .option('--group <name>', 'members of this group may control the agent (socket mode 0660)')
@@ -62,6 +67,7 @@ raises its priority (nice -20), as \`evtrace record\`'s reader does, so that it 
     });
   // --config, --metrics, --buffer-size, --mode, --check-config: flags over EVTRACE_* over the config file.
   addConfigOptions(cmd);
+  addHardwareOptions(cmd);
   setExamples(
     cmd,
     `evtrace agent                                        foreground, default socket and state directory
@@ -84,6 +90,17 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
   const maxSessions = count('--max-sessions', options.maxSessions);
   const maxViewers = count('--max-viewers', options.maxViewers);
   const demoRate = count('--demo-rate', options.demoRate);
+  let hardware: Hardware | undefined;
+  try {
+    if (options.hardware === true)
+      hardware = new Hardware({
+        ...options,
+        log,
+        ...(options.tracefs !== undefined ? { tracefs: options.tracefs } : {}),
+      });
+  } catch (error) {
+    throw new CliExit(ExitCode.Usage, (error as Error).message);
+  }
   const agent = new Agent({
     stateDir,
     log,
@@ -91,12 +108,14 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
     ...(maxSessions !== undefined ? { maxSessions } : {}),
     ...(maxViewers !== undefined ? { maxViewers } : {}),
     ...(demoRate !== undefined ? { demoRate } : {}),
+    ...(hardware !== undefined ? { sources: hardware.sources } : {}),
   });
   let server: Awaited<ReturnType<typeof listen>>;
   let metrics: MetricsServer | undefined;
   try {
     for (const line of await agent.recover()) log(line);
     if (config.metrics !== undefined) metrics = await startMetricsServer(config.metrics, agent);
+    for (const m of hardware?.metrics() ?? []) metrics?.registerCollector(m);
     server = await listen(agent, { socket, log, ...(config.group !== undefined ? { group: config.group } : {}) });
   } catch (error) {
     agent.close();
@@ -116,6 +135,7 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
     start: agent.start.bind(agent),
   };
   for (const line of await bootSessions(config.sessions, boot)) log(line);
+  if (hardware !== undefined) log(await hardware.boot(agent));
   log(`listening on ${socket} (pid ${process.pid}, state in ${stateDir})`);
   // The reading loop must not starve under the load it records (as `evtrace record`'s reader): root raises it.
   if (process.getuid?.() === 0) {

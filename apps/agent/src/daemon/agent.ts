@@ -36,6 +36,8 @@ export interface AgentOptions {
   readonly maxViewers?: number;
   /** Events per second per CPU of demo sessions. Default 5000. */
   readonly demoRate?: number;
+  /** More source kinds (`mce`: the hardware session), by the kind saved in a session's state. */
+  readonly sources?: Readonly<Record<string, (spec: SessionSpec) => EventSource>>;
 }
 
 const SIGNALS: readonly TriggerSignal[] = ['SIGUSR1', 'SIGUSR2'];
@@ -157,6 +159,10 @@ export class Agent implements MetricsProvider {
 
   #source(spec: SessionSpec, kind: string): EventSource {
     if (kind === 'kernel') return this.#kernelSource(spec);
+    const make = this.#o.sources?.[kind];
+    if (make !== undefined) return make(spec);
+    if (kind !== 'demo')
+      throw new AgentError('ERR_SOURCE', `no ${kind} source in this agent (evtrace agent --hardware)`);
     return new DemoSource({ events: spec.events, cpus: Math.min(osCpus().length, 4), rate: this.#o.demoRate ?? 5000 });
   }
 
@@ -197,12 +203,13 @@ export class Agent implements MetricsProvider {
     return s;
   }
 
-  async create(spec: SessionSpec): Promise<SessionStatus> {
+  /** Creates a session; `source` names one of {@link AgentOptions.sources} (in-process callers only). */
+  async create(spec: SessionSpec, source?: string): Promise<SessionStatus> {
     if (this.sessionsByName.has(spec.name))
       throw new AgentError('ERR_SESSION_EXISTS', `a session named ${spec.name} exists`);
     if (this.sessionsByName.size >= (this.#o.maxSessions ?? 32))
       throw new AgentError('ERR_LIMIT', `at most ${this.#o.maxSessions ?? 32} sessions`);
-    let kind = spec.source ?? 'auto';
+    let kind: string = source ?? spec.source ?? 'auto';
     if (kind === 'auto')
       kind = autoSource({ uid: () => process.getuid?.(), tracefs: () => this.#o.tracefs ?? findTracefs() }).source;
     const dir = join(sessionsDir(this.#o.stateDir), spec.name);

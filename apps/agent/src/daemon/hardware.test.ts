@@ -1,0 +1,229 @@
+/**
+ * `evtrace agent --hardware`: the real agent (a child process on a real socket) with its hardware session and its
+ * metrics endpoint, scraped by a real Prometheus. This VM has no machine-check support (no `mce` tracepoint, no
+ * /dev/mcelog, no EDAC driver), so the agent is pointed at inputs built in a temporary directory: a tracefs-shaped
+ * tree whose instance `hw` has a `trace_pipe_raw` holding ring-buffer pages encoded from the real format files
+ * (mce_record's as Linux 6.x generates it, this kernel's ras:mc_event when tracefs is readable), and an EDAC sysfs
+ * tree in the per-DIMM layout.
+ */
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { emptyRecord, MC_EVENT_FORMAT, MCE_RECORD_FORMAT, mceTraceFields } from '@evtrace/hw-mce';
+import {
+  compileRecordEncoder,
+  type FieldValue,
+  kernelPageLayout,
+  packPages,
+  parseFormatFile,
+} from '@evtrace/trace-format';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cli, eventually, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
+import { freePort, type Prometheus, prometheusMissing, startPrometheus } from '../testing/prometheus.ts';
+
+const missing = prometheusMissing();
+
+function put(path: string, text: string): void {
+  mkdirSync(join(path, '..'), { recursive: true });
+  writeFileSync(path, `${text}\n`);
+}
+
+/** A tracefs-shaped tree with the real format files and an instance `hw`; returns its cpu0 trace_pipe_raw. */
+function tracefsTree(root: string): string {
+  for (const [system, event, text] of [
+    ['mce', 'mce_record', MCE_RECORD_FORMAT],
+    ['ras', 'mc_event', MC_EVENT_FORMAT],
+  ] as const) {
+    put(join(root, 'events', system, event, 'format'), text);
+    put(join(root, 'instances', 'hw', 'events', system, event, 'enable'), '0');
+  }
+  put(join(root, 'instances', 'hw', 'tracing_on'), '0');
+  const pipe = join(root, 'instances', 'hw', 'per_cpu', 'cpu0', 'trace_pipe_raw');
+  mkdirSync(join(pipe, '..'), { recursive: true });
+  writeFileSync(pipe, '');
+  return pipe;
+}
+
+/** Appends ring-buffer pages of these events, encoded through the format files, as the kernel would fill them. */
+function appendPages(pipe: string, events: { event: 'mce_record' | 'mc_event'; fields: Record<string, FieldValue> }[]) {
+  const mce = compileRecordEncoder(parseFormatFile(MCE_RECORD_FORMAT, { system: 'mce' }));
+  const ras = compileRecordEncoder(parseFormatFile(MC_EVENT_FORMAT, { system: 'ras' }));
+  const common = { common_flags: 0, common_preempt_count: 0, common_pid: 0 };
+  const records = events.map((e, i) => ({
+    tsNs: 5_000_000n + BigInt(i) * 1000n,
+    data: (e.event === 'mce_record' ? mce : ras)(e.fields, common),
+  }));
+  appendFileSync(pipe, packPages(records, kernelPageLayout()));
+}
+
+/** EDAC sysfs in the per-DIMM layout (skx_edac): mc0 with two DIMMs. */
+function edacTree(root: string): void {
+  put(join(root, 'mc', 'mc0', 'mc_name'), 'Skylake Socket#0 IMC#0');
+  put(join(root, 'mc', 'mc0', 'ce_count'), '7');
+  put(join(root, 'mc', 'mc0', 'ue_count'), '1');
+  put(join(root, 'mc', 'mc0', 'ce_noinfo_count'), '0');
+  put(join(root, 'mc', 'mc0', 'ue_noinfo_count'), '0');
+  for (const [i, ce, ue] of [
+    [0, 5, 1],
+    [1, 2, 0],
+  ] as const) {
+    put(join(root, 'mc', 'mc0', `dimm${i}`, 'dimm_label'), `CPU_SrcID#0_MC#0_Chan#${i}_DIMM#0`);
+    put(join(root, 'mc', 'mc0', `dimm${i}`, 'dimm_location'), `channel ${i} slot 0`);
+    put(join(root, 'mc', 'mc0', `dimm${i}`, 'dimm_ce_count'), String(ce));
+    put(join(root, 'mc', 'mc0', `dimm${i}`, 'dimm_ue_count'), String(ue));
+  }
+}
+
+/** A corrected memory read error on a Skylake server, socket 1, memory controller bank 13 (channel 0). */
+const corrected = (i: number) =>
+  mceTraceFields(
+    Object.assign(emptyRecord({ kind: 'trace' }), {
+      cpu: 3,
+      bank: 13,
+      status: 0x8c00004000010090n,
+      addr: 0x7f3a2000n + BigInt(i) * 0x1000n,
+      misc: 0x86n,
+      mcgcap: 0x1000c16n,
+      cpuvendor: 0,
+      cpuid: 0x50654,
+      socketid: 1,
+      apicid: 6,
+    }),
+  );
+
+describe.skipIf(missing !== undefined)(
+  `evtrace agent --hardware over a tracefs tree and EDAC sysfs built in a temporary directory (this VM has no MCE support)${missing ? ` (skipped: ${missing})` : ''}`,
+  () => {
+    let dir: string;
+    let port: number;
+    let agent: RunningAgent;
+    let prometheus: Prometheus;
+    let pipe: string;
+    let root: string;
+    let edac: string;
+
+    beforeAll(async () => {
+      dir = workDir('agent-hardware-');
+      root = join(dir, 'tracefs');
+      pipe = tracefsTree(root);
+      edac = join(dir, 'edac');
+      edacTree(edac);
+      const config = join(dir, 'mcelog.conf');
+      writeFileSync(config, '[dimm]\ndimm-tracking-enabled = yes\nce-error-threshold = 2 / 24h\n');
+      port = await freePort();
+      agent = await startAgent(dir, [
+        '--hardware',
+        '--tracefs',
+        root,
+        '--mce-instance',
+        'hw',
+        '--edac-sysfs',
+        edac,
+        '--mcelog',
+        join(dir, 'no-mcelog'),
+        '--mcelog-config',
+        config,
+        '--metrics',
+        `127.0.0.1:${port}`,
+      ]);
+      prometheus = await startPrometheus([`127.0.0.1:${port}`]);
+    }, 60_000);
+
+    afterAll(async () => {
+      await prometheus?.stop();
+      if (agent?.proc.exitCode === null) await agent.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('runs the hardware session on the inputs this host has, saying which it reads and which not', async () => {
+      const line = await agent.waitForLog(/hardware: session hardware created and started;[^\n]*/);
+      expect(line).toContain('reading tracefs mce:mce_record, tracefs ras:mc_event');
+      expect(line).toMatch(/no-mcelog: not read \(mce:mce_record reports the same records\)/);
+      expect(readFileSync(join(root, 'instances', 'hw', 'events', 'mce', 'mce_record', 'enable'), 'utf8')).toBe('1');
+      const list = await cli(agent, ['session', 'list', '--json']);
+      expect(list.code).toBe(0);
+      expect(list.stdout).toMatch(/"name":\s*"hardware"[^}]*"source":\s*"mce"/);
+    });
+
+    it("exports node_exporter's node_edac_* and the per-DIMM EDAC counters to Prometheus, read live from sysfs", async () => {
+      const ce = await prometheus.waitFor('node_edac_correctable_errors_total{job="evtrace"}', (s) => s.length === 1);
+      expect(ce.map((s) => [s.metric.controller, s.value])).toEqual([['0', 7]]);
+      const ue = await prometheus.query('node_edac_uncorrectable_errors_total');
+      expect(ue.map((s) => s.value)).toEqual([1]);
+      const csrow = await prometheus.query('node_edac_csrow_correctable_errors_total');
+      expect(csrow.map((s) => [s.metric.csrow, s.value])).toEqual([['unknown', 0]]);
+      const dimms = await prometheus.query('evtrace_edac_dimm_correctable_errors_total');
+      expect(new Map(dimms.map((s) => [s.metric.label, s.value]))).toEqual(
+        new Map([
+          ['CPU_SrcID#0_MC#0_Chan#0_DIMM#0', 5],
+          ['CPU_SrcID#0_MC#0_Chan#1_DIMM#0', 2],
+        ]),
+      );
+      // The driver counts an error: the next scrapes see it.
+      writeFileSync(join(edac, 'mc', 'mc0', 'dimm1', 'dimm_ce_count'), '6\n');
+      writeFileSync(join(edac, 'mc', 'mc0', 'ce_count'), '11\n');
+      await prometheus.waitFor(
+        'evtrace_edac_dimm_correctable_errors_total{label="CPU_SrcID#0_MC#0_Chan#1_DIMM#0"}',
+        (s) => s[0]?.value === 6,
+      );
+      await prometheus.waitFor('node_edac_correctable_errors_total', (s) => s[0]?.value === 11);
+    });
+
+    it('decodes machine checks from the ring-buffer pages into per-bank and per-DIMM counters; a threshold takes trace-shots', async () => {
+      appendPages(pipe, [
+        { event: 'mce_record', fields: corrected(0) },
+        { event: 'mce_record', fields: corrected(1) },
+        {
+          event: 'mc_event',
+          fields: {
+            error_type: 0,
+            msg: 'memory read error',
+            label: 'CPU_SrcID#1_MC#0_Chan#0_DIMM#0',
+            error_count: 1,
+            mc_index: 2,
+            top_layer: 0,
+            middle_layer: 0,
+            lower_layer: -1,
+            address: 0x7f3a2000n,
+            grain_bits: 5,
+            syndrome: 0n,
+            driver_detail: '',
+          },
+        },
+      ]);
+      const dimm = await prometheus.waitFor('evtrace_mce_dimm_errors_total', (s) => s[0]?.value === 2);
+      expect(dimm[0]?.metric).toMatchObject({ socket: '1', channel: '0', dimm: 'unknown', severity: 'corrected' });
+      const banks = await prometheus.query('evtrace_mce_errors_total');
+      expect(banks.map((s) => [s.metric.socket, s.metric.bank, s.metric.severity, s.metric.class, s.value])).toEqual([
+        ['1', '13', 'corrected', 'memory-controller', 2],
+      ]);
+      const events = await prometheus.waitFor('evtrace_edac_events_errors_total', (s) => s.length === 1);
+      expect(events[0]?.metric).toMatchObject({
+        controller: '2',
+        label: 'CPU_SrcID#1_MC#0_Chan#0_DIMM#0',
+        type: 'corrected',
+      });
+      // The second error on the channel crossed "2 / 24h": the tracker says so and every running session is shot.
+      const crossed = await agent.waitForLog(/hardware: Corrected dimm memory error count exceeded threshold[^\n]*/);
+      expect(crossed).toContain('(SOCKET:1 CHANNEL:0 DIMM:? [])');
+      const shot = await agent.waitForLog(/session hardware: trace-shot (\S+) \(\d+ events\)/);
+      const path = /trace-shot (\S+)/.exec(shot)![1]!;
+      expect(existsSync(path)).toBe(true);
+      // The trace-shot is a recording like any other: `evtrace mce decode` reads the machine checks back out of it.
+      const decoded = await eventually(async () => {
+        const r = await cli(agent, ['mce', 'decode', path, '--json']);
+        const lines = r.stdout.trim().split('\n').filter(Boolean);
+        return r.code === 0 && lines.length >= 2 ? lines.map((l) => JSON.parse(l)) : undefined;
+      });
+      expect(decoded.slice(0, 2).map((d) => [d.cpu, d.bank, d.status, d.severity, d.class])).toEqual([
+        [3, 13, '0x8c00004000010090', 'corrected', 'memory-controller'],
+        [3, 13, '0x8c00004000010090', 'corrected', 'memory-controller'],
+      ]);
+    });
+
+    it('leaves the instance it read as it found it when the agent stops', async () => {
+      expect(await agent.stop()).toBe(0);
+      expect(readFileSync(join(root, 'instances', 'hw', 'events', 'mce', 'mce_record', 'enable'), 'utf8')).toBe('0');
+      expect(existsSync(join(root, 'instances', 'hw'))).toBe(true);
+    });
+  },
+);
