@@ -117,6 +117,8 @@ export interface SessionStatus {
   readonly files: readonly string[];
   /** The tracefs instance, for kernel sessions. */
   readonly instance?: string;
+  /** The other sessions reading the same tracefs instance (kernel sessions with the same configuration). */
+  readonly sharedWith?: readonly string[];
   /** Why a failed session failed. */
   readonly error?: { readonly code: string; readonly message: string };
   readonly spec: SessionSpec;

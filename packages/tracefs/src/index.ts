@@ -17,7 +17,7 @@ export {
   OWN_INSTANCE,
   removeInstanceDir,
 } from './instance.ts';
-export { KernelSource, type KernelSourceOptions } from './live.ts';
+export { KernelSource, type KernelSourceOptions, KernelTap } from './live.ts';
 export { DemoSource, type DemoSourceOptions } from './live-demo.ts';
 export { type FindTracefsOptions, findTracefs, TRACEFS_MOUNT_POINT, tracefsInMounts } from './mount.ts';
 export {

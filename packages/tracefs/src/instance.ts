@@ -74,9 +74,10 @@ function installHooks(): void {
   if (hooked) return;
   hooked = true;
   process.on('exit', removeAllLive);
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  process.on('SIGHUP', onSignal);
+  // First in line: a handler that stops cleanly may remove itself when it runs, and must still be seen as there.
+  process.prependListener('SIGINT', onSignal);
+  process.prependListener('SIGTERM', onSignal);
+  process.prependListener('SIGHUP', onSignal);
 }
 
 /**

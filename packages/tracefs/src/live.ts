@@ -3,6 +3,9 @@
  * delivered, one record each, into the agent's ring buffers ({@link EventSource}). Unlike `record`, it writes no
  * files and runs no loop of its own: the agent polls it, so several sessions share one event loop. The instance is
  * in non-overwrite mode (the kernel counts what the reader misses as dropped); overwriting is the ring buffers' job.
+ *
+ * Several consumers can share one instance through {@link KernelSource.tap}: the kernel writes and the agent reads
+ * each event once, and every page read is handed to each running tap's own sinks, with per-tap counters.
  */
 import { closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -42,10 +45,21 @@ export interface KernelSourceOptions {
 interface Cpu {
   readonly cpu: number;
   readonly fd: number;
-  events: number;
-  refused: number;
-  bytes: number;
   lastTs: number;
+}
+
+/** One consumer of the pages: its sinks (one per CPU) and what it got, by CPU index, over all its runs. */
+interface Consumer {
+  sinks: readonly PageSink[];
+  readonly events: Float64Array;
+  readonly refused: Float64Array;
+  readonly bytes: Float64Array;
+  /** Bytes written to each sink since its last flush. */
+  readonly pending: Float64Array;
+  /** The kernel's loss counters when the consumer last started: it is charged only with what was lost while it ran. */
+  lossBase: readonly number[];
+  /** Kernel loss charged for its earlier runs. */
+  readonly kernelLost: Float64Array;
 }
 
 const set = (file: string, value: string, what: string) => {
@@ -85,7 +99,12 @@ export class KernelSource implements EventSource {
   #layout: PageLayout | undefined;
   #selected: { system: string; event: string }[] = [];
   #cpus: Cpu[] = [];
-  #sinks: readonly PageSink[] = [];
+  /** Who gets the pages: the taps that run, or the one consumer of {@link start}. */
+  #consumers: Consumer[] = [];
+  #own: Consumer | undefined;
+  /** Taps that have prepared and not closed yet: the last one to close releases the instance. */
+  #refs = 0;
+  #prepared = false;
   #page = Buffer.alloc(0);
   readonly #count: PageCount = { records: 0, dataBytes: 0, missed: false, corruptAt: -1 };
   readonly #byType = new Float64Array(65536);
@@ -97,6 +116,33 @@ export class KernelSource implements EventSource {
   /** The instance name. */
   get resource(): string | undefined {
     return this.#instance?.name;
+  }
+
+  /** True once {@link prepare} succeeded (and until {@link close}). */
+  get prepared(): boolean {
+    return this.#prepared;
+  }
+
+  /**
+   * A consumer sharing this source: an {@link EventSource} with its own sinks and counters, whose `prepare`
+   * prepares the source if nobody did, whose `start`/`stop` turn tracing on with the first running tap and off with
+   * the last, and whose `close` releases the instance when it is the last tap.
+   */
+  tap(): KernelTap {
+    return new KernelTap(this, {
+      acquire: () => {
+        if (!this.#prepared) this.prepare();
+        this.#refs++;
+      },
+      release: () => {
+        if (--this.#refs <= 0) this.close();
+      },
+      consumer: () => this.#consumer(),
+      attach: (consumer, sinks) => this.#attach(consumer, sinks),
+      detach: (consumer) => this.#detach(consumer),
+      poll: () => this.poll(),
+      counters: (consumer) => this.#countersOf(consumer),
+    });
   }
 
   prepare(): void {
@@ -132,6 +178,7 @@ export class KernelSource implements EventSource {
       this.close();
       throw error;
     }
+    this.#prepared = true;
   }
 
   #configure(plans: ReadonlyMap<string, EventFilterPlan>): void {
@@ -163,7 +210,7 @@ export class KernelSource implements EventSource {
       } catch (error) {
         throw ioError(file, error, 'cannot open the raw pipe');
       }
-      this.#cpus.push({ cpu: Number(m[1]), fd, events: 0, refused: 0, bytes: 0, lastTs: 0 });
+      this.#cpus.push({ cpu: Number(m[1]), fd, lastTs: 0 });
     }
     this.#cpus.sort((a, b) => a.cpu - b.cpu);
     this.cpus = this.#cpus.map((c) => c.cpu);
@@ -203,27 +250,65 @@ export class KernelSource implements EventSource {
   }
 
   start(sinks: readonly PageSink[]): void {
+    this.#own ??= this.#consumer();
+    this.#attach(this.#own, sinks);
+  }
+
+  #consumer(): Consumer {
+    const n = this.#cpus.length;
+    return {
+      sinks: [],
+      events: new Float64Array(n),
+      refused: new Float64Array(n),
+      bytes: new Float64Array(n),
+      pending: new Float64Array(n),
+      lossBase: [],
+      kernelLost: new Float64Array(n),
+    };
+  }
+
+  #attach(consumer: Consumer, sinks: readonly PageSink[]): void {
+    if (this.#consumers.includes(consumer))
+      throw new TracefsError('ERR_TRACEFS_SETTING', 'the source is running already');
     if (sinks.length !== this.#cpus.length)
       throw new TracefsError('ERR_TRACEFS_SETTING', `${this.#cpus.length} sinks needed`);
-    this.#sinks = sinks;
-    set(join(this.#instance!.path, 'tracing_on'), '1', 'cannot start tracing');
+    consumer.sinks = sinks;
+    consumer.lossBase = this.#kernelLoss();
+    this.#consumers = [...this.#consumers, consumer];
+    if (this.#consumers.length === 1) set(join(this.#instance!.path, 'tracing_on'), '1', 'cannot start tracing');
+  }
+
+  /** Hands the consumer what is ready and lets it go; the last one turns tracing off and gets everything left. */
+  #detach(consumer: Consumer): void {
+    if (!this.#consumers.includes(consumer)) return;
+    if (this.#consumers.length === 1) {
+      try {
+        set(join(this.#instance!.path, 'tracing_on'), '0', 'cannot stop tracing');
+      } catch {}
+      while (this.poll() > 0);
+    } else this.poll();
+    const kernel = this.#kernelLoss();
+    for (let i = 0; i < kernel.length; i++) consumer.kernelLost[i]! += Math.max(0, kernel[i]! - consumer.lossBase[i]!);
+    this.#consumers = this.#consumers.filter((c) => c !== consumer);
   }
 
   poll(): number {
+    if (this.#consumers.length === 0) return 0;
     const limit = Error.stackTraceLimit;
     // Every drained CPU ends in an EAGAIN, which Node throws: without a stack trace the error is cheap.
     Error.stackTraceLimit = 0;
     try {
       let fastest = 0;
-      for (let i = 0; i < this.#cpus.length; i++)
-        fastest = Math.max(fastest, this.#drain(this.#cpus[i]!, this.#sinks[i]!));
+      for (let i = 0; i < this.#cpus.length; i++) fastest = Math.max(fastest, this.#drain(i));
       return fastest;
     } finally {
       Error.stackTraceLimit = limit;
     }
   }
 
-  #drain(c: Cpu, sink: PageSink): number {
+  #drain(i: number): number {
+    const c = this.#cpus[i]!;
+    const consumers = this.#consumers;
     const page = this.#page;
     const layout = this.#layout!;
     let bytes = 0;
@@ -241,37 +326,62 @@ export class KernelSource implements EventSource {
       // The page's base time (u64 ns); kept non-decreasing as ring-buffer timestamps must be.
       const ts = Math.max(c.lastTs, Number(page.readBigUInt64LE(0)));
       c.lastTs = ts;
-      if (sink.writeBytes(FTRACE_PAGE_RECORD, page, ts)) {
-        c.events += count.records;
-        c.bytes += count.dataBytes;
-      } else c.refused += count.records;
+      // Every consumer copies the page into its own sink: the kernel wrote it once and it was read once.
+      for (let k = 0; k < consumers.length; k++) {
+        const s = consumers[k]!;
+        if (s.sinks[i]!.writeBytes(FTRACE_PAGE_RECORD, page, ts)) {
+          s.events[i]! += count.records;
+          s.bytes[i]! += count.dataBytes;
+          s.pending[i]! += count.dataBytes;
+        } else s.refused[i]! += count.records;
+      }
       bytes += count.dataBytes;
       if (count.dataBytes < (page.length - layout.dataOffset) / 2) break;
     }
-    if (bytes > 0) sink.flush();
+    for (let k = 0; k < consumers.length; k++) {
+      const s = consumers[k]!;
+      if (s.pending[i]! > 0) {
+        s.pending[i] = 0;
+        s.sinks[i]!.flush();
+      }
+    }
     return bytes;
   }
 
   stop(): void {
-    if (this.#instance === undefined) return;
-    try {
-      set(join(this.#instance.path, 'tracing_on'), '0', 'cannot stop tracing');
-    } catch {}
-    while (this.#sinks.length > 0 && this.poll() > 0);
+    if (this.#own !== undefined) this.#detach(this.#own);
+  }
+
+  /** The kernel's overruns and drops per CPU index, as its `stats` files say now. */
+  #kernelLoss(): number[] {
+    const p = this.#instance?.path;
+    return this.#cpus.map((c) => {
+      if (p === undefined) return 0;
+      try {
+        const s = parseCpuStats(readFileSync(join(p, 'per_cpu', `cpu${c.cpu}`, 'stats'), 'utf8'));
+        return (s.overrun ?? 0) + (s['dropped events'] ?? 0) + (s['commit overrun'] ?? 0);
+      } catch {
+        return 0;
+      }
+    });
+  }
+
+  #countersOf(consumer: Consumer | undefined): readonly SourceCpuCounters[] {
+    // A running consumer is also charged with the kernel's loss of its current run.
+    const kernel = consumer !== undefined && this.#consumers.includes(consumer) ? this.#kernelLoss() : undefined;
+    return this.#cpus.map((c, i) => ({
+      cpu: c.cpu,
+      events: consumer?.events[i] ?? 0,
+      lost:
+        (consumer?.refused[i] ?? 0) +
+        (consumer?.kernelLost[i] ?? 0) +
+        (kernel !== undefined ? Math.max(0, kernel[i]! - consumer!.lossBase[i]!) : 0),
+      bytes: consumer?.bytes[i] ?? 0,
+    }));
   }
 
   counters(): readonly SourceCpuCounters[] {
-    const p = this.#instance?.path;
-    return this.#cpus.map((c) => {
-      let kernel = 0;
-      if (p !== undefined) {
-        try {
-          const s = parseCpuStats(readFileSync(join(p, 'per_cpu', `cpu${c.cpu}`, 'stats'), 'utf8'));
-          kernel = (s.overrun ?? 0) + (s['dropped events'] ?? 0) + (s['commit overrun'] ?? 0);
-        } catch {}
-      }
-      return { cpu: c.cpu, events: c.events, lost: kernel + c.refused, bytes: c.bytes };
-    });
+    return this.#countersOf(this.#own);
   }
 
   close(): void {
@@ -281,7 +391,93 @@ export class KernelSource implements EventSource {
       } catch {}
     }
     this.#cpus = [];
-    this.#sinks = [];
+    this.#consumers = [];
+    this.#own = undefined;
+    this.#prepared = false;
     this.#instance?.remove();
+  }
+}
+
+/** What a {@link KernelTap} may do with its source. */
+interface TapLink {
+  acquire(): void;
+  release(): void;
+  consumer(): Consumer;
+  attach(consumer: Consumer, sinks: readonly PageSink[]): void;
+  detach(consumer: Consumer): void;
+  poll(): number;
+  counters(consumer: Consumer | undefined): readonly SourceCpuCounters[];
+}
+
+/**
+ * One consumer of a shared {@link KernelSource} (made by {@link KernelSource.tap}): an {@link EventSource} of its
+ * own, whose sinks get every page the instance gives while it runs, and whose counters are its own (events it took,
+ * pages its sinks refused, the kernel's loss while it ran).
+ */
+export class KernelTap implements EventSource {
+  readonly kind = 'kernel';
+  readonly demo = false;
+  /** The source shared. */
+  readonly shared: KernelSource;
+  readonly #link: TapLink;
+  #consumer: Consumer | undefined;
+  #held = false;
+
+  constructor(shared: KernelSource, link: TapLink) {
+    this.shared = shared;
+    this.#link = link;
+  }
+
+  get cpus(): readonly number[] {
+    return this.shared.cpus;
+  }
+  get pageSize(): number {
+    return this.shared.pageSize;
+  }
+  get eventClasses(): readonly EventClass[] {
+    return this.shared.eventClasses;
+  }
+  get userSpaceFilters(): ReadonlyMap<string, EventFilterPlan> {
+    return this.shared.userSpaceFilters;
+  }
+  get resource(): string | undefined {
+    return this.shared.resource;
+  }
+
+  prepare(): void {
+    if (this.#held) return;
+    this.#link.acquire();
+    this.#held = true;
+    this.#consumer = this.#link.consumer();
+  }
+
+  writeMetadata(dir: string): void {
+    this.shared.writeMetadata(dir);
+  }
+
+  start(sinks: readonly PageSink[]): void {
+    if (this.#consumer === undefined) throw new TracefsError('ERR_TRACEFS_SETTING', 'the tap is not prepared');
+    this.#link.attach(this.#consumer, sinks);
+  }
+
+  poll(): number {
+    return this.#link.poll();
+  }
+
+  stop(): void {
+    if (this.#consumer !== undefined) this.#link.detach(this.#consumer);
+  }
+
+  counters(): readonly SourceCpuCounters[] {
+    return this.#link.counters(this.#consumer);
+  }
+
+  close(): void {
+    if (!this.#held) return;
+    this.#held = false;
+    try {
+      this.stop();
+    } catch {}
+    this.#link.release();
   }
 }

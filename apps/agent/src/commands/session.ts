@@ -87,7 +87,7 @@ const n = (v: number) => String(v).padStart(10);
 export function statusText(s: SessionStatus): string {
   const lines = [
     `session ${s.name}: ${s.state}${s.error ? ` (${s.error.code}: ${s.error.message})` : ''}`,
-    `  mode ${s.mode}, source ${s.source}${s.demo ? ' (DEMO: synthetic events)' : ''}${s.instance ? `, tracefs instance ${s.instance}` : ''}`,
+    `  mode ${s.mode}, source ${s.source}${s.demo ? ' (DEMO: synthetic events)' : ''}${s.instance ? `, tracefs instance ${s.instance}` : ''}${s.sharedWith?.length ? ` (shared with ${s.sharedWith.join(', ')})` : s.instance ? ' (its own)' : ''}`,
     `  events ${n(s.events)}  lost ${n(s.lost)}  bytes ${n(s.bytes)}`,
     ...s.cpus.map(
       (c) => `  cpu${String(c.cpu).padEnd(3)} events ${n(c.events)}  lost ${n(c.lost)}  bytes ${n(c.bytes)}`,

@@ -11,7 +11,7 @@ import {
   DemoSource,
   finalizeRecording,
   findTracefs,
-  KernelSource,
+  KernelTap,
   OWN_INSTANCE,
   removeInstanceDir,
 } from '@evtrace/tracefs';
@@ -19,6 +19,8 @@ import { autoSource } from '../commands/record.ts';
 import type { AgentHealth, MetricsProvider, SessionCounters } from '../metrics/types.ts';
 import { AgentError, asAgentError } from './errors.ts';
 import { extension } from './files.ts';
+import { SharedInstances } from './instances.ts';
+import { raiseAllThreads } from './priority.ts';
 import { Session } from './session.ts';
 import { isAlive, readRecords, type SessionRecord, sessionsDir, writeRecord } from './state.ts';
 import { Viewer, type ViewerOutput } from './viewer.ts';
@@ -52,9 +54,11 @@ export class Agent implements MetricsProvider {
   readonly #pendingShots = new Set<Session>();
   readonly #signalHandlers = new Map<TriggerSignal, () => void>();
   #closed = false;
+  readonly #instances: SharedInstances;
 
   constructor(options: AgentOptions) {
     this.#o = options;
+    this.#instances = new SharedInstances(options.tracefs !== undefined ? { tracefs: options.tracefs } : {});
     mkdirSync(sessionsDir(options.stateDir), { recursive: true, mode: 0o750 });
     mkdirSync(join(options.stateDir, 'snapshots'), { recursive: true, mode: 0o750 });
     for (const signal of SIGNALS) {
@@ -104,7 +108,10 @@ export class Agent implements MetricsProvider {
           adopt !== undefined ? this.#kernelSource(record.spec, adopt) : this.#source(record.spec, record.source);
         const session = await this.#open({ ...record.spec, triggers: record.triggers }, source, dir);
         if (adopt !== undefined) adopted.add(adopt);
-        if (record.state === 'running') session.start();
+        if (record.state === 'running') {
+          session.start();
+          if (session.source.kind === 'kernel') raiseAllThreads(-20);
+        }
         const how =
           adopt !== undefined
             ? `re-adopted tracefs instance ${adopt} (its buffered events are kept)`
@@ -147,14 +154,17 @@ export class Agent implements MetricsProvider {
     return said;
   }
 
-  #kernelSource(spec: SessionSpec, adopt?: string): KernelSource {
-    return new KernelSource({
-      events: spec.events,
-      ...(spec.filter !== undefined ? { filter: spec.filter } : {}),
-      ...(spec.bufferSize !== undefined ? { bufferKb: Math.max(4, Math.floor(spec.bufferSize / 1024)) } : {}),
-      ...(this.#o.tracefs !== undefined ? { tracefs: this.#o.tracefs } : {}),
-      ...(adopt !== undefined ? { adopt } : {}),
-    });
+  #kernelSource(spec: SessionSpec, adopt?: string): KernelTap {
+    return this.#instances.acquire(spec, adopt);
+  }
+
+  /** The other sessions reading the same tracefs instance as `s`. */
+  #sharing(s: Session): string[] {
+    if (!(s.source instanceof KernelTap)) return [];
+    const shared = s.source.shared;
+    return [...this.sessionsByName.values()]
+      .filter((o) => o !== s && o.source instanceof KernelTap && o.source.shared === shared)
+      .map((o) => o.name);
   }
 
   #source(spec: SessionSpec, kind: string): EventSource {
@@ -171,6 +181,7 @@ export class Agent implements MetricsProvider {
       triggered: (s, why) => this.#trigger(s, why),
       failed: (s, error) => this.#o.log(`session ${s.name} failed and stopped: ${error.code}: ${error.message}`),
       changed: (s) => this.#save(s),
+      sharing: (s) => this.#sharing(s),
     });
     await session.open();
     this.sessionsByName.set(spec.name, session);
@@ -227,6 +238,9 @@ export class Agent implements MetricsProvider {
   start(name: string): SessionStatus {
     const s = this.#get(name);
     s.start();
+    // The reading loop must keep up with the load it records, as `evtrace record`'s reader: as root every thread
+    // of the agent runs at nice -20 (V8's helpers too: a collector left at nice 0 stalls the loop under load).
+    if (s.source.kind === 'kernel') raiseAllThreads(-20);
     this.#schedule();
     return s.status();
   }

@@ -51,6 +51,9 @@ export function appendWhole(fd: number, file: string, bytes: Uint8Array, pageSiz
   }
 }
 
+/** Pages gathered per CPU before one write. */
+const BATCH_PAGES = 64;
+
 /** The extension of a finished file. */
 export const extension = (format: OutputFormat) => (format === 'ctf' ? '.ctf' : '.dat');
 
@@ -113,6 +116,8 @@ export class RotatingOutput {
   readonly #o: RotatingOutputOptions;
   #seq = 0;
   #part: { path: string; dir: string; fds: number[]; bytes: number; started: number } | undefined;
+  /** Pages appended and not written yet, per CPU index. */
+  readonly #batches: ({ buf: Buffer; used: number } | undefined)[] = [];
 
   constructor(options: RotatingOutputOptions) {
     this.#o = options;
@@ -128,13 +133,39 @@ export class RotatingOutput {
     return this.#part?.dir;
   }
 
+  /**
+   * Adds a page of CPU `index`. Pages are gathered per CPU and written by {@link flush} (or when a batch is full):
+   * one write per batch rather than per page, which matters when several sessions write the same pages.
+   */
   append(index: number, page: Uint8Array): void {
     const part = this.#part ?? this.#begin();
-    const cpu = this.#o.cpus[index]!;
-    appendWhole(part.fds[index]!, join(part.dir, `cpu${cpu}.raw`), page, this.#o.pageSize);
+    let batch = this.#batches[index];
+    if (batch === undefined) {
+      batch = { buf: Buffer.allocUnsafe(Math.max(page.length, this.#o.pageSize) * BATCH_PAGES), used: 0 };
+      this.#batches[index] = batch;
+    }
+    if (batch.used + page.length > batch.buf.length) this.#write(part, index);
+    batch.buf.set(page, batch.used);
+    batch.used += page.length;
     part.bytes += page.length;
     const r = this.#o.rotate;
     if (r?.bytes !== undefined && part.bytes >= r.bytes) this.rotate();
+  }
+
+  /** Writes every gathered page. */
+  flush(): void {
+    const part = this.#part;
+    if (part === undefined) return;
+    for (let i = 0; i < this.#batches.length; i++) this.#write(part, i);
+  }
+
+  #write(part: { dir: string; fds: number[] }, index: number): void {
+    const batch = this.#batches[index];
+    if (batch === undefined || batch.used === 0) return;
+    const used = batch.used;
+    batch.used = 0;
+    const cpu = this.#o.cpus[index]!;
+    appendWhole(part.fds[index]!, join(part.dir, `cpu${cpu}.raw`), batch.buf.subarray(0, used), this.#o.pageSize);
   }
 
   /** Rotates by time (called from the agent's loop). */
@@ -164,8 +195,12 @@ export class RotatingOutput {
   rotate(): string | undefined {
     const part = this.#part;
     if (part === undefined) return undefined;
-    this.#part = undefined;
-    for (const fd of part.fds) closeSync(fd);
+    try {
+      this.flush();
+    } finally {
+      this.#part = undefined;
+      for (const fd of part.fds) closeSync(fd);
+    }
     const out = part.path + extension(this.#o.format);
     try {
       finalizeRecording(part.dir, out, this.#o.format, { userSpaceFilters: this.#o.filters });
@@ -179,6 +214,7 @@ export class RotatingOutput {
 
   /** Closes without finishing (a failure): the `.part` directory stays readable. */
   abandon(): void {
+    for (const b of this.#batches) if (b !== undefined) b.used = 0;
     for (const fd of this.#part?.fds ?? []) {
       try {
         closeSync(fd);

@@ -1,5 +1,5 @@
 /**
- * A session: one event source (its own tracefs instance for the kernel), one @evtrace/ringbuf buffer per CPU in
+ * A session: one event source (for the kernel a tracefs instance, shared by sessions of the same configuration), one @evtrace/ringbuf buffer per CPU in
  * overwrite or discard mode, and what consumes them: the rotating output, viewers, event triggers. Trace-shots are
  * non-consuming snapshots of the buffers, taken while recording continues.
  */
@@ -14,7 +14,7 @@ import type {
   TriggerSpec,
 } from '@evtrace/agent-protocol';
 import { compileFilter, type EventPredicate, FilterError } from '@evtrace/filters';
-import { type Reader, RingBuffer, type Writer } from '@evtrace/ringbuf';
+import { EXTENDED_HEADER_SIZE, PAGE_HEADER_SIZE, type Reader, RingBuffer, type Writer } from '@evtrace/ringbuf';
 import {
   decodeCpuPages,
   type EventClass,
@@ -22,12 +22,14 @@ import {
   type FtraceMetadata,
   mergeByTime,
   openRawPagesDir,
+  type PageSink,
   type TraceEvent,
 } from '@evtrace/trace-format';
 import {
   countPageRecords,
   type EventFilterPlan,
   KernelSource,
+  KernelTap,
   type PageCount,
   planEventFilter,
 } from '@evtrace/tracefs';
@@ -51,6 +53,18 @@ interface CpuState {
   readonly ring: RingBuffer;
   readonly writer: Writer;
   readonly reader: Reader;
+  /** What the source writes into: the writer, drained to the outputs before the ring can fill. */
+  readonly sink: PageSink;
+}
+
+/**
+ * Pages a session's ring takes between two drains: half of what it holds, so that a source delivering a burst in
+ * one poll (up to a whole kernel buffer) never fills a discard-mode ring (refused) or laps an overwrite-mode one
+ * (pages the output never sees) before the session's own reader had its turn.
+ */
+function drainEvery(geometry: { pageSize: number; pageCount: number }, recordSize: number): number {
+  const perPage = Math.max(1, Math.floor((geometry.pageSize - PAGE_HEADER_SIZE) / (recordSize + EXTENDED_HEADER_SIZE)));
+  return Math.max(1, Math.floor((perPage * geometry.pageCount) / 2));
 }
 
 /** What a session tells the agent. */
@@ -61,6 +75,8 @@ export interface SessionHooks {
   readonly failed: (session: Session, error: AgentError) => void;
   /** Its state changed (for the state file). */
   readonly changed: (session: Session) => void;
+  /** The other sessions reading the same tracefs instance. */
+  readonly sharing?: (session: Session) => string[];
 }
 
 export class Session {
@@ -86,6 +102,8 @@ export class Session {
   #keep = new Map<EventClass, EventPredicate | undefined>();
   #eventTriggers: { expr: string; compiled: Map<EventClass, EventPredicate | undefined> }[] = [];
   #overwrittenPages = 0;
+  /** An error met while draining into the outputs during a source's poll, reported by this session's next poll. */
+  #sinkError: AgentError | undefined;
   readonly #byType = new Float64Array(65536);
   readonly #count: PageCount = { records: 0, dataBytes: 0, missed: false, corruptAt: -1 };
   /** Classes the filter does not fit (sources without a kernel): left out, as the kernel would refuse them. */
@@ -111,14 +129,34 @@ export class Session {
       // An empty page file per CPU makes the metadata directory a valid (empty) raw-pages directory to decode by.
       for (const cpu of this.source.cpus) writeFileSync(join(this.metaDir, `cpu${cpu}.raw`), '');
       this.#meta = openRawPagesDir(this.metaDir).metadata;
-      this.#tasks = new TaskNames(this.#meta.cmdlines, this.source instanceof KernelSource);
+      this.#tasks = new TaskNames(this.#meta.cmdlines, this.source.kind === 'kernel');
       this.#filters = this.#sessionFilters();
       for (const t of this.triggers) if (t.kind === 'event') this.#addEventTrigger(t.filter);
       const size = this.spec.bufferSize ?? DEFAULT_BUFFER_SIZE;
       const geometry = ringGeometry(size, this.source.pageSize);
-      this.#cpus = this.source.cpus.map((cpu) => {
+      const every = drainEvery(geometry, this.source.pageSize);
+      this.#cpus = this.source.cpus.map((cpu, i) => {
         const ring = RingBuffer.create({ ...geometry, mode: this.spec.mode, clock: { name: 'trace_clock' } });
-        return { cpu, ring, writer: ring.writer({ streamId: cpu }), reader: ring.reader() };
+        const writer = ring.writer({ streamId: cpu });
+        let written = 0;
+        const sink: PageSink = {
+          writeBytes: (type, payload, ts) => {
+            const ok = writer.writeBytes(type, payload, ts);
+            if (++written >= every && this.#sinkError === undefined) {
+              written = 0;
+              writer.flush();
+              // The source may be polled for another session sharing it: this session's failure stays its own.
+              try {
+                this.#pumpCpu(i);
+              } catch (error) {
+                this.#sinkError = asAgentError(error);
+              }
+            }
+            return ok;
+          },
+          flush: () => writer.flush(),
+        };
+        return { cpu, ring, writer, reader: ring.reader(), sink };
       });
       if (this.spec.output !== undefined) {
         this.#output = new RotatingOutput({
@@ -144,7 +182,7 @@ export class Session {
   #sessionFilters(): ReadonlyMap<string, EventFilterPlan> {
     const filter = this.spec.filter;
     if (filter === undefined || filter.trim() === '') return new Map();
-    if (this.source instanceof KernelSource) return this.source.userSpaceFilters;
+    if (this.source instanceof KernelSource || this.source instanceof KernelTap) return this.source.userSpaceFilters;
     const plans = new Map<string, EventFilterPlan>();
     let applies = 0;
     let first: unknown;
@@ -200,7 +238,7 @@ export class Session {
     if (this.state === 'failed')
       throw new AgentError('ERR_SESSION_STATE', `session ${this.name} failed: ${this.error?.message}; destroy it`);
     try {
-      this.source.start(this.#cpus.map((c) => c.writer));
+      this.source.start(this.#cpus.map((c) => c.sink));
     } catch (error) {
       throw asAgentError(error);
     }
@@ -214,6 +252,7 @@ export class Session {
     let fastest = 0;
     try {
       fastest = this.source.poll();
+      if (this.#sinkError !== undefined) throw this.#sinkError;
       this.#pump();
       this.#output?.tick(now);
     } catch (error) {
@@ -225,18 +264,21 @@ export class Session {
 
   /** Moves every page the buffers have not delivered yet to the output, viewers and triggers. */
   #pump(): void {
+    for (let i = 0; i < this.#cpus.length; i++) this.#pumpCpu(i);
+    this.#output?.flush();
+  }
+
+  #pumpCpu(i: number): void {
     const decode = this.viewers.size > 0 || this.#eventTriggers.length > 0;
-    for (let i = 0; i < this.#cpus.length; i++) {
-      const c = this.#cpus[i]!;
-      const r = c.reader;
-      const lostBefore = r.lost;
-      while (r.next()) {
-        const page = r.bytes.subarray(r.offset, r.offset + r.length);
-        this.#output?.append(i, page);
-        if (decode) this.#decode(c.cpu, page);
-      }
-      this.#overwrittenPages += r.lost - lostBefore;
+    const c = this.#cpus[i]!;
+    const r = c.reader;
+    const lostBefore = r.lost;
+    while (r.next()) {
+      const page = r.bytes.subarray(r.offset, r.offset + r.length);
+      this.#output?.append(i, page);
+      if (decode) this.#decode(c.cpu, page);
     }
+    this.#overwrittenPages += r.lost - lostBefore;
   }
 
   #decode(cpu: number, page: Uint8Array): void {
@@ -316,6 +358,7 @@ export class Session {
     if (this.state !== 'running') throw new AgentError('ERR_SESSION_STATE', `session ${this.name} is not running`);
     try {
       this.source.stop();
+      if (this.#sinkError !== undefined) throw this.#sinkError;
       this.#pump();
       this.state = 'stopped';
       const file = this.#output?.rotate();
@@ -394,7 +437,9 @@ export class Session {
       viewerLost,
       snapshots: this.snapshots,
       files: this.files,
-      ...(this.source.resource !== undefined ? { instance: this.source.resource } : {}),
+      ...(this.source.resource !== undefined
+        ? { instance: this.source.resource, sharedWith: this.#hooks.sharing?.(this) ?? [] }
+        : {}),
       ...(this.error !== undefined ? { error: this.error } : {}),
       spec: { ...this.spec, triggers: this.triggers },
     };

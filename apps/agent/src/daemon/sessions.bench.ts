@@ -1,9 +1,11 @@
 /**
  * Sessions under load, beside trace-cmd in the same run: the kmem load of packages/tracefs/src/record.bench.ts
  * (`perf bench sched messaging -g 4 -l 500`, about 1.7 M kmem:kmalloc + kmem:kfree events) recorded by one agent
- * session, by three sessions at once (each its own tracefs instance, ring buffers and trace.dat output), and by
- * `trace-cmd record`. Prints events, lost and the recorder's CPU seconds (the agent's own, from /proc/PID/stat;
- * trace-cmd's and its children's, from GNU time). Run as root: `node src/daemon/sessions.bench.ts`. Not a test.
+ * session, by three sessions at once sharing one tracefs instance (the same configuration; each its own ring
+ * buffers and trace.dat output), by three sessions that do not share (buffer sizes differ by a page, so each has
+ * its own instance), and by `trace-cmd record`. Prints events, lost, the recorder's CPU seconds (the agent's own,
+ * from /proc/PID/stat; trace-cmd's and its children's, from GNU time) and the load average before each run (the
+ * machine may be shared). Run as root: `node src/daemon/sessions.bench.ts`. Not a test.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,7 +25,11 @@ interface Run {
   readonly seen: number;
   readonly lost: number;
   readonly cpuS: number;
+  /** The 1-minute load average when the run began. */
+  readonly load?: string;
 }
+
+const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ')[0]!;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -38,12 +44,12 @@ function load(): void {
   if (r.status !== 0) throw new Error('perf bench failed');
 }
 
-async function agentRun(sessions: number, work: string): Promise<Run> {
+async function agentRun(sessions: number, work: string, share = true): Promise<Run> {
   const dir = mkdtempSync(join(work, `agent-${sessions}-`));
   const agent = await startAgent(dir);
   try {
     const names = Array.from({ length: sessions }, (_, i) => `s${i}`);
-    for (const name of names) {
+    for (const [i, name] of names.entries()) {
       const r = await cli(agent, [
         'session',
         'create',
@@ -56,6 +62,8 @@ async function agentRun(sessions: number, work: string): Promise<Run> {
         'kernel',
         '--output',
         join(dir, 'out'),
+        // The kernel's default buffer (1408 KiB here) either way; sizes a page apart keep sessions from sharing.
+        ...(share ? [] : ['--buffer-size', String((1408 + 4 * i) * 1024)]),
       ]);
       if (r.code !== 0) throw new Error(r.stderr);
     }
@@ -73,7 +81,8 @@ async function agentRun(sessions: number, work: string): Promise<Run> {
       seen += s.events;
       lost += s.lost;
     }
-    return { tool: `evtrace agent, ${sessions} session${sessions > 1 ? 's' : ''}`, seen, lost, cpuS };
+    const how = sessions === 1 ? '' : share ? ', one shared instance' : ', an instance each';
+    return { tool: `evtrace agent, ${sessions} session${sessions > 1 ? 's' : ''}${how}`, seen, lost, cpuS };
   } finally {
     await agent.stop();
   }
@@ -140,25 +149,40 @@ async function main(): Promise<void> {
   const tracefs = findTracefs();
   const work = mkdtempSync(join(tmpdir(), 'evtrace-sessions-bench-'));
   try {
-    const runs = [await traceCmd(tracefs, work), await agentRun(1, work), await agentRun(3, work)];
+    const runs: Run[] = [];
+    for (const run of [
+      () => traceCmd(tracefs, work),
+      () => agentRun(1, work),
+      () => agentRun(3, work),
+      () => agentRun(3, work, false),
+    ]) {
+      const load = loadAverage();
+      runs.push({ ...(await run()), load });
+    }
     const lines = [
       `\n### Agent sessions recording perf bench sched messaging ${LOAD.slice(3).join(' ')} (kmem:kmalloc + kmem:kfree)\n`,
-      '| recorder | events seen (all sessions) | lost | lost % | CPU s |',
-      '| --- | --- | --- | --- | --- |',
+      '| recorder | events seen (all sessions) | lost | lost % | CPU s | load average |',
+      '| --- | --- | --- | --- | --- | --- |',
       ...runs.map(
         (r) =>
-          `| ${r.tool} | ${r.seen} | ${r.lost} | ${((100 * r.lost) / Math.max(1, r.seen + r.lost)).toFixed(1)}% | ${r.cpuS.toFixed(2)} |`,
+          `| ${r.tool} | ${r.seen} | ${r.lost} | ${((100 * r.lost) / Math.max(1, r.seen + r.lost)).toFixed(1)}% | ${r.cpuS.toFixed(2)} | ${r.load} |`,
       ),
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
-    const [tc, one, three] = runs as [Run, Run, Run];
+    const [tc, one, three, apart] = runs as [Run, Run, Run, Run];
     const perEvent = (r: Run) => fromTotal(r.tool, r.cpuS * 1e9, Math.max(1, r.seen));
     printComparisons('CPU per recorded event', [
       { case: 'one session vs trace-cmd', ours: perEvent(one), peer: perEvent(tc), target: 'no loss' },
-      { case: 'three sessions (per event of all three) vs trace-cmd', ours: perEvent(three), peer: perEvent(tc) },
+      {
+        case: 'three sharing sessions (per event of all three) vs trace-cmd',
+        ours: perEvent(three),
+        peer: perEvent(tc),
+      },
+      { case: 'three sessions, an instance each (per event) vs trace-cmd', ours: perEvent(apart), peer: perEvent(tc) },
     ]);
+    const ratio = (r: Run) => (r.cpuS / Math.max(0.01, one.cpuS)).toFixed(2);
     console.log(
-      `three sessions used ${(three.cpuS / Math.max(0.01, one.cpuS)).toFixed(2)}x the CPU of one (linear would be 3x)`,
+      `three sessions sharing an instance used ${ratio(three)}x the CPU of one, three with an instance each ${ratio(apart)}x (linear would be 3x)`,
     );
   } finally {
     rmSync(work, { recursive: true, force: true });
