@@ -102,7 +102,7 @@ export function decodeMce(r: MceRecord, options: DecodeOptions = {}): DecodedMce
     if ((cls === 'generic' || cls === 'unknown') && amd.class) cls = amd.class;
     if (amd.xecText) details = [`${amd.xecText} (extended error code ${amd.xec})`];
   } else if (isIntelKind(cpu.kind)) {
-    model = decodeIntelModel(cpu.kind, r.bank, r.status, r.misc, code);
+    model = decodeIntelModel(cpu.kind, r.bank, r.status, r.misc, code, r.apicid);
     details = model.details;
     fields = model.fields;
     if (model.unknown) (unknown ??= []).push(model.unknown);

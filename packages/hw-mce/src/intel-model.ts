@@ -6,6 +6,7 @@
  */
 import { bit, bits, hi32, lo32 } from './bits.ts';
 import type { CpuKind } from './cpu.ts';
+import { decodeDiamond, decodeSandyIvy, knightsChannel } from './intel-families.ts';
 import type { McaCode } from './mca-code.ts';
 
 /** What the model-specific registers add. */
@@ -113,6 +114,7 @@ export function decodeIntelModel(
   status: bigint,
   misc: bigint,
   code: McaCode,
+  apicid?: number,
 ): ModelDecoding {
   const details = NO_DETAILS;
   const fields = NO_FIELDS;
@@ -152,6 +154,15 @@ export function decodeIntelModel(
       }
       return { details, fields, channel: chan };
     }
+    case 'sandybridge':
+    case 'sandybridge-ep':
+    case 'ivybridge-ep':
+      return decodeSandyIvy(kind, bank, status, misc, code);
+    case 'knightslanding':
+    case 'knightsmill':
+      return { details, fields, channel: knightsChannel(bank, code) };
+    case 'diamondrapids':
+      return decodeDiamond(bank, status, misc, code, apicid);
     case 'haswell-ep':
     case 'broadwell-ep': {
       const correctedBy = kind === 'broadwell-ep' ? mirror(bank, status, misc, 41, 42) : undefined;

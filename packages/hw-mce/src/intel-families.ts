@@ -1,0 +1,396 @@
+/**
+ * Model-specific decoding of three more Intel server families, from the Intel SDM vol. 4 machine-check tables and
+ * the encodings mcelog's decoders use for them:
+ *
+ * - Sandy Bridge (EP) and Ivy Bridge EP/EX: the PCU's MSCOD (bank 4), QPI banks, the iMC banks' MSCOD flags, and —
+ *   for corrected iMC errors logged with "MemError Log Enable" — the failing rank of up to two devices in MCi_MISC
+ *   (valid bits 62 and 63, ranks in bits 50:46 and 55:51), turned into the DIMM of the channel in MCACOD;
+ * - Knights Landing and Knights Mill: the channel of bank 15's memory controller counts on from 3;
+ * - Diamond Rapids: CBB and IMH Punit (banks 4, 11), UPI (18) and the IMH memory channels (banks 19-26: channel =
+ *   bank - 19 + 8 × IMH, the IMH from APIC ID bit 2), with the DRAM address fields of MCi_MISC when MISCV and
+ *   OTHER_INFO[1] (status bit 33) say they are there.
+ */
+import { field, hi32, lo32 } from './bits.ts';
+import type { McaCode } from './mca-code.ts';
+
+/** What these families' registers add (the shape of intel-model's ModelDecoding). */
+export interface FamilyDecoding {
+  readonly details: readonly string[];
+  readonly fields: Readonly<Record<string, number | string | boolean>>;
+  readonly channel?: number;
+  readonly dimm?: number;
+  readonly unit?: string;
+}
+
+type Table = Readonly<Record<number, string>>;
+
+/** `name` for a table entry, `<bit:value>` for an unlisted non-zero value (mcelog's notation), nothing for zero. */
+function lookup(table: Table, value: number, bit: number): string | undefined {
+  return table[value] ?? (value === 0 ? undefined : `<${bit}:${value.toString(16)}>`);
+}
+
+function ranges(entries: readonly (readonly [number, number, string])[]): Table {
+  const out: Record<number, string> = {};
+  for (const [from, to, text] of entries) for (let v = from; v <= to; v++) out[v] = text;
+  return out;
+}
+
+// --- Sandy Bridge / Ivy Bridge (SDM vol. 3B tables 16-16..16-18 of the 2012 editions) ---
+
+/** PCU MSCOD bits 19:16. */
+const PCU_LOW: Table = {
+  1: 'Non_IMem_Sel',
+  2: 'I_Parity_Error',
+  3: 'Bad_OpCode',
+  4: 'I_Stack_Underflow',
+  5: 'I_Stack_Overflow',
+  6: 'D_Stack_Underflow',
+  7: 'D_Stack_Overflow',
+  8: 'Non-DMem_Sel',
+  9: 'D_Parity_Error',
+};
+
+/** PCU MSCOD bits 31:24 (Sandy Bridge). */
+const SNB_PCU_HIGH: Table = {
+  13: 'MC_IMC_FORCE_SR_S3_TIMEOUT',
+  14: 'MC_MC_CPD_UNCPD_ST_TIMEOUT',
+  15: 'MC_PKGS_SAFE_WP_TIMEOUT',
+  67: 'MC_PECI_MAILBOX_QUIESCE_TIMEOUT',
+  92: 'MC_MORE_THAN_ONE_LT_AGENT',
+  96: 'MC_INVALID_PKGS_REQ_PCH',
+  97: 'MC_INVALID_PKGS_REQ_QPI',
+  98: 'MC_INVALID_PKGS_RES_QPI',
+  99: 'MC_INVALID_PKGC_RES_PCH',
+  100: 'MC_INVALID_PKG_STATE_CONFIG',
+  112: 'MC_WATCHDG_TIMEOUT_PKGC_SECONDARY',
+  113: 'MC_WATCHDG_TIMEOUT_PKGC_MAIN',
+  114: 'MC_WATCHDG_TIMEOUT_PKGS_MAIN',
+  122: 'MC_HA_FAILSTS_CHANGE_DETECTED',
+  129: 'MC_RECOVERABLE_DIE_THERMAL_TOO_HOT',
+};
+
+/** Ivy Bridge adds three codes. */
+const IVB_PCU_HIGH: Table = {
+  ...SNB_PCU_HIGH,
+  68: 'MC_CRITICAL_VR_FAILED',
+  69: 'MC_ICC_MAX-NOTSUPPORTED',
+  123: 'MC_PCIE_R2PCIE-RW_BLOCK_ACK_TIMEOUT',
+};
+
+/** iMC MSCOD flag bits. */
+const SNB_IMC_FLAGS: readonly (readonly [number, string])[] = [
+  [16, 'Address parity error'],
+  [17, 'HA Wrt buffer Data parity error'],
+  [18, 'HA Wrt byte enable parity error'],
+  [19, 'Corrected patrol scrub error'],
+  [20, 'Uncorrected patrol scrub error'],
+  [21, 'Corrected spare error'],
+  [22, 'Uncorrected spare error'],
+];
+const IVB_IMC_FLAGS: readonly (readonly [number, string])[] = [
+  ...SNB_IMC_FLAGS,
+  [23, 'Corrected memory read error'],
+  [24, 'iMC, WDB, parity errors'],
+];
+
+/**
+ * The DIMM of a failing rank. Ranks 0-3 are DIMM 0, 4-5 DIMM 1; ranks 6-7 are DIMM 2 on channels with three DIMMs
+ * and DIMM 1 on channels with two, which the registers do not say: DIMM 1 is assumed (as mcelog does without DMI)
+ * and the detail line says so.
+ */
+function rankDimm(rank: number): number | undefined {
+  return rank <= 3 ? 0 : rank <= 7 ? 1 : undefined;
+}
+
+/** Sandy Bridge (client and EP) and Ivy Bridge EP/EX. */
+export function decodeSandyIvy(
+  kind: 'sandybridge' | 'sandybridge-ep' | 'ivybridge-ep',
+  bank: number,
+  status: bigint,
+  misc: bigint,
+  code: McaCode,
+): FamilyDecoding {
+  const sLo = lo32(status);
+  const sHi = hi32(status);
+  const ivb = kind === 'ivybridge-ep';
+  if (bank === 4) {
+    const names = [
+      lookup(PCU_LOW, (sLo >>> 16) & 0xf, 16),
+      lookup(ivb ? IVB_PCU_HIGH : SNB_PCU_HIGH, sLo >>> 24, 24),
+    ].filter((n) => n !== undefined);
+    return { details: names.length > 0 ? [`PCU: ${names.join(' ')}`] : [], fields: {}, unit: 'PCU' };
+  }
+  if ((kind === 'sandybridge-ep' && (bank === 6 || bank === 7)) || (ivb && bank === 5))
+    return { details: [], fields: {}, unit: 'QPI' };
+  const imc = ivb ? bank >= 9 && bank <= 16 : bank >= 8 && bank <= 11;
+  if (!imc) return { details: [], fields: {} };
+  const flags = (ivb ? IVB_IMC_FLAGS : SNB_IMC_FLAGS).filter(([b]) => ((sLo >>> b) & 1) === 1).map(([, t]) => t);
+  const details = flags.length > 0 ? [`MemCtrl: ${flags.join(' ')}`] : [];
+  const memory = code.class === 'memory-controller';
+  const channel = memory ? code.channel : undefined;
+  const fields: Record<string, number | string | boolean> = {};
+  let dimm: number | undefined;
+  // Extended iMC logging: corrected errors only, and only the EP parts have it.
+  const corrected = ((sHi >>> 29) & 1) === 0;
+  if (kind !== 'sandybridge' && memory && corrected && channel !== undefined) {
+    const mLo = lo32(misc);
+    const mHi = hi32(misc);
+    for (const [valid, lo, hi, name] of [
+      [62, 46, 50, 'first'],
+      [63, 51, 55, 'second'],
+    ] as const) {
+      if (((mHi >>> (valid - 32)) & 1) === 0) continue;
+      const rank = field(mHi, mLo, lo, hi);
+      const d = rankDimm(rank);
+      fields[`${name}FailingRank`] = rank;
+      if (name === 'first') dimm = d;
+      details.push(
+        `${name === 'first' ? 'Failing' : 'Second failing'} device: channel ${channel} rank ${rank}${d === undefined ? '' : ` (DIMM ${d}${rank >= 6 ? ', or 2 on a channel with three DIMMs' : ''})`}`,
+      );
+    }
+  }
+  return { details, fields, unit: 'MemCtrl', channel, dimm };
+}
+
+/** Knights Landing / Knights Mill: bank 15's memory controller numbers its channels from 3. */
+export function knightsChannel(bank: number, code: McaCode): number | undefined {
+  if (code.class !== 'memory-controller' || code.channel === undefined) return undefined;
+  return code.channel + (bank === 15 ? 3 : 0);
+}
+
+// --- Diamond Rapids ---
+
+const CBB_PUNIT: Readonly<Record<number, Table>> = {
+  0: {
+    1: 'CR4_MCE_CLEAR: MCE when CR4.MCE is clear',
+    2: 'MCE_MCIP_SET: MCE when MCIP bit is set',
+    3: 'MCE_UNDER_WFS: MCE under WPS',
+    4: 'MCE_LT_HANDSHAKE: Unrecoverable error during security flow execution',
+    5: 'TRIPLE_FAULT: SW triple fault shutdown',
+    6: 'VMX_ABORT: VMX exit consistency check failures',
+    7: 'RSM_CONSISTENCY_FAIL: RSM consistency check failures',
+    8: 'SMM_PROTECTED_ENTRY_FAIL: Invalid conditions on protected mode SMM entry',
+    9: 'UCODE_PATCH_LOAD_FAIL: Unrecoverable error during security flow execution',
+  },
+  8: {
+    22: 'MCA_DVFS_COUNTER_EXPIRED',
+    35: 'MCA_UNSUPP_RESP',
+    37: 'MCA_FUSA_MBIST',
+    38: 'MCA_SA_PLL_LOCKED',
+    39: 'MCA_XTAL_FREQ_MON_ERROR',
+    40: 'MCA_PMSB_FUSE_PULLER_ERROR',
+    41: 'MCA_GPSB_FUSE_PULLER_ERROR',
+    48: 'MCA_PCODE_WATCHDOG',
+    49: 'MCA_BGR_FUSA_ERR',
+    50: 'MCA_CORE_FIVR_ERR',
+    51: 'MCA_D2D_FIVR_ERR',
+    52: 'MCA_MLC_FIVR_ERR',
+    53: 'MCA_RING_FIVR_ERR',
+    54: 'MCA_D2D_MONF_PLL_FUSA_0',
+    55: 'MCA_D2D_MONF_PLL_FUSA_1',
+    56: 'MCA_TOP0_FUSA_PLL_ERR',
+    57: 'MCA_BASE_FUSA_PLL_ERR',
+    64: 'MCA_UCIE_RESET_BUS_STOP_ON_ERROR',
+    65: 'MCA_RSRC_ADAPT_0_ERR',
+    66: 'MCA_RSC_ADAPT_1_ERR',
+    69: 'MCA_TOP1_FUSA_PLL_ERR',
+    70: 'MCA_TOP2_FUSA_PLL_ERR',
+    71: 'MCA_TOP3_FUSA_PLL_ERR',
+    72: 'UC_PATCH_LOAD_ACK_ERROR',
+  },
+  12: {
+    1: 'MCA_UC_IRAM_DOUBLE_ERROR',
+    2: 'MCA_UC_DOUBLE_EXCEPTION_ERROR',
+    3: 'MCA_UC_TELEM_SRAM_ERROR',
+    4: 'MCA_UC_DRAM_DOUBLE_ERROR',
+    5: 'MCA_UC_TPMI_SRAM_ERROR',
+  },
+  20: { 1: 'MCA_FIVR_HI_YELLOW', 2: 'MCA_FIVR_HI_RED' },
+};
+
+/** IMH Punit, MSCOD bits 23:16 when bits 31:24 are zero. */
+const IMH_PUNIT_LOW = ranges([
+  [0x02, 0x03, 'Power Management Unit microcontroller double-bit ECC error'],
+  [0x08, 0x09, 'Power Management Unit microcontroller error'],
+  [0x0a, 0x0a, 'Power Management Unit microcontroller Patch Load error'],
+  [0x0b, 0x0b, 'Power Management Unit microcontroller POReqValid error'],
+  [0x0c, 0x0c, 'Power Management Unit microcontroller RAM address error'],
+  [0x0d, 0x0d, 'Power Management Unit microcontroller RAM access error'],
+  [
+    0x10,
+    0x10,
+    'Pcode Watchdog Timer expired, or Power Management Unit TeleSRAM double-bit ECC error (MCi_MISC says which)',
+  ],
+  [0x20, 0x20, 'Power Management Agent signaled Error'],
+  [0x30, 0x30, 'Power Management Unit Microcontroller Error'],
+  [0xa0, 0xa0, 'Power Management Unit HPMSRAM double-bit ECC error detected'],
+  [0xb0, 0xb0, 'Power Management Unit TPMISRAM double-bit ECC error detected'],
+]);
+
+/** IMH Punit, MSCOD bits 31:24. */
+const IMH_PUNIT_HIGH: Table = {
+  9: 'MCA_TSC_DOWNLOAD_TIMEOUT',
+  10: 'MCA_INVALID_XTALFREQ_RANGE',
+  11: 'MCA_GPSB_TIMEOUT',
+  12: 'MCA_PMSB_TIMEOUT',
+  13: 'MCA_CFG_ACK_TIMEOUT',
+  35: 'MCA_PCU_SVID_ERROR',
+  53: 'MCA_SVID_LOADLINE_INVALID',
+  54: 'MCA_SVID_ICCMAX_INVALID',
+  74: 'MCA_FIVR_PD_HARDERR',
+  76: 'MCA_HPM_DOUBLE_BIT_ERROR_DETECTED',
+  88: 'MCA_INVALID_MEMORY_FREQUENCY',
+  99: 'MCA_SVID_VCCIN_PROTOCOL_ERROR',
+  106: 'MCA_SPPR_TIMEOUT',
+  111: 'MCA_INVALID_SID_ERROR',
+  112: 'MCA_INVALID_REMOTE_LEGACY_AGENT_ERROR',
+  113: 'MCA_INVALID_REMOTE_LT_AGENT_ERROR',
+  123: 'MCA_THERMAL_SENSOR_INVALID',
+  124: 'MCA_CXL_DEVICE_NO_CREDIT',
+  126: 'MCA_RECOVERABLE_DIE_THERMAL_TOO_HOT',
+  131: 'MCA_PKGS_RECOVERABLE_RESET_PREP_ACK_TIMEOUT',
+};
+
+const UPI: Readonly<Record<number, Table>> = {
+  0: ranges([
+    [0x00, 0x02, 'Internal Parity Error'],
+    [0x05, 0x05, 'Internal Parity Error'],
+    [0x08, 0x08, 'Internal Queue Overflow Error'],
+    [0x09, 0x09, 'UPI link layer buffer overflow'],
+    [0x0a, 0x0a, 'Internal Queue Underflow Error'],
+    [0x0b, 0x0b, 'UPI link layer buffer underflow'],
+    [0x0c, 0x0c, 'Link layer or internal credit overflow'],
+    [0x11, 0x12, 'Internal Queue Overflow Error'],
+    [0x13, 0x14, 'Internal Queue Underflow Error'],
+    [0x21, 0x21, 'Internal Interface Error'],
+    [0x23, 0x23, 'Invalid Message'],
+    [0x24, 0x24, 'UPI Protocol Error'],
+    [0x25, 0x25, 'UPI Interleave Error'],
+    [0x28, 0x28, 'Internal Interface Error'],
+    [0x29, 0x29, 'Link integrity or initialization error'],
+    [0x2a, 0x2d, 'Power Management Transition Error - Timeout'],
+    [0x30, 0x30, 'Received poison when poison is disabled'],
+    [0x31, 0x31, 'Internal Interface Error'],
+  ]),
+  2: ranges([
+    [0x00, 0x00, 'Link integrity or initialization error'],
+    [0x03, 0x03, 'Link degraded'],
+    [0x04, 0x07, 'Power Management Transition Error - Timeout'],
+  ]),
+};
+
+const MCCHAN: Readonly<Record<number, Table>> = {
+  0: {
+    1: 'CMI Request Address Parity Error (APPP)',
+    2: 'CMI Wr data parity error',
+    4: 'CMI Wr BE parity error',
+    8: 'Transient or Correctable Error for Patrol Reads',
+    16: 'UnCorr Patrol Scrub Error',
+    32: 'Nontransient or Transient Correctable Error for Spare Reads',
+    64: 'UnCorr Spare Error',
+    128: 'Transient or Correctable Error for Demand or Underfill Reads',
+    160: 'Uncorrectable Error for Demand or Underfill Reads',
+    176: 'Poisoned Read Data when Poison Disabled',
+    192: 'Read 2LM MetaData Error for Demand, Underfill, or Patrol/Spare',
+  },
+  1: {
+    2: 'WDB Read ECC Error',
+    4: 'WDB BE Read Parity Error',
+    6: 'WDB Read Persistent ECC Error',
+    8: 'DDR Link Fail',
+    9: 'Illegal incoming opcode',
+  },
+  2: { 0: 'DDR CAParity or WrCRC Error', 64: 'Decoder structure error' },
+  4: { 0: 'MC internal address parity error' },
+  8: {
+    19: 'CMI Credit Oversubscription Error',
+    20: 'CMI Total Credit Count Error',
+    21: 'CMI Reserved Credit Pool Error',
+    50: 'MC Internal Errors',
+    52: 'MC Tracker RDCMP RF parity error',
+    54: 'MC Tracker WRCMP RF parity error',
+  },
+};
+
+const DMR_ECC_MODES: Table = {
+  1: 'SDDC 128b 1LM',
+  2: 'SDDC 125b 1LM',
+  3: 'SDDC 125b 2LM',
+  4: 'ADDDC 80b 1LM',
+  5: 'ADDDC 80b 2LM',
+  9: '5x8 128b 1LM',
+  10: '5x8 125b 1LM',
+  11: '5x8 125b 2LM',
+};
+
+/** A table chosen by MSCOD bits 31:24, indexed by bits 23:16 (a zero entry names itself when listed). */
+function mscod(tables: Readonly<Record<number, Table>>, sLo: number): string | undefined {
+  const table = tables[sLo >>> 24];
+  if (table === undefined) return undefined;
+  const v = (sLo >>> 16) & 0xff;
+  return table[v] ?? (v === 0 ? undefined : `<16:${v.toString(16)}>`);
+}
+
+/** Diamond Rapids. `apicid` (of the CPU that logged it) names the IMH: APIC ID bit 2. */
+export function decodeDiamond(
+  bank: number,
+  status: bigint,
+  misc: bigint,
+  code: McaCode,
+  apicid: number | undefined,
+): FamilyDecoding {
+  const sLo = lo32(status);
+  const sHi = hi32(status);
+  const imh = apicid === undefined ? undefined : (apicid >>> 2) & 1;
+  const imhName = imh === undefined ? 'IMH' : `IMH${imh}`;
+  if (bank === 4) {
+    const what = (sLo & 0xffff) === 0x040b ? 'Scan-at-Field Error' : mscod(CBB_PUNIT, sLo);
+    return { details: what ? [`CBB Punit: ${what}`] : [], fields: {}, unit: 'CBB Punit' };
+  }
+  if (bank === 11) {
+    const high = sLo >>> 24;
+    const what = high !== 0 ? lookup(IMH_PUNIT_HIGH, high, 24) : lookup(IMH_PUNIT_LOW, (sLo >>> 16) & 0xff, 16);
+    return { details: what ? [`${imhName} Punit: ${what}`] : [], fields: {}, unit: `${imhName} Punit` };
+  }
+  if (bank === 18) {
+    const what = mscod(UPI, sLo);
+    return { details: what ? [`UPI: ${what}`] : [], fields: {}, unit: 'UPI' };
+  }
+  if (bank < 19 || bank > 26) return { details: [], fields: {} };
+  const details: string[] = [];
+  const fields: Record<string, number | string | boolean> = {};
+  const what = mscod(MCCHAN, sLo);
+  if (what) details.push(`${imhName} MCCHAN: ${what}`);
+  // MCi_MISC holds the DRAM address when MISCV and OTHER_INFO[1] are set, and MSCOD is below 0800h.
+  if (((sHi >>> 27) & 1) === 1 && ((sHi >>> 1) & 1) === 1 && sLo >>> 16 < 0x800) {
+    const h = hi32(misc);
+    const l = lo32(misc);
+    const f = {
+      column: field(h, l, 9, 18) << 2,
+      row: field(h, l, 19, 36),
+      dramBank: field(h, l, 37, 38),
+      bankGroup: field(h, l, 39, 41),
+      subChannel: field(h, l, 49, 49),
+      subrank: field(h, l, 51, 54),
+      chipSelect: field(h, l, 55, 56),
+      eccMode: field(h, l, 58, 61),
+      transient: field(h, l, 63, 63) === 1,
+    };
+    const hex = (n: number) => `0x${n.toString(16)}`;
+    details.push(
+      `bank: ${hex(f.dramBank)} bankgroup: ${hex(f.bankGroup)} row: ${hex(f.row)} column: ${hex(f.column)}`,
+      `chipselect: ${hex(f.chipSelect)} subrank: ${hex(f.subrank)} subchan: ${hex(f.subChannel)}`,
+    );
+    Object.assign(fields, f);
+    if (f.transient) details.push('transient');
+    else {
+      if (field(h, l, 42, 42) === 1) {
+        fields.failedDevice = field(h, l, 44, 48);
+        details.push(`failed device: ${hex(fields.failedDevice)}`);
+      }
+      details.push(`ecc mode: ${DMR_ECC_MODES[f.eccMode] ?? 'Invalid/unknown ECC mode'}`);
+    }
+  }
+  const channel = code.class === 'memory-controller' && imh !== undefined ? bank - 19 + 8 * imh : undefined;
+  return { details, fields, unit: `${imhName} MCCHAN`, channel };
+}
