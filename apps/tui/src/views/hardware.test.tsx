@@ -2,7 +2,19 @@
  * The Hardware view over a store of mce:mce_record and ras:mc_event events (this VM has no machine-check support: the
  * events are built here with the tracepoints' field names, as a recording of them decodes).
  */
-import type { EventClass, TraceEvent } from '@evtrace/trace-format';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { emptyRecord, HardwareSource, MC_EVENT_FORMAT, MCE_RECORD_FORMAT, mceTraceFields } from '@evtrace/hw-mce';
+import {
+  compileRecordEncoder,
+  type EventClass,
+  kernelPageLayout,
+  openTrace,
+  packPages,
+  parseFormatFile,
+  type TraceEvent,
+} from '@evtrace/trace-format';
 import { render } from 'ink-testing-library';
 import { describe, expect, it } from 'vitest';
 import type { ViewerSource } from '../data/source.ts';
@@ -141,5 +153,68 @@ describe('Hardware view', () => {
     f = await frame((x) => x.includes('SUMMARY'));
     expect(f).toMatch(/^>srar/m);
     app.unmount();
+  });
+});
+
+/**
+ * What the agent's hardware session records (`evtrace agent --hardware`: @evtrace/hw-mce's HardwareSource) is what
+ * this view reads. This VM has no machine-check support, so the source reads a tracefs-shaped tree built here whose
+ * instance's trace_pipe_raw holds ring-buffer pages encoded from the real format files; its pages are written out as
+ * a raw-pages directory and opened with @evtrace/trace-format like any recording.
+ */
+describe('Hardware view over a recording of the agent’s hardware source', () => {
+  it('counts the machine checks and memory errors the source decoded and wrote', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tui-hardware-'));
+    try {
+      const root = join(dir, 'tracefs');
+      for (const [system, event, text] of [
+        ['mce', 'mce_record', MCE_RECORD_FORMAT],
+        ['ras', 'mc_event', MC_EVENT_FORMAT],
+      ] as const) {
+        mkdirSync(join(root, 'events', system, event), { recursive: true });
+        writeFileSync(join(root, 'events', system, event, 'format'), text);
+        mkdirSync(join(root, 'instances', 'hw', 'events', system, event), { recursive: true });
+        writeFileSync(join(root, 'instances', 'hw', 'events', system, event, 'enable'), '0');
+      }
+      writeFileSync(join(root, 'instances', 'hw', 'tracing_on'), '0');
+      mkdirSync(join(root, 'instances', 'hw', 'per_cpu', 'cpu0'), { recursive: true });
+      // Two corrected Nehalem memory errors on socket 1 channel 2 DIMM 1, and an SRAR data load error.
+      const nehalem = (status: bigint, bank: number, misc: bigint) =>
+        Object.assign(emptyRecord({ kind: 'trace' }), {
+          cpu: 3,
+          bank,
+          status,
+          misc,
+          addr: 0x1234000n,
+          cpuvendor: 0,
+          cpuid: 0x106a0,
+          socketid: 1,
+        });
+      const encode = compileRecordEncoder(parseFormatFile(MCE_RECORD_FORMAT, { system: 'mce' }));
+      const records = [
+        nehalem(0x8c00000000000091n, 8, (2n << 18n) | (1n << 16n)),
+        nehalem(0x8c00000000000091n, 8, (2n << 18n) | (1n << 16n)),
+        nehalem(0xbd80000000100134n, 1, 0x86n),
+      ].map((r, i) => ({ tsNs: BigInt(1000 + i), data: encode(mceTraceFields(r), { common_pid: 0 }) }));
+      writeFileSync(
+        join(root, 'instances', 'hw', 'per_cpu', 'cpu0', 'trace_pipe_raw'),
+        packPages(records, kernelPageLayout()),
+      );
+      const pages: Buffer[] = [];
+      const source = new HardwareSource({ tracefs: root, instance: 'hw', mcelog: false, edacSysfs: false });
+      source.prepare();
+      source.start([{ writeBytes: (_t, page) => pages.push(Buffer.from(page)) > 0, flush: () => {} }]);
+      source.poll();
+      source.close();
+      const out = join(dir, 'recording');
+      mkdirSync(out);
+      source.writeMetadata(out);
+      writeFileSync(join(out, 'cpu0.raw'), Buffer.concat(pages));
+      const s = hardwareSummary(arrayStore([...openTrace(out).events()]));
+      expect(s.bySeverity).toEqual({ corrected: 2, deferred: 0, ucna: 0, srao: 0, srar: 1, fatal: 0 });
+      expect(s.dimms).toEqual([{ socket: 1, channel: 2, dimm: 1, ce: 2, uc: 0, ceWindow: 2, ceCapacity: 100 }]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
