@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { MceError } from './errors.ts';
 import { encodeStructMce } from './inputs/struct-mce.ts';
 import { ior, MCE_IOCTL, MCELOG_DEVICE, readMcelogDevice } from './mcelog-device.ts';
+import { readMceFile } from './read.ts';
 import { emptyRecord } from './record.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hw-mce-device-'));
@@ -67,5 +68,10 @@ describe('/dev/mcelog (this VM has no machine-check support and no /dev/mcelog)'
     expect(() => readMcelogDevice({ path: '/dev/null' })).toThrow(
       /\/dev\/null: ioctl MCE_GET_RECORD_LEN failed: ENOTTY/,
     );
+  });
+
+  it('readMceFile reads a character device as the device, not as a file of records', () => {
+    expect(() => readMceFile('/dev/null')).toThrow(/^\/dev\/null: ioctl MCE_GET_RECORD_LEN failed: ENOTTY/);
+    if (!existsSync(MCELOG_DEVICE)) expect(() => readMceFile(MCELOG_DEVICE)).toThrow(/no mcelog device/);
   });
 });

@@ -11,6 +11,7 @@ import { readRasdaemonDb } from './inputs/rasdaemon.ts';
 import { readStructMce } from './inputs/struct-mce.ts';
 import { readMceText } from './inputs/text.ts';
 import { readTraceText } from './inputs/trace-text.ts';
+import { MCELOG_DEVICE, readMcelogDevice } from './mcelog-device.ts';
 import type { InputKind, MceRecord } from './record.ts';
 
 /** Kinds a byte buffer can hold (directories and databases are opened by path, see {@link readMceFile}). */
@@ -109,12 +110,26 @@ function readdirNames(p: string): string[] {
   }
 }
 
+function isCharDevice(path: string): boolean {
+  try {
+    return statSync(path).isCharacterDevice();
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Reads a path (file or directory) or bytes (stdin) of a known or detected kind.
- * @throws MceError `ERR_MCE_INPUT` when the file cannot be read or is not of the forced kind.
+ * @throws MceError `ERR_MCE_INPUT` when the file cannot be read or is not of the forced kind; `ERR_MCE_SOURCE` when
+ * a character device (/dev/mcelog) is absent or answers no mcelog ioctl.
  */
 export function readMceFile(input: string | Uint8Array, options: ReadOptions = {}): ReadResult {
   if (typeof input !== 'string') return readMceBuffer(input, options);
+  // A character device (or the mcelog device's path) is read as the device: its ABI asked through its ioctls.
+  if (options.kind === undefined && (input === MCELOG_DEVICE || isCharDevice(input))) {
+    const r = readMcelogDevice({ path: input });
+    return { kind: 'struct-mce', records: r.records, notes: r.notes };
+  }
   let kind: InputKind;
   try {
     kind = options.kind ?? detectPathKind(input);

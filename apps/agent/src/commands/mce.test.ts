@@ -46,6 +46,19 @@ describe('evtrace mce decode', () => {
     }
   });
 
+  it('reads /dev/mcelog through the device ioctls, and says clearly when this host has none (this VM has not)', async () => {
+    const r = await run('mce', 'decode', '/dev/null');
+    expect(r.code).toBe(ExitCode.Failure);
+    expect(r.stderr).toMatch(
+      /ERR_MCE_SOURCE: \/dev\/null: ioctl MCE_GET_RECORD_LEN failed: ENOTTY \(not an mcelog device\)/,
+    );
+    if (!existsSync('/dev/mcelog')) {
+      const absent = await run('mce', 'decode', '/dev/mcelog');
+      expect(absent.code).toBe(ExitCode.Failure);
+      expect(absent.stderr).toMatch(/\/dev\/mcelog: no mcelog device: this kernel has no CONFIG_X86_MCELOG_LEGACY/);
+    }
+  });
+
   it('prints operator text: what, where, how bad, what to do', async () => {
     const r = await run('mce', 'decode', join(CASES, 'm-dimm0.inp'));
     expect(r.code).toBe(ExitCode.Ok);
