@@ -32,6 +32,13 @@ export {
   type KmemtraceDecodeOptions,
   type KmemtraceLayout,
 } from './kmemtrace-abi.ts';
+export {
+  fromJsonEvent,
+  type JsonEvent,
+  LiveKmemAnalysis,
+  type LiveKmemOptions,
+  type LiveKmemStats,
+} from './live.ts';
 export { type PerfScriptOptions, parsePerfScript } from './perf-script.ts';
 export {
   type AllocRow,
@@ -46,4 +53,12 @@ export {
   type SortKey,
   sortSlabStats,
 } from './report.ts';
-export { fromTraceEvent, gfpTableOf, kmemKind, type TraceInput, traceSource } from './tracepoints.ts';
+export {
+  fromFields,
+  fromTraceEvent,
+  gfpTableOf,
+  type KmemKind,
+  kmemKind,
+  type TraceInput,
+  traceSource,
+} from './tracepoints.ts';

@@ -3,7 +3,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { eventToJsonLine, openTrace } from '@evtrace/trace-format';
+import { recordDemo } from '@evtrace/tracefs';
 import { describe, expect, it } from 'vitest';
+import { analyze } from './analyze.ts';
+import { openKmemInput } from './inputs.ts';
+import { buildReport, formatReportText } from './report.ts';
 
 const run = promisify(execFile);
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
@@ -44,6 +49,27 @@ describe('README example', () => {
       expect(stdout).toMatch(
         /site: 'alloc_pipe_info\+0xd7',\s+total_alloc: 1024,\s+total_req: 640,\s+hit: 1,\s+ping_pong: 1,\s+frag_pct: 37\.5/,
       );
+    } finally {
+      rmSync(file, { force: true });
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+
+  it('live: the report of JSON lines on stdin, as the offline report of the same recording', async () => {
+    const code = [...README.matchAll(/```ts\n([\s\S]*?)```/g)][1]?.[1];
+    expect(code).toMatch(/LiveKmemAnalysis/);
+    const cwd = mkdtempSync(join(tmpdir(), 'kmem-readme-'));
+    const raw = join(cwd, 'raw');
+    await recordDemo({ events: ['kmem:kmalloc', 'kmem:kfree'], dir: raw, durationMs: 200, rate: 5000, cpus: 2 });
+    const input = join(cwd, 'events.jsonl');
+    writeFileSync(input, [...openTrace(raw).events()].map(eventToJsonLine).join(''));
+    const file = new URL('../readme-live.tmp.ts', import.meta.url).pathname;
+    writeFileSync(file, code!);
+    try {
+      const { stdout } = await run('sh', ['-c', `"${process.execPath}" "${file}" < "${input}"`], { cwd });
+      const source = openKmemInput(raw);
+      expect(stdout).toBe(formatReportText(buildReport(analyze(source.events), source, { caller: true, lines: 10 })));
+      expect(stdout).toMatch(/Total bytes requested: [1-9]/);
     } finally {
       rmSync(file, { force: true });
       rmSync(cwd, { recursive: true, force: true });

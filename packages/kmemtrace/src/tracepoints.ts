@@ -9,9 +9,9 @@ import { type KmemEvent, type KmemOp, type KmemSource, kmemEvent } from './event
 import { type GfpTable, gfpNamer, parseGfpTable } from './gfp.ts';
 import { addressNamer } from './symbols.ts';
 
-type Kind = { readonly op: KmemOp; readonly allocator: KmemEvent['allocator'] };
+export type KmemKind = { readonly op: KmemOp; readonly allocator: KmemEvent['allocator'] };
 
-const KINDS: Readonly<Record<string, Kind>> = {
+const KINDS: Readonly<Record<string, KmemKind>> = {
   kmalloc: { op: 'alloc', allocator: 'kmalloc' },
   kmalloc_node: { op: 'alloc', allocator: 'kmalloc' },
   kfree: { op: 'free', allocator: 'kmalloc' },
@@ -23,7 +23,7 @@ const KINDS: Readonly<Record<string, Kind>> = {
 };
 
 /** The kmem event an event class is, by name: `kmem:kmalloc` (ftrace) or `kmem_kmalloc` (LTTng); undefined else. */
-export function kmemKind(eventClass: Pick<EventClass, 'name'>): Kind | undefined {
+export function kmemKind(eventClass: Pick<EventClass, 'name'>): KmemKind | undefined {
   const name = eventClass.name;
   const colon = name.lastIndexOf(':');
   if (colon >= 0) return name.slice(0, colon) === 'kmem' ? KINDS[name.slice(colon + 1)] : undefined;
@@ -64,14 +64,25 @@ function addr(v: FieldValue | undefined, keys: AddressKeys): number {
 export function fromTraceEvent(e: TraceEvent, keys: AddressKeys): KmemEvent | undefined {
   const kind = kmemKind(e.eventClass);
   if (kind === undefined) return undefined;
-  const f = e.fields;
   // ftrace readers keep the common fields in the event context.
-  const flags = e.scopes?.['event.context']?.common_flags ?? f.common_flags;
+  const flags = e.scopes?.['event.context']?.common_flags ?? e.fields.common_flags;
+  return fromFields(kind, Number(e.tsNs), e.cpu ?? -1, e.fields, flags, keys);
+}
+
+/** A kmem event of `kind` from its payload fields (trace-format values; addresses as bigint, number or hex text). */
+export function fromFields(
+  kind: KmemKind,
+  tsNs: number,
+  cpu: number,
+  f: Readonly<Record<string, FieldValue>>,
+  flags: FieldValue | undefined,
+  keys: AddressKeys,
+): KmemEvent {
   const base = {
     op: kind.op,
     allocator: kind.allocator,
-    tsNs: Number(e.tsNs),
-    cpu: e.cpu ?? -1,
+    tsNs,
+    cpu,
     ...(typeof flags === 'number' ? { interrupt: (flags & INTERRUPT_FLAGS) !== 0 } : {}),
   };
   if (kind.allocator === 'page') {

@@ -1,10 +1,13 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { SessionSpec, SessionStatus } from '@evtrace/agent-protocol';
+import type { KmemReport } from '@evtrace/kmemtrace';
 import { findTracefs, listEvents, matchEvents } from '@evtrace/tracefs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
+import { CLI, cli, eventually, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
 import { run } from '../testing/sample-traces.ts';
 import { KMEM_RECORD_EVENTS } from './kmem.ts';
 
@@ -196,4 +199,157 @@ describe.skipIf(why !== '')(`the kernel's kmem events, and perf.data input${why 
     expect(JSON.parse(a.stdout).callers.length).toBeGreaterThan(5);
     expect(a.stdout).toBe(b.stdout);
   }, 60_000);
+});
+
+/** `evtrace kmem report --live ...` as a child process on the agent's socket, with its output so far. */
+function liveReport(agent: RunningAgent, args: readonly string[]) {
+  const proc = spawn(process.execPath, [CLI, 'kmem', 'report', '--live', ...args], {
+    env: { ...process.env, EVTRACE_AGENT_SOCKET: agent.socket },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return {
+    proc,
+    exited,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    /** Resolves once the subscription is in place. */
+    following: () => eventually(() => (/following session/.test(stderr) ? true : undefined), 30_000),
+  };
+}
+
+/** The latest refresh header of a text `--live` report: events analysed so far. */
+const analysedSoFar = (text: string) =>
+  Number([...text.matchAll(/^-- session s, [\d.]+s: (\d+) kmem events/gm)].at(-1)?.[1] ?? -1);
+
+/**
+ * A session recording to an output file, followed from its start (its recent window holds everything so far) by
+ * `kmem report --live` in text and in --json. The text reader is stopped once it has caught up with the session (its
+ * refresh headers count the events analysed), the session right after; the final text report must be the offline
+ * report of the output file. With `quiesce`, the workload ends first, so both readers catch up and the --json
+ * report must equal the offline one too.
+ */
+async function liveMatchesOffline(
+  agent: RunningAgent,
+  dir: string,
+  spec: Omit<SessionSpec, 'name' | 'mode' | 'output'>,
+  quiesce?: () => void,
+): Promise<{ live: KmemReport; status: SessionStatus }> {
+  const client = await agent.connect();
+  try {
+    await client.createSession({
+      name: 's',
+      mode: 'overwrite',
+      bufferSize: 16 << 20,
+      output: { dir: join(dir, 'out'), format: 'tracedat' },
+      ...spec,
+    });
+    await client.start('s');
+    const common = ['--interval', '200ms', '--kallsyms', '/proc/kallsyms'];
+    const json = liveReport(agent, ['s', '--json', ...common]);
+    const text = liveReport(agent, ['s', ...common]);
+    await json.following();
+    await text.following();
+    await eventually(() => (analysedSoFar(text.stdout()) > 200 ? true : undefined), 60_000);
+    quiesce?.();
+    // Caught up: everything the session had a moment ago is analysed (a demo session goes on producing).
+    await eventually(async () => {
+      const st = await client.status('s');
+      await new Promise((r) => setTimeout(r, 500));
+      return analysedSoFar(text.stdout()) >= st.events ? true : undefined;
+    }, 60_000);
+    if (quiesce) await new Promise((r) => setTimeout(r, 1000));
+    text.proc.kill('SIGINT');
+    expect(await text.exited, text.stderr()).toBe(0);
+    const status = await client.stop('s');
+    expect(await json.exited, json.stderr()).toBe(0);
+    expect(json.stderr()).toMatch(/session stopped/);
+    expect(json.stderr()).not.toMatch(/lost/);
+    expect(status.files.length).toBe(1);
+    const file = status.files[0]!;
+    // The text reader's final report: what `kmem report FILE` prints for the events up to its stop.
+    const final = /-- session s, final: (\d+) kmem events --\n([\s\S]*)$/.exec(text.stdout());
+    expect(final, text.stdout().slice(-2000)).not.toBeNull();
+    const upTo = await cli(agent, ['kmem', 'report', file, '--json', ...common]);
+    const offline = JSON.parse(upTo.stdout) as KmemReport;
+    if (quiesce) {
+      expect(Number(final![1])).toBe(offline.summary.events);
+      expect((await cli(agent, ['kmem', 'report', file, ...common])).stdout).toBe(final![2]);
+    } else expect(Number(final![1])).toBeLessThanOrEqual(offline.summary.events);
+    expect(final![2]).toMatch(/\s+Callsite\s+\|/);
+    const live = JSON.parse(json.stdout()) as KmemReport;
+    if (quiesce) expect(live).toEqual(offline);
+    return { live, status };
+  } finally {
+    client.close();
+  }
+}
+
+describe('evtrace kmem report --live', () => {
+  it("follows a demo session: refreshed text, final report at SIGINT and at the session's stop", async () => {
+    const d = workDir('kmem-live-demo-');
+    const agent = await startAgent(d, ['--demo-rate', '300']);
+    try {
+      const { live, status } = await liveMatchesOffline(agent, d, {
+        events: ['kmem:kmalloc', 'kmem:kfree'],
+        source: 'demo',
+      });
+      expect(status.lost).toBe(0);
+      expect(status.overwrittenPages).toBe(0);
+      // The --json reader followed to the stop: every event (the agent may drop a reader's last queued ones).
+      expect(live.summary.events).toBeGreaterThan(200);
+      expect(live.summary.events).toBeLessThanOrEqual(status.events);
+      expect(Object.keys(live)).toEqual(['summary', 'callers', 'allocs', 'pages', 'leaks', 'errors', 'timeseries']);
+      const usage = await cli(agent, ['kmem', 'report', 'x.dat', '--live', 's']);
+      expect(usage.code).toBe(ExitCode.Usage);
+      expect((await cli(agent, ['kmem', 'report', 'x.dat', '--duration', '1s'])).code).toBe(ExitCode.Usage);
+      const none = await cli(agent, ['kmem', 'report', '--live', 'nosuch']);
+      expect(none.code).toBe(ExitCode.Failure);
+      expect(none.stderr).toMatch(/nosuch/);
+    } finally {
+      await agent.stop();
+      rmSync(d, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  const kernel = recordingUnavailable();
+  it.skipIf(kernel !== '')(
+    `follows a kernel session recording kmem events through tracefs: the offline report of its output${kernel ? ` (skipped: ${kernel})` : ''}`,
+    async () => {
+      const d = workDir('kmem-live-kernel-');
+      // A shell opening /proc files in a loop, in one process (builtins; \`sleep\` runs in a child): its allocations
+      // are the session's (filtered by pid), few enough that neither the session nor a reader loses any.
+      const loop = spawn('bash', ['-c', 'while :; do read -r x < /proc/self/stat; sleep 0.002; done'], {
+        stdio: 'ignore',
+      });
+      const agent = await startAgent(d);
+      try {
+        const { live, status } = await liveMatchesOffline(
+          agent,
+          d,
+          {
+            events: ['kmem:kmalloc', 'kmem:kfree', 'kmem:kmem_cache_alloc', 'kmem:kmem_cache_free'],
+            filter: `common_pid == ${loop.pid}`,
+            source: 'kernel',
+          },
+          () => loop.kill(),
+        );
+        expect(status.source).toBe('kernel');
+        expect(status.lost).toBe(0);
+        expect(live.summary.allocs).toBeGreaterThan(100);
+        expect(live.summary.frees).toBeGreaterThan(100);
+        // Symbolized through this kernel's kallsyms.
+        expect(live.callers!.some((c) => /^[a-z_]\w*\+0x[0-9a-f]+$/.test(c.site))).toBe(true);
+      } finally {
+        loop.kill();
+        await agent.stop();
+        rmSync(d, { recursive: true, force: true });
+      }
+    },
+    120_000,
+  );
 });

@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type AgentClient, connectAgent, defaultSocketPath, ProtocolError } from '@evtrace/agent-protocol';
 import {
   analyze,
   buildReport,
@@ -7,15 +9,19 @@ import {
   diffReports,
   formatDiffText,
   formatReportText,
+  type GfpTable,
   KmemError,
   type KmemReport,
   type KmemSource,
+  LiveKmemAnalysis,
   openKmemInput,
+  parseGfpTable,
   parsePerfScript,
   parseSortKeys,
   type ReportOptions,
 } from '@evtrace/kmemtrace';
 import { Kallsyms, TraceFormatError } from '@evtrace/trace-format';
+import { tracefsInMounts } from '@evtrace/tracefs';
 import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
@@ -35,6 +41,10 @@ interface KmemReportOptions {
   lenient?: boolean;
   kallsyms?: string;
   interval?: string;
+  live?: string;
+  socket?: string;
+  duration?: string;
+  window?: boolean;
 }
 
 /**
@@ -135,9 +145,7 @@ function asCliExit(error: unknown): unknown {
 
 function analyseInput(input: string, options: KmemReportOptions, report: ReportOptions, io: CliIO): KmemReport {
   const source = openSource(input, options);
-  const intervalNs = options.interval === undefined ? undefined : parseDuration(options.interval) * 1e6;
-  if (intervalNs !== undefined && !(intervalNs > 0))
-    throw new CliExit(ExitCode.Usage, `--interval must be a positive duration, not '${options.interval}'`);
+  const intervalNs = options.interval === undefined ? undefined : duration('--interval', options.interval) * 1e6;
   let result: KmemReport;
   try {
     result = buildReport(analyze(source.events, intervalNs !== undefined ? { intervalNs } : {}), source, report);
@@ -146,6 +154,115 @@ function analyseInput(input: string, options: KmemReportOptions, report: ReportO
   }
   for (const d of source.diagnostics) io.stderr(`evtrace: warning: ${d}\n`);
   return result;
+}
+
+/** A positive duration flag in ms. */
+function duration(flag: string, text: string): number {
+  const ms = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.test(text.trim()) ? parseDuration(text) : Number.NaN;
+  if (!(ms > 0))
+    throw new CliExit(ExitCode.Usage, `${flag} must be a positive duration (e.g. 1s, 500ms), not '${text}'`);
+  return ms;
+}
+
+/** This machine's symbols, when readable with addresses (a local agent's kernel is this kernel). */
+function runningKallsyms(): Kallsyms | undefined {
+  try {
+    const k = Kallsyms.parse(readFileSync('/proc/kallsyms', 'latin1'));
+    return k.size > 0 ? k : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The running kernel's gfp flag table, from a kmem format file of the mounted tracefs. */
+function runningGfpTable(): GfpTable | undefined {
+  try {
+    const mount = tracefsInMounts(readFileSync('/proc/mounts', 'utf8'));
+    if (mount === undefined) return undefined;
+    const format = readFileSync(join(mount, 'events', 'kmem', 'mm_page_alloc', 'format'), 'utf8');
+    const fmt = /^print fmt: (.*)$/m.exec(format)?.[1];
+    return fmt === undefined ? undefined : parseGfpTable(fmt);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `kmem report --live SESSION`: the session's events analysed as they arrive (merged across CPUs by
+ * {@link LiveKmemAnalysis}), the report printed every interval and once more at the end.
+ */
+async function reportLive(
+  name: string,
+  options: KmemReportOptions & { report: ReportOptions },
+  io: CliIO,
+): Promise<void> {
+  const intervalMs = options.interval === undefined ? 1000 : duration('--interval', options.interval);
+  const durationMs = options.duration === undefined ? undefined : duration('--duration', options.duration);
+  let kallsyms: Kallsyms | undefined;
+  try {
+    kallsyms =
+      options.kallsyms === undefined ? runningKallsyms() : Kallsyms.parse(readFileSync(options.kallsyms, 'latin1'));
+  } catch (error) {
+    throw new CliExit(ExitCode.Failure, `--kallsyms: ${(error as Error).message}`);
+  }
+  const gfpTable = runningGfpTable();
+  const socket = options.socket ?? defaultSocketPath();
+  let agent: AgentClient | undefined;
+  try {
+    agent = await connectAgent(socket, { client: 'evtrace kmem' });
+    const status = await agent.status(name);
+    const live = new LiveKmemAnalysis({
+      intervalNs: intervalMs * 1e6,
+      cpus: status.cpus.map((c) => c.cpu),
+      ...(kallsyms !== undefined ? { kallsyms } : {}),
+      ...(gfpTable !== undefined ? { gfpTable } : {}),
+    });
+    const view = await agent.subscribe(name, { queue: 100_000, window: options.window !== false });
+    io.stderr(`evtrace: following session ${name}${status.demo ? ' (DEMO source: synthetic events)' : ''}\n`);
+    const started = performance.now();
+    const tty = !options.json && process.stdout.isTTY === true;
+    const refresh = setInterval(() => {
+      live.release();
+      if (options.json) return;
+      const s = live.stats();
+      const head = `-- session ${name}, ${((performance.now() - started) / 1000).toFixed(1)}s: ${s.analysed} kmem events${s.lost > 0 ? `, ${s.lost} lost by this reader` : ''} --\n`;
+      io.stdout(`${tty ? '\x1b[H\x1b[2J' : ''}${head}${formatReportText(live.report(options.report))}`);
+    }, intervalMs);
+    const stop = () => void view.close();
+    const timer = durationMs === undefined ? undefined : setTimeout(stop, durationMs);
+    process.once('SIGINT', stop);
+    try {
+      for await (const item of view) {
+        if (item.kind === 'event') live.pushJson(item.event);
+        else if (item.kind === 'loss') {
+          live.noteLost(item.lost);
+          io.stderr(`evtrace: this reader lost ${item.lost} events (${item.total} in all): the report misses them\n`);
+        }
+      }
+    } finally {
+      clearInterval(refresh);
+      if (timer !== undefined) clearTimeout(timer);
+      process.removeListener('SIGINT', stop);
+    }
+    live.release(true);
+    if (view.endReason !== undefined && view.endReason !== 'unsubscribed') io.stderr(`evtrace: ${view.endReason}\n`);
+    const report = live.report(options.report);
+    if (options.json) io.stdout(`${JSON.stringify(report)}\n`);
+    else {
+      const s = live.stats();
+      io.stdout(
+        `${tty ? '\x1b[H\x1b[2J' : ''}-- session ${name}, final: ${s.analysed} kmem events${s.lost > 0 ? `, ${s.lost} lost by this reader` : ''} --\n${formatReportText(report)}`,
+      );
+    }
+  } catch (error) {
+    if (error instanceof ProtocolError) {
+      const usage = error.code === 'ERR_BAD_MESSAGE';
+      throw new CliExit(usage ? ExitCode.Usage : ExitCode.Failure, `${error.code}: ${error.message}`);
+    }
+    throw error;
+  } finally {
+    agent?.close();
+  }
 }
 
 function registerReport(cmd: Command, io: CliIO): void {
@@ -162,10 +279,14 @@ page allocator (orders, migrate types, gfp flags, alloc-only and free-only count
 outstanding at the end by call site and age, --errors classified misuse (wrong free function or cache, double
 frees, frees of unknown pointers, allocations smaller than requested, missed frees), --timeseries the allocation
 rate and live bytes per --interval. Without any of these, all of them. The summary is always printed.
+--live SESSION analyses a running agent session's kmem events as they arrive (its recent window first, unless
+--no-window): the report is printed every --interval (default 1s; on a terminal in place), and once more, final,
+at SIGINT, after --duration, or when the session stops. With --json only the final report is printed. Events this
+reader lost (it read too slowly for the agent) are counted on stderr.
 With --json one object: {"summary": {...}, "callers": [{"site": "symbol+0xoff", "total_alloc": N, "total_req": N,
 "hit": N, "ping_pong": N, "frag_pct": X}, ...], "allocs": [...], "pages", "leaks", "errors", "timeseries"}.`,
     )
-    .argument('<input>', 'trace.dat, CTF or raw-pages directory, perf script text, perf.data, or kmemtrace files')
+    .argument('[input]', 'trace.dat, CTF or raw-pages directory, perf script text, perf.data, or kmemtrace files')
     .option('--caller', 'per call site table')
     .option('--alloc', 'per pointer table')
     .option('--page', 'page allocator statistics')
@@ -177,12 +298,25 @@ With --json one object: {"summary": {...}, "callers": [{"site": "symbol+0xoff", 
       'sort keys of the tables: frag, hit, bytes, ptr, callsite, pingpong (default frag,hit,bytes)',
     )
     .option('--lines <n>', 'print only the first N rows of each table')
-    .option('--interval <time>', 'time series interval (default 100ms)')
+    .option('--interval <time>', 'time series interval; with --live also the refresh period (default 100ms, live 1s)')
+    .option('--live <session>', "a running agent session's kmem events as they arrive (no INPUT)")
+    .option('--socket <path>', "with --live: the agent's control socket")
+    .option('--duration <time>', 'with --live: stop after this long (else at SIGINT or when the session stops)')
+    .option('--no-window', "with --live: leave out the session's recent window (only events from now on)")
     .option('--kallsyms <file>', 'symbols for call sites when the input carries none (e.g. /proc/kallsyms)')
     .option('--lenient', 'report corrupt records or malformed lines on stderr and continue')
     .option('--json', 'one JSON object, figures as numbers')
-    .action((input: string, options: KmemReportOptions) => {
-      const report = analyseInput(input, options, reportOptions(options), io);
+    .action(async (input: string | undefined, options: KmemReportOptions) => {
+      const sections = reportOptions(options);
+      if (options.live !== undefined) {
+        if (input !== undefined) throw new CliExit(ExitCode.Usage, '--live takes no INPUT');
+        return reportLive(options.live, { ...options, report: sections }, io);
+      }
+      for (const flag of ['socket', 'duration'] as const)
+        if (options[flag] !== undefined) throw new CliExit(ExitCode.Usage, `--${flag} goes with --live`);
+      if (options.window === false) throw new CliExit(ExitCode.Usage, '--no-window goes with --live');
+      if (input === undefined) throw new CliExit(ExitCode.Usage, 'kmem report needs INPUT (or --live SESSION)');
+      const report = analyseInput(input, options, sections, io);
       io.stdout(options.json ? `${JSON.stringify(report)}\n` : formatReportText(report));
     });
   setExamples(
@@ -190,7 +324,9 @@ With --json one object: {"summary": {...}, "callers": [{"site": "symbol+0xoff", 
     `evtrace kmem report kmem.dat                          every section
 evtrace kmem report perf.data --caller --alloc         perf kmem --caller --alloc stat, from perf kmem record
 evtrace kmem report k.txt --caller --sort hit,bytes --lines 10
-evtrace kmem report kmem.dat --leaks --errors --json`,
+evtrace kmem report kmem.dat --leaks --errors --json
+evtrace kmem report --live flight --caller --lines 15   refreshed every second; the final report at SIGINT
+evtrace kmem report --live flight --json --duration 10s`,
   );
 }
 

@@ -1,0 +1,173 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { eventToJsonLine, openTrace, type TraceEvent } from '@evtrace/trace-format';
+import { record, recordDemo } from '@evtrace/tracefs';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { analyze } from './analyze.ts';
+import { openKmemInput } from './inputs.ts';
+import { type JsonEvent, LiveKmemAnalysis } from './live.ts';
+import { buildReport } from './report.ts';
+import { perfKmemUnavailable } from './testing/env.ts';
+import { gfpTableOf } from './tracepoints.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'kmem-live-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A recording's events per CPU, as the agent streams them (JSON lines, parsed). */
+interface Streams {
+  readonly raw: string;
+  readonly cpus: number[];
+  readonly perCpu: JsonEvent[][];
+}
+
+function streams(raw: string): Streams {
+  const byCpu = new Map<number, JsonEvent[]>();
+  for (const e of openTrace(raw).events()) {
+    let list = byCpu.get(e.cpu!);
+    if (list === undefined) byCpu.set(e.cpu!, (list = []));
+    list.push(JSON.parse(eventToJsonLine(e)) as JsonEvent);
+  }
+  const cpus = [...byCpu.keys()].sort((a, b) => a - b);
+  return { raw, cpus, perCpu: cpus.map((c) => byCpu.get(c)!) };
+}
+
+/** The offline report of the recording: what `evtrace kmem report` prints for it. */
+function offline(raw: string) {
+  const source = openKmemInput(raw);
+  return buildReport(analyze(source.events, { intervalNs: 10_000_000 }), source);
+}
+
+function liveAnalysis(s: Streams) {
+  const reader = openTrace(s.raw);
+  const kallsyms = reader.metadata?.kallsyms();
+  const gfpTable = gfpTableOf(reader.eventClasses);
+  // A clock that never moves: no CPU is ever treated as idle, so only the merge decides what is released.
+  return new LiveKmemAnalysis({
+    intervalNs: 10_000_000,
+    cpus: s.cpus,
+    now: () => 0,
+    ...(kallsyms !== undefined ? { kallsyms } : {}),
+    ...(gfpTable !== undefined ? { gfpTable } : {}),
+  });
+}
+
+/** Delivers the CPUs' streams in chunks, interleaved as fast-check picks, releasing in between: always the offline report. */
+function checkAnyDelivery(s: Streams, numRuns: number): void {
+  const reference = offline(s.raw);
+  const expected = JSON.stringify(reference);
+  fc.assert(
+    fc.property(
+      fc.array(
+        fc.record({ cpu: fc.nat(s.cpus.length - 1), n: fc.integer({ min: 1, max: 400 }), release: fc.boolean() }),
+        { minLength: 1, maxLength: 200 },
+      ),
+      (steps) => {
+        const live = liveAnalysis(s);
+        const next = s.perCpu.map(() => 0);
+        const deliver = (cpu: number, n: number) => {
+          const list = s.perCpu[cpu]!;
+          const end = Math.min(list.length, next[cpu]! + n);
+          for (let i = next[cpu]!; i < end; i++) live.pushJson(list[i]!);
+          next[cpu] = end;
+        };
+        for (const step of steps) {
+          deliver(step.cpu, step.n);
+          if (step.release) live.release();
+        }
+        for (let c = 0; c < s.perCpu.length; c++) deliver(c, Number.POSITIVE_INFINITY);
+        live.release(true);
+        const stats = live.stats();
+        expect(stats.pending).toBe(0);
+        expect(stats.received).toBe(s.perCpu.reduce((n, l) => n + l.length, 0));
+        expect(stats.analysed).toBe(reference.summary.events);
+        // As text: deep equality of reports with thousands of rows costs seconds.
+        expect(JSON.stringify(live.report())).toBe(expected);
+      },
+    ),
+    { numRuns },
+  );
+}
+
+const why = perfKmemUnavailable();
+describe.skipIf(why !== '')(`LiveKmemAnalysis on the kernel's events${why ? ` (skipped: ${why})` : ''}`, () => {
+  it('gives the offline report of a recording whatever the order its CPUs are delivered in', async () => {
+    const raw = join(dir, 'kernel');
+    let load: ReturnType<typeof spawn> | undefined;
+    await record({
+      events: ['kmem:kmalloc', 'kmem:kfree', 'kmem:kmem_cache_alloc', 'kmem:kmem_cache_free'],
+      dir: raw,
+      durationMs: 800,
+      bufferKb: 8192,
+      onStart: () => {
+        load = spawn('perf', ['bench', 'sched', 'messaging', '-g', '2', '-l', '40'], { stdio: 'ignore' });
+      },
+    });
+    await new Promise((r) => (load!.exitCode !== null ? r(null) : load!.once('exit', r)));
+    const s = streams(raw);
+    const reference = offline(raw);
+    expect(s.cpus.length).toBeGreaterThan(1);
+    // Frees on another CPU than the allocation's: the case a wrong merge gets wrong.
+    expect(reference.summary.cross_cpu_frees).toBeGreaterThan(2);
+    checkAnyDelivery(s, 3);
+  }, 60_000);
+});
+
+describe('LiveKmemAnalysis', () => {
+  let demo: Streams;
+  beforeAll(async () => {
+    // The synthetic source of @evtrace/tracefs: kmalloc/kfree on 4 CPUs.
+    const raw = join(dir, 'demo');
+    await recordDemo({ events: ['kmem:*', 'sched:sched_switch'], dir: raw, durationMs: 300, rate: 10_000, cpus: 4 });
+    demo = streams(raw);
+  }, 60_000);
+
+  it('gives the offline report of the demo recording whatever the order its CPUs are delivered in', () => {
+    expect(demo.cpus.length).toBe(4);
+    expect(offline(demo.raw).summary.allocs).toBeGreaterThan(500);
+    checkAnyDelivery(demo, 15);
+  });
+
+  it('holds back events another CPU may still precede, until that CPU passes them or falls idle', () => {
+    let now = 0;
+    const live = new LiveKmemAnalysis({ cpus: [0, 1], idleMs: 1000, now: () => now });
+    const alloc: JsonEvent = {
+      ts_ns: '1000',
+      cpu: 0,
+      event: 'kmem:kmalloc',
+      fields: { call_site: '18446744071589000000', ptr: '18446612682702000000', bytes_req: 100, bytes_alloc: 128 },
+    };
+    const free: JsonEvent = {
+      ts_ns: '2000',
+      cpu: 1,
+      event: 'kmem:kfree',
+      fields: { call_site: '18446744071589000100', ptr: '18446612682702000000' },
+    };
+    // CPU 1's free arrives first: analysing it now would call it a free of an unknown pointer.
+    live.pushJson(free);
+    expect(live.release()).toBe(0);
+    live.pushJson(alloc);
+    // CPU 0 reached 1000 only: the alloc goes, the free at 2000 waits for CPU 0 to pass it.
+    expect(live.release()).toBe(1);
+    expect(live.stats().pending).toBe(1);
+    now = 1500; // CPU 0 silent for 1.5 s: no longer waited for.
+    expect(live.release()).toBe(1);
+    const a = live.analysis();
+    expect(a.errors.counts.unknown_free).toBe(0);
+    expect(a.summary).toMatchObject({ allocs: 1, frees: 1, totalFreed: 128, crossCpuFrees: 1 });
+    expect(live.report({ caller: true }).callers).toEqual([
+      { site: '0xffffffff819af340', total_alloc: 128, total_req: 100, hit: 1, ping_pong: 1, frag_pct: 21.875 },
+    ]);
+  });
+
+  it('analyses a merged window at once (pushTrace) and ignores events that are not kmem allocator events', () => {
+    const events: TraceEvent[] = [...openTrace(demo.raw).events()];
+    const live = liveAnalysis(demo);
+    for (const e of events) live.pushTrace(e);
+    expect(live.stats()).toMatchObject({ received: events.length, pending: 0 });
+    expect(live.stats().analysed).toBeLessThan(events.length);
+    expect(live.report()).toEqual(offline(demo.raw));
+  });
+});
