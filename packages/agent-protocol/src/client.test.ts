@@ -48,6 +48,34 @@ afterEach(async () => {
 });
 
 describe('connectAgent', () => {
+  it('speaks version 1 to an agent from before version 2 (and the persistent ops get ERR_UNKNOWN_OP there)', async () => {
+    const path = join(dir, 'old.sock');
+    const hellos: number[] = [];
+    server = createServer((socket) => {
+      const d = new LineDecoder(MAX_REQUEST_BYTES);
+      socket.on('data', (chunk) => {
+        for (const f of d.push(chunk)) {
+          if (!('line' in f)) continue;
+          const r = JSON.parse(f.line) as { id: number; op: string; version?: number };
+          if (r.op === 'hello') hellos.push(r.version!);
+          const reply =
+            r.op === 'hello' && r.version === 1
+              ? { id: r.id, ok: true, result: { protocol: 1, agent: 'old', pid: 7 } }
+              : r.op === 'hello'
+                ? { id: r.id, ok: false, error: { code: 'ERR_VERSION', message: `speaks 1 only` } }
+                : { id: r.id, ok: false, error: { code: 'ERR_UNKNOWN_OP', message: `unknown op '${r.op}'` } };
+          socket.write(`${JSON.stringify(reply)}\n`);
+        }
+      });
+    });
+    await new Promise<void>((r) => server!.listen(path, r));
+    const client = await connectAgent(path);
+    expect(hellos).toEqual([2, 1]);
+    expect(client.agent).toEqual({ protocol: 1, agent: 'old', pid: 7 });
+    await expect(client.buffers()).rejects.toMatchObject({ code: 'ERR_UNKNOWN_OP', remote: true });
+    client.close();
+  });
+
   it('fails with ERR_AGENT_CONNECT and a hint when no agent listens', async () => {
     const error = await connectAgent(join(dir, 'none.sock')).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ProtocolError);

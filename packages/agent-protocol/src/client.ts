@@ -7,6 +7,9 @@ import { createConnection, type Socket } from 'node:net';
 import { ProtocolError } from './errors.ts';
 import { encodeLine, LineDecoder, MAX_SERVER_MESSAGE_BYTES } from './framing.ts';
 import {
+  type AttachSpec,
+  type BufferList,
+  type DetachResult,
   type HelloResult,
   type LiveEvent,
   type OutputFormat,
@@ -62,6 +65,12 @@ export interface AgentClient {
   /** Adds a trigger to a session. */
   trigger(name: string, trigger: TriggerSpec): Promise<SessionStatus>;
   subscribe(name: string, options?: SubscribeOptions): Promise<Subscription>;
+  /** Protocol 2: the persistent buffers the agent sees (both backends), each with the session attached to it. */
+  buffers(options?: { dir?: string }): Promise<BufferList>;
+  /** Protocol 2: makes a persistent buffer the source of a new, running session. */
+  attach(spec: AttachSpec): Promise<SessionStatus>;
+  /** Protocol 2: ends a session attached to a persistent buffer; the buffer stays. */
+  detach(name: string): Promise<DetachResult>;
   /** Closes the connection; pending requests fail with `ERR_AGENT_CLOSED`. */
   close(): void;
 }
@@ -195,7 +204,13 @@ class Client implements AgentClient {
   }
 
   async hello(name: string): Promise<void> {
-    this.agent = (await this.#request({ op: 'hello', version: PROTOCOL_VERSION, client: name })) as HelloResult;
+    try {
+      this.agent = (await this.#request({ op: 'hello', version: PROTOCOL_VERSION, client: name })) as HelloResult;
+    } catch (error) {
+      // An agent from before version 2 still serves every version 1 op; the new ones get ERR_UNKNOWN_OP there.
+      if (!(error instanceof ProtocolError && error.code === 'ERR_VERSION')) throw error;
+      this.agent = (await this.#request({ op: 'hello', version: 1, client: name })) as HelloResult;
+    }
   }
 
   #onData(chunk: Buffer): void {
@@ -322,6 +337,16 @@ class Client implements AgentClient {
         await this.#request({ op: 'unsubscribe', stream: q.stream }).catch(() => {});
       },
     };
+  }
+
+  buffers(options: { dir?: string } = {}): Promise<BufferList> {
+    return this.#request({ op: 'buffers', ...options }) as Promise<BufferList>;
+  }
+  attach(spec: AttachSpec): Promise<SessionStatus> {
+    return this.#request({ op: 'attach', ...spec }) as Promise<SessionStatus>;
+  }
+  detach(name: string): Promise<DetachResult> {
+    return this.#request({ op: 'detach', name }) as Promise<DetachResult>;
   }
 
   close(): void {

@@ -25,8 +25,10 @@ export type AgentErrorCode =
   | 'ERR_EVENT'
   /** A filter expression that does not parse or does not fit the events. */
   | 'ERR_FILTER'
-  /** The event source failed (tracefs refused, not root...). */
+  /** The event source failed (tracefs refused, not root; a persistent buffer the agent may not open or is damaged). */
   | 'ERR_SOURCE'
+  /** No persistent buffer of that name (`attach`). */
+  | 'ERR_NO_BUFFER'
   /** An output or trace-shot could not be written (a full disk...). */
   | 'ERR_OUTPUT'
   /** A limit of the agent: too many sessions, viewers or requests in flight. */
@@ -77,6 +79,7 @@ export const AGENT_ERROR_CODES: readonly AgentErrorCode[] = [
   'ERR_EVENT',
   'ERR_FILTER',
   'ERR_SOURCE',
+  'ERR_NO_BUFFER',
   'ERR_OUTPUT',
   'ERR_LIMIT',
   'ERR_PERMISSION',

@@ -14,11 +14,17 @@ export {
 } from './errors.ts';
 export { encodeLine, type Frame, LineDecoder, MAX_REQUEST_BYTES, MAX_SERVER_MESSAGE_BYTES } from './framing.ts';
 export {
+  type AttachSpec,
+  type BufferList,
   type CpuStatus,
+  type DetachResult,
   type HelloResult,
   type LiveEvent,
   type OutputFormat,
+  type PersistentBackend,
+  type PersistentBufferStatus,
   PROTOCOL_VERSION,
+  PROTOCOL_VERSIONS,
   REQUEST_OPS,
   type Request,
   type RequestOp,
@@ -34,6 +40,16 @@ export {
   type SubscribeResult,
   type TriggerSignal,
   type TriggerSpec,
+  type UnreadableBuffer,
+  V2_OPS,
 } from './messages.ts';
 export { defaultSocketPath } from './paths.ts';
-export { MAX_ITEMS, MAX_TEXT, type Parsed, parseRequest, parseServerMessage, SESSION_NAME } from './validate.ts';
+export {
+  BUFFER_NAME,
+  MAX_ITEMS,
+  MAX_TEXT,
+  type Parsed,
+  parseRequest,
+  parseServerMessage,
+  SESSION_NAME,
+} from './validate.ts';

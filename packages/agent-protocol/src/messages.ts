@@ -6,7 +6,11 @@
 import type { AgentErrorCode } from './errors.ts';
 
 /** The protocol version this package speaks; `hello` negotiates it. */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
+/** Every version an agent of this package speaks: 2 adds the persistent-buffer ops (`buffers`, `attach`, `detach`). */
+export const PROTOCOL_VERSIONS: readonly number[] = [1, 2];
+/** Ops a connection may use only after a `hello` of version 2 or later. */
+export const V2_OPS: readonly RequestOp[] = ['buffers', 'attach', 'detach'];
 
 export type SessionMode = 'overwrite' | 'discard';
 export type SessionSourceKind = 'kernel' | 'demo' | 'auto';
@@ -63,7 +67,13 @@ export type Request =
       /** Events this viewer may have queued before it loses some. Default 10000, at most 100000. */
       readonly queue?: number;
     }
-  | { readonly id: number; readonly op: 'unsubscribe'; readonly stream: number };
+  | { readonly id: number; readonly op: 'unsubscribe'; readonly stream: number }
+  /** Version 2: the persistent buffers the agent can see (`dir`: their directory, default the agent's). */
+  | { readonly id: number; readonly op: 'buffers'; readonly dir?: string }
+  /** Version 2: makes a persistent buffer the source of a new session (running at once). */
+  | ({ readonly id: number; readonly op: 'attach' } & AttachSpec)
+  /** Version 2: ends an attached session; the buffer stays. */
+  | { readonly id: number; readonly op: 'detach'; readonly name: string };
 
 export type RequestOp = Request['op'];
 
@@ -80,7 +90,86 @@ export const REQUEST_OPS: readonly RequestOp[] = [
   'trigger',
   'subscribe',
   'unsubscribe',
+  'buffers',
+  'attach',
+  'detach',
 ];
+
+export type PersistentBackend = 'user' | 'kernel';
+
+/** What `attach` attaches to. */
+export interface AttachSpec {
+  /** The persistent buffer's name: `team/app/flight` (or a boot-time kernel instance's name). */
+  readonly buffer: string;
+  /** `user` (a flight recorder file, the default) or `kernel` (a tracefs instance `evtrace.p.*`). */
+  readonly backend?: PersistentBackend;
+  /** The session's name. Default: the buffer's name with `/` as `.` (`team.app.flight`). */
+  readonly name?: string;
+  /** Directory of user-space buffers. Default: the agent's (`$EVTRACE_PERSISTENT_DIR` or /dev/shm/evtrace). */
+  readonly dir?: string;
+}
+
+/** A persistent buffer as `buffers` lists it (the fields of @evtrace/persistent-events' `BufferInfo`). */
+export interface PersistentBufferStatus {
+  readonly backend: PersistentBackend;
+  readonly name: string;
+  /** The buffer file (user) or the tracefs instance directory (kernel). */
+  readonly path: string;
+  /** Bytes of data pages (kernel: over all CPUs). */
+  readonly size: number;
+  readonly pageSize: number;
+  readonly mode: SessionMode;
+  /** Fraction of pages holding data, 0..1; null when unknown. */
+  readonly fill: number | null;
+  /** Records dropped or overwritten before a registered reader had them; null when unknown. */
+  readonly lost: number | null;
+  readonly written: number | null;
+  /** Live writing processes (user); null for the kernel. */
+  readonly writers: number | null;
+  /** Live reading processes (user, the agent's own attachment included); null for the kernel. */
+  readonly readers: number | null;
+  readonly owner: string;
+  readonly group: string;
+  readonly permissions: number;
+  /** ISO 8601; null when unknown. */
+  readonly created: string | null;
+  readonly classes: readonly string[];
+  /** The kernel's boot-time persistent buffer. */
+  readonly boot?: boolean;
+  /** The agent's session attached to this buffer, if any. */
+  readonly session?: string;
+}
+
+/** A buffer that exists but the agent could not open (no permission, damaged): listed with the reason. */
+export interface UnreadableBuffer {
+  readonly backend: PersistentBackend;
+  readonly name: string;
+  readonly path: string;
+  readonly owner: string;
+  readonly group: string;
+  readonly permissions: number;
+  /** @evtrace/persistent-events' error code (`ERR_PERMISSION`, `ERR_CORRUPT`...). */
+  readonly code: string;
+  readonly error: string;
+}
+
+/** The reply to `buffers`. */
+export interface BufferList {
+  readonly buffers: readonly PersistentBufferStatus[];
+  readonly unreadable: readonly UnreadableBuffer[];
+  /** Why kernel buffers are not listed (no tracefs, agent not root). */
+  readonly kernelUnavailable?: string;
+  /** Why there is no boot-time persistent buffer. */
+  readonly bootAbsent?: string;
+}
+
+/** The reply to `detach`. */
+export interface DetachResult {
+  readonly name: string;
+  /** The buffer, which still exists. */
+  readonly buffer: string;
+  readonly backend: PersistentBackend;
+}
 
 /** One CPU's counters in a status. */
 export interface CpuStatus {
@@ -119,6 +208,8 @@ export interface SessionStatus {
   readonly instance?: string;
   /** The other sessions reading the same tracefs instance (kernel sessions with the same configuration). */
   readonly sharedWith?: readonly string[];
+  /** For a session attached to a persistent buffer (`attach`): which one. Detaching never deletes it. */
+  readonly persistent?: { readonly buffer: string; readonly backend: PersistentBackend; readonly path: string };
   /** Why a failed session failed. */
   readonly error?: { readonly code: string; readonly message: string };
   readonly spec: SessionSpec;

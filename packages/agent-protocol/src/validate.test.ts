@@ -63,6 +63,14 @@ describe('parseRequest', () => {
       /signal/,
     ],
     ['{"id":11,"op":"hello","version":"1"}', 'ERR_BAD_MESSAGE', 11, /version/],
+    ['{"id":12,"op":"attach","buffer":"../etc/passwd"}', 'ERR_BAD_MESSAGE', 12, /request\.buffer/],
+    ['{"id":13,"op":"attach","buffer":"a//b"}', 'ERR_BAD_MESSAGE', 13, /request\.buffer/],
+    [`{"id":14,"op":"attach","buffer":"${'a/'.repeat(100)}a"}`, 'ERR_BAD_MESSAGE', 14, /request\.buffer/],
+    ['{"id":15,"op":"attach","buffer":"a/b","backend":"disk"}', 'ERR_BAD_MESSAGE', 15, /request\.backend/],
+    ['{"id":16,"op":"attach","buffer":"a/b","name":"x/y"}', 'ERR_BAD_MESSAGE', 16, /request\.name/],
+    ['{"id":17,"op":"attach"}', 'ERR_BAD_MESSAGE', 17, /request\.buffer: missing/],
+    ['{"id":18,"op":"detach","name":"a/b"}', 'ERR_BAD_MESSAGE', 18, /request\.name/],
+    ['{"id":19,"op":"buffers","dir":7}', 'ERR_BAD_MESSAGE', 19, /request\.dir/],
   ])('rejects %s with %s', (line, code, id, message) => {
     const r = parseRequest(line);
     expect(r.ok).toBe(false);
@@ -71,6 +79,28 @@ describe('parseRequest', () => {
       expect(r.id).toBe(id);
       expect(r.message).toMatch(message);
     }
+  });
+
+  it('reads the persistent-buffer ops of version 2', () => {
+    expect(parseRequest('{"id":1,"op":"buffers"}')).toEqual({ ok: true, value: { id: 1, op: 'buffers' } });
+    expect(parseRequest('{"id":2,"op":"buffers","dir":"/dev/shm/x"}')).toEqual({
+      ok: true,
+      value: { id: 2, op: 'buffers', dir: '/dev/shm/x' },
+    });
+    expect(
+      parseRequest('{"id":3,"op":"attach","buffer":"team/app/flight","backend":"kernel","name":"f","dir":"/d"}'),
+    ).toEqual({
+      ok: true,
+      value: { id: 3, op: 'attach', buffer: 'team/app/flight', backend: 'kernel', name: 'f', dir: '/d' },
+    });
+    expect(parseRequest('{"id":4,"op":"attach","buffer":"flight"}')).toEqual({
+      ok: true,
+      value: { id: 4, op: 'attach', buffer: 'flight' },
+    });
+    expect(parseRequest('{"id":5,"op":"detach","name":"team.app.flight"}')).toEqual({
+      ok: true,
+      value: { id: 5, op: 'detach', name: 'team.app.flight' },
+    });
   });
 
   it('ignores __proto__ keys instead of polluting prototypes', () => {

@@ -25,6 +25,8 @@ export type Parsed<T> =
 
 /** Session names: safe as file names and tracefs-free labels. */
 export const SESSION_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/;
+/** Persistent buffer names: `/`-separated segments like session names, at most 200 characters (the agent checks more). */
+export const BUFFER_NAME = /^(?=.{1,200}$)[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}(\/[A-Za-z0-9_][A-Za-z0-9_.-]{0,63})*$/;
 /** Longest filter expression or event pattern accepted. */
 export const MAX_TEXT = 4096;
 /** Most event patterns and triggers a session may list. */
@@ -179,6 +181,28 @@ function request(o: Obj): Request {
     }
     case 'unsubscribe':
       return { id, op, stream: uint(o, 'stream', p)! };
+    case 'buffers': {
+      const dir = str(o, 'dir', p, true);
+      return { id, op, ...(dir !== undefined ? { dir } : {}) };
+    }
+    case 'attach': {
+      const buffer = str(o, 'buffer', p)!;
+      if (!BUFFER_NAME.test(buffer))
+        fail('request.buffer', 'must be 1-200 characters: segments of A-Z a-z 0-9 _ . - joined by /');
+      const backend = oneOf(o, 'backend', p, ['user', 'kernel'] as const, true);
+      const dir = str(o, 'dir', p, true);
+      if (dir === '') fail('request.dir', 'must not be empty');
+      return {
+        id,
+        op,
+        buffer,
+        ...(backend !== undefined ? { backend } : {}),
+        ...(o.name !== undefined ? { name: name(o, p) } : {}),
+        ...(dir !== undefined ? { dir } : {}),
+      };
+    }
+    case 'detach':
+      return { id, op, name: name(o, p) };
     default:
       throw new UnknownOp(op);
   }

@@ -1,9 +1,17 @@
 /**
  * Persistent buffers on the command line: create, list, remove, print and snapshot named buffers of both backends
- * (user-space tmpfs mappings, kernel tracefs instances). The handlers are exported for the `session --persistent`
- * mode; until that verb exists they are reachable as `evtrace persistent create|ls|rm|cat|snapshot`.
+ * (user-space tmpfs mappings, kernel tracefs instances), as `evtrace persistent create|ls|rm|cat|snapshot` and the
+ * `session --persistent` mode; listings go through the running agent when one answers (`evtrace ls`, `session ls`).
  */
 import { writeFileSync } from 'node:fs';
+import {
+  type AgentClient,
+  type BufferList,
+  connectAgent,
+  defaultSocketPath,
+  ProtocolError,
+  type SessionStatus,
+} from '@evtrace/agent-protocol';
 import {
   type BufferInfo,
   createKernelBuffer,
@@ -101,6 +109,64 @@ export function persistentCreate(name: string, o: PersistentCreateOptions): Buff
 /** Every persistent buffer of both backends. */
 export function persistentList(o: PersistentTarget = {}): PersistentListing {
   return guard(() => listPersistent(dirOf(o)));
+}
+
+/** Options of {@link listBuffers}: the agent to ask (default: the one at the default socket, if it answers). */
+export interface ListVia extends PersistentTarget {
+  /** The agent's socket; given explicitly, an agent that does not answer is an error rather than a fallback. */
+  socket?: string;
+  /** False (`--no-agent`): list directly even when an agent runs. */
+  agent?: boolean;
+  /** Ask the agent for its sessions too. */
+  sessions?: boolean;
+}
+
+/** A listing and who made it. */
+export interface BufferListing {
+  readonly listing: BufferList;
+  /** The agent that listed (its pid and socket), or undefined when this process listed directly. */
+  readonly agent?: { readonly pid: number; readonly socket: string };
+  /** The agent's sessions, when asked and an agent answered. */
+  readonly sessions?: readonly SessionStatus[];
+  /** Why no agent listed (no agent at the socket, an agent before protocol 2). */
+  readonly direct?: string;
+}
+
+/**
+ * Lists persistent buffers through the running agent (what it sees, with the session attached to each), or directly
+ * when no agent answers at the default socket. The agent reports buffers it cannot open as unreadable.
+ */
+export async function listBuffers(o: ListVia): Promise<BufferListing> {
+  let direct = 'listed without an agent (--no-agent)';
+  if (o.agent !== false) {
+    const socket = o.socket ?? process.env.EVTRACE_AGENT_SOCKET ?? defaultSocketPath();
+    let client: AgentClient | undefined;
+    try {
+      client = await connectAgent(socket, { client: 'evtrace ls' });
+    } catch (error) {
+      if (!(error instanceof ProtocolError) || o.socket !== undefined)
+        throw new CliExit(ExitCode.Failure, `${(error as ProtocolError).code}: ${(error as Error).message}`);
+      direct = `no agent answered at ${socket}`;
+    }
+    if (client !== undefined) {
+      try {
+        const listing = await client.buffers(dirOf(o));
+        const sessions = o.sessions ? await client.list() : undefined;
+        return {
+          listing,
+          agent: { pid: client.agent.pid, socket },
+          ...(sessions !== undefined ? { sessions } : {}),
+        };
+      } catch (error) {
+        if (!(error instanceof ProtocolError && error.code === 'ERR_UNKNOWN_OP'))
+          throw new CliExit(ExitCode.Failure, `${(error as ProtocolError).code}: ${(error as Error).message}`);
+        direct = `the agent at ${socket} does not list persistent buffers (protocol ${client.agent.protocol})`;
+      } finally {
+        client.close();
+      }
+    }
+  }
+  return { listing: persistentList(o), direct };
 }
 
 /** Deletes a buffer. */
@@ -228,10 +294,26 @@ function human(bytes: number): string {
   return String(bytes);
 }
 
-/** The listing as a table, or JSON. */
-export function formatListing(listing: PersistentListing, json: boolean): string {
+/** The agent's sessions as `session list` prints them (a persistent session names its buffer). */
+export function sessionsTable(all: readonly SessionStatus[]): string {
+  if (all.length === 0) return 'no sessions\n';
+  const w = Math.max(4, ...all.map((s) => s.name.length));
+  const source = (s: SessionStatus) =>
+    s.persistent ? `persistent ${s.persistent.backend} ${s.persistent.buffer}` : s.source;
+  const lines = [`${'NAME'.padEnd(w)}  STATE     MODE       ${'EVENTS'.padStart(10)}  ${'LOST'.padStart(8)}  SOURCE`];
+  for (const s of all)
+    lines.push(
+      `${s.name.padEnd(w)}  ${s.state.padEnd(8)}  ${s.mode.padEnd(9)}  ${String(s.events).padStart(10)}  ${String(s.lost).padStart(8)}  ${source(s)}`,
+    );
+  return `${lines.join('\n')}\n`;
+}
+
+/** The listing as a table (with a SESSION column when an agent's session is attached to a buffer), or JSON. */
+export function formatListing(listing: BufferList | PersistentListing, json: boolean): string {
   if (json) return `${JSON.stringify(listing, null, 2)}\n`;
+  const attached = listing.buffers.some((b) => 'session' in b);
   const header = ['BACKEND', 'NAME', 'SIZE', 'MODE', 'FILL', 'LOST', 'WRITERS', 'READERS', 'OWNER', 'CREATED'];
+  if (attached) header.push('SESSION');
   const rows = listing.buffers.map((b) => [
     b.boot ? 'kernel(boot)' : b.backend,
     b.name,
@@ -243,6 +325,7 @@ export function formatListing(listing: PersistentListing, json: boolean): string
     num(b.readers),
     b.owner,
     b.created ?? '-',
+    ...(attached ? [('session' in b ? b.session : undefined) ?? '-'] : []),
   ]);
   const lines: string[] = [];
   if (rows.length > 0) {
@@ -412,13 +495,27 @@ const needPersistent = (verb: string, instead: string) =>
 /** Adds `session ls|rm|cat --persistent` (the agent's sessions have list, destroy and cat --live). */
 export function addPersistentSessionVerbs(session: Command, io: CliIO): void {
   addCommand(session, 'ls')
-    .summary('list persistent buffers (with --persistent)')
-    .option('--persistent', 'list the persistent buffers of both backends')
+    .summary("the agent's sessions and the persistent buffers (--persistent: buffers only)")
+    .description(
+      `Lists the agent's sessions and every persistent buffer of both backends, as the running agent sees them (with
+the session attached to each buffer; buffers the agent cannot open are listed with the reason). Without an agent
+the buffers are listed directly. --persistent lists the buffers only.`,
+    )
+    .option('--persistent', 'the persistent buffers only')
     .option('--json', 'print the listing as JSON')
     .option('--dir <dir>', 'directory of user-space buffers')
-    .action((o: PersistentTarget & { persistent?: boolean; json?: boolean }) => {
-      if (!o.persistent) throw needPersistent('ls', 'list');
-      io.stdout(formatListing(persistentList(o), !!o.json));
+    .option('--socket <path>', "the agent's control socket")
+    .option('--no-agent', 'list the buffers directly, not through a running agent')
+    .action(async (o: ListVia & { persistent?: boolean; json?: boolean }) => {
+      const r = await listBuffers({ ...o, sessions: !o.persistent });
+      if (r.agent !== undefined) io.stderr(`evtrace: listed by the agent (pid ${r.agent.pid}) at ${r.agent.socket}\n`);
+      else if (!o.persistent) io.stderr(`evtrace: ${r.direct}: sessions not listed, buffers listed directly\n`);
+      if (o.json) {
+        const value = o.persistent ? r.listing : { sessions: r.sessions ?? [], ...r.listing };
+        return void io.stdout(`${JSON.stringify(value, null, 2)}\n`);
+      }
+      if (!o.persistent && r.sessions !== undefined) io.stdout(`${sessionsTable(r.sessions)}\n`);
+      io.stdout(formatListing(r.listing, false));
     });
   addCommand(session, 'rm')
     .summary('delete a persistent buffer (with --persistent)')
@@ -446,7 +543,7 @@ export function addPersistentSessionVerbs(session: Command, io: CliIO): void {
     });
 }
 
-/** `evtrace persistent create|ls|rm|cat|snapshot`: the persistent buffers until `session --persistent` exists. */
+/** `evtrace persistent create|ls|rm|cat|snapshot`: the persistent buffers, no agent needed. */
 export function registerPersistent(program: Command, io: CliIO): void {
   const cmd = addCommand(program, 'persistent')
     .summary('named buffers that outlive their writers (user-space and kernel)')

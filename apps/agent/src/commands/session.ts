@@ -19,6 +19,7 @@ import {
   persistentSessionCreate,
   persistentSessionOptions,
   persistentSessionSnapshot,
+  sessionsTable,
 } from './persistent.ts';
 
 const UNITS: Readonly<Record<string, number>> = {
@@ -83,11 +84,19 @@ async function withAgent<T>(socket: string | undefined, fn: (agent: AgentClient)
 
 const n = (v: number) => String(v).padStart(10);
 
+/** A session name, or a persistent buffer's name as `attach` names its session by default (`/` as `.`). */
+export const sessionArg = (name: string) => name.split('/').join('.');
+
 /** `evtrace session status` text. */
 export function statusText(s: SessionStatus): string {
   const lines = [
     `session ${s.name}: ${s.state}${s.error ? ` (${s.error.code}: ${s.error.message})` : ''}`,
     `  mode ${s.mode}, source ${s.source}${s.demo ? ' (DEMO: synthetic events)' : ''}${s.instance ? `, tracefs instance ${s.instance}` : ''}${s.sharedWith?.length ? ` (shared with ${s.sharedWith.join(', ')})` : s.instance ? ' (its own)' : ''}`,
+    ...(s.persistent
+      ? [
+          `  attached to ${s.persistent.backend} buffer ${s.persistent.buffer} (${s.persistent.path}); detach leaves the buffer`,
+        ]
+      : []),
     `  events ${n(s.events)}  lost ${n(s.lost)}  bytes ${n(s.bytes)}`,
     ...s.cpus.map(
       (c) => `  cpu${String(c.cpu).padEnd(3)} events ${n(c.events)}  lost ${n(c.lost)}  bytes ${n(c.bytes)}`,
@@ -196,8 +205,8 @@ evtrace session create demo --events kmem:kmalloc,kmem:kfree --mode overwrite --
     socketOption(addCommand(session, verb).summary(summary).argument('<name>', 'session name')).action(
       async (name: string, o: { socket?: string }) => {
         await withAgent(o.socket, async (a) => {
-          if (verb === 'destroy') await a.destroy(name);
-          else await a[verb](name);
+          if (verb === 'destroy') await a.destroy(sessionArg(name));
+          else await a[verb](sessionArg(name));
         });
         io.stdout(`session ${name}: ${verb === 'start' ? 'started' : verb === 'stop' ? 'stopped' : 'destroyed'}\n`);
       },
@@ -217,7 +226,7 @@ evtrace session create demo --events kmem:kmalloc,kmem:kfree --mode overwrite --
       if (o.format !== undefined && o.format !== 'tracedat' && o.format !== 'ctf')
         throw new CliExit(ExitCode.Usage, `--format must be tracedat or ctf, not '${o.format}'`);
       const r = await withAgent(o.socket, (a) =>
-        a.snapshot(name, {
+        a.snapshot(sessionArg(name), {
           ...(o.output !== undefined ? { dir: o.output } : {}),
           ...(o.format !== undefined ? { format: o.format as OutputFormat } : {}),
         }),
@@ -241,16 +250,59 @@ evtrace session create demo --events kmem:kmalloc,kmem:kfree --mode overwrite --
   socketOption(addCommand(session, 'list').summary('list the sessions').option('--json', 'one JSON array')).action(
     async (o: { json?: boolean; socket?: string }) => {
       const all = await withAgent(o.socket, (a) => a.list());
-      if (o.json) return void io.stdout(`${JSON.stringify(all)}\n`);
-      if (all.length === 0) return void io.stdout('no sessions\n');
-      const w = Math.max(4, ...all.map((s) => s.name.length));
-      io.stdout(`${'NAME'.padEnd(w)}  STATE     MODE       SOURCE  ${'EVENTS'.padStart(10)}  ${'LOST'.padStart(8)}\n`);
-      for (const s of all)
-        io.stdout(
-          `${s.name.padEnd(w)}  ${s.state.padEnd(8)}  ${s.mode.padEnd(9)}  ${s.source.padEnd(6)}  ${String(s.events).padStart(10)}  ${String(s.lost).padStart(8)}\n`,
-        );
+      io.stdout(o.json ? `${JSON.stringify(all)}\n` : sessionsTable(all));
     },
   );
+
+  const attach = socketOption(
+    addCommand(session, 'attach')
+      .summary('make a persistent buffer the source of a session (the agent reads it; nothing is deleted)')
+      .description(
+        `Asks the agent to attach to the persistent buffer NAME (see evtrace persistent): a session that reads it
+and runs at once, so evtrace cat --live, the viewer's --session, session snapshot, status and the metrics work on it
+as on any session. A user-space buffer is mapped read-only and followed without consuming it: its writer is never
+disturbed, and the records it already holds come first. Each record is an event of its class (system:event from the
+buffer's classes, persistent:record for unnamed types) with fields type, length and payload (hex). A kernel buffer
+(--kernel) is read through its per-CPU raw pipes, as the agent reads a session's own instance (what it reads is
+consumed); its settings and tracing switch are left alone. session detach (or destroy) ends the session and leaves
+the buffer, which outlives the agent too. The session is named after the buffer, / as . (team/app/flight:
+team.app.flight), unless --as names it.`,
+      )
+      .argument('<name>', 'persistent buffer name, e.g. team/app/flight')
+      .option('--persistent', 'NAME is a persistent buffer (the only kind attach takes)')
+      .option('--kernel', 'the kernel backend: a tracefs instance evtrace.p.* or a boot-time buffer')
+      .option('--as <session>', 'session name (default: NAME with / as .)')
+      .option('--dir <dir>', "directory of user-space buffers (default: the agent's)"),
+  ).action(async (buffer: string, o: { kernel?: boolean; as?: string; dir?: string; socket?: string }) => {
+    const s = await withAgent(o.socket, (a) =>
+      a.attach({
+        buffer,
+        backend: o.kernel ? 'kernel' : 'user',
+        ...(o.as !== undefined ? { name: o.as } : {}),
+        ...(o.dir !== undefined ? { dir: o.dir } : {}),
+      }),
+    );
+    io.stdout(
+      `session ${s.name} attached to ${s.persistent?.backend} buffer ${buffer} (${s.persistent?.path}): ${s.events} events so far\n`,
+    );
+  });
+  setExamples(
+    attach,
+    `evtrace session attach team/app/flight --persistent       session team.app.flight
+evtrace cat --live team.app.flight
+evtrace session snapshot team.app.flight -o /tmp/shots
+evtrace session attach ops/sched --persistent --kernel --as sched
+evtrace session detach team.app.flight                       the buffer stays`,
+  );
+
+  socketOption(
+    addCommand(session, 'detach')
+      .summary('end a session attached to a persistent buffer; the buffer stays')
+      .argument('<name>', 'session name (or the buffer name it was attached by)'),
+  ).action(async (name: string, o: { socket?: string }) => {
+    const r = await withAgent(o.socket, (a) => a.detach(sessionArg(name)));
+    io.stdout(`session ${r.name} detached; ${r.backend} buffer ${r.buffer} kept\n`);
+  });
 
   socketOption(
     addCommand(session, 'status')
@@ -258,7 +310,7 @@ evtrace session create demo --events kmem:kmalloc,kmem:kfree --mode overwrite --
       .argument('<name>', 'session name')
       .option('--json', 'one JSON object with top-level events, lost and bytes'),
   ).action(async (name: string, o: { json?: boolean; socket?: string }) => {
-    const s = await withAgent(o.socket, (a) => a.status(name));
+    const s = await withAgent(o.socket, (a) => a.status(sessionArg(name)));
     io.stdout(o.json ? `${JSON.stringify(s)}\n` : statusText(s));
   });
   addPersistentSessionVerbs(session, io);
@@ -269,7 +321,9 @@ evtrace session start flight
 evtrace session status flight --json
 evtrace session snapshot flight -o /tmp/shots          prints the trace-shot's path; evtrace cat reads it
 evtrace cat --live flight                              live events
-evtrace session destroy flight`,
+evtrace session destroy flight
+evtrace session attach team/app/flight --persistent     a persistent buffer as session team.app.flight
+evtrace session ls                                     sessions and persistent buffers, through the agent`,
   );
 }
 
@@ -280,7 +334,7 @@ export async function catLive(
   io: CliIO,
 ): Promise<void> {
   await withAgent(options.socket, async (agent) => {
-    const view = await agent.subscribe(name);
+    const view = await agent.subscribe(sessionArg(name));
     let printed = 0;
     const stop = () => void view.close();
     process.once('SIGINT', stop);

@@ -5,7 +5,16 @@
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { cpus as osCpus } from 'node:os';
 import { join } from 'node:path';
-import type { SessionSpec, SessionStatus, SnapshotResult, TriggerSignal, TriggerSpec } from '@evtrace/agent-protocol';
+import type {
+  AttachSpec,
+  BufferList,
+  DetachResult,
+  SessionSpec,
+  SessionStatus,
+  SnapshotResult,
+  TriggerSignal,
+  TriggerSpec,
+} from '@evtrace/agent-protocol';
 import type { EventSource } from '@evtrace/trace-format';
 import {
   DemoSource,
@@ -20,6 +29,7 @@ import type { AgentHealth, MetricsProvider, SessionCounters } from '../metrics/t
 import { AgentError, asAgentError } from './errors.ts';
 import { extension } from './files.ts';
 import { SharedInstances } from './instances.ts';
+import { attachedSource, attachedSpec, attachName, isAttached, listBuffers } from './persistent.ts';
 import { raiseAllThreads } from './priority.ts';
 import { Session } from './session.ts';
 import { isAlive, readRecords, type SessionRecord, sessionsDir, writeRecord } from './state.ts';
@@ -103,6 +113,10 @@ export class Agent implements MetricsProvider {
         } catch {}
       }
       rmSync(join(dir, 'meta'), { recursive: true, force: true });
+      if (record.persistent !== undefined) {
+        said.push(`session ${name}: ${await this.#reattach(dir, record)}`);
+        continue;
+      }
       try {
         const source =
           adopt !== undefined ? this.#kernelSource(record.spec, adopt) : this.#source(record.spec, record.source);
@@ -126,6 +140,20 @@ export class Agent implements MetricsProvider {
     }
     said.push(...this.#cleanInstances(adopted));
     return said;
+  }
+
+  /** Attaches a restarted agent's session to its persistent buffer again (the buffer outlived the agent). */
+  async #reattach(dir: string, record: SessionRecord): Promise<string> {
+    const target = record.persistent!;
+    try {
+      const source = attachedSource(target, this.#o.tracefs);
+      const session = await this.#open({ ...record.spec, triggers: record.triggers }, source, dir);
+      if (record.state === 'running') session.start();
+      return `attached again to ${target.backend} buffer ${target.buffer}; ${session.state}`;
+    } catch (error) {
+      rmSync(dir, { recursive: true, force: true });
+      return `could not attach to ${target.backend} buffer ${target.buffer} again (${asAgentError(error).message}); removed`;
+    }
   }
 
   /** Removes evtrace instances whose process died and that no session re-adopted. */
@@ -200,6 +228,7 @@ export class Agent implements MetricsProvider {
       state: s.state,
       ...(s.part !== undefined ? { part: s.part } : {}),
       triggers: s.triggers,
+      ...(isAttached(s.source) ? { persistent: s.source.target } : {}),
     };
     try {
       writeRecord(s.dir, record);
@@ -233,6 +262,80 @@ export class Agent implements MetricsProvider {
       `session ${spec.name} created (${session.source.kind} source${session.source.resource ? `, instance ${session.source.resource}` : ''})`,
     );
     return session.status();
+  }
+
+  /**
+   * Makes a persistent buffer the source of a new session, running at once. Its name defaults to the buffer's with
+   * `/` as `.`; one session per buffer.
+   */
+  async attachBuffer(spec: AttachSpec): Promise<SessionStatus> {
+    const name = attachName(spec);
+    if (this.sessionsByName.has(name)) throw new AgentError('ERR_SESSION_EXISTS', `a session named ${name} exists`);
+    if (this.sessionsByName.size >= (this.#o.maxSessions ?? 32))
+      throw new AgentError('ERR_LIMIT', `at most ${this.#o.maxSessions ?? 32} sessions`);
+    const target = {
+      buffer: spec.buffer,
+      backend: spec.backend ?? 'user',
+      ...(spec.dir !== undefined ? { dir: spec.dir } : {}),
+    };
+    const source = attachedSource(target, this.#o.tracefs);
+    for (const s of this.sessionsByName.values()) {
+      if (
+        isAttached(s.source) &&
+        s.source.target.backend === target.backend &&
+        s.source.target.buffer === target.buffer
+      )
+        throw new AgentError(
+          'ERR_SESSION_EXISTS',
+          `${target.backend} buffer ${target.buffer} is attached as session ${s.name}`,
+        );
+    }
+    const dir = join(sessionsDir(this.#o.stateDir), name);
+    if (existsSync(dir)) throw new AgentError('ERR_SESSION_EXISTS', `a session named ${name} exists (state in ${dir})`);
+    mkdirSync(dir, { recursive: true });
+    try {
+      source.prepare();
+    } catch (error) {
+      rmSync(dir, { recursive: true, force: true });
+      throw error;
+    }
+    // Prepared once: the session's open prepares again, which the attached sources take as a no-op.
+    const session = await this.#open(attachedSpec(name, source), source, dir);
+    session.start();
+    // What the buffer holds already is in the session when the reply goes out.
+    session.poll(Date.now());
+    this.#schedule();
+    this.#o.log(`session ${name} attached to ${target.backend} buffer ${target.buffer} (${source.path})`);
+    return session.status();
+  }
+
+  /** Ends a session attached to a persistent buffer; the buffer stays, as do the session's trace-shots. */
+  detachBuffer(name: string): DetachResult {
+    const s = this.#get(name);
+    if (!isAttached(s.source))
+      throw new AgentError(
+        'ERR_SESSION_STATE',
+        `session ${name} is not attached to a persistent buffer (destroy ends it)`,
+      );
+    const { buffer, backend } = s.source.target;
+    this.destroy(name);
+    return { name, buffer, backend };
+  }
+
+  /** The persistent buffers this agent sees, each with the session attached to it. */
+  buffers(dir?: string): BufferList {
+    const attached = new Map<string, { session: string; user: boolean }>();
+    for (const s of this.sessionsByName.values())
+      if (isAttached(s.source))
+        attached.set(s.source.path, { session: s.name, user: s.source.target.backend === 'user' });
+    try {
+      return listBuffers(attached, {
+        ...(dir !== undefined ? { dir } : {}),
+        ...(this.#o.tracefs !== undefined ? { tracefs: this.#o.tracefs } : {}),
+      });
+    } catch (error) {
+      throw asAgentError(error);
+    }
   }
 
   start(name: string): SessionStatus {

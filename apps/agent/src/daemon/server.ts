@@ -10,9 +10,10 @@ import {
   encodeLine,
   LineDecoder,
   MAX_REQUEST_BYTES,
-  PROTOCOL_VERSION,
+  PROTOCOL_VERSIONS,
   parseRequest,
   type Request,
+  V2_OPS,
 } from '@evtrace/agent-protocol';
 import pkg from '../../package.json' with { type: 'json' };
 import type { Agent } from './agent.ts';
@@ -90,6 +91,7 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
   const decoder = new LineDecoder(MAX_REQUEST_BYTES);
   const viewers = new Map<number, Viewer>();
   let hello = false;
+  let version = 0;
   let queued = 0;
   let chain = Promise.resolve();
   const out = {
@@ -112,16 +114,19 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
 
   const handle = async (r: Request): Promise<void> => {
     if (r.op === 'hello') {
-      if (r.version !== PROTOCOL_VERSION)
+      if (!PROTOCOL_VERSIONS.includes(r.version))
         throw new AgentError(
           'ERR_VERSION',
-          `protocol version ${r.version} is not spoken here (this agent speaks ${PROTOCOL_VERSION})`,
+          `protocol version ${r.version} is not spoken here (this agent speaks ${PROTOCOL_VERSIONS.join(', ')})`,
         );
       hello = true;
-      reply(r.id, { protocol: PROTOCOL_VERSION, agent: pkg.version, pid: process.pid });
+      version = r.version;
+      reply(r.id, { protocol: version, agent: pkg.version, pid: process.pid });
       return;
     }
     if (!hello) throw new AgentError('ERR_HELLO_REQUIRED', 'the first request must be hello');
+    if (version < 2 && V2_OPS.includes(r.op))
+      throw new AgentError('ERR_UNKNOWN_OP', `op '${r.op}' needs protocol version 2 (this connection said ${version})`);
     switch (r.op) {
       case 'create':
         return void reply(r.id, await agent.create(r.session));
@@ -146,6 +151,12 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
         agent.attach(v, r.window !== false);
         return;
       }
+      case 'buffers':
+        return void reply(r.id, agent.buffers(r.dir));
+      case 'attach':
+        return void reply(r.id, await agent.attachBuffer(r));
+      case 'detach':
+        return void reply(r.id, agent.detachBuffer(r.name));
       case 'unsubscribe': {
         const v = viewers.get(r.stream);
         if (v === undefined) throw new AgentError('ERR_BAD_MESSAGE', `no stream ${r.stream} on this connection`);

@@ -35,6 +35,7 @@ import {
 } from '@evtrace/tracefs';
 import { AgentError, asAgentError } from './errors.ts';
 import { nextName, RotatingOutput, writeTraceShot } from './files.ts';
+import { persistentStatus } from './persistent.ts';
 import { liveEventJson, TaskNames, type Viewer } from './viewer.ts';
 
 /** Default per-CPU buffer: 1 MiB. */
@@ -440,6 +441,7 @@ export class Session {
       ...(this.source.resource !== undefined
         ? { instance: this.source.resource, sharedWith: this.#hooks.sharing?.(this) ?? [] }
         : {}),
+      ...persistentStatus(this.source),
       ...(this.error !== undefined ? { error: this.error } : {}),
       spec: { ...this.spec, triggers: this.triggers },
     };

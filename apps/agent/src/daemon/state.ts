@@ -6,6 +6,7 @@
 import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionSpec, SessionState, TriggerSpec } from '@evtrace/agent-protocol';
+import type { AttachTarget } from './persistent.ts';
 
 /** What a state file holds. */
 export interface SessionRecord {
@@ -17,6 +18,8 @@ export interface SessionRecord {
   readonly state: SessionState;
   readonly part?: string;
   readonly triggers: readonly TriggerSpec[];
+  /** The persistent buffer an attached session reads (a restarted agent attaches to it again). */
+  readonly persistent?: AttachTarget;
 }
 
 export const sessionsDir = (stateDir: string) => join(stateDir, 'sessions');
