@@ -128,6 +128,7 @@ async function followSession(
     stop: async (session) => void (await client.stop(session)),
     snapshot: async (session) => (await client.snapshot(session)).path,
     destroy: (session) => client.destroy(session),
+    buffers: () => client.buffers(),
   };
   const stats = (): SourceStats => {
     const s = window.stats();

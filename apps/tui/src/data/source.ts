@@ -2,6 +2,7 @@
  * Where the viewer's events come from: a trace file (all its events, fixed), the embedded demo or an agent session
  * (live: a window of the most recent events that moves). Views read a source only through this interface.
  */
+import type { BufferList } from '@evtrace/agent-protocol';
 import type { EventClass } from '@evtrace/trace-format';
 import type { EventStore } from './store.ts';
 import type { KernelSymbols } from './symbols.ts';
@@ -59,6 +60,8 @@ export interface SessionControl {
   stop(name: string): Promise<void>;
   snapshot(name: string): Promise<string>;
   destroy(name: string): Promise<void>;
+  /** The persistent buffers as the agent lists them, with the session attached to each (agents of protocol 2). */
+  buffers?(): Promise<BufferList>;
 }
 
 export interface ViewerSource {

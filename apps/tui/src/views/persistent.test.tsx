@@ -1,10 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connectAgent } from '@evtrace/agent-protocol';
 import { openPersistent } from '@evtrace/persistent-events';
 import { render } from 'ink-testing-library';
 import { afterAll, describe, expect, it } from 'vitest';
+import { attachAgent } from '../data/agent-source.ts';
 import { openFileSource } from '../data/file-source.ts';
+import { startTestAgent } from '../testing/agent.ts';
 import { recordDemoTrace, tempDir } from '../testing/traces.ts';
 import { App } from '../ui/app.tsx';
 import { VIEWS } from './index.ts';
@@ -62,6 +65,90 @@ describe('persistent buffers in the Sessions view', () => {
       app.unmount();
     } finally {
       delete process.env.EVTRACE_PERSISTENT_DIR;
+    }
+  });
+
+  it('lists them through the agent when attached to one, with the session attached to each; directly when it cannot', async () => {
+    const agentDir = mkdtempSync(join(tmpdir(), 'tui-persistent-agent-'));
+    const agent = await startTestAgent(agentDir);
+    const client = await connectAgent(agent.socket, { client: 'test' });
+    try {
+      openPersistent('tui/agent', { dir, create: { size: 32 * 1024, mode: 'discard' } }).close();
+      await agent.evtrace(['session', 'attach', 'tui/agent', '--persistent', '--dir', dir]);
+      const app = render(
+        <PersistentBuffers
+          width={120}
+          active
+          options={{ dir, backends: ['user'] }}
+          agent={() => client.buffers({ dir })}
+        />,
+      );
+      const frame = await until(app, (f) => f.includes('tui.agent'));
+      expect(frame).toMatch(/PERSISTENT \(agent\)\s+BACKEND\s+SIZE\s+MODE\s+FILL\s+LOST\s+W\s+R\s+OWNER\s+SESSION/);
+      // The agent reads the buffer: one reader, the session named after it.
+      expect(frame.split('\n').find((l) => l.includes('tui/agent'))).toMatch(
+        /tui\/agent\s+user\s+32K\s+discard\s+0%\s+0\s+0\s+1\s+root\s+tui\.agent/,
+      );
+      app.unmount();
+
+      // An agent that cannot list them (here: it went away): the same rows, read by this process, and why.
+      await agent.stop();
+      const fallback = render(
+        <PersistentBuffers
+          width={160}
+          active
+          options={{ dir, backends: ['user'] }}
+          agent={() => client.buffers({ dir })}
+        />,
+      );
+      const direct = await until(fallback, (f) => f.includes('read directly'));
+      expect(direct).toMatch(/^PERSISTENT\s+BACKEND/m);
+      expect(direct).toMatch(/tui\/agent\s+user\s+32K\s+discard\s+0%\s+0\s+0\s+0\s+root\s+-/);
+      expect(direct).toMatch(/the agent did not list them \(.*\): read directly/);
+      fallback.unmount();
+    } finally {
+      client.close();
+      await agent.stop();
+      rmSync(agentDir, { recursive: true, force: true });
+    }
+  });
+
+  it("follows an attached buffer's session (--session) and shows the buffer through the agent in the Sessions view", async () => {
+    const agentDir = mkdtempSync(join(tmpdir(), 'tui-persistent-view-'));
+    // The agent's own default directory of buffers is this test's.
+    process.env.EVTRACE_PERSISTENT_DIR = dir;
+    const agent = await startTestAgent(agentDir).finally(() => delete process.env.EVTRACE_PERSISTENT_DIR);
+    const buf = openPersistent('tui/live', { dir, create: { size: 64 * 1024, classes: ['app:tick'] } });
+    const w = buf.writer();
+    const write = (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const at = w.reserve(0, 4);
+        w.view.setUint32(at, i, true);
+        w.commit();
+      }
+    };
+    write(50);
+    try {
+      await agent.evtrace(['session', 'attach', 'tui/live', '--persistent']);
+      const source = await attachAgent({ socket: agent.socket, session: 'tui.live' });
+      const app = render(
+        <App source={source!} views={VIEWS} size={{ columns: 140, rows: 30 }} theme={{ colour: false }} />,
+      );
+      write(50);
+      const events = await until(app, (f) => f.includes('app:tick'));
+      expect(events).toContain('agent session tui.live');
+      app.stdin.write('3');
+      const session = /tui\.live\s+persist.\s+overwrite\s+running\s+100\b/;
+      const frame = await until(app, (f) => /tui\/live\s+user\s+64K.*tui\.live/.test(f) && session.test(f));
+      expect(frame).toMatch(/PERSISTENT \(agent\)/);
+      expect(frame).toMatch(session);
+      app.unmount();
+      await source!.close();
+    } finally {
+      w.close();
+      buf.close();
+      await agent.stop();
+      rmSync(agentDir, { recursive: true, force: true });
     }
   });
 });

@@ -1,9 +1,11 @@
 /**
  * Persistent buffers in the Sessions view: the named buffers of both backends (@evtrace/persistent-events: user-space
- * flight recorders, kernel ftrace instances). They need no agent, so they show with or without one; the list is
- * read again every 2 s while the view is on screen.
+ * flight recorders, kernel ftrace instances). Attached to an agent, the agent lists them (what it can open, with the
+ * session attached to each); without one, or with an agent that cannot list them, this process reads the directory
+ * and tracefs itself. The list is read again every 2 s while the view is on screen.
  */
-import { type ListOptions, listPersistent, type PersistentListing } from '@evtrace/persistent-events';
+import type { BufferList } from '@evtrace/agent-protocol';
+import { type ListOptions, listPersistent } from '@evtrace/persistent-events';
 import { Box, Text } from 'ink';
 import { useEffect, useState } from 'react';
 import { countText, fit } from '../ui/format.ts';
@@ -21,28 +23,54 @@ function size(bytes: number): string {
   return `${Math.round(bytes / 1024)}K`;
 }
 
-export function PersistentBuffers(props: { width: number; active: boolean; options?: ListOptions }) {
+export function PersistentBuffers(props: {
+  width: number;
+  active: boolean;
+  options?: ListOptions;
+  /** The agent's listing (SessionControl.buffers); without it, or when it fails, the buffers are listed directly. */
+  agent?: (() => Promise<BufferList>) | undefined;
+}) {
   const colour = useColour();
-  const [listing, setListing] = useState<PersistentListing | undefined>(undefined);
+  const [listing, setListing] = useState<BufferList | undefined>(undefined);
+  const [via, setVia] = useState<'agent' | 'direct'>('direct');
   const [error, setError] = useState('');
-  const { active, options } = props;
+  const { active, options, agent } = props;
   useEffect(() => {
     if (!active) return;
-    const refresh = () => {
+    let live = true;
+    const direct = (why: string) => {
       try {
-        setListing(listPersistent(options));
-        setError('');
+        const l = listPersistent(options);
+        if (!live) return;
+        setListing(l);
+        setVia('direct');
+        setError(why);
       } catch (e) {
-        setError((e as Error).message);
+        if (live) setError((e as Error).message);
       }
+    };
+    const refresh = () => {
+      if (agent === undefined) return direct('');
+      agent().then(
+        (l) => {
+          if (!live) return;
+          setListing(l);
+          setVia('agent');
+          setError('');
+        },
+        (e: Error) => direct(`the agent did not list them (${e.message}): read directly`),
+      );
     };
     refresh();
     const timer = setInterval(refresh, 2000);
-    return () => clearInterval(timer);
-  }, [active, options]);
+    return () => {
+      live = false;
+      clearInterval(timer);
+    };
+  }, [active, options, agent]);
 
   const buffers = listing?.buffers ?? [];
-  const header = `${fit('PERSISTENT', 24)} ${fit('BACKEND', 8)} ${fit('SIZE', 7)} ${fit('MODE', 10)} ${fit('FILL', 5)} ${fit('LOST', 7)} ${fit('W', 3)} ${fit('R', 3)} OWNER`;
+  const header = `${fit(via === 'agent' ? 'PERSISTENT (agent)' : 'PERSISTENT', 24)} ${fit('BACKEND', 8)} ${fit('SIZE', 7)} ${fit('MODE', 10)} ${fit('FILL', 5)} ${fit('LOST', 7)} ${fit('W', 3)} ${fit('R', 3)} ${fit('OWNER', 8)} SESSION`;
   const note =
     error ||
     [
@@ -66,7 +94,7 @@ export function PersistentBuffers(props: { width: number; active: boolean; optio
           {' '}
           {fit(b.name, 23)} {fit(b.boot ? 'boot' : b.backend, 8)} {fit(size(b.size), 7)} {fit(b.mode, 10)}{' '}
           {fit(percent(b.fill), 5)} {fit(maybe(b.lost), 7)} {fit(maybe(b.writers), 3)} {fit(maybe(b.readers), 3)}{' '}
-          {b.owner}
+          {fit(b.owner, 8)} {b.session ?? '-'}
         </Text>
       ))}
       {note ? <Text dimColor>{fit(note, props.width)}</Text> : null}

@@ -1,6 +1,6 @@
 /**
- * The Sessions view: the agent's sessions (mode, state, counts) and their control from the keyboard. Without an
- * agent it explains how to get one.
+ * The Sessions view: the agent's sessions (mode, state, counts) and their control from the keyboard, and the
+ * persistent buffers (through the agent when attached to one). Without an agent it explains how to get one.
  */
 import { Box, Text } from 'ink';
 import { useCallback, useEffect, useState } from 'react';
@@ -26,7 +26,7 @@ function SessionsView(props: ViewProps) {
       ) : (
         <SessionList {...props} height={agent} control={control} />
       )}
-      <PersistentBuffers width={props.width} active={props.active} />
+      <PersistentBuffers width={props.width} active={props.active} agent={control?.buffers} />
     </Box>
   );
 }
