@@ -183,8 +183,9 @@ export class KmemAnalyzer {
   #alloc = 0;
   #freed = 0;
   #crossCpu = 0;
-  #first: number | undefined;
-  #last: number | undefined;
+  // Always numbers (valid once #events > 0): a field that may hold undefined boxes every double stored in it.
+  #first = 0;
+  #last = 0;
   #pageAllocs = 0;
   #pageFrees = 0;
   #pageFailed = 0;
@@ -224,9 +225,8 @@ export class KmemAnalyzer {
   }
 
   push(e: KmemEvent): void {
-    this.#events++;
     const ts = e.tsNs;
-    if (this.#first === undefined) this.#first = ts;
+    if (this.#events++ === 0) this.#first = ts;
     this.#last = ts;
     let slot = Math.floor((ts - this.#first) / this.#intervalNs);
     if (!(slot >= 0)) slot = 0;
@@ -436,7 +436,7 @@ export class KmemAnalyzer {
     }
     const allocs: SlabStat[] = [];
     const leakSites = new Map<number, { count: number; bytes: number; oldest: number; ageSum: number }>();
-    const end = this.#last ?? 0;
+    const end = this.#last;
     let outCount = 0;
     let outBytes = 0;
     for (let i = 0; i < this.#ptrs.size; i++) {
@@ -479,7 +479,7 @@ export class KmemAnalyzer {
       if (b.allocs === 0 && b.frees === 0) continue;
       live += b.liveDelta;
       timeseries.push({
-        startNs: (this.#first ?? 0) + slot * this.#intervalNs,
+        startNs: this.#first + slot * this.#intervalNs,
         allocs: b.allocs,
         frees: b.frees,
         bytesAllocated: b.allocBytes,
@@ -499,7 +499,7 @@ export class KmemAnalyzer {
         wasted: this.#alloc - this.#req,
         fragPct: fragmentation(this.#req, this.#alloc),
         crossCpuFrees: this.#crossCpu,
-        ...(this.#first !== undefined ? { firstNs: this.#first, lastNs: this.#last! } : {}),
+        ...(this.#events > 0 ? { firstNs: this.#first, lastNs: this.#last } : {}),
       },
       callers,
       allocs,

@@ -176,7 +176,8 @@ describe.skipIf(why !== '')(`parity with perf kmem${why ? ` (skipped: ${why})` :
       return buildReport(analyze(source.events), source, { caller: true, alloc: true, leaks: true, page: true });
     });
     expect(reports[0]!.summary.allocs).toBeGreaterThan(1000);
-    expect(reports[1]).toEqual(reports[0]);
+    // As text: deep equality of reports with tens of thousands of rows costs most of a minute on a loaded machine.
+    expect(JSON.stringify(reports[1])).toBe(JSON.stringify(reports[0]));
     const [raw, , ctf] = reports;
     // CTF keeps the events, fields and order; its clock may start elsewhere.
     const strip = (r: (typeof reports)[number]) => ({
@@ -184,8 +185,8 @@ describe.skipIf(why !== '')(`parity with perf kmem${why ? ` (skipped: ${why})` :
       summary: { ...r.summary, first_ns: 0, last_ns: 0 },
       leaks: { ...r.leaks!, sites: r.leaks!.sites.map((l) => l.site) },
     });
-    expect(strip(ctf!)).toEqual(strip(raw!));
-  });
+    expect(JSON.stringify(strip(ctf!))).toBe(JSON.stringify(strip(raw!)));
+  }, 120_000);
 });
 
 describe.skipIf(why !== '')(`page allocator parity with perf kmem --page${why ? ` (skipped: ${why})` : ''}`, () => {

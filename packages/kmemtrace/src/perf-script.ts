@@ -3,10 +3,12 @@
  * its default field layout): `COMM PID [CPU] SECS.FRAC: kmem:EVENT: key=value ...`. Call sites come symbolized
  * (`symbol+0xoff`, or hex when perf had no symbol), so they are keyed by that text.
  */
+
 import { AddressKeys } from './address.ts';
 import { KmemError } from './errors.ts';
 import { type KmemEvent, type KmemSource, kmemEvent } from './event.ts';
 import { BUILTIN_GFP_TABLE, gfpNamer, gfpValue } from './gfp.ts';
+import { internName } from './names.ts';
 import { kmemKind } from './tracepoints.ts';
 
 export interface PerfScriptOptions {
@@ -189,6 +191,6 @@ function parseLine(line: string, keys: AddressKeys, siteKey: (s: string) => numb
     bytesAlloc: alloc ? int('bytes_alloc') : 0,
     ...(alloc ? gfp() : { gfpFlags: 0 }),
     node: int('node', -1),
-    ...(cache !== undefined ? { cache } : {}),
+    ...(cache !== undefined ? { cache: internName(cache) } : {}),
   });
 }

@@ -7,6 +7,7 @@ import type { EventClass, FieldValue, Kallsyms, TraceEvent } from '@evtrace/trac
 import { AddressKeys } from './address.ts';
 import { type KmemEvent, type KmemOp, type KmemSource, kmemEvent } from './event.ts';
 import { type GfpTable, gfpNamer, parseGfpTable } from './gfp.ts';
+import { internName } from './names.ts';
 import { addressNamer } from './symbols.ts';
 
 export type KmemKind = { readonly op: KmemOp; readonly allocator: KmemEvent['allocator'] };
@@ -109,7 +110,7 @@ export function fromFields(
     bytesAlloc: num(f.bytes_alloc),
     gfpFlags: num(f.gfp_flags),
     node: f.node === undefined ? -1 : num(f.node),
-    ...(typeof name === 'string' ? { cache: name } : {}),
+    ...(typeof name === 'string' ? { cache: internName(name) } : {}),
   });
 }
 

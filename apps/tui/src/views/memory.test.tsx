@@ -1,13 +1,16 @@
 import { rmSync } from 'node:fs';
-import { analyze, buildReport, openKmemInput } from '@evtrace/kmemtrace';
+import { AddressKeys, analyze, buildReport, fromTraceEvent, type KmemEvent, openKmemInput } from '@evtrace/kmemtrace';
+import { openTrace, type TraceEvent } from '@evtrace/trace-format';
 import { render } from 'ink-testing-library';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDemoSource } from '../data/demo-source.ts';
 import { openFileSource } from '../data/file-source.ts';
+import { arrayStore } from '../data/store.ts';
 import { recordDemoTrace, tempDir } from '../testing/traces.ts';
 import { App } from '../ui/app.tsx';
 import { countText } from '../ui/format.ts';
 import { VIEWS } from './index.ts';
-import { MEMORY_SORTS, memoryView } from './memory.tsx';
+import { LIVE_INTERVAL_NS, LiveMemory, MEMORY_SORTS, memoryView } from './memory.tsx';
 
 const dir = tempDir();
 let demo: string;
@@ -84,4 +87,64 @@ describe('Memory view', () => {
     expect(await until(app, (f) => f.includes('no kmem allocator events'))).toMatch(/evtrace kmem record/);
     app.unmount();
   });
+});
+
+/** The one-pass analysis of the kmem events among `events`, with the live view's intervals. */
+function reference(events: readonly TraceEvent[]) {
+  const keys = new AddressKeys();
+  const kmem = events.map((e) => fromTraceEvent(e, keys)).filter((e): e is KmemEvent => e !== undefined);
+  return analyze(kmem, { intervalNs: LIVE_INTERVAL_NS });
+}
+
+describe('Memory view of a live source', () => {
+  it('feeds each refresh only the events new in the moving window: the analysis of every event received', () => {
+    const events = [...openTrace(demo).events()];
+    expect(events.length).toBeGreaterThan(1000);
+    // Events sharing a time across a window edge: the second of a pair must be fed once, not twice or never.
+    events[274] = { ...events[274]!, tsNs: events[273]!.tsNs };
+    const memory = new LiveMemory();
+    // Windows of at most 300 events that move by irregular steps, sometimes not at all, once past events never
+    // shown (as while paused): the analysis is that of every event some window held.
+    const shown = new Set<number>();
+    let end = 0;
+    for (const step of [0, 137, 137, 0, 301, 64, 1, 500, 250, events.length]) {
+      end = Math.min(events.length, end + step);
+      const start = Math.max(0, end - 300);
+      for (let i = start; i < end; i++) shown.add(i);
+      memory.update(arrayStore(events.slice(start, end)));
+    }
+    expect(shown.size).toBeLessThan(events.length);
+    const held = events.filter((_, i) => shown.has(i));
+    expect(memory.live.analysis()).toEqual(reference(held));
+  });
+
+  it('follows the demo source refresh after refresh: the analysis of every event received', async () => {
+    const source = await startDemoSource({ rate: 4000, sample: false, pollMs: 100 });
+    const app = render(
+      <App source={source} views={VIEWS} size={{ columns: 140, rows: 30 }} theme={{ colour: false }} />,
+    );
+    app.stdin.write(String(VIEWS.indexOf(memoryView) + 1));
+    // The window as of the last refresh the viewer was told of: it holds every event so far (100 000 at most).
+    let last = source.store();
+    const unsubscribe = source.subscribe(() => {
+      last = source.store();
+    });
+    try {
+      await until(app, (f) => /allocs [1-9][\d,]{3,}/.test(f));
+      await source.stop();
+      await new Promise((r) => setTimeout(r, 300));
+      const received = Array.from({ length: last.length }, (_, i) => last.event(i));
+      const ref = reference(received).summary;
+      expect(ref.allocs).toBeGreaterThan(1000);
+      const frame = await until(app, (f) =>
+        f.includes(`allocs ${countText(ref.allocs)}  frees ${countText(ref.frees)}`),
+      );
+      expect(frame).toContain(`allocs ${countText(ref.allocs)}  frees ${countText(ref.frees)}`);
+      expect(frame).toContain(`fragmentation ${ref.fragPct.toFixed(2)}%`);
+    } finally {
+      unsubscribe();
+      app.unmount();
+      await source.close();
+    }
+  }, 30_000);
 });

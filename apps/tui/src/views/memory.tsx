@@ -1,7 +1,9 @@
 /**
  * The Memory view: kernel memory allocations of the kmem events on screen (@evtrace/kmemtrace's analysis, as
  * `evtrace kmem report` computes it): a summary with fragmentation, outstanding bytes over time, and the top call
- * sites, sortable. A live source is re-analysed at each refresh over its window; a file once.
+ * sites, sortable. A file is analysed once; a live source incrementally, as `evtrace kmem report --live` does: each
+ * refresh feeds the analysis only the events new in the window, so the figures cover everything the viewer received
+ * since it attached, not just the window.
  */
 import { readFileSync } from 'node:fs';
 import {
@@ -11,12 +13,13 @@ import {
   type KmemAnalysis,
   KmemAnalyzer,
   kmemKind,
+  LiveKmemAnalysis,
   type SortKey,
   sortSlabStats,
 } from '@evtrace/kmemtrace';
 import { Kallsyms } from '@evtrace/trace-format';
 import { Box, Text } from 'ink';
-import { useMemo, useState } from 'react';
+import { useMemo, useRef, useState } from 'react';
 import type { EventStore } from '../data/store.ts';
 import { countText, fit, sparkline } from '../ui/format.ts';
 import { useKeys } from '../ui/keys.ts';
@@ -43,6 +46,50 @@ export function analyzeStore(store: EventStore, slots: number): { analysis: Kmem
     if (e !== undefined) analyzer.push(e);
   }
   return { analysis: analyzer.result(), keys };
+}
+
+/** Live time series intervals: one sparkline column per second. */
+export const LIVE_INTERVAL_NS = 1_000_000_000;
+
+/**
+ * A live source's analysis across refreshes. Each window is in time order and overlaps the previous one; `update`
+ * finds where the events already fed end (by time, then by how many of that last time were fed) and feeds the rest.
+ */
+export class LiveMemory {
+  readonly live = new LiveKmemAnalysis({ intervalNs: LIVE_INTERVAL_NS });
+  #lastTs: bigint | undefined;
+  /** Events fed whose time is #lastTs. */
+  #atLast = 0;
+  /** Events of the windows that were gone before they were fed (the window moved past them while paused). */
+  missed = 0;
+
+  update(store: EventStore): void {
+    const n = store.length;
+    let from = 0;
+    const last = this.#lastTs;
+    if (last !== undefined) {
+      // The first event at or after the last time fed (binary search: windows hold 100 000 events).
+      let lo = 0;
+      let hi = n;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (store.tsNs(mid) < last) lo = mid + 1;
+        else hi = mid;
+      }
+      let same = 0;
+      while (lo + same < n && same < this.#atLast && store.tsNs(lo + same) === last) same++;
+      from = lo + same;
+    }
+    for (let i = from; i < n; i++) {
+      const ts = store.tsNs(i);
+      if (ts === this.#lastTs) this.#atLast++;
+      else {
+        this.#lastTs = ts;
+        this.#atLast = 1;
+      }
+      if (kmemKind(store.eventClass(i)) !== undefined) this.live.pushTrace(store.event(i));
+    }
+  }
 }
 
 let running: Kallsyms | null | undefined;
@@ -77,8 +124,17 @@ function MemoryView(props: ViewProps) {
     return true;
   }, active);
   const spark = Math.max(10, width - 32);
-  // Only while on screen: hidden views stay mounted, and this one decodes every kmem event.
-  const result = useMemo(() => (active ? analyzeStore(store, spark) : undefined), [active, store, tick, spark]);
+  // A live source is followed while hidden too (only new events cost anything); a file is analysed once on screen.
+  const liveMemory = useRef<{ source: ViewProps['source']; memory: LiveMemory } | undefined>(undefined);
+  const result = useMemo(() => {
+    if (source.live) {
+      if (liveMemory.current?.source !== source) liveMemory.current = { source, memory: new LiveMemory() };
+      const memory = liveMemory.current.memory;
+      memory.update(store);
+      return active ? { analysis: memory.live.analysis(), keys: memory.live.keys } : undefined;
+    }
+    return active ? analyzeStore(store, spark) : undefined;
+  }, [active, source, store, tick, spark]);
   if (result === undefined) return <Box width={width} height={height} />;
   const { analysis, keys } = result;
   const kallsyms = source.live ? runningKallsyms() : undefined;
@@ -89,7 +145,8 @@ function MemoryView(props: ViewProps) {
   const s = analysis.summary;
   const order = MEMORY_SORTS[sort]!;
   const rows = sortSlabStats(analysis.callers, order.keys, 'callers').slice(0, Math.max(0, height - 6));
-  const live = analysis.timeseries.map((p) => p.liveBytes);
+  // A live analysis' series grows by one point a second: the newest that fit.
+  const live = analysis.timeseries.slice(-spark).map((p) => p.liveBytes);
   const W = { site: Math.max(20, width - 58) };
   if (s.allocs === 0 && s.frees === 0 && analysis.pages.allocs === 0)
     return (
