@@ -170,4 +170,58 @@ describe('LiveKmemAnalysis', () => {
     expect(live.stats().analysed).toBeLessThan(events.length);
     expect(live.report()).toEqual(offline(demo.raw));
   });
+
+  it('fuzz: mutated real events and arbitrary JSON never throw; the report stays buildable', () => {
+    const real = demo.perCpu.flat().filter((e) => e.event.startsWith('kmem:'));
+    const names = [...new Set(real.map((e) => e.event))];
+    const mutated = fc.record({
+      base: fc.constantFrom(...real.slice(0, 200)),
+      event: fc.oneof(fc.constantFrom(...names, 'kmem:mm_page_alloc', 'kmem_kmalloc'), fc.string()),
+      field: fc.constantFrom(
+        'call_site',
+        'ptr',
+        'bytes_req',
+        'bytes_alloc',
+        'gfp_flags',
+        'node',
+        'name',
+        'pfn',
+        'order',
+      ),
+      value: fc.oneof(fc.jsonValue(), fc.bigInt().map(String), fc.constantFrom('18446744073709551615', '-1', '0x10')),
+      ts: fc.oneof(fc.constant(undefined), fc.jsonValue()),
+      cpu: fc.oneof(fc.constant(undefined), fc.jsonValue()),
+    });
+    fc.assert(
+      fc.property(fc.array(fc.oneof(mutated, fc.anything()), { maxLength: 50 }), (items) => {
+        const live = new LiveKmemAnalysis({ now: () => 0 });
+        for (const item of items) {
+          const m = item as {
+            base?: JsonEvent;
+            event?: unknown;
+            field?: string;
+            value?: unknown;
+            ts?: unknown;
+            cpu?: unknown;
+          };
+          const e =
+            m !== null && typeof m === 'object' && m.base !== undefined && typeof m.field === 'string'
+              ? ({
+                  ...m.base,
+                  event: m.event,
+                  fields: { ...m.base.fields, [m.field]: m.value },
+                  ...(m.ts !== undefined ? { ts_ns: m.ts } : {}),
+                  ...(m.cpu !== undefined ? { cpu: m.cpu } : {}),
+                } as unknown as JsonEvent)
+              : (item as JsonEvent);
+          live.pushJson(e);
+          if (items.length % 3 === 0) live.release();
+        }
+        live.release(true);
+        expect(live.stats().pending).toBe(0);
+        expect(() => JSON.stringify(live.report())).not.toThrow();
+      }),
+      { numRuns: 300 },
+    );
+  });
 });

@@ -51,15 +51,19 @@ const USED = [
 
 /** Converts one JSON event; undefined for events that are not kmem allocator events. */
 export function fromJsonEvent(e: JsonEvent, keys: AddressKeys): KmemEvent | undefined {
+  // Shapes are checked, not trusted: a line of `evtrace cat --json` may come from anywhere.
+  if (typeof e?.event !== 'string') return undefined;
   const kind = kmemKind({ name: e.event });
   if (kind === undefined) return undefined;
+  const raw = typeof e.fields === 'object' && e.fields !== null ? e.fields : {};
   const fields: Record<string, FieldValue> = {};
   for (const k of USED) {
-    const v = jsonField(e.fields[k]);
+    const v = jsonField(raw[k]);
     if (v !== undefined) fields[k] = v;
   }
-  const ts = typeof e.ts_ns === 'number' ? e.ts_ns : Number(e.ts_ns);
-  return fromFields(kind, ts, e.cpu ?? -1, fields, jsonField(e.fields.common_flags), keys);
+  const ts = typeof e.ts_ns === 'number' ? e.ts_ns : typeof e.ts_ns === 'string' ? Number(e.ts_ns) : Number.NaN;
+  const cpu = typeof e.cpu === 'number' && Number.isInteger(e.cpu) ? e.cpu : -1;
+  return fromFields(kind, Number.isFinite(ts) ? ts : 0, cpu, fields, jsonField(raw.common_flags), keys);
 }
 
 export interface LiveKmemOptions extends AnalyzeOptions {
@@ -132,7 +136,7 @@ export class LiveKmemAnalysis {
     this.#received++;
     const k = fromJsonEvent(e, this.keys);
     if (k === undefined) return;
-    const cpu = e.cpu ?? -1;
+    const cpu = k.cpu;
     let q = this.#cpus.get(cpu);
     if (q === undefined)
       this.#cpus.set(cpu, (q = { events: [], head: 0, reached: Number.NEGATIVE_INFINITY, heard: 0 }));
