@@ -3,9 +3,11 @@ import { AddressKeys, analyze, buildReport, fromTraceEvent, type KmemEvent, open
 import { openTrace, type TraceEvent } from '@evtrace/trace-format';
 import { render } from 'ink-testing-library';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attachAgent } from '../data/agent-source.ts';
 import { startDemoSource } from '../data/demo-source.ts';
 import { openFileSource } from '../data/file-source.ts';
 import { arrayStore } from '../data/store.ts';
+import { startTestAgent } from '../testing/agent.ts';
 import { recordDemoTrace, tempDir } from '../testing/traces.ts';
 import { App } from '../ui/app.tsx';
 import { countText } from '../ui/format.ts';
@@ -147,4 +149,49 @@ describe('Memory view of a live source', () => {
       await source.close();
     }
   }, 30_000);
+
+  it('on a session of the real agent: the figures of `evtrace kmem report` on the session output', async () => {
+    const agent = await startTestAgent(dir, ['--demo-rate', '300']);
+    const out = `${dir}/agent-out`;
+    try {
+      await agent.evtrace([
+        'session',
+        'create',
+        'mem',
+        '--events',
+        'kmem:kmalloc,kmem:kfree',
+        '--mode',
+        'overwrite',
+        '--buffer-size',
+        '16M',
+        '--source',
+        'demo',
+        '--output',
+        out,
+      ]);
+      await agent.evtrace(['session', 'start', 'mem']);
+      // Attached right after the start: the recent window holds everything so far, then live events follow.
+      const source = (await attachAgent({ socket: agent.socket, session: 'mem', refreshMs: 100 }))!;
+      const app = render(
+        <App source={source} views={VIEWS} size={{ columns: 140, rows: 30 }} theme={{ colour: false }} />,
+      );
+      try {
+        app.stdin.write(String(VIEWS.indexOf(memoryView) + 1));
+        await until(app, (f) => /allocs [1-9][\d,]{2,}/.test(f));
+        await agent.evtrace(['session', 'stop', 'mem']);
+        const status = JSON.parse(await agent.evtrace(['session', 'status', 'mem', '--json']));
+        const offline = JSON.parse(await agent.evtrace(['kmem', 'report', status.files[0], '--json'])).summary;
+        expect(offline.allocs).toBeGreaterThan(100);
+        const want = `allocs ${countText(offline.allocs)}  frees ${countText(offline.frees)}`;
+        const frame = await until(app, (f) => f.includes(want));
+        expect(frame).toContain(want);
+        expect(frame).toContain(`fragmentation ${offline.frag_pct.toFixed(2)}%`);
+      } finally {
+        app.unmount();
+        await source.close();
+      }
+    } finally {
+      await agent.stop();
+    }
+  }, 120_000);
 });
