@@ -172,6 +172,24 @@ describe('HardwareSource (tracefs-shaped tree and EDAC sysfs in a temporary dire
     source.close();
   });
 
+  it('counts the records of a page the sink refuses as lost, and only those', () => {
+    const edac = edacTree(join(dir, 'edac3'));
+    const source = new HardwareSource({ tracefs: false, mcelog: false, edacSysfs: edac, intervalMs: 0 });
+    source.prepare();
+    let accept = false;
+    source.start([{ writeBytes: () => accept, flush() {} }]);
+    writeFileSync(join(edac, 'mc', 'mc0', 'dimm1', 'dimm_ce_count'), '5\n');
+    source.poll();
+    accept = true;
+    writeFileSync(join(edac, 'mc', 'mc0', 'dimm0', 'dimm_ce_count'), '9\n');
+    writeFileSync(join(edac, 'mc', 'mc0', 'dimm0', 'dimm_ue_count'), '3\n');
+    source.poll();
+    const [c] = source.counters();
+    expect([c!.events, c!.lost]).toEqual([2, 1]);
+    expect(c!.bytes).toBeGreaterThan(0);
+    source.close();
+  });
+
   it('says why when the host has no input at all', () => {
     const source = new HardwareSource({ tracefs: false, mcelog: join(dir, 'none'), edacSysfs: join(dir, 'none') });
     expect(() => source.prepare()).toThrow(MceError);

@@ -28,6 +28,7 @@ import {
   packPages,
   parseFormatFile,
   type RecordEncoder,
+  readPage,
   type SourceCpuCounters,
   type TimedRecord,
 } from '@evtrace/trace-format';
@@ -286,12 +287,20 @@ export class HardwareSource implements EventSource {
     const pages = packPages(out, LAYOUT);
     for (let at = 0; at < pages.length; at += LAYOUT.pageSize) {
       const page = pages.subarray(at, at + LAYOUT.pageSize);
+      // A page the sink refuses (a full discard-mode buffer) loses its records, not the whole batch.
+      let records = 0;
+      let recordBytes = 0;
+      readPage(page, 0, LAYOUT, (_ts, _start, length) => {
+        records++;
+        recordBytes += length;
+      });
       const ts = Number(page.readBigUInt64LE(0));
-      if (!this.#sink.writeBytes(FTRACE_PAGE_RECORD, page, ts)) this.#counters.lost += out.length;
+      if (this.#sink.writeBytes(FTRACE_PAGE_RECORD, page, ts)) {
+        this.#counters.events += records;
+        this.#counters.bytes += recordBytes;
+      } else this.#counters.lost += records;
     }
     this.#sink.flush();
-    this.#counters.events += out.length;
-    this.#counters.bytes += bytes;
     return bytes;
   }
 
