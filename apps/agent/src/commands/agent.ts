@@ -53,7 +53,8 @@ raises its priority (nice -20), as \`evtrace record\`'s reader does, so that it 
 With --hardware the agent runs a session named "hardware" (source mce): machine checks (tracefs mce:mce_record, else
 /dev/mcelog) and memory errors (ras:mc_event, else EDAC counter growth), decoded by @evtrace/hw-mce; the metrics
 endpoint adds node_edac_* (node_exporter's names), per-DIMM EDAC counters and machine checks per bank and per DIMM;
-a leaky-bucket threshold crossed (--mcelog-config, mcelog.conf's format) takes a trace-shot of every running session.`,
+a leaky-bucket threshold crossed (--mcelog-config, mcelog.conf's format) takes a trace-shot of every running session
+and, with --run-triggers, runs the configured trigger command with mcelog's environment.`,
     )
     .option('--socket <path>', `control socket (default ${defaultSocketPath()}; env EVTRACE_AGENT_SOCKET)`)
     .option('--group <name>', 'members of this group may control the agent (socket mode 0660)')

@@ -100,6 +100,7 @@ describe.skipIf(missing !== undefined)(
     let pipe: string;
     let root: string;
     let edac: string;
+    let trigger: string;
 
     beforeAll(async () => {
       dir = workDir('agent-hardware-');
@@ -108,7 +109,13 @@ describe.skipIf(missing !== undefined)(
       edac = join(dir, 'edac');
       edacTree(edac);
       const config = join(dir, 'mcelog.conf');
-      writeFileSync(config, '[dimm]\ndimm-tracking-enabled = yes\nce-error-threshold = 2 / 24h\n');
+      // The trigger writes the environment mcelog gives it: the agent runs it with --run-triggers.
+      trigger = join(dir, 'dimm-trigger.sh');
+      writeFileSync(trigger, `#!/bin/sh\nenv > ${join(dir, 'trigger.env')}\n`, { mode: 0o755 });
+      writeFileSync(
+        config,
+        `[dimm]\ndimm-tracking-enabled = yes\nce-error-threshold = 2 / 24h\nce-error-trigger = ${trigger}\n`,
+      );
       port = await freePort();
       agent = await startAgent(dir, [
         '--hardware',
@@ -122,6 +129,7 @@ describe.skipIf(missing !== undefined)(
         join(dir, 'no-mcelog'),
         '--mcelog-config',
         config,
+        '--run-triggers',
         '--metrics',
         `127.0.0.1:${port}`,
       ]);
@@ -205,6 +213,12 @@ describe.skipIf(missing !== undefined)(
       // The second error on the channel crossed "2 / 24h": the tracker says so and every running session is shot.
       const crossed = await agent.waitForLog(/hardware: Corrected dimm memory error count exceeded threshold[^\n]*/);
       expect(crossed).toContain('(SOCKET:1 CHANNEL:0 DIMM:? [])');
+      await agent.waitForLog(new RegExp(`hardware: trigger ${trigger} exited 0`));
+      const env = readFileSync(join(dir, 'trigger.env'), 'utf8');
+      expect(env).toMatch(/^THRESHOLD=\S/m);
+      expect(env).toMatch(/^TOTALCOUNT=2$/m);
+      expect(env).toMatch(/^SOCKETID=1$/m);
+      expect(env).toMatch(/^CHANNEL=0$/m);
       const shot = await agent.waitForLog(/session hardware: trace-shot (\S+) \(\d+ events\)/);
       const path = /trace-shot (\S+)/.exec(shot)![1]!;
       expect(existsSync(path)).toBe(true);

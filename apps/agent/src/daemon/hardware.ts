@@ -21,6 +21,8 @@ import {
   parseMcelogConfig,
   Tracker,
   type TrackerConfig,
+  type TrackerEvent,
+  TriggerRunner,
 } from '@evtrace/hw-mce';
 import type { EventSource } from '@evtrace/trace-format';
 import type { Command } from 'commander';
@@ -33,6 +35,7 @@ export interface HardwareCliOptions {
   mcelog?: string;
   mceInstance?: string;
   mcelogConfig?: string;
+  runTriggers?: boolean;
 }
 
 /** The source kind the hardware session is saved under (its state file), so a restarted agent re-creates it. */
@@ -51,7 +54,11 @@ export function addHardwareOptions(cmd: Command): void {
       'the mcelog device, read when the mce:mce_record tracepoint is absent (default /dev/mcelog)',
     )
     .option('--mce-instance <name>', 'read mce:mce_record and ras:mc_event from this existing tracefs instance')
-    .option('--mcelog-config <file>', "leaky-bucket thresholds in mcelog.conf's format (default: mcelog's defaults)");
+    .option('--mcelog-config <file>', "leaky-bucket thresholds in mcelog.conf's format (default: mcelog's defaults)")
+    .option(
+      '--run-triggers',
+      "run the configured trigger commands with mcelog's environment when a threshold is crossed",
+    );
 }
 
 /** What the hardware monitor does with the agent. */
@@ -67,6 +74,7 @@ export class Hardware {
   readonly session = 'hardware';
   readonly counters = new MceCounters();
   readonly tracker: Tracker;
+  readonly #runner: TriggerRunner | undefined;
   readonly #o: HardwareCliOptions & { tracefs?: string; log: (line: string) => void };
   #host: HardwareHost | undefined;
   #source: HardwareSource | undefined;
@@ -92,6 +100,11 @@ export class Hardware {
       config = parsed.config;
     }
     this.tracker = new Tracker(config);
+    if (options.runTriggers === true)
+      this.#runner = new TriggerRunner({
+        ...(config?.trigger.directory ? { directory: config.trigger.directory } : {}),
+        childrenMax: config?.trigger.childrenMax ?? 2,
+      });
   }
 
   /** The agent's source factories: `mce` builds the hardware session's source. */
@@ -120,7 +133,21 @@ export class Hardware {
       const where = event.env.LOCATION;
       this.#o.log(`hardware: ${event.message}${where ? ` (${where})` : ''}`);
       this.#shot(event.message);
+      if (this.#runner !== undefined && event.trigger !== undefined) this.#trigger(event);
     }
+  }
+
+  /** Runs the event's trigger (the agent goes on meanwhile) and logs how it ended. */
+  #trigger(event: TrackerEvent): void {
+    this.#runner!.run(event).then(
+      (r) => {
+        if (r !== undefined)
+          this.#o.log(
+            `hardware: trigger ${r.command} exited ${r.exitCode}${r.stderr.trim() ? `: ${r.stderr.trim().split('\n')[0]}` : ''}`,
+          );
+      },
+      (error: Error) => this.#o.log(`hardware: ${error.message}`),
+    );
   }
 
   #onEdac(e: EdacEvent): void {
