@@ -5,8 +5,8 @@
  * detach, an agent restart and a kill -9 of the agent leave the buffer in place. Kernel buffers (tracefs instances)
  * when root.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
 import { encodeLine, type SessionStatus } from '@evtrace/agent-protocol';
@@ -100,6 +100,7 @@ function startCatLive(agent: RunningAgent, name: string): { proc: ChildProcess; 
 interface LiveLine {
   ts_ns: string;
   event: string;
+  pid?: number;
   fields: { type: number; length: number; payload: number[] };
 }
 
@@ -163,6 +164,8 @@ describe('the agent lists and attaches to user-space persistent buffers', () => 
       });
       expect(seen.map((e) => value(e.fields.payload))).toEqual(Array.from({ length: seen.length }, (_, i) => i));
       for (const e of seen.slice(0, 10)) {
+        // The writing process is the events' task (found through /proc: the buffer does not record it).
+        expect(e.pid).toBe(writer.proc.pid);
         expect(e.event).toBe(value(e.fields.payload) % 2 === 0 ? 'app:tick' : 'app:tock');
         expect(e.fields).toMatchObject({ type: value(e.fields.payload) % 2, length: 4 });
       }
@@ -368,6 +371,67 @@ describe('the agent lists and attaches to user-space persistent buffers', () => 
 });
 
 const root = process.getuid?.() === 0;
+const hasUseradd = spawnSync('sh', ['-c', 'command -v useradd']).status === 0;
+
+describe.skipIf(!root || !hasUseradd)(
+  `an agent that runs as an unprivileged user${!root ? ' (skipped: not root: useradd needs root)' : !hasUseradd ? ' (skipped: useradd is not installed)' : ''}`,
+  () => {
+    it('lists what it may not open as unreadable (ERR_PERMISSION), refuses to attach it, and attaches what its group may read', async () => {
+      const user = `evp${process.pid % 100000}`;
+      execFileSync('useradd', ['-M', '-N', '-g', 'nogroup', '-s', '/usr/sbin/nologin', user]);
+      const dir = fresh('agent-persistent-user-');
+      const bufs = join(dir, 'bufs');
+      let proc: ChildProcess | undefined;
+      try {
+        const uid = Number(execFileSync('id', ['-u', user]).toString());
+        const gid = Number(execFileSync('id', ['-g', user]).toString());
+        // Buffers of root: one for root alone (0600), one its group nogroup may read (0640).
+        openPersistent('root/secret', { dir: bufs, create: { size: 8192 } }).close();
+        openPersistent('shared/ok', { dir: bufs, create: { size: 8192, group: 'nogroup' } }).close();
+        const home = join(dir, 'agent');
+        mkdirSync(home);
+        chownSync(home, uid, gid);
+        const socket = join(home, 'agent.sock');
+        proc = spawn(process.execPath, [CLI, 'agent', '--socket', socket, '--state-dir', join(home, 'state')], {
+          uid,
+          gid,
+          cwd: '/',
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        children.push(proc);
+        let log = '';
+        proc.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+        await eventually(() => (log.includes('listening on') ? true : undefined), 30_000);
+        const agent = { socket };
+        const listed = JSON.parse((await cli(agent, ['ls', '--json', '--dir', bufs])).stdout);
+        expect(listed.buffers.map((b: { name: string }) => b.name)).toEqual(['shared/ok']);
+        expect(listed.unreadable).toEqual([
+          expect.objectContaining({
+            name: 'root/secret',
+            owner: 'root',
+            permissions: 0o600,
+            code: 'ERR_PERMISSION',
+            error: expect.stringMatching(new RegExp(`permission denied: .*you are ${user}`)),
+          }),
+        ]);
+        const refused = await cli(agent, ['session', 'attach', 'root/secret', '--dir', bufs]);
+        expect(refused.code).toBe(1);
+        expect(refused.stderr).toMatch(
+          /ERR_SOURCE: ERR_PERMISSION: permission denied: cannot open buffer root\/secret for reading/,
+        );
+        // Reading needs only read permission: the agent maps the buffer read-only.
+        const ok = await cli(agent, ['session', 'attach', 'shared/ok', '--dir', bufs]);
+        expect(ok.stdout).toMatch(/^session shared\.ok attached to user buffer shared\/ok/);
+        expect(JSON.parse((await cli(agent, ['session', 'list', '--json'])).stdout)).toHaveLength(1);
+      } finally {
+        proc?.kill('SIGTERM');
+        if (proc) await exited(proc);
+        spawnSync('userdel', [user]);
+      }
+    });
+  },
+);
+
 let tracefs: string | undefined;
 let why = '';
 try {

@@ -190,6 +190,9 @@ export class UserBufferSource implements AttachedSource {
   #byType = new Map<number, { encode: RecordEncoder }>();
   #other: { encode: RecordEncoder } | undefined;
   #sink: PageSink | undefined;
+  /** The writing process (found in /proc, since the buffer does not record it); -1 while unknown. */
+  #writer = -1;
+  #writerScanned = 0;
   #pending: TimedRecord[] = [];
   #pendingBytes = 0;
   #pendingSince = 0;
@@ -236,7 +239,31 @@ export class UserBufferSource implements AttachedSource {
     // Types the metadata does not name (a writer may use any) keep their number in the `type` field.
     this.#other = add('persistent:record', -1);
     this.eventClasses = classes;
+    this.#findWriter();
     this.#follower = buf.follow();
+  }
+
+  /** Looks for the live process mapping the buffer for writing (at most once a second). */
+  #findWriter(): void {
+    const now = Date.now();
+    if (now - this.#writerScanned < 1000) return;
+    this.#writerScanned = now;
+    try {
+      this.#writer = this.#buf?.mappers().writers[0] ?? -1;
+    } catch {
+      this.#writer = -1;
+    }
+  }
+
+  /** True while the writer found last is alive. */
+  #writerAlive(): boolean {
+    if (this.#writer <= 0) return false;
+    try {
+      process.kill(this.#writer, 0);
+      return true;
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === 'EPERM';
+    }
   }
 
   writeMetadata(dir: string): void {
@@ -249,7 +276,12 @@ export class UserBufferSource implements AttachedSource {
     }
     writeFileSync(join(dir, 'buffer_subbuf_size_kb'), `${this.pageSize / 1024}\n`);
     writeFileSync(join(dir, 'trace_clock'), '[mono]\n');
-    writeFileSync(join(dir, 'saved_cmdlines'), '');
+    // The writer's name, as the kernel's saved_cmdlines names tasks: readers show `node-4118` for its records.
+    let comm = '';
+    try {
+      if (this.#writer > 0) comm = `${this.#writer} ${readFileSync(`/proc/${this.#writer}/comm`, 'utf8').trim()}\n`;
+    } catch {}
+    writeFileSync(join(dir, 'saved_cmdlines'), comm);
   }
 
   start(sinks: readonly PageSink[]): void {
@@ -264,10 +296,21 @@ export class UserBufferSource implements AttachedSource {
     const sink = this.#sink;
     const follower = this.#follower;
     if (sink === undefined || follower === undefined) return 0;
+    let writer = this.#writer;
+    let checked = false;
     const r = follower.poll((rec) => {
+      // New records and no live writer known: one took over since, or the one that wrote them died meanwhile (its
+      // pid stays theirs). Checked once a poll.
+      if (!checked) {
+        checked = true;
+        if (!this.#writerAlive()) {
+          this.#findWriter();
+          if (this.#writer !== -1) writer = this.#writer;
+        }
+      }
       const payload = rec.bytes.subarray(rec.offset, rec.offset + rec.length);
       const p = this.#byType.get(rec.type) ?? this.#other!;
-      const data = p.encode({ type: rec.type, length: rec.length, payload: [...payload] }, { common_pid: 0 });
+      const data = p.encode({ type: rec.type, length: rec.length, payload: [...payload] }, { common_pid: writer });
       // Ring-buffer timestamps never decrease; a writer that took over keeps its stream's clock.
       const ts = Math.max(this.#counters.lastTs, rec.timestamp);
       this.#counters.lastTs = ts;
