@@ -160,6 +160,13 @@ print fmt: "type=%u length=%u payload=%s", REC->type, REC->length, __print_hex(_
 
 /** Records wait at most this long for a page to fill: every delivery is a whole page of the session's buffers. */
 const FLUSH_MS = 250;
+/**
+ * Following copies the whole buffer (a snapshot: the only read that never disturbs the writer), so a buffer is
+ * looked at no more often than copying it costs 32 MiB a second: every 25 ms up to 800 KiB, every 2 s at most.
+ */
+const COPY_BYTES_PER_MS = 32 * 1024;
+const MIN_POLL_MS = 25;
+const MAX_POLL_MS = 2000;
 
 /** `system:event` of a buffer's class name, made of the characters tracefs names use. */
 function ftraceName(name: string, taken: Set<string>, type: number): { system: string; event: string } {
@@ -193,6 +200,8 @@ export class UserBufferSource implements AttachedSource {
   /** The writing process (found in /proc, since the buffer does not record it); -1 while unknown. */
   #writer = -1;
   #writerScanned = 0;
+  #every = MIN_POLL_MS;
+  #polled = 0;
   #pending: TimedRecord[] = [];
   #pendingBytes = 0;
   #pendingSince = 0;
@@ -220,6 +229,7 @@ export class UserBufferSource implements AttachedSource {
     this.path = buf.path;
     this.size = buf.pageSize * buf.pageCount;
     this.mode = buf.mode;
+    this.#every = Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, Math.ceil(this.size / COPY_BYTES_PER_MS)));
     // A page holds the largest record: page header, event header, time extend, 16 bytes of fields, the payload.
     let pageSize = 4096;
     while (pageSize - 16 - 8 - 8 - 16 < buf.maxPayload) pageSize *= 2;
@@ -296,6 +306,9 @@ export class UserBufferSource implements AttachedSource {
     const sink = this.#sink;
     const follower = this.#follower;
     if (sink === undefined || follower === undefined) return 0;
+    const now = Date.now();
+    if (!force && now - this.#polled < this.#every) return 0;
+    this.#polled = now;
     let writer = this.#writer;
     let checked = false;
     const r = follower.poll((rec) => {
