@@ -73,6 +73,7 @@ export function parsePerfScript(
     }
     return k;
   };
+  const ctx: LineContext = { keys, siteKey, fields: new LineFields(), kinds: new Map(), gfps: new Map() };
   const events: KmemEvent[] = [];
   const diagnostics: string[] = [];
   let ignored = 0;
@@ -85,7 +86,7 @@ export function parsePerfScript(
     lineNo++;
     if (line.trim() === '' || line.trimStart().startsWith('#') || CALLCHAIN.test(line)) continue;
     try {
-      const e = parseLine(line, keys, siteKey);
+      const e = parseLine(line, ctx);
       if (e === undefined) ignored++;
       else events.push(e);
     } catch (error) {
@@ -111,86 +112,165 @@ export function parsePerfScript(
   };
 }
 
-function parseLine(line: string, keys: AddressKeys, siteKey: (s: string) => number): KmemEvent | undefined {
+/**
+ * One line's `key=value` fields, as positions in the line: reused from line to line (a Map and an object per field
+ * cost more than the parsing). Later duplicates win.
+ */
+class LineFields {
+  line = '';
+  count = 0;
+  readonly keys: string[] = [];
+  /** Start and end of each value. */
+  readonly starts: number[] = [];
+  readonly ends: number[] = [];
+
+  /** Splits the line's fields from `at`. */
+  scan(line: string, at: number): void {
+    this.line = line;
+    this.count = 0;
+    while (at < line.length) {
+      let end = line.indexOf(' ', at);
+      if (end < 0) end = line.length;
+      if (end > at) {
+        const eq = line.indexOf('=', at);
+        if (eq < 0 || eq >= end) throw new LineError(at, `expected key=value, found '${line.slice(at, end)}'`);
+        this.keys[this.count] = line.slice(at, eq);
+        this.starts[this.count] = eq + 1;
+        this.ends[this.count] = end;
+        this.count++;
+      }
+      at = end + 1;
+    }
+  }
+
+  /** The index of field `name`, or -1. */
+  find(name: string): number {
+    for (let i = this.count - 1; i >= 0; i--) if (this.keys[i] === name) return i;
+    return -1;
+  }
+
+  value(i: number): string {
+    return this.line.slice(this.starts[i]!, this.ends[i]!);
+  }
+}
+
+/** Parses what `parseLine` needs beyond the fields: kinds by event name, gfp flag texts by text. */
+interface LineContext {
+  readonly keys: AddressKeys;
+  readonly siteKey: (s: string) => number;
+  readonly fields: LineFields;
+  readonly kinds: Map<string, ReturnType<typeof kmemKind> | null>;
+  readonly gfps: Map<string, { readonly value: number | undefined; readonly text: string }>;
+}
+
+/** A decimal integer of the whole text, or undefined (what /^-?\d+$/ accepts). */
+function decimal(text: string): number | undefined {
+  const n = text.length;
+  let i = text.charCodeAt(0) === 45 ? 1 : 0;
+  if (i === n) return undefined;
+  for (; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 48 || c > 57) return undefined;
+  }
+  return Number(text);
+}
+
+function parseLine(line: string, ctx: LineContext): KmemEvent | undefined {
   const m = HEADER.exec(line);
   if (m === null) {
     const p = headerProblem(line);
     throw new LineError(p.column, p.message);
   }
-  const system = m[7]!;
-  const kind = system === 'kmem' ? kmemKind({ name: `kmem:${m[8]}` }) : undefined;
-  if (kind === undefined) return undefined;
+  if (m[7] !== 'kmem') return undefined;
+  const event = m[8]!;
+  let kind = ctx.kinds.get(event);
+  if (kind === undefined) {
+    kind = kmemKind({ name: `kmem:${event}` }) ?? null;
+    ctx.kinds.set(event, kind);
+  }
+  if (kind === null) return undefined;
   const frac = m[6]!;
   const tsNs = Number(m[5]) * 1e9 + Number(frac.length >= 9 ? frac.slice(0, 9) : frac.padEnd(9, '0'));
   const cpu = Number(m[4]);
   // key=value fields, separated by spaces; values carry no spaces in kmem's print formats.
-  const fields = new Map<string, { value: string; column: number }>();
-  let at = m[0].length;
-  while (at < line.length) {
-    let end = line.indexOf(' ', at);
-    if (end < 0) end = line.length;
-    if (end > at) {
-      const eq = line.indexOf('=', at);
-      if (eq < 0 || eq >= end) throw new LineError(at, `expected key=value, found '${line.slice(at, end)}'`);
-      fields.set(line.slice(at, eq), { value: line.slice(eq + 1, end), column: eq + 1 });
-    }
-    at = end + 1;
-  }
-  const field = (name: string) => {
-    const f = fields.get(name);
-    if (f === undefined) throw new LineError(line.length, `kmem:${m[8]} line lacks the field ${name}`);
-    return f;
+  const fields = ctx.fields;
+  fields.scan(line, m[0].length);
+  const field = (name: string): number => {
+    const i = fields.find(name);
+    if (i < 0) throw new LineError(line.length, `kmem:${event} line lacks the field ${name}`);
+    return i;
   };
-  const int = (name: string, fallback?: number) => {
-    const f = fields.get(name);
-    if (f === undefined && fallback !== undefined) return fallback;
-    const { value, column } = f ?? field(name);
-    if (!/^-?\d+$/.test(value)) throw new LineError(column, `${name}: '${value}' is not a decimal integer`);
-    return Number(value);
+  const int = (name: string, fallback?: number): number => {
+    let i = fields.find(name);
+    if (i < 0 && fallback !== undefined) return fallback;
+    if (i < 0) i = field(name);
+    const value = fields.value(i);
+    const v = decimal(value);
+    if (v === undefined) throw new LineError(fields.starts[i]!, `${name}: '${value}' is not a decimal integer`);
+    return v;
   };
-  const hex = (name: string) => {
-    const { value, column } = field(name);
+  const hex = (name: string): number => {
+    const i = field(name);
+    const value = fields.value(i);
     if (value === '(nil)' || value === '0') return 0;
-    const k = keys.keyOfHex(value);
+    const k = ctx.keys.keyOfHex(value);
     if (k === undefined || !value.startsWith('0x'))
-      throw new LineError(column, `${name}: '${value}' is not a hexadecimal address`);
+      throw new LineError(fields.starts[i]!, `${name}: '${value}' is not a hexadecimal address`);
     return k;
   };
-  const gfp = () => {
-    const f = fields.get('gfp_flags');
-    if (f === undefined) return { gfpFlags: 0 };
-    const v = /^\d+$/.test(f.value) ? Number(f.value) : gfpValue(f.value);
-    return v === undefined ? { gfpFlags: 0, gfpText: f.value } : { gfpFlags: v, gfpText: f.value };
+  // gfp flags repeat: each distinct text is decoded once, and its events share one copy of it.
+  const gfp = (): { gfpFlags: number; gfpText?: string } => {
+    const i = fields.find('gfp_flags');
+    if (i < 0) return { gfpFlags: 0 };
+    const text = fields.value(i);
+    let g = ctx.gfps.get(text);
+    if (g === undefined) {
+      const own = internName(text);
+      g = { value: /^\d+$/.test(own) ? Number(own) : gfpValue(own), text: own };
+      ctx.gfps.set(own, g);
+    }
+    return { gfpFlags: g.value ?? 0, gfpText: g.text };
   };
-  const base = { op: kind.op, allocator: kind.allocator, tsNs, cpu };
   if (kind.allocator === 'page') {
-    const page = fields.get('page')?.value;
-    const failed = page === '(nil)' || page === '0x0';
+    const page = fields.find('page');
+    const pageText = page < 0 ? undefined : fields.value(page);
+    const failed = pageText === '(nil)' || pageText === '0x0';
     const pfn = failed ? -1 : hex('pfn');
     const g = kind.op === 'page_alloc' ? gfp() : { gfpFlags: 0 };
+    const order = int('order');
+    const migratetype = fields.find('migratetype') >= 0 ? int('migratetype') : undefined;
     return kmemEvent({
-      ...base,
+      op: kind.op,
+      allocator: kind.allocator,
+      tsNs,
+      cpu,
       callSite: 0,
       ptr: pfn,
       bytesReq: 0,
       bytesAlloc: 0,
-      ...g,
+      gfpFlags: g.gfpFlags,
+      ...(g.gfpText !== undefined ? { gfpText: g.gfpText } : {}),
       node: -1,
-      order: int('order'),
-      ...(fields.has('migratetype') ? { migratetype: int('migratetype') } : {}),
+      order,
+      ...(migratetype !== undefined ? { migratetype } : {}),
     });
   }
-  const site = field('call_site').value;
+  const site = fields.value(field('call_site'));
   const alloc = kind.op === 'alloc';
-  const cache = fields.get('name')?.value;
+  const name = fields.find('name');
+  const g = alloc ? gfp() : { gfpFlags: 0 };
   return kmemEvent({
-    ...base,
-    callSite: siteKey(site),
+    op: kind.op,
+    allocator: kind.allocator,
+    tsNs,
+    cpu,
+    callSite: ctx.siteKey(site),
     ptr: hex('ptr'),
     bytesReq: alloc ? int('bytes_req') : 0,
     bytesAlloc: alloc ? int('bytes_alloc') : 0,
-    ...(alloc ? gfp() : { gfpFlags: 0 }),
+    gfpFlags: g.gfpFlags,
+    ...(g.gfpText !== undefined ? { gfpText: g.gfpText } : {}),
     node: int('node', -1),
-    ...(cache !== undefined ? { cache: internName(cache) } : {}),
+    ...(name >= 0 ? { cache: internName(fields.value(name)) } : {}),
   });
 }
