@@ -11,6 +11,9 @@ const SEEDS = [
   '{"id":4,"op":"subscribe","name":"s1","window":true,"queue":500}',
   '{"id":5,"op":"trigger","name":"s1","trigger":{"kind":"signal","signal":"SIGUSR2"}}',
   '{"id":6,"ok":true,"result":{"stream":2}}',
+  '{"id":7,"op":"attach","buffer":"team/app/flight","backend":"user","name":"team.app.flight","dir":"/dev/shm/x"}',
+  '{"id":8,"op":"buffers","dir":"/dev/shm/x"}',
+  '{"id":9,"op":"detach","name":"team.app.flight"}',
   '{"stream":2,"kind":"events","events":[{"ts_ns":"1","cpu":1,"event":"kmem:kfree","fields":{}}]}',
 ];
 
@@ -72,6 +75,7 @@ describe('protocol parsers under hostile input', () => {
     const t0 = performance.now();
     expect(parseRequest(line).ok).toBe(true);
     expect(parseRequest(`${'['.repeat(MAX_REQUEST_BYTES - 1)}`).ok).toBe(false);
+    expect(parseRequest(`{"id":1,"op":"attach","buffer":"${'a/'.repeat(2000)}!"}`).ok).toBe(false);
     expect(performance.now() - t0).toBeLessThan(2000);
   });
 });

@@ -324,6 +324,10 @@ describe('the agent lists and attaches to user-space persistent buffers', () => 
       const badName = await cli(agent, ['session', 'attach', '../etc/passwd', '--dir', bufs]);
       expect(badName.code).toBe(2);
       expect(badName.stderr).toMatch(/ERR_BAD_MESSAGE: request\.buffer/);
+      // A name of the protocol's shape that the buffers' own rules refuse (deeper than 8 segments).
+      const deep = await cli(agent, ['session', 'attach', 'a/b/c/d/e/f/g/h/i', '--dir', bufs]);
+      expect(deep.code).toBe(2);
+      expect(deep.stderr).toMatch(/ERR_BAD_MESSAGE: ERR_NAME: /);
       // Still serving, no session left behind by the refusals.
       expect(JSON.parse((await cli(agent, ['session', 'list', '--json'])).stdout)).toEqual([]);
       expect((await cli(agent, ['session', 'attach', 'ok/one', '--dir', bufs])).code).toBe(0);

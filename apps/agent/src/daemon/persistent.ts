@@ -101,7 +101,11 @@ export function attachName(spec: AttachSpec): string {
 
 /** The unprepared source for a target (the session's `open` prepares it). */
 export function attachedSource(target: AttachTarget, tracefs?: string): AttachedSource {
-  return target.backend === 'kernel' ? new KernelBufferSource(target, tracefs) : new UserBufferSource(target);
+  try {
+    return target.backend === 'kernel' ? new KernelBufferSource(target, tracefs) : new UserBufferSource(target);
+  } catch (error) {
+    throw attachError(error);
+  }
 }
 
 /**
