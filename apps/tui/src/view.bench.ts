@@ -5,10 +5,14 @@
  * screen, then `G`), and `less` on the report's text. Then the live demo at 100 000 events/s, drawn by the real app:
  * events shown against events produced, and the drawing thread's event-loop delay.
  *
- * Run: pnpm --filter @evtrace/tui bench (builds first). Numbers on a shared, loaded machine are noisy.
+ * The same for a 1 M-event CTF trace (4 streams), indexed progressively: first frame, keys, the time until the whole
+ * trace is indexed, beside the trace.dat figures and `babeltrace2 DIR | less` (first screen) in the same run.
+ *
+ * Run: pnpm --filter @evtrace/tui bench (builds first); `-- --ctf` runs only the CTF part. Numbers on a shared,
+ * loaded machine are noisy: the load average is printed at the end.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { type Comparison, fromTotal, type Measurement, printComparisons } from '@evtrace/bench';
@@ -17,7 +21,7 @@ import { render } from 'ink-testing-library';
 import { createElement } from 'react';
 import { CLI } from './testing/pty.ts';
 import { Screen } from './testing/screen.ts';
-import { largeTrace, tempDir } from './testing/traces.ts';
+import { largeCtfTrace, largeTrace, tempDir } from './testing/traces.ts';
 
 // The app is JSX: plain node runs the built package, typed as the sources.
 const dist = new URL('../dist/index.js', import.meta.url).href;
@@ -101,35 +105,35 @@ const ms = (name: string, v: number): Measurement => fromTotal(name, v * 1e6, 1)
 const selected = (t: string) => t.split('\n').find((l) => l.startsWith('>')) ?? '';
 const hasRow = (t: string) => /^[ >]\d+\.\d{6}\s/m.test(t);
 
-const dir = tempDir('evtrace-view-bench-');
-try {
-  process.stdout.write(`building a ${EVENTS.toLocaleString('en-US')}-event trace.dat in ${dir}…\n`);
-  const trace = await largeTrace(dir, EVENTS);
-  const hasTraceCmd = spawnSync('trace-cmd', ['--help']).error === undefined;
-  const text = join(dir, 'report.txt');
-  let reportMs = Number.NaN;
-  if (hasTraceCmd) {
-    const t0 = performance.now();
-    const out = spawnSync('trace-cmd', ['report', trace], { maxBuffer: 1 << 30 });
-    reportMs = performance.now() - t0;
-    writeFileSync(text, out.stdout);
-  }
-
-  // evtrace-view: first frame, keys, memory (3 starts, the median).
+/** evtrace-view on `trace`: first frames, key latencies and RSS over 3 starts. */
+async function measureViewer(
+  trace: string,
+): Promise<{ first: number; j: number; jAfter: number; jumps: number; rss: number; indexed: number }> {
   const firsts: number[] = [];
   let jMs: number[] = [];
   let bigMs: number[] = [];
+  const indexed: number[] = [];
+  const keysAfter: number[] = [];
   let rss = 0;
   for (let run = 0; run < 3; run++) {
+    const t0 = performance.now();
     const v = term(process.execPath, [CLI, trace]);
     firsts.push(await v.until(hasRow));
     const keys: number[] = [];
-    const jumps: number[] = [];
     for (let k = 0; k < 20; k++) {
       const before = selected(v.screen.text());
       v.type('j');
       keys.push(await v.until((t) => selected(t) !== before));
     }
+    // A progressively indexed trace: until the status bar stops saying so.
+    await v.until((t) => !t.includes('indexing'));
+    indexed.push(performance.now() - t0);
+    for (let k = 0; k < 20; k++) {
+      const before = selected(v.screen.text());
+      v.type('j');
+      keysAfter.push(await v.until((t) => selected(t) !== before));
+    }
+    const jumps: number[] = [];
     for (const key of ['G', 'g', '\x1b[6~', 'G']) {
       const before = v.screen.text();
       v.type(key);
@@ -140,76 +144,186 @@ try {
     bigMs = bigMs.concat(jumps);
     await v.close();
   }
+  return {
+    first: median(firsts),
+    j: median(jMs),
+    jAfter: median(keysAfter),
+    jumps: median(bigMs),
+    rss,
+    indexed: median(indexed),
+  };
+}
 
-  // Peers: trace-cmd report | less (first screen, then G), and less on the text.
-  const rows: Comparison[] = [];
-  if (hasTraceCmd) {
-    const pipe = term('/bin/sh', ['-c', `trace-cmd report ${trace} | less -S`]);
-    const pipeFirst = await pipe.until((t) => /\d+\.\d{6}:/.test(t));
-    const before = pipe.screen.text();
-    pipe.type('G');
-    const pipeEnd = await pipe.until((t) => t !== before && !t.includes('Waiting for data'));
-    const pipeRss = rssMb(pipe.pid);
-    await pipe.close();
-    const less = term('/usr/bin/less', ['-S', text]);
-    const lessFirst = await less.until((t) => /\d+\.\d{6}:/.test(t));
-    const lj: number[] = [];
-    for (let k = 0; k < 20; k++) {
-      const b = less.screen.text();
-      less.type('j');
-      lj.push(await less.until((t) => t !== b));
+const ctfOnly = process.argv.includes('--ctf');
+const dir = tempDir('evtrace-view-bench-');
+try {
+  let datFirst = Number.NaN;
+  let datJ = Number.NaN;
+  if (!ctfOnly) {
+    process.stdout.write(`building a ${EVENTS.toLocaleString('en-US')}-event trace.dat in ${dir}…\n`);
+    const trace = await largeTrace(dir, EVENTS);
+    const hasTraceCmd = spawnSync('trace-cmd', ['--help']).error === undefined;
+    const text = join(dir, 'report.txt');
+    let reportMs = Number.NaN;
+    if (hasTraceCmd) {
+      const t0 = performance.now();
+      const out = spawnSync('trace-cmd', ['report', trace], { maxBuffer: 1 << 30 });
+      reportMs = performance.now() - t0;
+      writeFileSync(text, out.stdout);
     }
-    const lb = less.screen.text();
-    less.type('G');
-    const lessEnd = await less.until((t) => t !== lb);
-    const lessRss = rssMb(less.pid);
-    await less.close();
-    rows.push(
+
+    // evtrace-view: first frame, keys, memory (3 starts, the median).
+    const firsts: number[] = [];
+    let jMs: number[] = [];
+    let bigMs: number[] = [];
+    let rss = 0;
+    for (let run = 0; run < 3; run++) {
+      const v = term(process.execPath, [CLI, trace]);
+      firsts.push(await v.until(hasRow));
+      const keys: number[] = [];
+      const jumps: number[] = [];
+      // (the same steps as measureViewer, kept apart so the trace.dat figures stay comparable with earlier runs)
+      for (let k = 0; k < 20; k++) {
+        const before = selected(v.screen.text());
+        v.type('j');
+        keys.push(await v.until((t) => selected(t) !== before));
+      }
+      for (const key of ['G', 'g', '\x1b[6~', 'G']) {
+        const before = v.screen.text();
+        v.type(key);
+        jumps.push(await v.until((t) => t !== before));
+      }
+      rss = Math.max(rss, rssMb(v.pid));
+      jMs = jMs.concat(keys);
+      bigMs = bigMs.concat(jumps);
+      await v.close();
+    }
+
+    // Peers: trace-cmd report | less (first screen, then G), and less on the text.
+    const rows: Comparison[] = [];
+    if (hasTraceCmd) {
+      const pipe = term('/bin/sh', ['-c', `trace-cmd report ${trace} | less -S`]);
+      const pipeFirst = await pipe.until((t) => /\d+\.\d{6}:/.test(t));
+      const before = pipe.screen.text();
+      pipe.type('G');
+      const pipeEnd = await pipe.until((t) => t !== before && !t.includes('Waiting for data'));
+      const pipeRss = rssMb(pipe.pid);
+      await pipe.close();
+      const less = term('/usr/bin/less', ['-S', text]);
+      const lessFirst = await less.until((t) => /\d+\.\d{6}:/.test(t));
+      const lj: number[] = [];
+      for (let k = 0; k < 20; k++) {
+        const b = less.screen.text();
+        less.type('j');
+        lj.push(await less.until((t) => t !== b));
+      }
+      const lb = less.screen.text();
+      less.type('G');
+      const lessEnd = await less.until((t) => t !== lb);
+      const lessRss = rssMb(less.pid);
+      await less.close();
+      rows.push(
+        {
+          case: 'open 1 M events: first frame',
+          ours: ms('evtrace-view', median(firsts)),
+          peer: ms('trace-cmd report | less', pipeFirst),
+          target: '< 2 s',
+        },
+        {
+          case: 'open 1 M events: first frame',
+          ours: ms('evtrace-view', median(firsts)),
+          peer: ms('less on report text', lessFirst),
+          target: '< 2 s',
+        },
+        {
+          case: 'key j -> new frame',
+          ours: ms('evtrace-view', median(jMs)),
+          peer: ms('less j', median(lj)),
+          target: '< 50 ms',
+        },
+        {
+          case: 'jump to the last event (G)',
+          ours: ms('evtrace-view', median(bigMs)),
+          peer: ms('trace-cmd report | less G', pipeEnd),
+          target: '< 50 ms',
+        },
+        {
+          case: 'jump to the last event (G)',
+          ours: ms('evtrace-view', median(bigMs)),
+          peer: ms('less G on text', lessEnd),
+          target: '< 50 ms',
+        },
+        {
+          case: 'whole trace as text',
+          ours: ms('evtrace-view first frame', median(firsts)),
+          peer: ms('trace-cmd report > file', reportMs),
+        },
+      );
+      printComparisons('evtrace-view on a 1 M-event trace.dat (ms per operation)', rows);
+      process.stdout.write(
+        `\nRSS: evtrace-view ${rss.toFixed(0)} MB (target < 400 MB); trace-cmd report | less ${pipeRss.toFixed(0)} MB; less on the text ${lessRss.toFixed(0)} MB\n`,
+      );
+    } else {
+      process.stdout.write(
+        `evtrace-view: first frame ${median(firsts).toFixed(0)} ms, j ${median(jMs).toFixed(1)} ms, jumps ${median(bigMs).toFixed(1)} ms, RSS ${rss.toFixed(0)} MB (trace-cmd not installed: no peer)\n`,
+      );
+    }
+
+    datFirst = median(firsts);
+    datJ = median(jMs);
+  }
+
+  // CTF: the same trace shape in 4 stream files, indexed progressively.
+  process.stdout.write(`\nbuilding a ${EVENTS.toLocaleString('en-US')}-event CTF trace…\n`);
+  mkdirSync(join(dir, 'ctf'));
+  const ctf = await largeCtfTrace(join(dir, 'ctf'), EVENTS);
+  const c = await measureViewer(ctf);
+  const ctfRows: Comparison[] = [
+    {
+      case: 'CTF 1 M events: first frame',
+      ours: ms('evtrace-view CTF', c.first),
+      peer: ms('evtrace-view trace.dat', datFirst),
+      target: '< 2 s',
+    },
+    {
+      case: 'CTF key j -> new frame, while indexing',
+      ours: ms('evtrace-view CTF', c.j),
+      peer: ms('evtrace-view trace.dat', datJ),
+      target: '< 50 ms',
+    },
+  ];
+  ctfRows.push({
+    case: 'CTF key j -> new frame, indexed',
+    ours: ms('evtrace-view CTF', c.jAfter),
+    peer: ms('evtrace-view trace.dat', datJ),
+    target: '< 50 ms',
+  });
+  const hasBabeltrace = spawnSync('babeltrace2', ['--version']).error === undefined;
+  if (hasBabeltrace) {
+    const bt = term('/bin/sh', ['-c', `babeltrace2 ${ctf} | less -S`]);
+    const btFirst = await bt.until((t) => /kmem:kmalloc/.test(t));
+    await bt.close();
+    const t0 = performance.now();
+    spawnSync('sh', ['-c', `babeltrace2 ${ctf} > /dev/null`]);
+    const btAll = performance.now() - t0;
+    ctfRows.push(
       {
-        case: 'open 1 M events: first frame',
-        ours: ms('evtrace-view', median(firsts)),
-        peer: ms('trace-cmd report | less', pipeFirst),
+        case: 'CTF 1 M events: first frame',
+        ours: ms('evtrace-view CTF', c.first),
+        peer: ms('babeltrace2 | less', btFirst),
         target: '< 2 s',
       },
       {
-        case: 'open 1 M events: first frame',
-        ours: ms('evtrace-view', median(firsts)),
-        peer: ms('less on report text', lessFirst),
-        target: '< 2 s',
+        case: 'CTF: whole trace read',
+        ours: ms('evtrace-view indexed', c.indexed),
+        peer: ms('babeltrace2 > /dev/null', btAll),
       },
-      {
-        case: 'key j -> new frame',
-        ours: ms('evtrace-view', median(jMs)),
-        peer: ms('less j', median(lj)),
-        target: '< 50 ms',
-      },
-      {
-        case: 'jump to the last event (G)',
-        ours: ms('evtrace-view', median(bigMs)),
-        peer: ms('trace-cmd report | less G', pipeEnd),
-        target: '< 50 ms',
-      },
-      {
-        case: 'jump to the last event (G)',
-        ours: ms('evtrace-view', median(bigMs)),
-        peer: ms('less G on text', lessEnd),
-        target: '< 50 ms',
-      },
-      {
-        case: 'whole trace as text',
-        ours: ms('evtrace-view first frame', median(firsts)),
-        peer: ms('trace-cmd report > file', reportMs),
-      },
-    );
-    printComparisons('evtrace-view on a 1 M-event trace.dat (ms per operation)', rows);
-    process.stdout.write(
-      `\nRSS: evtrace-view ${rss.toFixed(0)} MB (target < 400 MB); trace-cmd report | less ${pipeRss.toFixed(0)} MB; less on the text ${lessRss.toFixed(0)} MB\n`,
-    );
-  } else {
-    process.stdout.write(
-      `evtrace-view: first frame ${median(firsts).toFixed(0)} ms, j ${median(jMs).toFixed(1)} ms, jumps ${median(bigMs).toFixed(1)} ms, RSS ${rss.toFixed(0)} MB (trace-cmd not installed: no peer)\n`,
     );
   }
+  printComparisons('evtrace-view on a 1 M-event CTF trace (ms per operation)', ctfRows);
+  process.stdout.write(
+    `CTF: first frame ${c.first.toFixed(0)} ms, whole trace indexed after ${c.indexed.toFixed(0)} ms (keys answered meanwhile), jumps ${c.jumps.toFixed(1)} ms, RSS ${c.rss.toFixed(0)} MB (target < 400 MB)${hasBabeltrace ? '' : '; babeltrace2 not installed: no peer'}\n`,
+  );
 
   // Live: the demo at 100 000 events/s drawn by the real app for 5 s.
   const demo = await startDemoSource({ rate: 100_000 });

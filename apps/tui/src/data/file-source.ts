@@ -1,16 +1,32 @@
 /**
  * A trace file as a viewer source. ftrace recordings (trace.dat, raw pages) are indexed on open (a pass over page and
- * record headers) and decoded a row at a time; CTF traces have no such index yet and are decoded on open.
+ * record headers) and decoded a row at a time. CTF traces are indexed progressively (trace-format's
+ * `CtfTraceReader.index()`): enough for the first screen on open, the rest in slices between frames, the list growing
+ * as it goes; rows are decoded when drawn, with the rest of their packet.
  */
 import { basename } from 'node:path';
-import { type IndexedTrace, indexFtrace, openTrace, TraceFormatError, type TraceReader } from '@evtrace/trace-format';
+import {
+  type CtfTraceReader,
+  type IndexedCtfTrace,
+  type IndexedTrace,
+  indexFtrace,
+  openTrace,
+  TraceFormatError,
+  type TraceReader,
+} from '@evtrace/trace-format';
 import { ViewerError } from '../errors.ts';
 import type { CpuStats, SourceStats, ViewerSource } from './source.ts';
-import { arrayStore, type EventStore } from './store.ts';
+import { arrayStore, type EventStore, pidOf } from './store.ts';
 import { lazySymbols } from './symbols.ts';
 
 /** Slices of the trace's span in the per-CPU rate sparklines. */
 const RATE_SLICES = 60;
+/** CTF: events indexed before the first frame (a screen's worth many times over), and the time that may take. */
+const FIRST_EVENTS = 2000;
+const FIRST_MS = 50;
+/** CTF: indexing slices between frames, and how often views hear of the growth. */
+const SLICE_MS = 12;
+const NOTIFY_MS = 250;
 
 /**
  * Opens a CTF directory, trace.dat file or raw-pages directory.
@@ -19,22 +35,41 @@ const RATE_SLICES = 60;
 export function openFileSource(path: string): ViewerSource {
   let reader: TraceReader & { metadata?: import('@evtrace/trace-format').FtraceMetadata };
   let store: EventStore;
+  let ctf: IndexedCtfTrace | undefined;
   try {
     reader = openTrace(path, { lenient: true });
     if ('cpuPages' in reader && reader.metadata !== undefined) {
       store = indexFtrace(reader as Parameters<typeof indexFtrace>[0], { lenient: true }) satisfies IndexedTrace;
+    } else if (reader.kind === 'ctf') {
+      ctf = (reader as CtfTraceReader).index();
+      ctf.advance(FIRST_MS, FIRST_EVENTS);
+      store = ctfStore(ctf);
     } else {
       store = arrayStore([...reader.events()]);
     }
   } catch (error) {
-    if (error instanceof TraceFormatError) throw new ViewerError('ERR_VIEW_INPUT', `${error.code}: ${error.message}`);
-    throw error;
+    throw inputError(error);
   }
   const lostByCpu = 'lost' in store ? (store as IndexedTrace).lost : new Map<number, number>();
   const cmdlines = reader.metadata?.cmdlines;
+  const name = `${basename(path)} (${reader.kind})`;
   let stats: SourceStats | undefined;
+  const listeners = new Set<() => void>();
+  /** Problems of the background indexing (the reader's own warnings are read-only). */
+  const indexWarnings: string[] = [];
+  let indexing = ctf !== undefined && !ctf.done;
+  const stopIndexing = indexing
+    ? indexInBackground(ctf!, indexWarnings, (s, finished) => {
+        store = s;
+        stats = undefined;
+        indexing = !finished;
+        for (const l of listeners) l();
+      })
+    : () => {};
   return {
-    label: `${basename(path)} (${reader.kind})`,
+    get label() {
+      return indexing ? `${name} indexing ${Math.floor(ctf!.progress * 100)}%` : name;
+    },
     live: false,
     store: () => store,
     eventClasses: () => reader.eventClasses,
@@ -42,9 +77,64 @@ export function openFileSource(path: string): ViewerSource {
     lost: () => [...lostByCpu.values()].reduce((a, b) => a + b, 0),
     taskName: (pid) => cmdlines?.get(pid),
     symbols: lazySymbols(() => reader.metadata?.kallsyms(), true),
-    subscribe: () => () => {},
-    warnings: () => reader.warnings,
-    close: async () => {},
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    warnings: () => (indexWarnings.length === 0 ? reader.warnings : [...reader.warnings, ...indexWarnings]),
+    close: async () => stopIndexing(),
+  };
+}
+
+function inputError(error: unknown): unknown {
+  return error instanceof TraceFormatError
+    ? new ViewerError('ERR_VIEW_INPUT', `${error.code}: ${error.message}`)
+    : error;
+}
+
+/** The CTF index as it is now: a store whose length stays that of the moment it was taken. */
+function ctfStore(index: IndexedCtfTrace): EventStore {
+  return {
+    length: index.length,
+    tsNs: (i) => index.tsNs(i),
+    cpu: (i) => index.cpu(i),
+    pid: (i) => pidOf(index.event(i)),
+    eventClass: (i) => index.eventClass(i),
+    event: (i) => index.event(i),
+  };
+}
+
+/**
+ * Indexes the rest of a CTF trace in slices that leave the event loop free between them (keys and frames go on),
+ * handing out a new store every {@link NOTIFY_MS} and at the end. A corrupt stream ends the indexing with a warning
+ * (the reader is lenient, so only an unreadable file does). Returns the function that stops it.
+ */
+function indexInBackground(
+  index: IndexedCtfTrace,
+  warnings: string[],
+  publish: (store: EventStore, finished: boolean) => void,
+): () => void {
+  let stopped = false;
+  let told = performance.now();
+  const step = () => {
+    if (stopped) return;
+    let done: boolean;
+    try {
+      done = index.advance(SLICE_MS);
+    } catch (error) {
+      warnings.push(`indexing stopped: ${(inputError(error) as Error).message}`);
+      done = true;
+    }
+    const now = performance.now();
+    if (done || now - told >= NOTIFY_MS) {
+      told = now;
+      publish(ctfStore(index), done);
+    }
+    if (!done) setImmediate(step);
+  };
+  setImmediate(step);
+  return () => {
+    stopped = true;
   };
 }
 

@@ -15,6 +15,8 @@ type Pending = { cursor: EventCursor; event: CtfEvent; key: number | bigint; ord
 export class Merger {
   private readonly heap: Pending[] = [];
   private readonly byCycles: boolean;
+  /** The `order` of the cursor the last {@link pop} took its event from. */
+  lastOrder = -1;
 
   constructor(byCycles: boolean) {
     this.byCycles = byCycles;
@@ -50,6 +52,7 @@ export class Merger {
     if (h.length === 0) return undefined;
     const top = h[0]!;
     const event = top.event;
+    this.lastOrder = top.order;
     const next = top.cursor.next();
     if (next) {
       top.event = next;

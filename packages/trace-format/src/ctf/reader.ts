@@ -7,6 +7,7 @@ import type { FieldValue, TraceClass, TraceEvent, TraceReader } from '../model/t
 import { type ByteSource, CHUNK, fileSource, MAX_HEADERS, memorySource } from './byte-source.ts';
 import { isCtf2Metadata, parseCtf2Metadata } from './ctf2.ts';
 import { CtfEvent } from './event.ts';
+import { type IndexedCtfTrace, indexCtfStreams } from './indexed.ts';
 import { type LttngIndexEntry, parseLttngIndex } from './lttng-index.ts';
 import { Merger } from './merge.ts';
 import { readMetadataText } from './metadata.ts';
@@ -45,6 +46,11 @@ export interface CtfTraceReader extends TraceReader {
    * with `{ ...event, tsNs: event.tsNs }`, as a spread alone does not carry getters.
    */
   events(): Iterable<TraceEvent>;
+  /**
+   * Random access to the same events, in the same order, indexed as far as asked ({@link IndexedCtfTrace.advance}):
+   * the first rows of a large trace are there long before its end has been read.
+   */
+  index(): IndexedCtfTrace;
 }
 
 function uuidOf(value: FieldValue | undefined): string | undefined {
@@ -53,8 +59,18 @@ function uuidOf(value: FieldValue | undefined): string | undefined {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
+/** Where a packet starts and the decoder state it starts from: enough to decode it again on its own. */
+export interface PacketStart {
+  /** Byte offset in the stream file. */
+  readonly offset: number;
+  /** 1-based ordinal in the file. */
+  readonly number: number;
+  /** The clock after the packet's context (its `timestamp_begin`, else the previous packet's last value). */
+  readonly clock: number | bigint;
+}
+
 /** Reads the events of one data stream file, packet by packet, in file order. */
-class StreamFileCursor {
+export class StreamFileCursor {
   private readonly source: ByteSource;
   private chunk: Uint8Array = new Uint8Array(0);
   private chunkStart = 0;
@@ -77,6 +93,7 @@ class StreamFileCursor {
   private uuidWarned = false;
   private context: Struct | undefined;
   private readonly index?: readonly LttngIndexEntry[];
+  private openedAt: PacketStart = { offset: 0, number: 0, clock: 0 };
   done = false;
 
   constructor(
@@ -111,6 +128,30 @@ class StreamFileCursor {
       packetSeqNum: -1,
       cpuId: -1,
     };
+  }
+
+  /** The packet the last event returned by {@link next} belongs to. */
+  get packet(): PacketStart {
+    return this.openedAt;
+  }
+
+  /** Bytes of the file behind the reader (for progress). */
+  get position(): number {
+    return this.inPacket ? this.packetOffset + (this.state.r.pos >> 3) : this.nextPacketOffset;
+  }
+
+  /** The file's size in bytes. */
+  get size(): number {
+    return this.source.size;
+  }
+
+  /** Positions the cursor at the start of a packet met before, so that {@link next} decodes it again. */
+  seek(packet: PacketStart): void {
+    this.done = false;
+    this.inPacket = false;
+    this.nextPacketOffset = packet.offset;
+    this.packetNumber = packet.number - 1;
+    this.state.clock = packet.clock;
   }
 
   /** The next event of this file, or undefined at its end. */
@@ -267,6 +308,7 @@ class StreamFileCursor {
     }
     r.limit = contentBits;
     this.inPacket = true;
+    this.openedAt = { offset: this.packetOffset, number: this.packetNumber, clock: s.clock };
     this.scopes = context ? { 'stream.packet.context': context } : {};
     this.cpu = s.cpuId >= 0 ? s.cpuId : null;
     if (s.eventsDiscarded > this.lastDiscarded) {
@@ -365,6 +407,12 @@ export function readCtfTrace(input: CtfTraceData, options: OpenCtfOptions = {}):
     });
   const eventClasses = [...trace.streams.values()].flatMap((s) => [...s.eventClasses.values()]);
   const lenient = options.lenient ?? false;
+  const byCycles = new Set([...streams.values()].map((st) => st.clockName)).size <= 1;
+  const cursorsOver = (sink: string[]) =>
+    input.streams.map(({ path, data, index }) => {
+      const source = data instanceof Uint8Array ? memorySource(data) : data;
+      return new StreamFileCursor(source, path, trace, packetHeader, streams, lenient, sink, index);
+    });
   return {
     kind: 'ctf',
     trace,
@@ -373,22 +421,22 @@ export function readCtfTrace(input: CtfTraceData, options: OpenCtfOptions = {}):
     eventClasses,
     warnings,
     *events() {
-      const cursors = input.streams.map(({ path, data, index }) => {
-        const source = data instanceof Uint8Array ? memorySource(data) : data;
-        return new StreamFileCursor(source, path, trace, packetHeader, streams, lenient, warnings, index);
-      });
+      const cursors = cursorsOver(warnings);
       if (cursors.length === 1) {
         // One stream: its events are already in order.
         const cursor = cursors[0]!;
         for (let e = cursor.next(); e; e = cursor.next()) yield e;
         return;
       }
-      const clocks = new Set([...streams.values()].map((st) => st.clockName));
-      const merger = new Merger(clocks.size <= 1);
+      const merger = new Merger(byCycles);
       cursors.forEach((cursor, order) => {
         merger.push(cursor, order);
       });
       for (let e = merger.pop(); e; e = merger.pop()) yield e;
+    },
+    index() {
+      // Re-decoding repeats what indexing already reported: its warnings go nowhere.
+      return indexCtfStreams(cursorsOver(warnings), () => cursorsOver([]), eventClasses, byCycles);
     },
   };
 }
