@@ -60,7 +60,17 @@ try {
   const agent = await startTestAgent(join(dir, 'agent'), ['--demo-rate', '2000']);
   try {
     for (const name of ['flight', 'kmem']) {
-      await agent.evtrace(['session', 'create', name, '--events', 'kmem:kmalloc,kmem:kfree', '--source', 'demo']);
+      await agent.evtrace([
+        'session',
+        'create',
+        name,
+        '--events',
+        'kmem:kmalloc,kmem:kfree',
+        '--source',
+        'demo',
+        '--mode',
+        'overwrite',
+      ]);
       await agent.evtrace(['session', 'start', name]);
     }
     await agent.evtrace(['session', 'stop', 'kmem']);
