@@ -13,7 +13,7 @@ export const PROTOCOL_VERSIONS: readonly number[] = [1, 2];
 export const V2_OPS: readonly RequestOp[] = ['buffers', 'attach', 'detach'];
 
 export type SessionMode = 'overwrite' | 'discard';
-export type SessionSourceKind = 'kernel' | 'demo' | 'auto';
+export type SessionSourceKind = 'kernel' | 'demo' | 'auto' | 'bts' | 'bts-qemu';
 export type OutputFormat = 'tracedat' | 'ctf';
 export type SessionState = 'created' | 'running' | 'stopped' | 'failed';
 export type TriggerSignal = 'SIGUSR1' | 'SIGUSR2';
@@ -41,6 +41,8 @@ export interface SessionSpec {
   readonly rotate?: { readonly bytes?: number; readonly seconds?: number };
   /** Default `auto`: the kernel when the agent is root with tracefs, else the demo source. */
   readonly source?: SessionSourceKind;
+  /** The program (and its arguments) whose branches the `bts` and `bts-qemu` sources record. */
+  readonly command?: readonly string[];
   readonly triggers?: readonly TriggerSpec[];
 }
 

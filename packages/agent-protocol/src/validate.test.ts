@@ -30,6 +30,26 @@ describe('parseRequest', () => {
     }
   });
 
+  it('reads a branch session with its program', () => {
+    const r = parseRequest(
+      JSON.stringify({
+        id: 1,
+        op: 'create',
+        session: {
+          name: 'b',
+          events: ['bts:branch'],
+          mode: 'overwrite',
+          source: 'bts-qemu',
+          command: ['./prog', '-v'],
+        },
+      }),
+    );
+    expect(r.ok && r.value.op === 'create' && r.value.session).toMatchObject({
+      source: 'bts-qemu',
+      command: ['./prog', '-v'],
+    });
+  });
+
   it.each([
     ['{', 'ERR_BAD_MESSAGE', null, /not JSON/],
     ['[1]', 'ERR_BAD_MESSAGE', null, /JSON object/],
@@ -71,6 +91,18 @@ describe('parseRequest', () => {
     ['{"id":17,"op":"attach"}', 'ERR_BAD_MESSAGE', 17, /request\.buffer: missing/],
     ['{"id":18,"op":"detach","name":"a/b"}', 'ERR_BAD_MESSAGE', 18, /request\.name/],
     ['{"id":19,"op":"buffers","dir":7}', 'ERR_BAD_MESSAGE', 19, /request\.dir/],
+    [
+      '{"id":20,"op":"create","session":{"name":"a","events":["bts:branch"],"mode":"discard","source":"bts-qemu","command":"./prog"}}',
+      'ERR_BAD_MESSAGE',
+      20,
+      /session\.command: must be an array of 1 to 256 strings/,
+    ],
+    [
+      '{"id":21,"op":"create","session":{"name":"a","events":["bts:branch"],"mode":"discard","source":"bts","command":[""]}}',
+      'ERR_BAD_MESSAGE',
+      21,
+      /session\.command: must name a program/,
+    ],
   ])('rejects %s with %s', (line, code, id, message) => {
     const r = parseRequest(line);
     expect(r.ok).toBe(false);

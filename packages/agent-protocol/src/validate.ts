@@ -124,8 +124,15 @@ function sessionSpec(v: unknown, path: string): SessionSpec {
     if (spec.output === undefined) fail(`${path}.rotate`, 'needs output');
     spec.rotate = bytes !== undefined ? { bytes } : { seconds: seconds! };
   }
-  const source = oneOf(v, 'source', path, ['kernel', 'demo', 'auto'] as const, true);
+  const source = oneOf(v, 'source', path, ['kernel', 'demo', 'auto', 'bts', 'bts-qemu'] as const, true);
   if (source !== undefined) spec.source = source;
+  if (v.command !== undefined) {
+    const c = v.command;
+    if (!Array.isArray(c) || c.length === 0 || c.length > MAX_ITEMS || c.some((a) => typeof a !== 'string'))
+      fail(`${path}.command`, `must be an array of 1 to ${MAX_ITEMS} strings`);
+    if ((c as string[])[0] === '') fail(`${path}.command`, 'must name a program');
+    spec.command = c as string[];
+  }
   if (v.triggers !== undefined) {
     if (!Array.isArray(v.triggers) || v.triggers.length > MAX_ITEMS)
       fail(`${path}.triggers`, `must be an array of at most ${MAX_ITEMS} triggers`);

@@ -26,6 +26,7 @@ export { BtsError, type BtsErrorCode, type BtsLocation } from './errors.ts';
 export { type ParsedCallHistory, parseGdbCallHistory, parseGdbInstructionHistory } from './gdb.ts';
 export { captureHardware, detectHardware, type HardwareSupport } from './hardware.ts';
 export { type BranchFormat, type BranchInput, decodeBranchInput, detectFormat, readBranchInput } from './input.ts';
+export { BTS_BRANCH_FORMAT, BtsSource, type BtsSourceOptions, QEMU_SOURCE_LABEL } from './live-source.ts';
 export {
   type AddressSpace,
   BranchMultiplexer,

@@ -159,6 +159,10 @@ export interface CaptureQemuOptions {
   readonly cwd?: string;
   /** Forwarded to the program's stdout and stderr. */
   readonly stdio?: 'inherit' | 'ignore';
+  /** Aborting kills QEMU (and the program); the log keeps what it holds. */
+  readonly signal?: AbortSignal;
+  /** Called with QEMU's pid (the program's: user mode runs it in QEMU's process) once it started. */
+  readonly onSpawn?: (pid: number) => void;
 }
 
 /** Runs `program args` under QEMU user mode, logging its blocks to `log`; resolves to the program's exit status. */
@@ -182,17 +186,21 @@ export async function captureQemu(
   const child = spawn(qemu, ['-d', 'in_asm,exec,nochain', '-D', options.log, program, ...args], {
     stdio: options.stdio ?? 'inherit',
     ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
   });
+  if (child.pid !== undefined) options.onSpawn?.(child.pid);
   return new Promise((resolve, reject) => {
     child.on('error', (error) =>
-      reject(
-        new BtsError(
-          'ERR_BTS_CAPTURE',
-          `cannot run ${qemu}: ${(error as NodeJS.ErrnoException).code ?? error.message} (install Debian's qemu-user)`,
-          {},
-          error,
-        ),
-      ),
+      (error as { name?: string }).name === 'AbortError'
+        ? undefined
+        : reject(
+            new BtsError(
+              'ERR_BTS_CAPTURE',
+              `cannot run ${qemu}: ${(error as NodeJS.ErrnoException).code ?? error.message} (install Debian's qemu-user)`,
+              {},
+              error,
+            ),
+          ),
     );
     child.on('close', (status, signal) => resolve({ status, signal, qemu: qemu! }));
   });

@@ -91,7 +91,7 @@ export const sessionArg = (name: string) => name.split('/').join('.');
 export function statusText(s: SessionStatus): string {
   const lines = [
     `session ${s.name}: ${s.state}${s.error ? ` (${s.error.code}: ${s.error.message})` : ''}`,
-    `  mode ${s.mode}, source ${s.source}${s.demo ? ' (DEMO: synthetic events)' : ''}${s.instance ? `, tracefs instance ${s.instance}` : ''}${s.sharedWith?.length ? ` (shared with ${s.sharedWith.join(', ')})` : s.instance ? ' (its own)' : ''}`,
+    `  mode ${s.mode}, source ${s.source}${s.demo ? ' (DEMO: synthetic events)' : ''}${s.source === 'bts-qemu' ? ' (SOFTWARE: the program under QEMU user mode)' : ''}${s.instance ? `, tracefs instance ${s.instance}` : ''}${s.sharedWith?.length ? ` (shared with ${s.sharedWith.join(', ')})` : s.instance ? ' (its own)' : ''}`,
     ...(s.persistent
       ? [
           `  attached to ${s.persistent.backend} buffer ${s.persistent.buffer} (${s.persistent.path}); detach leaves the buffer`,
@@ -140,6 +140,7 @@ keeps the oldest and counts what does not fit as lost. With --output, files are 
     addCommand(session, 'create')
       .summary('create a session')
       .argument('<name>', 'session name: letters, digits, _ . -')
+      .argument('[command...]', 'for --source bts and bts-qemu: the program to trace and its arguments (after --)')
       .option('--events <patterns>', 'events to record, comma-separated or repeated (kmem:kmalloc, sched:*)', collect)
       .option('--filter <expr>', 'ftrace filter applied to every selected event')
       .requiredOption('--mode <mode>', 'overwrite (flight recorder) or discard')
@@ -149,7 +150,7 @@ keeps the oldest and counts what does not fit as lost. With --output, files are 
       .option('--rotate <size|time>', 'start a new output file after SIZE (64M) or TIME (30s, 5m, 1h)')
       .option(
         '--source <kind>',
-        'kernel, demo (synthetic, labelled DEMO) or auto (kernel when the agent is root with tracefs)',
+        'kernel, demo (synthetic, labelled DEMO), auto (kernel when the agent is root with tracefs), bts (branch-trace hardware) or bts-qemu (the program under QEMU: software)',
         'auto',
       )
       .option(
@@ -158,43 +159,53 @@ keeps the oldest and counts what does not fit as lost. With --output, files are 
         collect,
       ),
   );
-  persistentSessionOptions(create).action(async (name: string, o: CreateOptions & PersistentSessionOptions) => {
-    if (o.persistent) return persistentSessionCreate(name, o, io);
-    if (o.events === undefined)
-      throw new CliExit(ExitCode.Usage, "required option '--events <patterns>' not specified");
-    if (o.mode !== 'overwrite' && o.mode !== 'discard')
-      throw new CliExit(ExitCode.Usage, `--mode must be overwrite or discard, not '${o.mode}'`);
-    if (!['kernel', 'demo', 'auto'].includes(o.source))
-      throw new CliExit(ExitCode.Usage, `--source must be kernel, demo or auto, not '${o.source}'`);
-    if (o.format !== undefined && o.format !== 'tracedat' && o.format !== 'ctf')
-      throw new CliExit(ExitCode.Usage, `--format must be tracedat or ctf, not '${o.format}'`);
-    if (o.rotate !== undefined && o.output === undefined) throw new CliExit(ExitCode.Usage, '--rotate needs --output');
-    const spec: SessionSpec = {
-      name,
-      events: o.events
-        .flatMap((e) => e.split(','))
-        .map((e) => e.trim())
-        .filter(Boolean),
-      mode: o.mode,
-      source: o.source as 'kernel' | 'demo' | 'auto',
-      ...(o.filter !== undefined ? { filter: o.filter } : {}),
-      ...(o.bufferSize !== undefined ? { bufferSize: parseSize(o.bufferSize, '--buffer-size') } : {}),
-      ...(o.output !== undefined
-        ? { output: { dir: o.output, format: (o.format ?? 'tracedat') as OutputFormat } }
-        : {}),
-      ...(o.rotate !== undefined ? { rotate: parseRotate(o.rotate) } : {}),
-      ...(o.trigger !== undefined ? { triggers: o.trigger.map(parseTrigger) } : {}),
-    };
-    const status = await withAgent(o.socket, (a) => a.createSession(spec));
-    io.stdout(
-      `session ${status.name} created (${status.source}${status.demo ? ', DEMO: synthetic events' : ''}${status.instance ? `, instance ${status.instance}` : ''})\n`,
-    );
-  });
+  persistentSessionOptions(create).action(
+    async (name: string, command: string[], o: CreateOptions & PersistentSessionOptions) => {
+      if (o.persistent) return persistentSessionCreate(name, o, io);
+      if (o.events === undefined)
+        throw new CliExit(ExitCode.Usage, "required option '--events <patterns>' not specified");
+      if (o.mode !== 'overwrite' && o.mode !== 'discard')
+        throw new CliExit(ExitCode.Usage, `--mode must be overwrite or discard, not '${o.mode}'`);
+      if (!['kernel', 'demo', 'auto', 'bts', 'bts-qemu'].includes(o.source))
+        throw new CliExit(ExitCode.Usage, `--source must be kernel, demo, auto, bts or bts-qemu, not '${o.source}'`);
+      const branches = o.source === 'bts' || o.source === 'bts-qemu';
+      if (branches && command.length === 0)
+        throw new CliExit(ExitCode.Usage, `--source ${o.source} needs the program to trace: -- PROGRAM ARGS...`);
+      if (!branches && command.length > 0)
+        throw new CliExit(ExitCode.Usage, `unexpected arguments ${command.join(' ')} (a program is for --source bts)`);
+      if (o.format !== undefined && o.format !== 'tracedat' && o.format !== 'ctf')
+        throw new CliExit(ExitCode.Usage, `--format must be tracedat or ctf, not '${o.format}'`);
+      if (o.rotate !== undefined && o.output === undefined)
+        throw new CliExit(ExitCode.Usage, '--rotate needs --output');
+      const spec: SessionSpec = {
+        name,
+        events: o.events
+          .flatMap((e) => e.split(','))
+          .map((e) => e.trim())
+          .filter(Boolean),
+        mode: o.mode,
+        source: o.source as SessionSpec['source'] & string,
+        ...(branches ? { command } : {}),
+        ...(o.filter !== undefined ? { filter: o.filter } : {}),
+        ...(o.bufferSize !== undefined ? { bufferSize: parseSize(o.bufferSize, '--buffer-size') } : {}),
+        ...(o.output !== undefined
+          ? { output: { dir: o.output, format: (o.format ?? 'tracedat') as OutputFormat } }
+          : {}),
+        ...(o.rotate !== undefined ? { rotate: parseRotate(o.rotate) } : {}),
+        ...(o.trigger !== undefined ? { triggers: o.trigger.map(parseTrigger) } : {}),
+      };
+      const status = await withAgent(o.socket, (a) => a.createSession(spec));
+      io.stdout(
+        `session ${status.name} created (${status.source}${status.demo ? ', DEMO: synthetic events' : ''}${status.instance ? `, instance ${status.instance}` : ''})\n`,
+      );
+    },
+  );
   setExamples(
     create,
     `evtrace session create flight --events 'kmem:*' --mode overwrite --buffer-size 4M --trigger 'event:bytes_req > 65536'
 evtrace session create ops --events sched:sched_switch --mode discard --output /var/log/ev --format ctf --rotate 64M
-evtrace session create demo --events kmem:kmalloc,kmem:kfree --mode overwrite --source demo`,
+evtrace session create demo --events kmem:kmalloc,kmem:kfree --mode overwrite --source demo
+evtrace session create br --events bts:branch --mode overwrite --source bts-qemu -- ./prog arg`,
   );
 
   for (const [verb, summary] of [

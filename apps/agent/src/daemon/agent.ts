@@ -15,6 +15,7 @@ import type {
   TriggerSignal,
   TriggerSpec,
 } from '@evtrace/agent-protocol';
+import { BtsSource } from '@evtrace/hw-bts';
 import type { EventSource } from '@evtrace/trace-format';
 import {
   DemoSource,
@@ -197,6 +198,12 @@ export class Agent implements MetricsProvider {
 
   #source(spec: SessionSpec, kind: string): EventSource {
     if (kind === 'kernel') return this.#kernelSource(spec);
+    if (kind === 'bts' || kind === 'bts-qemu')
+      return new BtsSource({
+        command: spec.command ?? [],
+        backend: kind === 'bts' ? 'hardware' : 'qemu',
+        events: spec.events,
+      });
     const make = this.#o.sources?.[kind];
     if (make !== undefined) return make(spec);
     if (kind !== 'demo')

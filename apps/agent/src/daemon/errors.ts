@@ -36,6 +36,9 @@ export function asAgentError(error: unknown): AgentError {
     case 'ERR_TRACEFS_PERMISSION':
     case 'ERR_TRACEFS_SETTING':
     case 'ERR_TRACEFS_IO':
+    case 'ERR_BTS_UNSUPPORTED':
+    case 'ERR_BTS_CAPTURE':
+    case 'ERR_BTS_ARGUMENT':
       return new AgentError('ERR_SOURCE', tagged, { cause: error });
     default:
       if ((error as { name?: string })?.name === 'FilterError')
