@@ -1,15 +1,5 @@
 import { RingbufError } from './errors.ts';
-import {
-  COMPACT_HEADER_SIZE,
-  EXTENDED_HEADER_SIZE,
-  MAX_COMPACT_TYPE,
-  TAG_EXTENDED,
-  TAG_PADDING,
-  TS_LOW_MASK,
-} from './record.ts';
-
-/** tsAcc stays below this (plus one 27-bit delta): a 31-bit integer, never a float. */
-const TS_ACC_FOLD = 0x40000000;
+import { COMPACT_HEADER_SIZE, EXTENDED_HEADER_SIZE, MAX_COMPACT_TYPE, TAG_EXTENDED, TAG_PADDING } from './record.ts';
 
 /**
  * A position on a record, decoded in place. After `next()` returns true, `type`, `timestamp`, `offset` and
@@ -28,36 +18,20 @@ export abstract class RecordCursor {
   words: Uint32Array;
   protected pos = 0;
   protected end = 0;
-  /** Timestamp of the current record is prevTs + tsAcc; see {@link advanceTs}. */
-  protected prevTs = 0;
-  protected tsAcc = 0;
-  protected prevLow = 0;
+  /** Timestamp of the current record (a float64 field: V8 updates it in place, without allocating). */
+  protected ts = 0;
 
   /** Timestamp of the current record, in the buffer's clock (ns for CLOCK_MONOTONIC). */
   get timestamp(): number {
-    return this.prevTs + this.tsAcc;
-  }
-
-  /** Starts the timestamp chain at a full value (page start, extended record) whose low u32 word is `lowWord`. */
-  protected setTs(ts: number, lowWord: number): void {
-    this.prevTs = ts;
-    this.tsAcc = 0;
-    this.prevLow = lowWord & TS_LOW_MASK;
+    return this.ts;
   }
 
   /**
-   * Rebuilds a compact record's timestamp from its low 27 bits. The deltas add up in `tsAcc`, a small integer
-   * field, and fold into the float64 `prevTs` only past 2^30: a per-record double store costs more than this.
+   * Rebuilds a compact record's timestamp from its low 27 bits and the previous timestamp. ToInt32 is exact modulo
+   * 2^32 for every integer below 2^53, so `&` takes the difference modulo 2^27 directly.
    */
   protected advanceTs(low: number): void {
-    const acc = this.tsAcc + ((low - this.prevLow) & TS_LOW_MASK);
-    this.prevLow = low;
-    if (acc < TS_ACC_FOLD) {
-      this.tsAcc = acc;
-    } else {
-      this.prevTs += acc;
-      this.tsAcc = 0;
-    }
+    this.ts += (low - this.ts) & 0x7ffffff;
   }
 
   constructor(bytes: Uint8Array, view: DataView, words: Uint32Array) {
@@ -92,7 +66,7 @@ export abstract class RecordCursor {
       const next = p + EXTENDED_HEADER_SIZE + ((len + 3) & ~3);
       if (next > this.end || next < p + EXTENDED_HEADER_SIZE + len) return -1;
       this.type = w[i + 1]!;
-      this.setTs(ts, lo);
+      this.ts = ts;
       this.offset = p + EXTENDED_HEADER_SIZE;
       this.length = len;
       this.pos = next;

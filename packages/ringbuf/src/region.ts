@@ -11,20 +11,6 @@ export interface Region {
   readonly i32: Int32Array;
   readonly dv: DataView;
   readonly shared: boolean;
-  /** What this thread's single writer of the region has committed (see {@link LocalCommit}). */
-  readonly local: LocalCommit;
-}
-
-/**
- * The single writer's committed position, for readers in the same thread (of the same RingBuffer object).
- * Same-thread program order makes these plain fields exact there, so such a reader needs no Atomics.load for
- * records of the writer's open page. Other threads and processes use the page's commit word, as ever.
- */
-export interface LocalCommit {
-  /** Low 32 bits of the sequence number of the page the writer has open, -1 before it opens one. */
-  seq: number;
-  /** Region offset of the end of that page's committed records. */
-  end: number;
 }
 
 export function openRegion(buffer: ArrayBufferLike, byteOffset: number, byteLength?: number): Region {
@@ -56,6 +42,5 @@ export function openRegion(buffer: ArrayBufferLike, byteOffset: number, byteLeng
     i32: new Int32Array(buffer, byteOffset, length >> 2),
     dv: new DataView(buffer, byteOffset, length),
     shared: isShared,
-    local: { seq: -1, end: 0 },
   };
 }

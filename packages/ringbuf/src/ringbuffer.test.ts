@@ -5,6 +5,7 @@ import type { RingbufError } from './errors.ts';
 import { PAGE_CLOSED, PAGE_HEADER_SIZE, PAGE_LOST_BEFORE } from './page.ts';
 import { COMPACT_HEADER_SIZE, EXTENDED_HEADER_SIZE } from './record.ts';
 import { RingBuffer } from './ringbuffer.ts';
+import { ORDERED_STORES } from './shared.ts';
 
 interface Rec {
   type: number;
@@ -207,7 +208,7 @@ describe('a reader in the writer thread', () => {
     expect(r.next()).toBe(false);
   });
 
-  it('leaves readers of another RingBuffer object (as in another thread) on the commit word', () => {
+  it('lets readers of another RingBuffer object (as in another thread) follow the commit word, plainly on x86', () => {
     const buf = RingBuffer.create({ pageSize: 4096, pageCount: 8, mode: 'discard', clock: { name: 't' } });
     const other = RingBuffer.attach(buf.buffer);
     const mine = buf.reader();
@@ -224,7 +225,9 @@ describe('a reader in the writer thread', () => {
     }
     const want = Array.from({ length: 500 }, (_, i) => i & 255);
     expect(got).toEqual([want, want]);
-    expect(loads).toBeGreaterThanOrEqual(500);
+    // x86: plain loads of the commit word, with an Atomics.load every 16th empty poll; elsewhere one per poll.
+    if (ORDERED_STORES) expect(loads).toBeLessThan(100);
+    else expect(loads).toBeGreaterThanOrEqual(500);
   });
 
   it('follows a writer that takes over in the same thread, page by page', () => {

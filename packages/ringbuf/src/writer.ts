@@ -8,11 +8,10 @@ import {
   MAX_TYPE,
   padded,
   TAG_EXTENDED,
-  TAG_MASK,
   TS_LOW_MASK,
   TS_LOW_RANGE,
 } from './record.ts';
-import type { LocalCommit, Region } from './region.ts';
+import type { Region } from './region.ts';
 import { ORDERED_STORES, raiseTail, seqDiff, wakeReaders } from './shared.ts';
 import { getU64, setU64 } from './u64.ts';
 import { walkRecords } from './walk.ts';
@@ -41,9 +40,6 @@ export interface WriterStats {
   /** Records dropped because the buffer was full (discard mode). */
   discarded: number;
 }
-
-/** Sizes the fast path takes: below 2^26, above the largest payload of the largest page (64 MiB). */
-const FAST_SIZE_MASK = 0x3ffffff;
 
 function checkRecord(type: number, size: number, ts: number, maxPayload: number): void {
   if (!Number.isInteger(type) || type < 0 || type > MAX_TYPE) {
@@ -87,7 +83,8 @@ export class Writer {
   private readonly pageCount: number;
   private readonly overwrite: boolean;
   private readonly clock: () => number;
-  private readonly local: LocalCommit;
+  /** 1 where a commit is a plain store ({@link ORDERED_STORES}): a Smi compares in one instruction. */
+  private readonly plainCommit: number = ORDERED_STORES ? 1 : 0;
   private pos = 0;
   /** End of the open page, 0 while no page is open (every reserve then takes the slow path). */
   private end = 0;
@@ -95,7 +92,6 @@ export class Writer {
   private commitIndex = 0;
   private seq = -1;
   private lastTs = 0;
-  private lastLow = 0;
   /** Largest timestamp of the open page when an extended record went back in time; else below lastTs. */
   private pageMaxTs = 0;
   private count = 0;
@@ -117,7 +113,6 @@ export class Writer {
     this.pageCount = ctx.pageCount;
     this.overwrite = ctx.overwrite;
     this.clock = ctx.clock;
-    this.local = region.local;
     this.maxPayload = ctx.pageSize - PAGE_HEADER_SIZE - EXTENDED_HEADER_SIZE;
     this.streamId = options.streamId ?? 0;
     if (!Number.isInteger(this.streamId) || this.streamId < 0 || this.streamId > 0xffffffff) {
@@ -131,8 +126,6 @@ export class Writer {
     if (Atomics.compareExchange(this.i32, stateIndex, prev, STATE_WRITER_ATTACHED) !== prev) {
       throw new RingbufError('ERR_WRITER_BUSY', 'another writer attached to this buffer at the same time');
     }
-    // A writer taking over in this thread: the position its predecessor left is no longer news.
-    this.local.seq = -1;
     this.resume();
   }
 
@@ -178,26 +171,20 @@ export class Writer {
   reserveAt(type: number, size: number, ts: number): number {
     const d = ts - this.lastTs;
     const p = this.pos;
-    const next = p + COMPACT_HEADER_SIZE + ((size + 3) & ~3);
+    const next = p + 8 + ((size + 3) & ~3);
+    // Literals, not the named constants: V8 loads an imported binding from its cell with a hole check on every use.
     // Each mask test also refuses NaN, fractions and negatives: d is an integer in [0, 2^27) (compact timestamp),
     // type an integer in 0..29, size an integer below 2^26 (above every page's largest payload, so `next` is exact).
-    if (
-      (d & TS_LOW_MASK) === d &&
-      (type & TAG_MASK) === type &&
-      type <= MAX_COMPACT_TYPE &&
-      (size & FAST_SIZE_MASK) === size &&
-      next <= this.end
-    ) {
-      const low = (this.lastLow + d) & TS_LOW_MASK;
+    if ((d & 0x7ffffff) === d && (type & 31) === type && type < 30 && (size & 0x3ffffff) === size && next <= this.end) {
       const w = this.words;
       const i = p >> 2;
-      w[i] = (low << 5) | type;
+      // ToInt32 is exact modulo 2^32 for every integer below 2^53: these are the low 27 bits of ts.
+      w[i] = ((ts & 0x7ffffff) << 5) | type;
       w[i + 1] = size;
       this.lastTs = ts;
-      this.lastLow = low;
       this.pos = next;
       this.count++;
-      return p + COMPACT_HEADER_SIZE;
+      return p + 8;
     }
     return this.reserveSlow(type, size, ts);
   }
@@ -223,7 +210,7 @@ export class Writer {
   private put(type: number, size: number, ts: number, compact: boolean): number {
     const i = this.pos >> 2;
     const w = this.words;
-    const low = ts % TS_LOW_RANGE;
+    const low = ts & TS_LOW_MASK;
     let payload: number;
     if (compact) {
       w[i] = (low << 5) | type;
@@ -239,7 +226,6 @@ export class Writer {
     }
     if (this.lastTs > this.pageMaxTs) this.pageMaxTs = this.lastTs;
     this.lastTs = ts;
-    this.lastLow = low;
     this.pos = payload + padded(size);
     this.count++;
     return payload;
@@ -251,9 +237,8 @@ export class Writer {
    */
   commit(): void {
     if (this.end !== 0) {
-      if (ORDERED_STORES) this.i32[this.commitIndex] = this.pos - this.pageBase;
+      if (this.plainCommit === 1) this.words[this.commitIndex] = this.pos - this.pageBase;
       else Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
-      this.local.end = this.pos;
     }
   }
 
@@ -262,9 +247,8 @@ export class Writer {
     const off = this.reserveAt(type, payload.length, ts);
     if (off < 0) return false;
     this.bytes.set(payload, off);
-    if (ORDERED_STORES) this.i32[this.commitIndex] = this.pos - this.pageBase;
+    if (this.plainCommit === 1) this.words[this.commitIndex] = this.pos - this.pageBase;
     else Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
-    this.local.end = this.pos;
     return true;
   }
 
@@ -276,7 +260,6 @@ export class Writer {
     setU64(u32, base + P.contentSize, size * 8);
     u32[(base + P.recordCount) >> 2] = this.count;
     Atomics.store(this.i32, (base + P.commit) >> 2, size);
-    this.local.end = this.pos;
     Atomics.or(this.i32, (base + P.flags) >> 2, PAGE_CLOSED);
     this.written += this.count;
     this.byteCount += size - PAGE_HEADER_SIZE;
@@ -322,9 +305,6 @@ export class Writer {
     this.pos = base + PAGE_HEADER_SIZE;
     this.end = base + this.pageSize;
     this.lastTs = ts;
-    this.lastLow = ts % TS_LOW_RANGE;
-    this.local.seq = next | 0;
-    this.local.end = this.pos;
     this.publish();
     Atomics.store(i32, H.head >> 2, next | 0);
     wakeReaders(i32, next, false);
