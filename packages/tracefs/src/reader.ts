@@ -2,8 +2,13 @@
  * The page-reading loop of the recorder, shared by the in-thread reader and the per-CPU worker threads: drains
  * `trace_pipe_raw` file descriptors (opened O_NONBLOCK by the recorder) into `cpuN.raw` descriptors, counting
  * records by type on the way.
+ *
+ * One `readv` fetches up to {@link BATCH_PAGES} sub-buffers: `trace_pipe_raw` has no `read_iter`, so the kernel
+ * calls its `read` once per iovec (one sub-buffer each) and stops at the first EAGAIN, returning what it got. Under
+ * load that is one system call and one write per 64 pages instead of one call per page, and an EAGAIN is thrown
+ * only when a CPU had nothing at all.
  */
-import { fstatSync, ftruncateSync, readSync, writeSync } from 'node:fs';
+import { fstatSync, ftruncateSync, readvSync, writeSync } from 'node:fs';
 import type { PageLayout } from '@evtrace/trace-format';
 import { ioError, outputError } from './errors.ts';
 import { countPageRecords, type PageCount } from './pages.ts';
@@ -30,7 +35,7 @@ export interface ReaderTotals {
   readonly missedPages: Record<number, number>;
 }
 
-/** Pages buffered per CPU before one write. */
+/** Sub-buffers asked for by one readv and written by one write (256 KiB at 4 KiB pages: stays in the L2 cache). */
 const BATCH_PAGES = 64;
 export const MIN_POLL_MS = 2;
 /**
@@ -59,6 +64,8 @@ export class PageReader {
   readonly #layout: PageLayout;
   readonly #pageCap: number;
   readonly #buf: Buffer;
+  /** The batch buffer cut into one view per sub-buffer: the iovecs of every readv. */
+  readonly #iov: readonly Buffer[];
   readonly #count: PageCount = { records: 0, dataBytes: 0, missed: false, corruptAt: -1 };
 
   constructor(cpus: readonly CpuFds[], layout: PageLayout, bufferBytes: number) {
@@ -67,6 +74,9 @@ export class PageReader {
     this.#pageSize = layout.pageSize;
     this.#pageCap = Math.max(1, Math.floor(bufferBytes / layout.pageSize));
     this.#buf = Buffer.allocUnsafe(layout.pageSize * BATCH_PAGES);
+    this.#iov = Array.from({ length: BATCH_PAGES }, (_, i) =>
+      this.#buf.subarray(i * layout.pageSize, (i + 1) * layout.pageSize),
+    );
     this.totals = { byType: new Float64Array(65536), pages: 0, dataBytes: 0, rawBytes: 0, missedPages: {} };
     for (const c of cpus) this.totals.missedPages[c.cpu] = 0;
   }
@@ -91,7 +101,7 @@ export class PageReader {
 
   /** Drains every CPU once (at most one buffer's worth each); returns the most record bytes one CPU gave. */
   drainAll(): number {
-    // Every pass ends in an EAGAIN, which Node throws: without a stack trace the error is cheap.
+    // An idle CPU answers EAGAIN, which Node throws: without a stack trace the error is cheap.
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     try {
@@ -135,32 +145,32 @@ export class PageReader {
     const buf = this.#buf;
     const size = this.#pageSize;
     const t = this.totals;
-    let off = 0;
     let bytes = 0;
-    for (let n = 0; n < this.#pageCap; n++) {
+    for (let pages = 0; pages < this.#pageCap; ) {
+      const want = Math.min(BATCH_PAGES, this.#pageCap - pages);
       let got: number;
       try {
-        got = readSync(c.pipe, buf, off, size, null);
+        got = readvSync(c.pipe, want === BATCH_PAGES ? this.#iov : this.#iov.slice(0, want), null);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'EAGAIN') break;
         throw ioError(`per_cpu/cpu${c.cpu}/trace_pipe_raw`, error, 'reading the raw pipe failed');
       }
       if (got === 0) break;
-      if (got < size) buf.fill(0, off + got, off + size);
-      const count = countPageRecords(buf, off, this.#layout, t.byType, this.#count);
-      if (count.missed) t.missedPages[c.cpu]!++;
-      bytes += count.dataBytes;
-      t.dataBytes += count.dataBytes;
-      t.pages++;
-      off += size;
-      if (off === buf.length) {
-        this.#flush(c, off);
-        off = 0;
+      // Every read returns a whole sub-buffer; a short one would be padded so the file stays page-aligned.
+      const n = Math.ceil(got / size);
+      if (got < n * size) buf.fill(0, got, n * size);
+      for (let off = 0; off < n * size; off += size) {
+        const count = countPageRecords(buf, off, this.#layout, t.byType, this.#count);
+        if (count.missed) t.missedPages[c.cpu]!++;
+        bytes += count.dataBytes;
+        t.dataBytes += count.dataBytes;
       }
-      // A page less than half full was the writer's current page: the buffer is empty now, spare the EAGAIN.
-      if (count.dataBytes < (size - this.#layout.dataOffset) / 2) break;
+      t.pages += n;
+      pages += n;
+      this.#flush(c, n * size);
+      // Fewer pages than asked for: the kernel hit EAGAIN, the buffer is empty.
+      if (n < want) break;
     }
-    if (off > 0) this.#flush(c, off);
     return bytes;
   }
 }

@@ -1,8 +1,11 @@
 /**
  * Recording under load, evtrace beside trace-cmd in the same run: `perf bench sched messaging -g 4 -l 500` (about
  * 1.7 M kmem:kmalloc + kmem:kfree events) while each tool records at the default per-CPU buffer and its own default
- * priority settings. Prints events seen, lost, CPU seconds (of the recorder and its children, from GNU time) and
- * bytes per event. trace-cmd records the top-level buffer and leaves its `tracing_on` at 0: it is restored here.
+ * priority settings. Prints, per tool: events seen, lost, CPU seconds split into user and system (of the recorder and
+ * every child it waits for, from GNU time: trace-cmd's per-CPU recorder processes are counted), bytes per event, and
+ * evtrace's total CPU as a ratio of trace-cmd's. trace-cmd records the top-level buffer and leaves its `tracing_on`
+ * at 0: it is restored here. `EVTRACE_BENCH_ROUNDS=3` repeats the whole comparison (default 1); the load average is
+ * printed before each round, since the figures move with other work on the machine.
  *
  * Run as root: `node src/record.bench.ts` (the package's `bench` script). Not a test.
  */
@@ -24,9 +27,12 @@ interface Run {
   tool: string;
   seen: number;
   lost: number;
-  cpuS: number;
+  userS: number;
+  sysS: number;
   bytes: number;
 }
+
+const cpuS = (r: Run) => r.userS + r.sysS;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -42,7 +48,7 @@ async function until(check: () => boolean, what: string): Promise<void> {
 async function recordUnderLoad(
   argv: string[],
   ready: (pid: number, out: string) => boolean,
-): Promise<{ cpuS: number; stdout: string; stderr: string }> {
+): Promise<{ userS: number; sysS: number; stdout: string; stderr: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'evtrace-bench-time-'));
   const timeFile = join(dir, 'time');
   const timer = spawn('/usr/bin/time', ['-o', timeFile, '-f', '%U %S', ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -67,7 +73,7 @@ async function recordUnderLoad(
   await exited;
   const [user, sys] = readFileSync(timeFile, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
   rmSync(dir, { recursive: true, force: true });
-  return { cpuS: user! + sys!, stdout, stderr };
+  return { userS: user!, sysS: sys!, stdout, stderr };
 }
 
 async function evtrace(
@@ -104,7 +110,7 @@ async function evtrace(
   const lost = [...r.stderr.matchAll(/cpu\d+ (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
   const bytes = format === 'ctf' ? dirSize(out) : statSync(out).size;
   if (Number.isNaN(seen)) throw new Error(`evtrace failed: ${r.stderr}`);
-  return { tool: `evtrace (${format}, ${threads} reader)`, seen, lost, cpuS: r.cpuS, bytes };
+  return { tool: `evtrace (${format}, ${threads} reader)`, seen, lost, userS: r.userS, sysS: r.sysS, bytes };
 }
 
 function dirSize(dir: string): number {
@@ -134,7 +140,7 @@ async function traceCmd(tracefs: string, work: string): Promise<Run> {
       (n, m) => n + Number(m[1]),
       0,
     );
-    return { tool: 'trace-cmd 3.1', seen, lost, cpuS: r.cpuS, bytes: statSync(out).size };
+    return { tool: 'trace-cmd 3.1', seen, lost, userS: r.userS, sysS: r.sysS, bytes: statSync(out).size };
   } finally {
     for (const { file, value } of saved) writeFileSync(file, value);
   }
@@ -147,6 +153,40 @@ function countTraceCmdEvents(file: string): number {
   return Number(r.stdout.toString().trim());
 }
 
+const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+
+/** One comparison: trace-cmd, then evtrace's three ways, one after the other under the same load. */
+async function round(n: number, tracefs: string, work: string): Promise<void> {
+  const before = loadAverage();
+  const runs = [
+    await traceCmd(tracefs, work),
+    await evtrace('tracedat', 'single', tracefs, work),
+    await evtrace('tracedat', 'per-cpu', tracefs, work),
+    await evtrace('ctf', 'single', tracefs, work),
+  ];
+  const [tc] = runs as [Run];
+  const lines = [
+    `\n### Round ${n}: recording perf bench sched messaging ${LOAD.slice(3).join(' ')} (kmem:kmalloc + kmem:kfree, default buffer)`,
+    `load average (1, 5, 15 min) before: ${before}; after: ${loadAverage()}\n`,
+    '| tool | events seen | lost | lost % | CPU s user | CPU s sys | CPU s total | CPU vs trace-cmd | ns CPU/event | bytes/event |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...runs.map(
+      (r) =>
+        `| ${r.tool} | ${r.seen} | ${r.lost} | ${((100 * r.lost) / Math.max(1, r.seen + r.lost)).toFixed(1)}% | ${r.userS.toFixed(2)} | ${r.sysS.toFixed(2)} | ${cpuS(r).toFixed(2)} | ${(cpuS(r) / Math.max(0.01, cpuS(tc))).toFixed(2)}x | ${((cpuS(r) * 1e9) / Math.max(1, r.seen)).toFixed(0)} | ${(r.bytes / Math.max(1, r.seen)).toFixed(1)} |`,
+    ),
+    '',
+    'Target: evtrace (tracedat, single reader) loses nothing and its CPU vs trace-cmd is <= 1.00x.',
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+  const [, dat, perCpu, ctf] = runs as [Run, Run, Run, Run];
+  const perEvent = (r: Run) => fromTotal(r.tool, cpuS(r) * 1e9, Math.max(1, r.seen));
+  printComparisons(`Round ${n}: CPU per recorded event (recorder and its children)`, [
+    { case: 'trace.dat output', ours: perEvent(dat), peer: perEvent(tc), target: 'no loss, total CPU <= trace-cmd' },
+    { case: 'trace.dat output, a reader thread per CPU', ours: perEvent(perCpu), peer: perEvent(tc) },
+    { case: 'CTF output (decode + re-encode)', ours: perEvent(ctf), peer: perEvent(tc) },
+  ]);
+}
+
 async function main(): Promise<void> {
   if (process.getuid?.() !== 0) return void console.log('record.bench: skipped (needs root)');
   for (const tool of ['perf', 'trace-cmd', '/usr/bin/time']) {
@@ -155,30 +195,9 @@ async function main(): Promise<void> {
   }
   const tracefs = findTracefs();
   const work = mkdtempSync(join(tmpdir(), 'evtrace-bench-'));
+  const rounds = Math.max(1, Number(process.env.EVTRACE_BENCH_ROUNDS ?? 1) || 1);
   try {
-    const runs = [
-      await traceCmd(tracefs, work),
-      await evtrace('tracedat', 'single', tracefs, work),
-      await evtrace('tracedat', 'per-cpu', tracefs, work),
-      await evtrace('ctf', 'single', tracefs, work),
-    ];
-    const lines = [
-      `\n### Recording perf bench sched messaging ${LOAD.slice(3).join(' ')} (kmem:kmalloc + kmem:kfree, default buffer)\n`,
-      '| tool | events seen | lost | lost % | CPU s | bytes/event |',
-      '| --- | --- | --- | --- | --- | --- |',
-      ...runs.map(
-        (r) =>
-          `| ${r.tool} | ${r.seen} | ${r.lost} | ${((100 * r.lost) / Math.max(1, r.seen + r.lost)).toFixed(1)}% | ${r.cpuS.toFixed(2)} | ${(r.bytes / Math.max(1, r.seen)).toFixed(1)} |`,
-      ),
-    ];
-    process.stdout.write(`${lines.join('\n')}\n`);
-    const [tc, dat, perCpu, ctf] = runs as [Run, Run, Run, Run];
-    const perEvent = (r: Run) => fromTotal(r.tool, r.cpuS * 1e9, Math.max(1, r.seen));
-    printComparisons('CPU per recorded event (recorder and its children)', [
-      { case: 'trace.dat output', ours: perEvent(dat), peer: perEvent(tc), target: 'no loss, CPU <= trace-cmd' },
-      { case: 'trace.dat output, a reader thread per CPU', ours: perEvent(perCpu), peer: perEvent(tc) },
-      { case: 'CTF output (decode + re-encode)', ours: perEvent(ctf), peer: perEvent(tc) },
-    ]);
+    for (let n = 1; n <= rounds; n++) await round(n, tracefs, work);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

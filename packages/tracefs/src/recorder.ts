@@ -408,13 +408,11 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
       reader.drainToEnd();
       totals = [reader.totals];
     }
-    const byType = new Float64Array(65536);
     let pages = 0;
     let dataBytes = 0;
     let rawBytes = 0;
     const missed: Record<number, number> = {};
     for (const t of totals) {
-      for (let i = 0; i < byType.length; i++) byType[i]! += t.byType[i]!;
       pages += t.pages;
       dataBytes += t.dataBytes;
       rawBytes += t.rawBytes;
@@ -436,7 +434,8 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
     const events = new Map<string, number>();
     let total = 0;
     for (const c of classes) {
-      const n = byType[c.id] ?? 0;
+      let n = 0;
+      for (const t of totals) n += t.byType[c.id] ?? 0;
       events.set(c.name, n);
       total += n;
     }

@@ -209,6 +209,28 @@ describe('trace.dat from raw pages (writeTraceDatPages)', () => {
     }
   });
 
+  it('writes a head of more pieces than one writev takes (IOV_MAX 1024) whole, kallsyms byte for byte', () => {
+    // 600 systems of one format each: about 2 400 pieces before the pages.
+    const input = pagesFromReference(reference);
+    const extra: [string, string[]][] = Array.from({ length: 600 }, (_, i) => [
+      `sys${i}`,
+      [formatFileText(synthesizeFtraceClass({ ...ctfClass, name: `sys${i}:ev` }, 2000 + i))],
+    ]);
+    const kallsyms = Buffer.from(
+      Array.from({ length: 5000 }, (_, i) => `ffffffff81${i.toString(16).padStart(6, '0')} T sym_${i}\n`).join(''),
+    );
+    const file = join(dir, 'many-pieces.dat');
+    const n = writeTraceDatPages(file, { ...input, formats: [...input.formats, ...extra], kallsyms });
+    expect(n).toBe(readFileSync(file).length);
+    const back = openTraceDat(file);
+    expect(back.eventClasses.map((c) => c.name)).toEqual(
+      expect.arrayContaining(['app:request', 'sys0:ev', 'sys599:ev']),
+    );
+    expect(back.metadata.kallsymsText).toBe(kallsyms.toString());
+    const want = [...openTraceDat(reference).events()].map((e) => [e.tsNs, e.cpu, e.fields]);
+    expect([...back.events()].map((e) => [e.tsNs, e.cpu, e.fields])).toEqual(want);
+  });
+
   it('refuses a CPU whose chunks do not add up to its declared size', () => {
     const input = pagesFromReference(reference);
     const short = { ...input, cpus: input.cpus.map((c) => ({ size: c.size + 4096, chunks: () => c.chunks() })) };

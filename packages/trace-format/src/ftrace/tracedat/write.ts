@@ -4,7 +4,7 @@
  * ftrace keep their formats; others, from CTF, get a synthesized format file), and {@link writeTraceDatPages} copies
  * raw kernel pages verbatim, streamed, with the kernel's own header and format files.
  */
-import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, writeFileSync, writeSync, writevSync } from 'node:fs';
 import { deflateSync, zstdCompressSync } from 'node:zlib';
 import { TraceFormatError } from '../../errors.ts';
 import type { EventClass, FieldClass, FtraceFieldInfo, TraceEvent } from '../../model/types.ts';
@@ -148,7 +148,7 @@ export function writeTraceDatPages(
     headerEvent: input.headerEvent,
     ftrace: input.formats.filter(([s]) => s === 'ftrace').flatMap(([, f]) => f),
     systems,
-    kallsyms: Buffer.from(input.kallsyms ?? ''),
+    kallsyms: asBuffer(input.kallsyms ?? ''),
     cmdlines: input.cmdlines ?? '',
     clock: input.clock ?? 'local',
     ...(input.uname !== undefined ? { uname: input.uname } : {}),
@@ -172,7 +172,7 @@ export function writeTraceDatPages(
     writeFileSync(file, bytes);
     return bytes.length;
   }
-  const head = v6Head(
+  const head = v6HeadParts(
     meta,
     cpus.map((c) => c.size),
     pageSize,
@@ -184,7 +184,8 @@ export function writeTraceDatPages(
     written += b.length;
   };
   try {
-    put(head);
+    putParts(fd, head.parts);
+    written = head.length;
     for (let cpu = 0; cpu < cpus.length; cpu++) {
       if (cpus[cpu]!.size === 0) continue;
       put(Buffer.alloc((pageSize - (written % pageSize)) % pageSize));
@@ -466,7 +467,31 @@ function commonOptions(o: Out, meta: Meta, cpuCount: number): void {
 }
 
 /** A version 6 file up to its first CPU's pages (zero-padded to a page boundary), given each CPU's page bytes. */
+/**
+ * `bytes` as a Buffer without copying them (`Buffer.from` of a Buffer copies: kallsyms is ~5 MB); text is encoded.
+ */
+function asBuffer(bytes: Uint8Array | string): Buffer {
+  return typeof bytes === 'string' ? Buffer.from(bytes) : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** Writes `parts` in order with gathered writes, so the head (kallsyms included) is never joined into one copy. */
+function putParts(fd: number, parts: readonly Buffer[]): void {
+  for (let i = 0; i < parts.length; ) {
+    // Linux takes at most 1024 iovecs (IOV_MAX) per call.
+    let n = writevSync(fd, parts.slice(i, i + 1024));
+    while (i < parts.length && n >= parts[i]!.length) n -= parts[i++]!.length;
+    if (i === parts.length) break;
+    // A short write ended inside parts[i]: finish that part on its own.
+    const part = parts[i++]!;
+    for (let done = n; done < part.length; ) done += writeSync(fd, part, done, part.length - done);
+  }
+}
+
 function v6Head(meta: Meta, sizes: readonly number[], pageSize: number): Buffer {
+  return v6HeadParts(meta, sizes, pageSize).bytes();
+}
+
+function v6HeadParts(meta: Meta, sizes: readonly number[], pageSize: number): Out {
   const o = new Out();
   start(o, 6, pageSize);
   headersBlock(o, meta);
@@ -490,7 +515,7 @@ function v6Head(meta: Meta, sizes: readonly number[], pageSize: number): Buffer 
     at += Math.ceil(size / pageSize) * pageSize;
   }
   o.align(pageSize);
-  return o.bytes();
+  return o;
 }
 
 function writeV6(meta: Meta, cpuPages: Buffer[], pageSize: number): Buffer {
