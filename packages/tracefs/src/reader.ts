@@ -150,7 +150,7 @@ export class PageReader {
       const want = Math.min(BATCH_PAGES, this.#pageCap - pages);
       let got: number;
       try {
-        got = readvSync(c.pipe, want === BATCH_PAGES ? this.#iov : this.#iov.slice(0, want), null);
+        got = readvSync(c.pipe, want === BATCH_PAGES ? this.#iov : this.#iov.slice(0, want));
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'EAGAIN') break;
         throw ioError(`per_cpu/cpu${c.cpu}/trace_pipe_raw`, error, 'reading the raw pipe failed');
