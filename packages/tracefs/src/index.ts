@@ -13,6 +13,8 @@ export {
   cleanStaleInstances,
   createInstance,
   type Instance,
+  type InstanceOwner,
+  instanceOwner,
   listInstances,
   OWN_INSTANCE,
   removeInstanceDir,

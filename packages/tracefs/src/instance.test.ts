@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { listInstances } from './instance.ts';
+import { createInstance, instanceOwner, listInstances } from './instance.ts';
 import { tracefsForTests } from './testing/env.ts';
 
 const env = tracefsForTests();
@@ -12,6 +12,21 @@ const script = (tracefs: string, then: string) =>
    const inst = createInstance(${JSON.stringify(tracefs)});
    console.log(inst.name);
    ${then}`;
+
+describe('instance names', () => {
+  it("tell one-shot instances from an owner's, and refuse what evtrace did not make", () => {
+    expect(instanceOwner('evtrace-1234-0')).toEqual({ pid: 1234, owner: undefined });
+    // An all-digit pid of 8 characters is still a pid when no owner segment follows.
+    expect(instanceOwner('evtrace-12345678-3')).toEqual({ pid: 12345678, owner: undefined });
+    expect(instanceOwner('evtrace-0123abcd-77-1')).toEqual({ pid: 77, owner: '0123abcd' });
+    for (const foreign of ['evtrace.p.team.app', 'evtrace-xyz-1-0', 'evtrace-0123ABCD-1-0', 'mine', 'evtrace--1-0'])
+      expect(instanceOwner(foreign)).toBeUndefined();
+  });
+
+  it('refuses an owner tag that is not 8 hex digits', () => {
+    expect(() => createInstance('/nonexistent', '../x')).toThrow(/8 hex digits/);
+  });
+});
 
 describe.skipIf(env.why !== undefined)(`instance clean-up${env.why ? ` (skipped: ${env.why})` : ''}`, () => {
   it('removes the instance when the process dies of an uncaught exception', () => {

@@ -1,15 +1,28 @@
 /**
- * Private tracefs instances (`instances/evtrace-<pid>-<n>`): one per recording, so evtrace never touches the
- * top-level buffer or anyone else's tracing. Every instance created is removed when its owner is done, when the
- * process exits (also after an uncaught exception) or is stopped by SIGINT/SIGTERM; instances left by a process that
- * was killed outright (SIGKILL) are removed by {@link cleanStaleInstances} at the next start.
+ * Private tracefs instances (`instances/evtrace-<pid>-<n>`, or `evtrace-<owner>-<pid>-<n>` for a long-lived owner
+ * such as an agent): one per recording, so evtrace never touches the top-level buffer or anyone else's tracing. Every
+ * instance created is removed when its owner is done, when the process exits (also after an uncaught exception) or is
+ * stopped by SIGINT/SIGTERM; instances left by a one-shot process that was killed outright (SIGKILL) are removed by
+ * {@link cleanStaleInstances} at the next start. An owner's instances are left to that owner, which re-adopts them.
  */
 import { existsSync, mkdirSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ioError } from './errors.ts';
 
-/** Names of instances evtrace owns: `evtrace-<pid>-<n>`. */
-export const OWN_INSTANCE = /^evtrace-(\d+)-(\d+)$/;
+/** Names of instances evtrace owns: `evtrace-<pid>-<n>` (one-shot) or `evtrace-<owner>-<pid>-<n>` (owner: 8 hex digits). */
+export const OWN_INSTANCE = /^evtrace-(?:([0-9a-f]{8})-)?(\d+)-(\d+)$/;
+
+/** Who made an evtrace instance: its process and, for a long-lived owner (an agent's state directory), its tag. */
+export interface InstanceOwner {
+  readonly pid: number;
+  readonly owner: string | undefined;
+}
+
+/** The owner of an evtrace instance name, or undefined for a name evtrace did not make. */
+export function instanceOwner(name: string): InstanceOwner | undefined {
+  const m = OWN_INSTANCE.exec(name);
+  return m === null ? undefined : { pid: Number(m[2]), owner: m[1] };
+}
 
 /** A private tracefs instance. */
 export interface Instance {
@@ -81,14 +94,16 @@ function installHooks(): void {
 }
 
 /**
- * Creates `instances/evtrace-<pid>-<n>` under `tracefs`. The instance starts with tracing on and nothing enabled
+ * Creates `instances/evtrace-<pid>-<n>` (or `evtrace-<owner>-<pid>-<n>`) under `tracefs`. The instance starts with tracing on and nothing enabled
  * (the kernel's default for new instances), so the caller turns `tracing_on` off before configuring.
  *
  * @throws TracefsError `ERR_TRACEFS_PERMISSION` or `ERR_TRACEFS_IO` when the kernel refuses.
  */
-export function createInstance(tracefs: string): Instance {
+export function createInstance(tracefs: string, owner?: string): Instance {
+  if (owner !== undefined && !/^[0-9a-f]{8}$/.test(owner))
+    throw new TypeError(`instance owner tag must be 8 hex digits, got ${JSON.stringify(owner)}`);
   installHooks();
-  const name = `evtrace-${process.pid}-${counter++}`;
+  const name = `evtrace-${owner !== undefined ? `${owner}-` : ''}${process.pid}-${counter++}`;
   const path = join(tracefs, 'instances', name);
   try {
     mkdirSync(path);
@@ -119,7 +134,10 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Removes instances evtrace created in processes that no longer exist; returns their names. */
+/**
+ * Removes one-shot instances evtrace created in processes that no longer exist; returns their names. Instances with an
+ * owner tag are left alone: their owner (an agent) re-adopts or removes them when it starts again.
+ */
 export function cleanStaleInstances(tracefs: string): string[] {
   const dir = join(tracefs, 'instances');
   let names: string[];
@@ -130,8 +148,8 @@ export function cleanStaleInstances(tracefs: string): string[] {
   }
   const removed: string[] = [];
   for (const name of names) {
-    const m = OWN_INSTANCE.exec(name);
-    if (m === null || Number(m[1]) === process.pid || isAlive(Number(m[1]))) continue;
+    const o = instanceOwner(name);
+    if (o === undefined || o.owner !== undefined || o.pid === process.pid || isAlive(o.pid)) continue;
     try {
       removeInstanceDir(join(dir, name));
       removed.push(name);

@@ -36,10 +36,12 @@ export interface KernelSourceOptions {
   /** The tracefs mount point. Default: found (mounted when root). */
   readonly tracefs?: string;
   /**
-   * Re-adopt this instance (`evtrace-PID-N` of a process that died) instead of creating one: its configuration and
+   * Re-adopt this instance (`evtrace-[OWNER-]PID-N` of a process that died) instead of creating one: its configuration and
    * the events its buffers still hold are kept.
    */
   readonly adopt?: string;
+  /** Tag new instances with this owner (8 hex digits) so that other evtrace processes leave them to it. */
+  readonly owner?: string;
 }
 
 interface Cpu {
@@ -171,7 +173,7 @@ export class KernelSource implements EventSource {
           removed = true;
         },
       };
-    } else this.#instance = createInstance(this.#tracefs);
+    } else this.#instance = createInstance(this.#tracefs, o.owner);
     try {
       this.#configure(plans);
     } catch (error) {

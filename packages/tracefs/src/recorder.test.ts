@@ -145,18 +145,21 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
     }
   });
 
-  it('removes instances of dead evtrace processes, and only those', () => {
+  it("removes one-shot instances of dead evtrace processes, and only those (an owner's are left to it)", () => {
     const dead = spawnSync('true').pid!;
     const stale = `evtrace-${dead}-0`;
     const alive = `evtrace-${process.pid}-99999`;
-    mkdirSync(join(tracefs, 'instances', stale));
-    mkdirSync(join(tracefs, 'instances', alive));
+    const owned = `evtrace-0123abcd-${dead}-0`;
+    for (const name of [stale, alive, owned]) mkdirSync(join(tracefs, 'instances', name));
     try {
-      expect(cleanStaleInstances(tracefs)).toContain(stale);
+      const removed = cleanStaleInstances(tracefs);
+      expect(removed).toContain(stale);
+      expect(removed).not.toContain(owned);
       expect(listInstances(tracefs)).not.toContain(stale);
       expect(listInstances(tracefs)).toContain(alive);
+      expect(listInstances(tracefs)).toContain(owned);
     } finally {
-      for (const name of [stale, alive]) {
+      for (const name of [stale, alive, owned]) {
         try {
           execFileSync('rmdir', [join(tracefs, 'instances', name)], { stdio: 'ignore' });
         } catch {}

@@ -2,9 +2,10 @@
  * The collector: every session, the one loop that polls their sources, triggers (events, signals, commands) and
  * recovery after a crash. It implements the metrics endpoint's {@link MetricsProvider}.
  */
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { cpus as osCpus } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type {
   AttachSpec,
   BufferList,
@@ -21,8 +22,8 @@ import {
   DemoSource,
   finalizeRecording,
   findTracefs,
+  instanceOwner,
   KernelTap,
-  OWN_INSTANCE,
   removeInstanceDir,
 } from '@evtrace/tracefs';
 import { autoSource } from '../commands/record.ts';
@@ -66,10 +67,16 @@ export class Agent implements MetricsProvider {
   readonly #signalHandlers = new Map<TriggerSignal, () => void>();
   #closed = false;
   readonly #instances: SharedInstances;
+  /** Tags this agent's tracefs instances, so that only an agent of the same state directory re-adopts or removes them. */
+  readonly #owner: string;
 
   constructor(options: AgentOptions) {
     this.#o = options;
-    this.#instances = new SharedInstances(options.tracefs !== undefined ? { tracefs: options.tracefs } : {});
+    this.#owner = ownerTag(options.stateDir);
+    this.#instances = new SharedInstances({
+      owner: this.#owner,
+      ...(options.tracefs !== undefined ? { tracefs: options.tracefs } : {}),
+    });
     mkdirSync(sessionsDir(options.stateDir), { recursive: true, mode: 0o750 });
     mkdirSync(join(options.stateDir, 'snapshots'), { recursive: true, mode: 0o750 });
     for (const signal of SIGNALS) {
@@ -171,11 +178,13 @@ export class Agent implements MetricsProvider {
       names = readdirSync(join(tracefs, 'instances'));
     } catch {}
     for (const name of names) {
-      const m = OWN_INSTANCE.exec(name);
-      if (m === null || keep.has(name) || Number(m[1]) === process.pid || isAlive(Number(m[1]))) continue;
+      const o = instanceOwner(name);
+      // Another state directory's instances wait for their own agent; one-shot recordings' orphans are anyone's.
+      if (o === undefined || (o.owner !== undefined && o.owner !== this.#owner)) continue;
+      if (keep.has(name) || o.pid === process.pid || isAlive(o.pid)) continue;
       try {
         removeInstanceDir(join(tracefs, 'instances', name));
-        said.push(`cleaned tracefs instance ${name} (its process ${m[1]} is gone and no session claims it)`);
+        said.push(`cleaned tracefs instance ${name} (its process ${o.pid} is gone and no session claims it)`);
       } catch (error) {
         said.push(`cannot remove tracefs instance ${name}: ${(error as Error).message}`);
       }
@@ -516,4 +525,9 @@ function finishPart(part: string, spec: SessionSpec): string {
   } catch (error) {
     return `output ${part} left by the previous agent kept as it is (readable with evtrace cat): ${(error as Error).message}`;
   }
+}
+
+/** The owner tag of the instances of an agent with this state directory: 8 hex digits of its path's hash. */
+export function ownerTag(stateDir: string): string {
+  return createHash('sha256').update(resolve(stateDir)).digest('hex').slice(0, 8);
 }

@@ -13,6 +13,8 @@ import { findTracefs, KernelSource, type KernelTap, listEvents, matchEvents } fr
 export interface SharedInstancesOptions {
   /** The tracefs mount point (default: found). */
   readonly tracefs?: string;
+  /** Owner tag of the instances created (see @evtrace/tracefs `createInstance`). */
+  readonly owner?: string;
 }
 
 /** The kernel sources of the agent, by the configuration sessions share them by. */
@@ -42,6 +44,7 @@ export class SharedInstances {
         ...(spec.bufferSize !== undefined ? { bufferKb: bufferKb(spec.bufferSize) } : {}),
         ...(this.#o.tracefs !== undefined ? { tracefs: this.#o.tracefs } : {}),
         ...(adopt !== undefined ? { adopt } : {}),
+        ...(this.#o.owner !== undefined ? { owner: this.#o.owner } : {}),
       });
       // An adopted instance of another configuration than the one registered is not offered to new sessions.
       if (adopt === undefined || this.#byKey.get(key)?.prepared !== true) this.#byKey.set(key, source);

@@ -38,6 +38,26 @@ describe('Viewer', () => {
     expect(JSON.parse(lines.at(-1)!)).toEqual({ stream: 7, kind: 'end', reason: 'bye' });
     expect(v.queued).toBe(0);
   });
+
+  it('at the end hands a blocked connection everything queued, then the loss notice, then end', () => {
+    const lines: string[] = [];
+    const v = new Viewer(2, 4, {
+      write: (l) => {
+        lines.push(l);
+        return false;
+      },
+      writable: false,
+    });
+    for (let i = 0; i < 6; i++) v.offer(`{"n":${i}}`);
+    v.flush();
+    expect(lines).toEqual([]); // the reader is behind: nothing sent yet
+    v.end('stopped');
+    expect(lines.map((l) => JSON.parse(l))).toEqual([
+      { stream: 2, kind: 'events', events: [{ n: 0 }, { n: 1 }, { n: 2 }, { n: 3 }] },
+      { stream: 2, kind: 'loss', lost: 2, total: 2 },
+      { stream: 2, kind: 'end', reason: 'stopped' },
+    ]);
+  });
 });
 
 const dir = workDir('agent-viewers-');

@@ -63,10 +63,10 @@ export class Viewer {
     this.flush();
   }
 
-  /** Sends what the connection takes now. */
-  flush(): void {
+  /** Sends what the connection takes now (everything queued when `all`). */
+  flush(all = false): void {
     if (this.#ended) return;
-    while (this.#out.writable && this.queued > 0) {
+    while ((all || this.#out.writable) && this.queued > 0) {
       if (this.#queue[this.#head] === LIVE) {
         this.#head++;
         this.#out.write(`{"stream":${this.stream},"kind":"live"}\n`);
@@ -83,7 +83,7 @@ export class Viewer {
       this.#queue = this.#queue.slice(this.#head);
       this.#head = 0;
     }
-    if (this.queued > 0 || !this.#out.writable) return;
+    if (this.queued > 0 || (!all && !this.#out.writable)) return;
     if (this.#lostSinceNotice > 0) {
       this.#out.write(
         `${JSON.stringify({ stream: this.stream, kind: 'loss', lost: this.#lostSinceNotice, total: this.lost })}\n`,
@@ -92,10 +92,14 @@ export class Viewer {
     }
   }
 
-  /** Sends what is queued if the connection takes it, then `end`; nothing follows. */
+  /**
+   * Sends everything still queued, the loss notice, then `end`; nothing follows. The queue is bounded by `capacity`,
+   * so handing it all to the connection at once keeps memory bounded, and a reader that was behind when the session
+   * stopped still gets the events it was promised.
+   */
   end(reason: string): void {
     if (this.#ended) return;
-    this.flush();
+    this.flush(true);
     this.#ended = true;
     this.#queue = [];
     this.#head = 0;
