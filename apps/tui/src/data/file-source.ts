@@ -25,7 +25,7 @@ const RATE_SLICES = 60;
 const FIRST_EVENTS = 2000;
 const FIRST_MS = 50;
 /** CTF: indexing slices between frames, and how often views hear of the growth. */
-const SLICE_MS = 12;
+const SLICE_MS = 4;
 const NOTIFY_MS = 250;
 
 /**
