@@ -24,7 +24,9 @@ describe('instance names', () => {
   });
 
   it('refuses an owner tag that is not 8 hex digits', () => {
-    expect(() => createInstance('/nonexistent', '../x')).toThrow(/8 hex digits/);
+    expect(() => createInstance('/nonexistent', '../x')).toThrow(
+      expect.objectContaining({ code: 'ERR_TRACEFS_SETTING', message: expect.stringMatching(/8 hex digits/) }),
+    );
   });
 });
 

@@ -7,7 +7,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ioError } from './errors.ts';
+import { ioError, TracefsError } from './errors.ts';
 
 /** Names of instances evtrace owns: `evtrace-<pid>-<n>` (one-shot) or `evtrace-<owner>-<pid>-<n>` (owner: 8 hex digits). */
 export const OWN_INSTANCE = /^evtrace-(?:([0-9a-f]{8})-)?(\d+)-(\d+)$/;
@@ -97,11 +97,15 @@ function installHooks(): void {
  * Creates `instances/evtrace-<pid>-<n>` (or `evtrace-<owner>-<pid>-<n>`) under `tracefs`. The instance starts with tracing on and nothing enabled
  * (the kernel's default for new instances), so the caller turns `tracing_on` off before configuring.
  *
- * @throws TracefsError `ERR_TRACEFS_PERMISSION` or `ERR_TRACEFS_IO` when the kernel refuses.
+ * @throws TracefsError `ERR_TRACEFS_PERMISSION` or `ERR_TRACEFS_IO` when the kernel refuses, `ERR_TRACEFS_SETTING`
+ *   for an owner tag that is not 8 hex digits.
  */
 export function createInstance(tracefs: string, owner?: string): Instance {
   if (owner !== undefined && !/^[0-9a-f]{8}$/.test(owner))
-    throw new TypeError(`instance owner tag must be 8 hex digits, got ${JSON.stringify(owner)}`);
+    throw new TracefsError(
+      'ERR_TRACEFS_SETTING',
+      `instance owner tag must be 8 hex digits, got ${JSON.stringify(owner)}`,
+    );
   installHooks();
   const name = `evtrace-${owner !== undefined ? `${owner}-` : ''}${process.pid}-${counter++}`;
   const path = join(tracefs, 'instances', name);
