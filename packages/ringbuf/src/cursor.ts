@@ -18,20 +18,30 @@ export abstract class RecordCursor {
   words: Uint32Array;
   protected pos = 0;
   protected end = 0;
-  /** Timestamp of the current record (a float64 field: V8 updates it in place, without allocating). */
-  protected ts = 0;
+  // The current timestamp as tsHigh * 2^27 + tsLow: two small integers (Smis) that a compact record updates without
+  // float arithmetic; the float is only built when `timestamp` is read.
+  private tsHigh = 0;
+  private tsLow = 0;
 
   /** Timestamp of the current record, in the buffer's clock (ns for CLOCK_MONOTONIC). */
   get timestamp(): number {
-    return this.ts;
+    return this.tsHigh * 134217728 + this.tsLow;
   }
 
   /**
-   * Rebuilds a compact record's timestamp from its low 27 bits and the previous timestamp. ToInt32 is exact modulo
-   * 2^32 for every integer below 2^53, so `&` takes the difference modulo 2^27 directly.
+   * Moves to a compact record's timestamp: the first at or after the current one whose low 27 bits are `low`.
+   * Literals, not named constants: see Writer.reserveAt.
    */
   protected advanceTs(low: number): void {
-    this.ts += (low - this.ts) & 0x7ffffff;
+    if (low < this.tsLow) this.tsHigh++;
+    this.tsLow = low;
+  }
+
+  /** Sets an absolute timestamp (an extended record's, or a page's first). */
+  protected setTs(ts: number): void {
+    const high = Math.floor(ts / 134217728);
+    this.tsHigh = high;
+    this.tsLow = ts - high * 134217728;
   }
 
   constructor(bytes: Uint8Array, view: DataView, words: Uint32Array) {
@@ -66,7 +76,7 @@ export abstract class RecordCursor {
       const next = p + EXTENDED_HEADER_SIZE + ((len + 3) & ~3);
       if (next > this.end || next < p + EXTENDED_HEADER_SIZE + len) return -1;
       this.type = w[i + 1]!;
-      this.ts = ts;
+      this.setTs(ts);
       this.offset = p + EXTENDED_HEADER_SIZE;
       this.length = len;
       this.pos = next;

@@ -115,42 +115,46 @@ export class Reader extends RecordCursor {
 
   next(): boolean {
     const p = this.pos;
-    if (p >= this.end && this.liveCommit !== 0) {
+    const w = this.words;
+    if (p >= this.end) {
       // Zero-copy single-writer page: has the writer committed more? Where stores are seen in order (x86, see
-      // ORDERED_STORES) a plain load of the page's commit word is enough to read the records before it. When it
-      // shows nothing new, a plain load of the page's flags tells whether the page was closed (the slow path moves
-      // on); every 16th such empty poll, and every poll elsewhere, asks with an Atomics.load (about 10 ns in V8)
-      // instead, so a reader polling in a loop sees the writer's progress whatever the compiler does with plain
-      // loads.
-      let c = 0;
-      if (this.plainLoads === 1) {
-        c = this.regionBase + this.words[this.liveCommit]!;
-        if (c <= p && (++this.emptyPolls & 15) !== 0 && (this.words[this.liveCommit + 4]! & PAGE_CLOSED) === 0) {
-          return false;
-        }
-      }
-      if (c <= p) c = this.regionBase + Atomics.load(this.i32, this.liveCommit);
-      if (c > p && c <= this.pageLimit) this.end = c;
+      // ORDERED_STORES) a plain load of the page's commit word is enough to read the records before it. Anything
+      // else (nothing new, another kind of page, Atomics needed) leaves through a call in tail position, so that
+      // this path stays free of calls and V8 keeps `w` and `this` checked once.
+      if (this.liveCommit === 0 || this.plainLoads !== 1) return this.nextSlow();
+      const c = this.regionBase + w[this.liveCommit]!;
+      if (c <= p || c > this.pageLimit) return this.poll(p);
+      this.end = c;
     }
-    if (p < this.end) {
-      const w = this.words;
-      const i = p >> 2;
-      const w0 = w[i]!;
-      const tag = w0 & 31;
-      const len = w[i + 1]!;
-      const padded = (len + 3) & ~3;
-      const next = p + 8 + padded;
-      // padded < len when a corrupt length wraps the 32-bit arithmetic. Literals: see Writer.reserveAt.
-      if (tag < 30 && next <= this.end && padded >= len) {
-        this.advanceTs(w0 >>> 5);
-        this.type = tag;
-        this.offset = p + 8;
-        this.length = len;
-        this.pos = next;
-        this.delivered++;
-        return true;
-      }
+    const i = p >> 2;
+    const w0 = w[i]!;
+    const tag = w0 & 31;
+    const len = w[i + 1]!;
+    const padded = (len + 3) & ~3;
+    const next = p + 8 + padded;
+    // padded < len when a corrupt length wraps the 32-bit arithmetic. Literals: see Writer.reserveAt.
+    if (tag < 30 && next <= this.end && padded >= len) {
+      this.advanceTs(w0 >>> 5);
+      this.type = tag;
+      this.offset = p + 8;
+      this.length = len;
+      this.pos = next;
+      this.delivered++;
+      return true;
     }
+    return this.nextSlow();
+  }
+
+  /**
+   * A plain load of a live page's commit word showed nothing new at `p`. A plain load of the page's flags tells
+   * whether the page was closed (the slow path moves on); every 16th such empty poll asks with an Atomics.load
+   * (about 10 ns in V8) instead, so a reader polling in a loop sees the writer's progress whatever the compiler does
+   * with plain loads.
+   */
+  private poll(p: number): boolean {
+    if ((++this.emptyPolls & 15) !== 0 && (this.words[this.liveCommit + 4]! & PAGE_CLOSED) === 0) return false;
+    const c = this.regionBase + Atomics.load(this.i32, this.liveCommit);
+    if (c > p && c <= this.pageLimit) this.end = c;
     return this.nextSlow();
   }
 
@@ -277,7 +281,7 @@ export class Reader extends RecordCursor {
     this.expectBase = recordsBefore;
     this.deliveredBase = this.delivered;
     this.lastDiscarded = Math.max(this.lastDiscarded, discarded);
-    this.ts = getU64(u32, viewBase + P.timestampBegin);
+    this.setTs(getU64(u32, viewBase + P.timestampBegin));
     this.regionBase = base;
     this.viewBase = viewBase;
     // The flags word is 4 words after the commit word: next() reads it as liveCommit + 4.

@@ -138,7 +138,7 @@ export class Snapshot extends RecordCursor {
       );
     }
     this.pageBase = base;
-    this.ts = getU64(u32, base + P.timestampBegin);
+    this.setTs(getU64(u32, base + P.timestampBegin));
     this.pos = base + PAGE_HEADER_SIZE;
     this.end = base + content / 8;
   }
