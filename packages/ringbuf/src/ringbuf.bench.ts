@@ -237,7 +237,11 @@ function setBytes(size: number): () => () => void {
   };
 }
 
-async function throughput(kind: 'ours' | 'peer', n: number, commitEvery: number): Promise<Measurement> {
+/**
+ * Records of `size` bytes (16: 4 u32 fields; 32: 8, as in the single-thread cases) from a producer worker to the
+ * consumer on the main thread. The consumer reads every field of every record (ringbuf.js's pop copies them all).
+ */
+async function throughput(kind: 'ours' | 'peer', n: number, commitEvery: number, size = 16): Promise<Measurement> {
   const sync = new SharedArrayBuffer(16);
   const flags = new Int32Array(sync);
   let sab: SharedArrayBuffer;
@@ -246,34 +250,50 @@ async function throughput(kind: 'ours' | 'peer', n: number, commitEvery: number)
     const buf = RingBuffer.create({ pageSize: 65536, pageCount: 16, mode: 'discard', clock: { name: 'bench' } });
     sab = buf.buffer as SharedArrayBuffer;
     const r = buf.reader();
-    consume_ = () => {
-      let count = 0;
-      let sum = 0;
-      for (;;) {
-        if (r.next()) {
-          sum += r.words[r.offset >> 2]!;
-          count++;
-        } else if (r.ended) break;
-      }
-      sink += sum;
-      return count;
-    };
+    consume_ =
+      size === 32
+        ? () => {
+            let count = 0;
+            let sum = 0;
+            for (;;) {
+              if (r.next()) {
+                sum += sum8(r.words, r.offset >> 2);
+                count++;
+              } else if (r.ended) break;
+            }
+            sink += sum;
+            return count;
+          }
+        : () => {
+            let count = 0;
+            let sum = 0;
+            for (;;) {
+              if (r.next()) {
+                const j = r.offset >> 2;
+                const w = r.words;
+                sum += w[j]! + w[j + 1]! + w[j + 2]! + w[j + 3]!;
+                count++;
+              } else if (r.ended) break;
+            }
+            sink += sum;
+            return count;
+          };
   } else {
     sab = PeerRing.getStorageForCapacity(65536 * 16, Uint8Array);
     const rb = new PeerRing(sab, Uint8Array);
-    const dst = new Uint8Array(16 * 1024);
+    const dst = new Uint8Array(size * 1024);
     consume_ = () => {
       let bytes = 0;
-      while (bytes < n * 16) {
+      while (bytes < n * size) {
         const got = rb.pop(dst);
         bytes += got;
         if (got > 0) sink += dst[0]!;
       }
-      return bytes / 16;
+      return bytes / size;
     };
   }
   const worker = new Worker(new URL('./ringbuf.bench.worker.ts', import.meta.url), {
-    workerData: { kind, sab, sync, n, commitEvery },
+    workerData: { kind, sab, sync, n, commitEvery, size },
   });
   while (Atomics.load(flags, 0) === 0) await new Promise((resolve) => setTimeout(resolve, 1));
   const t0 = process.hrtime.bigint();
@@ -284,9 +304,9 @@ async function throughput(kind: 'ours' | 'peer', n: number, commitEvery: number)
   if (got !== n) throw new Error(`${kind}: consumed ${got} of ${n} records`);
   const label =
     kind === 'ours'
-      ? `evtrace worker->main 16 B records, commit every ${commitEvery} (producer retried ${Atomics.load(flags, 2)} full reserves)`
-      : `ringbuf.js worker->main 16 B records, pushes of ${commitEvery}`;
-  return fromTotal(label, ns, n, 16);
+      ? `evtrace worker->main ${size} B records, commit every ${commitEvery} (producer retried ${Atomics.load(flags, 2)} full reserves)`
+      : `ringbuf.js worker->main ${size} B records, pushes of ${commitEvery}`;
+  return fromTotal(label, ns, n, size);
 }
 
 /** Wraps the global Atomics methods so that each call counts against `counter.side` ('w' or 'r'). */
@@ -424,12 +444,17 @@ const n = 10_000_000;
 const throughputRows: Comparison[] = [];
 for (const every of [1, 16, 64]) {
   throughputRows.push({
-    case: `producer worker -> consumer main thread, ${every === 1 ? 'per-record commit' : `batches of ${every}`}`,
+    case: `16 B records, producer worker -> consumer main thread, ${every === 1 ? 'per-record commit' : `batches of ${every}`}`,
     ours: await throughput('ours', n, every),
     peer: await throughput('peer', n, every),
     target: '>= 50 M/s',
   });
 }
+throughputRows.push({
+  case: '32 B structured records (8 u32 written, 8 read), per-record commit, each side on its own core',
+  ours: await throughput('ours', n, 1, 32),
+  peer: await throughput('peer', n, 1, 32),
+});
 printComparisons(`Cross-thread throughput, two threads (${load()})`, throughputRows);
 
 process.stdout.write(
