@@ -5,6 +5,7 @@
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TraceDatCpuPages, writeTraceDatPages } from '@evtrace/trace-format';
+import { copyFileRange } from './copy-range.ts';
 import { ioError, outputError } from './errors.ts';
 
 /** Facts of a raw-pages directory the trace.dat writer needs. */
@@ -42,10 +43,26 @@ function formatsBySystem(eventsDir: string): [string, string[]][] {
   return out.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 }
 
-/** A `cpuN.raw` file's whole pages, read in 1 MiB chunks (one buffer reused: each chunk is written before the next). */
-function filePages(file: string, size: number, chunk: Buffer): TraceDatCpuPages {
+/**
+ * A `cpuN.raw` file's whole pages: copied by the kernel where it can (copy_file_range), else read in 1 MiB chunks
+ * (one buffer reused: each chunk is written before the next).
+ */
+function filePages(file: string, size: number, chunk: Buffer, out: string): TraceDatCpuPages {
   return {
     size,
+    copyTo(fd) {
+      const input = openSync(file, 'r');
+      try {
+        return copyFileRange(input, fd, size);
+      } catch (error) {
+        // A failed write (ENOSPC) is the output's; an input that ends early is the raw file's.
+        throw Object.assign(error as Error, {
+          path: (error as NodeJS.ErrnoException).code === 'ERR_SHORT_INPUT' ? file : out,
+        });
+      } finally {
+        closeSync(input);
+      }
+    },
     *chunks() {
       const fd = openSync(file, 'r');
       try {
@@ -77,7 +94,9 @@ export function writeTraceDatFromRawDir(dir: string, out: string): number {
   for (let cpu = 0; cpu < cpuCount; cpu++) {
     const file = cpuFiles.get(cpu);
     const size = file === undefined ? 0 : statSync(file).size;
-    cpus.push(file === undefined ? { size: 0, chunks: () => [] } : filePages(file, size - (size % pageSize), chunk));
+    cpus.push(
+      file === undefined ? { size: 0, chunks: () => [] } : filePages(file, size - (size % pageSize), chunk, out),
+    );
   }
   const kallsymsFile = join(dir, 'kallsyms');
   const demo = readOptional(join(dir, 'DEMO')).trim();

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -229,6 +229,39 @@ describe('trace.dat from raw pages (writeTraceDatPages)', () => {
     expect(back.metadata.kallsymsText).toBe(kallsyms.toString());
     const want = [...openTraceDat(reference).events()].map((e) => [e.tsNs, e.cpu, e.fields]);
     expect([...back.events()].map((e) => [e.tsNs, e.cpu, e.fields])).toEqual(want);
+  });
+
+  it('lets a CPU copy its own pages into the file (copyTo), and reads its chunks when copyTo declines', () => {
+    const want = [...openTraceDat(reference).events()].map((e) => [e.tsNs, e.cpu, e.fields]);
+    const bytes = readFileSync(reference);
+    const cpus = readTraceDat(bytes).info.buffers[0]!.cpus;
+    const input = pagesFromReference(reference);
+    const copied: number[] = [];
+    for (const accept of [true, false]) {
+      const file = join(dir, `copy-to-${accept}.dat`);
+      let chunkReads = 0;
+      const n = writeTraceDatPages(file, {
+        ...input,
+        cpus: input.cpus.map((c, cpu) => ({
+          size: c.size,
+          *chunks() {
+            chunkReads++;
+            yield* c.chunks();
+          },
+          // Writes at the fd's position, as copy_file_range does: the writer must carry on after it.
+          copyTo(fd: number) {
+            if (!accept) return false;
+            writeSync(fd, bytes, cpus[cpu]!.offset, c.size);
+            copied.push(cpu);
+            return true;
+          },
+        })),
+      });
+      expect(n).toBe(readFileSync(file).length);
+      expect(chunkReads).toBe(accept ? 0 : input.cpus.filter((c) => c.size > 0).length);
+      expect([...openTraceDat(file).events()].map((e) => [e.tsNs, e.cpu, e.fields])).toEqual(want);
+    }
+    expect(copied.length).toBeGreaterThan(0);
   });
 
   it('refuses a CPU whose chunks do not add up to its declared size', () => {

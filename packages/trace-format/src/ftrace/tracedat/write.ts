@@ -96,6 +96,12 @@ export interface TraceDatCpuPages {
   readonly size: number;
   /** The pages' bytes in order, `size` in total: read lazily (e.g. a file in large chunks) and written as they come. */
   chunks(): Iterable<Uint8Array>;
+  /**
+   * Appends the `size` bytes at the current position of the open file `fd` without passing them through user space
+   * (e.g. `copy_file_range`), advancing the position. Returns false, having written nothing, when it cannot: the
+   * writer then reads {@link chunks}. Version 6 only.
+   */
+  copyTo?(fd: number): boolean;
 }
 
 /** What {@link writeTraceDatPages} stores: the kernel's own texts and the raw pages of each CPU. */
@@ -189,7 +195,8 @@ export function writeTraceDatPages(
     for (let cpu = 0; cpu < cpus.length; cpu++) {
       if (cpus[cpu]!.size === 0) continue;
       put(Buffer.alloc((pageSize - (written % pageSize)) % pageSize));
-      for (const chunk of checked(cpu)) put(chunk);
+      if (cpus[cpu]!.copyTo?.(fd) === true) written += cpus[cpu]!.size;
+      else for (const chunk of checked(cpu)) put(chunk);
     }
   } finally {
     closeSync(fd);

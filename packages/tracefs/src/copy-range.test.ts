@@ -1,0 +1,57 @@
+import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { copyFileRange } from './copy-range.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'evtrace-copy-range-'));
+
+describe('copyFileRange (the kernel copy_file_range, through koffi)', () => {
+  it('appends the input from its position at the output position, and both positions move on', () => {
+    const data = Buffer.from(Array.from({ length: 3 * 65536 + 123 }, (_, i) => (i * 31) & 255));
+    writeFileSync(join(dir, 'in'), data);
+    const input = openSync(join(dir, 'in'), 'r');
+    const out = openSync(join(dir, 'out'), 'w');
+    try {
+      writeSync(out, 'head:');
+      expect(copyFileRange(input, out, 65536)).toBe(true);
+      // Positions moved: a plain write lands after the copy, a second copy takes the input's next bytes.
+      writeSync(out, '|');
+      expect(copyFileRange(input, out, data.length - 65536)).toBe(true);
+    } finally {
+      closeSync(input);
+      closeSync(out);
+    }
+    const got = readFileSync(join(dir, 'out'));
+    expect(got.subarray(0, 5).toString()).toBe('head:');
+    expect(got.subarray(5, 5 + 65536).equals(data.subarray(0, 65536))).toBe(true);
+    expect(got[5 + 65536]).toBe('|'.charCodeAt(0));
+    expect(got.subarray(6 + 65536).equals(data.subarray(65536))).toBe(true);
+  });
+
+  it('declines, writing nothing, where the kernel cannot copy (a procfs input): the caller reads and writes', () => {
+    const input = openSync('/proc/version', 'r');
+    const out = openSync(join(dir, 'declined'), 'w');
+    try {
+      expect(copyFileRange(input, out, 64)).toBe(false);
+    } finally {
+      closeSync(input);
+      closeSync(out);
+    }
+    expect(readFileSync(join(dir, 'declined')).length).toBe(0);
+  });
+
+  it('says when the input ends before the length asked for', () => {
+    writeFileSync(join(dir, 'short'), Buffer.alloc(1000, 7));
+    const input = openSync(join(dir, 'short'), 'r');
+    const out = openSync(join(dir, 'short-out'), 'w');
+    try {
+      expect(() => copyFileRange(input, out, 4096)).toThrow(
+        expect.objectContaining({ code: 'ERR_SHORT_INPUT', message: 'the input ended after 1000 of 4096 bytes' }),
+      );
+    } finally {
+      closeSync(input);
+      closeSync(out);
+    }
+  });
+});
