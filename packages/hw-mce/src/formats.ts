@@ -65,3 +65,32 @@ format:
 
 print fmt: "%d %s error%s:%s%s on %s (mc:%d location:%d:%d:%d address:0x%08lx grain:%d syndrome:0x%08lx%s%s)", REC->error_count, mc_event_error_type(REC->error_type), REC->error_count > 1 ? "s" : "", __get_str(msg)[0] ? " " : "", __get_str(msg), __get_str(label), REC->mc_index, REC->top_layer, REC->middle_layer, REC->lower_layer, REC->address, 1 << REC->grain_bits, REC->syndrome, __get_str(driver_detail)[0] ? " " : "", __get_str(driver_detail)
 `;
+
+/**
+ * `evtrace:mce_threshold`: a leaky-bucket threshold crossed (what mcelog reports and triggers on), written by the
+ * agent's hardware source into the session after the machine check that crossed it. No kernel has this event; its
+ * format file follows the kernel's conventions (common fields, then the fields at their natural alignment, strings
+ * as `__data_loc char[]`) so trace-cmd, babeltrace2 and evtrace read it like a tracepoint. Its ID sits at the top of
+ * the 16-bit range, far from the IDs kernels give their events.
+ */
+export const MCE_THRESHOLD_FORMAT = `name: mce_threshold
+ID: 65101
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:__data_loc char[] kind;\toffset:8;\tsize:4;\tsigned:0;
+\tfield:__data_loc char[] location;\toffset:12;\tsize:4;\tsigned:0;
+\tfield:__data_loc char[] message;\toffset:16;\tsize:4;\tsigned:0;
+\tfield:__data_loc char[] threshold;\toffset:20;\tsize:4;\tsigned:0;
+\tfield:__data_loc char[] action;\toffset:24;\tsize:4;\tsigned:0;
+\tfield:__data_loc char[] result;\toffset:28;\tsize:4;\tsigned:0;
+\tfield:unsigned int count;\toffset:32;\tsize:4;\tsigned:0;
+\tfield:unsigned int cpu;\toffset:36;\tsize:4;\tsigned:0;
+\tfield:unsigned int bank;\toffset:40;\tsize:4;\tsigned:0;
+\tfield:u64 addr;\toffset:48;\tsize:8;\tsigned:0;
+
+print fmt: "%s %s: %s, count %u, threshold %s, cpu %u bank %u addr %llx, action %s: %s", __get_str(kind), __get_str(location), __get_str(message), REC->count, __get_str(threshold), REC->cpu, REC->bank, REC->addr, __get_str(action), __get_str(result)
+`;

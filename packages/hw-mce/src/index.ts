@@ -53,7 +53,7 @@ export {
   readEdacSysfs,
 } from './edac.ts';
 export { formatLocation, type InputNote, MceError, type MceErrorCode, type MceLocation, noteText } from './errors.ts';
-export { MC_EVENT_FORMAT, MCE_RECORD_FORMAT } from './formats.ts';
+export { MC_EVENT_FORMAT, MCE_RECORD_FORMAT, MCE_THRESHOLD_FORMAT } from './formats.ts';
 export { edacFromTraceFields, mceFromTraceFields, readMceTrace, type TraceInputResult } from './inputs/ftrace.ts';
 export { type RasdaemonResult, readRasdaemonDb } from './inputs/rasdaemon.ts';
 export {
@@ -69,7 +69,14 @@ export {
 export { readMceText, type TextReadResult } from './inputs/text.ts';
 export { readTraceText } from './inputs/trace-text.ts';
 export { decodeIntelModel, type ModelDecoding } from './intel-model.ts';
-export { HardwareSource, type HardwareSourceOptions, mcEventTraceFields, mceTraceFields } from './live-source.ts';
+export {
+  HardwareSource,
+  type HardwareSourceOptions,
+  mcEventTraceFields,
+  mceTraceFields,
+  type ThresholdOutcome,
+  thresholdTraceFields,
+} from './live-source.ts';
 export { decodeMcaCode, type ErrorClass, type McaCode } from './mca-code.ts';
 export {
   ior,

@@ -37,10 +37,11 @@ import type { CpuKind } from './cpu.ts';
 import { type DecodedMce, decodeMce } from './decode.ts';
 import { EDAC_ERROR_TYPES, EDAC_SYSFS, type EdacEvent } from './edac.ts';
 import { type InputNote, MceError } from './errors.ts';
-import { MC_EVENT_FORMAT, MCE_RECORD_FORMAT } from './formats.ts';
+import { MC_EVENT_FORMAT, MCE_RECORD_FORMAT, MCE_THRESHOLD_FORMAT } from './formats.ts';
 import { MCELOG_DEVICE, readMcelogDevice } from './mcelog-device.ts';
 import type { MceRecord } from './record.ts';
 import { EdacPoller, TracefsMceSource } from './sources.ts';
+import type { TrackerEvent } from './tracker.ts';
 
 /** Options of {@link HardwareSource}. */
 export interface HardwareSourceOptions {
@@ -113,6 +114,33 @@ export function mcEventTraceFields(e: EdacEvent): Record<string, FieldValue> {
   };
 }
 
+/** What was done about a crossed threshold, as its `evtrace:mce_threshold` event says. */
+export interface ThresholdOutcome {
+  /** `none`, `trigger`, `account`, `soft-offline`, `hard-offline` or `soft-then-hard-offline`. */
+  readonly action: string;
+  /** `ok`, `disabled` (an action the agent was not allowed to take), or `failed: ` and the reason. */
+  readonly result: string;
+}
+
+/** The `evtrace:mce_threshold` fields of a tracker event and what was done about it. */
+export function thresholdTraceFields(e: TrackerEvent, outcome: ThresholdOutcome): Record<string, FieldValue> {
+  const r = e.record.record;
+  return {
+    kind: e.kind,
+    location: [e.address !== undefined ? `page 0x${e.address.toString(16)}` : '', e.env.LOCATION ?? '']
+      .filter(Boolean)
+      .join(' '),
+    message: e.message,
+    threshold: e.env.THRESHOLD ?? '',
+    action: outcome.action,
+    result: outcome.result,
+    count: Math.min(Number(e.env.TOTALCOUNT ?? 0) || 0, 0xffffffff),
+    cpu: r.cpu >>> 0,
+    bank: r.bank >>> 0,
+    addr: e.address ?? r.addr,
+  };
+}
+
 /** The agent's source of machine checks and memory errors. */
 export class HardwareSource implements EventSource {
   readonly kind = 'mce';
@@ -131,6 +159,9 @@ export class HardwareSource implements EventSource {
   #formats = new Map<string, string>();
   #mceEncoder: RecordEncoder | undefined;
   #edacEncoder: RecordEncoder | undefined;
+  #thresholdEncoder: RecordEncoder | undefined;
+  /** Crossings reported since the last poll wrote its records, written after them. */
+  #thresholds: Record<string, FieldValue>[] = [];
   #sink: PageSink | undefined;
   #lastInputs = 0;
   #lastTs = 0n;
@@ -198,11 +229,14 @@ export class HardwareSource implements EventSource {
       }
       this.#formats.set(`${system}/${event}`, text);
     }
+    this.#formats.set('evtrace/mce_threshold', MCE_THRESHOLD_FORMAT);
     const mce = parseFormatFile(this.#formats.get('mce/mce_record')!, { system: 'mce' });
     const ras = parseFormatFile(this.#formats.get('ras/mc_event')!, { system: 'ras' });
-    this.eventClasses = [mce, ras];
+    const threshold = parseFormatFile(MCE_THRESHOLD_FORMAT, { system: 'evtrace' });
+    this.eventClasses = [mce, ras, threshold];
     this.#mceEncoder = compileRecordEncoder(mce);
     this.#edacEncoder = compileRecordEncoder(ras);
+    this.#thresholdEncoder = compileRecordEncoder(threshold);
     // Primed now: EDAC counts that existed before the agent started are not new errors.
     this.#edac?.poll();
   }
@@ -225,6 +259,14 @@ export class HardwareSource implements EventSource {
     if (this.#mceEncoder === undefined)
       throw new MceError('ERR_MCE_SOURCE', 'HardwareSource: prepare() before start()');
     this.#sink = sinks[0];
+  }
+
+  /**
+   * A threshold crossed (by a record `onMce` was just given, typically): an `evtrace:mce_threshold` event written after
+   * the records of the current poll, or at the next one.
+   */
+  noteThreshold(e: TrackerEvent, outcome: ThresholdOutcome): void {
+    this.#thresholds.push(thresholdTraceFields(e, outcome));
   }
 
   poll(): number {
@@ -269,20 +311,23 @@ export class HardwareSource implements EventSource {
         }
       }
     }
-    if (records.length === 0 && edac.length === 0) return 0;
+    if (records.length === 0 && edac.length === 0 && this.#thresholds.length === 0) return 0;
     const out: TimedRecord[] = [];
     let bytes = 0;
+    const put = (data: Uint8Array) => {
+      out.push({ tsNs: this.#stamp(), data });
+      bytes += data.length;
+    };
     for (const r of records) {
       this.#o.onMce?.(decodeMce(r, this.#o.cpu !== undefined ? { cpu: this.#o.cpu } : {}));
-      const data = this.#mceEncoder!(mceTraceFields(r), { common_pid: 0 });
-      out.push({ tsNs: this.#stamp(), data });
-      bytes += data.length;
+      put(this.#mceEncoder!(mceTraceFields(r), { common_pid: 0 }));
+      // What this record crossed comes right after it.
+      for (const t of this.#thresholds.splice(0)) put(this.#thresholdEncoder!(t, { common_pid: 0 }));
     }
+    for (const t of this.#thresholds.splice(0)) put(this.#thresholdEncoder!(t, { common_pid: 0 }));
     for (const e of edac) {
       this.#o.onEdac?.(e);
-      const data = this.#edacEncoder!(mcEventTraceFields(e), { common_pid: 0 });
-      out.push({ tsNs: this.#stamp(), data });
-      bytes += data.length;
+      put(this.#edacEncoder!(mcEventTraceFields(e), { common_pid: 0 }));
     }
     const pages = packPages(out, LAYOUT);
     for (let at = 0; at < pages.length; at += LAYOUT.pageSize) {

@@ -6,6 +6,7 @@
  * (mce_record's as Linux 6.x generates it, this kernel's ras:mc_event when tracefs is readable), and an EDAC sysfs
  * tree in the per-DIMM layout.
  */
+import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { emptyRecord, MC_EVENT_FORMAT, MCE_RECORD_FORMAT, mceTraceFields } from '@evtrace/hw-mce';
@@ -20,7 +21,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, eventually, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
 import { freePort, type Prometheus, prometheusMissing, startPrometheus } from '../testing/prometheus.ts';
 
-const missing = prometheusMissing();
+/** What the tests need besides the agent: the real Prometheus, and trace-cmd to read the trace-shots. */
+function traceCmdMissing(): string | undefined {
+  try {
+    execFileSync('sh', ['-c', 'command -v trace-cmd'], { stdio: 'ignore' });
+    return undefined;
+  } catch {
+    return 'trace-cmd not installed';
+  }
+}
+const missing = prometheusMissing() ?? traceCmdMissing();
 
 function put(path: string, text: string): void {
   mkdirSync(join(path, '..'), { recursive: true });
@@ -101,6 +111,7 @@ describe.skipIf(missing !== undefined)(
     let root: string;
     let edac: string;
     let trigger: string;
+    let memory: string;
 
     beforeAll(async () => {
       dir = workDir('agent-hardware-');
@@ -114,8 +125,13 @@ describe.skipIf(missing !== undefined)(
       writeFileSync(trigger, `#!/bin/sh\nenv > ${join(dir, 'trigger.env')}\n`, { mode: 0o755 });
       writeFileSync(
         config,
-        `[dimm]\ndimm-tracking-enabled = yes\nce-error-threshold = 2 / 24h\nce-error-trigger = ${trigger}\n`,
+        `[dimm]\ndimm-tracking-enabled = yes\nce-error-threshold = 2 / 24h\nce-error-trigger = ${trigger}\n` +
+          '[page]\nmemory-ce-threshold = 2 / 24h\nmemory-ce-action = soft\n',
       );
+      // Page offline requests go to this tree, never to the real /sys/devices/system/memory.
+      memory = join(dir, 'memory');
+      put(join(memory, 'soft_offline_page'), '');
+      put(join(memory, 'hard_offline_page'), '');
       port = await freePort();
       agent = await startAgent(dir, [
         '--hardware',
@@ -130,6 +146,8 @@ describe.skipIf(missing !== undefined)(
         '--mcelog-config',
         config,
         '--run-triggers',
+        '--memory-sysfs',
+        memory,
         '--metrics',
         `127.0.0.1:${port}`,
       ]);
@@ -152,7 +170,9 @@ describe.skipIf(missing !== undefined)(
       expect(list.stdout).toMatch(/"name":\s*"hardware"[^}]*"source":\s*"mce"/);
     });
 
-    it("exports node_exporter's node_edac_* and the per-DIMM EDAC counters to Prometheus, read live from sysfs", async () => {
+    it("exports node_exporter's node_edac_* and the per-DIMM EDAC counters to Prometheus, read live from sysfs", {
+      timeout: 30_000,
+    }, async () => {
       const ce = await prometheus.waitFor('node_edac_correctable_errors_total{job="evtrace"}', (s) => s.length === 1);
       expect(ce.map((s) => [s.metric.controller, s.value])).toEqual([['0', 7]]);
       const ue = await prometheus.query('node_edac_uncorrectable_errors_total');
@@ -232,6 +252,92 @@ describe.skipIf(missing !== undefined)(
         [3, 13, '0x8c00004000010090', 'corrected', 'memory-controller'],
         [3, 13, '0x8c00004000010090', 'corrected', 'memory-controller'],
       ]);
+    });
+
+    it('offlines a page whose corrected errors cross [page] memory-ce-threshold through the sysfs it was given, and records each crossing as an evtrace:mce_threshold event', {
+      timeout: 30_000,
+    }, async () => {
+      const before = agent.log().length;
+      const onPage = (page: bigint, i: number) =>
+        mceTraceFields(
+          Object.assign(emptyRecord({ kind: 'trace' }), {
+            cpu: 2,
+            bank: 13,
+            status: 0x8c00004000010090n,
+            addr: page + BigInt(i) * 0x40n,
+            misc: 0x86n,
+            mcgcap: 0x1000c16n,
+            cpuid: 0x50654,
+            socketid: 1,
+          }),
+        );
+      // Two corrected errors on page 0x55aa1000: "2 / 24h" crossed, memory-ce-action = soft.
+      appendPages(pipe, [
+        { event: 'mce_record', fields: onPage(0x55aa1000n, 0) },
+        { event: 'mce_record', fields: onPage(0x55aa1000n, 1) },
+      ]);
+      await agent.waitForLog(/hardware: page 0x55aa1000 soft-offlined/);
+      expect(readFileSync(join(memory, 'soft_offline_page'), 'utf8')).toBe('0x55aa1000');
+      expect(readFileSync(join(memory, 'hard_offline_page'), 'utf8')).toBe('\n');
+      // The kernel refuses the next page (here: the file is a directory, EISDIR): logged, counted, the agent goes on.
+      rmSync(join(memory, 'soft_offline_page'));
+      mkdirSync(join(memory, 'soft_offline_page'));
+      appendPages(pipe, [
+        { event: 'mce_record', fields: onPage(0x66bb2000n, 0) },
+        { event: 'mce_record', fields: onPage(0x66bb2000n, 1) },
+      ]);
+      await agent.waitForLog(/soft offline of page 0x66bb2000 refused: EISDIR/);
+      const ok = await prometheus.waitFor(
+        'evtrace_mce_threshold_crossings_total{action="soft-offline",result="ok"}',
+        (r) => r[0]?.value === 1,
+      );
+      expect(ok).toHaveLength(1);
+      await prometheus.waitFor(
+        'evtrace_mce_threshold_crossings_total{action="soft-offline",result="failed"}',
+        (r) => r[0]?.value === 1,
+      );
+      // The crossings are events of the session: the newest trace-shot holds them after the records that crossed.
+      const shots = await eventually(async () => {
+        const found = [
+          ...agent
+            .log()
+            .slice(before)
+            .matchAll(/session hardware: trace-shot (\S+) \(\d+ events\)/g),
+        ];
+        return found.length >= 2 ? found.map((m) => m[1]!) : undefined;
+      });
+      const events = await eventually(async () => {
+        const r = await cli(agent, ['cat', shots.at(-1)!, '--json']);
+        const all = r.stdout
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l));
+        const t = all.filter((e) => e.event === 'evtrace:mce_threshold' && e.fields.kind === 'page');
+        return t.length >= 2 ? { all, t } : undefined;
+      });
+      expect(events.t.map((e) => [e.fields.location, e.fields.action, e.fields.result.split(':')[0]])).toEqual([
+        ['page 0x55aa1000 SOCKET:1 CHANNEL:0 DIMM:? []', 'soft-offline', 'ok'],
+        ['page 0x66bb2000 SOCKET:1 CHANNEL:0 DIMM:? []', 'soft-offline', 'failed'],
+      ]);
+      expect(events.t[1].fields.result).toMatch(
+        /^failed: \S+soft_offline_page: soft offline of page 0x66bb2000 refused: EISDIR$/,
+      );
+      expect(events.t[0].fields).toMatchObject({ count: 2, cpu: 2, bank: 13, threshold: expect.stringMatching(/2/) });
+      // Crossings come right after the machine check that caused them (here the DIMM's "2 / 24h" crossed again too).
+      const at = events.all.indexOf(events.t[0]);
+      let cause = at - 1;
+      while (events.all[cause].event === 'evtrace:mce_threshold') cause--;
+      expect(events.all[cause]).toMatchObject({ event: 'mce:mce_record', fields: { addr: 0x55aa1040 } });
+      expect(events.all.slice(cause + 1, at).map((e: { fields: { kind: string } }) => e.fields.kind)).toEqual([
+        'dimm-ce',
+      ]);
+      expect(events.all[cause + 1].fields).toMatchObject({ action: 'trigger', result: 'started' });
+      // trace-cmd reads the event through its format file (CI installs trace-cmd; the event is ours, not the kernel's).
+      const report = execFileSync('trace-cmd', ['report', shots.at(-1)!], { maxBuffer: 1 << 26 }).toString();
+      expect(report).toMatch(
+        /mce_threshold: +page page 0x55aa1000 SOCKET:1 CHANNEL:0 DIMM:\? \[\]: Corrected memory errors on page 55aa1000 exceed threshold 2 in 1d, count 2, threshold 2 in 1d, cpu 2 bank 13 addr 55aa1000, action soft-offline: ok/,
+      );
     });
 
     it('leaves the instance it read as it found it when the agent stops', async () => {

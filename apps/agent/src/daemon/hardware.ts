@@ -4,11 +4,15 @@
  * so machine checks and memory errors join the agent's event streams, trace-shots and live views like any session;
  * their counts on the Prometheus endpoint (node_exporter's `node_edac_*` names read from EDAC sysfs at each scrape,
  * per-DIMM EDAC counters, machine checks per bank and per DIMM); and mcelog-style leaky-bucket tracking whose
- * threshold crossings take a trace-shot of every running session.
+ * threshold crossings become `evtrace:mce_threshold` events of the session, take a trace-shot of every running
+ * session, run mcelog.conf's triggers (with --run-triggers) and offline pages through sysfs as mcelog's [page]
+ * memory-ce-action says (or --page-offline).
  */
 import { readFileSync } from 'node:fs';
 import type { SessionSpec } from '@evtrace/agent-protocol';
 import {
+  applyPageAction,
+  DEFAULT_CONFIG,
   type DecodedMce,
   EDAC_SYSFS,
   type EdacEvent,
@@ -17,8 +21,11 @@ import {
   MceCounters,
   MceError,
   type MceMetric,
+  MEMORY_SYSFS,
   noteText,
+  type PageAction,
   parseMcelogConfig,
+  type ThresholdOutcome,
   Tracker,
   type TrackerConfig,
   type TrackerEvent,
@@ -36,7 +43,12 @@ export interface HardwareCliOptions {
   mceInstance?: string;
   mcelogConfig?: string;
   runTriggers?: boolean;
+  pageOffline?: string;
+  memorySysfs?: string;
 }
+
+/** mcelog's [page] memory-ce-action values, as `--page-offline` takes them. */
+export const PAGE_ACTIONS: readonly PageAction[] = ['off', 'account', 'soft', 'hard', 'soft-then-hard'];
 
 /** The source kind the hardware session is saved under (its state file), so a restarted agent re-creates it. */
 export const HARDWARE_SOURCE = 'mce';
@@ -58,7 +70,12 @@ export function addHardwareOptions(cmd: Command): void {
     .option(
       '--run-triggers',
       "run the configured trigger commands with mcelog's environment when a threshold is crossed",
-    );
+    )
+    .option(
+      '--page-offline <action>',
+      `what a page whose corrected errors cross [page] memory-ce-threshold gets: ${PAGE_ACTIONS.join('|')} (default: --mcelog-config's memory-ce-action, else off)`,
+    )
+    .option('--memory-sysfs <dir>', `where page offline requests are written (default ${MEMORY_SYSFS})`);
 }
 
 /** What the hardware monitor does with the agent. */
@@ -79,6 +96,8 @@ export class Hardware {
   #host: HardwareHost | undefined;
   #source: HardwareSource | undefined;
   #pending = false;
+  /** Threshold crossings by what was done (`action\0result`). */
+  readonly #crossings = new Map<string, number>();
   /** Memory error events seen (ras:mc_event, EDAC growth), per controller, DIMM label and type. */
   readonly #edacEvents = new Map<string, { labels: Record<string, string>; value: number }>();
 
@@ -98,6 +117,16 @@ export class Hardware {
       const parsed = parseMcelogConfig(text, options.mcelogConfig);
       for (const n of parsed.notes) options.log(`hardware: ${noteText(n)}`);
       config = parsed.config;
+    }
+    if (options.pageOffline !== undefined) {
+      const action = options.pageOffline as PageAction;
+      if (!PAGE_ACTIONS.includes(action))
+        throw new MceError(
+          'ERR_MCE_CONFIG',
+          `--page-offline must be ${PAGE_ACTIONS.join('|')}, not '${options.pageOffline}'`,
+        );
+      const base = config ?? DEFAULT_CONFIG;
+      config = { ...base, page: { ...base.page, action } };
     }
     this.tracker = new Tracker(config);
     if (options.runTriggers === true)
@@ -132,9 +161,36 @@ export class Hardware {
     for (const event of this.tracker.observe(d)) {
       const where = event.env.LOCATION;
       this.#o.log(`hardware: ${event.message}${where ? ` (${where})` : ''}`);
+      const outcome = this.#act(event);
+      // Failures by kind, not by message: a label value per errno would grow without bound.
+      const key = `${outcome.action}\u0000${outcome.result.startsWith('failed') ? 'failed' : outcome.result}`;
+      this.#crossings.set(key, (this.#crossings.get(key) ?? 0) + 1);
+      this.#source?.noteThreshold(event, outcome);
       this.#shot(event.message);
-      if (this.#runner !== undefined && event.trigger !== undefined) this.#trigger(event);
     }
+  }
+
+  /** Does what the crossing calls for: a page action, else its trigger. */
+  #act(event: TrackerEvent): ThresholdOutcome {
+    if (event.action !== undefined && event.address !== undefined) {
+      const page = `0x${event.address.toString(16)}`;
+      try {
+        const done = applyPageAction(event, { sysfs: this.#o.memorySysfs ?? MEMORY_SYSFS });
+        this.#o.log(`hardware: page ${page} ${done}-offlined`);
+        return { action: `${done}-offline`, result: 'ok' };
+      } catch (error) {
+        // The page stays eligible, as mcelog marks a refused page failed and may try it again.
+        this.tracker.pageActionFailed(event.address);
+        this.#o.log(`hardware: ${(error as Error).message}`);
+        return { action: event.action, result: `failed: ${(error as Error).message}` };
+      }
+    }
+    if (event.kind === 'page' && this.tracker.config.page.action === 'account')
+      return { action: 'account', result: 'ok' };
+    if (event.trigger === undefined) return { action: 'none', result: 'ok' };
+    if (this.#runner === undefined) return { action: 'trigger', result: 'disabled (no --run-triggers)' };
+    this.#trigger(event);
+    return { action: 'trigger', result: 'started' };
   }
 
   /** Runs the event's trigger (the agent goes on meanwhile) and logs how it ended. */
@@ -190,10 +246,22 @@ export class Hardware {
       labelNames: ['controller', 'label', 'type'],
       collect: () => [...this.#edacEvents.values()].map((s) => ({ labels: s.labels, value: s.value })),
     };
+    const crossings: MceMetric = {
+      name: 'evtrace_mce_threshold_crossings_total',
+      help: 'Leaky-bucket thresholds crossed (mcelog.conf), by the action taken (none, trigger, account, soft-offline, hard-offline, soft-then-hard-offline) and its result (ok, started, failed, disabled...).',
+      type: 'counter',
+      labelNames: ['action', 'result'],
+      collect: () =>
+        [...this.#crossings].map(([k, value]) => {
+          const [action = '', result = ''] = k.split('\u0000');
+          return { labels: { action, result }, value };
+        }),
+    };
     return [
       ...edacMetrics(this.#o.edacSysfs !== undefined ? { sysfs: this.#o.edacSysfs } : {}),
       ...this.counters.metrics(),
       events,
+      crossings,
     ];
   }
 
@@ -215,7 +283,12 @@ export class Hardware {
       return `hardware: session ${this.session} kept as recovered; reading ${this.#source?.inputs.join(', ') || 'nothing'}`;
     try {
       await agent.create(
-        { name: this.session, events: ['mce:mce_record', 'ras:mc_event'], mode: 'overwrite', bufferSize: 1 << 20 },
+        {
+          name: this.session,
+          events: ['mce:mce_record', 'ras:mc_event', 'evtrace:mce_threshold'],
+          mode: 'overwrite',
+          bufferSize: 1 << 20,
+        },
         HARDWARE_SOURCE,
       );
       agent.start(this.session);
