@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { bootSessions } from '../config/boot.ts';
 import { type AgentConfigCliOptions, addConfigOptions, agentConfigFromCli, configReport } from '../config/cli.ts';
 import { Agent } from '../daemon/agent.ts';
-import { addHardwareOptions, Hardware, type HardwareCliOptions } from '../daemon/hardware.ts';
+import { addHardwareOptions, HARDWARE_OPTION_NAMES, Hardware, type HardwareCliOptions } from '../daemon/hardware.ts';
 import { listen } from '../daemon/server.ts';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
@@ -25,6 +25,11 @@ export interface AgentCliOptions extends AgentConfigCliOptions, HardwareCliOptio
 export function defaultStateDir(env: NodeJS.ProcessEnv = process.env, uid = process.getuid?.() ?? 0): string {
   if (uid === 0) return '/var/lib/evtrace';
   return join(env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'evtrace');
+}
+
+/** The options among `names` that were given. */
+function definedOnly<T extends object>(options: T, names: readonly (keyof T)[]): Partial<T> {
+  return Object.fromEntries(names.filter((n) => options[n] !== undefined).map((n) => [n, options[n]])) as Partial<T>;
 }
 
 function count(name: string, text: string | undefined): number | undefined {
@@ -58,7 +63,9 @@ the session (what was crossed, where, the count, the action taken and its result
 session and, with --run-triggers, runs the configured trigger command with mcelog's environment. A page whose
 corrected errors cross [page] memory-ce-threshold is offlined through sysfs as memory-ce-action (or --page-offline)
 says: soft, hard or soft-then-hard (account: counted only; off: not tracked); a refusal (EBUSY...) is logged and counted
-in evtrace_mce_threshold_crossings_total{result="failed"}, and the page stays eligible.`,
+in evtrace_mce_threshold_crossings_total{result="failed"}, and the page stays eligible. A [hardware] table in the config
+file sets the same: enabled (--hardware), edac_sysfs, mcelog, mce_instance, mcelog_config, run_triggers,
+page_offline and memory_sysfs; a flag given wins over its key.`,
     )
     .option('--socket <path>', `control socket (default ${defaultSocketPath()}; env EVTRACE_AGENT_SOCKET)`)
     .option('--group <name>', 'members of this group may control the agent (socket mode 0660)')
@@ -96,10 +103,12 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
   const maxViewers = count('--max-viewers', options.maxViewers);
   const demoRate = count('--demo-rate', options.demoRate);
   let hardware: Hardware | undefined;
+  // A flag given wins over its [hardware] key.
+  const hw = { ...config.hardware, ...definedOnly(options, HARDWARE_OPTION_NAMES) };
   try {
-    if (options.hardware === true)
+    if ((options.hardware ?? config.hardware?.enabled) === true)
       hardware = new Hardware({
-        ...options,
+        ...hw,
         log,
         ...(options.tracefs !== undefined ? { tracefs: options.tracefs } : {}),
       });

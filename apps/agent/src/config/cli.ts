@@ -123,5 +123,20 @@ export function configReport(config: AgentConfig): string {
     ];
     lines.push(`  ${s.name}: ${parts.join('; ')}`);
   }
+  const hw = config.hardware;
+  if (hw === undefined) lines.push('hardware: (no [hardware] table)');
+  else {
+    const keys: [string, unknown][] = [
+      ['edac_sysfs', hw.edacSysfs],
+      ['mcelog', hw.mcelog],
+      ['mce_instance', hw.mceInstance],
+      ['mcelog_config', hw.mcelogConfig],
+      ['run_triggers', hw.runTriggers],
+      ['page_offline', hw.pageOffline],
+      ['memory_sysfs', hw.memorySysfs],
+    ];
+    const set = keys.filter(([, v]) => v !== undefined).map(([k, v]) => `${k} ${v}`);
+    lines.push(`hardware: ${hw.enabled ? 'enabled' : 'disabled'}${set.length > 0 ? `; ${set.join('; ')}` : ''}`);
+  }
   return `${lines.join('\n')}\n`;
 }

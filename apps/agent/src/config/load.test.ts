@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError } from './errors.ts';
 import { firstInvalidUtf8, loadAgentConfig, parseConfigFile, resolveAgentConfig } from './load.ts';
-import { DEFAULTS } from './schema.ts';
+import { DEFAULTS, HARDWARE_TABLE_KEYS } from './schema.ts';
 
 const EXAMPLE = new URL('../../examples/agent.toml', import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), 'evtrace-config-'));
@@ -52,6 +52,53 @@ describe('the example config', () => {
     });
     expect(mce).toMatchObject({ start: false, bufferSize: 4 * 1024 * 1024 });
     expect(config.origins.socket).toEqual({ kind: 'file', file: EXAMPLE, line: 5, column: 10 });
+    expect(config.hardware).toEqual({
+      enabled: true,
+      mcelogConfig: '/etc/mcelog/mcelog.conf',
+      runTriggers: true,
+      pageOffline: 'soft',
+    });
+  });
+});
+
+describe('the [hardware] table', () => {
+  it('takes every key of the --hardware flags, paths relative to the file; no table: no hardware', () => {
+    const path = file(
+      '[hardware]\nedac_sysfs = "edac"\nmcelog = "/dev/mcelog"\nmce_instance = "hw"\nmcelog_config = "conf/mcelog.conf"\n' +
+        'run_triggers = false\npage_offline = "soft-then-hard"\nmemory_sysfs = "mem"\n',
+    );
+    expect(loadAgentConfig({ flags: { config: path } }).hardware).toEqual({
+      enabled: true,
+      edacSysfs: join(work, 'edac'),
+      mcelog: '/dev/mcelog',
+      mceInstance: 'hw',
+      mcelogConfig: join(work, 'conf', 'mcelog.conf'),
+      runTriggers: false,
+      pageOffline: 'soft-then-hard',
+      memorySysfs: join(work, 'mem'),
+    });
+    expect(loadAgentConfig({ flags: { config: file('[hardware]\nenabled = false\n') } }).hardware).toEqual({
+      enabled: false,
+    });
+    expect(loadAgentConfig({ flags: { config: file('mode = "overwrite"\n') } }).hardware).toBeUndefined();
+  });
+
+  it('names the file, line, column and key of a bad value, and suggests the key meant', () => {
+    const page = errorOf('[hardware]\npage_offline = "softly"\n');
+    expect(page.code).toBe('ERR_CONFIG_VALUE');
+    expect(page.message).toMatch(
+      /:2:16: hardware\.page_offline: expected off or account or soft or hard or soft-then-hard, got "softly"/,
+    );
+    const flag = errorOf('[hardware]\nrun_triggers = "yes"\n');
+    expect(flag.message).toMatch(/:2:16: hardware\.run_triggers: expected true or false, got "yes"/);
+    const instance = errorOf('[hardware]\nmce_instance = "../x"\n');
+    expect(instance.message).toMatch(/hardware\.mce_instance: "\.\.\/x" is not a tracefs instance name/);
+    const unknown = errorOf('[hardware]\nmcelog_conf = "x"\n');
+    expect(unknown.code).toBe('ERR_CONFIG_UNKNOWN_KEY');
+    expect(unknown.message).toMatch(
+      /:2:1: hardware\.mcelog_conf: unknown key "mcelog_conf" in \[hardware\] \(did you mean mcelog_config\?\)/,
+    );
+    expect(errorOf('hardware = 1\n').message).toMatch(/expected a \[hardware\] table, got 1/);
   });
 });
 
@@ -367,15 +414,19 @@ describe('fuzzing the loader', () => {
       'source',
       'start',
     );
+    const hardwareKey = fc.constantFrom(...HARDWARE_TABLE_KEYS);
     fc.assert(
       fc.property(
         fc.array(fc.tuple(key, value), { maxLength: 4 }),
         fc.array(fc.tuple(sessionKey, value), { maxLength: 6 }),
-        (top, session) => {
+        fc.array(fc.tuple(hardwareKey, value), { maxLength: 4 }),
+        (top, session, hardware) => {
           const unique = <T extends [string, string]>(pairs: T[]) => [...new Map(pairs).entries()];
           const text = `${unique(top)
             .map(([k, v]) => `${k} = ${v}`)
             .join('\n')}\n[sessions.s]\n${unique(session)
+            .map(([k, v]) => `${k} = ${v}`)
+            .join('\n')}\n[hardware]\n${unique(hardware)
             .map(([k, v]) => `${k} = ${v}`)
             .join('\n')}\n`;
           typed(() => resolveAgentConfig({ config: parseConfigFile(text, '/fuzz.toml') }));

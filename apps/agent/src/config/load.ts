@@ -12,6 +12,8 @@ import {
   type AgentSetting,
   CONFIG_ENV,
   DEFAULTS,
+  HARDWARE_TABLE_KEYS,
+  hardwareValue,
   SESSION_TABLE_KEYS,
   SETTINGS,
   type SessionConfig,
@@ -53,7 +55,7 @@ export interface ConfigFile {
   readonly positions: KeyPositions;
 }
 
-const TOP_KEYS: readonly string[] = [...Object.values(SETTINGS).map((s) => s.key), 'sessions'];
+const TOP_KEYS: readonly string[] = [...Object.values(SETTINGS).map((s) => s.key), 'sessions', 'hardware'];
 
 /** Largest config file read: a config is a few kilobytes; anything near this is a mistake (a log, a core file). */
 export const MAX_CONFIG_BYTES = 1 << 20;
@@ -103,6 +105,16 @@ export function parseConfigFile(text: string, file: string): ConfigFile {
         if (!SESSION_TABLE_KEYS.includes(key))
           unknown(['sessions', name, key], SESSION_TABLE_KEYS, `in session ${show(name)}`);
     }
+  }
+  if (Object.hasOwn(table, 'hardware')) {
+    const hardware = table.hardware;
+    if (!isTable(hardware))
+      throw new ConfigError('ERR_CONFIG_VALUE', `expected a [hardware] table, got ${show(hardware)}`, {
+        origin: at(['hardware']),
+        key: 'hardware',
+      });
+    for (const key of Object.keys(hardware))
+      if (!HARDWARE_TABLE_KEYS.includes(key)) unknown(['hardware', key], HARDWARE_TABLE_KEYS, 'in [hardware]');
   }
   return { file, table, positions };
 }
@@ -181,14 +193,19 @@ export function resolveAgentConfig(options: {
       origins[name] = site.origin;
     }
   }
-  const merged = values as Omit<AgentConfig, 'sessions' | 'file' | 'origins'>;
+  const merged = values as Omit<AgentConfig, 'sessions' | 'hardware' | 'file' | 'origins'>;
   const sessions: SessionConfig[] = [];
   const tables = config?.table.sessions as Readonly<Record<string, Readonly<Record<string, unknown>>>> | undefined;
   for (const [name, table] of Object.entries(tables ?? {})) {
     const at = (key?: string) => fileSite(key === undefined ? ['sessions', name] : ['sessions', name, key]);
     sessions.push(sessionValue(name, table, at, merged));
   }
-  return { ...merged, sessions, file: config?.file, origins };
+  const table = config?.table.hardware as Readonly<Record<string, unknown>> | undefined;
+  const hardware =
+    table === undefined
+      ? undefined
+      : hardwareValue(table, (key) => fileSite(key === undefined ? ['hardware'] : ['hardware', key]));
+  return { ...merged, sessions, hardware, file: config?.file, origins };
 }
 
 /**

@@ -50,6 +50,38 @@ export interface SessionConfig {
   readonly start: boolean;
 }
 
+/** mcelog's [page] memory-ce-action values: what a page whose corrected errors cross their threshold gets. */
+export const PAGE_OFFLINE_ACTIONS = ['off', 'account', 'soft', 'hard', 'soft-then-hard'] as const;
+export type PageOfflineAction = (typeof PAGE_OFFLINE_ACTIONS)[number];
+
+/**
+ * The `[hardware]` table: hardware monitoring as `evtrace agent --hardware` and its flags set it (a flag given wins
+ * over its key). Paths are resolved against the config file's directory.
+ */
+export interface HardwareConfig {
+  /** Run the hardware session (`--hardware`). */
+  readonly enabled: boolean;
+  readonly edacSysfs?: string;
+  readonly mcelog?: string;
+  readonly mceInstance?: string;
+  readonly mcelogConfig?: string;
+  readonly runTriggers?: boolean;
+  readonly pageOffline?: PageOfflineAction;
+  readonly memorySysfs?: string;
+}
+
+/** Every key a `[hardware]` table may hold, each the flag of the same name (`edac_sysfs`: `--edac-sysfs`). */
+export const HARDWARE_TABLE_KEYS: readonly string[] = [
+  'enabled',
+  'edac_sysfs',
+  'mcelog',
+  'mce_instance',
+  'mcelog_config',
+  'run_triggers',
+  'page_offline',
+  'memory_sysfs',
+];
+
 /** The agent's configuration after merging flags, environment, file and defaults. */
 export interface AgentConfig {
   /** Path of the control socket. */
@@ -66,6 +98,8 @@ export interface AgentConfig {
   readonly mode: SessionMode;
   /** Sessions to create at boot, in file order. */
   readonly sessions: readonly SessionConfig[];
+  /** The `[hardware]` table, when the file has one. */
+  readonly hardware: HardwareConfig | undefined;
   /** The config file read, if any. */
   readonly file: string | undefined;
   /** Where each top-level setting came from, for `--check-config` and messages. */
@@ -167,7 +201,7 @@ export const SETTINGS = {
 export type AgentSetting = keyof typeof SETTINGS;
 
 /** What the settings are when nothing sets them. */
-export const DEFAULTS: Readonly<Omit<AgentConfig, 'sessions' | 'file' | 'origins'>> = {
+export const DEFAULTS: Readonly<Omit<AgentConfig, 'sessions' | 'hardware' | 'file' | 'origins'>> = {
   socket: '/run/evtrace/agent.sock',
   group: undefined,
   stateDir: '/var/lib/evtrace',
@@ -270,5 +304,33 @@ export function sessionValue(
     ...(rotate !== undefined ? { rotate } : {}),
     source: get('source', (v, s) => oneOf(v, s, ['kernel', 'demo', 'auto'] as const)) ?? 'auto',
     start: start ?? true,
+  };
+}
+
+const flag = (value: unknown, site: Site): boolean =>
+  typeof value === 'boolean' ? value : bad(site, `expected true or false, got ${show(value)}`);
+
+/** The `[hardware]` table. `at(key)` gives the site of one of its keys; unknown keys are the caller's business. */
+export function hardwareValue(table: Readonly<Record<string, unknown>>, at: (key?: string) => Site): HardwareConfig {
+  const get = <T>(key: string, parse: (v: unknown, s: Site) => T): T | undefined =>
+    Object.hasOwn(table, key) ? parse(table[key], at(key)) : undefined;
+  const path = (what: string) => (v: unknown, s: Site) => pathValue(v, s, what);
+  const instance = get('mce_instance', (v, s) => {
+    const t = text(v, s, 'a tracefs instance name');
+    if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(t)) bad(s, `${show(t)} is not a tracefs instance name`);
+    return t;
+  });
+  const entries: [keyof HardwareConfig, unknown][] = [
+    ['edacSysfs', get('edac_sysfs', path('a directory'))],
+    ['mcelog', get('mcelog', path('a device path'))],
+    ['mceInstance', instance],
+    ['mcelogConfig', get('mcelog_config', path('an mcelog.conf path'))],
+    ['runTriggers', get('run_triggers', flag)],
+    ['pageOffline', get('page_offline', (v, s) => oneOf(v, s, PAGE_OFFLINE_ACTIONS))],
+    ['memorySysfs', get('memory_sysfs', path('a directory'))],
+  ];
+  return {
+    enabled: get('enabled', flag) ?? true,
+    ...Object.fromEntries(entries.filter(([, v]) => v !== undefined)),
   };
 }

@@ -347,3 +347,69 @@ describe.skipIf(missing !== undefined)(
     });
   },
 );
+
+describe('evtrace agent with a [hardware] table in its config file (a flag given wins over its key)', () => {
+  let dir: string;
+  let agent: RunningAgent;
+  let pipe: string;
+  let memory: string;
+
+  beforeAll(async () => {
+    dir = workDir('agent-hardware-config-');
+    const root = join(dir, 'tracefs');
+    pipe = tracefsTree(root);
+    memory = join(dir, 'memory');
+    put(join(memory, 'soft_offline_page'), '');
+    writeFileSync(join(dir, 'mcelog.conf'), '[page]\nmemory-ce-threshold = 2 / 24h\nmemory-ce-action = soft\n');
+    // Paths relative to the config file; page_offline = "soft" is overridden by --page-offline account.
+    writeFileSync(
+      join(dir, 'agent.toml'),
+      '[hardware]\nenabled = true\nmce_instance = "hw"\nmcelog = "no-mcelog"\nedac_sysfs = "no-edac"\n' +
+        'mcelog_config = "mcelog.conf"\npage_offline = "soft"\nmemory_sysfs = "memory"\n',
+    );
+    agent = await startAgent(dir, [
+      '--config',
+      join(dir, 'agent.toml'),
+      '--tracefs',
+      root,
+      '--page-offline',
+      'account',
+    ]);
+  }, 60_000);
+
+  afterAll(async () => {
+    if (agent?.proc.exitCode === null) await agent.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs the hardware session from the file alone, with the flag overriding page_offline', async () => {
+    const line = await agent.waitForLog(/hardware: session hardware created and started;[^\n]*/);
+    expect(line).toContain('reading tracefs mce:mce_record');
+    expect(line).toContain(`${join(dir, 'no-mcelog')}: not read`);
+    const page = 0x77cc3000n;
+    const on = (i: number) =>
+      mceTraceFields(
+        Object.assign(emptyRecord({ kind: 'trace' }), {
+          cpu: 1,
+          bank: 7,
+          status: 0x8c00004000010090n,
+          addr: page + BigInt(i) * 0x40n,
+          mcgcap: 0x1000c16n,
+          cpuid: 0x50654,
+        }),
+      );
+    appendPages(pipe, [
+      { event: 'mce_record', fields: on(0) },
+      { event: 'mce_record', fields: on(1) },
+    ]);
+    await agent.waitForLog(/hardware: Corrected memory errors on page 77cc3000 exceed threshold/);
+    // account: counted, never offlined (the file would have said soft).
+    expect(agent.log()).not.toMatch(/offlined/);
+    expect(readFileSync(join(memory, 'soft_offline_page'), 'utf8')).toBe('\n');
+    const checked = await cli(agent, ['agent', '--config', join(dir, 'agent.toml'), '--check-config']);
+    expect(checked.code).toBe(0);
+    expect(checked.stdout).toContain(
+      `hardware: enabled; edac_sysfs ${join(dir, 'no-edac')}; mcelog ${join(dir, 'no-mcelog')}; mce_instance hw; mcelog_config ${join(dir, 'mcelog.conf')}; page_offline soft; memory_sysfs ${memory}`,
+    );
+  });
+});

@@ -33,6 +33,7 @@ import {
 } from '@evtrace/hw-mce';
 import type { EventSource } from '@evtrace/trace-format';
 import type { Command } from 'commander';
+import { PAGE_OFFLINE_ACTIONS } from '../config/schema.ts';
 import type { CollectedMetric } from '../metrics/registry.ts';
 
 /** The `evtrace agent` flags of hardware monitoring. */
@@ -47,8 +48,19 @@ export interface HardwareCliOptions {
   memorySysfs?: string;
 }
 
+/** The options of {@link HardwareCliOptions} besides `hardware` itself, which a [hardware] table also sets. */
+export const HARDWARE_OPTION_NAMES: readonly (keyof HardwareCliOptions)[] = [
+  'edacSysfs',
+  'mcelog',
+  'mceInstance',
+  'mcelogConfig',
+  'runTriggers',
+  'pageOffline',
+  'memorySysfs',
+];
+
 /** mcelog's [page] memory-ce-action values, as `--page-offline` takes them. */
-export const PAGE_ACTIONS: readonly PageAction[] = ['off', 'account', 'soft', 'hard', 'soft-then-hard'];
+export const PAGE_ACTIONS: readonly PageAction[] = PAGE_OFFLINE_ACTIONS;
 
 /** The source kind the hardware session is saved under (its state file), so a restarted agent re-creates it. */
 export const HARDWARE_SOURCE = 'mce';
