@@ -74,9 +74,29 @@ const events: TraceEvent[] = [
   },
 ];
 
+const thresholdClass = { name: 'evtrace:mce_threshold' } as EventClass;
+const crossing = (ts: number, action: string, result: string): TraceEvent => ({
+  tsNs: BigInt(ts),
+  cpu: 0,
+  eventClass: thresholdClass,
+  fields: {
+    kind: 'page',
+    location: 'page 0x1234000 SOCKET:1 CHANNEL:2 DIMM:1 []',
+    message: 'Corrected memory errors on page 1234000 exceed threshold 2 in 1d',
+    threshold: '2 in 1d',
+    action,
+    result,
+    count: 2,
+    cpu: 3,
+    bank: 8,
+    addr: 0x1234000n,
+  },
+});
+
 describe('Hardware view', () => {
   it('counts errors by severity and per DIMM against the threshold', () => {
     const s = hardwareSummary(arrayStore(events));
+    expect(s.crossings).toEqual([]);
     expect(s.bySeverity).toEqual({ corrected: 2, deferred: 0, ucna: 1, srao: 0, srar: 1, fatal: 0 });
     expect(s.dimms).toEqual([{ socket: 1, channel: 2, dimm: 1, ce: 2, uc: 0, ceWindow: 2, ceCapacity: 100 }]);
     expect(s.errors.length).toBe(4);
@@ -152,6 +172,37 @@ describe('Hardware view', () => {
     handler('escape');
     f = await frame((x) => x.includes('SUMMARY'));
     expect(f).toMatch(/^>srar/m);
+    expect(f).not.toContain('thresholds crossed');
+    app.unmount();
+  });
+
+  it('says how many thresholds the agent saw crossed, and the latest with what it did', async () => {
+    const withCrossings = [
+      ...events,
+      crossing(6, 'soft-offline', 'ok'),
+      crossing(7, 'soft-offline', 'failed: soft offline of page 0x1234000 refused: EBUSY'),
+    ];
+    expect(hardwareSummary(arrayStore(withCrossings)).crossings.map((c) => c.failed)).toEqual([false, true]);
+    const View = hardwareView.Component;
+    const app = render(
+      <View
+        source={{} as ViewerSource}
+        store={arrayStore(withCrossings)}
+        tick={0}
+        paused={false}
+        active
+        width={260}
+        height={20}
+        onStatus={() => {}}
+      />,
+    );
+    for (let i = 0; i < 200 && !(app.lastFrame() ?? '').includes('SUMMARY'); i++)
+      await new Promise((r) => setTimeout(r, 25));
+    expect(app.lastFrame()).toContain(
+      'thresholds crossed 2, latest: Corrected memory errors on page 1234000 exceed threshold 2 in 1d at page 0x1234000 SOCKET:1 CHANNEL:2 DIMM:1 []; soft-offline: failed: soft offline of page 0x1234000 refused: EBUSY',
+    );
+    // The errors are still all listed: a crossing is not an error.
+    expect(app.lastFrame()).toMatch(/^>corrected/m);
     app.unmount();
   });
 });

@@ -1,7 +1,8 @@
 /**
  * The Hardware view: machine checks (`mce:mce_record`) and EDAC memory errors (`ras:mc_event`) of the source, decoded
- * by @evtrace/hw-mce — errors by severity, per-DIMM counts against mcelog's default DIMM threshold, the list of errors
- * and, on Enter, the decoded record (what failed, where, how bad, what to do).
+ * by @evtrace/hw-mce — errors by severity, the thresholds the agent saw crossed (`evtrace:mce_threshold`: what, where,
+ * what it did about it), per-DIMM counts against mcelog's default DIMM threshold, the list of errors and, on Enter, the
+ * decoded record (what failed, where, how bad, what to do).
  */
 import {
   DEFAULT_CONFIG,
@@ -33,16 +34,26 @@ interface HwError {
   readonly detail: () => string;
 }
 
+/** A threshold crossing the agent recorded (`evtrace:mce_threshold`), in one line. */
+interface HwCrossing {
+  readonly tsNs: bigint;
+  readonly text: string;
+  /** The action failed (a page the kernel would not offline). */
+  readonly failed: boolean;
+}
+
 interface HwSummary {
   readonly errors: HwError[];
   readonly bySeverity: Record<Severity, number>;
   readonly dimms: ReturnType<Tracker['dimmCounts']>;
+  readonly crossings: HwCrossing[];
 }
 
 /** Reads the hardware events of a store (a scan of event classes: no decoding of other events). */
 export function hardwareSummary(store: EventStore): HwSummary {
   const tracker = new Tracker({ ...DEFAULT_CONFIG, dimm: { ...DEFAULT_CONFIG.dimm, enabled: true } });
   const errors: HwError[] = [];
+  const crossings: HwCrossing[] = [];
   const bySeverity = Object.fromEntries(SEVERITY_ORDER.map((s) => [s, 0])) as Record<Severity, number>;
   for (let i = 0; i < store.length; i++) {
     const name = store.eventClass(i).name;
@@ -59,9 +70,18 @@ export function hardwareSummary(store: EventStore): HwSummary {
       bySeverity[severity] += Math.max(1, m.count);
       const summary = edacSummary(m);
       errors.push({ tsNs: e.tsNs, severity, summary, detail: () => `${severity.toUpperCase()}: ${summary}\n` });
+    } else if (name === 'evtrace:mce_threshold') {
+      const { fields, tsNs } = store.event(i);
+      const f = (k: string) => String(fields[k] ?? '');
+      const did = f('action') === 'none' ? '' : `; ${f('action')}: ${f('result')}`;
+      crossings.push({
+        tsNs,
+        text: `${f('message')}${f('location') ? ` at ${f('location')}` : ''}${did}`,
+        failed: f('result').startsWith('failed'),
+      });
     }
   }
-  return { errors, bySeverity, dimms: tracker.dimmCounts(tracker.latest || undefined) };
+  return { errors, bySeverity, dimms: tracker.dimmCounts(tracker.latest || undefined), crossings };
 }
 
 const SEVERITY_COLOUR: Record<Severity, string> = {
@@ -92,7 +112,8 @@ function HardwareView(props: ViewProps) {
   }, active);
   if (summary === undefined) return <Box width={width} height={height} />;
   const dimmRows = summary.dimms.slice(0, Math.max(0, Math.floor((height - 6) / 3)));
-  const listRows = Math.max(1, height - 5 - dimmRows.length);
+  const latest = summary.crossings.at(-1);
+  const listRows = Math.max(1, height - 5 - dimmRows.length - (latest !== undefined ? 1 : 0));
   const top = Math.max(0, Math.min(at - Math.floor(listRows / 2), n - listRows));
   if (open && n > 0) {
     const lines = summary.errors[at]!.detail().trimEnd().split('\n');
@@ -118,6 +139,11 @@ function HardwareView(props: ViewProps) {
           </Text>
         ))}
       </Text>
+      {latest !== undefined ? (
+        <Text wrap="truncate" color={colour(latest.failed ? 'red' : 'yellow')}>
+          {`thresholds crossed ${countText(summary.crossings.length)}, latest: ${latest.text}`}
+        </Text>
+      ) : null}
       <Text bold color={colour('cyan')}>
         {fit(
           `${fit('DIMM (socket/channel/dimm)', 28)} ${fit('corrected', 10)} ${fit('uncorr.', 8)} window vs threshold`,
