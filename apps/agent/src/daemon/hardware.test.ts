@@ -100,6 +100,21 @@ const corrected = (i: number) =>
     }),
   );
 
+/** A corrected memory read error (Skylake server, socket 1) at `addr`, seen by `cpu` in memory-controller bank `bank`. */
+const correctedAt = (addr: bigint, cpu: number, bank: number) =>
+  mceTraceFields(
+    Object.assign(emptyRecord({ kind: 'trace' }), {
+      cpu,
+      bank,
+      status: 0x8c00004000010090n,
+      addr,
+      misc: 0x86n,
+      mcgcap: 0x1000c16n,
+      cpuid: 0x50654,
+      socketid: 1,
+    }),
+  );
+
 describe.skipIf(missing !== undefined)(
   `evtrace agent --hardware over a tracefs tree and EDAC sysfs built in a temporary directory (this VM has no MCE support)${missing ? ` (skipped: ${missing})` : ''}`,
   () => {
@@ -258,19 +273,7 @@ describe.skipIf(missing !== undefined)(
       timeout: 30_000,
     }, async () => {
       const before = agent.log().length;
-      const onPage = (page: bigint, i: number) =>
-        mceTraceFields(
-          Object.assign(emptyRecord({ kind: 'trace' }), {
-            cpu: 2,
-            bank: 13,
-            status: 0x8c00004000010090n,
-            addr: page + BigInt(i) * 0x40n,
-            misc: 0x86n,
-            mcgcap: 0x1000c16n,
-            cpuid: 0x50654,
-            socketid: 1,
-          }),
-        );
+      const onPage = (page: bigint, i: number) => correctedAt(page + BigInt(i) * 0x40n, 2, 13);
       // Two corrected errors on page 0x55aa1000: "2 / 24h" crossed, memory-ce-action = soft.
       appendPages(pipe, [
         { event: 'mce_record', fields: onPage(0x55aa1000n, 0) },
@@ -387,17 +390,7 @@ describe('evtrace agent with a [hardware] table in its config file (a flag given
     expect(line).toContain('reading tracefs mce:mce_record');
     expect(line).toContain(`${join(dir, 'no-mcelog')}: not read`);
     const page = 0x77cc3000n;
-    const on = (i: number) =>
-      mceTraceFields(
-        Object.assign(emptyRecord({ kind: 'trace' }), {
-          cpu: 1,
-          bank: 7,
-          status: 0x8c00004000010090n,
-          addr: page + BigInt(i) * 0x40n,
-          mcgcap: 0x1000c16n,
-          cpuid: 0x50654,
-        }),
-      );
+    const on = (i: number) => correctedAt(page + BigInt(i) * 0x40n, 1, 7);
     appendPages(pipe, [
       { event: 'mce_record', fields: on(0) },
       { event: 'mce_record', fields: on(1) },
