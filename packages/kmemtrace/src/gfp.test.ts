@@ -34,6 +34,10 @@ describe('gfp flag expressions', () => {
     expect(gfpNames(0x820)).toBe('GFP_ATOMIC');
     expect(gfpNames(0x200)).toBe('0x200');
     expect(gfpNames(0)).toBe('none');
+    // Corrupt input (a mutated JSON event): named, never turned into bits or thrown on.
+    expect(gfpNames(-5e-324)).toBe('invalid (-5e-324)');
+    expect(gfpNames(1.5)).toBe('invalid (1.5)');
+    expect(gfpNames(-1n)).toBe('invalid (-1)');
     expect(gfpValue('GFP_KERNEL|__GFP_ZERO')).toBe(0xdc0);
     expect(gfpValue('GFP_NOWAIT|0x40000000')).toBe(0x2800 | 0x40000000);
     expect(gfpValue('GFP_BOGUS')).toBeUndefined();

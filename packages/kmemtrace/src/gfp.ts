@@ -117,8 +117,13 @@ function matchingBrace(text: string, open: number): number {
   return -1;
 }
 
-/** Names of `flags` as the kernel prints them: matching masks joined by `|`, leftover bits in hex, `none` for 0. */
+/**
+ * Names of `flags` as the kernel prints them: matching masks joined by `|`, leftover bits in hex, `none` for 0. A
+ * value no kernel writes (negative, fractional: corrupt input) is named as such instead of being turned into bits.
+ */
 export function gfpNames(flags: number | bigint, table: GfpTable = BUILTIN_GFP_TABLE): string {
+  if (typeof flags === 'number' ? !(Number.isSafeInteger(flags) && flags >= 0) : flags < 0n)
+    return `invalid (${flags})`;
   let rest = BigInt(flags);
   if (rest === 0n) return 'none';
   const names: string[] = [];

@@ -171,6 +171,25 @@ describe('LiveKmemAnalysis', () => {
     expect(live.report()).toEqual(offline(demo.raw));
   });
 
+  it('names a gfp_flags value no kernel writes instead of throwing (a counterexample the fuzz below found)', () => {
+    const live = new LiveKmemAnalysis({ now: () => 0 });
+    live.pushJson({
+      ts_ns: '31774312515381',
+      cpu: 0,
+      event: 'kmem:mm_page_alloc',
+      fields: {
+        call_site: '18446744071589335600',
+        ptr: '18446612686364999680',
+        bytes_req: 6,
+        bytes_alloc: 8,
+        gfp_flags: -5e-324,
+        node: 0,
+      },
+    } as unknown as JsonEvent);
+    live.release(true);
+    expect(JSON.stringify(live.report())).toContain('"gfp_flags":"invalid (-5e-324)"');
+  });
+
   it('fuzz: mutated real events and arbitrary JSON never throw; the report stays buildable', () => {
     const real = demo.perCpu.flat().filter((e) => e.event.startsWith('kmem:'));
     const names = [...new Set(real.map((e) => e.event))];
