@@ -126,6 +126,7 @@ describe.skipIf(missing !== undefined)(
     let root: string;
     let edac: string;
     let trigger: string;
+    let pageTrigger: string;
     let memory: string;
 
     beforeAll(async () => {
@@ -138,10 +139,13 @@ describe.skipIf(missing !== undefined)(
       // The trigger writes the environment mcelog gives it: the agent runs it with --run-triggers.
       trigger = join(dir, 'dimm-trigger.sh');
       writeFileSync(trigger, `#!/bin/sh\nenv > ${join(dir, 'trigger.env')}\n`, { mode: 0o755 });
+      // The page trigger runs as well as the page action, as mcelog runs both.
+      pageTrigger = join(dir, 'page-trigger.sh');
+      writeFileSync(pageTrigger, `#!/bin/sh\nenv >> ${join(dir, 'page.env')}\n`, { mode: 0o755 });
       writeFileSync(
         config,
         `[dimm]\ndimm-tracking-enabled = yes\nce-error-threshold = 2 / 24h\nce-error-trigger = ${trigger}\n` +
-          '[page]\nmemory-ce-threshold = 2 / 24h\nmemory-ce-action = soft\n',
+          `[page]\nmemory-ce-threshold = 2 / 24h\nmemory-ce-action = soft\nmemory-ce-trigger = ${pageTrigger}\n`,
       );
       // Page offline requests go to this tree, never to the real /sys/devices/system/memory.
       memory = join(dir, 'memory');
@@ -280,6 +284,8 @@ describe.skipIf(missing !== undefined)(
         { event: 'mce_record', fields: onPage(0x55aa1000n, 1) },
       ]);
       await agent.waitForLog(/hardware: page 0x55aa1000 soft-offlined/);
+      await agent.waitForLog(new RegExp(`hardware: trigger ${pageTrigger} exited 0`));
+      expect(readFileSync(join(dir, 'page.env'), 'utf8')).toMatch(/^TOTALCOUNT=2$/m);
       expect(readFileSync(join(memory, 'soft_offline_page'), 'utf8')).toBe('0x55aa1000');
       expect(readFileSync(join(memory, 'hard_offline_page'), 'utf8')).toBe('\n');
       // The kernel refuses the next page (here: the file is a directory, EISDIR): logged, counted, the agent goes on.

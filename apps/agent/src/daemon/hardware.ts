@@ -59,9 +59,6 @@ export const HARDWARE_OPTION_NAMES: readonly (keyof HardwareCliOptions)[] = [
   'memorySysfs',
 ];
 
-/** mcelog's [page] memory-ce-action values, as `--page-offline` takes them. */
-export const PAGE_ACTIONS: readonly PageAction[] = PAGE_OFFLINE_ACTIONS;
-
 /** The source kind the hardware session is saved under (its state file), so a restarted agent re-creates it. */
 export const HARDWARE_SOURCE = 'mce';
 
@@ -85,7 +82,7 @@ export function addHardwareOptions(cmd: Command): void {
     )
     .option(
       '--page-offline <action>',
-      `what a page whose corrected errors cross [page] memory-ce-threshold gets: ${PAGE_ACTIONS.join('|')} (default: --mcelog-config's memory-ce-action, else off)`,
+      `what a page whose corrected errors cross [page] memory-ce-threshold gets: ${PAGE_OFFLINE_ACTIONS.join('|')} (default: --mcelog-config's memory-ce-action, else off)`,
     )
     .option('--memory-sysfs <dir>', `where page offline requests are written (default ${MEMORY_SYSFS})`);
 }
@@ -132,10 +129,10 @@ export class Hardware {
     }
     if (options.pageOffline !== undefined) {
       const action = options.pageOffline as PageAction;
-      if (!PAGE_ACTIONS.includes(action))
+      if (!PAGE_OFFLINE_ACTIONS.includes(action))
         throw new MceError(
           'ERR_MCE_CONFIG',
-          `--page-offline must be ${PAGE_ACTIONS.join('|')}, not '${options.pageOffline}'`,
+          `--page-offline must be ${PAGE_OFFLINE_ACTIONS.join('|')}, not '${options.pageOffline}'`,
         );
       const base = config ?? DEFAULT_CONFIG;
       config = { ...base, page: { ...base.page, action } };
@@ -182,8 +179,19 @@ export class Hardware {
     }
   }
 
-  /** Does what the crossing calls for: a page action, else its trigger. */
+  /**
+   * Does what the crossing calls for: its trigger, as mcelog runs it (with --run-triggers), and the page action. The
+   * event records the page action when there is one, else the trigger.
+   */
   #act(event: TrackerEvent): ThresholdOutcome {
+    let triggered: string | undefined;
+    if (event.trigger !== undefined) {
+      if (this.#runner === undefined) triggered = 'disabled (no --run-triggers)';
+      else {
+        this.#trigger(event);
+        triggered = 'started';
+      }
+    }
     if (event.action !== undefined && event.address !== undefined) {
       const page = `0x${event.address.toString(16)}`;
       try {
@@ -199,10 +207,7 @@ export class Hardware {
     }
     if (event.kind === 'page' && this.tracker.config.page.action === 'account')
       return { action: 'account', result: 'ok' };
-    if (event.trigger === undefined) return { action: 'none', result: 'ok' };
-    if (this.#runner === undefined) return { action: 'trigger', result: 'disabled (no --run-triggers)' };
-    this.#trigger(event);
-    return { action: 'trigger', result: 'started' };
+    return triggered === undefined ? { action: 'none', result: 'ok' } : { action: 'trigger', result: triggered };
   }
 
   /** Runs the event's trigger (the agent goes on meanwhile) and logs how it ended. */
