@@ -36,13 +36,80 @@ export function countPageRecords(
   out.dataBytes = dataLength;
   out.missed = (commit & MISSED_EVENTS) !== 0;
   out.corruptAt = -1;
-  let p = start + layout.dataOffset;
+  const p = start + layout.dataOffset;
   const end = p + dataLength;
   if (end > start + layout.pageSize || end > bytes.length) {
     out.corruptAt = layout.commitOffset;
     out.dataBytes = 0;
     return out;
   }
+  // Records are 4-aligned in a sound page: whole-word loads cost a third of Buffer's byte-composing reads.
+  const stop = ((bytes.byteOffset | p) & 3) === 0 ? walkWords(wordsOf(bytes), p, end, byType, out) : p;
+  const at = stop < 0 ? -1 : walkBytes(bytes, stop, end, byType, out);
+  if (at >= 0 && at < end) out.corruptAt = at - start;
+  return out;
+}
+
+let lastBytes: Buffer | undefined;
+let lastWords = new Uint32Array(0);
+
+/** `bytes` as u32 words (its byteOffset is 4-aligned), the view kept for the next page of the same buffer. */
+function wordsOf(bytes: Buffer): Uint32Array {
+  if (bytes !== lastBytes || lastWords.buffer !== bytes.buffer) {
+    lastWords = new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.length >>> 2);
+    lastBytes = bytes;
+  }
+  return lastWords;
+}
+
+/**
+ * Walks records from the aligned byte offset `p` by words. Returns -1 at the page's end marker, else where it
+ * stopped: `end`, a malformed header, or a record that leaves 4-alignment (corrupt: {@link walkBytes} goes on).
+ * Byte offsets are relative to `words`' first byte; `end` is within it.
+ */
+function walkWords(w: Uint32Array, p: number, end: number, byType: Float64Array, out: PageCount): number {
+  let records = 0;
+  while (p < end && (p & 3) === 0) {
+    if (end - p < 4) break;
+    const word = w[p >> 2]!;
+    const typeLen = word & 31;
+    let payload: number;
+    let next: number;
+    if (typeLen !== 0 && typeLen <= 28) {
+      next = p + 4 + typeLen * 4;
+      if (next > end) break;
+      payload = p + 4;
+    } else if (typeLen === 0) {
+      if (end - p < 8) break;
+      const len = w[(p >> 2) + 1]!;
+      if (len < 4 || p + 4 + len > end) break;
+      payload = p + 8;
+      next = p + 4 + ((len + 3) & ~3);
+    } else if (typeLen === 29) {
+      if (word >>> 5 === 0) {
+        out.records += records;
+        return -1;
+      }
+      if (end - p < 8) break;
+      const len = w[(p >> 2) + 1]!;
+      if (len < 4 || p + 4 + len > end) break;
+      p += 4 + len;
+      continue;
+    } else {
+      if (end - p < 8) break;
+      p += 8;
+      continue;
+    }
+    byType[w[payload >> 2]! & 0xffff]!++;
+    records++;
+    p = next;
+  }
+  out.records += records;
+  return p;
+}
+
+/** {@link walkWords} by bytes, for pages that are not 4-aligned; returns -1 at the end marker, else where it stopped. */
+function walkBytes(bytes: Buffer, p: number, end: number, byType: Float64Array, out: PageCount): number {
   while (p < end) {
     if (end - p < 4) break;
     const word = bytes.readUInt32LE(p);
@@ -60,7 +127,7 @@ export function countPageRecords(
       payload = p + 4;
       next = p + 4 + typeLen * 4;
     } else if (typeLen === 29) {
-      if (word >>> 5 === 0) return out;
+      if (word >>> 5 === 0) return -1;
       if (end - p < 8) break;
       const len = bytes.readUInt32LE(p + 4);
       if (len < 4 || p + 4 + len > end) break;
@@ -75,8 +142,7 @@ export function countPageRecords(
     out.records++;
     p = next;
   }
-  if (p < end) out.corruptAt = p - start;
-  return out;
+  return p;
 }
 
 /** Parses `per_cpu/cpuN/stats`: `name: value` lines into numbers keyed by name (`overrun`, `dropped events`...). */

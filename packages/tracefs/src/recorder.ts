@@ -6,7 +6,7 @@
  * to its last complete page.
  *
  * One loop reads all CPUs (or, on request, one worker thread per CPU): a read returns one sub-buffer, EAGAIN when
- * the CPU's buffer is empty. Between passes the reader sleeps for as long as the busiest CPU needs to fill an eighth
+ * the CPU's buffer is empty. Between passes the reader sleeps for as long as the busiest CPU needs to fill a quarter
  * of its buffer at the rate just measured (2-20 ms), so a busy trace is read early and an idle one rarely.
  */
 import {
