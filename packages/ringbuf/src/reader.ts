@@ -57,8 +57,8 @@ export class Reader extends RecordCursor {
   private lastDiscarded = 0;
   private counting: boolean;
   /**
-   * Word index of the commit word of a started page read in place from a single writer (discard mode), where
-   * next() may extend `end` itself; 0 otherwise. A number, not a flag: V8 tests a Smi in one instruction.
+   * Word index of the commit word of a started page read in place from a single writer (discard mode) where plain
+   * loads keep their order ({@link ORDERED_STORES}), so next() may extend `end` itself; 0 otherwise. A number, not a flag: V8 tests a Smi in one instruction.
    */
   private liveCommit = 0;
   /** 1 where a plain load of a commit word is ordered before the loads that follow it ({@link ORDERED_STORES}). */
@@ -117,11 +117,11 @@ export class Reader extends RecordCursor {
     const p = this.pos;
     const w = this.words;
     if (p >= this.end) {
-      // Zero-copy single-writer page: has the writer committed more? Where stores are seen in order (x86, see
-      // ORDERED_STORES) a plain load of the page's commit word is enough to read the records before it. Anything
-      // else (nothing new, another kind of page, Atomics needed) leaves through a call in tail position, so that
-      // this path stays free of calls and V8 keeps `w` and `this` checked once.
-      if (this.liveCommit === 0 || this.plainLoads !== 1) return this.nextSlow();
+      // Zero-copy single-writer page on a CPU that sees stores in order (liveCommit is 0 elsewhere): a plain load of
+      // the page's commit word is enough to read the records before it. Anything else (nothing new, another kind of
+      // page, Atomics needed) leaves through a call in tail position, so that this path stays free of calls and V8
+      // keeps `w` and `this` checked once.
+      if (this.liveCommit === 0) return this.nextSlow();
       const c = this.regionBase + w[this.liveCommit]!;
       if (c <= p || c > this.pageLimit) return this.poll(p);
       this.end = c;
@@ -285,7 +285,7 @@ export class Reader extends RecordCursor {
     this.regionBase = base;
     this.viewBase = viewBase;
     // The flags word is 4 words after the commit word: next() reads it as liveCommit + 4.
-    this.liveCommit = !this.copyBytes && !this.multi ? (base + P.commit) >> 2 : 0;
+    this.liveCommit = !this.copyBytes && !this.multi && this.plainLoads === 1 ? (base + P.commit) >> 2 : 0;
     this.pageLimit = base + this.pageSize;
     this.pos = this.end = viewBase + PAGE_HEADER_SIZE;
     this.started = true;

@@ -41,6 +41,9 @@ export interface WriterStats {
   discarded: number;
 }
 
+/** The word a writer's commit goes to while no page is open. */
+const SCRATCH = new Uint32Array(new SharedArrayBuffer(4));
+
 function checkRecord(type: number, size: number, ts: number, maxPayload: number): void {
   if (!Number.isInteger(type) || type < 0 || type > MAX_TYPE) {
     throw new RingbufError('ERR_ARGUMENT', `record type ${type} must be an integer from 0 to ${MAX_TYPE}`);
@@ -85,6 +88,11 @@ export class Writer {
   private readonly clock: () => number;
   /** 1 where a commit is a plain store ({@link ORDERED_STORES}): a Smi compares in one instruction. */
   private readonly plainCommit: number = ORDERED_STORES ? 1 : 0;
+  /**
+   * Where {@link commit} stores: the region's words while a page is open, else a scratch word of the same kind (one
+   * shape for V8, no branch in commit).
+   */
+  private commitWords: Uint32Array = SCRATCH;
   private pos = 0;
   /** End of the open page, 0 while no page is open (every reserve then takes the slow path). */
   private end = 0;
@@ -236,10 +244,8 @@ export class Writer {
    * plain one where the CPU keeps stores in order (see {@link ORDERED_STORES}), else an `Atomics.store`.
    */
   commit(): void {
-    if (this.end !== 0) {
-      if (this.plainCommit === 1) this.words[this.commitIndex] = this.pos - this.pageBase;
-      else Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
-    }
+    if (this.plainCommit === 1) this.commitWords[this.commitIndex] = this.pos - this.pageBase;
+    else if (this.end !== 0) Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
   }
 
   /** Copies `payload` into one record and commits it. Returns false when the record was dropped (counted lost). */
@@ -265,6 +271,8 @@ export class Writer {
     this.byteCount += size - PAGE_HEADER_SIZE;
     this.count = 0;
     this.end = 0;
+    this.commitWords = SCRATCH;
+    this.commitIndex = 0;
   }
 
   private openPage(ts: number): boolean {
@@ -302,6 +310,7 @@ export class Writer {
     this.seq = next;
     this.pageBase = base;
     this.commitIndex = (base + P.commit) >> 2;
+    this.commitWords = u32;
     this.pos = base + PAGE_HEADER_SIZE;
     this.end = base + this.pageSize;
     this.lastTs = ts;
