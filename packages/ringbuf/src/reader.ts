@@ -58,7 +58,8 @@ export class Reader extends RecordCursor {
   private counting: boolean;
   /**
    * Word index of the commit word of a started page read in place from a single writer (discard mode) where plain
-   * loads keep their order ({@link ORDERED_STORES}), so next() may extend `end` itself; 0 otherwise. A number, not a flag: V8 tests a Smi in one instruction.
+   * loads keep their order ({@link ORDERED_STORES}), so next() may extend `end` itself; 0 otherwise. A number, not a
+   * flag: V8 tests a Smi in one instruction.
    */
   private liveCommit = 0;
   /** 1 where a plain load of a commit word is ordered before the loads that follow it ({@link ORDERED_STORES}). */
