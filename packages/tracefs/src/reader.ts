@@ -43,15 +43,11 @@ export const MIN_POLL_MS = 2;
  * 1.4 MiB buffer absorb 70 MB/s per CPU; a hackbench load writes about 25 MB/s per CPU).
  */
 export const MAX_POLL_MS = 20;
-/**
- * The share of a CPU buffer the busiest CPU may fill between passes. A quarter, not less: each pass wakes Node (about
- * 0.3 ms of CPU in these VMs, caches cold under load), and the margin a late pass has is the rest of the buffer
- * either way (at a hackbench rate, 75 ms instead of 87 ms at an eighth, for 40% fewer passes).
- */
-const FILL_BETWEEN_PASSES = 1 / 4;
+/** The share of a CPU buffer the busiest CPU may fill between passes. */
+const FILL_BETWEEN_PASSES = 1 / 8;
 
 /**
- * The sleep before the next pass: as long as the busiest CPU needs to fill a quarter of its buffer at the rate just
+ * The sleep before the next pass: as long as the busiest CPU needs to fill an eighth of its buffer at the rate just
  * measured, shortened at once when data comes faster, lengthened at most twofold per pass.
  */
 export function nextInterval(previous: number, fastestBytes: number, elapsedMs: number, bufferBytes: number): number {

@@ -91,6 +91,28 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
     expect(ours()).toEqual([]);
   });
 
+  it('naps in Atomics.wait when asked (sleep: blocking), still turning to the event loop for timers and the abort', async () => {
+    const stop = new AbortController();
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 20);
+    setTimeout(() => stop.abort(), 600);
+    const t0 = performance.now();
+    try {
+      // The deadline is only a bound: the abort, which needs the event loop, must end it long before.
+      const r = await recorded({ sleep: 'blocking', durationMs: 20_000, signal: stop.signal });
+      const took = performance.now() - t0;
+      expect(took).toBeGreaterThanOrEqual(590);
+      expect(took).toBeLessThan(10_000);
+      expect(r.total).toBeGreaterThan(0);
+      expect([...openRawPagesDir(r.dir).events()].length).toBe(r.total);
+    } finally {
+      clearInterval(ticker);
+    }
+    // Turns every 100 ms at most: a 20 ms interval fired several times during the 600 ms.
+    expect(ticks).toBeGreaterThanOrEqual(4);
+    expect(ours()).toEqual([]);
+  });
+
   it('sets the buffer, sub-buffer size and clock it is given', async () => {
     const r = await recorded({ bufferKb: 256, subbufKb: 8, clock: 'mono' });
     expect(r.pageSize).toBe(8192);
