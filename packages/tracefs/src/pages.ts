@@ -51,10 +51,10 @@ export function countPageRecords(
 }
 
 let lastBytes: Buffer | undefined;
-let lastWords = new Uint32Array(0);
+let lastWords: Uint32Array<ArrayBufferLike> = new Uint32Array(0);
 
 /** `bytes` as u32 words (its byteOffset is 4-aligned), the view kept for the next page of the same buffer. */
-function wordsOf(bytes: Buffer): Uint32Array {
+function wordsOf(bytes: Buffer): Uint32Array<ArrayBufferLike> {
   if (bytes !== lastBytes || lastWords.buffer !== bytes.buffer) {
     lastWords = new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.length >>> 2);
     lastBytes = bytes;
@@ -67,7 +67,7 @@ function wordsOf(bytes: Buffer): Uint32Array {
  * stopped: `end`, a malformed header, or a record that leaves 4-alignment (corrupt: {@link walkBytes} goes on).
  * Byte offsets are relative to `words`' first byte; `end` is within it.
  */
-function walkWords(w: Uint32Array, p: number, end: number, byType: Float64Array, out: PageCount): number {
+function walkWords(w: Uint32Array<ArrayBufferLike>, p: number, end: number, byType: Float64Array, out: PageCount): number {
   let records = 0;
   while (p < end && (p & 3) === 0) {
     if (end - p < 4) break;

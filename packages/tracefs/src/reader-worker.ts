@@ -27,7 +27,6 @@ try {
     } catch {}
   }
   const reader = new PageReader(data.cpus, data.layout, data.bufferBytes);
-  reader.warmUp();
   // The recorder turns tracing on only when every reader is polling: a thread starting under load can take
   // longer than a buffer takes to fill.
   parentPort!.postMessage({ ready: true });

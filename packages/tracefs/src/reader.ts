@@ -81,24 +81,6 @@ export class PageReader {
     for (const c of cpus) this.totals.missedPages[c.cpu] = 0;
   }
 
-  /**
-   * Runs the record counter over a synthetic page until the JIT has compiled it: the first pass under load must
-   * not run interpreted (a cold first drain of a full buffer took 160 ms where a warm one takes 2 ms).
-   */
-  warmUp(): void {
-    const page = Buffer.alloc(this.#pageSize);
-    const { dataOffset, commitOffset } = this.#layout;
-    let p = dataOffset;
-    // Events of 8 payload bytes: type_len 2, zero time delta.
-    while (p + 12 <= this.#pageSize) {
-      page.writeUInt32LE(2, p);
-      p += 12;
-    }
-    page.writeUInt32LE(p - dataOffset, commitOffset);
-    const byType = new Float64Array(65536);
-    for (let i = 0; i < 100; i++) countPageRecords(page, 0, this.#layout, byType, this.#count);
-  }
-
   /** Drains every CPU once (at most one buffer's worth each); returns the most record bytes one CPU gave. */
   drainAll(): number {
     // An idle CPU answers EAGAIN, which Node throws: without a stack trace the error is cheap.
