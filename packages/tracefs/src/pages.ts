@@ -67,7 +67,13 @@ function wordsOf(bytes: Buffer): Uint32Array<ArrayBufferLike> {
  * stopped: `end`, a malformed header, or a record that leaves 4-alignment (corrupt: {@link walkBytes} goes on).
  * Byte offsets are relative to `words`' first byte; `end` is within it.
  */
-function walkWords(w: Uint32Array<ArrayBufferLike>, p: number, end: number, byType: Float64Array, out: PageCount): number {
+function walkWords(
+  w: Uint32Array<ArrayBufferLike>,
+  p: number,
+  end: number,
+  byType: Float64Array,
+  out: PageCount,
+): number {
   let records = 0;
   while (p < end && (p & 3) === 0) {
     if (end - p < 4) break;

@@ -400,7 +400,7 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
       totals = await Promise.all(threads.map((t) => t.done));
     } else {
       const reader = new PageReader(fds, layout, bufferBytes);
-          write(join(p, 'tracing_on'), '1', 'cannot start tracing', 'ERR_TRACEFS_IO');
+      write(join(p, 'tracing_on'), '1', 'cannot start tracing', 'ERR_TRACEFS_IO');
       started = true;
       options.onStart?.();
       // Raised after the workload started, so that it keeps its own priority.
