@@ -1,6 +1,6 @@
 // Benchmarks of @evtrace/ringbuf beside ringbuf.js (the peer), Uint8Array.prototype.set (the limit for byte
 // payloads) and a bare JS ring (the floor for structured records), all measured in this run.
-// Run: node src/ringbuf.bench.ts
+// Run: pnpm bench (built and bundled first, as users run it), or node src/ringbuf.bench.ts (from sources)
 import { loadavg } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { type Comparison, consume, fromTotal, type Measurement, measure, printComparisons } from '@evtrace/bench';
@@ -292,7 +292,9 @@ async function throughput(kind: 'ours' | 'peer', n: number, commitEvery: number,
       return bytes / size;
     };
   }
-  const worker = new Worker(new URL('./ringbuf.bench.worker.ts', import.meta.url), {
+  // Run from sources or as the built bundle (the bench script), whose worker is a .js beside it.
+  const file = import.meta.url.endsWith('.ts') ? './ringbuf.bench.worker.ts' : './ringbuf.bench.worker.js';
+  const worker = new Worker(new URL(file, import.meta.url), {
     workerData: { kind, sab, sync, n, commitEvery, size },
   });
   while (Atomics.load(flags, 0) === 0) await new Promise((resolve) => setTimeout(resolve, 1));
