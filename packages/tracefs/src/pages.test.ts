@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseHeaderPage, readPage, TraceFormatError } from '@evtrace/trace-format';
+import { kernelPageLayout, parseHeaderPage, readPage, TraceFormatError } from '@evtrace/trace-format';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { countPageRecords, type PageCount, parseCpuStats } from './pages.ts';
@@ -20,6 +20,52 @@ describe('parseCpuStats', () => {
       'oldest event ts': 3261.811906,
       'dropped events': 7,
     });
+  });
+});
+
+describe('countPageRecords on built pages', () => {
+  const layout = kernelPageLayout(4096);
+  /** A page of `n` records of 8 payload bytes (type_len 2) whose common_type alternates 300, 301. */
+  function page(n: number): Buffer {
+    const b = Buffer.alloc(4096);
+    let p = 16;
+    for (let i = 0; i < n; i++, p += 12) {
+      b.writeUInt32LE(2, p);
+      b.writeUInt16LE(300 + (i & 1), p + 4);
+    }
+    b.writeUInt32LE(p - 16, 8);
+    return b;
+  }
+  const fresh = (): PageCount => ({ records: 0, dataBytes: 0, missed: false, corruptAt: -1 });
+
+  it('counts a page at an unaligned address as it counts the same page aligned', () => {
+    const aligned = new Float64Array(65536);
+    const a = countPageRecords(page(101), 0, layout, aligned, fresh());
+    expect(a.records).toBe(101);
+    expect([aligned[300], aligned[301]]).toEqual([51, 50]);
+    for (const shift of [1, 2, 3]) {
+      const holder = Buffer.alloc(4096 + 8);
+      page(101).copy(holder, shift);
+      const byType = new Float64Array(65536);
+      const u = countPageRecords(holder, shift, layout, byType, fresh());
+      expect({ records: u.records, corruptAt: u.corruptAt, dataBytes: u.dataBytes }).toEqual({
+        records: 101,
+        corruptAt: -1,
+        dataBytes: 101 * 12,
+      });
+      expect([byType[300], byType[301]]).toEqual([51, 50]);
+    }
+  });
+
+  it('stops at a padding length that leaves the 4-byte alignment, saying where', () => {
+    const b = page(3);
+    // A padding record (type_len 29, non-zero delta) of 5 bytes after the third record, then a fourth record.
+    b.writeUInt32LE(29 | (1 << 5), 16 + 36);
+    b.writeUInt32LE(5, 16 + 40);
+    b.writeUInt32LE(16 + 36 + 4 + 5 + 12 - 16, 8);
+    const out = countPageRecords(b, 0, layout, new Float64Array(65536), fresh());
+    expect(out.records).toBe(3);
+    expect(out.corruptAt).toBe(16 + 36 + 4 + 5);
   });
 });
 

@@ -21,7 +21,8 @@ export interface PageCount {
 
 /**
  * Counts the data records of the little-endian page at `bytes[start..start+layout.pageSize)`, adding one to
- * `byType[common_type]` for each. Stops at the first malformed header and reports where.
+ * `byType[common_type]` for each. Stops at the first malformed header and reports where: a length that runs past
+ * the commit, or one that leaves the 4-byte alignment every kernel record keeps.
  */
 export function countPageRecords(
   bytes: Buffer,
@@ -30,6 +31,14 @@ export function countPageRecords(
   byType: Float64Array,
   out: PageCount,
 ): PageCount {
+  if (((bytes.byteOffset + start) & 3) !== 0) {
+    // A page at an unaligned address (a small pooled Buffer): counted from an aligned copy.
+    const n = Math.min(layout.pageSize, bytes.length - start);
+    const copy = Buffer.alloc(n + 3);
+    const at = (4 - (copy.byteOffset & 3)) & 3;
+    bytes.copy(copy, at, start, start + n);
+    return countPageRecords(copy.subarray(at, at + n), 0, layout, byType, out);
+  }
   const commit = bytes.readUInt32LE(start + layout.commitOffset);
   const dataLength = commit & COMMIT_MASK;
   out.records = 0;
@@ -43,9 +52,8 @@ export function countPageRecords(
     out.dataBytes = 0;
     return out;
   }
-  // Records are 4-aligned in a sound page: whole-word loads cost a third of Buffer's byte-composing reads.
-  const stop = ((bytes.byteOffset | p) & 3) === 0 ? walkWords(wordsOf(bytes), p, end, byType, out) : p;
-  const at = stop < 0 ? -1 : walkBytes(bytes, stop, end, byType, out);
+  // Whole-word loads: a third of the cost of Buffer's byte-composing reads.
+  const at = walkWords(wordsOf(bytes), p, end, byType, out);
   if (at >= 0 && at < end) out.corruptAt = at - start;
   return out;
 }
@@ -63,9 +71,8 @@ function wordsOf(bytes: Buffer): Uint32Array<ArrayBufferLike> {
 }
 
 /**
- * Walks records from the aligned byte offset `p` by words. Returns -1 at the page's end marker, else where it
- * stopped: `end`, a malformed header, or a record that leaves 4-alignment (corrupt: {@link walkBytes} goes on).
- * Byte offsets are relative to `words`' first byte; `end` is within it.
+ * Walks records from the aligned byte offset `p` (relative to the first byte of `w`) to `end`. Returns -1 at the
+ * page's end marker, else where it stopped: `end`, or a malformed header.
  */
 function walkWords(
   w: Uint32Array<ArrayBufferLike>,
@@ -111,43 +118,6 @@ function walkWords(
     p = next;
   }
   out.records += records;
-  return p;
-}
-
-/** {@link walkWords} by bytes, for pages that are not 4-aligned; returns -1 at the end marker, else where it stopped. */
-function walkBytes(bytes: Buffer, p: number, end: number, byType: Float64Array, out: PageCount): number {
-  while (p < end) {
-    if (end - p < 4) break;
-    const word = bytes.readUInt32LE(p);
-    const typeLen = word & 31;
-    let payload: number;
-    let next: number;
-    if (typeLen === 0) {
-      if (end - p < 8) break;
-      const len = bytes.readUInt32LE(p + 4);
-      if (len < 4 || p + 4 + len > end) break;
-      payload = p + 8;
-      next = p + 4 + ((len + 3) & ~3);
-    } else if (typeLen <= 28) {
-      if (p + 4 + typeLen * 4 > end) break;
-      payload = p + 4;
-      next = p + 4 + typeLen * 4;
-    } else if (typeLen === 29) {
-      if (word >>> 5 === 0) return -1;
-      if (end - p < 8) break;
-      const len = bytes.readUInt32LE(p + 4);
-      if (len < 4 || p + 4 + len > end) break;
-      p += 4 + len;
-      continue;
-    } else {
-      if (end - p < 8) break;
-      p += 8;
-      continue;
-    }
-    byType[bytes.readUInt16LE(payload)]!++;
-    out.records++;
-    p = next;
-  }
   return p;
 }
 
