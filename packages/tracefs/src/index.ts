@@ -8,6 +8,7 @@ export {
 } from './catalog.ts';
 export { DEMO_EVENTS, DEMO_LABEL, type DemoOptions, recordDemo } from './demo.ts';
 export { TracefsError, type TracefsErrorCode } from './errors.ts';
+export { type EventFilters, planEventFilters, type ScopedFilter } from './event-filters.ts';
 export { type EventFilterPlan, lastErrorLogEntry, planEventFilter, writeKernelFilter } from './filter.ts';
 export {
   cleanStaleInstances,

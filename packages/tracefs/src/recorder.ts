@@ -28,7 +28,8 @@ import { Worker } from 'node:worker_threads';
 import { type EventClass, type PageLayout, parseHeaderPage } from '@evtrace/trace-format';
 import { type EventName, listEvents, matchEvents, readEventFormat } from './catalog.ts';
 import { ioError, outputError, TracefsError, type TracefsErrorCode } from './errors.ts';
-import { type EventFilterPlan, planEventFilter, writeKernelFilter } from './filter.ts';
+import { planEventFilters, type ScopedFilter } from './event-filters.ts';
+import { type EventFilterPlan, writeKernelFilter } from './filter.ts';
 import { cleanStaleInstances, createInstance, type Instance } from './instance.ts';
 import { findTracefs } from './mount.ts';
 import { parseCpuStats } from './pages.ts';
@@ -43,6 +44,11 @@ export interface RecordOptions {
   readonly dir: string;
   /** An ftrace filter applied to every selected event (kernel part pushed down, the rest left to the reader). */
   readonly filter?: string;
+  /**
+   * Filters for some of the selected events (trace-cmd's `-e EVENT -f FILTER`). An event named by several filters,
+   * or by one and `filter`, gets all of them joined with `&&`.
+   */
+  readonly filters?: readonly ScopedFilter[];
   /** Per-CPU buffer size in KiB (`buffer_size_kb`). Default: the kernel's. */
   readonly bufferKb?: number;
   /** Sub-buffer size in KiB (`buffer_subbuf_size_kb`). Default: the kernel's. */
@@ -298,10 +304,7 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
   cleanStaleInstances(tracefs);
   const selected = matchEvents(listEvents(tracefs), options.events);
   const classes = selected.map((e) => readEventFormat(tracefs, e).eventClass);
-  const plans = new Map<string, EventFilterPlan>();
-  if (options.filter !== undefined && options.filter.trim() !== '') {
-    for (const c of classes) plans.set(c.name, planEventFilter(options.filter, c));
-  }
+  const plans = planEventFilters(classes, options);
   createOutputDir(options.dir);
   let inst: Instance | undefined;
   const readers: CpuReader[] = [];

@@ -2,7 +2,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openRawPagesDir } from '@evtrace/trace-format';
+import { openRawPagesDir, openTraceDat } from '@evtrace/trace-format';
 import { findTracefs, listInstances } from '@evtrace/tracefs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
@@ -112,6 +112,73 @@ describe('evtrace record --demo', () => {
     }
   });
 
+  it('applies a --filter to the -e options before it, as trace-cmd -f does; events after it stay unfiltered', async () => {
+    const out = join(work, 'demo-scoped.dat');
+    const r = await run(
+      'record',
+      '--demo',
+      '-e',
+      'kmem:kmalloc',
+      '--filter',
+      'bytes_req > 100',
+      '-e',
+      'sched:sched_switch',
+      '--duration',
+      '100ms',
+      '-o',
+      out,
+    );
+    expect(r.code).toBe(ExitCode.Ok);
+    const counts = summaryCounts(r.stderr);
+    expect(counts.get('sched:sched_switch')).toBeGreaterThan(0);
+    expect(r.stderr).toMatch(/^ {2}kmem:kmalloc: filter part applied in user space: bytes_req > 100$/m);
+    expect(r.stderr).not.toMatch(/sched:sched_switch: filter part/);
+    const events = [...openTraceDat(out).events()];
+    const sizes = events.filter((e) => e.eventClass.name === 'kmem:kmalloc').map((e) => Number(e.fields.bytes_req));
+    expect(sizes.length).toBe(counts.get('kmem:kmalloc'));
+    expect(sizes.length).toBeGreaterThan(0);
+    expect(sizes.every((n) => n > 100)).toBe(true);
+    expect(events.filter((e) => e.eventClass.name === 'sched:sched_switch').length).toBe(
+      counts.get('sched:sched_switch'),
+    );
+  });
+
+  it('refuses a --filter with no -e since the previous one (exit 2), and one naming a field of another -e', async () => {
+    const dangling = await run(
+      'record',
+      '--demo',
+      '-e',
+      'kmem:kmalloc',
+      '--filter',
+      'bytes_req > 100',
+      '--filter',
+      'bytes_req < 4096',
+      '--duration',
+      '10ms',
+      '-o',
+      join(work, 'demo-dangling.dat'),
+    );
+    expect(dangling.code).toBe(ExitCode.Usage);
+    expect(dangling.stderr).toMatch(/--filter 'bytes_req < 4096' has no -e before it since the previous --filter/);
+    const grouped = await run(
+      'record',
+      '--demo',
+      '-e',
+      'kmem:kmalloc',
+      '-e',
+      'sched:sched_switch',
+      '--filter',
+      'bytes_req > 100',
+      '--duration',
+      '10ms',
+      '-o',
+      join(work, 'demo-grouped.dat'),
+    );
+    expect(grouped.code).toBe(ExitCode.Usage);
+    expect(grouped.stderr).toMatch(/invalid filter for sched:sched_switch at column 11:/);
+    expect(existsSync(join(work, 'demo-grouped.dat.part'))).toBe(false);
+  });
+
   it('rejects a filter naming a missing field, leaving nothing behind', async () => {
     const out = join(work, 'demo-bad.dat');
     const r = await run(
@@ -205,6 +272,44 @@ describe.skipIf(env.why !== undefined)(`evtrace record${env.why ? ` (skipped: ${
       expect(report.get('kmalloc') ?? 0).toBe(counts.get('kmem:kmalloc'));
       expect(report.get('kfree') ?? 0).toBe(counts.get('kmem:kfree'));
       expect(existsSync(`${out}.part`)).toBe(false);
+      expect(own(process.pid)).toEqual([]);
+    },
+  );
+
+  it.skipIf(!hasTool('trace-cmd'))(
+    'pushes a --filter down for the -e before it only; trace-cmd report shows it applied there and nowhere else',
+    async () => {
+      const out = join(work, 'scoped.dat');
+      const r = await run(
+        'record',
+        '-e',
+        'kmem:kmalloc',
+        '--filter',
+        'bytes_req > 256',
+        '-e',
+        'sched:sched_switch',
+        '-o',
+        out,
+        '--',
+        'ls',
+        '-R',
+        '/proc/self',
+      );
+      expect(r.code).toBe(ExitCode.Ok);
+      // All of it is the kernel's to evaluate: nothing is left for user space.
+      expect(r.stderr).not.toMatch(/filter part applied in user space/);
+      const counts = summaryCounts(r.stderr);
+      const text = execFileSync('trace-cmd', ['report', out], {
+        maxBuffer: 1 << 28,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).toString();
+      const sizes = [...text.matchAll(/ kmalloc: .*?bytes_req=(\d+)/g)].map((m) => Number(m[1]));
+      expect(sizes.length).toBe(counts.get('kmem:kmalloc'));
+      expect(sizes.length).toBeGreaterThan(0);
+      expect(sizes.every((n) => n > 256)).toBe(true);
+      const switches = [...text.matchAll(/ sched_switch: /g)].length;
+      expect(switches).toBeGreaterThan(0);
+      expect(switches).toBe(counts.get('sched:sched_switch'));
       expect(own(process.pid)).toEqual([]);
     },
   );

@@ -8,10 +8,11 @@ import {
   finalizeRecording,
   findTracefs,
   type OutputFormat,
-  planEventFilter,
+  planEventFilters,
   type RecordResult,
   record,
   recordDemo,
+  type ScopedFilter,
   TracefsError,
 } from '@evtrace/tracefs';
 import type { Command } from 'commander';
@@ -22,7 +23,6 @@ import { addCommand, CliExit, type CliIO } from '../program.ts';
 interface RecordCliOptions {
   event: string[];
   output: string;
-  filter?: string;
   bufferKb?: string;
   subbufKb?: string;
   clock?: string;
@@ -80,15 +80,50 @@ function positiveInt(name: string, text: string | undefined): number | undefined
   return Number(text);
 }
 
-const collect = (value: string, previous: string[] = []) => [...previous, value];
-
 /** The demo source has no kernel: a filter is applied entirely while writing. */
-function demoFilters(result: RecordResult, filter: string | undefined): Map<string, EventFilterPlan> {
+function demoFilters(result: RecordResult, filters: EventFiltersCli): Map<string, EventFilterPlan> {
   const plans = new Map<string, EventFilterPlan>();
-  if (filter === undefined || filter.trim() === '') return plans;
-  for (const c of result.eventClasses)
-    plans.set(c.name, { ...planEventFilter(filter, c), kernel: undefined, userSpace: filter });
+  for (const [name, plan] of planEventFilters(result.eventClasses, filters)) {
+    plans.set(name, { ...plan, kernel: undefined, userSpace: plan.parsed.expression });
+  }
   return plans;
+}
+
+/** The filters of the command line: one for every event, and those scoped to the -e options before them. */
+interface EventFiltersCli {
+  filter?: string;
+  filters: ScopedFilter[];
+}
+
+/**
+ * Reads -e and --filter in command-line order (commander calls their parsers in that order). A --filter applies to
+ * the -e options given since the previous --filter, as trace-cmd's -f applies to the -e before it; one given before
+ * any -e applies to every event. Events after the last --filter are not filtered.
+ */
+function filterOrder() {
+  const state = { pending: [] as string[], sawFilter: false, all: undefined as string | undefined };
+  const filters: ScopedFilter[] = [];
+  const event = (value: string, previous: string[] = []) => {
+    state.pending.push(value);
+    return [...previous, value];
+  };
+  const filter = (value: string) => {
+    if (state.pending.length === 0) {
+      if (state.sawFilter || state.all !== undefined)
+        throw new CliExit(
+          ExitCode.Usage,
+          `--filter '${value}' has no -e before it since the previous --filter (a --filter applies to the -e options before it)`,
+        );
+      state.all = value;
+    } else filters.push({ events: state.pending.splice(0), filter: value });
+    state.sawFilter = true;
+    return value;
+  };
+  return {
+    event,
+    filter,
+    result: (): EventFiltersCli => ({ ...(state.all !== undefined ? { filter: state.all } : {}), filters }),
+  };
 }
 
 /**
@@ -133,22 +168,29 @@ export function summaryText(
 
 /** `evtrace record -e SYSTEM:EVENT ... -o OUTPUT [--duration D | -- COMMAND ARGS...]`. */
 export function registerRecord(program: Command, io: CliIO): void {
+  const order = filterOrder();
   const cmd = addCommand(program, 'record')
     .summary('record kernel trace events to trace.dat or CTF')
     .description(
       `Records tracepoints through a private tracefs instance (instances/evtrace-PID-N), so the top-level buffer and
 other users' tracing are never touched; the instance is removed afterwards, also on SIGINT, SIGTERM or a crash
 (instances of killed recordings are removed at the next start). Filters are checked first and pushed down to the
-kernel; a part the kernel cannot evaluate is applied while writing. Recording stops on SIGINT, after --duration,
-or when COMMAND exits; a summary (events per type, lost events per CPU, bytes written) goes to stderr.
+kernel; a part the kernel cannot evaluate is applied while writing. A --filter applies to the -e options given since
+the previous --filter (trace-cmd's -f applies to the -e before it); one given before every -e applies to all events,
+and events after the last --filter are not filtered. Recording stops on SIGINT, after --duration, or when COMMAND
+exits; a summary (events per type, lost events per CPU, bytes written) goes to stderr.
 Pages are first written to OUTPUT.part/ (a raw-pages directory) and turned into OUTPUT at the end; if the recorder
 is killed, or the disk fills up (exit status 1, the error names the file), OUTPUT.part/ stays readable up to its last
 complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -o OUTPUT converts it later).`,
     )
     .argument('[command...]', 'a command to run while recording (after --); recording stops when it exits')
-    .requiredOption('-e, --event <system:event>', 'event to record, globs allowed (sched:*); repeatable', collect)
+    .requiredOption('-e, --event <system:event>', 'event to record, globs allowed (sched:*); repeatable', order.event)
     .requiredOption('-o, --output <path>', 'output file (a directory for --format ctf)')
-    .option('--filter <expr>', 'ftrace filter applied to every selected event')
+    .option(
+      '--filter <expr>',
+      'ftrace filter for the -e options since the previous --filter (before every -e: all events); repeatable',
+      order.filter,
+    )
     .option('-b, --buffer-kb <kb>', 'per-CPU buffer size in KiB (default: the kernel default)')
     .option('--subbuf-kb <kb>', 'sub-buffer (page) size in KiB (default: the kernel default)')
     .option('--clock <name>', 'trace clock (default: local)')
@@ -214,7 +256,7 @@ complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -
             signal: controller.signal,
           });
           try {
-            result = { ...result, userSpaceFilters: demoFilters(result, options.filter) };
+            result = { ...result, userSpaceFilters: demoFilters(result, order.result()) };
           } catch (error) {
             rmSync(rawDir, { recursive: true, force: true });
             throw error;
@@ -223,7 +265,7 @@ complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -
           result = await record({
             events: options.event,
             dir: rawDir,
-            ...(options.filter !== undefined ? { filter: options.filter } : {}),
+            ...order.result(),
             ...(bufferKb !== undefined ? { bufferKb } : {}),
             ...(subbufKb !== undefined ? { subbufKb } : {}),
             ...(options.clock !== undefined ? { clock: options.clock } : {}),
@@ -276,6 +318,7 @@ complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -
     `evtrace record -e 'kmem:*' -o kmem.dat -- perf bench sched messaging      then: trace-cmd report kmem.dat
 evtrace record -e sched:sched_switch --duration 10s -o sw.dat
 evtrace record --source auto -e kmem:kmalloc --duration 2s -o k.dat   the kernel when root, else the demo source
-evtrace record -e kmem:kmalloc --filter 'bytes_req > 4096' --format ctf -o ctf -- make   then: babeltrace2 ctf`,
+evtrace record -e kmem:kmalloc --filter 'bytes_req > 4096' --format ctf -o ctf -- make   then: babeltrace2 ctf
+evtrace record -e kmem:kmalloc --filter 'bytes_req > 4096' -e sched:sched_switch -o k.dat   kmalloc filtered only`,
   );
 }
