@@ -9,7 +9,7 @@ import { createBabeltraceTextFormatter } from './ctf/text.ts';
 import { TraceFormatError } from './errors.ts';
 import type { FtraceMetadata } from './ftrace/events.ts';
 import { isRawPagesDir, openRawPagesDir } from './ftrace/raw-dir.ts';
-import { isTraceDat, openTraceDat } from './ftrace/tracedat/read.ts';
+import { isTraceDat, openTraceDat, type TraceDatReader } from './ftrace/tracedat/read.ts';
 import type { TraceEvent, TraceKind, TraceReader } from './model/types.ts';
 import { createFtraceTextFormatter } from './output/text.ts';
 
@@ -19,6 +19,8 @@ export interface OpenTraceOptions {
   readonly lenient?: boolean;
   /** trace.dat only: the instance buffer to read (`record -B NAME`); default the top-level one. */
   readonly buffer?: string;
+  /** trace.dat only: every buffer's events, merged by time (instance events carry `scopes.buffer.name`). */
+  readonly allBuffers?: boolean;
 }
 
 /**
@@ -76,5 +78,16 @@ export function createTextFormatter(
     return createBabeltraceTextFormatter({ trace: ctf.trace, timestamps: ctf.timestamped });
   }
   const meta = reader.metadata;
-  return createFtraceTextFormatter(meta !== undefined ? { cmdlines: meta.cmdlines, kallsyms: meta.kallsyms } : {});
+  const line = createFtraceTextFormatter(
+    meta !== undefined ? { cmdlines: meta.cmdlines, kallsyms: meta.kallsyms } : {},
+  );
+  const buffers = (reader as Partial<TraceDatReader>).buffersRead ?? [];
+  if (buffers.length < 2) return line;
+  // As trace-cmd report prints several buffers: each line after its buffer's name and a colon, padded to the
+  // longest (the top-level buffer's lines are padded only).
+  const width = Math.max(...buffers.map((b) => (b === '' ? 0 : b.length + 1)));
+  return (event) => {
+    const name = (event.scopes?.buffer?.name as string | undefined) ?? '';
+    return `${(name === '' ? '' : `${name}:`).padEnd(width)} ${line(event)}`;
+  };
 }

@@ -25,6 +25,17 @@ describe('evtrace cat', () => {
     );
   });
 
+  it('--all-buffers reads every buffer (the same lines when there is only the top one); not with --buffer', async () => {
+    const a = await run('cat', dat);
+    const b = await run('cat', dat, '--all-buffers');
+    expect(b.code).toBe(ExitCode.Ok);
+    expect(b.stdout).toBe(a.stdout);
+    expect((await run('cat', dat, '--all-buffers', '--json')).stdout).toBe((await run('cat', dat, '--json')).stdout);
+    const both = await run('cat', dat, '--all-buffers', '--buffer', 'x');
+    expect(both.code).toBe(ExitCode.Usage);
+    expect(both.stderr).toMatch(/--buffer and --all-buffers contradict each other/);
+  });
+
   it('prints the same events from a raw-pages directory', async () => {
     const a = await run('cat', dat);
     const b = await run('cat', raw);

@@ -26,13 +26,14 @@ export interface OpenedInput {
 /** Opens INPUT (CTF directory, trace.dat, raw-pages directory), turning format errors into exit status 1. */
 export function openInput(
   input: string,
-  options: { filter?: string; lenient?: boolean; buffer?: string },
+  options: { filter?: string; lenient?: boolean; buffer?: string; allBuffers?: boolean },
 ): OpenedInput {
   let reader: OpenedInput['reader'];
   try {
     reader = openTrace(input, {
       lenient: options.lenient === true,
       ...(options.buffer !== undefined ? { buffer: options.buffer } : {}),
+      ...(options.allBuffers === true ? { allBuffers: true } : {}),
     });
   } catch (error) {
     throw asCliExit(error);
@@ -131,8 +132,12 @@ export function bufferedWriter(write: (text: string) => void): { put(text: strin
 }
 
 /** Writes warnings and notes to stderr. */
-export function reportNotes(io: CliIO, opened: OpenedInput): void {
-  for (const w of opened.reader.warnings) io.stderr(`evtrace: warning: ${w}\n`);
+export function reportNotes(io: CliIO, opened: OpenedInput, allBuffersFlag?: string): void {
+  for (const w of opened.reader.warnings) {
+    // The reader names its options; the command line has flags for them.
+    const hint = allBuffersFlag !== undefined ? `--buffer NAME, or all with ${allBuffersFlag}` : '--buffer NAME';
+    io.stderr(`evtrace: warning: ${w.replace(/the buffer option, or read them all with allBuffers/, hint)}\n`);
+  }
   for (const n of opened.notes) io.stderr(`evtrace: ${n}\n`);
 }
 
@@ -141,6 +146,7 @@ interface CatOptions {
   filter?: string;
   lenient?: boolean;
   buffer?: string;
+  allBuffers?: boolean;
   limit?: string;
   live?: string;
   socket?: string;
@@ -154,7 +160,7 @@ export function registerCat(program: Command, io: CliIO): void {
       `Prints every event of INPUT in timestamp order: in the style of trace-cmd report for ftrace data (trace.dat or a
 directory of cpuN.raw pages beside an events/ tree copied from tracefs), of babeltrace2 for CTF. With --json, one
 object per line: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "fields": {...}}, integers beyond
-2^53 as decimal strings. In --filter, COMM is the name a task had when the event fired, replayed from the
+2^53 as decimal strings; with --all-buffers an instance buffer's events also carry "buffer": "NAME". In --filter, COMM is the name a task had when the event fired, replayed from the
 recording's sched_switch, sched_process_fork, sched_process_exec and task_rename events (saved_cmdlines names the
 tasks they do not). Warnings go to stderr, never to stdout.`,
     )
@@ -163,6 +169,10 @@ tasks they do not). Warnings go to stderr, never to stdout.`,
     .option('--filter <expr>', 'keep events matching an ftrace filter expression (e.g. "bytes_req > 64")')
     .option('--lenient', 'report corrupt pages or packets on stderr and continue')
     .option('--buffer <name>', 'trace.dat: read the instance buffer NAME (trace-cmd record -B) instead of the top one')
+    .option(
+      '--all-buffers',
+      'trace.dat: every buffer, merged by time, each line after its buffer name (as trace-cmd report)',
+    )
     .option('-n, --limit <n>', 'print only the first N events (after --filter)')
     .option('--live <session>', "a running agent session's events as they arrive, after its recent window (no INPUT)")
     .option('--socket <path>', "with --live: the agent's control socket")
@@ -181,6 +191,8 @@ tasks they do not). Warnings go to stderr, never to stdout.`,
         );
       }
       if (input === undefined) throw new CliExit(ExitCode.Usage, 'cat needs INPUT (or --live SESSION)');
+      if (options.allBuffers && options.buffer !== undefined)
+        throw new CliExit(ExitCode.Usage, '--buffer and --all-buffers contradict each other');
       const opened = openInput(input, options);
       const format = options.json ? eventToJsonLine : textLines(opened.reader);
       const out = bufferedWriter(io.stdout);
@@ -193,7 +205,7 @@ tasks they do not). Warnings go to stderr, never to stdout.`,
         }
       } finally {
         out.flush();
-        reportNotes(io, opened);
+        reportNotes(io, opened, '--all-buffers');
       }
     });
   setExamples(

@@ -16,11 +16,16 @@ export function jsonValue(value: FieldValue): unknown {
   return value;
 }
 
-/** One event as a JSON line (with the trailing newline): `ts_ns` is a decimal string, `cpu` a number or null. */
+/**
+ * One event as a JSON line (with the trailing newline): `ts_ns` is a decimal string, `cpu` a number or null, and
+ * `buffer` the instance buffer of a trace.dat event read with the others (`allBuffers`), absent otherwise.
+ */
 export function eventToJsonLine(event: TraceEvent): string {
+  const buffer = event.scopes?.buffer?.name;
   return `${JSON.stringify({
     ts_ns: event.tsNs.toString(),
     cpu: event.cpu,
+    ...(typeof buffer === 'string' ? { buffer } : {}),
     event: event.eventClass.name,
     fields: jsonValue(event.fields as FieldValue),
   })}\n`;

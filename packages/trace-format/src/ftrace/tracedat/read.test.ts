@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { createTextFormatter } from '../../detect.ts';
 import { TraceFormatError } from '../../errors.ts';
 import { createFtraceTextFormatter } from '../../output/text.ts';
 import { expectSameAsReport, RECORD_ARGS, recordTraceDat, reportRaw } from '../../testing/tracecmd.ts';
@@ -178,7 +179,8 @@ describe.skipIf(why !== '')(
         await recordTraceDat(
           root,
           file,
-          ['-B', name, '-e', 'sched:sched_switch', '-e', 'sched:sched_process_exec'],
+          // sched_process_exec in the top-level buffer too, so that both buffers hold events.
+          ['-e', 'sched:sched_process_exec', '-B', name, '-e', 'sched:sched_switch', '-e', 'sched:sched_process_exec'],
           800,
         );
       } finally {
@@ -199,6 +201,28 @@ describe.skipIf(why !== '')(
       expectSameAsReport(ours, reportRaw(file, name), r.metadata.kallsyms());
       expect(r.warnings.some((w) => w.includes(`buffer "${name}" is read; the file also holds ""`))).toBe(true);
       expect(() => openTraceDat(file, { buffer: 'nope' })).toThrow(/no buffer "nope" in the file/);
+    });
+
+    it('reads every buffer merged by time (allBuffers), each as trace-cmd report prints it, in v7 and in v6', () => {
+      const v6 = `${file}.v6`;
+      execFileSync('trace-cmd', ['convert', '--file-version', '6', '-i', file, '-o', v6], { stdio: 'ignore' });
+      for (const f of [file, v6]) {
+        const r = openTraceDat(f, { allBuffers: true });
+        expect(r.buffersRead).toEqual(['', name]);
+        expect(r.warnings).toEqual([]);
+        const all = [...r.events()];
+        const inTop = all.filter((e) => e.scopes?.buffer === undefined);
+        const inInstance = all.filter((e) => e.scopes?.buffer?.name === name);
+        expect(inInstance.length).toBeGreaterThan(0);
+        expect(inTop.length + inInstance.length).toBe(all.length);
+        expectSameAsReport(inTop, reportRaw(f), r.metadata.kallsyms());
+        expectSameAsReport(inInstance, reportRaw(f, name), r.metadata.kallsyms());
+        for (let i = 1; i < all.length; i++) expect(all[i]!.tsNs >= all[i - 1]!.tsNs).toBe(true);
+        // Text lines as trace-cmd report prints several buffers: the instance's name, the top's padding.
+        const line = createTextFormatter(r);
+        expect(line(inInstance[0]!)).toMatch(new RegExp(`^${name}: \\s*\\S.*-\\d+ +\\[\\d+\\]`));
+        expect(line(inTop[0]!).startsWith(' '.repeat(name.length + 2))).toBe(true);
+      }
     });
   },
 );

@@ -45,11 +45,18 @@ export interface TraceDatInfo {
 export interface TraceDatReadOptions extends FtraceReadOptions {
   /** The flyrecord buffer to read: `""` (the top-level one, the default) or an instance's name (`record -B NAME`). */
   readonly buffer?: string;
+  /**
+   * Every buffer's events, merged by time, as trace-cmd report prints them; an instance buffer's events carry
+   * `scopes.buffer.name`. Overrides `buffer` for `events()` (`cpuPages()` stays the one buffer's).
+   */
+  readonly allBuffers?: boolean;
 }
 
 /** A reader over a trace.dat file. */
 export interface TraceDatReader extends FtraceReader {
   readonly info: TraceDatInfo;
+  /** The names of the buffers whose events `events()` yields (`""` is the top-level one). */
+  readonly buffersRead: readonly string[];
 }
 
 /** Whether `bytes` starts with the trace.dat magic. */
@@ -180,18 +187,16 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
     options: rawOptions,
   };
   const tsOffset = BigInt(optionText(OPTION.offset)?.match(/^-?\d+/)?.[0] ?? '0');
-  if (buffers.length > 1) {
+  const read = options.allBuffers === true ? buffers : top === undefined ? [] : [top];
+  if (buffers.length > read.length) {
     const others = buffers.filter((b) => b !== top).map((b) => JSON.stringify(b.name));
     warnings.push(
-      `buffer "${top?.name}" is read; the file also holds ${others.join(', ')} (choose with the buffer option)`,
+      `buffer "${top?.name}" is read; the file also holds ${others.join(', ')} (choose one with the buffer option, or read them all with allBuffers)`,
     );
   }
-  if (version === 6 && rawOptions.some((o) => o.id === OPTION.buffer)) {
-    warnings.push('the file also holds instance buffers; only the top-level buffer is read');
-  }
-  const cpuPages = (): CpuPages[] => {
+  const pagesOf = (buffer: TraceDatBuffer | undefined): CpuPages[] => {
     const warn = (m: string) => warnings.push(m);
-    return (top?.cpus ?? []).map((cpu) => {
+    return (buffer?.cpus ?? []).map((cpu) => {
       const data = cpuData(bytes, c, cpu, compression?.name ?? 'none', version, options.lenient ? warn : undefined);
       return {
         cpu: cpu.cpu,
@@ -201,6 +206,23 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
       };
     });
   };
+  const cpuPages = (): CpuPages[] => pagesOf(top);
+  /** An instance's events, each tagged with its buffer's name; its pages may have another size. */
+  const bufferStreams = (b: TraceDatBuffer, table: EventTable, warn: (m: string) => void) => {
+    const own =
+      b.pageSize === metadata.page.pageSize
+        ? metadata
+        : {
+            ...metadata,
+            page: parseHeaderPage(meta.headerPage!, {
+              file: `${file ?? '<trace.dat>'}:header_page`,
+              byteOrder,
+              pageSize: b.pageSize,
+            }),
+          };
+    const streams = pagesOf(b).map((pages) => cpuEventBatches(own, table, pages, { lenient: options.lenient, warn }));
+    return b.name === '' ? streams : streams.map((stream) => tagged(stream, b.name));
+  };
   return {
     kind: 'tracedat',
     info,
@@ -209,16 +231,20 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
     warnings,
     tsOffsetNs: tsOffset,
     cpuPages,
+    buffersRead: read.map((b) => b.name),
     events(): Iterable<TraceEvent> {
       const table = new EventTable(metadata);
       const warn = (m: string) => warnings.push(m);
-      const streams = cpuPages().map((pages) =>
-        cpuEventBatches(metadata, table, pages, { lenient: options.lenient, warn }),
-      );
-      const merged = mergeBatches(streams);
+      const merged = mergeBatches(read.flatMap((b) => bufferStreams(b, table, warn)));
       return tsOffset === 0n ? merged : shift(merged, tsOffset);
     },
   };
+}
+
+/** Tags every event of an instance buffer's batches with the buffer's name (`scopes.buffer.name`). */
+function* tagged(batches: Iterable<TraceEvent[]>, name: string): Generator<TraceEvent[]> {
+  const scope = { name };
+  for (const batch of batches) yield batch.map((e) => ({ ...e, scopes: { ...e.scopes, buffer: scope } }));
 }
 
 function* shift(events: Iterable<TraceEvent>, by: bigint): Generator<TraceEvent> {
@@ -343,6 +369,20 @@ function readV6(
     ?.data.toString('latin1')
     .match(/\[(\w+)\]/)?.[1];
   buffers.push({ name: '', pageSize, cpus, ...(clock !== undefined ? { clock } : {}) });
+  // Instance buffers (record -B): an option with the offset of their own flyrecord table, then their name.
+  for (const o of options) {
+    if (o.id !== OPTION.buffer) continue;
+    const d = new Cursor(o.data, c.le, c.file, 'buffer option byte ');
+    const at = d.u64('buffer section offset');
+    const name = d.cstring('buffer name');
+    const t = new Cursor(c.bytes, c.le, c.file, '', at);
+    if (t.text(10, 'buffer section tag') !== 'flyrecord\0')
+      t.fail(`buffer ${JSON.stringify(name)}: no flyrecord section at its offset`, at);
+    const own = [];
+    for (let cpu = 0; cpu < cpuCount; cpu++)
+      own.push({ cpu, offset: t.u64('CPU data offset'), size: t.u64('CPU data size') });
+    buffers.push({ name, pageSize, cpus: own });
+  }
 }
 
 function readV7(
