@@ -174,6 +174,7 @@ describe.skipIf(why !== '')(
     const root = (tracefs as { path: string }).path;
     const name = `evtrace-b${process.pid}`;
     const file = join(mkdtempSync(join(tmpdir(), 'evtrace-dat-b-')), 'b.dat');
+    const v6 = `${file}.v6`;
     beforeAll(async () => {
       try {
         await recordTraceDat(
@@ -191,6 +192,7 @@ describe.skipIf(why !== '')(
           rmdirSync(dir);
         }
       }
+      execFileSync('trace-cmd', ['convert', '--file-version', '6', '-i', file, '-o', v6], { stdio: 'ignore' });
     }, 60_000);
 
     it('reads the buffer asked for, as trace-cmd report prints it, and names the others', () => {
@@ -204,8 +206,6 @@ describe.skipIf(why !== '')(
     });
 
     it('reads every buffer merged by time (allBuffers), each as trace-cmd report prints it, in v7 and in v6', () => {
-      const v6 = `${file}.v6`;
-      execFileSync('trace-cmd', ['convert', '--file-version', '6', '-i', file, '-o', v6], { stdio: 'ignore' });
       for (const f of [file, v6]) {
         const r = openTraceDat(f, { allBuffers: true });
         expect(r.buffersRead).toEqual(['', name]);
@@ -223,6 +223,37 @@ describe.skipIf(why !== '')(
         expect(line(inInstance[0]!)).toMatch(new RegExp(`^${name}: \\s*\\S.*-\\d+ +\\[\\d+\\]`));
         expect(line(inTop[0]!).startsWith(' '.repeat(name.length + 2))).toBe(true);
       }
+    });
+
+    it('never fails with anything but a TraceFormatError on mutated files with instance buffers', () => {
+      // The headers lead the file; the options of v7 and the instance's flyrecord table of v6 trail it.
+      const files = [file, v6].map((f) => readFileSync(f));
+      fc.assert(
+        fc.property(
+          fc.nat(files.length - 1),
+          fc.array(fc.tuple(fc.boolean(), fc.nat(1 << 16), fc.integer({ min: 0, max: 255 })), {
+            minLength: 1,
+            maxLength: 8,
+          }),
+          fc.boolean(),
+          (which, edits, lenient) => {
+            const bytes = Buffer.from(files[which]!);
+            for (const [tail, pos, value] of edits) {
+              const at = tail ? bytes.length - 1 - (pos % bytes.length) : pos % bytes.length;
+              bytes[at] = value;
+            }
+            try {
+              const r = readTraceDat(bytes, { file: 'mutated.dat', lenient, allBuffers: true });
+              let n = 0;
+              for (const _ of r.events()) if (++n > 1e6) break;
+            } catch (e) {
+              expect(e).toBeInstanceOf(TraceFormatError);
+              expect((e as Error).message).toMatch(/^mutated\.dat/);
+            }
+          },
+        ),
+        { numRuns: 300 },
+      );
     });
   },
 );
