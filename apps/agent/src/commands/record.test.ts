@@ -83,20 +83,13 @@ describe('parseDuration', () => {
 });
 
 describe('evtrace record --demo', () => {
+  /** `evtrace record --demo ARGS --duration DURATION -o OUT`. */
+  const demo = (duration: string, out: string, args: string[]) =>
+    run('record', '--demo', ...args, '--duration', duration, '-o', out);
+
   it('records synthetic events without tracefs, says DEMO, and applies the filter while writing', async () => {
     const out = join(work, 'demo.dat');
-    const r = await run(
-      'record',
-      '--demo',
-      '-e',
-      'kmem:kmalloc',
-      '--filter',
-      'bytes_req > 100',
-      '--duration',
-      '100ms',
-      '-o',
-      out,
-    );
+    const r = await demo('100ms', out, ['-e', 'kmem:kmalloc', '--filter', 'bytes_req > 100']);
     expect(r.code).toBe(ExitCode.Ok);
     expect(r.stderr).toMatch(/^evtrace: DEMO - evtrace demo: synthetic events, not recorded from a kernel$/m);
     const counts = summaryCounts(r.stderr);
@@ -114,20 +107,14 @@ describe('evtrace record --demo', () => {
 
   it('applies a --filter to the -e options before it, as trace-cmd -f does; events after it stay unfiltered', async () => {
     const out = join(work, 'demo-scoped.dat');
-    const r = await run(
-      'record',
-      '--demo',
+    const r = await demo('100ms', out, [
       '-e',
       'kmem:kmalloc',
       '--filter',
       'bytes_req > 100',
       '-e',
       'sched:sched_switch',
-      '--duration',
-      '100ms',
-      '-o',
-      out,
-    );
+    ]);
     expect(r.code).toBe(ExitCode.Ok);
     const counts = summaryCounts(r.stderr);
     expect(counts.get('sched:sched_switch')).toBeGreaterThan(0);
@@ -144,36 +131,24 @@ describe('evtrace record --demo', () => {
   });
 
   it('refuses a --filter with no -e since the previous one (exit 2), and one naming a field of another -e', async () => {
-    const dangling = await run(
-      'record',
-      '--demo',
+    const dangling = await demo('10ms', join(work, 'demo-dangling.dat'), [
       '-e',
       'kmem:kmalloc',
       '--filter',
       'bytes_req > 100',
       '--filter',
       'bytes_req < 4096',
-      '--duration',
-      '10ms',
-      '-o',
-      join(work, 'demo-dangling.dat'),
-    );
+    ]);
     expect(dangling.code).toBe(ExitCode.Usage);
     expect(dangling.stderr).toMatch(/--filter 'bytes_req < 4096' has no -e before it since the previous --filter/);
-    const grouped = await run(
-      'record',
-      '--demo',
+    const grouped = await demo('10ms', join(work, 'demo-grouped.dat'), [
       '-e',
       'kmem:kmalloc',
       '-e',
       'sched:sched_switch',
       '--filter',
       'bytes_req > 100',
-      '--duration',
-      '10ms',
-      '-o',
-      join(work, 'demo-grouped.dat'),
-    );
+    ]);
     expect(grouped.code).toBe(ExitCode.Usage);
     expect(grouped.stderr).toMatch(/invalid filter for sched:sched_switch at column 11:/);
     expect(existsSync(join(work, 'demo-grouped.dat.part'))).toBe(false);
@@ -181,18 +156,7 @@ describe('evtrace record --demo', () => {
 
   it('rejects a filter naming a missing field, leaving nothing behind', async () => {
     const out = join(work, 'demo-bad.dat');
-    const r = await run(
-      'record',
-      '--demo',
-      '-e',
-      'kmem:kmalloc',
-      '--filter',
-      'nope > 1',
-      '--duration',
-      '10ms',
-      '-o',
-      out,
-    );
+    const r = await demo('10ms', out, ['-e', 'kmem:kmalloc', '--filter', 'nope > 1']);
     expect(r.code).toBe(ExitCode.Usage);
     expect(r.stderr).toMatch(/Field not found/);
     expect([existsSync(out), existsSync(`${out}.part`)]).toEqual([false, false]);
@@ -280,21 +244,8 @@ describe.skipIf(env.why !== undefined)(`evtrace record${env.why ? ` (skipped: ${
     'pushes a --filter down for the -e before it only; trace-cmd report shows it applied there and nowhere else',
     async () => {
       const out = join(work, 'scoped.dat');
-      const r = await run(
-        'record',
-        '-e',
-        'kmem:kmalloc',
-        '--filter',
-        'bytes_req > 256',
-        '-e',
-        'sched:sched_switch',
-        '-o',
-        out,
-        '--',
-        'ls',
-        '-R',
-        '/proc/self',
-      );
+      const events = ['-e', 'kmem:kmalloc', '--filter', 'bytes_req > 256', '-e', 'sched:sched_switch'];
+      const r = await run('record', ...events, '-o', out, '--', 'ls', '-R', '/proc/self');
       expect(r.code).toBe(ExitCode.Ok);
       // All of it is the kernel's to evaluate: nothing is left for user space.
       expect(r.stderr).not.toMatch(/filter part applied in user space/);
