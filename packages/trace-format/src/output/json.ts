@@ -18,7 +18,7 @@ export function jsonValue(value: FieldValue): unknown {
 
 /**
  * One event as a JSON line (with the trailing newline): `ts_ns` is a decimal string, `cpu` a number or null, and
- * `buffer` the instance buffer of a trace.dat event read with the others (`allBuffers`), absent otherwise.
+ * `buffer` the name of the trace.dat instance buffer an event comes from (`scopes.buffer`), absent otherwise.
  */
 export function eventToJsonLine(event: TraceEvent): string {
   const buffer = event.scopes?.buffer?.name;

@@ -46,8 +46,8 @@ export interface TraceDatReadOptions extends FtraceReadOptions {
   /** The flyrecord buffer to read: `""` (the top-level one, the default) or an instance's name (`record -B NAME`). */
   readonly buffer?: string;
   /**
-   * Every buffer's events, merged by time, as trace-cmd report prints them; an instance buffer's events carry
-   * `scopes.buffer.name`. Overrides `buffer` for `events()` (`cpuPages()` stays the one buffer's).
+   * Every buffer's events, merged by time, as trace-cmd report prints them. Overrides `buffer` for `events()`
+   * (`cpuPages()` stays the one buffer's). An instance buffer's events carry `scopes.buffer.name`, read alone or not.
    */
   readonly allBuffers?: boolean;
 }
