@@ -37,10 +37,13 @@ const nameOf = (c: EventClass): EventName => {
  */
 export function planEventFilters(classes: readonly EventClass[], filters: EventFilters): Map<string, EventFilterPlan> {
   const names = classes.map(nameOf);
-  const texts = new Map<string, string[]>();
+  // Each event's filter texts, and the plan of the first (the whole plan when it has only one).
+  const texts = new Map<string, { parts: string[]; first: EventFilterPlan }>();
   const add = (c: EventClass, text: string) => {
-    planEventFilter(text, c);
-    texts.set(c.name, [...(texts.get(c.name) ?? []), text]);
+    const plan = planEventFilter(text, c);
+    const had = texts.get(c.name);
+    if (had === undefined) texts.set(c.name, { parts: [text], first: plan });
+    else had.parts.push(text);
   };
   if (filters.filter !== undefined && filters.filter.trim() !== '') for (const c of classes) add(c, filters.filter);
   for (const scoped of filters.filters ?? []) {
@@ -58,9 +61,9 @@ export function planEventFilters(classes: readonly EventClass[], filters: EventF
   }
   const plans = new Map<string, EventFilterPlan>();
   for (const c of classes) {
-    const parts = texts.get(c.name);
-    if (parts === undefined) continue;
-    plans.set(c.name, planEventFilter(parts.length === 1 ? parts[0]! : parts.map((t) => `(${t})`).join(' && '), c));
+    const t = texts.get(c.name);
+    if (t === undefined) continue;
+    plans.set(c.name, t.parts.length === 1 ? t.first : planEventFilter(t.parts.map((x) => `(${x})`).join(' && '), c));
   }
   return plans;
 }

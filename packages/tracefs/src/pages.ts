@@ -72,7 +72,8 @@ function wordsOf(bytes: Buffer): Uint32Array<ArrayBufferLike> {
 
 /**
  * Walks records from the aligned byte offset `p` (relative to the first byte of `w`) to `end`. Returns -1 at the
- * page's end marker, else where it stopped: `end`, or a malformed header.
+ * page's end marker, else where it stopped: `end`, a malformed header, or past a padding record that leaves the
+ * 4-byte alignment (every other record length keeps it).
  */
 function walkWords(
   w: Uint32Array<ArrayBufferLike>,
@@ -82,7 +83,7 @@ function walkWords(
   out: PageCount,
 ): number {
   let records = 0;
-  while (p < end && (p & 3) === 0) {
+  while (p < end) {
     if (end - p < 4) break;
     const word = w[p >> 2]!;
     const typeLen = word & 31;
@@ -107,6 +108,8 @@ function walkWords(
       const len = w[(p >> 2) + 1]!;
       if (len < 4 || p + 4 + len > end) break;
       p += 4 + len;
+      // The only record whose length can leave the 4-byte alignment: a corrupt one, reported where it ends.
+      if ((len & 3) !== 0) break;
       continue;
     } else {
       if (end - p < 8) break;

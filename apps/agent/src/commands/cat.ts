@@ -160,9 +160,10 @@ export function registerCat(program: Command, io: CliIO): void {
       `Prints every event of INPUT in timestamp order: in the style of trace-cmd report for ftrace data (trace.dat or a
 directory of cpuN.raw pages beside an events/ tree copied from tracefs), of babeltrace2 for CTF. With --json, one
 object per line: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "fields": {...}}, integers beyond
-2^53 as decimal strings; the events of a trace.dat instance buffer (--buffer, --all-buffers) carry "buffer": "NAME". In --filter, COMM is the name a task had when the event fired, replayed from the
-recording's sched_switch, sched_process_fork, sched_process_exec and task_rename events (saved_cmdlines names the
-tasks they do not). Warnings go to stderr, never to stdout.`,
+2^53 as decimal strings; the events of a trace.dat instance buffer (--buffer, --all-buffers) carry "buffer": "NAME".
+In --filter, COMM is the name a task had when the event fired, replayed from the recording's sched_switch,
+sched_process_fork, sched_process_exec and task_rename events (saved_cmdlines names the tasks they do not).
+Warnings go to stderr, never to stdout.`,
     )
     .argument('[input]', 'CTF trace directory, trace.dat file, or raw-pages directory')
     .option('--json', 'one JSON object per event per line')
