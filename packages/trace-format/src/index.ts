@@ -57,7 +57,16 @@ export {
 export { type IndexedTrace, type IndexFtraceOptions, indexFtrace, mergeOrder } from './ftrace/indexed.ts';
 export { type PageInfo, type PageSource, type RecordSink, readPage } from './ftrace/page.ts';
 export { compilePrintFormat, type PrintFormatter, type PrintStyle } from './ftrace/print-fmt.ts';
-export { type FtraceReader, type FtraceReadOptions, isRawPagesDir, openRawPagesDir } from './ftrace/raw-dir.ts';
+export {
+  type FtraceReader,
+  type FtraceReadOptions,
+  isRawPagesDir,
+  listRawCpuFiles,
+  openRawPagesDir,
+  RAW_FINALIZING_FILE,
+  RAW_HEAD_ROOM_FILE,
+  type RawCpuFile,
+} from './ftrace/raw-dir.ts';
 export { compileRecordDecoder, type DecodedRecord, type RecordDecoder } from './ftrace/record.ts';
 export { Kallsyms, parseCmdlines } from './ftrace/symbols.ts';
 export {
@@ -70,13 +79,16 @@ export {
   type TraceDatReadOptions,
 } from './ftrace/tracedat/read.ts';
 export {
+  completeTraceDatPages,
   encodeTraceDat,
   synthesizeFtraceClass,
+  type TraceDatAnchor,
   type TraceDatCpuPages,
   type TraceDatPagesInput,
   type TraceDatPagesOptions,
   type TraceDatWriteOptions,
   type TraceDatWriteResult,
+  traceDatPagesHeadSize,
   writeTraceDat,
   writeTraceDatPages,
 } from './ftrace/tracedat/write.ts';

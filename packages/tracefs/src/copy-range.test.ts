@@ -29,6 +29,26 @@ describe('copyFileRange (the kernel copy_file_range, through koffi)', () => {
     expect(got.subarray(6 + 65536).equals(data.subarray(65536))).toBe(true);
   });
 
+  it('copies between given offsets without moving either position', () => {
+    const data = Buffer.from(Array.from({ length: 2 * 65536 + 77 }, (_, i) => (i * 13) & 255));
+    writeFileSync(join(dir, 'in-at'), data);
+    const input = openSync(join(dir, 'in-at'), 'r');
+    const out = openSync(join(dir, 'out-at'), 'w');
+    try {
+      expect(copyFileRange(input, out, 65536 + 77, { from: 65536, to: 8192 })).toBe(true);
+      // The output's own position is still 0: a plain write lands at the start.
+      writeSync(out, 'head');
+    } finally {
+      closeSync(input);
+      closeSync(out);
+    }
+    const got = readFileSync(join(dir, 'out-at'));
+    expect(got.length).toBe(8192 + 65536 + 77);
+    expect(got.subarray(0, 4).toString()).toBe('head');
+    expect(got.subarray(4, 8192).every((b) => b === 0)).toBe(true);
+    expect(got.subarray(8192).equals(data.subarray(65536))).toBe(true);
+  });
+
   it('declines, writing nothing, where the kernel cannot copy (a procfs input): the caller reads and writes', () => {
     const input = openSync('/proc/version', 'r');
     const out = openSync(join(dir, 'declined'), 'w');

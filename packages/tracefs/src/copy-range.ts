@@ -6,11 +6,12 @@
 import { createRequire } from 'node:module';
 import { constants } from 'node:os';
 
+/** Offsets are one-element arrays the kernel advances, or null for the descriptor's own position. */
 type CopyFileRange = (
   fdIn: number,
-  offIn: null,
+  offIn: number[] | null,
   fdOut: number,
-  offOut: null,
+  offOut: number[] | null,
   length: number,
   flags: number,
 ) => number | bigint;
@@ -29,7 +30,7 @@ function load(): Libc | null {
     const lib = koffi.load('libc.so.6');
     libc = {
       copy: lib.func(
-        'int64_t copy_file_range(int fd_in, void *off_in, int fd_out, void *off_out, size_t len, unsigned int flags)',
+        'int64_t copy_file_range(int fd_in, _Inout_ int64_t *off_in, int fd_out, _Inout_ int64_t *off_out, size_t len, unsigned int flags)',
       ) as CopyFileRange,
       errno: () => koffi.errno(),
     };
@@ -65,21 +66,30 @@ function systemError(errno: number): NodeJS.ErrnoException {
   });
 }
 
+/** Where {@link copyFileRange} reads and writes: byte offsets, or the descriptors' own positions when absent. */
+export interface CopyPositions {
+  readonly from?: number;
+  readonly to?: number;
+}
+
 /**
- * Copies `length` bytes from `fdIn`'s file position to `fdOut`'s, advancing both, in the kernel. Returns false,
- * having copied nothing, when this system cannot (no FFI, no such call, files on different or unsupporting file
- * systems): the caller then copies through user space.
+ * Copies `length` bytes from `fdIn` to `fdOut` in the kernel: between the given offsets, or from and to the
+ * descriptors' positions (advancing them) where none is given. Returns false, having copied nothing, when this
+ * system cannot (no FFI, no such call, files on different or unsupporting file systems): the caller then copies
+ * through user space.
  *
  * @throws an fs-style error (`code` ENOSPC, ...) when the copy fails after it started, or `ERR_SHORT_INPUT` when the
  *   input ends before `length` bytes.
  */
-export function copyFileRange(fdIn: number, fdOut: number, length: number): boolean {
+export function copyFileRange(fdIn: number, fdOut: number, length: number, at: CopyPositions = {}): boolean {
   const c = load();
   if (c === null) return false;
+  const from = at.from === undefined ? null : [at.from];
+  const to = at.to === undefined ? null : [at.to];
   let done = 0;
   while (done < length) {
     // At most 1 GiB per call keeps the count inside a 32-bit ssize_t everywhere.
-    const n = Number(c.copy(fdIn, null, fdOut, null, Math.min(length - done, 1 << 30), 0));
+    const n = Number(c.copy(fdIn, from, fdOut, to, Math.min(length - done, 1 << 30), 0));
     if (n < 0) {
       const errno = c.errno();
       if (done === 0 && FALLBACK_ERRNOS.has(errno)) return false;

@@ -31,4 +31,4 @@ export {
 } from './output.ts';
 export { countPageRecords, type PageCount, parseCpuStats } from './pages.ts';
 export { type CpuLoss, type RecordOptions, type RecordResult, record } from './recorder.ts';
-export { writeTraceDatFromRawDir } from './tracedat.ts';
+export { type RawDirTraceDatOptions, writeTraceDatFromRawDir } from './tracedat.ts';

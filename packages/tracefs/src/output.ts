@@ -83,7 +83,8 @@ function writeOutput(rawDir: string, output: string, format: OutputFormat, optio
   const filters = options.userSpaceFilters ?? new Map<string, EventFilterPlan>();
   let result: FinalizeResult;
   if (format === 'tracedat' && filters.size === 0) {
-    const bytes = writeTraceDatFromRawDir(rawDir, output);
+    // The directory goes afterwards: the trace.dat may take over its largest page file instead of copying it.
+    const bytes = writeTraceDatFromRawDir(rawDir, output, { consume: options.removeRaw !== false });
     result = { events: options.recorded ?? 0, byEvent: undefined, bytes };
   } else {
     const reader = openRawPagesDir(rawDir);

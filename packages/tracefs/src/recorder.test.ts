@@ -1,8 +1,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, truncateSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openRawPagesDir, parseHeaderPage } from '@evtrace/trace-format';
+import { openRawPagesDir, openTraceDat, parseHeaderPage } from '@evtrace/trace-format';
 import { afterAll, describe, expect, it } from 'vitest';
 import { planEventFilter, writeKernelFilter } from './filter.ts';
 import { cleanStaleInstances, createInstance, listInstances } from './instance.ts';
@@ -59,6 +59,51 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
     expect(counts.get('kmalloc') ?? 0).toBe(r.events.get('kmem:kmalloc'));
     expect(counts.get('kfree') ?? 0).toBe(r.events.get('kmem:kfree'));
   });
+
+  it.skipIf(!hasTool('trace-cmd'))(
+    'with head room, builds the trace.dat around the largest CPU file instead of copying it',
+    async () => {
+      const r = await recorded({ headRoom: true });
+      const room = Number(readFileSync(join(r.dir, 'head_room'), 'utf8'));
+      // The head (kallsyms is most of it) fits in the room, a hole of whole pages before every file's pages.
+      expect(room % r.pageSize).toBe(0);
+      expect(room).toBeGreaterThan(statSync(join(r.dir, 'kallsyms')).size);
+      const sizes = r.lost.map((l) => statSync(join(r.dir, `cpu${l.cpu}.raw`)).size - room);
+      expect(sizes.every((s) => s >= 0 && s % r.pageSize === 0)).toBe(true);
+      expect([...openRawPagesDir(r.dir).events()].length).toBe(r.total);
+      const largest = sizes.indexOf(Math.max(...sizes));
+      const inode = statSync(join(r.dir, `cpu${r.lost[largest]!.cpu}.raw`)).ino;
+      const out = fresh('in-place.dat');
+      const w = finalizeRecording(r.dir, out, 'tracedat', { recorded: r.total });
+      expect(existsSync(r.dir)).toBe(false);
+      // The largest CPU's file became the trace.dat: same inode, its pages where they were written.
+      expect(statSync(out).ino).toBe(inode);
+      expect(w.bytes).toBe(statSync(out).size);
+      expect(openTraceDat(out).info.buffers[0]!.cpus[r.lost[largest]!.cpu]!.offset).toBe(room);
+      const counts = reportCounts(out);
+      expect(counts.get('kmalloc') ?? 0).toBe(r.events.get('kmem:kmalloc'));
+      expect(counts.get('kfree') ?? 0).toBe(r.events.get('kmem:kfree'));
+    },
+  );
+
+  it.skipIf(!hasTool('trace-cmd'))(
+    'keeps the pages readable when building in place fails at the last step, and converts them later',
+    async () => {
+      const r = await recorded({ headRoom: true });
+      // The rename to a directory that does not exist fails after the head and the other pages were written.
+      expect(() => finalizeRecording(r.dir, join(work, 'no-such-dir', 'x.dat'), 'tracedat')).toThrow(
+        expect.objectContaining({ code: 'ERR_TRACEFS_OUTPUT', errno: 'ENOENT' }),
+      );
+      expect(readFileSync(join(r.dir, 'finalizing'), 'utf8')).toMatch(/^\d+ \d+ \d+\n$/);
+      expect([...openRawPagesDir(r.dir).events()].length).toBe(r.total);
+      const out = fresh('after-failure.dat');
+      finalizeRecording(r.dir, out, 'tracedat');
+      expect(existsSync(r.dir)).toBe(false);
+      const counts = reportCounts(out);
+      expect(counts.get('kmalloc') ?? 0).toBe(r.events.get('kmem:kmalloc'));
+      expect(counts.get('kfree') ?? 0).toBe(r.events.get('kmem:kfree'));
+    },
+  );
 
   it.skipIf(!hasTool('babeltrace2'))('writes CTF that babeltrace2 reads with the same count', async () => {
     const r = await recorded({ events: ['sched:sched_switch', 'kmem:kmalloc'] });

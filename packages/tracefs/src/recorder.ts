@@ -12,6 +12,7 @@
 import {
   closeSync,
   constants,
+  ftruncateSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -25,7 +26,7 @@ import {
 import { getPriority, setPriority } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { type EventClass, type PageLayout, parseHeaderPage } from '@evtrace/trace-format';
+import { type EventClass, type PageLayout, parseHeaderPage, RAW_HEAD_ROOM_FILE } from '@evtrace/trace-format';
 import { type EventName, listEvents, matchEvents, readEventFormat } from './catalog.ts';
 import { ioError, outputError, TracefsError, type TracefsErrorCode } from './errors.ts';
 import { planEventFilters, type ScopedFilter } from './event-filters.ts';
@@ -35,6 +36,7 @@ import { findTracefs } from './mount.ts';
 import { parseCpuStats } from './pages.ts';
 import { type CpuFds, MIN_POLL_MS, nextInterval, PageReader, type ReaderTotals } from './reader.ts';
 import type { ReaderWorkerData } from './reader-worker.ts';
+import { traceDatHeadRoom } from './tracedat.ts';
 
 /** Options of {@link record}. */
 export interface RecordOptions {
@@ -79,6 +81,12 @@ export interface RecordOptions {
   readonly sleep?: 'event-loop' | 'blocking';
   /** Called once tracing is on, before the reader raises its priority (so a workload started here keeps its own). */
   readonly onStart?: () => void;
+  /**
+   * Leave room for a trace.dat head (a sparse hole, noted in `head_room`) before each `cpuN.raw`'s pages, so that
+   * `finalizeRecording` to trace.dat builds the file around the largest CPU's pages instead of copying them.
+   * Default false.
+   */
+  readonly headRoom?: boolean;
 }
 
 /** Events the kernel lost on one CPU, from `per_cpu/cpuN/stats`. */
@@ -265,6 +273,38 @@ function writeMetadata(tracefs: string, inst: string, dir: string, selected: rea
 }
 
 /**
+ * The head room of a recording that will become a trace.dat, written to `head_room`: the head as the metadata
+ * stands, with the kernel's whole saved-cmdlines table (the one copied at the end may have grown). 0, and no file,
+ * when the table's size cannot be read.
+ */
+function headRoom(tracefs: string, dir: string, pageSize: number, cpus: readonly number[]): number {
+  let entries: number;
+  try {
+    entries = Number(readFileSync(join(tracefs, 'saved_cmdlines_size'), 'utf8').trim());
+  } catch {
+    return 0;
+  }
+  if (!Number.isSafeInteger(entries) || entries <= 0) return 0;
+  const room = traceDatHeadRoom(dir, pageSize, Math.max(0, ...cpus) + 1, entries);
+  output(join(dir, RAW_HEAD_ROOM_FILE), () => writeFileSync(join(dir, RAW_HEAD_ROOM_FILE), `${room}\n`));
+  return room;
+}
+
+/** Opens a new `cpuN.raw` whose pages start after `room` bytes of hole: appends land at the end. */
+function openRaw(path: string, room: number): number {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_APPEND, 0o644);
+  if (room > 0) {
+    try {
+      ftruncateSync(fd, room);
+    } catch (error) {
+      closeSync(fd);
+      throw error;
+    }
+  }
+  return fd;
+}
+
+/**
  * Replaces the saved_cmdlines copied at the start with the final table (commands seen while recording) through a
  * temporary file, so a full disk keeps the first table instead of truncating it.
  */
@@ -353,11 +393,13 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
     const pageSize = Number(readFileSync(join(p, 'buffer_subbuf_size_kb'), 'utf8').trim()) * 1024;
     const layout: PageLayout = parseHeaderPage(readFileSync(join(p, 'events', 'header_page'), 'utf8'), { pageSize });
     const bufferKb = Number(readFileSync(join(p, 'buffer_size_kb'), 'utf8').match(/\d+/)?.[0] ?? 1408);
-    for (const name of readdirSync(join(p, 'per_cpu'))) {
-      const m = /^cpu(\d+)$/.exec(name);
-      if (m === null) continue;
-      const cpu = Number(m[1]);
-      const file = join(p, 'per_cpu', name, 'trace_pipe_raw');
+    const cpus = readdirSync(join(p, 'per_cpu'))
+      .map((name) => /^cpu(\d+)$/.exec(name))
+      .filter((m) => m !== null)
+      .map((m) => Number(m[1]));
+    const room = options.headRoom === true ? headRoom(tracefs, options.dir, pageSize, cpus) : 0;
+    for (const cpu of cpus) {
+      const file = join(p, 'per_cpu', `cpu${cpu}`, 'trace_pipe_raw');
       let fd: number;
       try {
         fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -365,7 +407,7 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
         throw ioError(file, error, 'cannot open the raw pipe');
       }
       const outPath = join(options.dir, `cpu${cpu}.raw`);
-      readers.push({ cpu, fd, out: output(outPath, () => openSync(outPath, 'w')), outPath, missedPages: 0 });
+      readers.push({ cpu, fd, out: output(outPath, () => openRaw(outPath, room)), outPath, missedPages: 0 });
     }
     readers.sort((a, b) => a.cpu - b.cpu);
     const fds: CpuFds[] = readers.map((r) => ({ cpu: r.cpu, pipe: r.fd, out: r.out, outPath: r.outPath }));

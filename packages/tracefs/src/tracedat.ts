@@ -1,29 +1,56 @@
 /**
  * trace.dat from a raw-pages directory: its metadata files and `cpuN.raw` pages handed to trace-format's
- * `writeTraceDatPages`, which copies the pages verbatim (no decoding).
+ * `writeTraceDatPages`, which copies the pages verbatim (no decoding), or, for a directory about to be removed that
+ * left head room, to `completeTraceDatPages`, which builds the file around the largest CPU's pages where they lie.
  */
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  ftruncateSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
-import { type TraceDatCpuPages, writeTraceDatPages } from '@evtrace/trace-format';
+import {
+  completeTraceDatPages,
+  listRawCpuFiles,
+  RAW_FINALIZING_FILE,
+  RAW_HEAD_ROOM_FILE,
+  type RawCpuFile,
+  type TraceDatCpuPages,
+  type TraceDatPagesInput,
+  traceDatPagesHeadSize,
+  writeTraceDatPages,
+} from '@evtrace/trace-format';
 import { copyFileRange } from './copy-range.ts';
 import { ioError, outputError } from './errors.ts';
 
 /** Facts of a raw-pages directory the trace.dat writer needs. */
 export interface RawDirInfo {
   readonly pageSize: number;
-  /** `cpuN.raw` files by CPU number. */
-  readonly cpuFiles: ReadonlyMap<number, string>;
+  /** `cpuN.raw` files by CPU number, each with where its pages lie. */
+  readonly cpuFiles: ReadonlyMap<number, RawCpuFile>;
+  /** Bytes left for a trace.dat head before every file's pages (0: none). */
+  readonly headRoom: number;
 }
 
-/** Lists the `cpuN.raw` files and the sub-buffer size of a raw-pages directory. */
+/** Lists the `cpuN.raw` files, the sub-buffer size and the head room of a raw-pages directory. */
 export function rawDirInfo(dir: string): RawDirInfo {
-  const cpuFiles = new Map<number, string>();
-  for (const name of readdirSync(dir)) {
-    const m = /^cpu(\d+)\.raw$/.exec(name);
-    if (m !== null) cpuFiles.set(Number(m[1]), join(dir, name));
-  }
+  const cpuFiles = new Map(listRawCpuFiles(dir).map((f) => [f.cpu, f]));
   const kb = Number(readFileSync(join(dir, 'buffer_subbuf_size_kb'), 'utf8').trim());
-  return { pageSize: kb * 1024, cpuFiles };
+  const room = join(dir, RAW_HEAD_ROOM_FILE);
+  return { pageSize: kb * 1024, cpuFiles, headRoom: existsSync(room) ? Number(readFileSync(room, 'utf8').trim()) : 0 };
+}
+
+/** Bytes of whole pages in a `cpuN.raw`. */
+function pagesBytes(f: RawCpuFile, pageSize: number): number {
+  const size = Math.max(0, Math.min(f.end ?? Number.POSITIVE_INFINITY, statSync(f.file).size) - f.start);
+  return size - (size % pageSize);
 }
 
 const readOptional = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8') : '');
@@ -47,30 +74,31 @@ function formatsBySystem(eventsDir: string): [string, string[]][] {
  * A `cpuN.raw` file's whole pages: copied by the kernel where it can (copy_file_range), else read in 1 MiB chunks
  * (one buffer reused: each chunk is written before the next).
  */
-function filePages(file: string, size: number, chunk: Buffer, out: string): TraceDatCpuPages {
+function filePages(f: RawCpuFile, size: number, chunk: Buffer, out: string): TraceDatCpuPages {
   return {
     size,
-    copyTo(fd) {
-      const input = openSync(file, 'r');
+    copyTo(fd, at) {
+      const input = openSync(f.file, 'r');
       try {
-        return copyFileRange(input, fd, size);
+        return copyFileRange(input, fd, size, { from: f.start, ...(at !== undefined ? { to: at } : {}) });
       } catch (error) {
         // A failed write (ENOSPC) is the output's; an input that ends early is the raw file's.
         throw Object.assign(error as Error, {
-          path: (error as NodeJS.ErrnoException).code === 'ERR_SHORT_INPUT' ? file : out,
+          path: (error as NodeJS.ErrnoException).code === 'ERR_SHORT_INPUT' ? f.file : out,
         });
       } finally {
         closeSync(input);
       }
     },
     *chunks() {
-      const fd = openSync(file, 'r');
+      const fd = openSync(f.file, 'r');
       try {
-        for (let left = size; left > 0; ) {
-          const n = readSync(fd, chunk, 0, Math.min(chunk.length, left), null);
+        for (let left = size, at = f.start; left > 0; ) {
+          const n = readSync(fd, chunk, 0, Math.min(chunk.length, left), at);
           if (n === 0) break;
           yield chunk.subarray(0, n);
           left -= n;
+          at += n;
         }
       } finally {
         closeSync(fd);
@@ -79,45 +107,117 @@ function filePages(file: string, size: number, chunk: Buffer, out: string): Trac
   };
 }
 
+/** The trace.dat head's inputs from a raw-pages directory (everything but the pages). */
+function headInput(dir: string, pageSize: number, kallsyms: Uint8Array | string): Omit<TraceDatPagesInput, 'cpus'> {
+  const demo = readOptional(join(dir, 'DEMO')).trim();
+  return {
+    pageSize,
+    headerPage: readFileSync(join(dir, 'events', 'header_page'), 'utf8'),
+    headerEvent: readFileSync(join(dir, 'events', 'header_event'), 'utf8'),
+    formats: formatsBySystem(join(dir, 'events')),
+    kallsyms,
+    cmdlines: readOptional(join(dir, 'saved_cmdlines')),
+    clock: /\[(\w+)\]/.exec(readOptional(join(dir, 'trace_clock')))?.[1] ?? 'local',
+    // A demo recording says so where trace-cmd shows the system it came from.
+    ...(demo !== '' ? { uname: demo } : {}),
+  };
+}
+
+/** The longest `saved_cmdlines` line: a 7-digit pid (PID_MAX_LIMIT), a space, a 15-byte comm, a newline. */
+const CMDLINE_BYTES = 24;
+
+/**
+ * The room a trace.dat head of the raw-pages directory `dir` needs (its metadata as written now, kallsyms included)
+ * for `cpuCount` CPUs, with `cmdlines` entries of saved cmdlines at most, page-aligned. A recorder leaves this much
+ * before each CPU's pages (`head_room`) so that {@link writeTraceDatFromRawDir} can build the trace.dat around one
+ * of the files instead of copying its pages.
+ */
+export function traceDatHeadRoom(dir: string, pageSize: number, cpuCount: number, cmdlines: number): number {
+  const kallsymsFile = join(dir, 'kallsyms');
+  // Only lengths count: an unread buffer of kallsyms' size stands for it.
+  const kallsyms = Buffer.allocUnsafe(existsSync(kallsymsFile) ? statSync(kallsymsFile).size : 0);
+  return traceDatPagesHeadSize(
+    { ...headInput(dir, pageSize, kallsyms), cmdlines: ' '.repeat(cmdlines * CMDLINE_BYTES) },
+    cpuCount,
+  );
+}
+
+/** Options of {@link writeTraceDatFromRawDir}. */
+export interface RawDirTraceDatOptions {
+  /**
+   * The directory is removed afterwards: the trace.dat may be built around its largest `cpuN.raw` (when it has head
+   * room), which then becomes `out`, instead of copying those pages. Default false.
+   */
+  readonly consume?: boolean;
+}
+
 /**
  * Writes `out` as trace.dat v6 from the raw-pages directory `dir`. Trailing partial pages (a writer killed
  * mid-page) are left out. Returns the bytes written.
  *
+ * With `consume` and head room in the directory, the largest `cpuN.raw` is completed in place (the head written into
+ * its room, the other CPUs' pages appended) and renamed to `out`. `finalizing` tells readers where its pages are
+ * meanwhile, so a failure at any point leaves the directory readable and convertible.
+ *
  * @throws TracefsError `ERR_TRACEFS_IO` or `_PERMISSION` naming a file that could not be read, `ERR_TRACEFS_OUTPUT`
  * when `out` could not be written.
  */
-export function writeTraceDatFromRawDir(dir: string, out: string): number {
-  const { pageSize, cpuFiles } = rawDirInfo(dir);
+export function writeTraceDatFromRawDir(dir: string, out: string, options: RawDirTraceDatOptions = {}): number {
+  const { pageSize, cpuFiles, headRoom } = rawDirInfo(dir);
   const cpuCount = cpuFiles.size === 0 ? 1 : Math.max(...cpuFiles.keys()) + 1;
   const chunk = Buffer.allocUnsafe(Math.max(pageSize, 1 << 20));
   const cpus: TraceDatCpuPages[] = [];
+  let anchor: RawCpuFile | undefined;
   for (let cpu = 0; cpu < cpuCount; cpu++) {
-    const file = cpuFiles.get(cpu);
-    const size = file === undefined ? 0 : statSync(file).size;
-    cpus.push(
-      file === undefined ? { size: 0, chunks: () => [] } : filePages(file, size - (size % pageSize), chunk, out),
-    );
+    const f = cpuFiles.get(cpu);
+    const size = f === undefined ? 0 : pagesBytes(f, pageSize);
+    if (f !== undefined && size > 0 && (anchor === undefined || size > cpus[anchor.cpu]!.size)) anchor = f;
+    cpus.push(f === undefined ? { size: 0, chunks: () => [] } : filePages(f, size, chunk, out));
   }
   const kallsymsFile = join(dir, 'kallsyms');
-  const demo = readOptional(join(dir, 'DEMO')).trim();
   try {
-    return writeTraceDatPages(out, {
-      pageSize,
-      headerPage: readFileSync(join(dir, 'events', 'header_page'), 'utf8'),
-      headerEvent: readFileSync(join(dir, 'events', 'header_event'), 'utf8'),
-      formats: formatsBySystem(join(dir, 'events')),
-      // Bytes as recorded: ~5 MB of symbols are never decoded to text.
-      kallsyms: existsSync(kallsymsFile) ? readFileSync(kallsymsFile) : '',
-      cmdlines: readOptional(join(dir, 'saved_cmdlines')),
-      clock: /\[(\w+)\]/.exec(readOptional(join(dir, 'trace_clock')))?.[1] ?? 'local',
-      // A demo recording says so where trace-cmd shows the system it came from.
-      ...(demo !== '' ? { uname: demo } : {}),
-      cpus,
-    });
+    // Bytes as recorded: ~5 MB of symbols are never decoded to text.
+    const input = { ...headInput(dir, pageSize, existsSync(kallsymsFile) ? readFileSync(kallsymsFile) : ''), cpus };
+    // Not over a finalizing that failed part-way: its file's extent must stay as that marker says.
+    const untouched = [...cpuFiles.values()].every((f) => f.end === undefined);
+    if (options.consume === true && untouched && anchor !== undefined && headRoom > 0) {
+      if (traceDatPagesHeadSize(input, cpuCount) <= anchor.start) return completeInPlace(dir, input, anchor, out);
+    }
+    return writeTraceDatPages(out, input);
   } catch (error) {
     const path = (error as NodeJS.ErrnoException)?.path;
     if (path === out) throw outputError(out, error);
     if (typeof path === 'string') throw ioError(path, error, 'cannot read');
     throw error;
   }
+}
+
+/** Builds the trace.dat around `anchor`'s pages, then renames its file to `out`. */
+function completeInPlace(dir: string, input: TraceDatPagesInput, anchor: RawCpuFile, out: string): number {
+  const end = anchor.start + input.cpus[anchor.cpu]!.size;
+  const finalizing = join(dir, RAW_FINALIZING_FILE);
+  const onOutput = (fn: () => void) => {
+    try {
+      fn();
+    } catch (error) {
+      throw Object.assign(error as Error, { path: out });
+    }
+  };
+  // Said before the file changes, and atomically: a reader sees either no marker or the whole of it.
+  onOutput(() => {
+    writeFileSync(`${finalizing}.next`, `${anchor.cpu} ${anchor.start} ${end}\n`);
+    renameSync(`${finalizing}.next`, finalizing);
+  });
+  let size = 0;
+  onOutput(() => {
+    const fd = openSync(anchor.file, 'r+');
+    try {
+      ftruncateSync(fd, end);
+      size = completeTraceDatPages(fd, input, { cpu: anchor.cpu, offset: anchor.start });
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(anchor.file, out);
+  });
+  return size;
 }

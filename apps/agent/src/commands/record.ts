@@ -274,6 +274,8 @@ complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -
             threads,
             // Nothing else runs on this thread while it records: futex naps, cheaper than timers.
             sleep: 'blocking',
+            // Room for the trace.dat head before the pages: the file is then built around them, not copied.
+            headRoom: format === 'tracedat',
             onStart,
           });
       } catch (error) {

@@ -1,4 +1,5 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -9,7 +10,7 @@ import { expectSameAsReport, reportRaw } from '../testing/tracecmd.ts';
 import { findTracefs, hasTool } from '../testing/tracefs.ts';
 import { cpuEvents, EventTable } from './events.ts';
 import { compilePrintFormat } from './print-fmt.ts';
-import { openRawPagesDir } from './raw-dir.ts';
+import { listRawCpuFiles, openRawPagesDir, RAW_FINALIZING_FILE, RAW_HEAD_ROOM_FILE } from './raw-dir.ts';
 import { writeTraceDat } from './tracedat/write.ts';
 
 interface KernelEvent {
@@ -183,6 +184,33 @@ describe.skipIf(root === undefined)(
         ),
         { numRuns: 200 },
       );
+    });
+
+    it('skip the head room before the pages, and read a file being finalized only where finalizing says', () => {
+      const c = first!;
+      const want = [...openRawPagesDir(c.dir).events()].map((e) => [e.tsNs, e.cpu, e.fields]);
+      expect(want.length).toBeGreaterThan(20);
+      const dir = mkdtempSync(join(tmpdir(), 'evtrace-headroom-'));
+      cpSync(c.dir, dir, { recursive: true });
+      const room = 3 * 4096;
+      writeFileSync(join(dir, RAW_HEAD_ROOM_FILE), `${room}\n`);
+      // Not zeros: a reader that read the room as pages would fail or invent events.
+      const junk = Buffer.alloc(room, 0xa5);
+      const pages = [0, 1].map((cpu) => readFileSync(join(c.dir, `cpu${cpu}.raw`)));
+      for (const cpu of [0, 1]) writeFileSync(join(dir, `cpu${cpu}.raw`), Buffer.concat([junk, pages[cpu]!]));
+      const read = () => [...openRawPagesDir(dir).events()].map((e) => [e.tsNs, e.cpu, e.fields]);
+      expect(read()).toEqual(want);
+      // CPU 1's file with a trace.dat head written over its room and other pages appended after its own.
+      const end = room + pages[1]!.length;
+      writeFileSync(join(dir, 'cpu1.raw'), Buffer.concat([junk, pages[1]!, pages[0]!]));
+      writeFileSync(join(dir, RAW_FINALIZING_FILE), `1 ${room} ${end}\n`);
+      expect(listRawCpuFiles(dir).map((f) => [f.cpu, f.start, f.end])).toEqual([
+        [0, room, undefined],
+        [1, room, end],
+      ]);
+      expect(read()).toEqual(want);
+      writeFileSync(join(dir, RAW_FINALIZING_FILE), `1 ${room}\n`);
+      expect(() => openRawPagesDir(dir)).toThrow(/bad finalizing "1 12288"/);
     });
 
     it('decode with 16 KiB sub-buffers, the size taken from buffer_subbuf_size_kb', async () => {

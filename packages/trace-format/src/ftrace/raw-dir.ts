@@ -2,8 +2,13 @@
  * A directory of raw per-CPU pages: `cpuN.raw` (sub-buffers as read from `per_cpu/cpuN/trace_pipe_raw`) beside an
  * `events/` tree laid out like tracefs's, optionally with `saved_cmdlines`, `kallsyms`, `buffer_subbuf_size_kb` and
  * `trace_clock` copied from tracefs and /proc.
+ *
+ * A recorder that will turn the directory into a trace.dat may leave room for the file's head at the front of every
+ * `cpuN.raw` (`head_room`: that many zero bytes, a sparse hole, before the pages), then build the trace.dat around
+ * one of them instead of copying its pages. While it does, `finalizing` (`CPU START END`) says where that file's
+ * pages are, so the directory stays readable at every moment.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TraceFormatError } from '../errors.ts';
 import type { EventClass, TraceEvent, TraceReader } from '../model/types.ts';
@@ -28,6 +33,48 @@ export interface FtraceReader extends TraceReader {
 }
 
 const optional = (path: string): string | undefined => (existsSync(path) ? readFileSync(path, 'utf8') : undefined);
+
+/** The file of a raw-pages directory giving the bytes reserved before the pages of every `cpuN.raw`. */
+export const RAW_HEAD_ROOM_FILE = 'head_room';
+/** The file of a raw-pages directory giving, while a trace.dat is built around one `cpuN.raw`, where its pages are. */
+export const RAW_FINALIZING_FILE = 'finalizing';
+
+/** A `cpuN.raw` file and where its pages lie in it. */
+export interface RawCpuFile {
+  readonly cpu: number;
+  readonly file: string;
+  /** Offset of the first page (the head room). */
+  readonly start: number;
+  /** End of the pages; undefined: the end of the file. */
+  readonly end?: number;
+}
+
+function numbersIn(dir: string, name: string, count: number): number[] | undefined {
+  const text = optional(join(dir, name));
+  if (text === undefined) return undefined;
+  const words = text.trim().split(/\s+/);
+  if (words.length !== count || !words.every((w) => /^\d{1,15}$/.test(w))) {
+    throw new TraceFormatError('ERR_TRACE_INPUT', `bad ${name} ${JSON.stringify(text.trim())}`, {
+      file: join(dir, name),
+    });
+  }
+  return words.map(Number);
+}
+
+/** The `cpuN.raw` files of a raw-pages directory, by CPU number, each with where its pages lie. */
+export function listRawCpuFiles(dir: string): RawCpuFile[] {
+  const start = numbersIn(dir, RAW_HEAD_ROOM_FILE, 1)?.[0] ?? 0;
+  const finalizing = numbersIn(dir, RAW_FINALIZING_FILE, 3);
+  return readdirSync(dir)
+    .map((n) => /^cpu(\d+)\.raw$/.exec(n))
+    .filter((m) => m !== null)
+    .map((m) => {
+      const cpu = Number(m[1]);
+      const file = join(dir, m[0]);
+      return finalizing?.[0] === cpu ? { cpu, file, start: finalizing[1]!, end: finalizing[2]! } : { cpu, file, start };
+    })
+    .sort((a, b) => a.cpu - b.cpu);
+}
 
 /** Whether `dir` looks like a raw-pages directory. */
 export function isRawPagesDir(dir: string): boolean {
@@ -85,11 +132,7 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
     ...(subbufKb !== undefined ? { pageSize: Number(subbufKb) * 1024 } : {}),
   });
   const longSize = page.commitSize;
-  const cpus = readdirSync(dir)
-    .map((n) => /^cpu(\d+)\.raw$/.exec(n))
-    .filter((m) => m !== null)
-    .map((m) => ({ cpu: Number(m[1]), file: join(dir, m[0]) }))
-    .sort((a, b) => a.cpu - b.cpu);
+  const cpus = listRawCpuFiles(dir);
   if (cpus.length === 0) throw new TraceFormatError('ERR_TRACE_INPUT', 'no cpuN.raw files', { file: dir });
   const warnings: string[] = [];
   const kallsymsText = optional(join(dir, 'kallsyms'));
@@ -110,11 +153,13 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
     ...(kallsymsText !== undefined ? { kallsymsText } : {}),
   };
   const cpuPages = (): CpuPages[] => {
-    return cpus.map(({ cpu, file }) => {
-      if (statSync(file).size % page.pageSize !== 0) {
+    return cpus.map(({ cpu, file, start, end }) => {
+      const bytes = readFileSync(file);
+      const size = Math.max(0, Math.min(end ?? bytes.length, bytes.length) - start);
+      if (size % page.pageSize !== 0) {
         warnings.push(`${file}: size is not a multiple of the ${page.pageSize}-byte page; the last page is partial`);
       }
-      return { cpu, bytes: readFileSync(file), file };
+      return { cpu, bytes: bytes.subarray(Math.min(start, bytes.length), start + size), file, fileOffset: start };
     });
   };
   return {

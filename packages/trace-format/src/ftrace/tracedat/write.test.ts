@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -9,9 +9,11 @@ import { findTracefs, hasTool } from '../../testing/tracefs.ts';
 import { formatFileText, HEADER_EVENT_TEXT, headerPageText } from '../format-text.ts';
 import { openTraceDat, readTraceDat } from './read.ts';
 import {
+  completeTraceDatPages,
   encodeTraceDat,
   synthesizeFtraceClass,
   type TraceDatPagesInput,
+  traceDatPagesHeadSize,
   writeTraceDat,
   writeTraceDatPages,
 } from './write.ts';
@@ -270,6 +272,73 @@ describe('trace.dat from raw pages (writeTraceDatPages)', () => {
     expect(() => writeTraceDatPages(join(dir, 'short.dat'), short)).toThrow(/CPU 0's pages are \d+ bytes, not \d+/);
   });
 
+  /** A file holding only CPU `cpu`'s pages, at the room a head needs (rounded up by `extra` pages). */
+  function anchored(input: TraceDatPagesInput, cpu: number, name: string, extra = 0): { file: string; room: number } {
+    const room = traceDatPagesHeadSize(input, input.cpus.length) + extra * input.pageSize;
+    const file = join(dir, name);
+    const fd = openSync(file, 'w');
+    let at = room;
+    for (const chunk of input.cpus[cpu]!.chunks()) at += writeSync(fd, chunk, 0, chunk.length, at);
+    closeSync(fd);
+    return { file, room };
+  }
+
+  function complete(file: string, input: TraceDatPagesInput, cpu: number, offset: number): number {
+    const fd = openSync(file, 'r+');
+    try {
+      return completeTraceDatPages(fd, input, { cpu, offset });
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  it("completes a file around any one CPU's pages, in place: the others follow it, the head precedes it", () => {
+    const want = [...openTraceDat(reference).events()].map((e) => [e.tsNs, e.cpu, e.fields]);
+    const input = pagesFromReference(reference, 'evtrace demo');
+    expect(input.cpus.filter((c) => c.size > 0).length).toBe(2);
+    for (const cpu of [0, 1]) {
+      // Spare room between the head and the pages must not matter either.
+      const { file, room } = anchored(input, cpu, `anchored-${cpu}.dat`, cpu);
+      const size = complete(file, input, cpu, room);
+      expect(size).toBe(readFileSync(file).length);
+      const back = openTraceDat(file);
+      expect(back.info.version).toBe(6);
+      expect(back.info.uname).toBe('evtrace demo');
+      expect(back.info.buffers[0]!.cpus[cpu]!.offset).toBe(room);
+      expect([...back.events()].map((e) => [e.tsNs, e.cpu, e.fields])).toEqual(want);
+    }
+  });
+
+  it('completes through copyTo at an offset, and refuses a head that does not fit before the pages', () => {
+    const want = [...openTraceDat(reference).events()].map((e) => [e.tsNs, e.cpu, e.fields]);
+    const input = pagesFromReference(reference);
+    const { file, room } = anchored(input, 0, 'anchored-copy.dat');
+    const placed: number[] = [];
+    complete(
+      file,
+      {
+        ...input,
+        cpus: input.cpus.map((c) => ({
+          ...c,
+          copyTo(fd: number, at?: number) {
+            let pos = at!;
+            placed.push(pos);
+            for (const chunk of c.chunks()) pos += writeSync(fd, chunk, 0, chunk.length, pos);
+            return true;
+          },
+        })),
+      },
+      0,
+      room,
+    );
+    expect(placed).toEqual([room + input.cpus[0]!.size]);
+    expect([...openTraceDat(file).events()].map((e) => [e.tsNs, e.cpu, e.fields])).toEqual(want);
+    const tight = anchored(input, 0, 'anchored-tight.dat');
+    expect(() => complete(tight.file, input, 0, tight.room - input.pageSize)).toThrow(
+      /the head needs \d+ bytes; \d+ were left before CPU 0's pages/,
+    );
+  });
+
   it.skipIf(!hasTool('trace-cmd'))(
     'trace-cmd report prints the copy exactly as the reference (skipped without trace-cmd)',
     { timeout: 30_000 },
@@ -287,6 +356,11 @@ describe('trace.dat from raw pages (writeTraceDatPages)', () => {
         writeTraceDatPages(file, pagesFromReference(reference), { version });
         expect(report(file)).toBe(theirs);
       }
+      // Completed around CPU 1: its pages come first in the file, after a gap, the CPU table says where.
+      const input = pagesFromReference(reference);
+      const { file, room } = anchored(input, 1, 'anchored-report.dat', 3);
+      complete(file, input, 1, room);
+      expect(report(file)).toBe(theirs);
     },
   );
 });

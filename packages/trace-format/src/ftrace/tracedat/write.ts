@@ -97,11 +97,11 @@ export interface TraceDatCpuPages {
   /** The pages' bytes in order, `size` in total: read lazily (e.g. a file in large chunks) and written as they come. */
   chunks(): Iterable<Uint8Array>;
   /**
-   * Appends the `size` bytes at the current position of the open file `fd` without passing them through user space
-   * (e.g. `copy_file_range`), advancing the position. Returns false, having written nothing, when it cannot: the
-   * writer then reads {@link chunks}. Version 6 only.
+   * Writes the `size` bytes into the open file `fd` without passing them through user space (e.g.
+   * `copy_file_range`): at offset `at`, or at the current position (advancing it) when `at` is undefined. Returns
+   * false, having written nothing, when it cannot: the writer then reads {@link chunks}. Version 6 only.
    */
-  copyTo?(fd: number): boolean;
+  copyTo?(fd: number, at?: number): boolean;
 }
 
 /** What {@link writeTraceDatPages} stores: the kernel's own texts and the raw pages of each CPU. */
@@ -148,30 +148,9 @@ export function writeTraceDatPages(
 ): number {
   const version = options.version ?? 6;
   const { pageSize } = input;
-  const systems = input.formats.filter(([s]) => s !== 'ftrace').map(([s, f]) => [s, [...f]] as [string, string[]]);
-  const meta: Meta = {
-    headerPage: input.headerPage,
-    headerEvent: input.headerEvent,
-    ftrace: input.formats.filter(([s]) => s === 'ftrace').flatMap(([, f]) => f),
-    systems,
-    kallsyms: asBuffer(input.kallsyms ?? ''),
-    cmdlines: input.cmdlines ?? '',
-    clock: input.clock ?? 'local',
-    ...(input.uname !== undefined ? { uname: input.uname } : {}),
-  };
+  const meta = pagesMeta(input);
   const cpus = input.cpus.length === 0 ? [{ size: 0, chunks: () => [] }] : input.cpus;
-  const checked = function* (cpu: number): Iterable<Uint8Array> {
-    let seen = 0;
-    for (const c of cpus[cpu]!.chunks()) {
-      seen += c.length;
-      if (seen > cpus[cpu]!.size) break;
-      yield c;
-    }
-    if (seen !== cpus[cpu]!.size)
-      throw new TraceFormatError('ERR_TRACE_DAT', `CPU ${cpu}'s pages are ${seen} bytes, not ${cpus[cpu]!.size}`, {
-        file,
-      });
-  };
+  const checked = (cpu: number) => checkedChunks(cpus[cpu]!, cpu, file);
   if (version === 7) {
     const pages = cpus.map((_, cpu) => Buffer.concat([...checked(cpu)]));
     const bytes = writeV7(meta, pages, pageSize, options.compression ?? 'zstd');
@@ -202,6 +181,99 @@ export function writeTraceDatPages(
     closeSync(fd);
   }
   return written;
+}
+
+/** Where one CPU's pages already lie in a file that {@link completeTraceDatPages} completes. */
+export interface TraceDatAnchor {
+  readonly cpu: number;
+  /** Offset of its first page: the room left for the head. */
+  readonly offset: number;
+}
+
+/**
+ * The size of a version 6 file's head for `input` and `cpuCount` CPUs: the bytes before the first page, whatever the
+ * page counts. A recorder that leaves this much room before one CPU's pages can have the file completed around them.
+ */
+export function traceDatPagesHeadSize(input: Omit<TraceDatPagesInput, 'cpus'>, cpuCount: number): number {
+  return v6HeadParts(pagesMeta(input), new Array<number>(Math.max(1, cpuCount)).fill(0), input.pageSize).length;
+}
+
+/**
+ * Completes a version 6 trace.dat in the open file `fd`, positioned at 0, which already holds the pages of CPU
+ * `anchor.cpu` at `[anchor.offset, anchor.offset + size)`: writes the head before them and every other CPU's pages
+ * after them (the CPU table gives each CPU's offset, so the order of the regions is free). Nothing is copied of the
+ * anchor's pages, the bulk of a recording on few CPUs. Returns the size of the file.
+ *
+ * @throws TraceFormatError `ERR_TRACE_DAT` when the head does not fit in the room before the anchor's pages or a
+ *   CPU's chunks do not add up to its size; Node's `fs` errors when the file cannot be written.
+ */
+export function completeTraceDatPages(fd: number, input: TraceDatPagesInput, anchor: TraceDatAnchor): number {
+  const { pageSize } = input;
+  const cpus = input.cpus;
+  const pagesLength = (size: number) => Math.ceil(size / pageSize) * pageSize;
+  if (anchor.offset % pageSize !== 0 || cpus[anchor.cpu] === undefined) {
+    throw new TraceFormatError('ERR_TRACE_DAT', `no CPU ${anchor.cpu} pages at offset ${anchor.offset}`);
+  }
+  const offsets: number[] = [];
+  let end = anchor.offset + pagesLength(cpus[anchor.cpu]!.size);
+  for (let cpu = 0; cpu < cpus.length; cpu++) {
+    if (cpu === anchor.cpu) offsets.push(anchor.offset);
+    else {
+      offsets.push(end);
+      end += pagesLength(cpus[cpu]!.size);
+    }
+  }
+  const head = v6HeadParts(
+    pagesMeta(input),
+    cpus.map((c) => c.size),
+    pageSize,
+    offsets,
+  );
+  if (head.length > anchor.offset) {
+    throw new TraceFormatError(
+      'ERR_TRACE_DAT',
+      `the head needs ${head.length} bytes; ${anchor.offset} were left before CPU ${anchor.cpu}'s pages`,
+    );
+  }
+  putParts(fd, head.parts);
+  for (let cpu = 0; cpu < cpus.length; cpu++) {
+    const pages = cpus[cpu]!;
+    if (cpu === anchor.cpu || pages.size === 0) continue;
+    if (pages.copyTo?.(fd, offsets[cpu]) === true) continue;
+    let at = offsets[cpu]!;
+    for (const chunk of checkedChunks(pages, cpu, undefined)) {
+      for (let done = 0; done < chunk.length; ) done += writeSync(fd, chunk, done, chunk.length - done, at + done);
+      at += chunk.length;
+    }
+  }
+  return end;
+}
+
+function pagesMeta(input: Omit<TraceDatPagesInput, 'cpus'>): Meta {
+  return {
+    headerPage: input.headerPage,
+    headerEvent: input.headerEvent,
+    ftrace: input.formats.filter(([s]) => s === 'ftrace').flatMap(([, f]) => f),
+    systems: input.formats.filter(([s]) => s !== 'ftrace').map(([s, f]) => [s, [...f]] as [string, string[]]),
+    kallsyms: asBuffer(input.kallsyms ?? ''),
+    cmdlines: input.cmdlines ?? '',
+    clock: input.clock ?? 'local',
+    ...(input.uname !== undefined ? { uname: input.uname } : {}),
+  };
+}
+
+/** A CPU's chunks, checked to add up to its declared size. */
+function* checkedChunks(pages: TraceDatCpuPages, cpu: number, file: string | undefined): Iterable<Uint8Array> {
+  let seen = 0;
+  for (const c of pages.chunks()) {
+    seen += c.length;
+    if (seen > pages.size) break;
+    yield c;
+  }
+  if (seen !== pages.size)
+    throw new TraceFormatError('ERR_TRACE_DAT', `CPU ${cpu}'s pages are ${seen} bytes, not ${pages.size}`, {
+      ...(file !== undefined ? { file } : {}),
+    });
 }
 
 interface Meta {
@@ -498,7 +570,8 @@ function v6Head(meta: Meta, sizes: readonly number[], pageSize: number): Buffer 
   return v6HeadParts(meta, sizes, pageSize).bytes();
 }
 
-function v6HeadParts(meta: Meta, sizes: readonly number[], pageSize: number): Out {
+/** The head of a version 6 file; each CPU's pages follow it in order unless `offsets` places them. */
+function v6HeadParts(meta: Meta, sizes: readonly number[], pageSize: number, offsets?: readonly number[]): Out {
   const o = new Out();
   start(o, 6, pageSize);
   headersBlock(o, meta);
@@ -516,8 +589,8 @@ function v6HeadParts(meta: Meta, sizes: readonly number[], pageSize: number): Ou
   o.str('flyrecord\0');
   // The CPU table's offsets are known once the table's own size is: header + 16 bytes per CPU, then page-aligned data.
   let at = Math.ceil((o.length + 16 * sizes.length) / pageSize) * pageSize;
-  for (const size of sizes) {
-    o.u64(size === 0 ? 0 : at);
+  for (const [cpu, size] of sizes.entries()) {
+    o.u64(size === 0 ? 0 : (offsets?.[cpu] ?? at));
     o.u64(size);
     at += Math.ceil(size / pageSize) * pageSize;
   }
