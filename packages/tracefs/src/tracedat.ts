@@ -180,7 +180,7 @@ export function writeTraceDatFromRawDir(dir: string, out: string, options: RawDi
     const input = { ...headInput(dir, pageSize, existsSync(kallsymsFile) ? readFileSync(kallsymsFile) : ''), cpus };
     // Not over a finalizing that failed part-way: its file's extent must stay as that marker says.
     const untouched = [...cpuFiles.values()].every((f) => f.end === undefined);
-    if (options.consume === true && untouched && anchor !== undefined && headRoom > 0) {
+    if (options.consume === true && untouched && anchor !== undefined && headRoom > 0 && headRoom % pageSize === 0) {
       if (traceDatPagesHeadSize(input, cpuCount) <= anchor.start) return completeInPlace(dir, input, anchor, out);
     }
     return writeTraceDatPages(out, input);

@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -289,3 +289,41 @@ describe.skipIf(root === undefined)(
     });
   },
 );
+
+describe('listRawCpuFiles', () => {
+  it('takes any head_room and finalizing text either as numbers or as a TraceFormatError naming the file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'evtrace-extents-'));
+    for (const cpu of [0, 1, 3]) writeFileSync(join(dir, `cpu${cpu}.raw`), Buffer.alloc(0));
+    fc.assert(
+      fc.property(fc.option(fc.string()), fc.option(fc.string()), (room, finalizing) => {
+        for (const [name, text] of [
+          [RAW_HEAD_ROOM_FILE, room],
+          [RAW_FINALIZING_FILE, finalizing],
+        ] as const) {
+          if (text === null) rmSync(join(dir, name), { force: true });
+          else writeFileSync(join(dir, name), text);
+        }
+        try {
+          const files = listRawCpuFiles(dir);
+          expect(files.map((f) => f.cpu)).toEqual([0, 1, 3]);
+          for (const f of files) {
+            expect(Number.isSafeInteger(f.start) && f.start >= 0).toBe(true);
+            if (f.end !== undefined) expect(Number.isSafeInteger(f.end)).toBe(true);
+          }
+        } catch (e) {
+          expect(e).toBeInstanceOf(TraceFormatError);
+          expect((e as TraceFormatError).message).toMatch(/bad (head_room|finalizing) /);
+          expect((e as TraceFormatError).message).toContain(dir);
+        }
+      }),
+      { numRuns: 300 },
+    );
+    writeFileSync(join(dir, RAW_HEAD_ROOM_FILE), '8192\n');
+    writeFileSync(join(dir, RAW_FINALIZING_FILE), '3 8192 20480\n');
+    expect(listRawCpuFiles(dir).map((f) => [f.cpu, f.start, f.end])).toEqual([
+      [0, 8192, undefined],
+      [1, 8192, undefined],
+      [3, 8192, 20480],
+    ]);
+  });
+});
