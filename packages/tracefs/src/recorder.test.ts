@@ -38,6 +38,13 @@ function reportCounts(file: string): Map<string, number> {
   return counts;
 }
 
+/** trace-cmd report shows as many kmallocs and kfrees as the recorder counted. */
+function expectReportCounts(file: string, r: { events: ReadonlyMap<string, number> }): void {
+  const counts = reportCounts(file);
+  expect(counts.get('kmalloc') ?? 0).toBe(r.events.get('kmem:kmalloc'));
+  expect(counts.get('kfree') ?? 0).toBe(r.events.get('kmem:kfree'));
+}
+
 afterAll(() => {
   expect(ours()).toEqual([]);
 });
@@ -55,9 +62,7 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
     const w = finalizeRecording(r.dir, out, 'tracedat', { recorded: r.total });
     expect(existsSync(r.dir)).toBe(false);
     expect(w.bytes).toBe(readFileSync(out).length);
-    const counts = reportCounts(out);
-    expect(counts.get('kmalloc') ?? 0).toBe(r.events.get('kmem:kmalloc'));
-    expect(counts.get('kfree') ?? 0).toBe(r.events.get('kmem:kfree'));
+    expectReportCounts(out, r);
   });
 
   it.skipIf(!hasTool('trace-cmd'))(
@@ -80,9 +85,7 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
       expect(statSync(out).ino).toBe(inode);
       expect(w.bytes).toBe(statSync(out).size);
       expect(openTraceDat(out).info.buffers[0]!.cpus[r.lost[largest]!.cpu]!.offset).toBe(room);
-      const counts = reportCounts(out);
-      expect(counts.get('kmalloc') ?? 0).toBe(r.events.get('kmem:kmalloc'));
-      expect(counts.get('kfree') ?? 0).toBe(r.events.get('kmem:kfree'));
+      expectReportCounts(out, r);
     },
   );
 
@@ -99,9 +102,7 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
       const out = fresh('after-failure.dat');
       finalizeRecording(r.dir, out, 'tracedat');
       expect(existsSync(r.dir)).toBe(false);
-      const counts = reportCounts(out);
-      expect(counts.get('kmalloc') ?? 0).toBe(r.events.get('kmem:kmalloc'));
-      expect(counts.get('kfree') ?? 0).toBe(r.events.get('kmem:kfree'));
+      expectReportCounts(out, r);
     },
   );
 
