@@ -130,11 +130,17 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
     }
   });
 
-  it('reads each CPU in its own thread when asked (threads: per-cpu)', async () => {
-    const r = await recorded({ threads: 'per-cpu', events: ['kmem:kmalloc', 'sched:sched_switch'] });
-    expect(r.total).toBeGreaterThan(0);
-    expect([...openRawPagesDir(r.dir).events()].length).toBe(r.total);
-    expect(ours()).toEqual([]);
+  it('reads each CPU in its own thread when asked (threads: per-cpu), head room or not', async () => {
+    for (const headRoom of [false, true]) {
+      const r = await recorded({ threads: 'per-cpu', events: ['kmem:kmalloc', 'kmem:kfree'], headRoom });
+      expect(r.total).toBeGreaterThan(0);
+      expect([...openRawPagesDir(r.dir).events()].length).toBe(r.total);
+      expect(ours()).toEqual([]);
+      if (!hasTool('trace-cmd')) continue;
+      const out = fresh(`per-cpu-${headRoom}.dat`);
+      finalizeRecording(r.dir, out, 'tracedat');
+      expectReportCounts(out, r);
+    }
   });
 
   it('naps in Atomics.wait when asked (sleep: blocking), still turning to the event loop for timers and the abort', async () => {
