@@ -1,5 +1,16 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, truncateSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openRawPagesDir, openTraceDat, parseHeaderPage } from '@evtrace/trace-format';
@@ -86,6 +97,20 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
       expect(w.bytes).toBe(statSync(out).size);
       expect(openTraceDat(out).info.buffers[0]!.cpus[r.lost[largest]!.cpu]!.offset).toBe(room);
       expectReportCounts(out, r);
+    },
+  );
+
+  it.skipIf(!hasTool('trace-cmd'))(
+    'writes through an output that is a symbolic link (copied, not renamed over the link)',
+    async () => {
+      const r = await recorded({ headRoom: true });
+      const target = fresh('link-target.dat');
+      writeFileSync(target, 'old');
+      const link = fresh('link.dat');
+      symlinkSync(target, link);
+      finalizeRecording(r.dir, link, 'tracedat');
+      expect(lstatSync(link).isSymbolicLink()).toBe(true);
+      expectReportCounts(target, r);
     },
   );
 

@@ -7,6 +7,7 @@ import {
   closeSync,
   existsSync,
   ftruncateSync,
+  lstatSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -178,9 +179,19 @@ export function writeTraceDatFromRawDir(dir: string, out: string, options: RawDi
   try {
     // Bytes as recorded: ~5 MB of symbols are never decoded to text.
     const input = { ...headInput(dir, pageSize, existsSync(kallsymsFile) ? readFileSync(kallsymsFile) : ''), cpus };
-    // Not over a finalizing that failed part-way: its file's extent must stay as that marker says.
+    // Not over a finalizing that failed part-way: its file's extent must stay as that marker says. Not onto an
+    // existing non-regular path either: a rename would replace a symbolic link that a write goes through.
     const untouched = [...cpuFiles.values()].every((f) => f.end === undefined);
-    if (options.consume === true && untouched && anchor !== undefined && headRoom > 0 && headRoom % pageSize === 0) {
+    const target = lstatSync(out, { throwIfNoEntry: false });
+    const renamable = target === undefined || target.isFile();
+    if (
+      options.consume === true &&
+      untouched &&
+      renamable &&
+      anchor !== undefined &&
+      headRoom > 0 &&
+      headRoom % pageSize === 0
+    ) {
       if (traceDatPagesHeadSize(input, cpuCount) <= anchor.start) return completeInPlace(dir, input, anchor, out);
     }
     return writeTraceDatPages(out, input);
