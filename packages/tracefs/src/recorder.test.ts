@@ -1,5 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import {
+  chmodSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -90,10 +91,14 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
       const largest = sizes.indexOf(Math.max(...sizes));
       const inode = statSync(join(r.dir, `cpu${r.lost[largest]!.cpu}.raw`)).ino;
       const out = fresh('in-place.dat');
+      // Over an existing output, whose permissions are kept.
+      writeFileSync(out, 'old');
+      chmodSync(out, 0o600);
       const w = finalizeRecording(r.dir, out, 'tracedat', { recorded: r.total });
       expect(existsSync(r.dir)).toBe(false);
       // The largest CPU's file became the trace.dat: same inode, its pages where they were written.
       expect(statSync(out).ino).toBe(inode);
+      expect(statSync(out).mode & 0o777).toBe(0o600);
       expect(w.bytes).toBe(statSync(out).size);
       expect(openTraceDat(out).info.buffers[0]!.cpus[r.lost[largest]!.cpu]!.offset).toBe(room);
       expectReportCounts(out, r);

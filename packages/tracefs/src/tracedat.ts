@@ -6,6 +6,7 @@
 import {
   closeSync,
   existsSync,
+  fchmodSync,
   ftruncateSync,
   lstatSync,
   openSync,
@@ -192,7 +193,10 @@ export function writeTraceDatFromRawDir(dir: string, out: string, options: RawDi
       headRoom > 0 &&
       headRoom % pageSize === 0
     ) {
-      if (traceDatPagesHeadSize(input, cpuCount) <= anchor.start) return completeInPlace(dir, input, anchor, out);
+      if (traceDatPagesHeadSize(input, cpuCount) <= anchor.start) {
+        // A file replaced by the rename keeps its permissions, as one written over would.
+        return completeInPlace(dir, input, anchor, out, target === undefined ? undefined : target.mode & 0o7777);
+      }
     }
     return writeTraceDatPages(out, input);
   } catch (error) {
@@ -204,7 +208,13 @@ export function writeTraceDatFromRawDir(dir: string, out: string, options: RawDi
 }
 
 /** Builds the trace.dat around `anchor`'s pages, then renames its file to `out`. */
-function completeInPlace(dir: string, input: TraceDatPagesInput, anchor: RawCpuFile, out: string): number {
+function completeInPlace(
+  dir: string,
+  input: TraceDatPagesInput,
+  anchor: RawCpuFile,
+  out: string,
+  mode: number | undefined,
+): number {
   const end = anchor.start + input.cpus[anchor.cpu]!.size;
   const finalizing = join(dir, RAW_FINALIZING_FILE);
   const onOutput = (fn: () => void) => {
@@ -224,6 +234,7 @@ function completeInPlace(dir: string, input: TraceDatPagesInput, anchor: RawCpuF
     const fd = openSync(anchor.file, 'r+');
     try {
       ftruncateSync(fd, end);
+      if (mode !== undefined) fchmodSync(fd, mode);
       size = completeTraceDatPages(fd, input, { cpu: anchor.cpu, offset: anchor.start });
     } finally {
       closeSync(fd);
