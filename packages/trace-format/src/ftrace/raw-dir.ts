@@ -8,8 +8,9 @@
  * one of them instead of copying its pages. While it does, `finalizing` (`CPU START END`) says where that file's
  * pages are, so the directory stays readable at every moment.
  */
-import { closeSync, existsSync, fstatSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileSource } from '../ctf/byte-source.ts';
 import { TraceFormatError } from '../errors.ts';
 import type { EventClass, TraceEvent, TraceReader } from '../model/types.ts';
 import { type CpuPages, cpuEventBatches, EventTable, type FtraceMetadata, mergeBatches } from './events.ts';
@@ -59,24 +60,6 @@ function numbersIn(dir: string, name: string, count: number): number[] | undefin
     });
   }
   return words.map(Number);
-}
-
-/** Bytes `[start, end)` of a file (to its end when `end` is undefined), without reading the head room before them. */
-function readExtent(file: string, start: number, end: number | undefined): Buffer {
-  const fd = openSync(file, 'r');
-  try {
-    const size = Math.max(0, Math.min(end ?? Number.POSITIVE_INFINITY, fstatSync(fd).size) - start);
-    const bytes = Buffer.allocUnsafe(size);
-    let got = 0;
-    while (got < size) {
-      const n = readSync(fd, bytes, got, size - got, start + got);
-      if (n === 0) break;
-      got += n;
-    }
-    return bytes.subarray(0, got);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /** The `cpuN.raw` files of a raw-pages directory, by CPU number, each with where its pages lie. */
@@ -172,7 +155,10 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
   };
   const cpuPages = (): CpuPages[] => {
     return cpus.map(({ cpu, file, start, end }) => {
-      const bytes = readExtent(file, start, end);
+      // From where the pages start: the head room before them is never read.
+      const source = fileSource(file);
+      const read = source.read(start, Math.max(0, Math.min(end ?? source.size, source.size) - start));
+      const bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
       if (bytes.length % page.pageSize !== 0) {
         warnings.push(`${file}: size is not a multiple of the ${page.pageSize}-byte page; the last page is partial`);
       }
