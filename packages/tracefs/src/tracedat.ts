@@ -217,18 +217,20 @@ function completeInPlace(
 ): number {
   const end = anchor.start + input.cpus[anchor.cpu]!.size;
   const finalizing = join(dir, RAW_FINALIZING_FILE);
-  const onOutput = (fn: () => void) => {
+  // Failures are the output's (the raw directory sits beside it), unless an error already names a raw file.
+  const onOutput = (fn: () => void, force: boolean) => {
     try {
       fn();
     } catch (error) {
-      throw Object.assign(error as Error, { path: out });
+      const path = (error as NodeJS.ErrnoException).path;
+      throw Object.assign(error as Error, { path: force || path === undefined ? out : path });
     }
   };
   // Said before the file changes, and atomically: a reader sees either no marker or the whole of it.
   onOutput(() => {
     writeFileSync(`${finalizing}.next`, `${anchor.cpu} ${anchor.start} ${end}\n`);
     renameSync(`${finalizing}.next`, finalizing);
-  });
+  }, true);
   let size = 0;
   onOutput(() => {
     const fd = openSync(anchor.file, 'r+');
@@ -239,7 +241,7 @@ function completeInPlace(
     } finally {
       closeSync(fd);
     }
-    renameSync(anchor.file, out);
-  });
+  }, false);
+  onOutput(() => renameSync(anchor.file, out), true);
   return size;
 }
