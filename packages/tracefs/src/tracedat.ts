@@ -22,7 +22,6 @@ import {
   completeTraceDatPages,
   listRawCpuFiles,
   RAW_FINALIZING_FILE,
-  RAW_HEAD_ROOM_FILE,
   type RawCpuFile,
   type TraceDatCpuPages,
   type TraceDatPagesInput,
@@ -35,18 +34,15 @@ import { ioError, outputError } from './errors.ts';
 /** Facts of a raw-pages directory the trace.dat writer needs. */
 export interface RawDirInfo {
   readonly pageSize: number;
-  /** `cpuN.raw` files by CPU number, each with where its pages lie. */
+  /** `cpuN.raw` files by CPU number, each with where its pages lie (after the head room, if any). */
   readonly cpuFiles: ReadonlyMap<number, RawCpuFile>;
-  /** Bytes left for a trace.dat head before every file's pages (0: none). */
-  readonly headRoom: number;
 }
 
-/** Lists the `cpuN.raw` files, the sub-buffer size and the head room of a raw-pages directory. */
+/** Lists the `cpuN.raw` files and the sub-buffer size of a raw-pages directory. */
 export function rawDirInfo(dir: string): RawDirInfo {
   const cpuFiles = new Map(listRawCpuFiles(dir).map((f) => [f.cpu, f]));
   const kb = Number(readFileSync(join(dir, 'buffer_subbuf_size_kb'), 'utf8').trim());
-  const room = join(dir, RAW_HEAD_ROOM_FILE);
-  return { pageSize: kb * 1024, cpuFiles, headRoom: existsSync(room) ? Number(readFileSync(room, 'utf8').trim()) : 0 };
+  return { pageSize: kb * 1024, cpuFiles };
 }
 
 /** Bytes of whole pages in a `cpuN.raw`. */
@@ -165,7 +161,7 @@ export interface RawDirTraceDatOptions {
  * when `out` could not be written.
  */
 export function writeTraceDatFromRawDir(dir: string, out: string, options: RawDirTraceDatOptions = {}): number {
-  const { pageSize, cpuFiles, headRoom } = rawDirInfo(dir);
+  const { pageSize, cpuFiles } = rawDirInfo(dir);
   const cpuCount = cpuFiles.size === 0 ? 1 : Math.max(...cpuFiles.keys()) + 1;
   const chunk = Buffer.allocUnsafe(Math.max(pageSize, 1 << 20));
   const cpus: TraceDatCpuPages[] = [];
@@ -190,8 +186,8 @@ export function writeTraceDatFromRawDir(dir: string, out: string, options: RawDi
       untouched &&
       renamable &&
       anchor !== undefined &&
-      headRoom > 0 &&
-      headRoom % pageSize === 0
+      anchor.start > 0 &&
+      anchor.start % pageSize === 0
     ) {
       if (traceDatPagesHeadSize(input, cpuCount) <= anchor.start) {
         // A file replaced by the rename keeps its permissions, as one written over would.
