@@ -34,6 +34,7 @@ import { type EventFilterPlan, writeKernelFilter } from './filter.ts';
 import { cleanStaleInstances, createInstance, type Instance } from './instance.ts';
 import { findTracefs } from './mount.ts';
 import { parseCpuStats } from './pages.ts';
+import { PipeWaiter, WAKE_PERCENT } from './pipe-wait.ts';
 import { type CpuFds, MIN_POLL_MS, nextInterval, PageReader, type ReaderTotals } from './reader.ts';
 import type { ReaderWorkerData } from './reader-worker.ts';
 import { traceDatHeadRoom } from './tracedat.ts';
@@ -76,7 +77,10 @@ export interface RecordOptions {
    * serving its other work. `blocking`: in `Atomics.wait` on the calling thread, returning to the event loop every
    * 100 ms so that signals, child exits and the abort signal are still seen (that late at most). A
    * futex wake-up costs a third of a timer's under load (measured here: about 0.1 ms of CPU against 0.3 ms), so a
-   * program with nothing else to do on that thread (the `evtrace record` command) records for less CPU.
+   * program with nothing else to do on that thread (the `evtrace record` command) records for less CPU. Where
+   * poll(2) can be called, `blocking` waits in it instead: the kernel wakes the reader when a CPU's buffer is an
+   * eighth full (the instance's `buffer_percent`), so an idle recording wakes ten times a second, not fifty, and a
+   * burst is read at once rather than at the next timer.
    */
   readonly sleep?: 'event-loop' | 'blocking';
   /** Called once tracing is on, before the reader raises its priority (so a workload started here keeps its own). */
@@ -141,6 +145,16 @@ const write = (file: string, value: string, what: string, code: 'ERR_TRACEFS_SET
     throw e.code === 'ERR_TRACEFS_PERMISSION' ? e : new TracefsError(code, `${what} (${value}): ${e.message}`, e);
   }
 };
+
+/** Writes an optional setting; false when this kernel lacks it or refuses the value. */
+function trySetting(file: string, value: string): boolean {
+  try {
+    writeFileSync(file, value);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** The longest a `blocking` reader goes without turning to the event loop. */
 const YIELD_MS = 100;
@@ -376,6 +390,8 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
     }
     // Keep the oldest events when the reader falls behind: the stats then count what was dropped.
     write(join(p, 'options', 'overwrite'), '0', 'cannot set non-overwrite mode', 'ERR_TRACEFS_SETTING');
+    // The fill at which poll(2) on a raw pipe returns (kernels without the file wake on any data: not used then).
+    const woken = trySetting(join(p, 'buffer_percent'), String(WAKE_PERCENT));
     writeMetadata(tracefs, p, options.dir, selected);
     for (const [name, plan] of plans) {
       if (plan.kernel === undefined) continue;
@@ -453,6 +469,7 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
       let interval = MIN_POLL_MS * 4;
       let last = performance.now();
       const nap = options.sleep === 'blocking' ? new Int32Array(new SharedArrayBuffer(4)) : undefined;
+      let waiter = nap !== undefined && woken ? PipeWaiter.open(fds.map((f) => f.pipe)) : undefined;
       let yielded = last;
       while (!options.signal?.aborted && performance.now() < deadline) {
         const fastest = reader.drainAll();
@@ -460,9 +477,12 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
         interval = nextInterval(interval, fastest, now - last, bufferBytes);
         last = now;
         const ms = Math.max(0, Math.min(interval, deadline - now));
-        if (nap !== undefined && now - yielded < YIELD_MS) Atomics.wait(nap, 0, 0, ms);
-        else {
-          await sleep(ms, options.signal);
+        if (nap !== undefined && now - yielded < YIELD_MS) {
+          if (waiter?.wait(Math.min(YIELD_MS - (now - yielded), deadline - now)) === false) waiter = undefined;
+          if (waiter === undefined) Atomics.wait(nap, 0, 0, ms);
+        } else {
+          // Woken by the kernel, the reader only needs one turn of the event loop here, not a nap.
+          await sleep(waiter !== undefined ? 0 : ms, options.signal);
           yielded = performance.now();
         }
       }

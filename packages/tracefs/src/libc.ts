@@ -1,0 +1,60 @@
+/**
+ * The few libc calls Node's fs lacks, through the koffi FFI, loaded on first use (loading koffi costs about 8 ms of
+ * CPU, a visible share of a short recording). Null where there is no FFI (another libc, koffi not installed):
+ * callers then fall back to what Node offers.
+ */
+import { createRequire } from 'node:module';
+import { constants } from 'node:os';
+
+/** Offsets are one-element arrays the kernel advances, or null for the descriptor's own position. */
+export type CopyFileRange = (
+  fdIn: number,
+  offIn: number[] | null,
+  fdOut: number,
+  offOut: number[] | null,
+  length: number,
+  flags: number,
+) => number | bigint;
+
+/** poll(2) over an array of `struct pollfd` (8 bytes each: int fd, short events, short revents). */
+export type Poll = (fds: Uint8Array, count: number, timeoutMs: number) => number;
+
+export interface Libc {
+  readonly copyFileRange: CopyFileRange;
+  readonly poll: Poll;
+  /** The calling thread's errno after the last call. */
+  readonly errno: () => number;
+}
+
+let libc: Libc | null | undefined;
+
+/** The libc calls, or null when they cannot be loaded here. */
+export function loadLibc(): Libc | null {
+  if (libc !== undefined) return libc;
+  try {
+    const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
+    const lib = koffi.load('libc.so.6');
+    libc = {
+      copyFileRange: lib.func(
+        'int64_t copy_file_range(int fd_in, _Inout_ int64_t *off_in, int fd_out, _Inout_ int64_t *off_out, size_t len, unsigned int flags)',
+      ) as CopyFileRange,
+      poll: lib.func('int poll(_Inout_ void *fds, unsigned long nfds, int timeout)') as Poll,
+      errno: () => koffi.errno(),
+    };
+  } catch {
+    libc = null;
+  }
+  return libc;
+}
+
+/** The errno name (`ENOSPC`) of a number, as Node's own errors carry it. */
+export function errnoName(errno: number): string {
+  for (const [name, value] of Object.entries(constants.errno)) if (value === errno) return name;
+  return `errno ${errno}`;
+}
+
+/** An error shaped like Node's fs errors (`code`, `errno`, `syscall`), so callers handle both alike. */
+export function systemError(errno: number, syscall: string): NodeJS.ErrnoException {
+  const code = errnoName(errno);
+  return Object.assign(new Error(`${code}: ${syscall} failed`), { code, errno: -errno, syscall });
+}
