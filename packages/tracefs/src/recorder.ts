@@ -25,7 +25,6 @@ import {
 } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { dirname, join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { type EventClass, type PageLayout, parseHeaderPage, RAW_HEAD_ROOM_FILE } from '@evtrace/trace-format';
 import { type EventName, listEvents, matchEvents, readEventFormat } from './catalog.ts';
 import { ioError, outputError, TracefsError, type TracefsErrorCode } from './errors.ts';
@@ -609,6 +608,8 @@ function startReaderThread(
   };
   // Sources run as .ts (type stripping); the built package ships reader-worker.js beside index.js.
   const file = import.meta.url.endsWith('.ts') ? './reader-worker.ts' : './reader-worker.js';
+  // Loaded here: the default single reader never needs node:worker_threads.
+  const { Worker } = process.getBuiltinModule('node:worker_threads') as typeof import('node:worker_threads');
   const worker = new Worker(new URL(file, import.meta.url), { workerData: data });
   let onReady: () => void = () => {};
   const ready = new Promise<void>((resolve) => (onReady = resolve));

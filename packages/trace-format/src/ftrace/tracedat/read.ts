@@ -4,7 +4,6 @@
  * flyrecord pages of the top-level buffer, with zlib or zstd compression in version 7.
  */
 import { readFileSync } from 'node:fs';
-import { inflateSync, zstdDecompressSync } from 'node:zlib';
 import { TraceFormatError } from '../../errors.ts';
 import type { ByteOrder, EventClass, TraceEvent } from '../../model/types.ts';
 import { type CpuPages, cpuEventBatches, EventTable, type FtraceMetadata, mergeBatches } from '../events.ts';
@@ -294,14 +293,17 @@ function cpuData(
   };
 }
 
+/** node:zlib, loaded with the first compressed block. */
+const zlib = () => process.getBuiltinModule('node:zlib') as typeof import('node:zlib');
+
 function decompress(c: Cursor, algorithm: string, data: Buffer, usize: number, at: number): Buffer {
   if (usize > MAX_SECTION) c.fail(`compressed block claims ${usize} bytes`, at);
   let out: Buffer;
   try {
     out =
       algorithm === 'zstd'
-        ? zstdDecompressSync(data, { maxOutputLength: Math.max(usize, 1) })
-        : inflateSync(data, { maxOutputLength: Math.max(usize, 1) });
+        ? zlib().zstdDecompressSync(data, { maxOutputLength: Math.max(usize, 1) })
+        : zlib().inflateSync(data, { maxOutputLength: Math.max(usize, 1) });
   } catch (e) {
     c.fail(`${algorithm} block does not decompress: ${(e as Error).message}`, at);
   }

@@ -5,7 +5,6 @@
  * raw kernel pages verbatim, streamed, with the kernel's own header and format files.
  */
 import { closeSync, openSync, writeFileSync, writeSync, writevSync } from 'node:fs';
-import { deflateSync, zstdCompressSync } from 'node:zlib';
 import { TraceFormatError } from '../../errors.ts';
 import type { EventClass, FieldClass, FtraceFieldInfo, TraceEvent } from '../../model/types.ts';
 import { compileRecordWriter, MAX_DYNAMIC, packPages, type RecordWriter, type TimedRecord } from '../encode.ts';
@@ -615,6 +614,9 @@ function writeV6(meta: Meta, cpuPages: Buffer[], pageSize: number): Buffer {
   return o.bytes();
 }
 
+/** node:zlib, loaded when a file is compressed: loading it is a measurable share of a short recording's start. */
+const zlib = () => process.getBuiltinModule('node:zlib') as typeof import('node:zlib');
+
 function writeV7(meta: Meta, cpuPages: Buffer[], pageSize: number, compression: 'none' | 'zstd' | 'zlib'): Buffer {
   const { clock } = meta;
   const o = new Out();
@@ -635,7 +637,7 @@ function writeV7(meta: Meta, cpuPages: Buffer[], pageSize: number, compression: 
     return before;
   };
   const compress = (data: Buffer) =>
-    compression === 'zstd' ? zstdCompressSync(data) : compression === 'zlib' ? deflateSync(data) : data;
+    compression === 'zstd' ? zlib().zstdCompressSync(data) : compression === 'zlib' ? zlib().deflateSync(data) : data;
   const section = (id: number, description: string | number, content: Buffer, compressible: boolean): number => {
     const at = o.length;
     const packed = compressible && compression !== 'none';
