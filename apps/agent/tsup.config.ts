@@ -1,11 +1,13 @@
 import { defineConfig } from 'tsup';
+import { packageConfig } from '../../tooling/build/tsup-config.ts';
 
-export default defineConfig({
-  // The demo's worker thread runs from dist as its own file.
-  entry: { index: 'src/index.ts', cli: 'src/cli.ts', 'demo-worker': 'src/commands/demo-worker.ts' },
-  format: ['esm'],
-  dts: { entry: 'src/index.ts' },
-  sourcemap: true,
-  clean: true,
-  target: 'node22',
-});
+export default defineConfig(
+  packageConfig({
+    // The demo's worker thread runs from dist as its own file.
+    entry: { index: 'src/index.ts', cli: 'src/cli.ts', 'demo-worker': 'src/commands/demo-worker.ts' },
+    dts: { entry: 'src/index.ts' },
+    // Bundled so that its imports of built-ins go through the plugin too (it never runs executable subcommands,
+    // so its node:child_process is never loaded).
+    noExternal: ['commander'],
+  }),
+);

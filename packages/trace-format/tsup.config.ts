@@ -1,10 +1,8 @@
 import { defineConfig } from 'tsup';
+import { packageConfig } from '../../tooling/build/tsup-config.ts';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm'],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: 'node22',
-});
+export default defineConfig(
+  packageConfig({
+    entry: ['src/index.ts'],
+  }),
+);
