@@ -84,6 +84,7 @@ export {
   synthesizeFtraceClass,
   type TraceDatAnchor,
   type TraceDatCpuPages,
+  type TraceDatFileBytes,
   type TraceDatPagesInput,
   type TraceDatPagesOptions,
   type TraceDatWriteOptions,

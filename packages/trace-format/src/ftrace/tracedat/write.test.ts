@@ -250,10 +250,10 @@ describe('trace.dat from raw pages (writeTraceDatPages)', () => {
             chunkReads++;
             yield* c.chunks();
           },
-          // Writes at the fd's position, as copy_file_range does: the writer must carry on after it.
-          copyTo(fd: number) {
+          // Writes at the offset given, as copy_file_range does with one: the writer must carry on after it.
+          copyTo(fd: number, at: number) {
             if (!accept) return false;
-            writeSync(fd, bytes, cpus[cpu]!.offset, c.size);
+            writeSync(fd, bytes, cpus[cpu]!.offset, c.size, at);
             copied.push(cpu);
             return true;
           },
@@ -264,6 +264,45 @@ describe('trace.dat from raw pages (writeTraceDatPages)', () => {
       expect([...openTraceDat(file).events()].map((e) => [e.tsNs, e.cpu, e.fields])).toEqual(want);
     }
     expect(copied.length).toBeGreaterThan(0);
+  });
+
+  it('takes kallsyms from a file: copied at its offset when copyTo accepts, read when it declines', () => {
+    const input = pagesFromReference(reference);
+    const text = Array.from({ length: 5000 }, (_, i) => `ffffffff8${String(i).padStart(7, '0')} T sym_${i}\n`).join('');
+    const plain = join(dir, 'kallsyms-plain.dat');
+    writeTraceDatPages(plain, { ...input, kallsyms: Buffer.from(text) });
+    const expected = readFileSync(plain);
+    for (const accept of [true, false]) {
+      const file = join(dir, `kallsyms-file-${accept}.dat`);
+      const calls: string[] = [];
+      const n = writeTraceDatPages(file, {
+        ...input,
+        kallsyms: {
+          size: Buffer.byteLength(text),
+          read: () => {
+            calls.push('read');
+            return Buffer.from(text);
+          },
+          // Positional, as copy_file_range with an offset: no file position moves.
+          copyTo: (fd, at) => {
+            calls.push(`copy@${at}`);
+            if (!accept) return false;
+            writeSync(fd, Buffer.from(text), 0, Buffer.byteLength(text), at);
+            return true;
+          },
+        },
+      });
+      expect(n).toBe(expected.length);
+      // Byte for byte the file written from memory, whichever way the symbols came.
+      expect(readFileSync(file).equals(expected)).toBe(true);
+      expect(calls).toEqual(accept ? [`copy@${expected.indexOf(text)}`] : [`copy@${expected.indexOf(text)}`, 'read']);
+      expect(openTraceDat(file).metadata.kallsymsText).toBe(text);
+    }
+    // The head's size counts the file's bytes without reading them.
+    const sized = { size: Buffer.byteLength(text), read: () => expect.unreachable('read') as never };
+    expect(traceDatPagesHeadSize({ ...input, kallsyms: sized }, input.cpus.length)).toBe(
+      traceDatPagesHeadSize({ ...input, kallsyms: Buffer.from(text) }, input.cpus.length),
+    );
   });
 
   it('refuses a CPU whose chunks do not add up to its declared size', () => {

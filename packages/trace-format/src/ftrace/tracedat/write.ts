@@ -89,6 +89,21 @@ export function writeTraceDat(
   return result;
 }
 
+/**
+ * Bytes that already lie in a file (a recording's copy of /proc/kallsyms), for {@link writeTraceDatPages} and
+ * {@link completeTraceDatPages}: copied by the kernel where the caller can, read otherwise.
+ */
+export interface TraceDatFileBytes {
+  readonly size: number;
+  /** The `size` bytes, read when they cannot be copied. */
+  read(): Uint8Array;
+  /**
+   * Writes the bytes into the open file `fd` at offset `at` without passing them through user space (e.g.
+   * `copy_file_range`). Returns false, having written nothing, when it cannot. Version 6 only.
+   */
+  copyTo?(fd: number, at: number): boolean;
+}
+
 /** One CPU's raw pages for {@link writeTraceDatPages}. */
 export interface TraceDatCpuPages {
   /** Bytes of pages (a whole number of sub-buffers). */
@@ -96,11 +111,11 @@ export interface TraceDatCpuPages {
   /** The pages' bytes in order, `size` in total: read lazily (e.g. a file in large chunks) and written as they come. */
   chunks(): Iterable<Uint8Array>;
   /**
-   * Writes the `size` bytes into the open file `fd` without passing them through user space (e.g.
-   * `copy_file_range`): at offset `at`, or at the current position (advancing it) when `at` is undefined. Returns
-   * false, having written nothing, when it cannot: the writer then reads {@link chunks}. Version 6 only.
+   * Writes the `size` bytes into the open file `fd` at offset `at` without passing them through user space (e.g.
+   * `copy_file_range`). Returns false, having written nothing, when it cannot: the writer then reads
+   * {@link chunks}. Version 6 only.
    */
-  copyTo?(fd: number, at?: number): boolean;
+  copyTo?(fd: number, at: number): boolean;
 }
 
 /** What {@link writeTraceDatPages} stores: the kernel's own texts and the raw pages of each CPU. */
@@ -113,8 +128,8 @@ export interface TraceDatPagesInput {
   readonly headerEvent: string;
   /** `format` file texts by system (`[system, formats]`); the `ftrace` system's go to the ftrace section. */
   readonly formats: readonly (readonly [system: string, formats: readonly string[]])[];
-  /** `/proc/kallsyms` as bytes (copied as is) or text. */
-  readonly kallsyms?: Uint8Array | string;
+  /** `/proc/kallsyms` as bytes (copied as is), text, or bytes in a file. */
+  readonly kallsyms?: Uint8Array | string | TraceDatFileBytes;
   /** `saved_cmdlines` text (`pid comm` lines). */
   readonly cmdlines?: string;
   /** Trace clock name. Default `local`. */
@@ -162,19 +177,15 @@ export function writeTraceDatPages(
     pageSize,
   );
   const fd = openSync(file, 'w');
+  // Every write is positional: the head's parts may be copied by the kernel at an offset, which moves no position.
   let written = 0;
-  const put = (b: Uint8Array) => {
-    for (let done = 0; done < b.length; ) done += writeSync(fd, b, done, b.length - done);
-    written += b.length;
-  };
   try {
-    putParts(fd, head.parts);
-    written = head.length;
+    written = putParts(fd, head.parts);
     for (let cpu = 0; cpu < cpus.length; cpu++) {
       if (cpus[cpu]!.size === 0) continue;
-      put(Buffer.alloc((pageSize - (written % pageSize)) % pageSize));
-      if (cpus[cpu]!.copyTo?.(fd) === true) written += cpus[cpu]!.size;
-      else for (const chunk of checked(cpu)) put(chunk);
+      written = putBytes(fd, Buffer.alloc((pageSize - (written % pageSize)) % pageSize), written);
+      if (cpus[cpu]!.copyTo?.(fd, written) === true) written += cpus[cpu]!.size;
+      else for (const chunk of checked(cpu)) written = putBytes(fd, chunk, written);
     }
   } finally {
     closeSync(fd);
@@ -254,7 +265,7 @@ function pagesMeta(input: Omit<TraceDatPagesInput, 'cpus'>): Meta {
     headerEvent: input.headerEvent,
     ftrace: input.formats.filter(([s]) => s === 'ftrace').flatMap(([, f]) => f),
     systems: input.formats.filter(([s]) => s !== 'ftrace').map(([s, f]) => [s, [...f]] as [string, string[]]),
-    kallsyms: asBuffer(input.kallsyms ?? ''),
+    kallsyms: isFileBytes(input.kallsyms) ? input.kallsyms : asBuffer(input.kallsyms ?? ''),
     cmdlines: input.cmdlines ?? '',
     clock: input.clock ?? 'local',
     ...(input.uname !== undefined ? { uname: input.uname } : {}),
@@ -280,7 +291,7 @@ interface Meta {
   headerEvent: string;
   ftrace: string[];
   systems: [string, string[]][];
-  kallsyms: Buffer;
+  kallsyms: Part;
   cmdlines: string;
   clock: string;
   uname?: string;
@@ -446,14 +457,23 @@ export function synthesizeFtraceClass(ec: EventClass, id: number): EventClass {
   };
 }
 
+/** A piece of output: bytes in memory, or bytes in a file that the kernel may copy. */
+type Part = Buffer | TraceDatFileBytes;
+
+const partSize = (part: Part) => (Buffer.isBuffer(part) ? part.length : part.size);
+
+function isFileBytes(value: Uint8Array | string | TraceDatFileBytes | undefined): value is TraceDatFileBytes {
+  return value !== undefined && typeof value !== 'string' && !(value instanceof Uint8Array);
+}
+
 class Out {
-  readonly parts: Buffer[] = [];
+  readonly parts: Part[] = [];
   length = 0;
 
-  put(b: Buffer): number {
+  put(b: Part): number {
     const at = this.length;
     this.parts.push(b);
-    this.length += b.length;
+    this.length += partSize(b);
     return at;
   }
   u16(v: number): void {
@@ -480,7 +500,10 @@ class Out {
     if (pad > 0) this.put(Buffer.alloc(pad));
   }
   bytes(): Buffer {
-    return Buffer.concat(this.parts, this.length);
+    return Buffer.concat(
+      this.parts.map((p) => (Buffer.isBuffer(p) ? p : asBuffer(p.read()))),
+      this.length,
+    );
   }
 }
 
@@ -552,17 +575,43 @@ function asBuffer(bytes: Uint8Array | string): Buffer {
   return typeof bytes === 'string' ? Buffer.from(bytes) : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-/** Writes `parts` in order with gathered writes, so the head (kallsyms included) is never joined into one copy. */
-function putParts(fd: number, parts: readonly Buffer[]): void {
+/**
+ * Writes `parts` in order from offset `at` with gathered writes, so the head is never joined into one copy, and
+ * bytes already in a file (kallsyms, ~5 MB) are copied by the kernel where they can be. Returns the end offset.
+ */
+function putParts(fd: number, parts: readonly Part[], at = 0): number {
   for (let i = 0; i < parts.length; ) {
-    // Linux takes at most 1024 iovecs (IOV_MAX) per call.
-    let n = writevSync(fd, parts.slice(i, i + 1024));
-    while (i < parts.length && n >= parts[i]!.length) n -= parts[i++]!.length;
-    if (i === parts.length) break;
-    // A short write ended inside parts[i]: finish that part on its own.
-    const part = parts[i++]!;
-    for (let done = n; done < part.length; ) done += writeSync(fd, part, done, part.length - done);
+    const part = parts[i]!;
+    if (!Buffer.isBuffer(part)) {
+      if (part.copyTo?.(fd, at) !== true) at = putBytes(fd, asBuffer(part.read()), at);
+      else at += part.size;
+      i++;
+      continue;
+    }
+    // The buffers up to the next file part, at most 1024 (Linux's IOV_MAX) per call.
+    let j = i;
+    while (j < parts.length && j - i < 1024 && Buffer.isBuffer(parts[j])) j++;
+    const run = parts.slice(i, j) as Buffer[];
+    let n = writevSync(fd, run, at);
+    for (const b of run) {
+      if (n >= b.length) {
+        n -= b.length;
+        at += b.length;
+      } else {
+        // A short write ended inside this buffer: finish it on its own.
+        at = putBytes(fd, b.subarray(n), at + n);
+        n = 0;
+      }
+    }
+    i = j;
   }
+  return at;
+}
+
+/** Writes all of `bytes` at offset `at`; returns the end offset. */
+function putBytes(fd: number, bytes: Uint8Array, at: number): number {
+  for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done, at + done);
+  return at + bytes.length;
 }
 
 function v6Head(meta: Meta, sizes: readonly number[], pageSize: number): Buffer {
@@ -576,7 +625,7 @@ function v6HeadParts(meta: Meta, sizes: readonly number[], pageSize: number, off
   headersBlock(o, meta);
   ftraceBlock(o, meta);
   eventsBlock(o, meta);
-  o.u32(meta.kallsyms.length);
+  o.u32(partSize(meta.kallsyms));
   o.put(meta.kallsyms);
   o.u32(0); // printk formats
   o.u64(Buffer.byteLength(meta.cmdlines));
@@ -677,7 +726,7 @@ function writeV7(meta: Meta, cpuPages: Buffer[], pageSize: number, compression: 
     OPTION.kallsyms,
     'kallsyms',
     block((b) => {
-      b.u32(meta.kallsyms.length);
+      b.u32(partSize(meta.kallsyms));
       b.put(meta.kallsyms);
     }),
     true,
