@@ -1,6 +1,16 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { globToRegExp, listEvents, matchEvents, parseAvailableEvents, readEventFormat } from './catalog.ts';
+import {
+  globToRegExp,
+  listEvents,
+  matchEvents,
+  parseAvailableEvents,
+  readEventFormat,
+  selectEvents,
+} from './catalog.ts';
 import { TracefsError } from './errors.ts';
 import { lastErrorLogEntry } from './filter.ts';
 import { tracefsInMounts } from './mount.ts';
@@ -27,6 +37,38 @@ describe('event selection', () => {
       expect.objectContaining({ code: 'ERR_TRACEFS_EVENT', message: expect.stringContaining("'kmem:nope'") }),
     );
     expect(() => matchEvents(CATALOGUE, ['nosys'])).toThrow(TracefsError);
+  });
+
+  it('selects from a catalogue file exactly as matchEvents does, exact names by lookup and globs by parsing', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'evtrace-catalogue-'));
+    const name = fc.stringMatching(/^[a-z][a-z0-9_]{0,5}$/);
+    const outcome = (f: () => { system: string; event: string }[]) => {
+      try {
+        return f().map((e) => `${e.system}:${e.event}`);
+      } catch (error) {
+        return `${(error as TracefsError).code}: ${(error as Error).message}`;
+      }
+    };
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.tuple(name, name), { minLength: 1, maxLength: 12 }),
+        fc.array(fc.oneof(fc.tuple(name, name), fc.constant(['kmem', '*'] as [string, string])), { maxLength: 4 }),
+        fc.boolean(),
+        (entries, extra, finalNewline) => {
+          const text = entries.map(([s, e]) => `${s}:${e}`).join('\n') + (finalNewline ? '\n' : '');
+          writeFileSync(join(dir, 'available_events'), text);
+          // Names from the catalogue (in another order, one twice), and others that may not be in it.
+          const picked = [...entries]
+            .reverse()
+            .slice(0, 3)
+            .map(([s, e]) => `${s}:${e}`);
+          const patterns = [...picked, ...picked.slice(0, 1), ...extra.map(([s, e]) => `${s}:${e}`)];
+          expect(outcome(() => selectEvents(dir, patterns))).toEqual(
+            outcome(() => matchEvents(parseAvailableEvents(text), patterns)),
+          );
+        },
+      ),
+    );
   });
 
   it('finds tracefs in a mounts table, decoding escaped spaces', () => {

@@ -26,7 +26,7 @@ import {
 import { getPriority, setPriority } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type EventClass, type PageLayout, parseHeaderPage, RAW_HEAD_ROOM_FILE } from '@evtrace/trace-format';
-import { type EventName, listEvents, matchEvents, readEventFormat } from './catalog.ts';
+import { type EventName, readEventFormat, selectEvents } from './catalog.ts';
 import { ioError, outputError, TracefsError, type TracefsErrorCode } from './errors.ts';
 import { planEventFilters, type ScopedFilter } from './event-filters.ts';
 import { type EventFilterPlan, writeKernelFilter } from './filter.ts';
@@ -355,7 +355,7 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
   checkOptions(options);
   const tracefs = options.tracefs ?? findTracefs();
   cleanStaleInstances(tracefs);
-  const selected = matchEvents(listEvents(tracefs), options.events);
+  const selected = selectEvents(tracefs, options.events);
   const classes = selected.map((e) => readEventFormat(tracefs, e).eventClass);
   const plans = planEventFilters(classes, options);
   createOutputDir(options.dir);
