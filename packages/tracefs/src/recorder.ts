@@ -480,9 +480,13 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
           if (waiter?.wait(Math.min(YIELD_MS - (now - yielded), deadline - now)) === false) waiter = undefined;
           if (waiter === undefined) Atomics.wait(nap, 0, 0, ms);
         } else {
-          // Woken by the kernel, the reader only needs one turn of the event loop here, not a nap.
+          // Woken by the kernel, the reader only needs one turn of the event loop here, not a nap; it then waits
+          // again rather than draining pipes it drained just before the turn (an idle recording drained twice a wake).
           await sleep(waiter !== undefined ? 0 : ms, options.signal);
           yielded = performance.now();
+          if (waiter !== undefined && !options.signal?.aborted && yielded < deadline) {
+            if (!waiter.wait(Math.min(YIELD_MS, deadline - yielded))) waiter = undefined;
+          }
         }
       }
       stopTracing();
