@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { kernelPageLayout, parseHeaderPage, readPage, TraceFormatError } from '@evtrace/trace-format';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { countPageRecords, type PageCount, parseCpuStats } from './pages.ts';
+import { countPageRecords, countPages, type PageCount, type PagesCount, parseCpuStats } from './pages.ts';
 import { record } from './recorder.ts';
 import { smallWorkload, tracefsForTests } from './testing/env.ts';
 
@@ -106,6 +106,45 @@ describe.skipIf(env.why !== undefined)(`counting real pages${env.why ? ` (skippe
     expect(total).toBe(r.total);
     expect(total).toBeGreaterThan(0);
     const pageCount = pages.length / r.pageSize;
+    // A batch counts as its pages one by one, mutated ones (missed flag, bad commits, broken headers) included.
+    const batches: PagesCount = { records: 0, dataBytes: 0, missedPages: 0 };
+    fc.assert(
+      fc.property(
+        fc.nat(pageCount - 1),
+        fc.integer({ min: 1, max: 8 }),
+        fc.array(
+          fc.tuple(
+            // Anywhere, or in a page's commit word (length and missed-events flags).
+            fc.oneof(
+              fc.nat(8 * r.pageSize - 1),
+              fc.nat(7).map((i) => i * r.pageSize + layout.commitOffset + (i % 4)),
+            ),
+            fc.integer({ min: 0, max: 255 }),
+          ),
+          { maxLength: 12 },
+        ),
+        (first, want, edits) => {
+          const n = Math.min(want, pageCount - first);
+          const run = Buffer.from(pages.subarray(first * r.pageSize, (first + n) * r.pageSize));
+          for (const [at, v] of edits) if (at < run.length) run[at] = v;
+          const one = new Float64Array(65536);
+          let records = 0;
+          let dataBytes = 0;
+          let missedPages = 0;
+          for (let i = 0; i < n; i++) {
+            countPageRecords(run, i * r.pageSize, layout, one, out);
+            records += out.records;
+            dataBytes += out.dataBytes;
+            if (out.missed) missedPages++;
+          }
+          const batch = new Float64Array(65536);
+          countPages(run, 0, n, layout, batch, batches);
+          expect(batches).toEqual({ records, dataBytes, missedPages });
+          expect(batch).toEqual(one);
+        },
+      ),
+      { numRuns: 300 },
+    );
     fc.assert(
       fc.property(
         fc.nat(pageCount - 1),

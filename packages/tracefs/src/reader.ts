@@ -11,7 +11,7 @@
 import { fstatSync, ftruncateSync, readvSync, writeSync } from 'node:fs';
 import type { PageLayout } from '@evtrace/trace-format';
 import { ioError, outputError } from './errors.ts';
-import { countPageRecords, type PageCount } from './pages.ts';
+import { countPages, type PagesCount } from './pages.ts';
 
 /** One CPU's descriptors. */
 export interface CpuFds {
@@ -66,7 +66,7 @@ export class PageReader {
   readonly #buf: Buffer;
   /** The batch buffer cut into one view per sub-buffer: the iovecs of every readv. */
   readonly #iov: readonly Buffer[];
-  readonly #count: PageCount = { records: 0, dataBytes: 0, missed: false, corruptAt: -1 };
+  readonly #count: PagesCount = { records: 0, dataBytes: 0, missedPages: 0 };
 
   constructor(cpus: readonly CpuFds[], layout: PageLayout, bufferBytes: number) {
     this.#cpus = cpus;
@@ -141,12 +141,10 @@ export class PageReader {
       // Every read returns a whole sub-buffer; a short one would be padded so the file stays page-aligned.
       const n = Math.ceil(got / size);
       if (got < n * size) buf.fill(0, got, n * size);
-      for (let off = 0; off < n * size; off += size) {
-        const count = countPageRecords(buf, off, this.#layout, t.byType, this.#count);
-        if (count.missed) t.missedPages[c.cpu]!++;
-        bytes += count.dataBytes;
-        t.dataBytes += count.dataBytes;
-      }
+      const count = countPages(buf, 0, n, this.#layout, t.byType, this.#count);
+      t.missedPages[c.cpu]! += count.missedPages;
+      bytes += count.dataBytes;
+      t.dataBytes += count.dataBytes;
       t.pages += n;
       pages += n;
       this.#flush(c, n * size);
