@@ -179,11 +179,15 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
     let ticker: NodeJS.Timeout | undefined;
     let startedAt = 0;
     // Timers armed once tracing is on: only the recording loop's turns to the event loop can run them.
+    let wakePercent: string | undefined;
     const onStart = () => {
       smallWorkload();
       startedAt = performance.now();
       ticker = setInterval(() => ticks++, 20);
       setTimeout(() => stop.abort(), 1000);
+      // The kernel wakes the waiting reader at a quarter of a buffer (poll(2) on the raw pipes).
+      const own = listInstances(env.path!).find((i) => i.startsWith(`evtrace-${process.pid}-`));
+      if (own !== undefined) wakePercent = readFileSync(join(env.path!, 'instances', own, 'buffer_percent'), 'utf8');
     };
     try {
       // The deadline is only a bound: the abort, which needs the event loop, must end it long before.
@@ -193,6 +197,7 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
       expect(took).toBeLessThan(10_000);
       expect(r.total).toBeGreaterThan(0);
       expect([...openRawPagesDir(r.dir).events()].length).toBe(r.total);
+      expect(wakePercent?.trim()).toBe('25');
     } finally {
       clearInterval(ticker);
     }
