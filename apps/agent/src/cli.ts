@@ -5,11 +5,6 @@ if (major < 22 || (major === 22 && minor < 18)) {
   process.stderr.write(`evtrace: needs Node.js >= 22.18 (this is ${process.version}); install Node 24 LTS\n`);
   process.exit(1);
 }
-// A reader that goes away (`evtrace cat TRACE | head`) ends the output, not the program with a stack trace.
-process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-  if (error.code !== 'EPIPE') throw error;
-  process.exit(0);
-});
 // V8's compiled code cached on disk (in os.tmpdir(), as tsc does; NODE_DISABLE_COMPILE_CACHE=1 turns it off):
 // compiling commander and the command's modules was a measurable share of a short command's CPU.
 const { enableCompileCache } = await import('node:module');

@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import pkg from '../package.json' with { type: 'json' };
 import { ExitCode } from './exit-codes.ts';
 import { manPageHelp, setExamples } from './help.ts';
+import { descriptorWriter } from './stdio.ts';
 
 /** Where a command writes; tests pass their own. */
 export interface CliIO {
@@ -10,8 +11,17 @@ export interface CliIO {
 }
 
 const processIO: CliIO = {
-  stdout: (text) => process.stdout.write(text),
-  stderr: (text) => process.stderr.write(text),
+  // A reader that goes away ends the output, not the program with a stack trace; nobody is left to tell on stderr.
+  stdout: descriptorWriter(
+    1,
+    () => process.stdout,
+    () => process.exit(0),
+  ),
+  stderr: descriptorWriter(
+    2,
+    () => process.stderr,
+    () => {},
+  ),
 };
 
 /** Thrown by command actions to end with a given exit status and message. */

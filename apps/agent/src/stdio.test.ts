@@ -1,0 +1,88 @@
+import { execFileSync } from 'node:child_process';
+import { closeSync, constants, mkdtempSync, openSync, readSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { descriptorWriter } from './stdio.ts';
+
+/** A FIFO with both ends open non-blocking: writes fill it up to the pipe's capacity, then fail with EAGAIN. */
+function fifo(): { reader: number; writer: number; close: () => void } {
+  const path = join(mkdtempSync(join(tmpdir(), 'evtrace-stdio-')), 'fifo');
+  execFileSync('mkfifo', [path]);
+  const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  const writer = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+  return { reader, writer, close: () => [reader, writer].forEach((fd) => closeSync(fd)) };
+}
+
+/** Everything the FIFO holds now. */
+function drain(fd: number): Buffer {
+  const parts: Buffer[] = [];
+  const b = Buffer.alloc(65536);
+  for (;;) {
+    try {
+      const n = readSync(fd, b);
+      if (n <= 0) break;
+      parts.push(Buffer.from(b.subarray(0, n)));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EAGAIN') break;
+      throw error;
+    }
+  }
+  return Buffer.concat(parts);
+}
+
+describe('descriptorWriter', () => {
+  it('writes the whole text to the descriptor, in order', () => {
+    const f = fifo();
+    try {
+      const write = descriptorWriter(
+        f.writer,
+        () => expect.unreachable('no overflow'),
+        () => {},
+      );
+      write('evtrace: one\n');
+      write('two é\n');
+      expect(drain(f.reader).toString()).toBe('evtrace: one\ntwo é\n');
+    } finally {
+      f.close();
+    }
+  });
+
+  it('hands the rest of a write to the overflow stream when a non-blocking descriptor is full', () => {
+    const f = fifo();
+    try {
+      const rest: Buffer[] = [];
+      const write = descriptorWriter(
+        f.writer,
+        () => ({ write: (b) => rest.push(Buffer.from(b)) }),
+        () => {},
+      );
+      const text = 'x'.repeat(200_000);
+      write(text);
+      const written = drain(f.reader);
+      // The pipe took what fits (64 KiB by default); nothing was lost or written twice.
+      expect(written.length).toBeGreaterThan(0);
+      expect(written.length).toBeLessThan(text.length);
+      expect(written.length + Buffer.concat(rest).length).toBe(text.length);
+    } finally {
+      f.close();
+    }
+  });
+
+  it('calls onClosed when the reader has gone (EPIPE) and writes nothing more', () => {
+    const f = fifo();
+    closeSync(f.reader);
+    let closed = 0;
+    try {
+      const write = descriptorWriter(
+        f.writer,
+        () => expect.unreachable('no overflow'),
+        () => closed++,
+      );
+      write('lost\n');
+      expect(closed).toBe(1);
+    } finally {
+      closeSync(f.writer);
+    }
+  });
+});
