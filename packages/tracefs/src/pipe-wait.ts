@@ -7,12 +7,13 @@
 import { loadLibc, type Poll } from './libc.ts';
 
 /**
- * The instance's `buffer_percent` while a {@link PipeWaiter} waits: a CPU's buffer a quarter full wakes it, leaving
- * three quarters for what comes before the reader has drained it. Measured under the benchmark's load (two CPUs,
- * 1.4 MiB buffers, nice -20): an eighth cost 11 ms more CPU per recording (median 206 against 195 ms, 6 interleaved
- * runs) for twice the wake-ups; a quarter lost nothing in 16 runs; half lost 11,520 events in one run of 6.
+ * The instance's `buffer_percent` while a {@link PipeWaiter} waits: a CPU's buffer 18% full wakes it, leaving 82%
+ * for what comes before the reader has drained it. Measured under the benchmark's load (two CPUs, 1.4 MiB buffers,
+ * nice -20), medians of interleaved runs: 12% cost 206 ms of CPU per recording against 199 ms for 18% (8 runs each)
+ * and 191 ms for 25% (10 runs, where 18% gave 192). Events were dropped twice in about 55 runs at 25% (0.3% and
+ * 0.6% of them, in bursts), never in 18 runs at 18% or about 50 at 12%; 50% dropped 11,520 in one run of 6.
  */
-export const WAKE_PERCENT = 25;
+export const WAKE_PERCENT = 18;
 
 const POLLIN = 1;
 const EINTR = 4;

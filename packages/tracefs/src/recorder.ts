@@ -77,8 +77,8 @@ export interface RecordOptions {
    * 100 ms so that signals, child exits and the abort signal are still seen (that late at most). A
    * futex wake-up costs a third of a timer's under load (measured here: about 0.1 ms of CPU against 0.3 ms), so a
    * program with nothing else to do on that thread (the `evtrace record` command) records for less CPU. Where
-   * poll(2) can be called, `blocking` waits in it instead: the kernel wakes the reader when a CPU's buffer is a
-   * quarter full (the instance's `buffer_percent`), so an idle recording wakes ten times a second, not fifty, and a
+   * poll(2) can be called, `blocking` waits in it instead: the kernel wakes the reader when a CPU's buffer is 18%
+   * full (the instance's `buffer_percent`), so an idle recording wakes ten times a second, not fifty, and a
    * burst is read at once rather than at the next timer.
    */
   readonly sleep?: 'event-loop' | 'blocking';
