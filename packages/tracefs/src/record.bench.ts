@@ -2,8 +2,9 @@
  * Recording under load, evtrace beside trace-cmd in the same run: `perf bench sched messaging -g 4 -l 500` (about
  * 1.7 M kmem:kmalloc + kmem:kfree events) while each tool records at the default per-CPU buffer and its own default
  * priority settings. Prints, per tool: events seen, lost, CPU seconds split into user and system (of the recorder and
- * every child it waits for, from GNU time: trace-cmd's per-CPU recorder processes are counted), bytes per event, and
- * evtrace's total CPU as a ratio of trace-cmd's. trace-cmd records the top-level buffer and leaves its `tracing_on`
+ * every child it waits for, from GNU time: trace-cmd's per-CPU recorder processes are counted), the total to the
+ * millisecond from `perf stat -e task-clock` around it (GNU time counts in 10 ms steps, as large as the difference
+ * being measured), bytes per event, and evtrace's total CPU as a ratio of trace-cmd's. trace-cmd records the top-level buffer and leaves its `tracing_on`
  * at 0: it is restored here. `EVTRACE_BENCH_ROUNDS=3` repeats the whole comparison (default 1); the load average is
  * printed before each round, since the figures move with other work on the machine.
  *
@@ -29,10 +30,12 @@ interface Run {
   lost: number;
   userS: number;
   sysS: number;
+  /** Total CPU seconds from task-clock (the tool and its children, and GNU time's own few hundred microseconds). */
+  totalS: number;
   bytes: number;
 }
 
-const cpuS = (r: Run) => r.userS + r.sysS;
+const cpuS = (r: Run) => r.totalS;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -44,24 +47,38 @@ async function until(check: () => boolean, what: string): Promise<void> {
   }
 }
 
-/** Runs `argv` under GNU time; `ready` says when to start the load; SIGINT stops the tool after the load. */
+/**
+ * Runs `argv` under GNU time under `perf stat`; `ready` says when to start the load; SIGINT stops the tool after the
+ * load.
+ */
 async function recordUnderLoad(
   argv: string[],
   ready: (pid: number, out: string) => boolean,
-): Promise<{ userS: number; sysS: number; stdout: string; stderr: string }> {
+): Promise<{ userS: number; sysS: number; totalS: number; stdout: string; stderr: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'evtrace-bench-time-'));
   const timeFile = join(dir, 'time');
-  const timer = spawn('/usr/bin/time', ['-o', timeFile, '-f', '%U %S', ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const perfFile = join(dir, 'perf');
+  const timer = spawn(
+    'perf',
+    ['stat', '-x,', '-o', perfFile, '-e', 'task-clock', '/usr/bin/time', '-o', timeFile, '-f', '%U %S', ...argv],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let stdout = '';
   let stderr = '';
   timer.stdout.on('data', (d) => (stdout += d));
   timer.stderr.on('data', (d) => (stderr += d));
   const exited = new Promise<void>((r) => timer.on('exit', () => r()));
-  // The tool is GNU time's only child.
-  const toolPid = () => {
-    const children = readFileSync(`/proc/${timer.pid}/task/${timer.pid}/children`, 'utf8').trim();
-    return children === '' ? undefined : Number(children.split(' ')[0]);
+  // The tool is the only child of GNU time, perf's only child.
+  const childOf = (pid: number | undefined) => {
+    if (pid === undefined) return undefined;
+    try {
+      const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+      return children === '' ? undefined : Number(children.split(' ')[0]);
+    } catch {
+      return undefined;
+    }
   };
+  const toolPid = () => childOf(childOf(timer.pid));
   await until(() => toolPid() !== undefined, 'the tool to start');
   const pid = toolPid()!;
   await until(() => ready(pid, stdout), 'the tool to be ready');
@@ -72,8 +89,13 @@ async function recordUnderLoad(
   process.kill(pid, 'SIGINT');
   await exited;
   const [user, sys] = readFileSync(timeFile, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
+  const taskClock = readFileSync(perfFile, 'utf8')
+    .split('\n')
+    .find((l) => l.includes(',task-clock,'));
+  const totalMs = Number(taskClock?.split(',')[0]);
+  if (!Number.isFinite(totalMs)) throw new Error(`perf stat gave no task-clock: ${readFileSync(perfFile, 'utf8')}`);
   rmSync(dir, { recursive: true, force: true });
-  return { userS: user!, sysS: sys!, stdout, stderr };
+  return { userS: user!, sysS: sys!, totalS: totalMs / 1000, stdout, stderr };
 }
 
 async function evtrace(
@@ -110,7 +132,15 @@ async function evtrace(
   const lost = [...r.stderr.matchAll(/cpu\d+ (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
   const bytes = format === 'ctf' ? dirSize(out) : statSync(out).size;
   if (Number.isNaN(seen)) throw new Error(`evtrace failed: ${r.stderr}`);
-  return { tool: `evtrace (${format}, ${threads} reader)`, seen, lost, userS: r.userS, sysS: r.sysS, bytes };
+  return {
+    tool: `evtrace (${format}, ${threads} reader)`,
+    seen,
+    lost,
+    userS: r.userS,
+    sysS: r.sysS,
+    totalS: r.totalS,
+    bytes,
+  };
 }
 
 function dirSize(dir: string): number {
@@ -140,7 +170,15 @@ async function traceCmd(tracefs: string, work: string): Promise<Run> {
       (n, m) => n + Number(m[1]),
       0,
     );
-    return { tool: 'trace-cmd 3.1', seen, lost, userS: r.userS, sysS: r.sysS, bytes: statSync(out).size };
+    return {
+      tool: 'trace-cmd 3.1',
+      seen,
+      lost,
+      userS: r.userS,
+      sysS: r.sysS,
+      totalS: r.totalS,
+      bytes: statSync(out).size,
+    };
   } finally {
     for (const { file, value } of saved) writeFileSync(file, value);
   }
@@ -168,11 +206,11 @@ async function round(n: number, tracefs: string, work: string): Promise<void> {
   const lines = [
     `\n### Round ${n}: recording perf bench sched messaging ${LOAD.slice(3).join(' ')} (kmem:kmalloc + kmem:kfree, default buffer)`,
     `load average (1, 5, 15 min) before: ${before}; after: ${loadAverage()}\n`,
-    '| tool | events seen | lost | lost % | CPU s user | CPU s sys | CPU s total | CPU vs trace-cmd | ns CPU/event | bytes/event |',
+    '| tool | events seen | lost | lost % | CPU s user (time) | CPU s sys (time) | CPU s total (task-clock) | CPU vs trace-cmd | ns CPU/event | bytes/event |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...runs.map(
       (r) =>
-        `| ${r.tool} | ${r.seen} | ${r.lost} | ${((100 * r.lost) / Math.max(1, r.seen + r.lost)).toFixed(1)}% | ${r.userS.toFixed(2)} | ${r.sysS.toFixed(2)} | ${cpuS(r).toFixed(2)} | ${(cpuS(r) / Math.max(0.01, cpuS(tc))).toFixed(2)}x | ${((cpuS(r) * 1e9) / Math.max(1, r.seen)).toFixed(0)} | ${(r.bytes / Math.max(1, r.seen)).toFixed(1)} |`,
+        `| ${r.tool} | ${r.seen} | ${r.lost} | ${((100 * r.lost) / Math.max(1, r.seen + r.lost)).toFixed(1)}% | ${r.userS.toFixed(2)} | ${r.sysS.toFixed(2)} | ${cpuS(r).toFixed(3)} | ${(cpuS(r) / Math.max(0.001, cpuS(tc))).toFixed(2)}x | ${((cpuS(r) * 1e9) / Math.max(1, r.seen)).toFixed(0)} | ${(r.bytes / Math.max(1, r.seen)).toFixed(1)} |`,
     ),
     '',
     'Target: evtrace (tracedat, single reader) loses nothing and its CPU vs trace-cmd is <= 1.00x.',
