@@ -10,11 +10,14 @@ if (major < 22 || (major === 22 && minor < 18)) {
 const { enableCompileCache } = await import('node:module');
 enableCompileCache?.();
 const { runCli } = await import('./program.ts');
+const { wroteThroughStream } = await import('./stdio.ts');
 const code = await runCli(process.argv.slice(2));
 process.exitCode = code;
-// When nothing is left but the standard streams (written synchronously on Linux, whether files, pipes or
-// terminals), end here: letting the event loop run dry first tears down the heap and V8's platform, about 5 ms of CPU
-// per command (measured on a short recording). A command that left a child, a server or a timer behind still ends
+// When nothing is left but the standard streams and everything was written synchronously (stdio.ts), end here:
+// letting the event loop run dry first tears down the heap and V8's platform, about 5 ms of CPU per command
+// (measured on a short recording). A command that left a child, a server, a timer or queued output behind still ends
 // when they do.
 const idle = (resource: string) => resource === 'PipeWrap' || resource === 'TTYWrap';
-if (process.platform === 'linux' && process.getActiveResourcesInfo().every(idle)) process.exit(code);
+if (process.platform === 'linux' && !wroteThroughStream() && process.getActiveResourcesInfo().every(idle)) {
+  process.exit(code);
+}

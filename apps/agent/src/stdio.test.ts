@@ -3,7 +3,7 @@ import { closeSync, constants, mkdtempSync, openSync, readSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { descriptorWriter } from './stdio.ts';
+import { descriptorWriter, wroteThroughStream } from './stdio.ts';
 
 /** A FIFO with both ends open non-blocking: writes fill it up to the pipe's capacity, then fail with EAGAIN. */
 function fifo(): { reader: number; writer: number; close: () => void } {
@@ -11,7 +11,14 @@ function fifo(): { reader: number; writer: number; close: () => void } {
   execFileSync('mkfifo', [path]);
   const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   const writer = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
-  return { reader, writer, close: () => [reader, writer].forEach((fd) => closeSync(fd)) };
+  return {
+    reader,
+    writer,
+    close: () => {
+      closeSync(reader);
+      closeSync(writer);
+    },
+  };
 }
 
 /** Everything the FIFO holds now. */
@@ -33,6 +40,7 @@ function drain(fd: number): Buffer {
 
 describe('descriptorWriter', () => {
   it('writes the whole text to the descriptor, in order', () => {
+    expect(wroteThroughStream()).toBe(false);
     const f = fifo();
     try {
       const write = descriptorWriter(
@@ -48,13 +56,18 @@ describe('descriptorWriter', () => {
     }
   });
 
-  it('hands the rest of a write to the overflow stream when a non-blocking descriptor is full', () => {
+  it('hands the rest of a write to the overflow stream when a non-blocking descriptor is full, and later ones too', () => {
     const f = fifo();
     try {
       const rest: Buffer[] = [];
+      let opened = 0;
+      const overflow = { write: (b: Uint8Array) => rest.push(Buffer.from(b)) };
       const write = descriptorWriter(
         f.writer,
-        () => ({ write: (b) => rest.push(Buffer.from(b)) }),
+        () => {
+          opened++;
+          return overflow;
+        },
         () => {},
       );
       const text = 'x'.repeat(200_000);
@@ -64,6 +77,13 @@ describe('descriptorWriter', () => {
       expect(written.length).toBeGreaterThan(0);
       expect(written.length).toBeLessThan(text.length);
       expect(written.length + Buffer.concat(rest).length).toBe(text.length);
+      // The pipe has room again, but a direct write would overtake what the stream may still hold.
+      write('next\n');
+      expect(drain(f.reader).length).toBe(0);
+      expect(Buffer.concat(rest).toString().endsWith('xnext\n')).toBe(true);
+      expect(opened).toBe(1);
+      // The program must not exit before the stream has written it.
+      expect(wroteThroughStream()).toBe(true);
     } finally {
       f.close();
     }

@@ -5,6 +5,16 @@
  */
 import { writeSync } from 'node:fs';
 
+let streamed = false;
+
+/**
+ * Whether some text went through an overflow stream, which may still be writing it: the program must then let the
+ * event loop finish rather than exit at once.
+ */
+export function wroteThroughStream(): boolean {
+  return streamed;
+}
+
 /** Where the rest of a write goes when the descriptor is full and non-blocking: a stream, which waits. */
 export interface Overflow {
   write(bytes: Uint8Array): unknown;
@@ -12,11 +22,17 @@ export interface Overflow {
 
 /**
  * A writer of all of `text` to `fd`, synchronously. A reader that went away (EPIPE, `evtrace cat TRACE | head`)
- * calls `onClosed`. A descriptor left non-blocking by the process that handed it over (EAGAIN when full) gets the
- * rest through `overflow()`.
+ * calls `onClosed`. A descriptor left non-blocking by the process that handed it over (EAGAIN when full; Node's
+ * parent end of a spawned child's stdio is such a socket) gets the rest through `overflow()`, and so does every later
+ * text: the stream may still hold queued bytes, which a direct write would overtake.
  */
 export function descriptorWriter(fd: number, overflow: () => Overflow, onClosed: () => void): (text: string) => void {
+  let stream: Overflow | undefined;
   return (text) => {
+    if (stream !== undefined) {
+      stream.write(Buffer.from(text));
+      return;
+    }
     const bytes = Buffer.from(text);
     let done = 0;
     try {
@@ -25,7 +41,9 @@ export function descriptorWriter(fd: number, overflow: () => Overflow, onClosed:
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'EPIPE') return onClosed();
       if (code !== 'EAGAIN') throw error;
-      overflow().write(bytes.subarray(done));
+      stream = overflow();
+      streamed = true;
+      stream.write(bytes.subarray(done));
     }
   };
 }
