@@ -80,18 +80,24 @@ function kallsymsBytes(dir: string, out: string): TraceDatFileBytes | string {
   return {
     size: stat.size,
     read: () => readFileSync(file),
-    copyTo(fd, at) {
-      const input = openSync(file, 'r');
-      try {
-        return copyFileRange(input, fd, stat.size, { from: 0, to: at });
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        throw Object.assign(error as Error, { path: code === 'ERR_SHORT_INPUT' ? file : out });
-      } finally {
-        closeSync(input);
-      }
-    },
+    copyTo: (fd, at) => copyFromFile(file, 0, stat.size, fd, at, out),
   };
+}
+
+/**
+ * Copies `length` bytes of `file` from offset `from` into `fd` at `at` with copy_file_range; false when the kernel
+ * cannot. A failed write (ENOSPC) is the output's; an input that ends early is the file's.
+ */
+function copyFromFile(file: string, from: number, length: number, fd: number, at: number, out: string): boolean {
+  const input = openSync(file, 'r');
+  try {
+    return copyFileRange(input, fd, length, { from, to: at });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw Object.assign(error as Error, { path: code === 'ERR_SHORT_INPUT' ? file : out });
+  } finally {
+    closeSync(input);
+  }
 }
 
 /**
@@ -101,19 +107,7 @@ function kallsymsBytes(dir: string, out: string): TraceDatFileBytes | string {
 function filePages(f: RawCpuFile, size: number, chunk: Buffer, out: string): TraceDatCpuPages {
   return {
     size,
-    copyTo(fd, at) {
-      const input = openSync(f.file, 'r');
-      try {
-        return copyFileRange(input, fd, size, { from: f.start, to: at });
-      } catch (error) {
-        // A failed write (ENOSPC) is the output's; an input that ends early is the raw file's.
-        throw Object.assign(error as Error, {
-          path: (error as NodeJS.ErrnoException).code === 'ERR_SHORT_INPUT' ? f.file : out,
-        });
-      } finally {
-        closeSync(input);
-      }
-    },
+    copyTo: (fd, at) => copyFromFile(f.file, f.start, size, fd, at, out),
     *chunks() {
       const fd = openSync(f.file, 'r');
       try {
