@@ -6,23 +6,37 @@ import { copyFileRange } from './copy-range.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'evtrace-copy-range-'));
 
+/**
+ * An input file of `length` patterned bytes and an empty output, both open; `use` runs with them and they are closed
+ * after. Returns the input's bytes and the output's as written.
+ */
+function withFiles(
+  name: string,
+  length: number,
+  use: (input: number, out: number, data: Buffer) => void,
+): { data: Buffer; got: Buffer } {
+  const data = Buffer.from(Array.from({ length }, (_, i) => (i * 31) & 255));
+  writeFileSync(join(dir, `${name}-in`), data);
+  const input = openSync(join(dir, `${name}-in`), 'r');
+  const out = openSync(join(dir, `${name}-out`), 'w');
+  try {
+    use(input, out, data);
+  } finally {
+    closeSync(input);
+    closeSync(out);
+  }
+  return { data, got: readFileSync(join(dir, `${name}-out`)) };
+}
+
 describe('copyFileRange (the kernel copy_file_range, through koffi)', () => {
   it('appends the input from its position at the output position, and both positions move on', () => {
-    const data = Buffer.from(Array.from({ length: 3 * 65536 + 123 }, (_, i) => (i * 31) & 255));
-    writeFileSync(join(dir, 'in'), data);
-    const input = openSync(join(dir, 'in'), 'r');
-    const out = openSync(join(dir, 'out'), 'w');
-    try {
+    const { data, got } = withFiles('append', 3 * 65536 + 123, (input, out, source) => {
       writeSync(out, 'head:');
       expect(copyFileRange(input, out, 65536)).toBe(true);
       // Positions moved: a plain write lands after the copy, a second copy takes the input's next bytes.
       writeSync(out, '|');
-      expect(copyFileRange(input, out, data.length - 65536)).toBe(true);
-    } finally {
-      closeSync(input);
-      closeSync(out);
-    }
-    const got = readFileSync(join(dir, 'out'));
+      expect(copyFileRange(input, out, source.length - 65536)).toBe(true);
+    });
     expect(got.subarray(0, 5).toString()).toBe('head:');
     expect(got.subarray(5, 5 + 65536).equals(data.subarray(0, 65536))).toBe(true);
     expect(got[5 + 65536]).toBe('|'.charCodeAt(0));
@@ -30,19 +44,11 @@ describe('copyFileRange (the kernel copy_file_range, through koffi)', () => {
   });
 
   it('copies between given offsets without moving either position', () => {
-    const data = Buffer.from(Array.from({ length: 2 * 65536 + 77 }, (_, i) => (i * 13) & 255));
-    writeFileSync(join(dir, 'in-at'), data);
-    const input = openSync(join(dir, 'in-at'), 'r');
-    const out = openSync(join(dir, 'out-at'), 'w');
-    try {
+    const { data, got } = withFiles('at', 2 * 65536 + 77, (input, out) => {
       expect(copyFileRange(input, out, 65536 + 77, { from: 65536, to: 8192 })).toBe(true);
       // The output's own position is still 0: a plain write lands at the start.
       writeSync(out, 'head');
-    } finally {
-      closeSync(input);
-      closeSync(out);
-    }
-    const got = readFileSync(join(dir, 'out-at'));
+    });
     expect(got.length).toBe(8192 + 65536 + 77);
     expect(got.subarray(0, 4).toString()).toBe('head');
     expect(got.subarray(4, 8192).every((b) => b === 0)).toBe(true);
