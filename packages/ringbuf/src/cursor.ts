@@ -39,9 +39,11 @@ export abstract class RecordCursor {
 
   /** Sets an absolute timestamp (an extended record's, or a page's first). */
   protected setTs(ts: number): void {
-    const high = Math.floor(ts / 134217728);
+    // `| 0` keeps both fields Smis: a float result would give the field a double representation, and every
+    // compact record would then load, convert and store a boxed number. Exact: high < 2^26, the rest < 2^27.
+    const high = Math.floor(ts / 134217728) | 0;
     this.tsHigh = high;
-    this.tsLow = ts - high * 134217728;
+    this.tsLow = (ts - high * 134217728) | 0;
   }
 
   constructor(bytes: Uint8Array, view: DataView, words: Uint32Array) {
