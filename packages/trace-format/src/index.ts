@@ -67,6 +67,14 @@ export {
   RAW_HEAD_ROOM_FILE,
   type RawCpuFile,
 } from './ftrace/raw-dir.ts';
+export {
+  finalizingLine,
+  RAW_FINALIZING_REGIONS_FILE,
+  RAW_REGIONS_FILE,
+  RAW_REGIONS_PAGES_FILE,
+  type RegionExtent,
+  regionsText,
+} from './ftrace/raw-regions.ts';
 export { compileRecordDecoder, type DecodedRecord, type RecordDecoder } from './ftrace/record.ts';
 export { Kallsyms, parseCmdlines } from './ftrace/symbols.ts';
 export {
@@ -91,6 +99,7 @@ export {
   type TraceDatWriteResult,
   traceDatPagesHeadSize,
   writeTraceDat,
+  writeTraceDatHead,
   writeTraceDatPages,
 } from './ftrace/tracedat/write.ts';
 export {

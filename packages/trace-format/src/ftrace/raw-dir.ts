@@ -6,7 +6,8 @@
  * A recorder that will turn the directory into a trace.dat may leave room for the file's head at the front of every
  * `cpuN.raw` (`head_room`: that many zero bytes, a sparse hole, before the pages), then build the trace.dat around
  * one of them instead of copying its pages. While it does, `finalizing` (`CPU START END`) says where that file's
- * pages are, so the directory stays readable at every moment.
+ * pages are, so the directory stays readable at every moment. In the regions layout (raw-regions.ts), every CPU's
+ * pages are in one `cpus.raw` instead.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,6 +17,7 @@ import type { EventClass, TraceEvent, TraceReader } from '../model/types.ts';
 import { type CpuPages, cpuEventBatches, EventTable, type FtraceMetadata, mergeBatches } from './events.ts';
 import { parseFormatFile } from './format-file.ts';
 import { parseHeaderEvent, parseHeaderPage } from './headers.ts';
+import { RAW_REGIONS_FILE, regionExtents } from './raw-regions.ts';
 import { Kallsyms, parseCmdlines } from './symbols.ts';
 
 /** Options of the ftrace readers. */
@@ -62,8 +64,16 @@ function numbersIn(dir: string, name: string, count: number): number[] | undefin
   return words.map(Number);
 }
 
-/** The `cpuN.raw` files of a raw-pages directory, by CPU number, each with where its pages lie. */
+/**
+ * The `cpuN.raw` files of a raw-pages directory, by CPU number, each with where its pages lie; in the regions layout
+ * (see raw-regions.ts), the one pages file once per CPU, with that CPU's extent.
+ */
 export function listRawCpuFiles(dir: string): RawCpuFile[] {
+  const regions = optional(join(dir, RAW_REGIONS_FILE));
+  if (regions !== undefined) {
+    const { file, extents } = regionExtents(dir, regions);
+    return extents.map(({ cpu, start, end }) => ({ cpu, file, start, end })).sort((a, b) => a.cpu - b.cpu);
+  }
   const start = numbersIn(dir, RAW_HEAD_ROOM_FILE, 1)?.[0] ?? 0;
   const finalizing = numbersIn(dir, RAW_FINALIZING_FILE, 3);
   return readdirSync(dir)
@@ -79,7 +89,10 @@ export function listRawCpuFiles(dir: string): RawCpuFile[] {
 
 /** Whether `dir` looks like a raw-pages directory. */
 export function isRawPagesDir(dir: string): boolean {
-  return existsSync(join(dir, 'events', 'header_page')) && readdirSync(dir).some((n) => /^cpu\d+\.raw$/.test(n));
+  return (
+    existsSync(join(dir, 'events', 'header_page')) &&
+    (existsSync(join(dir, RAW_REGIONS_FILE)) || readdirSync(dir).some((n) => /^cpu\d+\.raw$/.test(n)))
+  );
 }
 
 /**

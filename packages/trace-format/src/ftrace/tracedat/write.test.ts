@@ -15,6 +15,7 @@ import {
   type TraceDatPagesInput,
   traceDatPagesHeadSize,
   writeTraceDat,
+  writeTraceDatHead,
   writeTraceDatPages,
 } from './write.ts';
 
@@ -376,6 +377,35 @@ describe('trace.dat from raw pages (writeTraceDatPages)', () => {
     expect(() => complete(tight.file, input, 0, tight.room - input.pageSize)).toThrow(
       /the head needs \d+ bytes; \d+ were left before CPU 0's pages/,
     );
+  });
+
+  it("writes only the head of a file whose CPUs' pages already lie where the CPU table will say", () => {
+    const want = [...openTraceDat(reference).events()].map((e) => [e.tsNs, e.cpu, e.fields]);
+    const input = pagesFromReference(reference);
+    const head = traceDatPagesHeadSize(input, input.cpus.length);
+    const file = join(dir, 'placed.dat');
+    // CPU 1 first, then CPU 0, each page-aligned after the head: any order and gaps.
+    const offsets = [head + input.cpus[1]!.size + 2 * input.pageSize, head];
+    const fd = openSync(file, 'w+');
+    try {
+      for (const cpu of [0, 1]) {
+        let at = offsets[cpu]!;
+        for (const chunk of input.cpus[cpu]!.chunks()) at += writeSync(fd, chunk, 0, chunk.length, at);
+      }
+      const before = readFileSync(file).subarray(head);
+      expect(writeTraceDatHead(fd, input, offsets)).toBe(head);
+      // The pages were not touched.
+      expect(readFileSync(file).subarray(head).equals(before)).toBe(true);
+      expect(() => writeTraceDatHead(fd, input, [offsets[0]!, head - input.pageSize])).toThrow(
+        /the head needs \d+ bytes; the first pages are at \d+/,
+      );
+      expect(() => writeTraceDatHead(fd, input, [offsets[0]! + 1, head])).toThrow(/CPU offsets must be 2 multiples/);
+    } finally {
+      closeSync(fd);
+    }
+    const back = openTraceDat(file);
+    expect(back.info.buffers[0]!.cpus.map((c) => c.offset)).toEqual(offsets);
+    expect([...back.events()].map((e) => [e.tsNs, e.cpu, e.fields])).toEqual(want);
   });
 
   it.skipIf(!hasTool('trace-cmd'))(

@@ -259,6 +259,33 @@ export function completeTraceDatPages(fd: number, input: TraceDatPagesInput, anc
   return end;
 }
 
+/**
+ * Writes the head of a version 6 trace.dat into the open file `fd`, whose every CPU's pages already lie at
+ * `offsets[cpu]` (page-aligned, after the head): nothing of the pages is read, written or moved. Returns the size
+ * of the head.
+ *
+ * @throws TraceFormatError `ERR_TRACE_DAT` when an offset is not page-aligned or the head does not fit before the
+ *   first pages; Node's `fs` errors when the file cannot be written.
+ */
+export function writeTraceDatHead(fd: number, input: TraceDatPagesInput, offsets: readonly number[]): number {
+  const { pageSize, cpus } = input;
+  if (offsets.length !== cpus.length || offsets.some((o) => !Number.isSafeInteger(o) || o < 0 || o % pageSize !== 0)) {
+    throw new TraceFormatError('ERR_TRACE_DAT', `CPU offsets must be ${cpus.length} multiples of ${pageSize}`);
+  }
+  const head = v6HeadParts(
+    pagesMeta(input),
+    cpus.map((c) => c.size),
+    pageSize,
+    offsets,
+  );
+  const first = Math.min(...offsets.filter((_, cpu) => cpus[cpu]!.size > 0));
+  if (head.length > first) {
+    throw new TraceFormatError('ERR_TRACE_DAT', `the head needs ${head.length} bytes; the first pages are at ${first}`);
+  }
+  putParts(fd, head.parts);
+  return head.length;
+}
+
 function pagesMeta(input: Omit<TraceDatPagesInput, 'cpus'>): Meta {
   return {
     headerPage: input.headerPage,
