@@ -6,7 +6,7 @@ import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_pr
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openRawPagesDir } from '@evtrace/trace-format';
+import { listRawCpuFiles, openRawPagesDir } from '@evtrace/trace-format';
 import { afterAll, describe, expect, it } from 'vitest';
 import { recordDemo } from './demo.ts';
 import { TracefsError } from './errors.ts';
@@ -26,6 +26,18 @@ function smallDisk(name: string, size: string): string {
   const dir = join(work, name);
   mkdirSync(dir);
   execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir]);
+  mounts.push(dir);
+  return dir;
+}
+
+/** Mounts a small ext4 image of `mb` MiB (loop device) under the work directory: the regions layout's file system. */
+function smallExt4(name: string, mb: number): string {
+  const dir = join(work, name);
+  const image = join(work, `${name}.img`);
+  mkdirSync(dir);
+  execFileSync('truncate', ['-s', `${mb}M`, image]);
+  execFileSync('mkfs.ext4', ['-q', '-F', image]);
+  execFileSync('mount', ['-o', 'loop', image, dir]);
   mounts.push(dir);
   return dir;
 }
@@ -59,11 +71,19 @@ async function failure(promise: Promise<unknown>): Promise<TracefsError> {
 describe.skipIf(env.why !== undefined)(`recording to a full disk${env.why ? ` (skipped: ${env.why})` : ''}`, () => {
   const tracefs = env.path!;
 
-  // The single reader leaves head room (as `evtrace record` does), so finalizing tries to build the trace.dat in place.
-  for (const threads of ['single', 'per-cpu'] as const) {
+  // With head room (as `evtrace record` leaves), finalizing tries to build the trace.dat in place: around the largest
+  // cpuN.raw on tmpfs, in the regions of one cpus.raw on ext4.
+  for (const [threads, fs] of [
+    ['single', 'tmpfs'],
+    ['per-cpu', 'tmpfs'],
+    ['single', 'ext4'],
+  ] as const) {
     const headRoom = threads === 'single';
-    it(`${threads} reader${headRoom ? ', head room' : ''}: fails with ENOSPC naming the file, removes the instance, keeps whole pages`, async () => {
-      const disk = smallDisk(`pages-${threads}`, roomFor(2));
+    it(`${threads} reader${headRoom ? ', head room' : ''}, ${fs}: fails with ENOSPC naming the file, removes the instance, keeps whole pages`, async () => {
+      const disk =
+        fs === 'ext4'
+          ? smallExt4(`pages-${threads}-ext4`, Number.parseInt(roomFor(6), 10))
+          : smallDisk(`pages-${threads}`, roomFor(2));
       const dir = join(disk, 'out.part');
       const before = ours(tracefs);
       let child: ChildProcess | undefined;
@@ -80,15 +100,15 @@ describe.skipIf(env.why !== undefined)(`recording to a full disk${env.why ? ` (s
       );
       expect(error.code).toBe('ERR_TRACEFS_OUTPUT');
       expect(error.errno).toBe('ENOSPC');
-      expect(error.path).toMatch(/\/out\.part\/cpu\d+\.raw$/);
+      expect(error.path).toMatch(fs === 'ext4' ? /\/out\.part\/cpus\.raw$/ : /\/out\.part\/cpu\d+\.raw$/);
       expect(error.message).toContain(`cannot write ${error.path}: ENOSPC (no space left on device)`);
       expect(ours(tracefs)).toEqual(before);
-      // Kept, cut to whole pages, and readable to the end.
+      // Kept, cut to whole pages (a part-written page of a region no longer counts), and readable to the end.
       const pageSize = Number(readFileSync(join(dir, 'buffer_subbuf_size_kb'), 'utf8')) * 1024;
-      const raws = readdirSync(dir).filter((f) => /^cpu\d+\.raw$/.test(f));
       const room = existsSync(join(dir, 'head_room')) ? Number(readFileSync(join(dir, 'head_room'), 'utf8')) : 0;
       expect(room > 0).toBe(headRoom);
-      const bytes = raws.map((f) => statSync(join(dir, f)).size - room);
+      expect(existsSync(join(dir, 'cpu_regions'))).toBe(fs === 'ext4');
+      const bytes = listRawCpuFiles(dir).map((f) => (f.end ?? statSync(f.file).size) - f.start);
       expect(bytes.every((b) => b % pageSize === 0)).toBe(true);
       expect(bytes.reduce((a, b) => a + b, 0)).toBeGreaterThan(1 << 20);
       let events = 0;

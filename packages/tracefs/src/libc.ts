@@ -1,5 +1,5 @@
 /**
- * The few libc calls Node's fs lacks (copy_file_range, poll), through the koffi FFI, loaded on first use. Null where
+ * The few libc calls Node's fs lacks (copy_file_range, poll, fallocate), through the koffi FFI, loaded on first use. Null where
  * there is no FFI (another libc, koffi not installed): callers then fall back to what Node offers.
  */
 import { readFileSync } from 'node:fs';
@@ -17,12 +17,16 @@ export type CopyFileRange = (
   flags: number,
 ) => number | bigint;
 
+/** fallocate(2): `mode` flags (FALLOC_FL_*), offsets and lengths in bytes. */
+export type Fallocate = (fd: number, mode: number, offset: number, length: number) => number;
+
 /** poll(2) over an array of `struct pollfd` (8 bytes each: int fd, short events, short revents). */
 export type Poll = (fds: Uint8Array, count: number, timeoutMs: number) => number;
 
 export interface Libc {
   readonly copyFileRange: CopyFileRange;
   readonly poll: Poll;
+  readonly fallocate: Fallocate;
   /** The calling thread's errno after the last call. */
   readonly errno: () => number;
 }
@@ -66,6 +70,7 @@ export function loadLibc(): Libc | null {
         'int64_t copy_file_range(int fd_in, _Inout_ int64_t *off_in, int fd_out, _Inout_ int64_t *off_out, size_t len, unsigned int flags)',
       ) as CopyFileRange,
       poll: lib.func('int poll(_Inout_ void *fds, unsigned long nfds, int timeout)') as Poll,
+      fallocate: lib.func('int fallocate(int fd, int mode, int64_t offset, int64_t len)') as Fallocate,
       errno: () => koffi.errno(),
     };
   } catch {

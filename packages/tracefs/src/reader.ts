@@ -1,7 +1,7 @@
 /**
  * The page-reading loop of the recorder, shared by the in-thread reader and the per-CPU worker threads: drains
- * `trace_pipe_raw` file descriptors (opened O_NONBLOCK by the recorder) into `cpuN.raw` descriptors, counting
- * records by type on the way.
+ * `trace_pipe_raw` file descriptors (opened O_NONBLOCK by the recorder) into `cpuN.raw` descriptors, or into each
+ * CPU's region of one `cpus.raw`, counting records by type on the way.
  *
  * One `readv` fetches up to {@link BATCH_PAGES} sub-buffers: `trace_pipe_raw` has no `read_iter`, so the kernel
  * calls its `read` once per iovec (one sub-buffer each) and stops at the first EAGAIN, returning what it got. Under
@@ -22,6 +22,11 @@ export interface CpuFds {
   readonly out: number;
   /** Its path, for error messages. */
   readonly outPath: string;
+  /**
+   * The CPU's region of a file shared by every CPU (the regions layout): pages are written from `start` and never
+   * reach `end`. Absent: `out` is the CPU's own file, opened for appending.
+   */
+  readonly region?: { readonly start: number; readonly end: number };
 }
 
 /** What a reader has read so far. */
@@ -56,6 +61,11 @@ export function nextInterval(previous: number, fastestBytes: number, elapsedMs: 
   return Math.max(MIN_POLL_MS, Math.min(MAX_POLL_MS, target, previous * 2));
 }
 
+/** A region about to overflow into the next CPU's: the recording stops there, as on a full disk. */
+function regionFull(c: CpuFds): Error {
+  return new Error(`CPU ${c.cpu}'s region of ${c.region!.end - c.region!.start} bytes is full`);
+}
+
 /** Reads sub-buffers of some CPUs. */
 export class PageReader {
   readonly totals: ReaderTotals;
@@ -67,6 +77,8 @@ export class PageReader {
   /** The batch buffer cut into one view per sub-buffer: the iovecs of every readv. */
   readonly #iov: readonly Buffer[];
   readonly #count: PagesCount = { records: 0, dataBytes: 0, missedPages: 0 };
+  /** Where each CPU's next page goes in its region, by index in `cpus`; unused for appended files. */
+  readonly #next: number[];
 
   constructor(cpus: readonly CpuFds[], layout: PageLayout, bufferBytes: number) {
     this.#cpus = cpus;
@@ -77,6 +89,7 @@ export class PageReader {
     this.#iov = Array.from({ length: BATCH_PAGES }, (_, i) =>
       this.#buf.subarray(i * layout.pageSize, (i + 1) * layout.pageSize),
     );
+    this.#next = cpus.map((c) => c.region?.start ?? 0);
     this.totals = { byType: new Float64Array(65536), pages: 0, dataBytes: 0, rawBytes: 0, missedPages: {} };
     for (const c of cpus) this.totals.missedPages[c.cpu] = 0;
   }
@@ -88,7 +101,7 @@ export class PageReader {
     Error.stackTraceLimit = 0;
     try {
       let fastest = 0;
-      for (const c of this.#cpus) fastest = Math.max(fastest, this.#drain(c));
+      for (let i = 0; i < this.#cpus.length; i++) fastest = Math.max(fastest, this.#drain(this.#cpus[i]!, i));
       return fastest;
     } finally {
       Error.stackTraceLimit = limit;
@@ -100,15 +113,36 @@ export class PageReader {
     while (this.drainAll() > 0);
   }
 
-  #flush(c: CpuFds, length: number): void {
+  #flush(c: CpuFds, index: number, length: number): void {
     let done = 0;
+    const at = this.#next[index]!;
     try {
-      while (done < length) done += writeSync(c.out, this.#buf, done, length - done);
+      if (c.region === undefined) {
+        while (done < length) done += writeSync(c.out, this.#buf, done, length - done);
+      } else {
+        if (at + length > c.region.end) throw regionFull(c);
+        while (done < length) done += writeSync(c.out, this.#buf, done, length - done, at + done);
+        this.#next[index] = at + length;
+      }
     } catch (error) {
-      this.#dropPartialPage(c);
+      if (c.region === undefined) this.#dropPartialPage(c);
+      else this.#unmarkPartialPage(c, at + done);
       throw outputError(c.outPath, error);
     }
     this.totals.rawBytes += length;
+  }
+
+  /**
+   * Zeroes the header of a page that a failed write left part-written in a region, so that readers end the region
+   * before it (a page that starts with zeros was never written). Its first block was written, so this needs no
+   * space; if even that fails, a reader finds the page torn.
+   */
+  #unmarkPartialPage(c: CpuFds, end: number): void {
+    const partial = end % this.#pageSize;
+    if (partial === 0) return;
+    try {
+      writeSync(c.out, Buffer.alloc(Math.min(partial, 16)), 0, Math.min(partial, 16), end - partial);
+    } catch {}
   }
 
   /**
@@ -123,7 +157,7 @@ export class PageReader {
     } catch {}
   }
 
-  #drain(c: CpuFds): number {
+  #drain(c: CpuFds, index: number): number {
     const buf = this.#buf;
     const size = this.#pageSize;
     const t = this.totals;
@@ -147,7 +181,7 @@ export class PageReader {
       t.dataBytes += count.dataBytes;
       t.pages += n;
       pages += n;
-      this.#flush(c, n * size);
+      this.#flush(c, index, n * size);
       // Fewer pages than asked for: the kernel hit EAGAIN, the buffer is empty.
       if (n < want) break;
     }

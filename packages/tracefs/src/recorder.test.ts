@@ -7,6 +7,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   symlinkSync,
   truncateSync,
@@ -21,6 +22,7 @@ import { cleanStaleInstances, createInstance, listInstances } from './instance.t
 import { finalizeRecording } from './output.ts';
 import { countPageRecords } from './pages.ts';
 import { type RecordOptions, record } from './recorder.ts';
+import { regionsSupported } from './regions.ts';
 import { hasTool, smallWorkload, tracefsForTests } from './testing/env.ts';
 
 const env = tracefsForTests();
@@ -28,6 +30,8 @@ const tracefs = env.path!;
 const work = mkdtempSync(join(tmpdir(), 'evtrace-rec-'));
 let n = 0;
 const fresh = (name: string) => join(work, `${n++}-${name}`);
+/** A tmpfs directory: holes there cannot be closed, so head room gives each CPU its own file. */
+const shm = existsSync('/dev/shm') && !regionsSupported('/dev/shm') ? mkdtempSync('/dev/shm/evtrace-rec-') : undefined;
 const KMEM = ['kmem:kmalloc', 'kmem:kfree'];
 
 /** Our instances only: other suites record in parallel in their own. */
@@ -58,6 +62,7 @@ function expectReportCounts(file: string, r: { events: ReadonlyMap<string, numbe
 }
 
 afterAll(() => {
+  if (shm !== undefined) rmSync(shm, { recursive: true, force: true });
   expect(ours()).toEqual([]);
 });
 
@@ -77,10 +82,54 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
     expectReportCounts(out, r);
   });
 
-  it.skipIf(!hasTool('trace-cmd'))(
-    'with head room, builds the trace.dat around the largest CPU file instead of copying it',
+  it.skipIf(!hasTool('trace-cmd') || !regionsSupported(work))(
+    `with head room on ext4 or XFS, writes every CPU into one file and closes the holes between them${regionsSupported(work) ? '' : ` (skipped: ${work} cannot collapse)`}`,
     async () => {
       const r = await recorded({ headRoom: true });
+      const room = Number(readFileSync(join(r.dir, 'head_room'), 'utf8'));
+      expect(room % r.pageSize).toBe(0);
+      expect(room).toBeGreaterThan(statSync(join(r.dir, 'kallsyms')).size);
+      expect(readdirSync(r.dir).filter((n) => /^cpu\d+\.raw$/.test(n))).toEqual([]);
+      const regions = readFileSync(join(r.dir, 'cpu_regions'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => l.split(' ').map(Number) as [number, number]);
+      expect(regions.map(([cpu]) => cpu)).toEqual(r.lost.map((l) => l.cpu));
+      expect(regions[0]![1]).toBe(room);
+      // Terabytes apart, and the holes take no space.
+      expect(regions[1]![1] - regions[0]![1]).toBeGreaterThanOrEqual(2 ** 38);
+      const pages = join(r.dir, 'cpus.raw');
+      expect(statSync(pages).blocks * 512).toBeLessThan(room + r.rawBytes + (4 << 20));
+      expect([...openRawPagesDir(r.dir).events()].length).toBe(r.total);
+      const inode = statSync(pages).ino;
+      const out = fresh('regions.dat');
+      writeFileSync(out, 'old');
+      chmodSync(out, 0o600);
+      const w = finalizeRecording(r.dir, out, 'tracedat', { recorded: r.total });
+      expect(existsSync(r.dir)).toBe(false);
+      // The pages file became the trace.dat: same inode, the head in the room, every CPU's pages right after the
+      // previous one's.
+      expect(statSync(out).ino).toBe(inode);
+      expect(statSync(out).mode & 0o777).toBe(0o600);
+      expect(w.bytes).toBe(statSync(out).size);
+      expect(w.bytes).toBe(room + r.rawBytes);
+      const cpus = openTraceDat(out).info.buffers[0]!.cpus;
+      let at = room;
+      for (const [cpu] of regions) {
+        if (cpus[cpu]!.size === 0) continue;
+        expect(cpus[cpu]!.offset).toBe(at);
+        at += cpus[cpu]!.size;
+      }
+      expect(at).toBe(w.bytes);
+      expectReportCounts(out, r);
+    },
+  );
+
+  it.skipIf(!hasTool('trace-cmd') || shm === undefined)(
+    `with head room where holes cannot be closed, builds the trace.dat around the largest CPU file${shm === undefined ? ' (skipped: no tmpfs at /dev/shm)' : ''}`,
+    async () => {
+      const r = await recorded({ headRoom: true, dir: join(shm!, `${n++}-raw`) });
+      expect(existsSync(join(r.dir, 'cpu_regions'))).toBe(false);
       const room = Number(readFileSync(join(r.dir, 'head_room'), 'utf8'));
       // The head (kallsyms is most of it) fits in the room, a hole of whole pages before every file's pages.
       expect(room % r.pageSize).toBe(0);
@@ -90,7 +139,8 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
       expect([...openRawPagesDir(r.dir).events()].length).toBe(r.total);
       const largest = sizes.indexOf(Math.max(...sizes));
       const inode = statSync(join(r.dir, `cpu${r.lost[largest]!.cpu}.raw`)).ino;
-      const out = fresh('in-place.dat');
+      // Beside the raw directory, as `evtrace record` puts it: renamed, not copied.
+      const out = join(shm!, `${n++}-in-place.dat`);
       // Over an existing output, whose permissions are kept.
       writeFileSync(out, 'old');
       chmodSync(out, 0o600);
@@ -119,22 +169,32 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
     },
   );
 
-  it.skipIf(!hasTool('trace-cmd'))(
-    'keeps the pages readable when building in place fails at the last step, and converts them later',
-    async () => {
-      const r = await recorded({ headRoom: true });
-      // The rename to a directory that does not exist fails after the head and the other pages were written.
-      expect(() => finalizeRecording(r.dir, join(work, 'no-such-dir', 'x.dat'), 'tracedat')).toThrow(
-        expect.objectContaining({ code: 'ERR_TRACEFS_OUTPUT', errno: 'ENOENT' }),
-      );
-      expect(readFileSync(join(r.dir, 'finalizing'), 'utf8')).toMatch(/^\d+ \d+ \d+\n$/);
-      expect([...openRawPagesDir(r.dir).events()].length).toBe(r.total);
-      const out = fresh('after-failure.dat');
-      finalizeRecording(r.dir, out, 'tracedat');
-      expect(existsSync(r.dir)).toBe(false);
-      expectReportCounts(out, r);
-    },
-  );
+  for (const layout of ['regions', 'files'] as const) {
+    const base = layout === 'regions' ? (regionsSupported(work) ? work : undefined) : shm;
+    it.skipIf(!hasTool('trace-cmd') || base === undefined)(
+      `keeps the pages readable when building in place fails at the last step, and converts them later (${layout}${base === undefined ? '; skipped: no such file system here' : ''})`,
+      async () => {
+        const r = await recorded({ headRoom: true, dir: join(base!, `${n++}-raw`) });
+        expect(existsSync(join(r.dir, 'cpu_regions'))).toBe(layout === 'regions');
+        // The rename to a directory that does not exist fails after the head and the other pages were written.
+        expect(() => finalizeRecording(r.dir, join(base!, 'no-such-dir', 'x.dat'), 'tracedat')).toThrow(
+          expect.objectContaining({ code: 'ERR_TRACEFS_OUTPUT', errno: 'ENOENT' }),
+        );
+        if (layout === 'regions') {
+          // Every hole closed: the marker's last layout is the one that holds.
+          const lines = readFileSync(join(r.dir, 'finalizing_regions'), 'utf8').trim().split('\n');
+          expect(Number(lines.at(-1)!.split(' ')[0])).toBe(statSync(join(r.dir, 'cpus.raw')).size);
+        } else {
+          expect(readFileSync(join(r.dir, 'finalizing'), 'utf8')).toMatch(/^\d+ \d+ \d+\n$/);
+        }
+        expect([...openRawPagesDir(r.dir).events()].length).toBe(r.total);
+        const out = fresh('after-failure.dat');
+        finalizeRecording(r.dir, out, 'tracedat');
+        expect(existsSync(r.dir)).toBe(false);
+        expectReportCounts(out, r);
+      },
+    );
+  }
 
   it.skipIf(!hasTool('babeltrace2'))('writes CTF that babeltrace2 reads with the same count', async () => {
     const r = await recorded({ events: ['sched:sched_switch', 'kmem:kmalloc'] });

@@ -1,7 +1,7 @@
 /**
  * The tracefs recorder: configures a private instance, reads every CPU's `trace_pipe_raw` without blocking and
- * appends the sub-buffers verbatim to `cpuN.raw` files of a raw-pages directory (the layout @evtrace/trace-format's
- * `openRawPagesDir` reads). The metadata (header_page, header_event, formats, sub-buffer size, clock, kallsyms,
+ * appends the sub-buffers verbatim to `cpuN.raw` files (or to each CPU's region of one `cpus.raw`) of a raw-pages
+ * directory (the layouts @evtrace/trace-format's `openRawPagesDir` reads). The metadata (header_page, header_event, formats, sub-buffer size, clock, kallsyms,
  * saved_cmdlines) is written before tracing starts, so a recorder killed at any moment leaves a directory readable up
  * to its last complete page.
  *
@@ -25,7 +25,15 @@ import {
 } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { dirname, join } from 'node:path';
-import { type EventClass, type PageLayout, parseHeaderPage, RAW_HEAD_ROOM_FILE } from '@evtrace/trace-format';
+import {
+  type EventClass,
+  type PageLayout,
+  parseHeaderPage,
+  RAW_HEAD_ROOM_FILE,
+  RAW_REGIONS_FILE,
+  RAW_REGIONS_PAGES_FILE,
+  regionsText,
+} from '@evtrace/trace-format';
 import { type EventName, readEventFormat, selectEvents } from './catalog.ts';
 import { ioError, outputError, TracefsError, type TracefsErrorCode } from './errors.ts';
 import { planEventFilters, type ScopedFilter } from './event-filters.ts';
@@ -36,6 +44,7 @@ import { parseCpuStats } from './pages.ts';
 import { PipeWaiter, WAKE_PERCENT } from './pipe-wait.ts';
 import { type CpuFds, MIN_POLL_MS, nextInterval, PageReader, type ReaderTotals } from './reader.ts';
 import type { ReaderWorkerData } from './reader-worker.ts';
+import { largestFileSize, planRegions, type Region, regionsSupported } from './regions.ts';
 import { traceDatHeadRoom } from './tracedat.ts';
 
 /** Options of {@link record}. */
@@ -85,9 +94,10 @@ export interface RecordOptions {
   /** Called once tracing is on, before the reader raises its priority (so a workload started here keeps its own). */
   readonly onStart?: () => void;
   /**
-   * Leave room for a trace.dat head (a sparse hole, noted in `head_room`) before each `cpuN.raw`'s pages, so that
-   * `finalizeRecording` to trace.dat builds the file around the largest CPU's pages instead of copying them.
-   * Default false.
+   * Leave room for a trace.dat head (a sparse hole, noted in `head_room`) before the pages, so that
+   * `finalizeRecording` to trace.dat builds the file where the pages lie instead of copying them. On ext4 and XFS
+   * every CPU then writes into its own region of one `cpus.raw` (`cpu_regions`), whose holes finalizing closes;
+   * elsewhere each `cpuN.raw` gets the room and the largest becomes the file. Default false.
    */
   readonly headRoom?: boolean;
 }
@@ -122,7 +132,7 @@ export interface RecordResult {
   readonly pages: number;
   /** Bytes of record data in them. */
   readonly dataBytes: number;
-  /** Bytes of the `cpuN.raw` files. */
+  /** Bytes of pages written (to the `cpuN.raw` files or the regions of `cpus.raw`). */
   readonly rawBytes: number;
   /** The selected events' classes. */
   readonly eventClasses: readonly EventClass[];
@@ -318,6 +328,40 @@ function openRaw(path: string, room: number): number {
 }
 
 /**
+ * Opens the regions layout's pages file where the file system allows it (see regions.ts), with `cpu_regions` saying
+ * where each CPU's pages go; undefined elsewhere (each CPU then gets its own `cpuN.raw`).
+ */
+function openRegions(
+  dir: string,
+  cpus: readonly number[],
+  room: number,
+  pageSize: number,
+): { fd: number; path: string; regions: Region[] } | undefined {
+  if (cpus.length === 0 || !regionsSupported(dir)) return undefined;
+  const path = join(dir, RAW_REGIONS_PAGES_FILE);
+  const fd = output(path, () => openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC, 0o644));
+  try {
+    const max = largestFileSize(fd, room);
+    const align = Math.max(pageSize, 1 << 20);
+    const regions = max === undefined ? [] : planRegions(cpus, room, max, align);
+    if (regions.length === 0 || regions[0]!.end - regions[0]!.start < align) {
+      closeSync(fd);
+      rmSync(path, { force: true });
+      return undefined;
+    }
+    const file = join(dir, RAW_REGIONS_FILE);
+    output(file, () => {
+      writeFileSync(`${file}.next`, regionsText(regions));
+      renameSync(`${file}.next`, file);
+    });
+    return { fd, path, regions };
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+}
+
+/**
  * Replaces the saved_cmdlines copied at the start with the final table (commands seen while recording) through a
  * temporary file, so a full disk keeps the first table instead of truncating it.
  */
@@ -338,6 +382,7 @@ interface CpuReader {
   readonly fd: number;
   readonly out: number;
   readonly outPath: string;
+  readonly region?: Region;
   missedPages: number;
 }
 
@@ -361,6 +406,9 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
   createOutputDir(options.dir);
   let inst: Instance | undefined;
   const readers: CpuReader[] = [];
+  // Descriptors to close: the raw pipes, and the outputs (one shared by every CPU in the regions layout).
+  const pipes: number[] = [];
+  const outputs: number[] = [];
   let started = false;
   let raised: Raised | undefined;
   let threadPriority: number | undefined;
@@ -413,6 +461,16 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
       .filter((m) => m !== null)
       .map((m) => Number(m[1]));
     const room = options.headRoom === true ? headRoom(tracefs, options.dir, pageSize, cpus) : 0;
+    const shared =
+      room > 0
+        ? openRegions(
+            options.dir,
+            [...cpus].sort((a, b) => a - b),
+            room,
+            pageSize,
+          )
+        : undefined;
+    if (shared !== undefined) outputs.push(shared.fd);
     for (const cpu of cpus) {
       const file = join(p, 'per_cpu', `cpu${cpu}`, 'trace_pipe_raw');
       let fd: number;
@@ -421,11 +479,25 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
       } catch (error) {
         throw ioError(file, error, 'cannot open the raw pipe');
       }
+      pipes.push(fd);
+      const region = shared?.regions.find((r) => r.cpu === cpu);
+      if (shared !== undefined && region !== undefined) {
+        readers.push({ cpu, fd, out: shared.fd, outPath: shared.path, region, missedPages: 0 });
+        continue;
+      }
       const outPath = join(options.dir, `cpu${cpu}.raw`);
-      readers.push({ cpu, fd, out: output(outPath, () => openRaw(outPath, room)), outPath, missedPages: 0 });
+      const out = output(outPath, () => openRaw(outPath, room));
+      outputs.push(out);
+      readers.push({ cpu, fd, out, outPath, missedPages: 0 });
     }
     readers.sort((a, b) => a.cpu - b.cpu);
-    const fds: CpuFds[] = readers.map((r) => ({ cpu: r.cpu, pipe: r.fd, out: r.out, outPath: r.outPath }));
+    const fds: CpuFds[] = readers.map((r) => ({
+      cpu: r.cpu,
+      pipe: r.fd,
+      out: r.out,
+      outPath: r.outPath,
+      ...(r.region !== undefined ? { region: { start: r.region.start, end: r.region.end } } : {}),
+    }));
     const bufferBytes = bufferKb * 1024;
     const t0 = performance.now();
     const deadline = options.durationMs === undefined ? Number.POSITIVE_INFINITY : t0 + options.durationMs;
@@ -544,10 +616,7 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
     if (!started) rmSync(options.dir, { recursive: true, force: true });
     throw error;
   } finally {
-    for (const r of readers) {
-      closeSync(r.fd);
-      closeSync(r.out);
-    }
+    for (const fd of [...pipes, ...outputs]) closeSync(fd);
     inst?.remove();
     if (raised !== undefined) restorePriority(raised);
   }

@@ -20,17 +20,22 @@ import {
 import { join } from 'node:path';
 import {
   completeTraceDatPages,
+  finalizingLine,
   listRawCpuFiles,
   RAW_FINALIZING_FILE,
+  RAW_FINALIZING_REGIONS_FILE,
+  RAW_REGIONS_FILE,
   type RawCpuFile,
   type TraceDatCpuPages,
   type TraceDatFileBytes,
   type TraceDatPagesInput,
   traceDatPagesHeadSize,
+  writeTraceDatHead,
   writeTraceDatPages,
 } from '@evtrace/trace-format';
 import { copyFileRange } from './copy-range.ts';
 import { ioError, outputError } from './errors.ts';
+import { collapseRange, planFinalLayout } from './regions.ts';
 
 /** Facts of a raw-pages directory the trace.dat writer needs. */
 export interface RawDirInfo {
@@ -197,11 +202,22 @@ export function writeTraceDatFromRawDir(dir: string, out: string, options: RawDi
   try {
     // Bytes as recorded: ~5 MB of symbols are never decoded to text.
     const input = { ...headInput(dir, pageSize, kallsymsBytes(dir, out)), cpus };
-    // Not over a finalizing that failed part-way: its file's extent must stay as that marker says. Not onto an
-    // existing non-regular path either: a rename would replace a symbolic link that a write goes through.
-    const untouched = [...cpuFiles.values()].every((f) => f.end === undefined);
+    // Not onto an existing non-regular path: a rename would replace a symbolic link that a write goes through.
     const target = lstatSync(out, { throwIfNoEntry: false });
     const renamable = target === undefined || target.isFile();
+    const mode = target === undefined ? undefined : target.mode & 0o7777;
+    if (existsSync(join(dir, RAW_REGIONS_FILE))) {
+      // Not over a finalizing that failed part-way: the file's layout must stay as that marker says.
+      if (options.consume === true && renamable && !existsSync(join(dir, RAW_FINALIZING_REGIONS_FILE))) {
+        const size = completeRegions(dir, input, [...cpuFiles.values()], out, mode);
+        if (size !== undefined) return size;
+        // The file system could not close the holes: copy from the layout as it now stands.
+        return writeTraceDatFromRawDir(dir, out);
+      }
+      return writeTraceDatPages(out, input);
+    }
+    // Not over a finalizing that failed part-way: its file's extent must stay as that marker says.
+    const untouched = [...cpuFiles.values()].every((f) => f.end === undefined);
     if (
       options.consume === true &&
       untouched &&
@@ -212,7 +228,7 @@ export function writeTraceDatFromRawDir(dir: string, out: string, options: RawDi
     ) {
       if (traceDatPagesHeadSize(input, cpuCount) <= anchor.start) {
         // A file replaced by the rename keeps its permissions, as one written over would.
-        return completeInPlace(dir, input, anchor, out, target === undefined ? undefined : target.mode & 0o7777);
+        return completeInPlace(dir, input, anchor, out, mode);
       }
     }
     return writeTraceDatPages(out, input);
@@ -261,4 +277,49 @@ function completeInPlace(
   }, false);
   onOutput(() => renameSync(anchor.file, out), true);
   return size;
+}
+
+/**
+ * Completes the regions layout's pages file as the trace.dat: writes the head into the room before the first region,
+ * closes the hole after each region's pages (COLLAPSE_RANGE: the pages that follow move down without being copied),
+ * then renames the file to `out`. `finalizing_regions`, written before anything moves, gives the layout at every
+ * size the file passes through, so a failure at any point leaves the directory readable. Returns the size of the
+ * file, or undefined when the file system cannot collapse (then the layout is as it was, or as the marker says).
+ */
+function completeRegions(
+  dir: string,
+  input: TraceDatPagesInput,
+  files: readonly RawCpuFile[],
+  out: string,
+  mode: number | undefined,
+): number | undefined {
+  const file = files[0]?.file;
+  if (file === undefined || files.some((f) => f.start % input.pageSize !== 0)) return undefined;
+  const plan = planFinalLayout(files.map((f) => ({ cpu: f.cpu, start: f.start, size: input.cpus[f.cpu]!.size })));
+  const offsets = input.cpus.map((_, cpu) => plan.offsets.get(cpu) ?? plan.offsets.values().next().value ?? 0);
+  const finalizing = join(dir, RAW_FINALIZING_REGIONS_FILE);
+  const onOutput = <T>(fn: () => T): T => {
+    try {
+      return fn();
+    } catch (error) {
+      throw Object.assign(error as Error, { path: out });
+    }
+  };
+  const fd = onOutput(() => openSync(file, 'r+'));
+  try {
+    // A page cut short at the end of the file (a write that failed) goes first: the sizes in the marker are exact.
+    onOutput(() => ftruncateSync(fd, plan.steps[0]!.size));
+    onOutput(() => {
+      writeFileSync(`${finalizing}.next`, plan.steps.map((s) => finalizingLine(s.size, s.extents)).join(''));
+      renameSync(`${finalizing}.next`, finalizing);
+    });
+    // The head lies before the first region, which no hole moves: written first, it is right whatever follows.
+    onOutput(() => writeTraceDatHead(fd, input, offsets));
+    for (const h of plan.holes) if (!onOutput(() => collapseRange(fd, h.at, h.length))) return undefined;
+    if (mode !== undefined) onOutput(() => fchmodSync(fd, mode));
+  } finally {
+    closeSync(fd);
+  }
+  onOutput(() => renameSync(file, out));
+  return plan.size;
 }

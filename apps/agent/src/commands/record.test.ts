@@ -2,7 +2,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openRawPagesDir, openTraceDat } from '@evtrace/trace-format';
+import { listRawCpuFiles, openRawPagesDir, openTraceDat } from '@evtrace/trace-format';
 import { findTracefs, listInstances } from '@evtrace/tracefs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
@@ -349,9 +349,11 @@ describe.skipIf(env.why !== undefined)(`evtrace record${env.why ? ` (skipped: ${
     const child = spawn(process.execPath, [CLI, 'record', '-e', 'kmem:kmalloc', '-e', 'sched:sched_switch', '-o', out]);
     const exited = new Promise((r) => child.on('exit', r));
     const part = `${out}.part`;
-    // Bytes of pages: each cpuN.raw starts with a sparse hole of head_room bytes, which are no pages.
+    // Bytes of pages: in the regions layout (ext4, XFS), every CPU's extent of cpus.raw; elsewhere each cpuN.raw
+    // past the sparse hole of head_room bytes it starts with.
     const pages = () => {
       if (!existsSync(part)) return 0;
+      if (existsSync(join(part, 'cpu_regions'))) return listRawCpuFiles(part).reduce((n, f) => n + f.end! - f.start, 0);
       const roomFile = join(part, 'head_room');
       const room = existsSync(roomFile) ? Number(readFileSync(roomFile, 'utf8')) : 0;
       // Caught between its creation and its write: not ready yet.
