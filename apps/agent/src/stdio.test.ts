@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, constants, mkdtempSync, openSync, readSync } from 'node:fs';
+import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -86,6 +87,22 @@ describe('descriptorWriter', () => {
       expect(wroteThroughStream()).toBe(true);
     } finally {
       f.close();
+    }
+  });
+
+  it('calls onClosed when the reader goes away while the overflow stream still holds text (a real socket)', async () => {
+    const f = fifo();
+    const socket = new Socket({ fd: f.writer, readable: false, writable: true });
+    try {
+      const closed = new Promise<void>((resolve) => {
+        const write = descriptorWriter(f.writer, () => socket, resolve);
+        write('x'.repeat(200_000));
+      });
+      // The stream's queued writes now fail with EPIPE, reported as an error event, not thrown.
+      closeSync(f.reader);
+      await closed;
+    } finally {
+      socket.destroy();
     }
   });
 

@@ -18,11 +18,13 @@ export function wroteThroughStream(): boolean {
 /** Where the rest of a write goes when the descriptor is full and non-blocking: a stream, which waits. */
 export interface Overflow {
   write(bytes: Uint8Array): unknown;
+  /** How the stream reports a write that failed after it was queued (EPIPE once the reader has gone). */
+  on?(event: 'error', listener: (error: NodeJS.ErrnoException) => void): unknown;
 }
 
 /**
  * A writer of all of `text` to `fd`, synchronously. A reader that went away (EPIPE, `evtrace cat TRACE | head`)
- * calls `onClosed`. A descriptor left non-blocking by the process that handed it over (EAGAIN when full; Node's
+ * calls `onClosed`, also when text queued in the overflow stream finds it gone. A descriptor left non-blocking by the process that handed it over (EAGAIN when full; Node's
  * parent end of a spawned child's stdio is such a socket) gets the rest through `overflow()`, and so does every later
  * text: the stream may still hold queued bytes, which a direct write would overtake.
  */
@@ -42,6 +44,11 @@ export function descriptorWriter(fd: number, overflow: () => Overflow, onClosed:
       if (code === 'EPIPE') return onClosed();
       if (code !== 'EAGAIN') throw error;
       stream = overflow();
+      // Queued text meets a reader that went away later, as an error event: the same quiet end as above.
+      stream.on?.('error', (e) => {
+        if (e.code !== 'EPIPE') throw e;
+        onClosed();
+      });
       streamed = true;
       stream.write(bytes.subarray(done));
     }
