@@ -58,6 +58,7 @@ describe('planFinalLayout', () => {
         // The finished file: the first pages where they were, then the others without a gap.
         const total = pages.reduce((n, p) => n + p.size, 0);
         const first = pages.find((p) => p.size > 0)?.start ?? pages[0]!.start;
+        expect(plan.first).toBe(first);
         expect(plan.size).toBe(first + total);
         expect(plan.steps.at(-1)!.size).toBe(total > 0 ? plan.size : first);
         for (const p of pages) {

@@ -92,6 +92,8 @@ export interface Extent {
 
 /** How the regions become one trace.dat: the holes to close in order, and the layout after each. */
 export interface FinalLayout {
+  /** Where the first pages lie, and stay. */
+  readonly first: number;
   /** Where each CPU's pages end up, by CPU (CPUs without pages: at the first pages). */
   readonly offsets: ReadonlyMap<number, number>;
   /** The holes, each at its offset once the ones before it are closed. */
@@ -139,5 +141,5 @@ export function planFinalLayout(pages: readonly PlacedPages[]): FinalLayout {
     size -= h.length;
     steps.push({ size, extents: extentsAfter(i + 1) });
   });
-  return { offsets, holes, steps, size: target };
+  return { first, offsets, holes, steps, size: target };
 }

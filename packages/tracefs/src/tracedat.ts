@@ -296,7 +296,7 @@ function completeRegions(
   const file = files[0]?.file;
   if (file === undefined || files.some((f) => f.start % input.pageSize !== 0)) return undefined;
   const plan = planFinalLayout(files.map((f) => ({ cpu: f.cpu, start: f.start, size: input.cpus[f.cpu]!.size })));
-  const offsets = input.cpus.map((_, cpu) => plan.offsets.get(cpu) ?? plan.offsets.values().next().value ?? 0);
+  const offsets = input.cpus.map((_, cpu) => plan.offsets.get(cpu) ?? plan.first);
   const finalizing = join(dir, RAW_FINALIZING_REGIONS_FILE);
   const onOutput = <T>(fn: () => T): T => {
     try {
