@@ -283,7 +283,9 @@ function writeMetadata(tracefs: string, inst: string, dir: string, selected: rea
   }
   put(join(dir, 'buffer_subbuf_size_kb'), readTracefs(join(inst, 'buffer_subbuf_size_kb')));
   put(join(dir, 'trace_clock'), readTracefs(join(inst, 'trace_clock')));
-  const chunk = Buffer.allocUnsafe(1 << 20);
+  // 256 KiB, not 1 MiB: each new page of the buffer costs a page fault on first use, and 1 MiB took 1 ms more CPU
+  // for the same copy of /proc/kallsyms (measured here: 26.1-27.6 ms against 27.1-29.3, four runs each).
+  const chunk = Buffer.allocUnsafe(256 << 10);
   copyUnsized(join(tracefs, 'saved_cmdlines'), join(dir, 'saved_cmdlines'), chunk);
   try {
     copyUnsized('/proc/kallsyms', join(dir, 'kallsyms'), chunk);
