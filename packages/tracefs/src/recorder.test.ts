@@ -125,6 +125,31 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
     },
   );
 
+  it.skipIf(!hasTool('trace-cmd') || !regionsSupported(work) || !hasTool('taskset'))(
+    'in the regions layout, moves the pages of a later CPU down to the head room when the first CPU recorded none',
+    async () => {
+      // Only one exec matches the filter, pinned to the last CPU: every other region stays empty.
+      const probe = join(mkdtempSync(join(tmpdir(), 'evtrace-probe-')), 'evtrace-region-probe');
+      symlinkSync('/bin/true', probe);
+      const cpus = readdirSync(join(tracefs, 'per_cpu')).filter((n) => /^cpu\d+$/.test(n)).length;
+      const r = await recorded({
+        events: ['sched:sched_process_exec'],
+        filter: `filename ~ "*evtrace-region-probe"`,
+        headRoom: true,
+        onStart: () => execFileSync('taskset', ['-c', String(cpus - 1), probe]),
+      });
+      expect(r.total).toBe(1);
+      const room = Number(readFileSync(join(r.dir, 'head_room'), 'utf8'));
+      const out = fresh('one-region.dat');
+      const w = finalizeRecording(r.dir, out, 'tracedat', { recorded: r.total });
+      // Not terabytes: the one page sits right after the head.
+      expect(w.bytes).toBe(room + r.pageSize);
+      expect(statSync(out).size).toBe(w.bytes);
+      expect(openTraceDat(out).info.buffers[0]!.cpus[cpus - 1]!.offset).toBe(room);
+      expect(reportCounts(out).get('sched_process_exec')).toBe(1);
+    },
+  );
+
   it.skipIf(!hasTool('trace-cmd') || shm === undefined)(
     `with head room where holes cannot be closed, builds the trace.dat around the largest CPU file${shm === undefined ? ' (skipped: no tmpfs at /dev/shm)' : ''}`,
     async () => {

@@ -92,7 +92,7 @@ export interface Extent {
 
 /** How the regions become one trace.dat: the holes to close in order, and the layout after each. */
 export interface FinalLayout {
-  /** Where the first pages lie, and stay. */
+  /** Where the first region starts (the end of the head room): the first pages lie there once moved. */
   readonly first: number;
   /** Where each CPU's pages end up, by CPU (CPUs without pages: at the first pages). */
   readonly offsets: ReadonlyMap<number, number>;
@@ -106,12 +106,13 @@ export interface FinalLayout {
 
 /**
  * Plans the finalizing of a pages file whose CPUs' pages lie at `pages` (in any order, not overlapping): each CPU's
- * pages move down to follow the previous one's, the first staying where it is, by closing the hole in front of
- * them. The file is taken to end with the last pages.
+ * pages move down to follow the previous one's, the first CPU's with pages to where the first region starts (the
+ * first region may have none), by closing the hole in front of them. The file is taken to end with the last pages.
  */
 export function planFinalLayout(pages: readonly PlacedPages[]): FinalLayout {
   const inOrder = pages.toSorted((a, b) => a.start - b.start);
-  const first = inOrder.find((p) => p.size > 0)?.start ?? inOrder[0]?.start ?? 0;
+  // Where the first region starts, whether or not it got pages: the pages of the first region that did move there.
+  const first = inOrder[0]?.start ?? 0;
   const offsets = new Map<number, number>();
   const holes: { at: number; length: number }[] = [];
   let target = first;
