@@ -1,6 +1,6 @@
 /**
- * The few libc calls Node's fs lacks (copy_file_range, poll, fallocate), through the koffi FFI, loaded on first use. Null where
- * there is no FFI (another libc, koffi not installed): callers then fall back to what Node offers.
+ * The few libc calls Node's fs lacks (copy_file_range, poll, fallocate), through the koffi FFI, loaded on first use.
+ * Null where there is no FFI (another libc, koffi not installed): callers then fall back to what Node offers.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

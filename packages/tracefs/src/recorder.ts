@@ -1,9 +1,9 @@
 /**
  * The tracefs recorder: configures a private instance, reads every CPU's `trace_pipe_raw` without blocking and
  * appends the sub-buffers verbatim to `cpuN.raw` files (or to each CPU's region of one `cpus.raw`) of a raw-pages
- * directory (the layouts @evtrace/trace-format's `openRawPagesDir` reads). The metadata (header_page, header_event, formats, sub-buffer size, clock, kallsyms,
- * saved_cmdlines) is written before tracing starts, so a recorder killed at any moment leaves a directory readable up
- * to its last complete page.
+ * directory (the layouts @evtrace/trace-format's `openRawPagesDir` reads). The metadata (header_page, header_event,
+ * formats, sub-buffer size, clock, kallsyms, saved_cmdlines) is written before tracing starts, so a recorder killed
+ * at any moment leaves a directory readable up to its last complete page.
  *
  * One loop reads all CPUs (or, on request, one worker thread per CPU): a read returns one sub-buffer, EAGAIN when
  * the CPU's buffer is empty. Between passes the reader sleeps for as long as the busiest CPU needs to fill an eighth
