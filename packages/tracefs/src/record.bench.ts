@@ -193,15 +193,25 @@ function countTraceCmdEvents(file: string): number {
 
 const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
-/** One comparison: trace-cmd, then evtrace's three ways, one after the other under the same load. */
-async function round(n: number, tracefs: string, work: string): Promise<void> {
+/**
+ * One comparison: trace-cmd and evtrace's three ways, one after the other under the same load. Odd rounds start with
+ * trace-cmd, even ones end with it, so that neither tool always meets the machine in the state the other left.
+ */
+async function round(n: number, tracefs: string, work: string): Promise<[trace: Run, dat: Run]> {
   const before = loadAverage();
-  const runs = [
-    await traceCmd(tracefs, work),
+  const ours = async () => [
     await evtrace('tracedat', 'single', tracefs, work),
     await evtrace('tracedat', 'per-cpu', tracefs, work),
     await evtrace('ctf', 'single', tracefs, work),
   ];
+  let runs: Run[];
+  if (n % 2 === 1) {
+    const tc = await traceCmd(tracefs, work);
+    runs = [tc, ...(await ours())];
+  } else {
+    const rest = await ours();
+    runs = [await traceCmd(tracefs, work), ...rest];
+  }
   const [tc] = runs as [Run];
   const lines = [
     `\n### Round ${n}: recording perf bench sched messaging ${LOAD.slice(3).join(' ')} (kmem:kmalloc + kmem:kfree, default buffer)`,
@@ -223,6 +233,38 @@ async function round(n: number, tracefs: string, work: string): Promise<void> {
     { case: 'trace.dat output, a reader thread per CPU', ours: perEvent(perCpu), peer: perEvent(tc) },
     { case: 'CTF output (decode + re-encode)', ours: perEvent(ctf), peer: perEvent(tc) },
   ]);
+  return [tc, dat];
+}
+
+const median = (xs: readonly number[]) => {
+  const s = xs.toSorted((a, b) => a - b);
+  return s.length % 2 === 1 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+/** Every round's trace-cmd and evtrace (trace.dat, single reader) side by side: CPU, loss, and how often it won. */
+function summary(pairs: readonly [Run, Run][]): string {
+  const lostPct = (r: Run) => (100 * r.lost) / Math.max(1, r.seen + r.lost);
+  const range = (xs: number[], digits: number) =>
+    `${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)}`;
+  const tc = pairs.map(([t]) => cpuS(t));
+  const dat = pairs.map(([, d]) => cpuS(d));
+  const atOrBelow = pairs.filter(([t, d]) => cpuS(d) <= cpuS(t)).length;
+  return [
+    `\n### Summary of ${pairs.length} round${pairs.length === 1 ? '' : 's'}: evtrace (tracedat, single reader) against trace-cmd 3.1\n`,
+    '| tool | CPU s total (task-clock), median | range | lost % |',
+    '| --- | --- | --- | --- |',
+    `| trace-cmd 3.1 | ${median(tc).toFixed(3)} | ${range(tc, 3)} | ${range(
+      pairs.map(([t]) => lostPct(t)),
+      1,
+    )} |`,
+    `| evtrace trace.dat | ${median(dat).toFixed(3)} | ${range(dat, 3)} | ${range(
+      pairs.map(([, d]) => lostPct(d)),
+      1,
+    )} |`,
+    '',
+    `Median CPU vs trace-cmd: ${(median(dat) / median(tc)).toFixed(2)}x; at or below trace-cmd's CPU in ${atOrBelow} of ${pairs.length} rounds; per round: ${pairs.map(([t, d]) => `${(cpuS(d) / cpuS(t)).toFixed(2)}x`).join(', ')}.`,
+    '',
+  ].join('\n');
 }
 
 async function main(): Promise<void> {
@@ -235,7 +277,9 @@ async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'evtrace-bench-'));
   const rounds = Math.max(1, Number(process.env.EVTRACE_BENCH_ROUNDS ?? 1) || 1);
   try {
-    for (let n = 1; n <= rounds; n++) await round(n, tracefs, work);
+    const pairs: [Run, Run][] = [];
+    for (let n = 1; n <= rounds; n++) pairs.push(await round(n, tracefs, work));
+    process.stdout.write(summary(pairs));
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
