@@ -120,9 +120,15 @@ export class PageReader {
       if (c.region === undefined) {
         while (done < length) done += writeSync(c.out, this.#buf, done, length - done);
       } else {
-        if (at + length > c.region.end) throw regionFull(c);
-        while (done < length) done += writeSync(c.out, this.#buf, done, length - done, at + done);
-        this.#next[index] = at + length;
+        // The whole pages that still fit go in before a full region stops the recording, as a full disk would.
+        const room = Math.min(length, c.region.end - at);
+        const fits = room - (room % this.#pageSize);
+        while (done < fits) done += writeSync(c.out, this.#buf, done, fits - done, at + done);
+        this.#next[index] = at + fits;
+        if (fits < length) {
+          this.totals.rawBytes += fits;
+          throw regionFull(c);
+        }
       }
     } catch (error) {
       if (c.region === undefined) this.#dropPartialPage(c);
