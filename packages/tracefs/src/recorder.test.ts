@@ -61,6 +61,22 @@ function expectReportCounts(file: string, r: { events: ReadonlyMap<string, numbe
   expect(counts.get('kfree') ?? 0).toBe(r.events.get('kmem:kfree'));
 }
 
+/**
+ * Finalizes `r` to trace.dat over an existing `out` with mode 0600, and checks that `file` of the raw directory became
+ * it (same inode: renamed, not copied), that the mode was kept and the directory removed.
+ */
+function finalizeInPlace(r: { dir: string; total: number }, out: string, file: string) {
+  const inode = statSync(file).ino;
+  writeFileSync(out, 'old');
+  chmodSync(out, 0o600);
+  const w = finalizeRecording(r.dir, out, 'tracedat', { recorded: r.total });
+  expect(existsSync(r.dir)).toBe(false);
+  expect(statSync(out).ino).toBe(inode);
+  expect(statSync(out).mode & 0o777).toBe(0o600);
+  expect(w.bytes).toBe(statSync(out).size);
+  return { ...w, out };
+}
+
 afterAll(() => {
   if (shm !== undefined) rmSync(shm, { recursive: true, force: true });
   expect(ours()).toEqual([]);
@@ -101,17 +117,9 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
       const pages = join(r.dir, 'cpus.raw');
       expect(statSync(pages).blocks * 512).toBeLessThan(room + r.rawBytes + (4 << 20));
       expect([...openRawPagesDir(r.dir).events()].length).toBe(r.total);
-      const inode = statSync(pages).ino;
-      const out = fresh('regions.dat');
-      writeFileSync(out, 'old');
-      chmodSync(out, 0o600);
-      const w = finalizeRecording(r.dir, out, 'tracedat', { recorded: r.total });
-      expect(existsSync(r.dir)).toBe(false);
-      // The pages file became the trace.dat: same inode, the head in the room, every CPU's pages right after the
-      // previous one's.
-      expect(statSync(out).ino).toBe(inode);
-      expect(statSync(out).mode & 0o777).toBe(0o600);
-      expect(w.bytes).toBe(statSync(out).size);
+      // The pages file becomes the trace.dat: the head in the room, every CPU's pages right after the previous one's.
+      const w = finalizeInPlace(r, fresh('regions.dat'), pages);
+      const out = w.out;
       expect(w.bytes).toBe(room + r.rawBytes);
       const cpus = openTraceDat(out).info.buffers[0]!.cpus;
       let at = room;
@@ -163,18 +171,13 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
       expect(sizes.every((s) => s >= 0 && s % r.pageSize === 0)).toBe(true);
       expect([...openRawPagesDir(r.dir).events()].length).toBe(r.total);
       const largest = sizes.indexOf(Math.max(...sizes));
-      const inode = statSync(join(r.dir, `cpu${r.lost[largest]!.cpu}.raw`)).ino;
-      // Beside the raw directory, as `evtrace record` puts it: renamed, not copied.
-      const out = join(shm!, `${n++}-in-place.dat`);
-      // Over an existing output, whose permissions are kept.
-      writeFileSync(out, 'old');
-      chmodSync(out, 0o600);
-      const w = finalizeRecording(r.dir, out, 'tracedat', { recorded: r.total });
-      expect(existsSync(r.dir)).toBe(false);
-      // The largest CPU's file became the trace.dat: same inode, its pages where they were written.
-      expect(statSync(out).ino).toBe(inode);
-      expect(statSync(out).mode & 0o777).toBe(0o600);
-      expect(w.bytes).toBe(statSync(out).size);
+      // The largest CPU's file becomes the trace.dat, its pages where they were written. Beside the raw directory,
+      // as `evtrace record` puts it: renamed, not copied.
+      const { out } = finalizeInPlace(
+        r,
+        join(shm!, `${n++}-in-place.dat`),
+        join(r.dir, `cpu${r.lost[largest]!.cpu}.raw`),
+      );
       expect(openTraceDat(out).info.buffers[0]!.cpus[r.lost[largest]!.cpu]!.offset).toBe(room);
       expectReportCounts(out, r);
     },
