@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { kernelPageLayout, parseHeaderPage, readPage, TraceFormatError } from '@evtrace/trace-format';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { PageCounter } from './page-counter.ts';
 import { countPageRecords, countPages, type PageCount, type PagesCount, parseCpuStats } from './pages.ts';
 import { record } from './recorder.ts';
 import { smallWorkload, tracefsForTests } from './testing/env.ts';
@@ -141,6 +142,27 @@ describe.skipIf(env.why !== undefined)(`counting real pages${env.why ? ` (skippe
           countPages(run, 0, n, layout, batch, batches);
           expect(batches).toEqual({ records, dataBytes, missedPages });
           expect(batch).toEqual(one);
+        },
+      ),
+      { numRuns: 300 },
+    );
+    // The read loop's WebAssembly count agrees with countPages on the same mutated batches.
+    const counter = new PageCounter(layout, 8);
+    fc.assert(
+      fc.property(
+        fc.nat(pageCount - 1),
+        fc.integer({ min: 1, max: 8 }),
+        fc.array(fc.tuple(fc.nat(8 * r.pageSize - 1), fc.integer({ min: 0, max: 255 })), { maxLength: 12 }),
+        (first, want, edits) => {
+          const n = Math.min(want, pageCount - first);
+          pages.copy(counter.pages, 0, first * r.pageSize, (first + n) * r.pageSize);
+          for (const [at, v] of edits) if (at < n * r.pageSize) counter.pages[at] = v;
+          const js: PagesCount = { records: 0, dataBytes: 0, missedPages: 0 };
+          const byType = new Float64Array(65536);
+          countPages(counter.pages.subarray(0, n * r.pageSize), 0, n, layout, byType, js);
+          counter.byType.fill(0);
+          expect(counter.count(n, { records: 0, dataBytes: 0, missedPages: 0 })).toEqual(js);
+          expect(counter.byType).toEqual(byType);
         },
       ),
       { numRuns: 300 },

@@ -11,7 +11,8 @@
 import { fstatSync, ftruncateSync, readvSync, writeSync } from 'node:fs';
 import type { PageLayout } from '@evtrace/trace-format';
 import { ioError, outputError } from './errors.ts';
-import { countPages, type PagesCount } from './pages.ts';
+import { PageCounter } from './page-counter.ts';
+import type { PagesCount } from './pages.ts';
 
 /** One CPU's descriptors. */
 export interface CpuFds {
@@ -71,26 +72,27 @@ export class PageReader {
   readonly totals: ReaderTotals;
   readonly #cpus: readonly CpuFds[];
   readonly #pageSize: number;
-  readonly #layout: PageLayout;
   readonly #pageCap: number;
   readonly #buf: Buffer;
   /** The batch buffer cut into one view per sub-buffer: the iovecs of every readv. */
   readonly #iov: readonly Buffer[];
   readonly #count: PagesCount = { records: 0, dataBytes: 0, missedPages: 0 };
+  /** Counts each batch where it was read (the batch buffer lives in its memory). */
+  readonly #counter: PageCounter;
   /** Where each CPU's next page goes in its region, by index in `cpus`; unused for appended files. */
   readonly #next: number[];
 
   constructor(cpus: readonly CpuFds[], layout: PageLayout, bufferBytes: number) {
     this.#cpus = cpus;
-    this.#layout = layout;
     this.#pageSize = layout.pageSize;
     this.#pageCap = Math.max(1, Math.floor(bufferBytes / layout.pageSize));
-    this.#buf = Buffer.allocUnsafe(layout.pageSize * BATCH_PAGES);
+    this.#counter = new PageCounter(layout, BATCH_PAGES);
+    this.#buf = this.#counter.pages;
     this.#iov = Array.from({ length: BATCH_PAGES }, (_, i) =>
       this.#buf.subarray(i * layout.pageSize, (i + 1) * layout.pageSize),
     );
     this.#next = cpus.map((c) => c.region?.start ?? 0);
-    this.totals = { byType: new Float64Array(65536), pages: 0, dataBytes: 0, rawBytes: 0, missedPages: {} };
+    this.totals = { byType: this.#counter.byType, pages: 0, dataBytes: 0, rawBytes: 0, missedPages: {} };
     for (const c of cpus) this.totals.missedPages[c.cpu] = 0;
   }
 
@@ -181,7 +183,7 @@ export class PageReader {
       // Every read returns a whole sub-buffer; a short one would be padded so the file stays page-aligned.
       const n = Math.ceil(got / size);
       if (got < n * size) buf.fill(0, got, n * size);
-      const count = countPages(buf, 0, n, this.#layout, t.byType, this.#count);
+      const count = this.#counter.count(n, this.#count);
       t.missedPages[c.cpu]! += count.missedPages;
       bytes += count.dataBytes;
       t.dataBytes += count.dataBytes;
