@@ -98,7 +98,7 @@ export interface FinalLayout {
   readonly offsets: ReadonlyMap<number, number>;
   /** The holes, each at its offset once the ones before it are closed. */
   readonly holes: readonly { readonly at: number; readonly length: number }[];
-  /** `extents[k]`: every CPU's extent after `k` holes closed (empty ones as [0, 0)), and the file's size then. */
+  /** `steps[k]`: every CPU's extent after `k` holes closed (empty ones as [0, 0)), and the file's size then. */
   readonly steps: readonly { readonly size: number; readonly extents: readonly Extent[] }[];
   /** The size of the finished file. */
   readonly size: number;
@@ -111,7 +111,7 @@ export interface FinalLayout {
  */
 export function planFinalLayout(pages: readonly PlacedPages[]): FinalLayout {
   const inOrder = pages.toSorted((a, b) => a.start - b.start);
-  // Where the first region starts, whether or not it got pages: the pages of the first region that did move there.
+  // Where the first region starts, whether or not it got pages: the first pages that exist move there.
   const first = inOrder[0]?.start ?? 0;
   const offsets = new Map<number, number>();
   const holes: { at: number; length: number }[] = [];
