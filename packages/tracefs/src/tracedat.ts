@@ -240,6 +240,25 @@ export function writeTraceDatFromRawDir(dir: string, out: string, options: RawDi
   }
 }
 
+/**
+ * Runs `fn`, making its failure the output's (the raw directory sits beside it): always with `force`, else only when
+ * the error names no raw file already.
+ */
+function blameOutput<T>(out: string, fn: () => T, force = true): T {
+  try {
+    return fn();
+  } catch (error) {
+    const path = (error as NodeJS.ErrnoException).path;
+    throw Object.assign(error as Error, { path: force || path === undefined ? out : path });
+  }
+}
+
+/** Writes a finalizing marker atomically: a reader sees either no marker or the whole of it. */
+function writeMarker(file: string, text: string): void {
+  writeFileSync(`${file}.next`, text);
+  renameSync(`${file}.next`, file);
+}
+
 /** Builds the trace.dat around `anchor`'s pages, then renames its file to `out`. */
 function completeInPlace(
   dir: string,
@@ -249,33 +268,24 @@ function completeInPlace(
   mode: number | undefined,
 ): number {
   const end = anchor.start + input.cpus[anchor.cpu]!.size;
-  const finalizing = join(dir, RAW_FINALIZING_FILE);
-  // Failures are the output's (the raw directory sits beside it), unless an error already names a raw file.
-  const onOutput = (fn: () => void, force: boolean) => {
-    try {
-      fn();
-    } catch (error) {
-      const path = (error as NodeJS.ErrnoException).path;
-      throw Object.assign(error as Error, { path: force || path === undefined ? out : path });
-    }
-  };
-  // Said before the file changes, and atomically: a reader sees either no marker or the whole of it.
-  onOutput(() => {
-    writeFileSync(`${finalizing}.next`, `${anchor.cpu} ${anchor.start} ${end}\n`);
-    renameSync(`${finalizing}.next`, finalizing);
-  }, true);
-  let size = 0;
-  onOutput(() => {
-    const fd = openSync(anchor.file, 'r+');
-    try {
-      ftruncateSync(fd, end);
-      if (mode !== undefined) fchmodSync(fd, mode);
-      size = completeTraceDatPages(fd, input, { cpu: anchor.cpu, offset: anchor.start });
-    } finally {
-      closeSync(fd);
-    }
-  }, false);
-  onOutput(() => renameSync(anchor.file, out), true);
+  // Said before the file changes.
+  blameOutput(out, () => writeMarker(join(dir, RAW_FINALIZING_FILE), `${anchor.cpu} ${anchor.start} ${end}\n`));
+  // An error that already names a raw file (kallsyms cut short) keeps that name.
+  const size = blameOutput(
+    out,
+    () => {
+      const fd = openSync(anchor.file, 'r+');
+      try {
+        ftruncateSync(fd, end);
+        if (mode !== undefined) fchmodSync(fd, mode);
+        return completeTraceDatPages(fd, input, { cpu: anchor.cpu, offset: anchor.start });
+      } finally {
+        closeSync(fd);
+      }
+    },
+    false,
+  );
+  blameOutput(out, () => renameSync(anchor.file, out));
   return size;
 }
 
@@ -297,29 +307,19 @@ function completeRegions(
   if (file === undefined || files.some((f) => f.start % input.pageSize !== 0)) return undefined;
   const plan = planFinalLayout(files.map((f) => ({ cpu: f.cpu, start: f.start, size: input.cpus[f.cpu]!.size })));
   const offsets = input.cpus.map((_, cpu) => plan.offsets.get(cpu) ?? plan.first);
-  const finalizing = join(dir, RAW_FINALIZING_REGIONS_FILE);
-  const onOutput = <T>(fn: () => T): T => {
-    try {
-      return fn();
-    } catch (error) {
-      throw Object.assign(error as Error, { path: out });
-    }
-  };
-  const fd = onOutput(() => openSync(file, 'r+'));
+  const marker = plan.steps.map((s) => finalizingLine(s.size, s.extents)).join('');
+  const fd = blameOutput(out, () => openSync(file, 'r+'));
   try {
     // A page cut short at the end of the file (a write that failed) goes first: the sizes in the marker are exact.
-    onOutput(() => ftruncateSync(fd, plan.steps[0]!.size));
-    onOutput(() => {
-      writeFileSync(`${finalizing}.next`, plan.steps.map((s) => finalizingLine(s.size, s.extents)).join(''));
-      renameSync(`${finalizing}.next`, finalizing);
-    });
+    blameOutput(out, () => ftruncateSync(fd, plan.steps[0]!.size));
+    blameOutput(out, () => writeMarker(join(dir, RAW_FINALIZING_REGIONS_FILE), marker));
     // The head lies before the first region, which no hole moves: written first, it is right whatever follows.
-    onOutput(() => writeTraceDatHead(fd, input, offsets));
-    for (const h of plan.holes) if (!onOutput(() => collapseRange(fd, h.at, h.length))) return undefined;
-    if (mode !== undefined) onOutput(() => fchmodSync(fd, mode));
+    blameOutput(out, () => writeTraceDatHead(fd, input, offsets));
+    for (const h of plan.holes) if (!blameOutput(out, () => collapseRange(fd, h.at, h.length))) return undefined;
+    if (mode !== undefined) blameOutput(out, () => fchmodSync(fd, mode));
   } finally {
     closeSync(fd);
   }
-  onOutput(() => renameSync(file, out));
+  blameOutput(out, () => renameSync(file, out));
   return plan.size;
 }
