@@ -7,6 +7,7 @@
  * to unlink the file they came from.
  */
 import { ftruncateSync, statfsSync } from 'node:fs';
+import type { RegionExtent } from '@evtrace/trace-format';
 import { loadLibc, systemError } from './libc.ts';
 
 /** File systems with sparse files and COLLAPSE_RANGE (a hole of terabytes costs nothing there): ext4, XFS. */
@@ -83,13 +84,6 @@ export interface PlacedPages {
   readonly size: number;
 }
 
-/** A region's extent at one step of finalizing. */
-export interface Extent {
-  readonly cpu: number;
-  readonly start: number;
-  readonly end: number;
-}
-
 /** How the regions become one trace.dat: the holes to close in order, and the layout after each. */
 export interface FinalLayout {
   /** Where the first region starts (the end of the head room): the first pages lie there once moved. */
@@ -99,7 +93,7 @@ export interface FinalLayout {
   /** The holes, each at its offset once the ones before it are closed. */
   readonly holes: readonly { readonly at: number; readonly length: number }[];
   /** `steps[k]`: every CPU's extent after `k` holes closed (empty ones as [0, 0)), and the file's size then. */
-  readonly steps: readonly { readonly size: number; readonly extents: readonly Extent[] }[];
+  readonly steps: readonly { readonly size: number; readonly extents: readonly RegionExtent[] }[];
   /** The size of the finished file. */
   readonly size: number;
 }
@@ -129,7 +123,7 @@ export function planFinalLayout(pages: readonly PlacedPages[]): FinalLayout {
   }
   for (const p of inOrder) if (!offsets.has(p.cpu)) offsets.set(p.cpu, first);
   // A hole lies before a CPU's pages when it starts before them: holes only ever lie between pages.
-  const extentsAfter = (closed: number): Extent[] =>
+  const extentsAfter = (closed: number): RegionExtent[] =>
     inOrder.map((p) => {
       if (p.size === 0) return { cpu: p.cpu, start: 0, end: 0 };
       let start = p.start;
