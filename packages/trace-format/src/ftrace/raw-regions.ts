@@ -127,18 +127,9 @@ function torn(fd: number, at: number, pageSize: number): boolean {
 function regionEnd(fd: number, start: number, bound: number, pageSize: number): number {
   let lo = 0;
   let hi = Math.max(0, Math.floor((bound - start) / pageSize));
-  const probe = Buffer.alloc(HEADER_PROBE);
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    probe.fill(0);
-    const at = start + mid * pageSize;
-    let got = 0;
-    while (got < HEADER_PROBE) {
-      const n = readSync(fd, probe, got, HEADER_PROBE - got, at + got);
-      if (n === 0) break;
-      got += n;
-    }
-    if (isZero(probe)) hi = mid;
+    if (isZero(readAt(fd, start + mid * pageSize, HEADER_PROBE))) hi = mid;
     else lo = mid + 1;
   }
   if (lo > 0 && torn(fd, start + (lo - 1) * pageSize, pageSize)) lo--;
