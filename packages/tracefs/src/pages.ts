@@ -61,9 +61,8 @@ const scratch: PagesCount = { records: 0, dataBytes: 0, missedPages: 0 };
 
 /**
  * {@link countPageRecords} over `pages` consecutive pages from `start` (4-byte aligned, as the recorder's batch
- * buffer is): records and data bytes summed, pages with the missed-events flag counted. The read loop counts each
- * batch in one call, so that V8 compiles one loop instead of a page function with the record walk inlined into it
- * as well as the walk itself.
+ * buffer is): records and data bytes summed, pages with the missed-events flag counted. The read loop counts with
+ * its WebAssembly twin (`PageCounter`, count-pages.wat), which tests hold to this one.
  */
 export function countPages(
   bytes: Buffer,
