@@ -37,6 +37,15 @@ interface Run {
 
 const cpuS = (r: Run) => r.totalS;
 
+/** The task-clock milliseconds in `perf stat -x,` output (NaN when absent). */
+const taskClockMs = (perfOutput: string) =>
+  Number(
+    perfOutput
+      .split('\n')
+      .find((l) => l.includes(',task-clock,'))
+      ?.split(',')[0],
+  );
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function until(check: () => boolean, what: string): Promise<void> {
@@ -89,10 +98,7 @@ async function recordUnderLoad(
   process.kill(pid, 'SIGINT');
   await exited;
   const [user, sys] = readFileSync(timeFile, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
-  const taskClock = readFileSync(perfFile, 'utf8')
-    .split('\n')
-    .find((l) => l.includes(',task-clock,'));
-  const totalMs = Number(taskClock?.split(',')[0]);
+  const totalMs = taskClockMs(readFileSync(perfFile, 'utf8'));
   if (!Number.isFinite(totalMs)) throw new Error(`perf stat gave no task-clock: ${readFileSync(perfFile, 'utf8')}`);
   rmSync(dir, { recursive: true, force: true });
   return { userS: user!, sysS: sys!, totalS: totalMs / 1000, stdout, stderr };
@@ -191,7 +197,24 @@ function countTraceCmdEvents(file: string): number {
   return Number(r.stdout.toString().trim());
 }
 
+const median = (xs: readonly number[]) => {
+  const s = xs.toSorted((a, b) => a - b);
+  return s.length % 2 === 1 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
 const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+
+/**
+ * How fast the machine is right now, in the unit where evtrace's fixed cost lies: the CPU milliseconds of Node's own
+ * start-up (`node -e 0`), median of five. On a VM the same build moves with the host; this tells the rounds apart.
+ */
+function nodeStartMs(): number {
+  const runs = Array.from({ length: 5 }, () => {
+    const r = spawnSync('perf', ['stat', '-x,', '-e', 'task-clock', process.execPath, '-e', '0'], { encoding: 'utf8' });
+    return taskClockMs(r.stderr);
+  }).filter(Number.isFinite);
+  return runs.length === 0 ? Number.NaN : median(runs);
+}
 
 /**
  * One comparison: trace-cmd and evtrace's three ways, one after the other under the same load. Odd rounds start with
@@ -199,6 +222,7 @@ const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice
  */
 async function round(n: number, tracefs: string, work: string): Promise<[trace: Run, dat: Run]> {
   const before = loadAverage();
+  const speed = nodeStartMs();
   const ours = async () => [
     await evtrace('tracedat', 'single', tracefs, work),
     await evtrace('tracedat', 'per-cpu', tracefs, work),
@@ -215,7 +239,7 @@ async function round(n: number, tracefs: string, work: string): Promise<[trace: 
   const [tc] = runs as [Run];
   const lines = [
     `\n### Round ${n}: recording perf bench sched messaging ${LOAD.slice(3).join(' ')} (kmem:kmalloc + kmem:kfree, default buffer)`,
-    `load average (1, 5, 15 min) before: ${before}; after: ${loadAverage()}\n`,
+    `load average (1, 5, 15 min) before: ${before}; after: ${loadAverage()}; Node's start-up before (\`node -e 0\`, median of 5): ${speed.toFixed(1)} ms CPU\n`,
     '| tool | events seen | lost | lost % | CPU s user (time) | CPU s sys (time) | CPU s total (task-clock) | CPU vs trace-cmd | ns CPU/event | bytes/event |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...runs.map(
@@ -235,11 +259,6 @@ async function round(n: number, tracefs: string, work: string): Promise<[trace: 
   ]);
   return [tc, dat];
 }
-
-const median = (xs: readonly number[]) => {
-  const s = xs.toSorted((a, b) => a - b);
-  return s.length % 2 === 1 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 /** Every round's trace-cmd and evtrace (trace.dat, single reader) side by side: CPU, loss, and how often it won. */
 function summary(pairs: readonly [Run, Run][]): string {
