@@ -1,9 +1,10 @@
 /** Filters of a recording: checked by @evtrace/filters first, then written to each event's `filter` file. */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FilterError, type ParsedFilter, parseFilter, planPushDown } from '@evtrace/filters';
+import type { ParsedFilter } from '@evtrace/filters';
 import type { EventClass } from '@evtrace/trace-format';
 import { TracefsError } from './errors.ts';
+import { filtersModule } from './filters-module.ts';
 
 /** Where one event's filter goes: the kernel's string, and what user space must still evaluate. */
 export interface EventFilterPlan {
@@ -19,6 +20,7 @@ export interface EventFilterPlan {
  * @throws TracefsError `ERR_TRACEFS_FILTER` with the kernel's message and a caret under the column.
  */
 export function planEventFilter(expression: string, eventClass: EventClass): EventFilterPlan {
+  const { FilterError, parseFilter, planPushDown } = filtersModule();
   let parsed: ParsedFilter;
   try {
     parsed = parseFilter(expression, eventClass);

@@ -5,7 +5,7 @@
  */
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { compileFilter, type EventPredicate } from '@evtrace/filters';
+import type { EventPredicate } from '@evtrace/filters';
 import {
   openRawPagesDir,
   type TraceEvent,
@@ -15,6 +15,7 @@ import {
 } from '@evtrace/trace-format';
 import { outputError, TracefsError } from './errors.ts';
 import type { EventFilterPlan } from './filter.ts';
+import { filtersModule } from './filters-module.ts';
 import { writeTraceDatFromRawDir } from './tracedat.ts';
 
 /** Output formats of a recording. */
@@ -91,7 +92,9 @@ function writeOutput(rawDir: string, output: string, format: OutputFormat, optio
     const predicates = new Map<string, EventPredicate>();
     for (const [name, plan] of filters) {
       const ec = reader.eventClasses.find((c) => c.name === name);
-      if (ec !== undefined && plan.userSpace !== undefined) predicates.set(name, compileFilter(plan.userSpace, ec));
+      if (ec !== undefined && plan.userSpace !== undefined) {
+        predicates.set(name, filtersModule().compileFilter(plan.userSpace, ec));
+      }
     }
     const byEvent = new Map<string, number>(reader.eventClasses.map((c) => [c.name, 0]));
     function* kept(): Iterable<TraceEvent> {
