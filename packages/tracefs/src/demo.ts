@@ -367,6 +367,7 @@ export async function recordDemo(options: DemoOptions): Promise<RecordResult> {
     eventClasses: classes,
     userSpaceFilters: new Map(),
     priority: undefined,
+    realtime: undefined,
     durationMs: performance.now() - t0,
     demo: true,
   };

@@ -1,5 +1,6 @@
 /**
- * The few libc calls Node's fs lacks (copy_file_range, poll, fallocate), through the koffi FFI, loaded on first use.
+ * The few libc calls Node lacks (copy_file_range, poll, fallocate, sched_setscheduler), through the koffi FFI, loaded on
+ * first use.
  * Null where there is no FFI (another libc, koffi not installed): callers then fall back to what Node offers.
  */
 import { readFileSync } from 'node:fs';
@@ -23,10 +24,20 @@ export type Fallocate = (fd: number, mode: number, offset: number, length: numbe
 /** poll(2) over an array of `struct pollfd` (8 bytes each: int fd, short events, short revents). */
 export type Poll = (fds: Uint8Array, count: number, timeoutMs: number) => number;
 
+/** sched_setscheduler(2) of thread `tid`; `param` is a `struct sched_param` (one int: the priority). */
+export type SchedSetscheduler = (tid: number, policy: number, param: Int32Array) => number;
+/** sched_getscheduler(2): the thread's policy, or -1. */
+export type SchedGetscheduler = (tid: number) => number;
+/** sched_getparam(2): fills `param` with the thread's priority. */
+export type SchedGetparam = (tid: number, param: Int32Array) => number;
+
 export interface Libc {
   readonly copyFileRange: CopyFileRange;
   readonly poll: Poll;
   readonly fallocate: Fallocate;
+  readonly schedSetscheduler: SchedSetscheduler;
+  readonly schedGetscheduler: SchedGetscheduler;
+  readonly schedGetparam: SchedGetparam;
   /** The calling thread's errno after the last call. */
   readonly errno: () => number;
 }
@@ -71,6 +82,11 @@ export function loadLibc(): Libc | null {
       ) as CopyFileRange,
       poll: lib.func('int poll(_Inout_ void *fds, unsigned long nfds, int timeout)') as Poll,
       fallocate: lib.func('int fallocate(int fd, int mode, int64_t offset, int64_t len)') as Fallocate,
+      schedSetscheduler: lib.func(
+        'int sched_setscheduler(int pid, int policy, const void *param)',
+      ) as SchedSetscheduler,
+      schedGetscheduler: lib.func('int sched_getscheduler(int pid)') as SchedGetscheduler,
+      schedGetparam: lib.func('int sched_getparam(int pid, _Out_ void *param)') as SchedGetparam,
       errno: () => koffi.errno(),
     };
   } catch {

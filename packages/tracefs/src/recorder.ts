@@ -23,7 +23,6 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { getPriority, setPriority } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
   type EventClass,
@@ -42,6 +41,7 @@ import { cleanStaleInstances, createInstance, type Instance } from './instance.t
 import { findTracefs } from './mount.ts';
 import { parseCpuStats } from './pages.ts';
 import { PipeWaiter, WAKE_PERCENT } from './pipe-wait.ts';
+import { DEFAULT_NICE, type Raised, raisePriority, restorePriority } from './priority.ts';
 import { type CpuFds, MIN_POLL_MS, nextInterval, PageReader, type ReaderTotals } from './reader.ts';
 import type { ReaderWorkerData } from './reader-worker.ts';
 import { largestFileSize, planRegions, type Region, regionsSupported } from './regions.ts';
@@ -72,7 +72,11 @@ export interface RecordOptions {
   readonly signal?: AbortSignal;
   /** Stops the recording after this many milliseconds. */
   readonly durationMs?: number;
-  /** The nice value the reading thread asks for (raised only when allowed), or false to keep it. Default -20. */
+  /**
+   * How the recorder raises its threads once tracing is on (only where allowed; put back afterwards, see
+   * priority.ts): by default to SCHED_FIFO priority 1, or nice -20 where real-time scheduling is refused; a number
+   * asks for that nice value instead; false keeps the priority as it is.
+   */
   readonly priority?: number | false;
   /**
    * Readers: `single` (default) reads all CPUs in one loop on the calling thread; `per-cpu` reads each CPU in its
@@ -140,6 +144,8 @@ export interface RecordResult {
   readonly userSpaceFilters: ReadonlyMap<string, EventFilterPlan>;
   /** The nice value the reader ran at, when it changed it. */
   readonly priority: number | undefined;
+  /** The SCHED_FIFO priority the recorder's threads ran at, when it raised them to it. */
+  readonly realtime: number | undefined;
   /** Wall time of the recording in ms. */
   readonly durationMs: number;
   /** Synthetic events from the demo source, not from the kernel. */
@@ -507,7 +513,7 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
     let totals: ReaderTotals[];
     if (options.threads === 'per-cpu') {
       const threads = fds.map((cpu) => startReaderThread(cpu, layout, bufferBytes, options.priority));
-      threadPriority = options.priority === false ? undefined : (options.priority ?? -20);
+      threadPriority = options.priority === false ? undefined : (options.priority ?? DEFAULT_NICE);
       try {
         // A thread that fails before it is ready rejects `done`: wait for whichever comes first.
         await Promise.race([Promise.all(threads.map((t) => t.ready)), ...threads.map((t) => t.done)]);
@@ -610,7 +616,8 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
       rawBytes,
       eventClasses: classes,
       userSpaceFilters: new Map([...plans].filter(([, plan]) => plan.userSpace !== undefined)),
-      priority: raised?.set ?? threadPriority,
+      priority: raised?.kind === 'nice' ? raised.nice : raised === undefined ? threadPriority : undefined,
+      realtime: raised?.kind === 'realtime' ? raised.priority : undefined,
       durationMs,
     };
   } catch (error) {
@@ -621,48 +628,6 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
     for (const fd of [...pipes, ...outputs]) closeSync(fd);
     inst?.remove();
     if (raised !== undefined) restorePriority(raised);
-  }
-}
-
-/** A raised priority: the value set and what each thread had before. */
-interface Raised {
-  readonly set: number;
-  readonly before: ReadonlyMap<number, number>;
-}
-
-/**
- * Raises every thread of this process to nice `wanted` when allowed. All of them, not only the reader: the reader
- * waits on V8's helper threads (garbage collection, compilation), and a helper left at nice 0 under load stalls the
- * reader for tens of milliseconds (measured: events lost with only the reader raised, none with every thread).
- * Threads started later inherit the nice value of the thread that starts them.
- */
-function raisePriority(wanted: number | false | undefined): Raised | undefined {
-  if (wanted === false) return undefined;
-  const target = wanted ?? -20;
-  const before = new Map<number, number>();
-  let tids: number[];
-  try {
-    tids = readdirSync('/proc/self/task').map(Number);
-  } catch {
-    tids = [0];
-  }
-  for (const tid of tids) {
-    try {
-      const was = getPriority(tid);
-      if (was <= target) continue;
-      setPriority(tid, target);
-      before.set(tid, was);
-    } catch {}
-  }
-  return before.size === 0 ? undefined : { set: target, before };
-}
-
-/** Puts back the priorities {@link raisePriority} changed (threads that ended meanwhile are skipped). */
-function restorePriority(raised: Raised): void {
-  for (const [tid, was] of raised.before) {
-    try {
-      setPriority(tid, was);
-    } catch {}
   }
 }
 
@@ -678,7 +643,7 @@ function startReaderThread(
     cpus: [cpu],
     layout,
     bufferBytes,
-    priority: priority === false ? undefined : (priority ?? -20),
+    priority: priority === false ? undefined : (priority ?? DEFAULT_NICE),
     control,
   };
   // Sources run as .ts (type stripping); the built package ships reader-worker.js beside index.js.

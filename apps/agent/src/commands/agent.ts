@@ -54,7 +54,8 @@ instances that still exist (keeping what they buffered) or re-creates the sessio
 behind, removes evtrace instances no session claims, and says which on stderr. Trace-shots triggered by events or
 signals go to STATE-DIR/snapshots. SIGUSR1 and SIGUSR2 take trace-shots of the sessions with a matching signal
 trigger. On SIGINT or SIGTERM every session is stopped, its output finished and its instance removed. As root the agent
-raises its priority (nice -20), as \`evtrace record\`'s reader does, so that it keeps up with the load it records.
+raises its priority (nice -20; \`evtrace record\` goes further, to SCHED_FIFO, for the length of a recording), so that
+it keeps up with the load it records.
 With --hardware the agent runs a session named "hardware" (source mce): machine checks (tracefs mce:mce_record, else
 /dev/mcelog) and memory errors (ras:mc_event, else EDAC counter growth), decoded by @evtrace/hw-mce; the metrics
 endpoint adds node_edac_* (node_exporter's names), per-DIMM EDAC counters and machine checks per bank and per DIMM;
