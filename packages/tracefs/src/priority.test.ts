@@ -1,26 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { type Raised, REALTIME_PRIORITY, raisePriority, restorePriority } from './priority.ts';
+import { schedulingOf, threadsScheduling as threads } from './testing/env.ts';
 
 const root = process.getuid?.() === 0;
-
-/** A thread's nice value, real-time priority and policy, from /proc (fields 19, 40 and 41 of `stat`). */
-function scheduling(stat: string): { nice: number; rtPriority: number; policy: number } {
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { nice: Number(fields[19 - 3]), rtPriority: Number(fields[40 - 3]), policy: Number(fields[41 - 3]) };
-}
-
-function threads(): Map<number, { nice: number; rtPriority: number; policy: number }> {
-  const all = new Map<number, { nice: number; rtPriority: number; policy: number }>();
-  for (const tid of readdirSync('/proc/self/task').map(Number)) {
-    try {
-      all.set(tid, scheduling(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')));
-    } catch {}
-  }
-  return all;
-}
 
 /** Raises, runs `check` while raised, and always restores. */
 function whileRaised(wanted: number | undefined, check: (raised: Raised | undefined) => void): void {
@@ -53,7 +37,7 @@ describe.skipIf(!root)(
     it('leaves a command started meanwhile to ordinary scheduling (SCHED_RESET_ON_FORK)', () => {
       whileRaised(undefined, (raised) => {
         expect(raised?.kind).toBe('realtime');
-        const child = scheduling(execFileSync('cat', ['/proc/self/stat']).toString());
+        const child = schedulingOf(execFileSync('cat', ['/proc/self/stat']).toString());
         expect(child).toMatchObject({ policy: 0, rtPriority: 0 });
       });
     });

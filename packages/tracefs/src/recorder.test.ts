@@ -23,7 +23,7 @@ import { finalizeRecording } from './output.ts';
 import { countPageRecords } from './pages.ts';
 import { type RecordOptions, record } from './recorder.ts';
 import { regionsSupported } from './regions.ts';
-import { hasTool, smallWorkload, tracefsForTests } from './testing/env.ts';
+import { hasTool, smallWorkload, threadsScheduling, tracefsForTests } from './testing/env.ts';
 
 const env = tracefsForTests();
 const tracefs = env.path!;
@@ -245,6 +245,31 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
     for (const e of events) {
       const b = Number(e.fields.bytes_req);
       expect(b > 128 && b < 2000).toBe(true);
+    }
+  });
+
+  it('reads as SCHED_FIFO by default (every thread, per-CPU readers too) and puts every thread back afterwards', async () => {
+    const policies = () => [...threadsScheduling().values()].map((t) => t.policy);
+    for (const threads of ['single', 'per-cpu'] as const) {
+      expect(policies().every((p) => p === 0)).toBe(true);
+      let during: number[] = [];
+      const stop = new AbortController();
+      const r = await record({
+        events: KMEM,
+        dir: fresh(`fifo-${threads}`),
+        signal: stop.signal,
+        threads,
+        // onStart runs just before the threads are raised: look a little later, then end the recording.
+        onStart: () =>
+          void setTimeout(() => {
+            during = policies();
+            stop.abort();
+          }, 50),
+      });
+      expect(r).toMatchObject({ realtime: 1, priority: undefined });
+      expect(during.length).toBeGreaterThan(0);
+      expect(during.every((p) => p === 1)).toBe(true);
+      expect(policies().every((p) => p === 0)).toBe(true);
     }
   });
 
