@@ -25,6 +25,8 @@ const SCHED_OTHER = 0;
 const SCHED_FIFO = 1;
 /** Children (and threads started later) get ordinary scheduling: a command spawned meanwhile never runs real-time. */
 const SCHED_RESET_ON_FORK = 0x40000000;
+/** The thread ended between listing and raising it. */
+const ESRCH = 3;
 
 /** How the threads were raised, and what each had before. */
 export type Raised =
@@ -83,6 +85,8 @@ function raiseRealtime(): Raised | undefined {
     const was = { policy, priority: param[0]! };
     param[0] = REALTIME_PRIORITY;
     if (libc.schedSetscheduler(tid, SCHED_FIFO | SCHED_RESET_ON_FORK, param) !== 0) {
+      if (libc.errno() === ESRCH) continue;
+      // Refused (EPERM: not allowed, or no real-time budget in this cgroup): all or none, so undo the others.
       restorePriority({ kind: 'realtime', priority: REALTIME_PRIORITY, before });
       return undefined;
     }
