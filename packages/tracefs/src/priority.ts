@@ -79,7 +79,7 @@ function raiseRealtime(): Raised | undefined {
   const before = new Map<number, ThreadPolicy>();
   for (const tid of threadIds()) {
     const policy = libc.schedGetscheduler(tid);
-    // A thread that ended meanwhile is skipped; one already real-time keeps its own priority.
+    // A thread that ended meanwhile is skipped; one with a policy of its own (real-time, batch, idle) keeps it.
     if (policy < 0 || libc.schedGetparam(tid, param) !== 0) continue;
     if ((policy & ~SCHED_RESET_ON_FORK) !== SCHED_OTHER) continue;
     const was = { policy, priority: param[0]! };
