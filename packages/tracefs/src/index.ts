@@ -30,5 +30,13 @@ export {
   type OutputFormat,
 } from './output.ts';
 export { countPageRecords, type PageCount, parseCpuStats } from './pages.ts';
+export {
+  DEFAULT_NICE,
+  type Raised,
+  REALTIME_PRIORITY,
+  raisePriority,
+  restorePriority,
+  type ThreadPolicy,
+} from './priority.ts';
 export { type CpuLoss, type RecordOptions, type RecordResult, record } from './recorder.ts';
 export { type RawDirTraceDatOptions, writeTraceDatFromRawDir } from './tracedat.ts';

@@ -34,7 +34,7 @@ export type Raised =
   | { readonly kind: 'nice'; readonly nice: number; readonly before: ReadonlyMap<number, number> };
 
 /** A thread's scheduling policy and real-time priority. */
-interface ThreadPolicy {
+export interface ThreadPolicy {
   readonly policy: number;
   readonly priority: number;
 }

@@ -19,11 +19,13 @@ import type {
 import { BtsSource } from '@evtrace/hw-bts';
 import type { EventSource } from '@evtrace/trace-format';
 import {
+  DEFAULT_NICE,
   DemoSource,
   finalizeRecording,
   findTracefs,
   instanceOwner,
   KernelTap,
+  raisePriority,
   removeInstanceDir,
 } from '@evtrace/tracefs';
 import { autoSource } from '../commands/record.ts';
@@ -32,7 +34,6 @@ import { AgentError, asAgentError } from './errors.ts';
 import { extension } from './files.ts';
 import { SharedInstances } from './instances.ts';
 import { attachedSource, attachedSpec, attachName, isAttached, listBuffers } from './persistent.ts';
-import { raiseAllThreads } from './priority.ts';
 import { Session } from './session.ts';
 import { isAlive, readRecords, type SessionRecord, sessionsDir, writeRecord } from './state.ts';
 import { Viewer, type ViewerOutput } from './viewer.ts';
@@ -132,7 +133,7 @@ export class Agent implements MetricsProvider {
         if (adopt !== undefined) adopted.add(adopt);
         if (record.state === 'running') {
           session.start();
-          if (session.source.kind === 'kernel') raiseAllThreads(-20);
+          if (session.source.kind === 'kernel') raisePriority(DEFAULT_NICE);
         }
         const how =
           adopt !== undefined
@@ -357,9 +358,9 @@ export class Agent implements MetricsProvider {
   start(name: string): SessionStatus {
     const s = this.#get(name);
     s.start();
-    // The reading loop must keep up with the load it records, as `evtrace record`'s reader: as root every thread
+    // The reading loop must keep up with the load it records (a daemon stays an ordinary task): as root every thread
     // of the agent runs at nice -20 (V8's helpers too: a collector left at nice 0 stalls the loop under load).
-    if (s.source.kind === 'kernel') raiseAllThreads(-20);
+    if (s.source.kind === 'kernel') raisePriority(DEFAULT_NICE);
     this.#schedule();
     return s.status();
   }
