@@ -13,9 +13,10 @@ export abstract class RecordCursor {
   offset = 0;
   /** Payload length in bytes. */
   length = 0;
-  bytes: Uint8Array;
-  view: DataView;
-  words: Uint32Array;
+  // `declare`d, not defined as undefined first: see Writer (V8 keeps the views' types, so loads need no map check).
+  declare bytes: Uint8Array;
+  declare view: DataView;
+  declare words: Uint32Array;
   protected pos = 0;
   protected end = 0;
   // The current timestamp as tsHigh * 2^27 + tsLow: two small integers (Smis) that a compact record updates without

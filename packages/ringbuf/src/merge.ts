@@ -16,16 +16,16 @@ export interface MergeSource {
  * the lower source index. A binary heap keyed by (timestamp, index): O(log k) per record, no allocation.
  */
 export class Merge<S extends MergeSource> {
-  readonly sources: readonly S[];
+  declare readonly sources: readonly S[];
   /** Index in `sources` of the current record's source. */
   index = -1;
   /** Heap of source indices that hold a record, ordered by (ts, index). */
-  private readonly heap: Int32Array;
-  private readonly ts: Float64Array;
+  declare private readonly heap: Int32Array;
+  declare private readonly ts: Float64Array;
   private size = 0;
   /** Sources with no record that have not ended: they must be polled before anything is returned. */
-  private readonly idle: Int32Array;
-  private idleCount: number;
+  declare private readonly idle: Int32Array;
+  declare private idleCount: number;
   private emitted = -1;
 
   constructor(sources: readonly S[]) {

@@ -39,14 +39,14 @@ export class Reader extends RecordCursor {
   /** Records returned by next(). */
   delivered = 0;
   private lostCount = 0;
-  private readonly region: Region;
-  private readonly i32: Int32Array;
-  private readonly pageSize: number;
-  private readonly pageCount: number;
-  private readonly multi: boolean;
-  private readonly slot: number;
-  private readonly copyBytes: Uint8Array | undefined;
-  private cursor: number;
+  declare private readonly region: Region;
+  declare private readonly i32: Int32Array;
+  declare private readonly pageSize: number;
+  declare private readonly pageCount: number;
+  declare private readonly multi: boolean;
+  declare private readonly slot: number;
+  declare private readonly copyBytes: Uint8Array | undefined;
+  declare private cursor: number;
   private started = false;
   private pageClosed = false;
   private regionBase = 0;
@@ -55,7 +55,7 @@ export class Reader extends RecordCursor {
   private expectBase = 0;
   private deliveredBase = 0;
   private lastDiscarded = 0;
-  private counting: boolean;
+  declare private counting: boolean;
   /**
    * Word index of the commit word of a started page read in place from a single writer (discard mode) where plain
    * loads keep their order ({@link ORDERED_STORES}), so next() may extend `end` itself; 0 otherwise. A number, not a
@@ -117,27 +117,31 @@ export class Reader extends RecordCursor {
   next(): boolean {
     const p = this.pos;
     const w = this.words;
-    if (p >= this.end) {
+    let end = this.end;
+    if (p >= end) {
       // Zero-copy single-writer page on a CPU that sees stores in order (liveCommit is 0 elsewhere): a plain load of
       // the page's commit word is enough to read the records before it. Anything else (nothing new, another kind of
       // page, Atomics needed) leaves through a call in tail position, so that this path stays free of calls and V8
       // keeps `w` and `this` checked once.
       if (this.liveCommit === 0) return this.nextSlow();
-      const c = this.regionBase + w[this.liveCommit]!;
-      if (c <= p || c > this.pageLimit) return this.poll(p);
-      this.end = c;
+      // `| 0` spares an overflow check: a commit word too large for int32 arithmetic wraps to at most `p`, which is
+      // refused below like any other.
+      end = (this.regionBase + w[this.liveCommit]!) | 0;
+      if (end <= p || end > this.pageLimit) return this.poll(p);
+      this.end = end;
     }
     const i = p >> 2;
     const w0 = w[i]!;
     const tag = w0 & 31;
     const len = w[i + 1]!;
     const padded = (len + 3) & ~3;
-    const next = p + 8 + padded;
-    // padded < len when a corrupt length wraps the 32-bit arithmetic. Literals: see Writer.reserveAt.
-    if (tag < 30 && next <= this.end && padded >= len) {
+    // int32 arithmetic (no overflow checks): a sum past 2^31 wraps below p and is refused like any record that runs
+    // past `end`; padded < len when a corrupt length wraps. Literals: see Writer.reserveAt.
+    const next = (p + 8 + padded) | 0;
+    if (tag < 30 && padded >= len && next <= end && next > p) {
       this.advanceTs(w0 >>> 5);
       this.type = tag;
-      this.offset = p + 8;
+      this.offset = (p + 8) | 0;
       this.length = len;
       this.pos = next;
       this.delivered++;

@@ -397,6 +397,22 @@ describe('pages', () => {
     w.words[(off >> 2) - 1] = 5000; // length word of the record
     expect(() => r.next()).toThrow(/page 0: record at page offset 80 runs past the committed end 96/);
   });
+
+  // The reader's fast path adds in int32: each of these lengths wraps that sum or the padding, and must still be
+  // refused, never taken for a record that fits.
+  it.each([0x7ffffff8, 0x7ffffffc, 0x80000000, 0xfffffff9, 0xfffffffc, 0xffffffff])(
+    'refuses a record whose length %i wraps 32-bit arithmetic',
+    (length) => {
+      const buf = RingBuffer.create({ mode: 'discard', clock: { name: 't' } });
+      const r = buf.reader();
+      const w = buf.writer();
+      const off = w.reserveAt(1, 8, 1);
+      w.commit();
+      w.words[(off >> 2) - 1] = length;
+      expect(() => r.next()).toThrow(/page 0: record at page offset 80 runs past the committed end 96/);
+      expect(r.delivered).toBe(0);
+    },
+  );
 });
 
 describe('property: single-threaded interleavings', () => {

@@ -18,15 +18,15 @@ const MAX_ATTEMPTS = 64;
  * being opened by another writer for longer than a few retries, the record is dropped and counted.
  */
 export class SharedWriter {
-  readonly bytes: Uint8Array;
-  readonly view: DataView;
-  readonly words: Uint32Array;
-  readonly maxPayload: number;
-  readonly streamId: number;
-  private readonly i32: Int32Array;
-  private readonly pageSize: number;
-  private readonly pageCount: number;
-  private readonly clock: () => number;
+  declare readonly bytes: Uint8Array;
+  declare readonly view: DataView;
+  declare readonly words: Uint32Array;
+  declare readonly maxPayload: number;
+  declare readonly streamId: number;
+  declare private readonly i32: Int32Array;
+  declare private readonly pageSize: number;
+  declare private readonly pageCount: number;
+  declare private readonly clock: () => number;
   private pendingIndex = -1;
   private pendingBytes = 0;
   private written = 0;

@@ -15,10 +15,10 @@ import { walkRecords } from './walk.ts';
  */
 export class Snapshot extends RecordCursor {
   /** Pages in the snapshot. */
-  readonly pageCount: number;
-  readonly pageSize: number;
+  declare readonly pageCount: number;
+  declare readonly pageSize: number;
   /** Records produced before the first page that the snapshot cannot show (overwritten or dropped). */
-  readonly lostBefore: number;
+  declare readonly lostBefore: number;
   private pageIndex = -1;
   private pageBase = 0;
   private exhausted = false;

@@ -72,20 +72,22 @@ function checkRecord(type: number, size: number, ts: number, maxPayload: number)
  * ```
  */
 export class Writer {
+  // Fields set in the constructor are `declare`d: a class field without an initializer is first defined as
+  // undefined, after which V8 no longer knows its type, and every load of a view would check its map again.
   /** The region as bytes; payload offsets returned by reserve index it. */
-  readonly bytes: Uint8Array;
+  declare readonly bytes: Uint8Array;
   /** The region as a little-endian DataView. */
-  readonly view: DataView;
+  declare readonly view: DataView;
   /** The region as u32 words: payloads are 4-aligned, so word `off >> 2` is the payload's first. */
-  readonly words: Uint32Array;
+  declare readonly words: Uint32Array;
   /** Largest payload one record can carry. */
-  readonly maxPayload: number;
-  readonly streamId: number;
-  private readonly i32: Int32Array;
-  private readonly pageSize: number;
-  private readonly pageCount: number;
-  private readonly overwrite: boolean;
-  private readonly clock: () => number;
+  declare readonly maxPayload: number;
+  declare readonly streamId: number;
+  declare private readonly i32: Int32Array;
+  declare private readonly pageSize: number;
+  declare private readonly pageCount: number;
+  declare private readonly overwrite: boolean;
+  declare private readonly clock: () => number;
   /** 1 where a commit is a plain store ({@link ORDERED_STORES}): a Smi compares in one instruction. */
   private readonly plainCommit: number = ORDERED_STORES ? 1 : 0;
   /**
