@@ -3,11 +3,22 @@
 // Run: pnpm bench (built and bundled first, as users run it), or node src/ringbuf.bench.ts (from sources)
 import { loadavg } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { type Comparison, consume, fromTotal, type Measurement, measure, printComparisons } from '@evtrace/bench';
+import {
+  type Comparison,
+  consume,
+  fromTotal,
+  type Measurement,
+  measureRounds,
+  printComparisons,
+  type Rounds,
+} from '@evtrace/bench';
 import { RingBuffer as PeerRing } from 'ringbuf.js';
 import { monotonicNs } from './clock.ts';
 import { RingBuffer } from './ringbuffer.ts';
 
+// Every case adds into a local and stores into `sink` once per timed call: `sink` soon outgrows a small integer, and
+// a per-record store of a double into this module variable allocates, which would bill the garbage collector to
+// whichever case did it (ringbuf.js's 32 B case ran at half its speed that way).
 let sink = 0;
 
 // A timed call performs REPS records in a loop (singles stay singles: one commit and one read per record), so the
@@ -18,13 +29,28 @@ const SAMPLES = 15;
 const options = (bytesPerOp?: number) => ({ opsPerCall: REPS, samples: SAMPLES, bytesPerOp });
 
 /**
- * Builds a case's timed closure twice and times the second. V8 specialises the code of a closure literal that has
- * only ever had one instance to the objects it captured (they become constants: no map checks, no field loads);
- * real callers do not get that, so every case here, ours and the others alike, runs as ordinary optimised code.
+ * Times cases in rounds ({@link measureRounds}). Each case's closure is built twice and the second is timed: V8
+ * specialises the code of a closure literal that has only ever had one instance to the objects it captured (they
+ * become constants: no map checks, no field loads); real callers do not get that, so every case here, ours and the
+ * others alike, runs as ordinary optimised code.
  */
-function timed(name: string, make: () => () => void, bytesPerOp?: number): Measurement {
-  make();
-  return measure(name, make(), options(bytesPerOp));
+function rounds(cases: [name: string, make: () => () => void][], bytesPerOp?: number) {
+  const timedCases = cases.map(([name, make]) => {
+    make();
+    return { name, fn: make(), bytesPerOp };
+  });
+  return measureRounds(timedCases, options(bytesPerOp));
+}
+
+/** A row of case `ours` beside case `peer`, with the speedup taken round by round. */
+function compare(r: Rounds, label: string, ours: number, peer: number, target?: string): Comparison {
+  const row: Comparison = {
+    case: label,
+    ours: r.measurements[ours]!,
+    peer: r.measurements[peer]!,
+    speedup: r.ratio(peer, ours),
+  };
+  return target === undefined ? row : { ...row, target };
 }
 
 function load(): string {
@@ -124,11 +150,13 @@ function peer32(batch: number): () => () => void {
     const dst = new Uint8Array(32 * batch);
     const rounds = REPS / batch;
     return () => {
+      let sum = 0;
       for (let c = 0; c < rounds; c++) {
         rb.push(src);
         rb.pop(dst);
-        sink += dst[5]!;
+        sum += dst[5]!;
       }
+      sink += sum;
     };
   };
 }
@@ -202,22 +230,26 @@ function oursBytes(size: number, batch: number): () => () => void {
     const src = new Uint8Array(size).fill(3);
     if (batch === 1) {
       return () => {
+        let sum = 0;
         for (let c = 0; c < REPS; c++) {
           w.writeBytes(2, src, 0);
           r.next();
-          sink += r.length;
+          sum += r.length;
         }
+        sink += sum;
       };
     }
     return () => {
+      let sum = 0;
       for (let c = 0; c < REPS; c += batch) {
         for (let b = 0; b < batch; b++) w.bytes.set(src, w.reserveAt(2, size, 0));
         w.commit();
         for (let b = 0; b < batch; b++) {
           r.next();
-          sink += r.length;
+          sum += r.length;
         }
       }
+      sink += sum;
     };
   };
 }
@@ -228,11 +260,13 @@ function setBytes(size: number): () => () => void {
     const src = new Uint8Array(size).fill(3);
     let at = 0;
     return () => {
+      let sum = 0;
       for (let c = 0; c < REPS; c++) {
         dst.set(src, at);
         at = (at + size + 8) & (65536 * 8 - 8192 - 1);
-        sink += at;
+        sum += at;
       }
+      sink += sum;
     };
   };
 }
@@ -284,11 +318,13 @@ async function throughput(kind: 'ours' | 'peer', n: number, commitEvery: number,
     const dst = new Uint8Array(size * 1024);
     consume_ = () => {
       let bytes = 0;
+      let sum = 0;
       while (bytes < n * size) {
         const got = rb.pop(dst);
         bytes += got;
-        if (got > 0) sink += dst[0]!;
+        if (got > 0) sum += dst[0]!;
       }
+      sink += sum;
       return bytes / size;
     };
   }
@@ -383,59 +419,59 @@ process.stdout.write(
     'doing only the unavoidable loads and stores, so ours/floor cannot go below 1.\n',
 );
 
-const single = timed('evtrace reserveAt+8 u32+commit, next+8 u32', oursSingle(false));
-const batch = timed(`evtrace reserveAt+8 u32 x${REPS}, one commit, next+8 u32 x${REPS}`, oursBatch(false));
-const floorSingle = timed('bare JS ring, commit per record (floor)', floor32(1, false));
-const floorBatch = timed(`bare JS ring, commit per ${REPS} (floor)`, floor32(REPS, false));
+// Each table's cases are timed in rounds, one sample of every case per round (see measureRounds): this VM's speed
+// drifts by up to half within a minute, and a ratio is only worth printing when both figures saw the same machine.
+// Singles and batches are separate groups, singles first: once ringbuf.js has pushed both 32 B and 2 KiB arrays, V8's
+// feedback for its push and pop no longer fits either, and its 32 B case runs about twice as slow (measured).
+const single = rounds([
+  ['evtrace reserveAt+8 u32+commit, next+8 u32', oursSingle(false)],
+  ['ringbuf.js push+pop 32 B', peer32(1)],
+  ['bare JS ring, commit per record (floor)', floor32(1, false)],
+]);
+const batched = rounds([
+  [`evtrace reserveAt+8 u32 x${REPS}, one commit, next+8 u32 x${REPS}`, oursBatch(false)],
+  [`ringbuf.js push+pop ${32 * REPS} B`, peer32(REPS)],
+  [`bare JS ring, commit per ${REPS} (floor)`, floor32(REPS, false)],
+]);
 printComparisons(`32-byte structured records written and read, no timestamp (${load()})`, [
-  {
-    case: 'commit per record, vs ringbuf.js push+pop 32 B',
-    ours: single,
-    peer: timed('ringbuf.js push+pop 32 B', peer32(1)),
-    target: '>= 7x, <= 15 ns',
-  },
-  { case: 'commit per record, vs the floor', ours: single, peer: floorSingle, target: '<= 15 ns' },
-  {
-    case: `batches of ${REPS}, vs ringbuf.js push+pop ${32 * REPS} B`,
-    ours: batch,
-    peer: timed(`ringbuf.js push+pop ${32 * REPS} B`, peer32(REPS)),
-    target: '<= 15 ns',
-  },
-  { case: `batches of ${REPS}, vs the floor`, ours: batch, peer: floorBatch, target: '<= 15 ns' },
+  compare(single, 'commit per record, vs ringbuf.js push+pop 32 B', 0, 1, '>= 7x, <= 15 ns'),
+  compare(single, 'commit per record, vs the floor', 0, 2, '<= 15 ns'),
+  compare(batched, `batches of ${REPS}, vs ringbuf.js push+pop ${32 * REPS} B`, 0, 1, '<= 15 ns'),
+  compare(batched, `batches of ${REPS}, vs the floor`, 0, 2, '<= 15 ns'),
 ]);
 
-const clock = timed('monotonicNs() (the buffer clock)', clockAlone);
-const now = timed('performance.now()', performanceNow);
-const stamped = timed('evtrace reserve (clock)+8 u32+commit, next+8 u32', oursSingle(true));
-const stampedBatch = timed(`evtrace reserve (clock)+8 u32 x${REPS}, one commit, next x${REPS}`, oursBatch(true));
-const floorStamped = timed('bare JS ring + clock read, commit per record (floor)', floor32(1, true));
-printComparisons(`Timestamped 32-byte records vs the clock read alone (${load()})`, [
-  { case: 'clock read: monotonicNs vs performance.now', ours: clock, peer: now },
-  { case: 'record with timestamp, commit per record', ours: stamped, peer: clock, target: '<= clock + 15 ns' },
-  { case: `record with timestamp, batches of ${REPS}`, ours: stampedBatch, peer: clock, target: '<= clock + 15 ns' },
-  { case: 'record with timestamp, commit per record, vs the floor', ours: stamped, peer: floorStamped },
+const stamped = rounds([
+  ['monotonicNs() (the buffer clock)', clockAlone],
+  ['performance.now()', performanceNow],
+  ['evtrace reserve (clock)+8 u32+commit, next+8 u32', oursSingle(true)],
+  [`evtrace reserve (clock)+8 u32 x${REPS}, one commit, next x${REPS}`, oursBatch(true)],
+  ['bare JS ring + clock read, commit per record (floor)', floor32(1, true)],
 ]);
-const above = (m: Measurement) => (m.nsPerOp - clock.nsPerOp).toFixed(1);
+printComparisons(`Timestamped 32-byte records vs the clock read alone (${load()})`, [
+  compare(stamped, 'clock read: monotonicNs vs performance.now', 0, 1),
+  compare(stamped, 'record with timestamp, commit per record', 2, 0, '<= clock + 15 ns'),
+  compare(stamped, `record with timestamp, batches of ${REPS}`, 3, 0, '<= clock + 15 ns'),
+  compare(stamped, 'record with timestamp, commit per record, vs the floor', 2, 4),
+]);
+// The cost above the clock, round by round: (record - clock) in each round, median over the rounds.
+const above = (i: number) => stamped.difference(i, 0).toFixed(1);
 process.stdout.write(
-  `\nrecord cost above the clock read: ${above(stamped)} ns committed singly, ${above(stampedBatch)} ns in batches of ${REPS}; ` +
-    `floor (bare ring + clock) ${above(floorStamped)} ns\n`,
+  `\nrecord cost above the clock read (median of the rounds' differences): ${above(2)} ns committed singly, ` +
+    `${above(3)} ns in batches of ${REPS}; floor (bare ring + clock) ${above(4)} ns\n`,
 );
 
 const bytesRows: Comparison[] = [];
 for (const size of [256, 1024, 4096]) {
-  const limit = timed(`Uint8Array set ${size} B into a SharedArrayBuffer`, setBytes(size), size);
-  bytesRows.push({
-    case: `${size} B payload, commit per record`,
-    ours: timed(`evtrace writeBytes+next ${size} B`, oursBytes(size, 1), size),
-    peer: limit,
-    target: '<= 1.3x set',
-  });
-  bytesRows.push({
-    case: `${size} B payload, commit per 16`,
-    ours: timed(`evtrace reserveAt+set x16, one commit, next x16, ${size} B`, oursBytes(size, 16), size),
-    peer: limit,
-    target: '<= 1.3x set',
-  });
+  const payload = rounds(
+    [
+      [`Uint8Array set ${size} B into a SharedArrayBuffer`, setBytes(size)],
+      [`evtrace writeBytes+next ${size} B`, oursBytes(size, 1)],
+      [`evtrace reserveAt+set x16, one commit, next x16, ${size} B`, oursBytes(size, 16)],
+    ],
+    size,
+  );
+  bytesRows.push(compare(payload, `${size} B payload, commit per record`, 1, 0, '<= 1.3x set'));
+  bytesRows.push(compare(payload, `${size} B payload, commit per 16`, 2, 0, '<= 1.3x set'));
 }
 printComparisons(
   `Byte payloads: writeBytes + zero-copy next vs a bare Uint8Array.set of the same bytes, the limit (${load()})`,

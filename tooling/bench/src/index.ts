@@ -28,27 +28,76 @@ export interface MeasureOptions {
 /** Times `fn` (which performs `opsPerCall` operations) and returns the median cost per operation. */
 export function measure(name: string, fn: () => void, options: MeasureOptions = {}): Measurement {
   const opsPerCall = options.opsPerCall ?? 1;
-  const sampleMs = options.sampleMs ?? 200;
-  const samples = options.samples ?? 7;
-  // Warm up until the JIT has settled and calibrate the number of calls per sample.
+  const calls = calibrate(fn, options.sampleMs ?? 200);
+  const results: number[] = [];
+  for (let s = 0; s < (options.samples ?? 7); s++) results.push(sample(fn, calls, opsPerCall));
+  return finish(name, median(results), options.bytesPerOp);
+}
+
+/** Warms `fn` up until the JIT has settled and returns the number of calls that fill a sample of `sampleMs`. */
+function calibrate(fn: () => void, sampleMs: number): number {
   let calls = 1;
   for (;;) {
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < calls; i++) fn();
     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-    if (ms >= sampleMs / 4) break;
+    if (ms >= sampleMs / 4) return Math.max(1, calls * 4);
     calls *= 2;
   }
-  calls = Math.max(1, calls * 4);
-  const results: number[] = [];
-  for (let s = 0; s < samples; s++) {
-    const t0 = process.hrtime.bigint();
-    for (let i = 0; i < calls; i++) fn();
-    results.push(Number(process.hrtime.bigint() - t0) / (calls * opsPerCall));
+}
+
+/** ns per operation of `calls` calls of `fn`. */
+function sample(fn: () => void, calls: number, opsPerCall: number): number {
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < calls; i++) fn();
+  return Number(process.hrtime.bigint() - t0) / (calls * opsPerCall);
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[sorted.length >> 1]!;
+}
+
+/** One case of {@link measureRounds}. */
+export interface RoundCase {
+  name: string;
+  /** Performs `opsPerCall` operations (the options'). */
+  fn: () => void;
+  bytesPerOp?: number;
+}
+
+/** What {@link measureRounds} found: each case's median, and ratios taken round by round. */
+export interface Rounds {
+  /** One per case, in the order given; nsPerOp is the median over the rounds. */
+  readonly measurements: Measurement[];
+  /** The median over the rounds of case `a`'s time divided by case `b`'s (indices into the cases). */
+  ratio(a: number, b: number): number;
+  /** The median over the rounds of case `a`'s ns per operation less case `b`'s. */
+  difference(a: number, b: number): number;
+}
+
+/**
+ * Times several cases in rounds: each round takes one sample of every case, in an order that rotates from round to
+ * round. A change of machine speed while the benchmark runs (a virtual machine's neighbours, the clock frequency)
+ * then falls on every case alike, and a ratio of two cases is taken within each round, where it held, rather than
+ * between medians measured seconds apart.
+ */
+export function measureRounds(cases: readonly RoundCase[], options: MeasureOptions = {}): Rounds {
+  const opsPerCall = options.opsPerCall ?? 1;
+  const rounds = options.samples ?? 7;
+  const calls = cases.map((c) => calibrate(c.fn, options.sampleMs ?? 200));
+  const times = cases.map(() => [] as number[]);
+  for (let r = 0; r < rounds; r++) {
+    for (let k = 0; k < cases.length; k++) {
+      const i = (k + r) % cases.length;
+      times[i]!.push(sample(cases[i]!.fn, calls[i]!, opsPerCall));
+    }
   }
-  results.sort((a, b) => a - b);
-  const nsPerOp = results[results.length >> 1]!;
-  return finish(name, nsPerOp, options.bytesPerOp);
+  return {
+    measurements: cases.map((c, i) => finish(c.name, median(times[i]!), c.bytesPerOp)),
+    ratio: (a, b) => median(times[a]!.map((t, r) => t / times[b]![r]!)),
+    difference: (a, b) => median(times[a]!.map((t, r) => t - times[b]![r]!)),
+  };
 }
 
 /** Builds a Measurement from a total time for `ops` operations (for multi-threaded or external runs). */
@@ -70,6 +119,8 @@ export interface Comparison {
   peer: Measurement;
   /** Optional target, printed as text (e.g. "<= 15 ns", ">= 7x"). */
   target?: string;
+  /** Speedup to print instead of peer time / our time, e.g. the per-round median of {@link Rounds.ratio}. */
+  speedup?: number;
 }
 
 function fmtNs(ns: number): string {
@@ -97,7 +148,7 @@ export function printComparisons(title: string, rows: readonly Comparison[]): vo
   for (const r of rows) {
     const ours = `${fmtNs(r.ours.nsPerOp)}/op, ${fmtRate(r.ours.opsPerSec)}${mbps(r.ours)}`;
     const peer = `${fmtNs(r.peer.nsPerOp)}/op, ${fmtRate(r.peer.opsPerSec)}${mbps(r.peer)}`;
-    const ratio = r.peer.nsPerOp / r.ours.nsPerOp;
+    const ratio = r.speedup ?? r.peer.nsPerOp / r.ours.nsPerOp;
     lines.push(`| ${r.case} | ${ours} | ${r.peer.name} | ${peer} | ${ratio.toFixed(2)}x | ${r.target ?? ''} |`);
   }
   process.stdout.write(`${lines.join('\n')}\n`);
