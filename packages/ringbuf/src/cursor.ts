@@ -11,8 +11,6 @@ export abstract class RecordCursor {
   type = 0;
   /** Byte offset of the payload in {@link bytes}. */
   offset = 0;
-  /** Payload length in bytes. */
-  length = 0;
   // `declare`d, not defined as undefined first: see Writer (V8 keeps the views' types, so loads need no map check).
   declare bytes: Uint8Array;
   declare view: DataView;
@@ -23,6 +21,15 @@ export abstract class RecordCursor {
   // float arithmetic; the float is only built when `timestamp` is read.
   private tsHigh = 0;
   private tsLow = 0;
+
+  /**
+   * Payload length in bytes. Read from the record, not kept per record: in both header forms the word just before
+   * the payload holds it (next() then has one field less to store).
+   */
+  get length(): number {
+    const at = this.offset >> 2;
+    return at === 0 ? 0 : this.words[at - 1]!;
+  }
 
   /** Timestamp of the current record, in the buffer's clock (ns for CLOCK_MONOTONIC). */
   get timestamp(): number {
@@ -81,7 +88,6 @@ export abstract class RecordCursor {
       this.type = w[i + 1]!;
       this.setTs(ts);
       this.offset = p + EXTENDED_HEADER_SIZE;
-      this.length = len;
       this.pos = next;
       return 1;
     }
@@ -97,7 +103,6 @@ export abstract class RecordCursor {
     this.advanceTs(w[i]! >>> 5);
     this.type = tag;
     this.offset = p + COMPACT_HEADER_SIZE;
-    this.length = len;
     this.pos = next;
     return tag <= MAX_COMPACT_TYPE ? 1 : -1;
   }

@@ -142,7 +142,6 @@ export class Reader extends RecordCursor {
       this.advanceTs(w0 >>> 5);
       this.type = tag;
       this.offset = (p + 8) | 0;
-      this.length = len;
       this.pos = next;
       this.delivered++;
       return true;

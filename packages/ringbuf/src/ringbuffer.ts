@@ -17,10 +17,11 @@ import {
 import { PAGE_HEADER_SIZE } from './page.ts';
 import { Reader, type ReaderOptions } from './reader.ts';
 import { openRegion, type Region } from './region.ts';
+import { ORDERED_STORES } from './shared.ts';
 import { SharedWriter } from './shared-writer.ts';
 import { type Snapshot, takeSnapshot } from './snapshot.ts';
 import { loadU64 } from './u64.ts';
-import { Writer, type WriterContext, type WriterOptions } from './writer.ts';
+import { AtomicCommitWriter, Writer, type WriterContext, type WriterOptions } from './writer.ts';
 
 /** Options of {@link RingBuffer.create}. */
 export interface CreateOptions {
@@ -196,7 +197,7 @@ export class RingBuffer {
     if (this.writers === 'multi') {
       throw new RingbufError('ERR_WRITER_MODEL', 'this buffer takes several writers: use sharedWriter()');
     }
-    return new Writer(this.context(), options);
+    return ORDERED_STORES ? new Writer(this.context(), options) : new AtomicCommitWriter(this.context(), options);
   }
 
   /** One of several writers of a `writers: 'multi'` buffer (one per thread). */

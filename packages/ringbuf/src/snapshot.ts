@@ -94,7 +94,6 @@ export class Snapshot extends RecordCursor {
         this.advanceTs(w0 >>> 5);
         this.type = tag;
         this.offset = p + COMPACT_HEADER_SIZE;
-        this.length = len;
         this.pos = next;
         return true;
       }

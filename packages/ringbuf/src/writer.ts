@@ -83,23 +83,21 @@ export class Writer {
   /** Largest payload one record can carry. */
   declare readonly maxPayload: number;
   declare readonly streamId: number;
-  declare private readonly i32: Int32Array;
+  declare protected readonly i32: Int32Array;
   declare private readonly pageSize: number;
   declare private readonly pageCount: number;
   declare private readonly overwrite: boolean;
   declare private readonly clock: () => number;
-  /** 1 where a commit is a plain store ({@link ORDERED_STORES}): a Smi compares in one instruction. */
-  private readonly plainCommit: number = ORDERED_STORES ? 1 : 0;
   /**
    * Where {@link commit} stores: the region's words while a page is open, else a scratch word of the same kind (one
    * shape for V8, no branch in commit).
    */
   private commitWords: Uint32Array = SCRATCH;
-  private pos = 0;
+  protected pos = 0;
   /** End of the open page, 0 while no page is open (every reserve then takes the slow path). */
-  private end = 0;
-  private pageBase = 0;
-  private commitIndex = 0;
+  protected end = 0;
+  protected pageBase = 0;
+  protected commitIndex = 0;
   private seq = -1;
   private lastTs = 0;
   /** Largest timestamp of the open page when an extended record went back in time; else below lastTs. */
@@ -242,12 +240,12 @@ export class Writer {
   }
 
   /**
-   * Publishes every record reserved so far (call it per record or per batch): one store of the page's commit word, a
-   * plain one where the CPU keeps stores in order (see {@link ORDERED_STORES}), else an `Atomics.store`.
+   * Publishes every record reserved so far (call it per record or per batch): one plain store of the page's commit
+   * word, which other threads see after the record's own stores on x86 (see {@link ORDERED_STORES}). Elsewhere
+   * buffers hand out an {@link AtomicCommitWriter}, whose commit is an `Atomics.store`.
    */
   commit(): void {
-    if (this.plainCommit === 1) this.commitWords[this.commitIndex] = this.pos - this.pageBase;
-    else if (this.end !== 0) Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
+    this.commitWords[this.commitIndex] = this.pos - this.pageBase;
   }
 
   /** Copies `payload` into one record and commits it. Returns false when the record was dropped (counted lost). */
@@ -255,8 +253,7 @@ export class Writer {
     const off = this.reserveAt(type, payload.length, ts);
     if (off < 0) return false;
     this.bytes.set(payload, off);
-    if (this.plainCommit === 1) this.words[this.commitIndex] = this.pos - this.pageBase;
-    else Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
+    this.commit();
     return true;
   }
 
@@ -355,5 +352,16 @@ export class Writer {
   /** Records written and dropped by this writer's stream. */
   stats(): WriterStats {
     return { written: this.written + this.count, discarded: this.discarded };
+  }
+}
+
+/**
+ * The writer for CPUs that may make plain stores visible out of order (anything but x86, see {@link ORDERED_STORES}):
+ * each commit is an `Atomics.store`, which orders the record's stores before it. {@link RingBuffer.writer} picks it;
+ * a subclass rather than a branch in {@link Writer.commit}, so that x86's commit is one store and nothing else.
+ */
+export class AtomicCommitWriter extends Writer {
+  override commit(): void {
+    if (this.end !== 0) Atomics.store(this.i32, this.commitIndex, this.pos - this.pageBase);
   }
 }
