@@ -192,9 +192,10 @@ export class Writer {
       this.lastTs = ts;
       this.pos = next;
       this.count++;
-      return p + 8;
+      return (p + 8) | 0;
     }
-    return this.reserveSlow(type, size, ts);
+    // Both results as int32 (exact: offsets stay below 2^31), so that V8 merges them untagged where this is inlined.
+    return this.reserveSlow(type, size, ts) | 0;
   }
 
   private reserveSlow(type: number, size: number, ts: number): number {
