@@ -414,9 +414,11 @@ function atomicsPerRecord(): string[] {
 const v = process.versions;
 process.stdout.write(
   `@evtrace/ringbuf benchmarks: node ${v.node} (V8 ${v.v8}), ${process.arch}, ${load()}.\n` +
-    `Each case is timed as the median of ${SAMPLES} samples of ${REPS} records per call; every figure is printed beside\n` +
-    'the peer or limit measured in the same run. Speedup above 1 means evtrace is faster; a floor is a bare JS loop\n' +
-    'doing only the unavoidable loads and stores, so ours/floor cannot go below 1.\n',
+    `Each case is timed as the median of ${SAMPLES} samples of ${REPS} records per call, the cases of a table in rounds\n` +
+    '(one sample of each per round); every figure is printed beside the peer or limit measured in the same run. The\n' +
+    "speedup is the median of the rounds' ratios, so it can differ from the ratio of the two medians when the\n" +
+    "machine's speed changed during the run. Above 1 means evtrace is faster; a floor is a bare JS loop doing only\n" +
+    'the unavoidable loads and stores, so ours/floor cannot go below 1.\n',
 );
 
 // Each table's cases are timed in rounds, one sample of every case per round (see measureRounds): this VM's speed
