@@ -96,16 +96,27 @@ describe.skipIf(why !== '')(`LiveKmemAnalysis on the kernel's events${why ? ` (s
   it('gives the offline report of a recording whatever the order its CPUs are delivered in', async () => {
     const raw = join(dir, 'kernel');
     let load: ReturnType<typeof spawn> | undefined;
+    let loadDone: Promise<unknown> | undefined;
+    // The recording lasts as long as the load, not a fixed time: on a slow spell of the VM, perf's own start-up
+    // took longer than a 300 ms window, which then held no cross-CPU free at all.
+    const stop = new AbortController();
     await record({
       events: ['kmem:kmalloc', 'kmem:kfree', 'kmem:kmem_cache_alloc', 'kmem:kmem_cache_free'],
       dir: raw,
-      durationMs: 300,
+      signal: stop.signal,
+      durationMs: 30_000,
       bufferKb: 8192,
       onStart: () => {
-        load = spawn('perf', ['bench', 'sched', 'messaging', '-g', '1', '-l', '30'], { stdio: 'ignore' });
+        const child = spawn('perf', ['bench', 'sched', 'messaging', '-g', '1', '-l', '30'], { stdio: 'ignore' });
+        load = child;
+        loadDone = new Promise((r) => {
+          child.once('exit', r);
+          child.once('error', r);
+        }).finally(() => stop.abort());
       },
     });
-    await new Promise((r) => (load!.exitCode !== null ? r(null) : load!.once('exit', r)));
+    await loadDone;
+    expect(load!.exitCode).toBe(0);
     const s = streams(raw);
     const reference = offline(raw);
     expect(s.cpus.length).toBeGreaterThan(1);
