@@ -44,13 +44,13 @@ function rounds(cases: [name: string, make: () => () => void][], bytesPerOp?: nu
 
 /** A row of case `ours` beside case `peer`, with the speedup taken round by round. */
 function compare(r: Rounds, label: string, ours: number, peer: number, target?: string): Comparison {
-  const row: Comparison = {
+  return {
     case: label,
     ours: r.measurements[ours]!,
     peer: r.measurements[peer]!,
     speedup: r.ratio(peer, ours),
+    target,
   };
-  return target === undefined ? row : { ...row, target };
 }
 
 function load(): string {
