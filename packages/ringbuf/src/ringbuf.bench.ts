@@ -275,11 +275,19 @@ function setBytes(size: number): () => () => void {
  * Records of `size` bytes (16: 4 u32 fields; 32: 8, as in the single-thread cases) from a producer worker to the
  * consumer on the main thread. The consumer reads every field of every record (ringbuf.js's pop copies them all).
  */
-async function throughput(kind: 'ours' | 'peer', n: number, commitEvery: number, size = 16): Promise<Measurement> {
+async function throughput(
+  kind: 'ours' | 'peer',
+  n: number,
+  commitEvery: number,
+  size = 16,
+): Promise<Measurement & { waits: string }> {
   const sync = new SharedArrayBuffer(16);
   const flags = new Int32Array(sync);
   let sab: SharedArrayBuffer;
   let consume_: () => number;
+  // Polls that found nothing new, and (from the worker) reserves that found the buffer full: when both stay well
+  // below one per record, neither side waits for the other and the rate is set by the cache lines they exchange.
+  let empty = 0;
   if (kind === 'ours') {
     const buf = RingBuffer.create({ pageSize: 65536, pageCount: 16, mode: 'discard', clock: { name: 'bench' } });
     sab = buf.buffer as SharedArrayBuffer;
@@ -294,6 +302,7 @@ async function throughput(kind: 'ours' | 'peer', n: number, commitEvery: number,
                 sum += sum8(r.words, r.offset >> 2);
                 count++;
               } else if (r.ended) break;
+              else empty++;
             }
             sink += sum;
             return count;
@@ -308,6 +317,7 @@ async function throughput(kind: 'ours' | 'peer', n: number, commitEvery: number,
                 sum += w[j]! + w[j + 1]! + w[j + 2]! + w[j + 3]!;
                 count++;
               } else if (r.ended) break;
+              else empty++;
             }
             sink += sum;
             return count;
@@ -342,9 +352,57 @@ async function throughput(kind: 'ours' | 'peer', n: number, commitEvery: number,
   if (got !== n) throw new Error(`${kind}: consumed ${got} of ${n} records`);
   const label =
     kind === 'ours'
-      ? `evtrace worker->main ${size} B records, commit every ${commitEvery} (producer retried ${Atomics.load(flags, 2)} full reserves)`
+      ? `evtrace worker->main ${size} B records, commit every ${commitEvery}`
       : `ringbuf.js worker->main ${size} B records, pushes of ${commitEvery}`;
-  return fromTotal(label, ns, n, size);
+  const waits =
+    kind === 'ours'
+      ? ` (evtrace per record: ${(Atomics.load(flags, 2) / n).toFixed(2)} reserves found the buffer full, ${(empty / n).toFixed(2)} polls found nothing)`
+      : '';
+  return { ...fromTotal(label, ns, n, size), waits };
+}
+
+/**
+ * Each side of the cross-thread case alone: one thread writes about 830 KiB of 16 B records (13 of the 16 pages, so
+ * the writer never finds the buffer full) and then reads them all, over and over. Median ns per record of each side.
+ */
+function sidesAlone(): { write: number; read: number } {
+  const buf = RingBuffer.create({ pageSize: 65536, pageCount: 16, mode: 'discard', clock: { name: 'bench' } });
+  const w = buf.writer();
+  const r = buf.reader();
+  const per = 13 * Math.floor(65536 / 24) - 100;
+  const writes: number[] = [];
+  const reads: number[] = [];
+  let sum = 0;
+  for (let round = 0; round < 60; round++) {
+    const t0 = process.hrtime.bigint();
+    const words = w.words;
+    for (let i = 0; i < per; i++) {
+      const k = w.reserveAt(1, 16, i) >> 2;
+      words[k] = i;
+      words[k + 1] = i;
+      words[k + 2] = i;
+      words[k + 3] = i;
+      w.commit();
+    }
+    const t1 = process.hrtime.bigint();
+    let got = 0;
+    while (r.next()) {
+      const j = r.offset >> 2;
+      const rw = r.words;
+      sum += rw[j]! + rw[j + 1]! + rw[j + 2]! + rw[j + 3]!;
+      got++;
+    }
+    const t2 = process.hrtime.bigint();
+    if (got !== per) throw new Error(`sides alone: read ${got} of ${per} records`);
+    // The first rounds fault the pages in and let V8 optimise; only the later ones count.
+    if (round >= 20) {
+      writes.push(Number(t1 - t0) / per);
+      reads.push(Number(t2 - t1) / per);
+    }
+  }
+  sink += sum;
+  const median = (xs: number[]) => xs.sort((a, b) => a - b)[xs.length >> 1]!;
+  return { write: median(writes), read: median(reads) };
 }
 
 /** Wraps the global Atomics methods so that each call counts against `counter.side` ('w' or 'r'). */
@@ -483,19 +541,26 @@ printComparisons(
 const n = 10_000_000;
 const throughputRows: Comparison[] = [];
 for (const every of [1, 16, 64]) {
+  const ours = await throughput('ours', n, every);
   throughputRows.push({
-    case: `16 B records, producer worker -> consumer main thread, ${every === 1 ? 'per-record commit' : `batches of ${every}`}`,
-    ours: await throughput('ours', n, every),
+    case: `16 B records, producer worker -> consumer main thread, ${every === 1 ? 'per-record commit' : `batches of ${every}`}${ours.waits}`,
+    ours,
     peer: await throughput('peer', n, every),
     target: '>= 50 M/s',
   });
 }
+const ours32 = await throughput('ours', n, 1, 32);
 throughputRows.push({
-  case: '32 B structured records (8 u32 written, 8 read), per-record commit, each side on its own core',
-  ours: await throughput('ours', n, 1, 32),
+  case: `32 B structured records (8 u32 written, 8 read), per-record commit, each side on its own core${ours32.waits}`,
+  ours: ours32,
   peer: await throughput('peer', n, 1, 32),
 });
 printComparisons(`Cross-thread throughput, two threads (${load()})`, throughputRows);
+const alone = sidesAlone();
+process.stdout.write(
+  `\neach side alone, one thread, 16 B records, 830 KiB at a time: write ${alone.write.toFixed(1)} ns, read ${alone.read.toFixed(1)} ns ` +
+    `per record (${(1e3 / Math.max(alone.write, alone.read)).toFixed(0)} M/s for the slower side)\n`,
+);
 
 process.stdout.write(
   `\n### Atomics operations per record (counted by wrapping Atomics; 32 B records, 4 KiB pages, each record or batch read as soon as it is committed)\n\n| mode | reader in | commit / read | writer | reader | total |\n| --- | --- | --- | --- | --- | --- |\n${atomicsPerRecord().join('\n')}\n`,
