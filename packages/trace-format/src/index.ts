@@ -83,6 +83,7 @@ export {
   readTraceDat,
   type TraceDatBuffer,
   type TraceDatInfo,
+  type TraceDatPagesCopy,
   type TraceDatReader,
   type TraceDatReadOptions,
 } from './ftrace/tracedat/read.ts';

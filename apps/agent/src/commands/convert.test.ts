@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { openTrace } from '@evtrace/trace-format';
+import { openTrace, openTraceDat } from '@evtrace/trace-format';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { run, sampleInputs } from '../testing/sample-traces.ts';
@@ -58,6 +58,33 @@ describe('evtrace convert', () => {
       expect(r.code).toBe(ExitCode.Ok);
       expect((await run('cat', out, '--json')).stdout).toBe(reference);
     }
+  });
+
+  it('copies a trace.dat into a trace.dat page for page, and decodes and encodes again only to filter', async () => {
+    const reference = (await run('cat', dat, '--json')).stdout;
+    const pages = (file: string) =>
+      openTraceDat(file)
+        .cpuPages()
+        .map((p) => (typeof p.bytes === 'function' ? Buffer.concat([...p.bytes()]) : p.bytes));
+    for (const version of ['6', '7']) {
+      const out = join(dir, `copy-v${version}.dat`);
+      const r = await run('convert', dat, '-o', out, '--to', 'tracedat', '--file-version', version);
+      expect(r.code).toBe(ExitCode.Ok);
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `^evtrace: pages of 2 CPUs copied to .*copy-v${version}\\.dat \\(tracedat v${version}, \\d+ bytes\\)\n$`,
+        ),
+      );
+      expect(pages(out)).toEqual(pages(dat));
+      expect((await run('cat', out, '--json')).stdout).toBe(reference);
+    }
+    const filtered = join(dir, 'filtered.dat');
+    const f = await run('convert', dat, '-o', filtered, '--to', 'tracedat', '--filter', 'bytes_req > 100');
+    expect(f.code).toBe(ExitCode.Ok);
+    expect(f.stderr).toMatch(/evtrace: \d+ events written to .*filtered\.dat \(tracedat\)\n$/);
+    expect((await run('cat', filtered, '--json')).stdout).toBe(
+      (await run('cat', dat, '--json', '--filter', 'bytes_req > 100')).stdout,
+    );
   });
 
   it('rejects bad option values with status 2', async () => {

@@ -2,10 +2,12 @@ import { closeSync, openSync, writeSync } from 'node:fs';
 import {
   createTextFormatter,
   eventToJsonLine,
+  type TraceDatReader,
   TraceFormatError,
   writeCtfTrace,
   writePerfettoJson,
   writeTraceDat,
+  writeTraceDatPages,
 } from '@evtrace/trace-format';
 import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
@@ -71,7 +73,9 @@ export function registerConvert(program: Command, io: CliIO): void {
 OUTPUT as: ctf (a CTF 1.8 directory babeltrace2 reads), tracedat (a trace-cmd trace.dat, version 7 with zstd by
 default, that trace-cmd report reads), text (trace-cmd report or babeltrace2 style), jsonl (one JSON object per
 event), perfetto (the Chrome/Perfetto trace-event JSON that ui.perfetto.dev opens). Events from CTF written as
-trace.dat get a synthesized ftrace format.`,
+trace.dat get a synthesized ftrace format. A trace.dat written as trace.dat without --filter keeps its pages as
+they are, as trace-cmd convert does (no event is decoded), with the file's own formats, kallsyms and cmdlines;
+files evtrace cannot copy that way (big-endian, 32-bit, with a timestamp offset) are decoded and encoded again.`,
     )
     .argument('<input>', 'CTF trace directory, trace.dat file, or raw-pages directory')
     .requiredOption('-o, --output <path>', 'output file (a directory for --to ctf)')
@@ -93,6 +97,22 @@ trace.dat get a synthesized ftrace format.`,
             n = writeCtfTrace({ ...reader, events: opened.events }, options.output);
             break;
           case 'tracedat': {
+            // trace.dat to trace.dat with every event kept: the pages are copied as they are, as trace-cmd convert
+            // does, instead of decoded and encoded again (about 10x faster, and nothing the decoder skips is lost).
+            const copy =
+              reader.kind === 'tracedat' && options.filter === undefined
+                ? (reader as TraceDatReader).pagesInput()
+                : undefined;
+            if (copy !== undefined && 'input' in copy) {
+              const bytes = writeTraceDatPages(options.output, copy.input, { version, compression });
+              const cpus = copy.input.cpus.filter((c) => c.size > 0).length;
+              io.stderr(
+                `evtrace: pages of ${cpus} CPUs copied to ${options.output} (tracedat v${version}, ${bytes} bytes)\n`,
+              );
+              return;
+            }
+            if (copy !== undefined)
+              opened.notes.push(`pages not copied as they are (${copy.reason}): events re-encoded`);
             const meta = reader.metadata;
             n = writeTraceDat(options.output, reader.eventClasses, opened.events(), {
               version,

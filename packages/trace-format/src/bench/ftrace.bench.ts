@@ -1,8 +1,8 @@
 /**
  * ftrace benchmarks, each beside trace-cmd on the same file in the same run: trace.dat decoding (events only, and
  * decoding plus trace-cmd-report-style text) against `trace-cmd report`, raw page decoding against `trace-cmd report`
- * of an uncompressed v6 file holding the same pages and against a memory copy, and trace.dat writing against
- * `trace-cmd convert` producing the same kind of file.
+ * of an uncompressed v6 file holding the same pages and against a memory copy, and trace.dat copying (pages as they
+ * are) and writing (every event encoded) against `trace-cmd convert` producing the same kind of file.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -13,7 +13,7 @@ import { cpuEvents, EventTable } from '../ftrace/events.ts';
 import { parseFormatFile } from '../ftrace/format-file.ts';
 import { readPage } from '../ftrace/page.ts';
 import { readTraceDat } from '../ftrace/tracedat/read.ts';
-import { encodeTraceDat } from '../ftrace/tracedat/write.ts';
+import { encodeTraceDat, writeTraceDatPages } from '../ftrace/tracedat/write.ts';
 import type { EventClass, FieldValue, TraceEvent } from '../model/types.ts';
 import { createFtraceTextFormatter } from '../output/text.ts';
 
@@ -239,12 +239,45 @@ export function runFtraceBenchmarks(): void {
       },
     ]);
 
-    // Writing: the same events into v6 and v7+zstd files, beside trace-cmd convert producing the same kinds.
+    // Writing: the same events into v6 and v7+zstd files, beside trace-cmd convert producing the same kinds. trace-cmd
+    // convert copies pages; so does evtrace convert from a trace.dat (pagesInput + writeTraceDatPages, timed from the
+    // file's bytes on disk as trace-cmd reads them), while encodeTraceDat encodes every event from its fields.
     const events = [...readTraceDat(v6Bytes).events()];
     const out = join(dir, 'out.dat');
+    const copyOut = join(dir, 'copy.dat');
+    const toV6 = peer(
+      'trace-cmd convert v7 -> v6',
+      'trace-cmd',
+      ['convert', '--file-version', '6', '-i', v7, '-o', out],
+      EVENTS,
+      v6Bytes.length / EVENTS,
+    );
+    const toV7 = peer(
+      'trace-cmd convert v6 -> v7 zstd',
+      'trace-cmd',
+      ['convert', '--compression', 'zstd', '-i', v6, '-o', out],
+      EVENTS,
+      v6Bytes.length / EVENTS,
+    );
+    const copyPages = (from: string, version: 6 | 7) => () => {
+      const pages = readTraceDat(readFileSync(from)).pagesInput();
+      if (!('input' in pages)) throw new Error(`not copied: ${pages.reason}`);
+      consume(writeTraceDatPages(copyOut, pages.input, { version }));
+    };
+    const copyOptions = { opsPerCall: EVENTS, bytesPerOp: v6Bytes.length / EVENTS, samples: 5, sampleMs: 300 };
     printComparisons('trace.dat writing', [
       {
-        case: 'write v6 (uncompressed)',
+        case: 'copy v7 zstd -> v6, pages as they are (evtrace convert of a trace.dat)',
+        ours: measure('evtrace pagesInput + writeTraceDatPages v6', copyPages(v7, 6), copyOptions),
+        peer: toV6,
+      },
+      {
+        case: 'copy v6 -> v7 zstd, pages as they are (evtrace convert of a trace.dat)',
+        ours: measure('evtrace pagesInput + writeTraceDatPages v7 zstd', copyPages(v6, 7), copyOptions),
+        peer: toV7,
+      },
+      {
+        case: 'encode every event into v6 (encodeTraceDat)',
         ours: measure(
           'evtrace encodeTraceDat v6',
           () => consume(encodeTraceDat([kmalloc, schedSwitch], events, { version: 6 })),
@@ -255,16 +288,10 @@ export function runFtraceBenchmarks(): void {
             sampleMs: 500,
           },
         ),
-        peer: peer(
-          'trace-cmd convert v7 -> v6',
-          'trace-cmd',
-          ['convert', '--file-version', '6', '-i', v7, '-o', out],
-          EVENTS,
-          v6Bytes.length / EVENTS,
-        ),
+        peer: toV6,
       },
       {
-        case: 'write v7 zstd',
+        case: 'encode every event into v7 zstd (encodeTraceDat)',
         ours: measure(
           'evtrace encodeTraceDat v7 zstd',
           () => consume(encodeTraceDat([kmalloc, schedSwitch], events, { version: 7 })),
@@ -275,13 +302,7 @@ export function runFtraceBenchmarks(): void {
             sampleMs: 500,
           },
         ),
-        peer: peer(
-          'trace-cmd convert v6 -> v7 zstd',
-          'trace-cmd',
-          ['convert', '--compression', 'zstd', '-i', v6, '-o', out],
-          EVENTS,
-          v6Bytes.length / EVENTS,
-        ),
+        peer: toV7,
       },
     ]);
   } finally {
