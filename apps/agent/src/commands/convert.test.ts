@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -85,6 +85,37 @@ describe('evtrace convert', () => {
     expect((await run('cat', filtered, '--json')).stdout).toBe(
       (await run('cat', dat, '--json', '--filter', 'bytes_req > 100')).stdout,
     );
+  });
+
+  it('decodes and encodes again, with a note, a trace.dat whose offset option a copy of its pages would lose', async () => {
+    const v6 = join(dir, 'offset-src.dat');
+    expect((await run('convert', dat, '-o', v6, '--to', 'tracedat', '--file-version', '6')).code).toBe(ExitCode.Ok);
+    // An offset option (id 7, "1000") put first in v6's option list; as many zero bytes of the padding before the
+    // first CPU's pages are taken out, so that every offset in the file still holds.
+    const bytes = readFileSync(v6);
+    const option = Buffer.concat([Buffer.from([7, 0, 5, 0, 0, 0]), Buffer.from('1000\0')]);
+    const at = bytes.indexOf('options  \0') + 'options  \0'.length;
+    const first = openTraceDat(v6).info.buffers[0]!.cpus.find((c) => c.size > 0)!.offset;
+    expect(bytes.subarray(first - option.length, first).every((b) => b === 0)).toBe(true);
+    const shifted = join(dir, 'offset.dat');
+    writeFileSync(
+      shifted,
+      Buffer.concat([bytes.subarray(0, at), option, bytes.subarray(at, first - option.length), bytes.subarray(first)]),
+    );
+    const out = join(dir, 'offset-out.dat');
+    const r = await run('convert', shifted, '-o', out, '--to', 'tracedat');
+    expect(r.code).toBe(ExitCode.Ok);
+    expect(r.stderr).toContain(
+      'pages not copied as they are (the file shifts its timestamps by 1000 ns (offset option))',
+    );
+    expect(r.stderr).toMatch(/evtrace: 40 events written to .*offset-out\.dat \(tracedat\)\n$/);
+    const original = (await run('cat', dat, '--json')).stdout;
+    const stamps = (text: string) =>
+      text
+        .trimEnd()
+        .split('\n')
+        .map((l) => BigInt(JSON.parse(l).ts_ns));
+    expect(stamps((await run('cat', out, '--json')).stdout)).toEqual(stamps(original).map((t) => t + 1000n));
   });
 
   it('rejects bad option values with status 2', async () => {

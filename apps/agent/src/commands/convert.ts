@@ -75,7 +75,8 @@ default, that trace-cmd report reads), text (trace-cmd report or babeltrace2 sty
 event), perfetto (the Chrome/Perfetto trace-event JSON that ui.perfetto.dev opens). Events from CTF written as
 trace.dat get a synthesized ftrace format. A trace.dat written as trace.dat without --filter keeps its pages as
 they are, as trace-cmd convert does (no event is decoded), with the file's own formats, kallsyms and cmdlines;
-files evtrace cannot copy that way (big-endian, 32-bit, with a timestamp offset) are decoded and encoded again.`,
+files evtrace cannot copy that way (big-endian, with 4-byte longs, with a timestamp offset) are decoded and
+encoded again, with a note saying why.`,
     )
     .argument('<input>', 'CTF trace directory, trace.dat file, or raw-pages directory')
     .requiredOption('-o, --output <path>', 'output file (a directory for --to ctf)')
@@ -98,7 +99,8 @@ files evtrace cannot copy that way (big-endian, 32-bit, with a timestamp offset)
             break;
           case 'tracedat': {
             // trace.dat to trace.dat with every event kept: the pages are copied as they are, as trace-cmd convert
-            // does, instead of decoded and encoded again (about 10x faster, and nothing the decoder skips is lost).
+            // does, instead of decoded and encoded again (3-4x faster in the ftrace bench, and nothing is lost that
+            // the decoder skips, such as the kernel's lost-event marks).
             const copy =
               reader.kind === 'tracedat' && options.filter === undefined
                 ? (reader as TraceDatReader).pagesInput()
