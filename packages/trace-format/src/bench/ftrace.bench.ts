@@ -245,20 +245,10 @@ export function runFtraceBenchmarks(): void {
     const events = [...readTraceDat(v6Bytes).events()];
     const out = join(dir, 'out.dat');
     const copyOut = join(dir, 'copy.dat');
-    const toV6 = peer(
-      'trace-cmd convert v7 -> v6',
-      'trace-cmd',
-      ['convert', '--file-version', '6', '-i', v7, '-o', out],
-      EVENTS,
-      v6Bytes.length / EVENTS,
-    );
-    const toV7 = peer(
-      'trace-cmd convert v6 -> v7 zstd',
-      'trace-cmd',
-      ['convert', '--compression', 'zstd', '-i', v6, '-o', out],
-      EVENTS,
-      v6Bytes.length / EVENTS,
-    );
+    const convert = (name: string, args: string[]) =>
+      peer(name, 'trace-cmd', ['convert', ...args, '-o', out], EVENTS, v6Bytes.length / EVENTS);
+    const toV6 = convert('trace-cmd convert v7 -> v6', ['--file-version', '6', '-i', v7]);
+    const toV7 = convert('trace-cmd convert v6 -> v7 zstd', ['--compression', 'zstd', '-i', v6]);
     const copyPages = (from: string, version: 6 | 7) => () => {
       const pages = readTraceDat(readFileSync(from)).pagesInput();
       if (!('input' in pages)) throw new Error(`not copied: ${pages.reason}`);
