@@ -36,6 +36,11 @@ export interface CpuPages {
   readonly fileOffset?: number;
 }
 
+/** All of a CPU's pages in one buffer (its chunks joined, when they come in chunks). */
+export function wholePages(pages: CpuPages): Buffer {
+  return typeof pages.bytes === 'function' ? Buffer.concat([...pages.bytes()]) : pages.bytes;
+}
+
 export interface DecodeOptions {
   /** Report a corrupt page through `warn` and continue with the next one instead of throwing. */
   readonly lenient?: boolean;

@@ -6,7 +6,7 @@
  */
 import { TraceFormatError } from '../errors.ts';
 import type { EventClass, TraceEvent } from '../model/types.ts';
-import { EventTable } from './events.ts';
+import { EventTable, wholePages } from './events.ts';
 import { readPage } from './page.ts';
 import type { FtraceReader } from './raw-dir.ts';
 import { RecordError } from './record.ts';
@@ -88,7 +88,7 @@ export function indexFtrace(reader: FtraceReader, options: IndexFtraceOptions = 
   const le = meta.byteOrder === 'le';
   const cpus: CpuIndex[] = [];
   for (const pages of reader.cpuPages()) {
-    const bytes = typeof pages.bytes === 'function' ? Buffer.concat([...pages.bytes()]) : pages.bytes;
+    const bytes = wholePages(pages);
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const ts = new Column((n) => new BigInt64Array(n));
     const start = new Column((n) => new Uint32Array(n));

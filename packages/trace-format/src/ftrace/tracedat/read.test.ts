@@ -9,14 +9,13 @@ import { TraceFormatError } from '../../errors.ts';
 import { createFtraceTextFormatter } from '../../output/text.ts';
 import { expectSameAsReport, RECORD_ARGS, recordTraceDat, reportRaw } from '../../testing/tracecmd.ts';
 import { findTracefs, hasTool } from '../../testing/tracefs.ts';
+import { wholePages } from '../events.ts';
 import { openTraceDat, readTraceDat, type TraceDatReader } from './read.ts';
 import { writeTraceDatPages } from './write.ts';
 
 /** Every CPU's pages of a reader, decompressed, by CPU number. */
 function pagesByCpu(r: TraceDatReader): Map<number, Buffer> {
-  return new Map(
-    r.cpuPages().map((p) => [p.cpu, typeof p.bytes === 'function' ? Buffer.concat([...p.bytes()]) : p.bytes]),
-  );
+  return new Map(r.cpuPages().map((p) => [p.cpu, wholePages(p)]));
 }
 
 /**

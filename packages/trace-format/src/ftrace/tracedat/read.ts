@@ -6,7 +6,14 @@
 import { readFileSync } from 'node:fs';
 import { TraceFormatError } from '../../errors.ts';
 import type { ByteOrder, EventClass, TraceEvent } from '../../model/types.ts';
-import { type CpuPages, cpuEventBatches, EventTable, type FtraceMetadata, mergeBatches } from '../events.ts';
+import {
+  type CpuPages,
+  cpuEventBatches,
+  EventTable,
+  type FtraceMetadata,
+  mergeBatches,
+  wholePages,
+} from '../events.ts';
 import { parseFormatFile } from '../format-file.ts';
 import { parseHeaderEvent, parseHeaderPage } from '../headers.ts';
 import type { FtraceReader, FtraceReadOptions } from '../raw-dir.ts';
@@ -231,7 +238,7 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
     const cpus: TraceDatCpuPages[] = [];
     for (const pages of pagesOf(buffer)) {
       // Compressed pages come in chunks of unknown total size; v6's head states each CPU's size before its pages.
-      const data = typeof pages.bytes === 'function' ? Buffer.concat([...pages.bytes()]) : pages.bytes;
+      const data = wholePages(pages);
       while (cpus.length < pages.cpu) cpus.push({ size: 0, chunks: () => [] });
       cpus[pages.cpu] = { size: data.length, chunks: () => [data] };
     }
