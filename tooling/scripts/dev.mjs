@@ -106,10 +106,47 @@ function testSummary() {
       const report = JSON.parse(readFileSync(file, 'utf8'));
       passed += report.numPassedTests ?? 0;
       failed += report.numFailedTests ?? 0;
+      // A test file that fails to load has no failed test in it, only a failed file: count it as one failure.
+      for (const result of report.testResults ?? [])
+        if (result.status === 'failed' && !result.assertionResults?.some((t) => t.status === 'failed')) failed++;
       skipped += (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
     }
   }
   return { passed, failed, skipped };
+}
+
+/**
+ * Installs the Debian packages the tests use as judges (tooling/ci/apt-packages.txt) when some are missing and this
+ * is root on a host with apt-get; elsewhere says which are missing (the tests that need them say so as they run).
+ */
+function installJudges() {
+  const list = join(ROOT, 'tooling', 'ci', 'apt-packages.txt');
+  if (!existsSync(list) || spawnSync('sh', ['-c', 'command -v dpkg'], { stdio: 'ignore' }).status !== 0) return;
+  const wanted = readFileSync(list, 'utf8')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+  // A removed package keeps its configuration and `dpkg -s` still knows it: ask for the installed state itself.
+  const installed = (pkg) =>
+    spawnSync('dpkg-query', ['-W', '-f=${Status}', pkg], { encoding: 'utf8' }).stdout?.endsWith('install ok installed');
+  const missing = wanted.filter((pkg) => !installed(pkg));
+  if (missing.length === 0) return;
+  const canInstall =
+    process.getuid?.() === 0 && spawnSync('sh', ['-c', 'command -v apt-get'], { stdio: 'ignore' }).status === 0;
+  if (!canInstall) {
+    log(`test judges missing (not root or no apt-get, so not installed): ${missing.join(' ')}`);
+    return;
+  }
+  log(`installing the test judges missing here with apt-get: ${missing.join(' ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  if (
+    run('apt-get', ['update', '-qq'], { env }) !== 0 ||
+    run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...missing], {
+      env,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    }) !== 0
+  )
+    log(`apt-get could not install ${missing.join(' ')}: the tests that need them will fail`);
 }
 
 function main() {
@@ -167,6 +204,7 @@ function main() {
       break;
     }
     case 'test': {
+      installJudges();
       for (const group of ['packages', 'apps', 'tooling']) {
         const dir = join(ROOT, group);
         if (!existsSync(dir)) continue;
