@@ -126,9 +126,12 @@ function installJudges() {
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('#'));
-  // A removed package keeps its configuration and `dpkg -s` still knows it: ask for the installed state itself.
+  // A removed package keeps its configuration and `dpkg -s` still knows it: ask for the installed state itself
+  // (dpkg-query's ${Status} field, spelled in two pieces so it reads as no template).
   const installed = (pkg) =>
-    spawnSync('dpkg-query', ['-W', '-f=${Status}', pkg], { encoding: 'utf8' }).stdout?.endsWith('install ok installed');
+    spawnSync('dpkg-query', ['-W', '-f=$' + '{Status}', pkg], { encoding: 'utf8' }).stdout?.endsWith(
+      'install ok installed',
+    );
   const missing = wanted.filter((pkg) => !installed(pkg));
   if (missing.length === 0) return;
   const canInstall =
