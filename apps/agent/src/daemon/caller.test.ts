@@ -22,6 +22,7 @@ import { openPersistent } from '@evtrace/persistent-events';
 import { openTrace } from '@evtrace/trace-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, cli, eventually, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
+import { asCaller, type Caller } from './caller.ts';
 
 const root = process.getuid?.() === 0;
 const hasUseradd = spawnSync('sh', ['-c', 'command -v useradd']).status === 0;
@@ -234,6 +235,54 @@ describe.skipIf(!root || !hasUseradd)(
       expect((await cli(agent, ['session', 'attach', 'root/secret', '--persistent', '--dir', bufs])).code).toBe(0);
       expect((await cli(agent, ['session', 'detach', 'root.secret'])).code).toBe(0);
     }, 30_000);
+
+    it("finishes a member's .part as the member after kill -9, the creator kept in the state file", async () => {
+      const out = join(mine, 'crash');
+      const spec = ['--source', 'demo', '--events', 'kmem:*', '--mode', 'overwrite', '--output', out];
+      expect((await as(['session', 'create', 'crash', ...spec], '077')).code).toBe(0);
+      expect((await as(['session', 'start', 'crash'])).code).toBe(0);
+      const part = join(out, 'crash-0001.part');
+      await eventually(() => (existsSync(part) ? true : undefined));
+      const state = JSON.parse(readFileSync(join(agent.stateDir, 'sessions', 'crash', 'state.json'), 'utf8'));
+      // spawn() as uid:gid leaves the member no supplementary groups, and the kernel says so (SO_PEERGROUPS).
+      expect(state.owner).toEqual({ uid: member.uid, gid: member.gid, groups: [], umask: 0o077 });
+      await agent.kill9();
+      agent = await startAgent(dir, ['--group', group, '--demo-rate', '4000']);
+      await agent.waitForLog(/session crash: output \S+ left by the previous agent finished as \S+crash-0001\.dat/);
+      const st = statSync(join(out, 'crash-0001.dat'));
+      expect({ uid: st.uid, mode: st.mode & 0o777 }).toEqual({ uid: member.uid, mode: 0o600 });
+      // The re-created session still writes as its creator.
+      expect((await as(['session', 'stop', 'crash'])).code).toBe(0);
+      for (const f of readdirSync(out)) expect({ f, uid: statSync(join(out, f)).uid }).toEqual({ f, uid: member.uid });
+      expect((await as(['session', 'destroy', 'crash'])).code).toBe(0);
+    }, 30_000);
+
+    it('switches only for the span of the call and back; an agent that is not root refuses to act for others', () => {
+      const them: Caller = { uid: member.uid, gid: member.gid, groups: [member.gid], umask: 0o077 };
+      const umask = process.umask();
+      expect(() => asCaller(them, () => writeFileSync(join(rootOnly, 'x'), ''))).toThrow(/EACCES/);
+      expect(asCaller(them, () => process.umask())).toBe(0o077);
+      asCaller(them, () => writeFileSync(join(mine, 'made'), 'x'));
+      expect(statSync(join(mine, 'made'))).toMatchObject({ uid: member.uid, gid: member.gid, mode: 0o100600 });
+      // Root again, with its umask, after a success and after a failure.
+      expect(process.umask()).toBe(umask);
+      writeFileSync(join(rootOnly, 'y'), '');
+      expect(statSync(join(rootOnly, 'y')).uid).toBe(0);
+      rmSync(join(rootOnly, 'y'));
+      // Without CAP_SETUID the switch does not take: refused, not done with the agent's own rights.
+      const probe = `import(${JSON.stringify(new URL('./caller.ts', import.meta.url).pathname)}).then((m) => { try { m.asCaller({ uid: 0xfffe, gid: 0xfffe, groups: [], umask: 18 }, () => console.log('acted')); } catch (e) { console.log(e.code, e.message); } })`;
+      const r = spawnSync(process.execPath, ['-e', probe], {
+        uid: member.uid,
+        gid: member.gid,
+        cwd: '/',
+        encoding: 'utf8',
+      });
+      expect(r.stdout.trim()).toMatch(
+        new RegExp(
+          `^ERR_PERMISSION the agent \\(uid ${member.uid}\\) cannot act for \\w+ \\(uid 65534\\): only an agent running as root`,
+        ),
+      );
+    });
 
     it('runs no command for the member (a branch-trace session would run it as root)', async () => {
       const bts = await as([
