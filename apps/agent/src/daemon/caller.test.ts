@@ -138,6 +138,9 @@ describe.skipIf(!root || !hasUseradd)(
       const rootShot = await cli(agent, ['session', 'snapshot', 'denied', '-o', rootOnly]);
       expect(rootShot.code).toBe(0);
       expect(statSync(rootShot.stdout.trim()).uid).toBe(0);
+      // A file where a directory is named: the error names it, in words (no raw `EEXIST: EEXIST: ...`).
+      const notDir = await cli(agent, ['session', 'snapshot', 'denied', '-o', precious]);
+      expect(notDir.stderr).toBe(`evtrace: ERR_OUTPUT: cannot mkdir ${precious}: it exists already (EEXIST)\n`);
       expect(await as(['session', 'destroy', 'denied'])).toMatchObject({ code: 0 });
     }, 30_000);
 

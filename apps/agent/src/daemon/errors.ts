@@ -38,25 +38,26 @@ function fsMessage(error: unknown): string | undefined {
 export function asAgentError(error: unknown): AgentError {
   if (error instanceof AgentError) return error;
   const code = (error as { code?: unknown })?.code;
-  const fs = fsMessage(error);
-  if (fs !== undefined)
-    return new AgentError(code === 'EACCES' || code === 'EPERM' ? 'ERR_PERMISSION' : 'ERR_OUTPUT', fs, {
-      cause: error,
-    });
   const message = error instanceof Error ? error.message : String(error);
-  const tagged = typeof code === 'string' ? `${code}: ${message}` : message;
+  // A system call's error names what it was done to; other errors keep their code in front.
+  const tagged = fsMessage(error) ?? (typeof code === 'string' ? `${code}: ${message}` : message);
   switch (code) {
     case 'ERR_TRACEFS_EVENT':
       return new AgentError('ERR_EVENT', tagged, { cause: error });
     case 'ERR_TRACEFS_FILTER':
       return new AgentError('ERR_FILTER', tagged, { cause: error });
+    case 'EACCES':
+    case 'EPERM':
+      return new AgentError('ERR_PERMISSION', tagged, { cause: error });
     case 'ERR_TRACEFS_OUTPUT':
     case 'ENOSPC':
     case 'EDQUOT':
-    case 'EACCES':
     case 'ENOENT':
     case 'EEXIST':
     case 'EROFS':
+    case 'ELOOP':
+    case 'ENOTDIR':
+    case 'EISDIR':
       return new AgentError('ERR_OUTPUT', tagged, { cause: error });
     case 'ERR_TRACEFS_NOT_FOUND':
     case 'ERR_TRACEFS_PERMISSION':
