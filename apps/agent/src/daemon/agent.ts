@@ -17,7 +17,7 @@ import type {
   TriggerSpec,
 } from '@evtrace/agent-protocol';
 import { BtsSource } from '@evtrace/hw-bts';
-import { userName } from '@evtrace/persistent-events';
+import { openPersistent, userName } from '@evtrace/persistent-events';
 import type { EventSource } from '@evtrace/trace-format';
 import {
   DEFAULT_NICE,
@@ -37,6 +37,7 @@ import { SharedInstances } from './instances.ts';
 import {
   type AttachedSource,
   type AttachTarget,
+  attachError,
   attachedSource,
   attachedSpec,
   attachName,
@@ -353,21 +354,27 @@ export class Agent implements MetricsProvider {
   }
 
   /**
-   * The source of an attach, its buffer opened with the caller's rights: what they may not open themselves is
-   * refused with the ERR_PERMISSION they would get. Kernel buffers are tracefs instances, root's alone.
+   * Refuses `caller` a buffer they could not open themselves, with the ERR_PERMISSION a direct open gives: an attached
+   * session shows its buffer's content, so attaching, viewing and trace-shots all ask. Kernel buffers are tracefs
+   * instances, root's alone.
    */
-  #prepareAttached(target: AttachTarget, caller: Caller | undefined): AttachedSource {
-    if (target.backend === 'kernel' && !actsAsItself(caller))
+  #mayRead(target: AttachTarget, caller: Caller | undefined): void {
+    if (actsAsItself(caller)) return;
+    if (target.backend === 'kernel')
       throw new AgentError(
         'ERR_PERMISSION',
         `permission denied: kernel buffer ${target.buffer} is a tracefs instance, which only root reads (you are ${callerName(caller!)})`,
       );
-    const source = attachedSource(target, this.#o.tracefs);
     try {
-      asCaller(caller, () => source.prepare());
+      asCaller(caller, () =>
+        openPersistent(target.buffer, {
+          readOnly: true,
+          ...(target.dir !== undefined ? { dir: target.dir } : {}),
+        }).close(),
+      );
     } catch (error) {
-      const e = asAgentError(error);
-      if (actsAsItself(caller) || e.code !== 'ERR_PERMISSION') throw e;
+      const e = attachError(error);
+      if (e.code !== 'ERR_PERMISSION') throw e;
       // The buffer's message names the process's user; the identity checked was the caller's.
       const message = e.message.replace(
         `; you are ${userName(process.getuid?.() ?? 0)})`,
@@ -375,6 +382,13 @@ export class Agent implements MetricsProvider {
       );
       throw new AgentError('ERR_PERMISSION', message, { cause: error });
     }
+  }
+
+  /** The source of an attach, prepared with the caller's rights once they may read the buffer. */
+  #prepareAttached(target: AttachTarget, caller: Caller | undefined): AttachedSource {
+    this.#mayRead(target, caller);
+    const source = attachedSource(target, this.#o.tracefs);
+    asCaller(caller, () => source.prepare());
     return source;
   }
 
@@ -445,6 +459,7 @@ export class Agent implements MetricsProvider {
   /** A trace-shot; a directory it names is written with `caller`'s rights. */
   snapshot(name: string, dir?: string, format?: 'tracedat' | 'ctf', caller?: Caller): SnapshotResult {
     const s = this.#get(name);
+    if (isAttached(s.source)) this.#mayRead(s.source.target, caller);
     const result = s.snapshot(dir, format, caller);
     this.#o.log(`session ${name}: trace-shot ${result.path} (${result.events} events)`);
     return result;
@@ -456,8 +471,10 @@ export class Agent implements MetricsProvider {
     return s.status();
   }
 
-  subscribe(name: string, out: ViewerOutput, options: { window?: boolean; queue?: number }): Viewer {
+  /** A viewer of the session; of an attached session only for a caller who may read its buffer. */
+  subscribe(name: string, out: ViewerOutput, options: { window?: boolean; queue?: number }, caller?: Caller): Viewer {
     const s = this.#get(name);
+    if (isAttached(s.source)) this.#mayRead(s.source.target, caller);
     if (s.state !== 'running') throw new AgentError('ERR_SESSION_STATE', `session ${name} is ${s.state}, not running`);
     if (this.viewerCount >= (this.#o.maxViewers ?? 64))
       throw new AgentError('ERR_LIMIT', `at most ${this.#o.maxViewers ?? 64} viewers`);

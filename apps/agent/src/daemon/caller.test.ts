@@ -236,6 +236,15 @@ describe.skipIf(!root || !hasUseradd)(
       );
       // Root, for whom the buffer is readable, attaches it.
       expect((await cli(agent, ['session', 'attach', 'root/secret', '--persistent', '--dir', bufs])).code).toBe(0);
+      // Attached by root, its content is still the buffer's: the member may neither view it nor take a trace-shot.
+      const live = await as(['cat', '--live', 'root.secret', '--limit', '1']);
+      expect(live.code).toBe(1);
+      expect(live.stderr).toMatch(denied);
+      expect(denied.exec(live.stderr)![1]).toBe(user);
+      const shot = await as(['session', 'snapshot', 'root.secret', '-o', mine]);
+      expect(shot.code).toBe(1);
+      expect(shot.stderr).toMatch(denied);
+      expect(readdirSync(mine).filter((f) => f.startsWith('root.secret'))).toEqual([]);
       expect((await cli(agent, ['session', 'detach', 'root.secret'])).code).toBe(0);
     }, 30_000);
 

@@ -168,7 +168,7 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
       case 'trigger':
         return void reply(r.id, agent.trigger(r.name, r.trigger));
       case 'subscribe': {
-        const v = agent.subscribe(r.name, out, { ...(r.queue !== undefined ? { queue: r.queue } : {}) });
+        const v = agent.subscribe(r.name, out, { ...(r.queue !== undefined ? { queue: r.queue } : {}) }, caller);
         viewers.set(v.stream, v);
         reply(r.id, { stream: v.stream });
         agent.attach(v, r.window !== false);
