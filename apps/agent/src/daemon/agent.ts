@@ -419,7 +419,7 @@ export class Agent implements MetricsProvider {
         }),
       );
     } catch (error) {
-      throw asAgentError(error);
+      throw attachError(error);
     }
   }
 

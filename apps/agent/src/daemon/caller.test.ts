@@ -236,6 +236,13 @@ describe.skipIf(!root || !hasUseradd)(
       );
       // Root, for whom the buffer is readable, attaches it.
       expect((await cli(agent, ['session', 'attach', 'root/secret', '--persistent', '--dir', bufs])).code).toBe(0);
+      // A directory the member cannot read lists as empty, as it does for them directly; root sees its buffer.
+      const hidden = join(rootOnly, 'bufs');
+      openPersistent('hidden/one', { dir: hidden, create: { size: 8192 } }).close();
+      const theirs = JSON.parse((await as(['session', 'ls', '--json', '--dir', hidden])).stdout);
+      expect({ buffers: theirs.buffers, unreadable: theirs.unreadable }).toEqual({ buffers: [], unreadable: [] });
+      const roots = JSON.parse((await cli(agent, ['session', 'ls', '--json', '--dir', hidden])).stdout);
+      expect(roots.buffers.map((b: { name: string }) => b.name)).toEqual(['hidden/one']);
       // Attached by root, its content is still the buffer's: the member may neither view it nor take a trace-shot.
       const live = await as(['cat', '--live', 'root.secret', '--limit', '1']);
       expect(live.code).toBe(1);
