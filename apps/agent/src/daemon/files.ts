@@ -191,8 +191,9 @@ export function writeTraceShot(shot: TraceShot): FinalizeResult & { path: string
       mkdirSync(shot.dir, { recursive: true });
       const { path } = nextName(shot.dir, shot.prefix);
       const out = path + extension(shot.format);
+      // Only a directory made here is removed on failure: mkdir is exclusive.
+      mkdirSync(`${out}.part`, 0o755);
       raw = `${out}.part`;
-      mkdirSync(raw, 0o755);
       writeMetadata(meta, raw);
       for (const [i, cpu] of shot.cpus.entries()) {
         const fd = createFile(join(raw, `cpu${cpu}.raw`));
@@ -307,12 +308,13 @@ export class RotatingOutput {
         const dir = `${path}.part`;
         // Not writable by others, whatever the umask: only the agent adds to it.
         mkdirSync(dir, 0o755);
-        writeMetadata(meta, dir);
         const fds: number[] = [];
         try {
+          writeMetadata(meta, dir);
           for (const cpu of this.#o.cpus) fds.push(createFile(join(dir, `cpu${cpu}.raw`)));
         } catch (error) {
           for (const fd of fds) closeSync(fd);
+          rmSync(dir, { recursive: true, force: true });
           throw error;
         }
         return { path, dir, fds, bytes: 0, started: Date.now() };
