@@ -357,4 +357,32 @@ describe('agent --socket', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 30_000);
+
+  it.skipIf(!root)(
+    `leaves a shared directory's owner and mode alone with --group${root ? '' : ' (skipped: not root: chown needs root)'}`,
+    async () => {
+      const dir = workDir('agent-socket-');
+      try {
+        // As /tmp: sticky, world-writable, other files in it.
+        writeFileSync(join(dir, 'other'), '');
+        chmodSync(dir, 0o1777);
+        const agent = await startAgent(dir, ['--group', '0'], join(dir, 'grouped.sock'));
+        try {
+          expect(statSync(join(dir, 'grouped.sock')).mode & 0o777).toBe(0o660);
+          expect(statSync(dir).mode & 0o7777).toBe(0o1777);
+          expect(agent.log()).toMatch(/holds other files and is left as it is/);
+        } finally {
+          await agent.stop();
+        }
+        // A directory made for the socket is opened to the group.
+        const made = join(dir, 'run');
+        const own = await startAgent(dir, ['--group', '0'], join(made, 'agent.sock'));
+        await own.stop();
+        expect(statSync(made).mode & 0o7777).toBe(0o750);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    30_000,
+  );
 });

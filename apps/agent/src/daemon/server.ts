@@ -3,9 +3,9 @@
  * credentials checked on connect (SO_PEERCRED). Requests are JSON lines (PROTOCOL.md in @evtrace/agent-protocol),
  * answered in order; malformed, oversize or unknown requests get an error reply and the connection goes on.
  */
-import { chmodSync, chownSync, lstatSync, mkdirSync, unlinkSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, mkdirSync, readdirSync, unlinkSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import { dirname, isAbsolute } from 'node:path';
+import { basename, dirname, isAbsolute } from 'node:path';
 import {
   encodeLine,
   LineDecoder,
@@ -55,7 +55,7 @@ export async function listen(agent: Agent, options: ListenOptions): Promise<Serv
   if (options.group !== undefined && gid === undefined)
     throw new AgentError('ERR_INTERNAL', `no group named ${options.group}`);
   const dir = dirname(options.socket);
-  mkdirSync(dir, { recursive: true, mode: 0o750 });
+  const made = mkdirSync(dir, { recursive: true, mode: 0o750 }) !== undefined;
   const found = lstatSync(options.socket, { throwIfNoEntry: false });
   if (found !== undefined) {
     // Only a socket no agent answers on is ours to replace: anything else at that path stays as it is.
@@ -79,8 +79,12 @@ export async function listen(agent: Agent, options: ListenOptions): Promise<Serv
   chmodSync(options.socket, gid === undefined ? 0o600 : 0o660);
   if (gid !== undefined) {
     chownSync(options.socket, -1, gid);
-    chownSync(dir, -1, gid);
-    chmodSync(dir, 0o750);
+    // The directory is opened to the group only when it is the agent's (made now, or a service's runtime directory
+    // holding nothing else): a shared one such as /tmp or /run keeps its owner and mode.
+    if (made || readdirSync(dir).every((name) => name === basename(options.socket))) {
+      chownSync(dir, -1, gid);
+      chmodSync(dir, 0o750);
+    } else options.log(`${dir} holds other files and is left as it is: the group must be able to search it`);
   }
   return server;
 }
