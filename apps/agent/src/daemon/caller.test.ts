@@ -301,7 +301,37 @@ describe.skipIf(!root || !hasUseradd)(
           `^ERR_PERMISSION the agent \\(uid ${member.uid}\\) cannot act for \\w+ \\(uid 65534\\): only an agent running as root`,
         ),
       );
-    });
+    }, 30_000);
+
+    it('uses the supplementary groups the kernel recorded for the peer (SO_PEERGROUPS)', async () => {
+      const team = `${user}t`;
+      execFileSync('groupadd', [team]);
+      try {
+        execFileSync('usermod', ['-a', '-G', team, user]);
+        // Only the team may write here: the member through a supplementary group, which su gives a login.
+        const shared = join(dir, 'team');
+        mkdirSync(shared);
+        chownSync(shared, 0, Number(execFileSync('getent', ['group', team]).toString().split(':')[2]));
+        chmodSync(shared, 0o770);
+        const script = `EVTRACE_AGENT_SOCKET='${agent.socket}' '${process.execPath}' '${CLI}'`;
+        const viaSu = (args: string) =>
+          spawnSync('su', ['-s', '/bin/sh', user, '-c', `${script} ${args}`], { cwd: '/', encoding: 'utf8' });
+        expect(viaSu(`session create team --source demo --events 'kmem:*' --mode overwrite`).status).toBe(0);
+        expect(viaSu('session start team').status).toBe(0);
+        const shot = viaSu(`session snapshot team -o ${shared}`);
+        expect(shot.stderr).toMatch(/trace-shot of team/);
+        expect(statSync(shot.stdout.trim()).uid).toBe(member.uid);
+        // The same member without that group (spawned as uid:gid alone) is refused.
+        const alone = await as(['session', 'snapshot', 'team', '-o', shared]);
+        expect(alone.stderr).toMatch(
+          new RegExp(`ERR_PERMISSION: cannot \\w+ ${shared}/team-shot-\\d{4}\\.dat: permission denied`),
+        );
+        expect(viaSu('session destroy team').status).toBe(0);
+      } finally {
+        spawnSync('gpasswd', ['-d', user, team]);
+        spawnSync('groupdel', [team]);
+      }
+    }, 30_000);
 
     it('runs no command for the member (a branch-trace session would run it as root)', async () => {
       const bts = await as([
