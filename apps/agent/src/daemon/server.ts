@@ -1,7 +1,8 @@
 /**
  * The control socket: a Unix stream socket in a 0750 directory, mode 0660 with a group (0600 without), each peer's
- * credentials checked on connect (SO_PEERCRED). Requests are JSON lines (PROTOCOL.md in @evtrace/agent-protocol),
- * answered in order; malformed, oversize or unknown requests get an error reply and the connection goes on.
+ * credentials checked on connect (SO_PEERCRED) and every path its requests name opened with them (caller.ts).
+ * Requests are JSON lines (PROTOCOL.md in @evtrace/agent-protocol), answered in order; malformed, oversize or unknown
+ * requests get an error reply and the connection goes on.
  */
 import { chmodSync, chownSync, lstatSync, mkdirSync, readdirSync, unlinkSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
@@ -17,9 +18,9 @@ import {
 } from '@evtrace/agent-protocol';
 import pkg from '../../package.json' with { type: 'json' };
 import type { Agent } from './agent.ts';
-import { type Caller, callerOf } from './caller.ts';
+import { callerOf } from './caller.ts';
 import { AgentError, asAgentError } from './errors.ts';
-import { authorize, groupId, peerCredentials } from './peercred.ts';
+import { authorize, groupId, type PeerCredentials, peerCredentials } from './peercred.ts';
 import type { Viewer } from './viewer.ts';
 
 /** Options of {@link listen}. */
@@ -91,22 +92,21 @@ export async function listen(agent: Agent, options: ListenOptions): Promise<Serv
 
 function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line: string) => void): void {
   socket.on('error', () => {});
-  let refusal: string | undefined;
-  /** Every path a request names is opened with the peer's rights. */
-  let caller: Caller | undefined;
-  try {
-    const peer = peerCredentials(socket);
-    refusal = authorize(peer, gid, process.getuid?.() ?? 0);
-    caller = callerOf(peer);
-  } catch (error) {
-    refusal = `cannot read the peer's credentials: ${(error as Error).message}`;
-  }
-  if (refusal !== undefined || caller === undefined) {
+  const refuse = (refusal: string) => {
     agent.protocolErrors++;
     log(`refused a connection: ${refusal}`);
-    socket.end(encodeLine({ id: null, ok: false, error: { code: 'ERR_PERMISSION', message: refusal ?? 'no peer' } }));
-    return;
+    socket.end(encodeLine({ id: null, ok: false, error: { code: 'ERR_PERMISSION', message: refusal } }));
+  };
+  let peer: PeerCredentials;
+  try {
+    peer = peerCredentials(socket);
+  } catch (error) {
+    return refuse(`cannot read the peer's credentials: ${(error as Error).message}`);
   }
+  const refusal = authorize(peer, gid, process.getuid?.() ?? 0);
+  if (refusal !== undefined) return refuse(refusal);
+  /** Every path a request names is opened with the peer's rights. */
+  const caller = callerOf(peer);
   const decoder = new LineDecoder(MAX_REQUEST_BYTES);
   const viewers = new Map<number, Viewer>();
   let hello = false;
