@@ -101,10 +101,14 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
   try {
     peer = peerCredentials(socket);
   } catch (error) {
-    return refuse(`cannot read the peer's credentials: ${(error as Error).message}`);
+    refuse(`cannot read the peer's credentials: ${(error as Error).message}`);
+    return;
   }
   const refusal = authorize(peer, gid, process.getuid?.() ?? 0);
-  if (refusal !== undefined) return refuse(refusal);
+  if (refusal !== undefined) {
+    refuse(refusal);
+    return;
+  }
   /** Every path a request names is opened with the peer's rights. */
   const caller = callerOf(peer);
   const decoder = new LineDecoder(MAX_REQUEST_BYTES);
