@@ -41,3 +41,4 @@ export {
   openPersistent,
   PersistentBuffer,
 } from './user.ts';
+export { groupName, userName } from './users.ts';

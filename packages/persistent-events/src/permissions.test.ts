@@ -1,5 +1,15 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  lchownSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -97,5 +107,41 @@ describe.skipIf(skip !== '')(`permissions${skip ? ` (skipped: ${skip})` : ''}`, 
       PersistentError,
     );
     expect(() => statSync(join(dir, 'perm', 'nogroup.evrb'))).toThrow(/ENOENT/);
+  });
+
+  it("creates nothing below another user's directory, a symbolic link, or a world-writable directory without the sticky bit", () => {
+    const stranger = Number(execFileSync('id', ['-u', STRANGER]).toString());
+    const create = (name: string, base: string) => () =>
+      openPersistent(name, { dir: base, create: { size: 8192 } }).close();
+    // The shared directory made first by someone else: they could remove or swap what others put in it.
+    const theirs = join(dir, 'theirs');
+    mkdirSync(theirs);
+    chownSync(theirs, stranger, stranger);
+    chmodSync(theirs, 0o1777);
+    expect(create('team/app', theirs)).toThrow(
+      new RegExp(`the buffer directory ${theirs} belongs to ${STRANGER}, who could replace or remove buffers in it`),
+    );
+    expect(readdirSync(theirs)).toEqual([]);
+    // A namespace directory planted as a link to elsewhere in a shared directory.
+    const shared = join(dir, 'shared');
+    mkdirSync(shared);
+    chmodSync(shared, 0o1777);
+    const elsewhere = join(dir, 'elsewhere');
+    mkdirSync(elsewhere);
+    symlinkSync(elsewhere, join(shared, 'team'));
+    lchownSync(join(shared, 'team'), stranger, stranger);
+    expect(create('team/app', shared)).toThrow(
+      new RegExp(`the namespace directory ${shared}/team is a symbolic link: buffers are created only below real`),
+    );
+    expect(readdirSync(elsewhere)).toEqual([]);
+    // Writable by anybody without the sticky bit.
+    const open = join(dir, 'open');
+    mkdirSync(open);
+    chmodSync(open, 0o777);
+    expect(create('x', open)).toThrow(/may be written by anybody \(mode 0777\) and is not sticky/);
+    expect(readdirSync(open)).toEqual([]);
+    // The same names in a directory of root's, sticky as evtrace makes it: created.
+    create('team/app', join(dir, 'fine'))();
+    expect(statSync(join(dir, 'fine', 'team', 'app.evrb')).uid).toBe(0);
   });
 });

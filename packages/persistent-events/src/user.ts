@@ -10,10 +10,12 @@ import {
   fstatSync,
   ftruncateSync,
   linkSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readSync,
   rmdirSync,
+  type Stats,
   statSync,
   unlinkSync,
   writeSync,
@@ -324,6 +326,47 @@ function checkCreate(c: CreateBufferOptions): { pageSize: number; pageCount: num
   return { pageSize, pageCount };
 }
 
+/**
+ * Refuses a directory that someone other than root or this user could change under the buffers: a symbolic link
+ * (for the base directory: one of another user), a directory of another user (they could replace or remove what is
+ * in it), or one anybody may write that is not sticky. Every directory on the way to a new buffer passing this, no
+ * one else can swap a component for a link between the check and the creation.
+ */
+function checkDir(dir: string, what: string, linkOk: boolean): void {
+  const me = process.geteuid?.() ?? 0;
+  const whose = (uid: number) => (uid === 0 || uid === me ? undefined : userName(uid));
+  let st: Stats;
+  try {
+    st = lstatSync(dir);
+    if (st.isSymbolicLink()) {
+      if (!linkOk || whose(st.uid) !== undefined)
+        throw new PersistentError(
+          'ERR_PERMISSION',
+          `${what} ${dir} is a symbolic link${linkOk ? ` of ${whose(st.uid)}` : ''}: buffers are created only below real directories`,
+          { path: dir },
+        );
+      st = statSync(dir);
+    }
+  } catch (error) {
+    if (error instanceof PersistentError) throw error;
+    throw fsError(dir, error, `cannot check ${what}`);
+  }
+  if (!st.isDirectory()) throw new PersistentError('ERR_ARGUMENT', `${what} ${dir} is not a directory`, { path: dir });
+  const other = whose(st.uid);
+  if (other !== undefined)
+    throw new PersistentError(
+      'ERR_PERMISSION',
+      `${what} ${dir} belongs to ${other}, who could replace or remove buffers in it: use a directory of your own (dir, $EVTRACE_PERSISTENT_DIR) or one root made (mkdir -m 1777)`,
+      { path: dir },
+    );
+  if ((st.mode & 0o002) !== 0 && (st.mode & 0o1000) === 0)
+    throw new PersistentError(
+      'ERR_PERMISSION',
+      `${what} ${dir} may be written by anybody (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}) and is not sticky: anybody could replace buffers in it`,
+      { path: dir },
+    );
+}
+
 /** Creates the namespace directories of `file` below `base` (base itself sticky and world-writable, like /dev/shm). */
 function makeDirs(base: string, file: string): void {
   try {
@@ -332,6 +375,7 @@ function makeDirs(base: string, file: string): void {
   } catch (error) {
     throw fsError(base, error, 'cannot create the buffer directory');
   }
+  checkDir(base, 'the buffer directory', true);
   let dir = base;
   for (const part of relative(base, dirname(file)).split(sep).filter(Boolean)) {
     dir = join(dir, part);
@@ -343,6 +387,7 @@ function makeDirs(base: string, file: string): void {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST')
         throw fsError(dir, error, 'cannot create a namespace directory');
     }
+    checkDir(dir, 'the namespace directory', false);
   }
 }
 

@@ -4,6 +4,7 @@
  * `session --persistent` mode; listings go through the running agent when one answers (`evtrace ls`, `session ls`).
  */
 import { writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import {
   type AgentClient,
   type BufferList,
@@ -66,7 +67,8 @@ function guard<T>(fn: () => T): T {
   }
 }
 
-const dirOf = (o: PersistentTarget) => (o.dir !== undefined ? { dir: o.dir } : {});
+/** The agent opens paths from its own directory: the client's relative one is resolved here. */
+const dirOf = (o: PersistentTarget) => (o.dir !== undefined ? { dir: resolve(o.dir) } : {});
 
 /** Creates a buffer; returns what it is now. */
 export function persistentCreate(name: string, o: PersistentCreateOptions): BufferInfo {

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import {
   type AgentClient,
   connectAgent,
@@ -189,7 +190,7 @@ keeps the oldest and counts what does not fit as lost. With --output, files are 
         ...(o.filter !== undefined ? { filter: o.filter } : {}),
         ...(o.bufferSize !== undefined ? { bufferSize: parseSize(o.bufferSize, '--buffer-size') } : {}),
         ...(o.output !== undefined
-          ? { output: { dir: o.output, format: (o.format ?? 'tracedat') as OutputFormat } }
+          ? { output: { dir: resolve(o.output), format: (o.format ?? 'tracedat') as OutputFormat } }
           : {}),
         ...(o.rotate !== undefined ? { rotate: parseRotate(o.rotate) } : {}),
         ...(o.trigger !== undefined ? { triggers: o.trigger.map(parseTrigger) } : {}),
@@ -238,7 +239,7 @@ evtrace session create br --events bts:branch --mode overwrite --source bts-qemu
         throw new CliExit(ExitCode.Usage, `--format must be tracedat or ctf, not '${o.format}'`);
       const r = await withAgent(o.socket, (a) =>
         a.snapshot(sessionArg(name), {
-          ...(o.output !== undefined ? { dir: o.output } : {}),
+          ...(o.output !== undefined ? { dir: resolve(o.output) } : {}),
           ...(o.format !== undefined ? { format: o.format as OutputFormat } : {}),
         }),
       );

@@ -17,11 +17,11 @@ import type {
   TriggerSpec,
 } from '@evtrace/agent-protocol';
 import { BtsSource } from '@evtrace/hw-bts';
+import { openPersistent, userName } from '@evtrace/persistent-events';
 import type { EventSource } from '@evtrace/trace-format';
 import {
   DEFAULT_NICE,
   DemoSource,
-  finalizeRecording,
   findTracefs,
   instanceOwner,
   KernelTap,
@@ -30,10 +30,20 @@ import {
 } from '@evtrace/tracefs';
 import { autoSource } from '../commands/record.ts';
 import type { AgentHealth, MetricsProvider, SessionCounters } from '../metrics/types.ts';
+import { actsAsItself, asCaller, type Caller, callerName } from './caller.ts';
 import { AgentError, asAgentError } from './errors.ts';
-import { extension } from './files.ts';
+import { extension, finishInto } from './files.ts';
 import { SharedInstances } from './instances.ts';
-import { attachedSource, attachedSpec, attachName, isAttached, listBuffers } from './persistent.ts';
+import {
+  type AttachedSource,
+  type AttachTarget,
+  attachError,
+  attachedSource,
+  attachedSpec,
+  attachName,
+  isAttached,
+  listBuffers,
+} from './persistent.ts';
 import { Session } from './session.ts';
 import { isAlive, readRecords, type SessionRecord, sessionsDir, writeRecord } from './state.ts';
 import { Viewer, type ViewerOutput } from './viewer.ts';
@@ -111,8 +121,8 @@ export class Agent implements MetricsProvider {
           `the state directory ${this.#o.stateDir} is in use by a running agent (pid ${record.pid})`,
         );
       const name = record.spec.name;
-      if (record.part !== undefined && existsSync(record.part))
-        said.push(`session ${name}: ${finishPart(record.part, record.spec)}`);
+      const finished = record.part === undefined ? undefined : finishPart(record.part, record.spec, record.owner);
+      if (finished !== undefined) said.push(`session ${name}: ${finished}`);
       let tracefs: string | undefined;
       let adopt: string | undefined;
       if (record.source === 'kernel' && record.instance !== undefined) {
@@ -129,7 +139,7 @@ export class Agent implements MetricsProvider {
       try {
         const source =
           adopt !== undefined ? this.#kernelSource(record.spec, adopt) : this.#source(record.spec, record.source);
-        const session = await this.#open({ ...record.spec, triggers: record.triggers }, source, dir);
+        const session = await this.#open({ ...record.spec, triggers: record.triggers }, source, dir, record.owner);
         if (adopt !== undefined) adopted.add(adopt);
         if (record.state === 'running') {
           session.start();
@@ -155,8 +165,8 @@ export class Agent implements MetricsProvider {
   async #reattach(dir: string, record: SessionRecord): Promise<string> {
     const target = record.persistent!;
     try {
-      const source = attachedSource(target, this.#o.tracefs);
-      const session = await this.#open({ ...record.spec, triggers: record.triggers }, source, dir);
+      const source = this.#prepareAttached(target, record.owner);
+      const session = await this.#open({ ...record.spec, triggers: record.triggers }, source, dir, record.owner);
       if (record.state === 'running') session.start();
       return `attached again to ${target.backend} buffer ${target.buffer}; ${session.state}`;
     } catch (error) {
@@ -221,13 +231,20 @@ export class Agent implements MetricsProvider {
     return new DemoSource({ events: spec.events, cpus: Math.min(osCpus().length, 4), rate: this.#o.demoRate ?? 5000 });
   }
 
-  async #open(spec: SessionSpec, source: EventSource, dir: string): Promise<Session> {
-    const session = new Session(spec, source, dir, join(this.#o.stateDir, 'snapshots'), {
-      triggered: (s, why) => this.#trigger(s, why),
-      failed: (s, error) => this.#o.log(`session ${s.name} failed and stopped: ${error.code}: ${error.message}`),
-      changed: (s) => this.#save(s),
-      sharing: (s) => this.#sharing(s),
-    });
+  async #open(spec: SessionSpec, source: EventSource, dir: string, owner: Caller | undefined): Promise<Session> {
+    const session = new Session(
+      spec,
+      source,
+      dir,
+      join(this.#o.stateDir, 'snapshots'),
+      {
+        triggered: (s, why) => this.#trigger(s, why),
+        failed: (s, error) => this.#o.log(`session ${s.name} failed and stopped: ${error.code}: ${error.message}`),
+        changed: (s) => this.#save(s),
+        sharing: (s) => this.#sharing(s),
+      },
+      owner,
+    );
     await session.open();
     this.sessionsByName.set(spec.name, session);
     this.#save(session);
@@ -246,6 +263,7 @@ export class Agent implements MetricsProvider {
       ...(s.part !== undefined ? { part: s.part } : {}),
       triggers: s.triggers,
       ...(isAttached(s.source) ? { persistent: s.source.target } : {}),
+      ...(s.owner !== undefined ? { owner: s.owner } : {}),
     };
     try {
       writeRecord(s.dir, record);
@@ -260,12 +278,21 @@ export class Agent implements MetricsProvider {
     return s;
   }
 
-  /** Creates a session; `source` names one of {@link AgentOptions.sources} (in-process callers only). */
-  async create(spec: SessionSpec, source?: string): Promise<SessionStatus> {
+  /**
+   * Creates a session; `source` names one of {@link AgentOptions.sources} (in-process callers only). Its output
+   * directory is written with `caller`'s rights, now and whenever the session writes there.
+   */
+  async create(spec: SessionSpec, source?: string, caller?: Caller): Promise<SessionStatus> {
     if (this.sessionsByName.has(spec.name))
       throw new AgentError('ERR_SESSION_EXISTS', `a session named ${spec.name} exists`);
     if (this.sessionsByName.size >= (this.#o.maxSessions ?? 32))
       throw new AgentError('ERR_LIMIT', `at most ${this.#o.maxSessions ?? 32} sessions`);
+    // The program of a branch-trace session would run as the agent.
+    if (spec.command !== undefined && !actsAsItself(caller))
+      throw new AgentError(
+        'ERR_PERMISSION',
+        `a session with a command runs it as the agent: only root or the agent's user may create one (you are ${callerName(caller!)})`,
+      );
     let kind: string = source ?? spec.source ?? 'auto';
     if (kind === 'auto')
       kind = autoSource({ uid: () => process.getuid?.(), tracefs: () => this.#o.tracefs ?? findTracefs() }).source;
@@ -274,7 +301,13 @@ export class Agent implements MetricsProvider {
     if (existsSync(dir))
       throw new AgentError('ERR_SESSION_EXISTS', `a session named ${spec.name} exists (state in ${dir})`);
     mkdirSync(dir, { recursive: true });
-    const session = await this.#open(spec, this.#source(spec, kind), dir);
+    let session: Session;
+    try {
+      session = await this.#open(spec, this.#source(spec, kind), dir, caller);
+    } catch (error) {
+      rmSync(dir, { recursive: true, force: true });
+      throw error;
+    }
     this.#o.log(
       `session ${spec.name} created (${session.source.kind} source${session.source.resource ? `, instance ${session.source.resource}` : ''})`,
     );
@@ -285,7 +318,7 @@ export class Agent implements MetricsProvider {
    * Makes a persistent buffer the source of a new session, running at once. Its name defaults to the buffer's with
    * `/` as `.`; one session per buffer.
    */
-  async attachBuffer(spec: AttachSpec): Promise<SessionStatus> {
+  async attachBuffer(spec: AttachSpec, caller?: Caller): Promise<SessionStatus> {
     const name = attachName(spec);
     if (this.sessionsByName.has(name)) throw new AgentError('ERR_SESSION_EXISTS', `a session named ${name} exists`);
     if (this.sessionsByName.size >= (this.#o.maxSessions ?? 32))
@@ -295,7 +328,6 @@ export class Agent implements MetricsProvider {
       backend: spec.backend ?? 'user',
       ...(spec.dir !== undefined ? { dir: spec.dir } : {}),
     };
-    const source = attachedSource(target, this.#o.tracefs);
     for (const s of this.sessionsByName.values()) {
       if (
         isAttached(s.source) &&
@@ -309,21 +341,55 @@ export class Agent implements MetricsProvider {
     }
     const dir = join(sessionsDir(this.#o.stateDir), name);
     if (existsSync(dir)) throw new AgentError('ERR_SESSION_EXISTS', `a session named ${name} exists (state in ${dir})`);
+    const source = this.#prepareAttached(target, caller);
     mkdirSync(dir, { recursive: true });
-    try {
-      source.prepare();
-    } catch (error) {
-      rmSync(dir, { recursive: true, force: true });
-      throw error;
-    }
     // Prepared once: the session's open prepares again, which the attached sources take as a no-op.
-    const session = await this.#open(attachedSpec(name, source), source, dir);
+    const session = await this.#open(attachedSpec(name, source), source, dir, caller);
     session.start();
     // What the buffer holds already is in the session when the reply goes out.
     session.poll(Date.now());
     this.#schedule();
     this.#o.log(`session ${name} attached to ${target.backend} buffer ${target.buffer} (${source.path})`);
     return session.status();
+  }
+
+  /**
+   * Refuses `caller` a buffer they could not open themselves, with the ERR_PERMISSION a direct open gives: an attached
+   * session shows its buffer's content, so attaching, viewing and trace-shots all ask. Kernel buffers are tracefs
+   * instances, root's alone.
+   */
+  #mayRead(target: AttachTarget, caller: Caller | undefined): void {
+    if (actsAsItself(caller)) return;
+    if (target.backend === 'kernel')
+      throw new AgentError(
+        'ERR_PERMISSION',
+        `permission denied: kernel buffer ${target.buffer} is a tracefs instance, which only root reads (you are ${callerName(caller!)})`,
+      );
+    try {
+      asCaller(caller, () =>
+        openPersistent(target.buffer, {
+          readOnly: true,
+          ...(target.dir !== undefined ? { dir: target.dir } : {}),
+        }).close(),
+      );
+    } catch (error) {
+      const e = attachError(error);
+      if (e.code !== 'ERR_PERMISSION') throw e;
+      // The buffer's message names the process's user; the identity checked was the caller's.
+      const message = e.message.replace(
+        `; you are ${userName(process.getuid?.() ?? 0)})`,
+        `; you are ${userName(caller!.uid)})`,
+      );
+      throw new AgentError('ERR_PERMISSION', message, { cause: error });
+    }
+  }
+
+  /** The source of an attach, prepared with the caller's rights once they may read the buffer. */
+  #prepareAttached(target: AttachTarget, caller: Caller | undefined): AttachedSource {
+    this.#mayRead(target, caller);
+    const source = attachedSource(target, this.#o.tracefs);
+    asCaller(caller, () => source.prepare());
+    return source;
   }
 
   /** Ends a session attached to a persistent buffer; the buffer stays, as do the session's trace-shots. */
@@ -339,19 +405,21 @@ export class Agent implements MetricsProvider {
     return { name, buffer, backend };
   }
 
-  /** The persistent buffers this agent sees, each with the session attached to it. */
-  buffers(dir?: string): BufferList {
+  /** The persistent buffers `caller` sees (with their rights), each with the session attached to it. */
+  buffers(dir?: string, caller?: Caller): BufferList {
     const attached = new Map<string, { session: string; user: boolean }>();
     for (const s of this.sessionsByName.values())
       if (isAttached(s.source))
         attached.set(s.source.path, { session: s.name, user: s.source.target.backend === 'user' });
     try {
-      return listBuffers(attached, {
-        ...(dir !== undefined ? { dir } : {}),
-        ...(this.#o.tracefs !== undefined ? { tracefs: this.#o.tracefs } : {}),
-      });
+      return asCaller(caller, () =>
+        listBuffers(attached, {
+          ...(dir !== undefined ? { dir } : {}),
+          ...(this.#o.tracefs !== undefined ? { tracefs: this.#o.tracefs } : {}),
+        }),
+      );
     } catch (error) {
-      throw asAgentError(error);
+      throw attachError(error);
     }
   }
 
@@ -388,9 +456,11 @@ export class Agent implements MetricsProvider {
     return [...this.sessionsByName.values()].map((s) => s.status());
   }
 
-  snapshot(name: string, dir?: string, format?: 'tracedat' | 'ctf'): SnapshotResult {
+  /** A trace-shot; a directory it names is written with `caller`'s rights. */
+  snapshot(name: string, dir?: string, format?: 'tracedat' | 'ctf', caller?: Caller): SnapshotResult {
     const s = this.#get(name);
-    const result = s.snapshot(dir, format);
+    if (isAttached(s.source)) this.#mayRead(s.source.target, caller);
+    const result = s.snapshot(dir, format, caller);
     this.#o.log(`session ${name}: trace-shot ${result.path} (${result.events} events)`);
     return result;
   }
@@ -401,8 +471,10 @@ export class Agent implements MetricsProvider {
     return s.status();
   }
 
-  subscribe(name: string, out: ViewerOutput, options: { window?: boolean; queue?: number }): Viewer {
+  /** A viewer of the session; of an attached session only for a caller who may read its buffer. */
+  subscribe(name: string, out: ViewerOutput, options: { window?: boolean; queue?: number }, caller?: Caller): Viewer {
     const s = this.#get(name);
+    if (isAttached(s.source)) this.#mayRead(s.source.target, caller);
     if (s.state !== 'running') throw new AgentError('ERR_SESSION_STATE', `session ${name} is ${s.state}, not running`);
     if (this.viewerCount >= (this.#o.maxViewers ?? 64))
       throw new AgentError('ERR_LIMIT', `at most ${this.#o.maxViewers ?? 64} viewers`);
@@ -516,15 +588,19 @@ export class Agent implements MetricsProvider {
   }
 }
 
-/** Turns the `.part` a killed agent left into its output; keeps it (readable) when that fails. */
-function finishPart(part: string, spec: SessionSpec): string {
+/**
+ * Turns the `.part` a killed agent left into its output, with the rights of the session's owner; keeps it
+ * (readable) when that fails.
+ */
+function finishPart(part: string, spec: SessionSpec, owner: Caller | undefined): string | undefined {
   const format = spec.output?.format ?? 'tracedat';
   const out = part.replace(/\.part$/, extension(format));
   try {
-    const r = finalizeRecording(part, out, format);
+    const r = asCaller(owner, () => (existsSync(part) ? finishInto(part, out, format) : undefined));
+    if (r === undefined) return undefined;
     return `output ${part} left by the previous agent finished as ${out} (${r.bytes} bytes)`;
   } catch (error) {
-    return `output ${part} left by the previous agent kept as it is (readable with evtrace cat): ${(error as Error).message}`;
+    return `output ${part} left by the previous agent kept as it is (readable with evtrace cat): ${asAgentError(error).message}`;
   }
 }
 

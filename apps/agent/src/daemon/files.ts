@@ -3,32 +3,132 @@
  * rotating output written while recording. Pages are appended whole; a failed write cuts the file back to its last
  * whole page, so every `.part` directory stays readable (`evtrace cat`) up to its last complete page, also after
  * kill -9, and is turned into trace.dat or CTF when it is complete.
+ *
+ * Everything under a directory a client named is created with the client's rights ({@link asCaller}), new files
+ * with `O_EXCL|O_NOFOLLOW`, and a finished file is built in a private directory and renamed into place without
+ * replacing anything: a symbolic link or file planted at its name makes the request fail, it is never followed.
  */
 import {
   closeSync,
-  copyFileSync,
-  existsSync,
+  constants,
   fstatSync,
   ftruncateSync,
+  lstatSync,
   mkdirSync,
+  mkdtempSync,
   openSync,
   readdirSync,
+  readFileSync,
+  rmdirSync,
   rmSync,
   writeSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { basename, dirname, join } from 'node:path';
 import type { OutputFormat } from '@evtrace/agent-protocol';
-import { type EventFilterPlan, type FinalizeResult, finalizeRecording } from '@evtrace/tracefs';
+import { type EventFilterPlan, type FinalizeOptions, type FinalizeResult, finalizeRecording } from '@evtrace/tracefs';
+import { asCaller, type Caller } from './caller.ts';
 import { AgentError, asAgentError } from './errors.ts';
 
-/** Copies a metadata directory (everything but `cpuN.raw`) into `to`, which exists. */
-export function copyMetadata(from: string, to: string): void {
+/** A new file, never an existing one nor through a symbolic link; its mode is 0666 less the umask. */
+export function createFile(path: string): number {
+  return openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o666);
+}
+
+/** A metadata directory's files (everything but `cpuN.raw`), read with the agent's rights: the state is its own. */
+export type Metadata = readonly { readonly rel: string; readonly bytes?: Buffer }[];
+
+export function readMetadata(from: string): Metadata {
+  const entries: { rel: string; bytes?: Buffer }[] = [];
   for (const e of readdirSync(from, { withFileTypes: true, recursive: true })) {
     const rel = join(e.parentPath, e.name).slice(from.length + 1);
     if (/^cpu\d+\.raw$/.test(rel)) continue;
-    if (e.isDirectory()) mkdirSync(join(to, rel), { recursive: true });
-    else copyFileSync(join(from, rel), join(to, rel));
+    if (e.isDirectory()) entries.push({ rel });
+    else entries.push({ rel, bytes: readFileSync(join(from, rel)) });
   }
+  // Parents first.
+  return entries.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
+}
+
+/** Writes metadata read by {@link readMetadata} into `to`, which exists. */
+export function writeMetadata(meta: Metadata, to: string): void {
+  for (const { rel, bytes } of meta) {
+    if (bytes === undefined) mkdirSync(join(to, rel), 0o777);
+    else {
+      const fd = createFile(join(to, rel));
+      try {
+        for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+      } finally {
+        closeSync(fd);
+      }
+    }
+  }
+}
+
+/** Fails unless the caller (the identity in force) may create files in `dir`, which exists. */
+export function checkWritable(dir: string): void {
+  rmdirSync(mkdtempSync(join(dir, '.evtrace-')));
+}
+
+type RenameAt2 = (olddirfd: number, oldpath: string, newdirfd: number, newpath: string, flags: number) => number;
+let renameat2: { call: RenameAt2; errno: () => number } | undefined;
+const AT_FDCWD = -100;
+const RENAME_NOREPLACE = 1;
+const EEXIST = 17;
+
+/** Renames `from` to `to` only when nothing (not even a dangling symbolic link) is at `to` (renameat2, koffi). */
+function renameNoReplace(from: string, to: string): void {
+  if (renameat2 === undefined) {
+    const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
+    const lib = koffi.load('libc.so.6');
+    renameat2 = {
+      call: lib.func(
+        'int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags)',
+      ) as RenameAt2,
+      errno: () => koffi.errno(),
+    };
+  }
+  if (renameat2.call(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) === 0) return;
+  const errno = renameat2.errno();
+  const code = errno === EEXIST ? 'EEXIST' : `errno ${errno}`;
+  throw Object.assign(new Error(`${code}: rename ${from} -> ${to}`), { code, syscall: 'rename', path: to });
+}
+
+/**
+ * Turns the raw-pages directory `raw` into `out`, built inside a fresh private directory beside `out` and renamed
+ * into place only if `out` does not exist. When it does (something was planted there), the finished file is kept
+ * in that directory and the error says where.
+ */
+export function finishInto(
+  raw: string,
+  out: string,
+  format: OutputFormat,
+  options: FinalizeOptions = {},
+): FinalizeResult {
+  const tmp = mkdtempSync(join(dirname(out), `.${basename(out)}.`));
+  const built = join(tmp, basename(out));
+  let result: FinalizeResult;
+  try {
+    result = finalizeRecording(raw, built, format, options);
+  } catch (error) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw asAgentError(error);
+  }
+  try {
+    renameNoReplace(built, out);
+  } catch (error) {
+    let what = 'something';
+    try {
+      what = lstatSync(out).isSymbolicLink() ? 'a symbolic link' : 'a file';
+    } catch {}
+    throw new AgentError(
+      'ERR_OUTPUT',
+      `cannot write ${out}: ${what} appeared at that name while recording (it is left alone); the recording is kept as ${built}`,
+      { cause: error },
+    );
+  }
+  rmSync(tmp, { recursive: true, force: true });
+  return result;
 }
 
 /** Appends bytes whole or not at all (a failure cuts the file back to a multiple of `pageSize`). */
@@ -61,38 +161,56 @@ export const extension = (format: OutputFormat) => (format === 'ctf' ? '.ctf' : 
 export function nextName(dir: string, prefix: string, from = 1): { seq: number; path: string } {
   for (let seq = from; ; seq++) {
     const path = join(dir, `${prefix}-${String(seq).padStart(4, '0')}`);
-    if (!['.dat', '.ctf', '.part'].some((ext) => existsSync(path + ext))) return { seq, path };
+    // lstat: a dangling symbolic link takes a name too.
+    if (!['.dat', '.ctf', '.part'].some((ext) => lstatSync(path + ext, { throwIfNoEntry: false }) !== undefined))
+      return { seq, path };
   }
 }
 
-/** Writes a raw-pages directory of `pages` (per CPU) beside `out` and turns it into `out`. */
-export function writeTraceShot(
-  metaDir: string,
-  cpus: readonly number[],
-  pages: readonly Uint8Array[],
-  out: string,
-  format: OutputFormat,
-  filters: ReadonlyMap<string, EventFilterPlan>,
-  recorded: number,
-): FinalizeResult {
-  const raw = `${out}.part`;
-  try {
-    mkdirSync(raw);
-    copyMetadata(metaDir, raw);
-    cpus.forEach((cpu, i) => {
-      const fd = openSync(join(raw, `cpu${cpu}.raw`), 'w');
-      try {
-        appendWhole(fd, join(raw, `cpu${cpu}.raw`), pages[i]!, 4096);
-      } finally {
-        closeSync(fd);
+/** What {@link writeTraceShot} writes. */
+export interface TraceShot {
+  readonly metaDir: string;
+  readonly cpus: readonly number[];
+  readonly pages: readonly Uint8Array[];
+  /** Where the trace-shot goes (created when missing) and the name of its files. */
+  readonly dir: string;
+  readonly prefix: string;
+  readonly format: OutputFormat;
+  readonly filters: ReadonlyMap<string, EventFilterPlan>;
+  readonly recorded: number;
+  /** Whose rights `dir` is written with. */
+  readonly caller?: Caller;
+}
+
+/** Writes a raw-pages directory of the pages (per CPU) in `dir` and turns it into the next `PREFIX-NNNN` file. */
+export function writeTraceShot(shot: TraceShot): FinalizeResult & { path: string } {
+  const meta = readMetadata(shot.metaDir);
+  return asCaller(shot.caller, () => {
+    let raw: string | undefined;
+    try {
+      mkdirSync(shot.dir, { recursive: true });
+      const { path } = nextName(shot.dir, shot.prefix);
+      const out = path + extension(shot.format);
+      // Only a directory made here is removed on failure: mkdir is exclusive.
+      mkdirSync(`${out}.part`, 0o755);
+      raw = `${out}.part`;
+      writeMetadata(meta, raw);
+      for (const [i, cpu] of shot.cpus.entries()) {
+        const fd = createFile(join(raw, `cpu${cpu}.raw`));
+        try {
+          appendWhole(fd, join(raw, `cpu${cpu}.raw`), shot.pages[i]!, 4096);
+        } finally {
+          closeSync(fd);
+        }
       }
-    });
-    return finalizeRecording(raw, out, format, { userSpaceFilters: filters, recorded });
-  } catch (error) {
-    // A trace-shot is all or nothing: a partial one would read as a shorter past.
-    rmSync(raw, { recursive: true, force: true });
-    throw asAgentError(error);
-  }
+      const result = finishInto(raw, out, shot.format, { userSpaceFilters: shot.filters, recorded: shot.recorded });
+      return { ...result, path: out };
+    } catch (error) {
+      // A trace-shot is all or nothing: a partial one would read as a shorter past.
+      if (raw !== undefined) rmSync(raw, { recursive: true, force: true });
+      throw asAgentError(error);
+    }
+  });
 }
 
 /** Options of {@link RotatingOutput}. */
@@ -107,6 +225,8 @@ export interface RotatingOutputOptions {
   readonly filters: ReadonlyMap<string, EventFilterPlan>;
   /** Called when a `.part` begins or is finished (the agent records it in the state file). */
   readonly onChange?: () => void;
+  /** Whose rights `dir` and everything in it are written with. */
+  readonly caller?: Caller;
 }
 
 /** The files written while a session records: a `.part` raw-pages directory, finished at rotation and stop. */
@@ -122,7 +242,11 @@ export class RotatingOutput {
   constructor(options: RotatingOutputOptions) {
     this.#o = options;
     try {
-      mkdirSync(options.dir, { recursive: true });
+      // Checked now, with the rights every later write has, rather than at the first page.
+      asCaller(options.caller, () => {
+        mkdirSync(options.dir, { recursive: true });
+        checkWritable(options.dir);
+      });
     } catch (error) {
       throw asAgentError(error);
     }
@@ -176,14 +300,25 @@ export class RotatingOutput {
   }
 
   #begin() {
-    const { seq, path } = nextName(this.#o.dir, this.#o.prefix, this.#seq + 1);
-    this.#seq = seq;
-    const dir = `${path}.part`;
     try {
-      mkdirSync(dir);
-      copyMetadata(this.#o.metaDir, dir);
-      const fds = this.#o.cpus.map((cpu) => openSync(join(dir, `cpu${cpu}.raw`), 'w'));
-      this.#part = { path, dir, fds, bytes: 0, started: Date.now() };
+      const meta = readMetadata(this.#o.metaDir);
+      this.#part = asCaller(this.#o.caller, () => {
+        const { seq, path } = nextName(this.#o.dir, this.#o.prefix, this.#seq + 1);
+        this.#seq = seq;
+        const dir = `${path}.part`;
+        // Not writable by others, whatever the umask: only the agent adds to it.
+        mkdirSync(dir, 0o755);
+        const fds: number[] = [];
+        try {
+          writeMetadata(meta, dir);
+          for (const cpu of this.#o.cpus) fds.push(createFile(join(dir, `cpu${cpu}.raw`)));
+        } catch (error) {
+          for (const fd of fds) closeSync(fd);
+          rmSync(dir, { recursive: true, force: true });
+          throw error;
+        }
+        return { path, dir, fds, bytes: 0, started: Date.now() };
+      });
       this.#o.onChange?.();
       return this.#part;
     } catch (error) {
@@ -202,11 +337,7 @@ export class RotatingOutput {
       for (const fd of part.fds) closeSync(fd);
     }
     const out = part.path + extension(this.#o.format);
-    try {
-      finalizeRecording(part.dir, out, this.#o.format, { userSpaceFilters: this.#o.filters });
-    } catch (error) {
-      throw asAgentError(error);
-    }
+    asCaller(this.#o.caller, () => finishInto(part.dir, out, this.#o.format, { userSpaceFilters: this.#o.filters }));
     this.files.push(out);
     this.#o.onChange?.();
     return out;

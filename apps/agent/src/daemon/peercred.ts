@@ -1,32 +1,41 @@
 /**
- * Who is at the other end of a Unix socket: `getsockopt(SO_PEERCRED)` through the koffi FFI (Node has no API for
- * it), and whether that peer may control the agent.
+ * Who is at the other end of a Unix socket: `getsockopt(SO_PEERCRED)` and `getsockopt(SO_PEERGROUPS)` through the
+ * koffi FFI (Node has no API for them), and whether that peer may control the agent.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 
-/** The kernel's `struct ucred` of the peer, taken when it connected. */
+/** The peer as the kernel saw it when it connected: `struct ucred`, its supplementary groups and its umask. */
 export interface PeerCredentials {
   readonly pid: number;
   readonly uid: number;
   readonly gid: number;
+  /** Supplementary groups, taken by the kernel at connect (SO_PEERGROUPS), so a pid reused since cannot lend its own. */
+  readonly groups: readonly number[];
+  /** The peer's umask (`/proc/PID/status`), applied to what the agent creates for it; 0o022 when unknown. */
+  readonly umask: number;
 }
 
 const SOL_SOCKET = 1;
 const SO_PEERCRED = 17;
+const SO_PEERGROUPS = 59;
+const ERANGE = 34;
 
 type GetSockOpt = (fd: number, level: number, name: number, value: Buffer, length: Uint32Array) => number;
-let getsockopt: GetSockOpt | undefined;
+let libc: { getsockopt: GetSockOpt; errno: () => number } | undefined;
 
-function load(): GetSockOpt {
-  if (getsockopt) return getsockopt;
+function load() {
+  if (libc) return libc;
   const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
   const lib = koffi.load('libc.so.6');
-  getsockopt = lib.func(
-    'int getsockopt(int fd, int level, int optname, _Out_ uint8_t *optval, _Inout_ uint32_t *optlen)',
-  ) as GetSockOpt;
-  return getsockopt;
+  libc = {
+    getsockopt: lib.func(
+      'int getsockopt(int fd, int level, int optname, _Out_ uint8_t *optval, _Inout_ uint32_t *optlen)',
+    ) as GetSockOpt,
+    errno: () => koffi.errno(),
+  };
+  return libc;
 }
 
 /** The descriptor behind an accepted socket (Node keeps it on the pipe handle). */
@@ -36,23 +45,47 @@ function fdOf(socket: Socket): number {
   return fd;
 }
 
-/** Reads the peer's credentials. @throws Error when the kernel refuses (not a Unix socket). */
-export function peerCredentials(socket: Socket): PeerCredentials {
-  const value = Buffer.alloc(12);
-  const length = new Uint32Array([12]);
-  if (load()(fdOf(socket), SOL_SOCKET, SO_PEERCRED, value, length) !== 0)
-    throw new Error('getsockopt(SO_PEERCRED) failed');
-  return { pid: value.readInt32LE(0), uid: value.readUInt32LE(4), gid: value.readUInt32LE(8) };
+/** The peer's supplementary groups as the kernel recorded them at connect. */
+function peerGroups(fd: number): number[] {
+  const { getsockopt, errno } = load();
+  let value = Buffer.alloc(64 * 4);
+  const length = new Uint32Array([value.length]);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, value, length) !== 0) {
+    if (errno() !== ERANGE) throw new Error('getsockopt(SO_PEERGROUPS) failed');
+    // The kernel said how many bytes it needs.
+    value = Buffer.alloc(length[0]!);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, value, length) !== 0)
+      throw new Error('getsockopt(SO_PEERGROUPS) failed');
+  }
+  const groups: number[] = [];
+  for (let at = 0; at + 4 <= length[0]!; at += 4) groups.push(value.readUInt32LE(at));
+  return groups;
 }
 
-/** The supplementary groups of a live process, from `/proc/PID/status` (empty when it is gone). */
-function groupsOf(pid: number): number[] {
+/** The umask of a live process, from `/proc/PID/status` (0o022 when it is gone or does not say). */
+function umaskOf(pid: number): number {
   try {
-    const line = /^Groups:\s*(.*)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? '';
-    return line.split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
+    const m = /^Umask:\s*([0-7]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    if (m !== null) return Number.parseInt(m[1]!, 8) & 0o777;
+  } catch {}
+  return 0o022;
+}
+
+/** Reads the peer's credentials. @throws Error when the kernel refuses (not a Unix socket). */
+export function peerCredentials(socket: Socket): PeerCredentials {
+  const fd = fdOf(socket);
+  const value = Buffer.alloc(12);
+  const length = new Uint32Array([12]);
+  if (load().getsockopt(fd, SOL_SOCKET, SO_PEERCRED, value, length) !== 0)
+    throw new Error('getsockopt(SO_PEERCRED) failed');
+  const pid = value.readInt32LE(0);
+  return {
+    pid,
+    uid: value.readUInt32LE(4),
+    gid: value.readUInt32LE(8),
+    groups: peerGroups(fd),
+    umask: umaskOf(pid),
+  };
 }
 
 /** The gid of a group name (or a numeric gid), from /etc/group. */
@@ -73,6 +106,6 @@ export function groupId(name: string): number | undefined {
  */
 export function authorize(peer: PeerCredentials, gid: number | undefined, ownUid: number): string | undefined {
   if (peer.uid === 0 || peer.uid === ownUid) return undefined;
-  if (gid !== undefined && (peer.gid === gid || groupsOf(peer.pid).includes(gid))) return undefined;
+  if (gid !== undefined && (peer.gid === gid || peer.groups.includes(gid))) return undefined;
   return `uid ${peer.uid} (pid ${peer.pid}) is not root${gid !== undefined ? ` or in group ${gid}` : ''}`;
 }

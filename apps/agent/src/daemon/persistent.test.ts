@@ -421,7 +421,7 @@ describe.skipIf(!root || !hasUseradd)(
         const refused = await cli(agent, ['session', 'attach', 'root/secret', '--dir', bufs]);
         expect(refused.code).toBe(1);
         expect(refused.stderr).toMatch(
-          /ERR_SOURCE: ERR_PERMISSION: permission denied: cannot open buffer root\/secret for reading/,
+          /evtrace: ERR_PERMISSION: permission denied: cannot open buffer root\/secret for reading: .* you are evp/,
         );
         // Reading needs only read permission: the agent maps the buffer read-only.
         const ok = await cli(agent, ['session', 'attach', 'shared/ok', '--dir', bufs]);

@@ -75,7 +75,7 @@ export function persistentStatus(source: EventSource) {
   return { persistent: { buffer: source.target.buffer, backend: source.target.backend, path: source.path } };
 }
 
-/** PersistentErrors as the protocol's codes: a missing buffer, a bad name, or a buffer the agent cannot read. */
+/** PersistentErrors as the protocol's codes: a missing buffer, a bad name, a buffer the caller may not read. */
 export function attachError(error: unknown): AgentError {
   if (!(error instanceof PersistentError)) return asAgentError(error);
   const message = `${error.code}: ${error.message}`;
@@ -85,6 +85,9 @@ export function attachError(error: unknown): AgentError {
     case 'ERR_NAME':
     case 'ERR_ARGUMENT':
       return new AgentError('ERR_BAD_MESSAGE', message, { cause: error });
+    case 'ERR_PERMISSION':
+      // The same code and message as opening the buffer directly.
+      return new AgentError('ERR_PERMISSION', error.message, { cause: error });
     default:
       return new AgentError('ERR_SOURCE', message, { cause: error });
   }

@@ -1,11 +1,12 @@
 /**
  * The control socket: a Unix stream socket in a 0750 directory, mode 0660 with a group (0600 without), each peer's
- * credentials checked on connect (SO_PEERCRED). Requests are JSON lines (PROTOCOL.md in @evtrace/agent-protocol),
- * answered in order; malformed, oversize or unknown requests get an error reply and the connection goes on.
+ * credentials checked on connect (SO_PEERCRED) and every path its requests name opened with them (caller.ts).
+ * Requests are JSON lines (PROTOCOL.md in @evtrace/agent-protocol), answered in order; malformed, oversize or unknown
+ * requests get an error reply and the connection goes on.
  */
-import { chmodSync, chownSync, existsSync, mkdirSync, unlinkSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, mkdirSync, readdirSync, unlinkSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import { dirname } from 'node:path';
+import { basename, dirname, isAbsolute } from 'node:path';
 import {
   encodeLine,
   LineDecoder,
@@ -17,8 +18,9 @@ import {
 } from '@evtrace/agent-protocol';
 import pkg from '../../package.json' with { type: 'json' };
 import type { Agent } from './agent.ts';
+import { callerOf } from './caller.ts';
 import { AgentError, asAgentError } from './errors.ts';
-import { authorize, groupId, peerCredentials } from './peercred.ts';
+import { authorize, groupId, type PeerCredentials, peerCredentials } from './peercred.ts';
 import type { Viewer } from './viewer.ts';
 
 /** Options of {@link listen}. */
@@ -45,14 +47,24 @@ function isListening(path: string): Promise<boolean> {
   });
 }
 
-/** Opens the control socket. @throws AgentError when another agent listens there or the group is unknown. */
+/**
+ * Opens the control socket, replacing a stale one. @throws AgentError when another agent listens there, something
+ * other than a socket is at the path, or the group is unknown.
+ */
 export async function listen(agent: Agent, options: ListenOptions): Promise<Server> {
   const gid = options.group === undefined ? undefined : groupId(options.group);
   if (options.group !== undefined && gid === undefined)
     throw new AgentError('ERR_INTERNAL', `no group named ${options.group}`);
   const dir = dirname(options.socket);
-  mkdirSync(dir, { recursive: true, mode: 0o750 });
-  if (existsSync(options.socket)) {
+  const made = mkdirSync(dir, { recursive: true, mode: 0o750 }) !== undefined;
+  const found = lstatSync(options.socket, { throwIfNoEntry: false });
+  if (found !== undefined) {
+    // Only a socket no agent answers on is ours to replace: anything else at that path stays as it is.
+    if (!found.isSocket())
+      throw new AgentError(
+        'ERR_LIMIT',
+        `${options.socket} exists and is not a socket (${found.isSymbolicLink() ? 'a symbolic link' : found.isDirectory() ? 'a directory' : 'a file'}): it is left alone; give another --socket`,
+      );
     if (await isListening(options.socket))
       throw new AgentError('ERR_LIMIT', `an agent is already listening on ${options.socket}`);
     unlinkSync(options.socket);
@@ -68,26 +80,37 @@ export async function listen(agent: Agent, options: ListenOptions): Promise<Serv
   chmodSync(options.socket, gid === undefined ? 0o600 : 0o660);
   if (gid !== undefined) {
     chownSync(options.socket, -1, gid);
-    chownSync(dir, -1, gid);
-    chmodSync(dir, 0o750);
+    // The directory is opened to the group only when it is the agent's (made now, or a service's runtime directory
+    // holding nothing else): a shared one such as /tmp or /run keeps its owner and mode.
+    if (made || readdirSync(dir).every((name) => name === basename(options.socket))) {
+      chownSync(dir, -1, gid);
+      chmodSync(dir, 0o750);
+    } else options.log(`${dir} holds other files and is left as it is: the group must be able to search it`);
   }
   return server;
 }
 
 function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line: string) => void): void {
   socket.on('error', () => {});
-  let refusal: string | undefined;
-  try {
-    refusal = authorize(peerCredentials(socket), gid, process.getuid?.() ?? 0);
-  } catch (error) {
-    refusal = `cannot read the peer's credentials: ${(error as Error).message}`;
-  }
-  if (refusal !== undefined) {
+  const refuse = (refusal: string) => {
     agent.protocolErrors++;
     log(`refused a connection: ${refusal}`);
     socket.end(encodeLine({ id: null, ok: false, error: { code: 'ERR_PERMISSION', message: refusal } }));
+  };
+  let peer: PeerCredentials;
+  try {
+    peer = peerCredentials(socket);
+  } catch (error) {
+    refuse(`cannot read the peer's credentials: ${(error as Error).message}`);
     return;
   }
+  const refusal = authorize(peer, gid, process.getuid?.() ?? 0);
+  if (refusal !== undefined) {
+    refuse(refusal);
+    return;
+  }
+  /** Every path a request names is opened with the peer's rights. */
+  const caller = callerOf(peer);
   const decoder = new LineDecoder(MAX_REQUEST_BYTES);
   const viewers = new Map<number, Viewer>();
   let hello = false;
@@ -112,6 +135,12 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
     viewers.clear();
   });
 
+  /** A path the agent opens for the peer: relative to what? The client resolves it against its own directory. */
+  const absolute = (path: string | undefined, what: string) => {
+    if (path !== undefined && !isAbsolute(path))
+      throw new AgentError('ERR_BAD_MESSAGE', `${what} ${path} is not an absolute path`);
+  };
+
   const handle = async (r: Request): Promise<void> => {
     if (r.op === 'hello') {
       if (!PROTOCOL_VERSIONS.includes(r.version))
@@ -129,7 +158,8 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
       throw new AgentError('ERR_UNKNOWN_OP', `op '${r.op}' needs protocol version 2 (this connection said ${version})`);
     switch (r.op) {
       case 'create':
-        return void reply(r.id, await agent.create(r.session));
+        absolute(r.session.output?.dir, 'the output directory');
+        return void reply(r.id, await agent.create(r.session, undefined, caller));
       case 'start':
         return void reply(r.id, agent.start(r.name));
       case 'stop':
@@ -141,20 +171,23 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
       case 'list':
         return void reply(r.id, agent.list());
       case 'snapshot':
-        return void reply(r.id, agent.snapshot(r.name, r.dir, r.format));
+        absolute(r.dir, 'the trace-shot directory');
+        return void reply(r.id, agent.snapshot(r.name, r.dir, r.format, caller));
       case 'trigger':
         return void reply(r.id, agent.trigger(r.name, r.trigger));
       case 'subscribe': {
-        const v = agent.subscribe(r.name, out, { ...(r.queue !== undefined ? { queue: r.queue } : {}) });
+        const v = agent.subscribe(r.name, out, { ...(r.queue !== undefined ? { queue: r.queue } : {}) }, caller);
         viewers.set(v.stream, v);
         reply(r.id, { stream: v.stream });
         agent.attach(v, r.window !== false);
         return;
       }
       case 'buffers':
-        return void reply(r.id, agent.buffers(r.dir));
+        absolute(r.dir, 'the buffer directory');
+        return void reply(r.id, agent.buffers(r.dir, caller));
       case 'attach':
-        return void reply(r.id, await agent.attachBuffer(r));
+        absolute(r.dir, 'the buffer directory');
+        return void reply(r.id, await agent.attachBuffer(r, caller));
       case 'detach':
         return void reply(r.id, agent.detachBuffer(r.name));
       case 'unsubscribe': {

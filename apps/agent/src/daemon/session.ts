@@ -33,8 +33,9 @@ import {
   type PageCount,
   planEventFilter,
 } from '@evtrace/tracefs';
+import type { Caller } from './caller.ts';
 import { AgentError, asAgentError } from './errors.ts';
-import { nextName, RotatingOutput, writeTraceShot } from './files.ts';
+import { RotatingOutput, writeTraceShot } from './files.ts';
 import { persistentStatus } from './persistent.ts';
 import { liveEventJson, TaskNames, type Viewer } from './viewer.ts';
 
@@ -86,6 +87,8 @@ export class Session {
   readonly source: EventSource;
   readonly dir: string;
   readonly metaDir: string;
+  /** Who created the session: its output directory is written with their rights (the agent's when undefined). */
+  readonly owner: Caller | undefined;
   state: SessionState = 'created';
   error: { code: string; message: string } | undefined;
   snapshots = 0;
@@ -110,8 +113,16 @@ export class Session {
   /** Classes the filter does not fit (sources without a kernel): left out, as the kernel would refuse them. */
   readonly #excluded = new Set<string>();
 
-  constructor(spec: SessionSpec, source: EventSource, dir: string, snapshotDir: string, hooks: SessionHooks) {
+  constructor(
+    spec: SessionSpec,
+    source: EventSource,
+    dir: string,
+    snapshotDir: string,
+    hooks: SessionHooks,
+    owner?: Caller,
+  ) {
     this.name = spec.name;
+    this.owner = owner;
     this.spec = spec;
     this.source = source;
     this.dir = dir;
@@ -170,6 +181,7 @@ export class Session {
           ...(this.spec.rotate !== undefined ? { rotate: this.spec.rotate } : {}),
           filters: this.#filters,
           onChange: () => this.#hooks.changed(this),
+          ...(this.owner !== undefined ? { caller: this.owner } : {}),
         });
       }
     } catch (error) {
@@ -325,17 +337,14 @@ export class Session {
     return out;
   }
 
-  /** Writes a trace-shot of the buffers as they are now; recording continues. */
-  snapshot(dir: string | undefined, format: OutputFormat | undefined): SnapshotResult {
+  /**
+   * Writes a trace-shot of the buffers as they are now; recording continues. A directory a client names is written
+   * with that client's rights (`caller`), the agent's own snapshot directory with the agent's.
+   */
+  snapshot(dir: string | undefined, format: OutputFormat | undefined, caller?: Caller): SnapshotResult {
     if (this.state === 'created') throw new AgentError('ERR_SESSION_STATE', `session ${this.name} has not started`);
     if (this.state === 'running') this.#pump();
     const fmt = format ?? this.spec.output?.format ?? 'tracedat';
-    const target = dir ?? this.#snapshotDir;
-    try {
-      mkdirSync(target, { recursive: true });
-    } catch (error) {
-      throw asAgentError(error);
-    }
     let recorded = 0;
     const pages = this.#cpus.map((c) => {
       const snap = c.ring.snapshot();
@@ -347,11 +356,19 @@ export class Session {
       }
       return Buffer.concat(parts);
     });
-    const { path } = nextName(target, `${this.name}-shot`);
-    const out = path + (fmt === 'ctf' ? '.ctf' : '.dat');
-    const written = writeTraceShot(this.metaDir, this.source.cpus, pages, out, fmt, this.#filters, recorded);
+    const written = writeTraceShot({
+      metaDir: this.metaDir,
+      cpus: this.source.cpus,
+      pages,
+      dir: dir ?? this.#snapshotDir,
+      prefix: `${this.name}-shot`,
+      format: fmt,
+      filters: this.#filters,
+      recorded,
+      ...(dir !== undefined && caller !== undefined ? { caller } : {}),
+    });
     this.snapshots++;
-    return { path: out, format: fmt, events: written.events, bytes: written.bytes };
+    return { path: written.path, format: fmt, events: written.events, bytes: written.bytes };
   }
 
   /** Stops recording: the source drains into the buffers, the output file is finished, viewers get `end`. */

@@ -1,11 +1,12 @@
 /**
  * The agent's state directory: one `sessions/NAME/state.json` per session (its spec, the agent's pid, the tracefs
- * instance, the state and the `.part` being written), rewritten through a temporary file and a rename so a crash
+ * instance, the state, the `.part` being written and whose rights its paths are opened with), rewritten through a temporary file and a rename so a crash
  * never leaves half a state file. After kill -9 the next agent reads them to re-adopt or clean what was left.
  */
 import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionSpec, SessionState, TriggerSpec } from '@evtrace/agent-protocol';
+import type { Caller } from './caller.ts';
 import type { AttachTarget } from './persistent.ts';
 
 /** What a state file holds. */
@@ -20,6 +21,8 @@ export interface SessionRecord {
   readonly triggers: readonly TriggerSpec[];
   /** The persistent buffer an attached session reads (a restarted agent attaches to it again). */
   readonly persistent?: AttachTarget;
+  /** Who created the session (absent: the agent itself): its paths are opened with their rights, also after a restart. */
+  readonly owner?: Caller;
 }
 
 export const sessionsDir = (stateDir: string) => join(stateDir, 'sessions');
