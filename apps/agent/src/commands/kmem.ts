@@ -19,6 +19,7 @@ import {
   parsePerfScript,
   parseSortKeys,
   type ReportOptions,
+  requireKmemEvents,
 } from '@evtrace/kmemtrace';
 import { Kallsyms, TraceFormatError } from '@evtrace/trace-format';
 import { tracefsInMounts } from '@evtrace/tracefs';
@@ -124,7 +125,8 @@ function openSource(input: string, options: { lenient?: boolean; kallsyms?: stri
         const why = e.code === 'ENOENT' ? 'perf is not installed' : e.stderr?.toString().trim() || e.message;
         throw new CliExit(ExitCode.Failure, `${input}: a perf.data file, and perf script failed on it: ${why}`);
       }
-      return parsePerfScript(text, { file: `${input} (perf script)`, lenient: options.lenient === true });
+      const file = `${input} (perf script)`;
+      return requireKmemEvents(parsePerfScript(text, { file, lenient: options.lenient === true }), file);
     }
     return openKmemInput(input, {
       lenient: options.lenient === true,
