@@ -19,7 +19,7 @@ const STREAM_BOUND = STREAM_INPUT_LIMIT + PROCESS_ALLOWANCE;
 
 // Printed on stderr at exit, whatever ends the process: its peak resident set (kB, as getrusage says).
 const PEAK_HOOK = `data:text/javascript,${encodeURIComponent(
-  "process.on('exit', () => process.getBuiltinModule('node:fs').writeSync(2, `\\npeak-rss-kb ${process.resourceUsage().maxRSS}\\n`));",
+  "process.on('exit', () => process.getBuiltinModule('node:fs').writeSync(2, '\\npeak-rss-kb ' + process.resourceUsage().maxRSS + '\\n'));",
 )}`;
 
 interface Run {
