@@ -106,18 +106,25 @@ export function decodeBranchInput(
 ): BranchInput {
   const format = options.format ?? detectFormat(bytes);
   const src = options.source !== undefined ? { source: options.source } : {};
+  const decoded = decodeAs(format, bytes, src, options.lenient === true);
+  const found = decoded.format === 'gdb-call-history' ? decoded.segments.length : decoded.branches.length;
+  // Nothing found and nothing wrong: the input is none of the formats (a text of other lines, padding only).
+  if (found === 0 && decoded.problems.length === 0) {
+    const notes = decoded.notes.length > 0 ? ` (${decoded.notes.join('; ')})` : '';
+    throw new BtsError('ERR_BTS_FORMAT', `no branch read as ${format}${notes}: expected ${EXPECTED}`, {
+      ...src,
+      offset: 0,
+    });
+  }
+  return decoded;
+}
+
+function decodeAs(format: BranchFormat, bytes: Uint8Array, src: { source?: string }, lenient: boolean): BranchInput {
   const text = () => new TextDecoder().decode(bytes);
   switch (format) {
     case 'bts64':
-    case 'bts32': {
-      const decoded = decodeBts(bytes, { format, ...src, ...(options.lenient ? { lenient: true } : {}) });
-      if (decoded.branches.length === 0 && bytes.length > 0)
-        throw new BtsError('ERR_BTS_FORMAT', `no branch record (${decoded.notes.join('; ')}): expected ${EXPECTED}`, {
-          ...src,
-          offset: 0,
-        });
-      return { format, ...decoded };
-    }
+    case 'bts32':
+      return { format, ...decodeBts(bytes, { format, ...src, ...(lenient ? { lenient: true } : {}) }) };
     case 'perf-data':
       return { format, ...decodePerfData(bytes, src) };
     case 'perf-script':
