@@ -273,7 +273,9 @@ function registerReport(cmd: Command, io: CliIO): void {
     .description(
       `Reads INPUT, detected from its content: an evtrace trace (trace.dat, CTF directory, raw-pages directory) of
 kmem tracepoints, perf script text of kmem events, a perf.data file of "perf kmem record" (run through
-perf script), or kmemtrace v1 relay files (a cpuN file or a directory of them with abi_version).
+perf script), or kmemtrace v1 relay files (a cpuN file or a directory of them with abi_version). INPUT is a
+regular file (read at its size) or a directory: a FIFO or device is refused, and so is an input holding no kmem
+event (an empty file, text of other events, a trace without kmem events), naming the file and what was expected.
 --caller and --alloc print perf kmem's tables per call site and per pointer: total and per-hit allocated and
 requested bytes, hits, ping-pong (frees on another CPU than the allocation's) and fragmentation, sorted by --sort
 (perf's keys frag, hit, bytes, ptr, callsite, pingpong; each descending; default frag,hit,bytes). --page prints the
