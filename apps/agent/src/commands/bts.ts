@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import {
   type BranchFormat,
   type BranchInput,
@@ -22,7 +21,7 @@ import {
   readElfSymbols,
   Symbolizer,
 } from '@evtrace/hw-bts';
-import { Kallsyms } from '@evtrace/trace-format';
+import { Kallsyms, readInput, TraceFormatError } from '@evtrace/trace-format';
 import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
@@ -243,7 +242,7 @@ function loadSymbols(o: ReportOptions, list: BranchList, io: CliIO): Symbolizer 
     const path = at > 0 ? spec.slice(0, at) : spec;
     try {
       let bias = at > 0 ? BigInt(spec.slice(at + 1)) : undefined;
-      const bytes = readFileSync(path);
+      const bytes = readInput(path);
       if (bias === undefined) {
         // A PIE or shared object runs wherever it was loaded: find where from the names the trace gives.
         const elf = readElfSymbols(bytes, path);
@@ -261,21 +260,18 @@ function loadSymbols(o: ReportOptions, list: BranchList, io: CliIO): Symbolizer 
       }
       s.addElfBytes(bytes, path, bias ?? 0n);
     } catch (error) {
-      if (error instanceof BtsError) throw new CliExit(ExitCode.Failure, `--symbols: ${error.code}: ${error.message}`);
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== undefined) throw new CliExit(ExitCode.Failure, `--symbols: cannot read ${path}: ${code}`);
+      if (error instanceof BtsError || error instanceof TraceFormatError)
+        throw new CliExit(ExitCode.Failure, `--symbols: ${error.code}: ${error.message}`);
       throw error;
     }
   }
   if (o.kallsyms !== undefined) {
     let text: string;
     try {
-      text = readFileSync(o.kallsyms, 'utf8');
+      text = readInput(o.kallsyms).toString('utf8');
     } catch (error) {
-      throw new CliExit(
-        ExitCode.Failure,
-        `--kallsyms: cannot read ${o.kallsyms}: ${(error as NodeJS.ErrnoException).code}`,
-      );
+      if (!(error instanceof TraceFormatError)) throw error;
+      throw new CliExit(ExitCode.Failure, `--kallsyms: ${error.message}`);
     }
     s.setKallsyms(Kallsyms.parse(text));
   }

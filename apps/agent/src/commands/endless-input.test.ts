@@ -3,9 +3,10 @@
  * memory (the child's own getrusage maximum, printed on exit by a preloaded hook) under the documented bound.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, openSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { BranchList, encodeBts } from '@evtrace/hw-bts';
 import { STREAM_INPUT_LIMIT } from '@evtrace/trace-format';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
@@ -41,8 +42,8 @@ function evtrace(args: string[], options: { stdin?: string; timeoutMs?: number }
   });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
+  child.stdout?.on('data', (d) => (stdout += d));
+  child.stderr?.on('data', (d) => (stderr += d));
   return new Promise((resolve) => {
     child.on('close', (code) => {
       const peak = /\npeak-rss-kb (\d+)\n/.exec(stderr);
@@ -101,6 +102,16 @@ describe('endless inputs end with an error naming the file, under the memory bou
     expect(r.stderr).toContain(
       `ERR_MCE_INPUT: <stdin> at byte ${STREAM_INPUT_LIMIT}: a character device longer than ${STREAM_INPUT_LIMIT} bytes`,
     );
+  });
+
+  it('an option naming a file reads it with the same bound: bts report --kallsyms /dev/zero', async () => {
+    const list = new BranchList();
+    list.add(0x401000n, 0x401020n);
+    const input = join(dir, 'one.bts');
+    writeFileSync(input, encodeBts(list));
+    const r = await evtrace(['bts', 'report', input, '--kallsyms', '/dev/zero']);
+    endsCleanly(r, STREAM_BOUND);
+    expect(r.stderr).toContain(`--kallsyms: /dev/zero: byte ${STREAM_INPUT_LIMIT}: a character device longer than`);
   });
 
   it('bts report on a FIFO fed from /dev/zero without end stops at the bound', async () => {

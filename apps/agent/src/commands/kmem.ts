@@ -21,7 +21,7 @@ import {
   type ReportOptions,
   requireKmemEvents,
 } from '@evtrace/kmemtrace';
-import { Kallsyms, TraceFormatError } from '@evtrace/trace-format';
+import { Kallsyms, readInput, TraceFormatError } from '@evtrace/trace-format';
 import { tracefsInMounts } from '@evtrace/tracefs';
 import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
@@ -112,7 +112,7 @@ function reportOptions(options: KmemReportOptions): ReportOptions {
 function openSource(input: string, options: { lenient?: boolean; kallsyms?: string }): KmemSource {
   try {
     const kallsyms =
-      options.kallsyms === undefined ? undefined : Kallsyms.parse(readFileSync(options.kallsyms, 'latin1'));
+      options.kallsyms === undefined ? undefined : Kallsyms.parse(readInput(options.kallsyms).toString('latin1'));
     if (detectKmemInput(input) === 'perf-data') {
       let text: string;
       try {
@@ -203,7 +203,9 @@ async function reportLive(
   let kallsyms: Kallsyms | undefined;
   try {
     kallsyms =
-      options.kallsyms === undefined ? runningKallsyms() : Kallsyms.parse(readFileSync(options.kallsyms, 'latin1'));
+      options.kallsyms === undefined
+        ? runningKallsyms()
+        : Kallsyms.parse(readInput(options.kallsyms).toString('latin1'));
   } catch (error) {
     throw new CliExit(ExitCode.Failure, `--kallsyms: ${(error as Error).message}`);
   }

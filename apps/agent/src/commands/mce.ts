@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import {
   applyPageAction,
   type CpuKind,
@@ -20,6 +19,7 @@ import {
   toJsonLine,
   toText,
 } from '@evtrace/hw-mce';
+import { readInput, TraceFormatError } from '@evtrace/trace-format';
 import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
@@ -169,14 +169,14 @@ the configured trigger commands with mcelog's environment; --offline writes the 
     .action(async (file: string | undefined, options: TrackOptions) => {
       let config: TrackerConfig;
       try {
-        const parsed = parseMcelogConfig(readFileSync(options.config!, 'utf8'), options.config);
+        const parsed = parseMcelogConfig(readInput(options.config!).toString('utf8'), options.config);
         config = parsed.config;
         for (const n of parsed.notes) io.stderr(`evtrace: ${noteText(n)}\n`);
       } catch (error) {
         const e = error as NodeJS.ErrnoException;
         throw new CliExit(
           ExitCode.Usage,
-          `--config: ${e instanceof MceError ? e.message : `${options.config}: ${e.code ?? e.message}`}`,
+          `--config: ${e instanceof MceError || e instanceof TraceFormatError ? e.message : `${options.config}: ${e.code ?? e.message}`}`,
         );
       }
       const kind = options.inputFormat as InputKind | undefined;
