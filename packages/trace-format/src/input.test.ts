@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { detectTraceKind } from './detect.ts';
+import { detectTraceKind, openTrace } from './detect.ts';
 import { TraceFormatError } from './errors.ts';
 import { inputFileKind, readInput, requireSeekableInput } from './input.ts';
 
@@ -98,5 +98,18 @@ describe('requireSeekableInput', () => {
   it('is what openTrace checks first: a FIFO without a writer is refused at once, not waited on', () => {
     const path = fifo('trace');
     expect(caught(() => detectTraceKind(path)).message).toMatch(`${path}: a FIFO: a trace (trace.dat, CTF, raw pages)`);
+  });
+});
+
+describe('files inside a trace directory', () => {
+  it('a CTF metadata that is a FIFO without a writer is refused after the wait, naming it', () => {
+    const trace = join(dir, 'ctf');
+    mkdirSync(trace);
+    const metadata = join(trace, 'metadata');
+    expect(spawnSync('mkfifo', [metadata]).status).toBe(0);
+    const e = caught(() => openTrace(trace));
+    expect(e.message).toBe(
+      `${metadata}: a FIFO no writer opened within 2000 ms: start its writer first, or save the data to a file`,
+    );
   });
 });
