@@ -89,6 +89,9 @@ describe('requireSeekableInput', () => {
     const sub = join(dir, 'sub');
     mkdirSync(sub);
     expect(requireSeekableInput(sub, 'a trace')).toBe('directory');
+    expect(caught(() => requireSeekableInput('-', 'a trace')).message).toBe(
+      '<stdin>: a stream: a trace is read from a regular file or directory (save the stream to a file first)',
+    );
     const e = caught(() => requireSeekableInput('/dev/zero', 'a trace'));
     expect(e.message).toBe(
       '/dev/zero: a character device: a trace is read from a regular file or directory (save the stream to a file first)',

@@ -83,7 +83,8 @@ export function requireSeekableInput(
   expected: string,
   options: ReadInputOptions = {},
 ): 'file' | 'directory' {
-  const kind = inputFileKind(path, options);
+  // `-` names stdin, which readers that seek do not take, whatever it is.
+  const kind = path === '-' ? 'stream' : inputFileKind(path, options);
   if (kind === 'file' || kind === 'directory') return kind;
   throw failWith(options)(
     `a ${kind}: ${expected} is read from a regular file or directory (save the stream to a file first)`,
