@@ -32,6 +32,7 @@ export type BranchInput =
  * magic). A stream is not: it is read once, as bytes.
  */
 function isTrace(path: string): boolean {
+  if (path === '-') return false;
   const kind = inputFileKind(path, { error: inputError });
   if (kind === 'directory') return true;
   if (kind !== 'file') return false;

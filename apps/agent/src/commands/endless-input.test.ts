@@ -168,6 +168,23 @@ describe('a FIFO with data', () => {
     expect(fromFifo.stdout).toContain('SRAR');
   });
 
+  it('bts report - reads stdin as it reads the file; cat - refuses stdin by name', async () => {
+    const list = new BranchList();
+    list.add(0x401000n, 0x401020n);
+    const input = join(dir, 'stdin.bts');
+    writeFileSync(input, encodeBts(list));
+    const [fromStdin, fromFile, cat] = await Promise.all([
+      evtrace(['bts', 'report', '-'], { stdin: input }),
+      evtrace(['bts', 'report', input]),
+      evtrace(['cat', '-'], { stdin: input }),
+    ]);
+    expect(fromStdin.code).toBe(ExitCode.Ok);
+    expect(fromStdin.stdout).toBe(fromFile.stdout);
+    expect(fromStdin.stdout).toContain('0x401000 -> 0x401020');
+    endsCleanly(cat, PROCESS_ALLOWANCE);
+    expect(cat.stderr).toContain('<stdin>: a stream: a trace (trace.dat, CTF, raw pages) is read from a regular file');
+  });
+
   it('cat names the FIFO instead of failing with ESPIPE', async () => {
     const path = fifo();
     const writer = feeder(path, MCELOG);
