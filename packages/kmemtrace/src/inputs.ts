@@ -66,7 +66,7 @@ export function detectKmemInput(path: string): KmemInputKind {
 
 const EXPECTED = 'a trace of kmem events, perf script text of kmem events or kmemtrace relay records';
 
-/** The helper's input errors in this package's shape. */
+/** The shared input reader's errors in this package's shape. */
 function inputError(message: string, at: InputLocation): KmemError {
   return new KmemError('ERR_KMEM_INPUT', message, at);
 }
