@@ -25,7 +25,14 @@ export { type ElfSymbol, type ElfSymbols, readElfSymbols } from './elf.ts';
 export { BtsError, type BtsErrorCode, type BtsLocation } from './errors.ts';
 export { type ParsedCallHistory, parseGdbCallHistory, parseGdbInstructionHistory } from './gdb.ts';
 export { captureHardware, detectHardware, type HardwareSupport } from './hardware.ts';
-export { type BranchFormat, type BranchInput, decodeBranchInput, detectFormat, readBranchInput } from './input.ts';
+export {
+  type BranchFormat,
+  type BranchInput,
+  decodeBranchInput,
+  detectFormat,
+  type ReadBranchOptions,
+  readBranchInput,
+} from './input.ts';
 export { BTS_BRANCH_FORMAT, BtsSource, type BtsSourceOptions, QEMU_SOURCE_LABEL } from './live-source.ts';
 export {
   type AddressSpace,

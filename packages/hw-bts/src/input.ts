@@ -1,5 +1,6 @@
 /** Reading a branch trace file of any supported format, detected from its content unless named. */
-import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { type InputLocation, inputFileKind, inputLabel, readInput } from '@evtrace/trace-format';
 import type { Decoded } from './branch.ts';
 import { BtsError } from './errors.ts';
 import { type ParsedCallHistory, parseGdbCallHistory, parseGdbInstructionHistory } from './gdb.ts';
@@ -26,24 +27,34 @@ export type BranchInput =
   | ({ readonly format: 'trace' } & TraceBranches)
   | ({ readonly format: 'gdb-call-history' } & ParsedCallHistory);
 
-/** Whether `path` is something @evtrace/trace-format opens (a directory, or a file starting with trace.dat's magic). */
+/**
+ * Whether `path` is something @evtrace/trace-format opens (a directory, or a regular file starting with trace.dat's
+ * magic). A stream is not: it is read once, as bytes.
+ */
 function isTrace(path: string): boolean {
+  if (path === '-') return false;
+  const kind = inputFileKind(path, { error: inputError });
+  if (kind === 'directory') return true;
+  if (kind !== 'file') return false;
+  const fd = openSync(path, 'r');
   try {
-    if (statSync(path).isDirectory()) return true;
-    const fd = openSync(path, 'r');
-    try {
-      const head = Buffer.alloc(10);
-      readSync(fd, head, 0, 10, 0);
-      return head.subarray(0, 10).equals(TRACE_DAT_MAGIC);
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    return false;
+    const head = Buffer.alloc(TRACE_DAT_MAGIC.length);
+    readSync(fd, head, 0, head.length, 0);
+    return head.equals(TRACE_DAT_MAGIC);
+  } finally {
+    closeSync(fd);
   }
 }
 
 const TRACE_DAT_MAGIC = Buffer.from([0x17, 0x08, 0x44, 0x74, 0x72, 0x61, 0x63, 0x69, 0x6e, 0x67]);
+
+/** The shared input reader's errors in this package's shape. */
+function inputError(message: string, at: InputLocation): BtsError {
+  return new BtsError('ERR_BTS_FORMAT', message, {
+    ...(at.file !== undefined ? { source: at.file } : {}),
+    ...(at.offset !== undefined ? { offset: at.offset } : {}),
+  });
+}
 
 /** Guesses the format: perf.data magic, binary (raw 64-bit BTS records), or by the first meaningful text lines. */
 export function detectFormat(bytes: Uint8Array): BranchFormat {
@@ -63,37 +74,58 @@ export function detectFormat(bytes: Uint8Array): BranchFormat {
 
 /**
  * Reads and decodes a file, or a trace (a trace.dat, or a CTF or raw-pages directory: `bts:branch` and
- * `sched:sched_switch` events). Unreadable files are `ERR_BTS_FORMAT`.
+ * `sched:sched_switch` events). A FIFO, pipe, device or stdin (`-`) is read up to trace-format's
+ * `STREAM_INPUT_LIMIT` (128 MiB). Unreadable, empty or endless inputs are `ERR_BTS_FORMAT`.
  */
-export function readBranchInput(path: string, options: { format?: BranchFormat } = {}): BranchInput {
+export function readBranchInput(path: string, options: ReadBranchOptions = {}): BranchInput {
   if (options.format === 'trace' || (options.format === undefined && isTrace(path)))
     return { format: 'trace', ...readTraceBranches(path) };
-  let bytes: Uint8Array;
-  try {
-    bytes = readFileSync(path);
-  } catch (error) {
-    throw new BtsError(
-      'ERR_BTS_FORMAT',
-      `cannot read: ${(error as NodeJS.ErrnoException).code ?? error}`,
-      { source: path },
-      error,
-    );
-  }
-  return decodeBranchInput(bytes, { ...options, source: path });
+  const bytes = readInput(path, { error: inputError });
+  if (bytes.length === 0)
+    throw new BtsError('ERR_BTS_FORMAT', `empty: expected ${EXPECTED}`, { source: inputLabel(path), offset: 0 });
+  if (bytes.subarray(0, TRACE_DAT_MAGIC.length).equals(TRACE_DAT_MAGIC))
+    throw new BtsError('ERR_BTS_FORMAT', 'a trace.dat from a stream: save it to a file, a trace is read at offsets', {
+      source: inputLabel(path),
+    });
+  return decodeBranchInput(bytes, { ...options, source: inputLabel(path) });
+}
+
+const EXPECTED = 'raw BTS records, perf.data, perf script, QEMU log or gdb record text, or a trace';
+
+/** Options of {@link readBranchInput} and {@link decodeBranchInput}. */
+export interface ReadBranchOptions {
+  /** The input's format; detected from its content when absent. */
+  readonly format?: BranchFormat;
+  /** Raw BTS records: skip and count records that cannot be branches instead of refusing the input. */
+  readonly lenient?: boolean;
 }
 
 /** {@link readBranchInput} over bytes. */
 export function decodeBranchInput(
   bytes: Uint8Array,
-  options: { format?: BranchFormat; source?: string } = {},
+  options: ReadBranchOptions & { source?: string } = {},
 ): BranchInput {
   const format = options.format ?? detectFormat(bytes);
   const src = options.source !== undefined ? { source: options.source } : {};
+  const decoded = decodeAs(format, bytes, src, options.lenient === true);
+  const found = decoded.format === 'gdb-call-history' ? decoded.segments.length : decoded.branches.length;
+  // Nothing found and nothing wrong: the input is none of the formats (a text of other lines, padding only).
+  if (found === 0 && decoded.problems.length === 0) {
+    const notes = decoded.notes.length > 0 ? ` (${decoded.notes.join('; ')})` : '';
+    throw new BtsError('ERR_BTS_FORMAT', `no branch read as ${format}${notes}: expected ${EXPECTED}`, {
+      ...src,
+      offset: 0,
+    });
+  }
+  return decoded;
+}
+
+function decodeAs(format: BranchFormat, bytes: Uint8Array, src: { source?: string }, lenient: boolean): BranchInput {
   const text = () => new TextDecoder().decode(bytes);
   switch (format) {
     case 'bts64':
     case 'bts32':
-      return { format, ...decodeBts(bytes, { format, ...src }) };
+      return { format, ...decodeBts(bytes, { format, ...src, ...(lenient ? { lenient: true } : {}) }) };
     case 'perf-data':
       return { format, ...decodePerfData(bytes, src) };
     case 'perf-script':

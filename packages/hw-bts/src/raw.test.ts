@@ -77,8 +77,14 @@ describe('raw BTS records', () => {
       fc.property(
         fc.array(
           fc.tuple(
-            fc.bigInt({ min: 1n, max: 2n ** 64n - 1n }),
-            fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+            fc.oneof(
+              fc.bigInt({ min: 1n, max: 2n ** 47n - 1n }),
+              fc.bigInt({ min: 2n ** 64n - 2n ** 47n, max: 2n ** 64n - 1n }),
+            ),
+            fc.oneof(
+              fc.bigInt({ min: 0n, max: 2n ** 47n - 1n }),
+              fc.bigInt({ min: 2n ** 64n - 2n ** 47n, max: 2n ** 64n - 1n }),
+            ),
             fc.boolean(),
           ),
           { maxLength: 50 },
@@ -97,15 +103,46 @@ describe('raw BTS records', () => {
     );
   });
 
-  it('fuzz: any bytes decode to whole records plus at most one typed truncation problem', () => {
+  it('refuses a record with a non-canonical address at its offset, or skips and counts it when lenient', () => {
+    const bytes = concat(record64(0x401000n, 0x401020n, 0x10n), record64(0x1234_5678_9abc_def0n, 0x401000n, 0n));
+    const e = (() => {
+      try {
+        decodeBts(bytes, { source: 'x.bts' });
+      } catch (error) {
+        return error as BtsError;
+      }
+    })();
+    expect(e?.code).toBe('ERR_BTS_FORMAT');
+    expect(e?.offset).toBe(24);
+    expect(e?.message).toMatch(/^x\.bts, byte 24: not a BTS record: from 0x123456789abcdef0 to 0x401000/);
+    const d = decodeBts(bytes, { lenient: true });
+    expect(d.branches.length).toBe(1);
+    expect(d.notes).toEqual(['1 records with non-canonical addresses skipped (not BTS records)']);
+  });
+
+  it('fuzz: any bytes decode to canonical branches plus at most one truncation problem, or are refused at an offset', () => {
     fc.assert(
       fc.property(
         fc.uint8Array({ maxLength: 2000 }),
         fc.constantFrom('bts64' as const, 'bts32' as const),
-        (bytes, format) => {
-          const d = decodeBts(bytes, { format });
+        fc.boolean(),
+        (bytes, format, lenient) => {
           const size = format === 'bts64' ? 24 : 12;
+          let d: ReturnType<typeof decodeBts>;
+          try {
+            d = decodeBts(bytes, { format, lenient, source: 'f' });
+          } catch (error) {
+            expect(lenient || format === 'bts32').toBe(false);
+            expect((error as BtsError).code).toBe('ERR_BTS_FORMAT');
+            expect((error as BtsError).offset! % size).toBe(0);
+            expect((error as BtsError).message).toMatch(/^f, byte \d+: not a BTS record/);
+            return;
+          }
           expect(d.branches.length).toBeLessThanOrEqual(Math.floor(bytes.length / size));
+          if (format === 'bts64')
+            for (const b of d.branches.toArray()) {
+              for (const a of [b.from, b.to]) expect(a < 2n ** 47n || a >= 2n ** 64n - 2n ** 47n).toBe(true);
+            }
           expect(d.problems.length).toBe(bytes.length % size === 0 ? 0 : 1);
           for (const p of d.problems) expect(p.code).toBe('ERR_BTS_TRUNCATED');
         },

@@ -28,11 +28,18 @@ export interface DecodeBtsOptions {
   /** CPU and thread to stamp on every record (perf's AUXTRACE header says them). */
   readonly cpu?: number;
   readonly tid?: number;
+  /**
+   * Skip 64-bit records whose addresses are not canonical x86-64 ones (no CPU branches there: such bytes are not
+   * BTS records), counted in a note, instead of stopping at the first with `ERR_BTS_FORMAT`.
+   */
+  readonly lenient?: boolean;
 }
 
 /**
  * Decodes raw BTS records. All-zero records (the padding perf leaves in its AUX area) are skipped with a note; a
  * partial record at the end is a problem `ERR_BTS_TRUNCATED` at its byte offset, and every whole record is kept.
+ * A 64-bit record with an address that is not canonical (bits 63 to 47 not all equal) is no BTS record.
+ * @throws BtsError `ERR_BTS_FORMAT` at the first such record, unless `lenient` (then skipped and counted).
  */
 export function decodeBts(bytes: Uint8Array, options: DecodeBtsOptions = {}): Decoded {
   const format = options.format ?? 'bts64';
@@ -53,6 +60,7 @@ export function decodeBts(bytes: Uint8Array, options: DecodeBtsOptions = {}): De
   const { fromHi, fromLo, toHi, toLo, flags } = out;
   let j = first;
   let padding = 0;
+  let implausible = 0;
   const wide = size === 24;
   const step = size >> 2;
   for (let w = 0, end = whole >> 2; w < end; w += step) {
@@ -62,6 +70,18 @@ export function decodeBts(bytes: Uint8Array, options: DecodeBtsOptions = {}): De
     const th = wide ? words[w + 3]! : 0;
     if ((fl | fh | tl | th) === 0) {
       padding++;
+      continue;
+    }
+    if (wide && !(canonical(fh) && canonical(th))) {
+      if (!options.lenient) {
+        const hex = (hi: number, lo: number) => `0x${((BigInt(hi) << 32n) | BigInt(lo)).toString(16)}`;
+        throw new BtsError(
+          'ERR_BTS_FORMAT',
+          `not a BTS record: from ${hex(fh, fl)} to ${hex(th, tl)}, and an x86-64 branch has canonical addresses (--lenient skips such records)`,
+          { ...(options.source !== undefined ? { source: options.source } : {}), offset: w << 2 },
+        );
+      }
+      implausible++;
       continue;
     }
     fromLo[j] = fl;
@@ -75,6 +95,7 @@ export function decodeBts(bytes: Uint8Array, options: DecodeBtsOptions = {}): De
   if (cpu >= 0) out.cpu.fill(cpu, first, j);
   if (tid >= 0) out.tid.fill(tid, first, j);
   if (padding > 0) notes.push(`${padding} all-zero ${size}-byte records skipped (padding)`);
+  if (implausible > 0) notes.push(`${implausible} records with non-canonical addresses skipped (not BTS records)`);
   if (whole !== bytes.length) {
     problems.push(
       new BtsError(
@@ -85,6 +106,12 @@ export function decodeBts(bytes: Uint8Array, options: DecodeBtsOptions = {}): De
     );
   }
   return { branches: out, problems, notes };
+}
+
+/** Whether the high word of an x86-64 address is canonical: bits 63 to 47 all clear or all set. */
+function canonical(hi: number): boolean {
+  const top = hi >>> 15;
+  return top === 0 || top === 0x1ffff;
 }
 
 /** Encodes branches as raw BTS records (the predicted flag kept): test data and `bts record` output. */

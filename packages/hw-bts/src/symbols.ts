@@ -3,8 +3,7 @@
  * sorted in a Float64Array of signed keys ({@link addressKey}), a binary search, and a one-entry cache (branch
  * streams revisit the same function over and over).
  */
-import { readFileSync } from 'node:fs';
-import type { Kallsyms } from '@evtrace/trace-format';
+import { type Kallsyms, readInput } from '@evtrace/trace-format';
 import { addressKey, type BranchList, splitAddress } from './branch.ts';
 import { type ElfSymbols, readElfSymbols } from './elf.ts';
 import { BtsError } from './errors.ts';
@@ -63,12 +62,9 @@ export class Symbolizer {
    * object; 0 for a fixed-address executable). A symbol of size 0 extends to the next symbol.
    */
   addElf(path: string, bias = 0n): this {
-    let bytes: Uint8Array;
-    try {
-      bytes = readFileSync(path);
-    } catch (error) {
-      throw new BtsError('ERR_BTS_ELF', `cannot read: ${(error as Error).message}`, { source: path }, error);
-    }
+    const bytes = readInput(path, {
+      error: (message, at) => new BtsError('ERR_BTS_ELF', message, { ...(at.file ? { source: at.file } : {}) }),
+    });
     return this.addElfBytes(bytes, path, bias);
   }
 

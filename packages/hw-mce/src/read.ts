@@ -2,10 +2,11 @@
  * One entry point for every input: detects what a file (or stdin's bytes) holds, or takes the kind it is told, and
  * returns the records with the notes of what was skipped.
  */
-import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { inputFileKind, inputLabel, readInput } from '@evtrace/trace-format';
 import { type EdacControllerCounters, type EdacEvent, readEdacSysfs } from './edac.ts';
-import { type InputNote, MceError } from './errors.ts';
+import { type InputNote, MceError, type MceLocation } from './errors.ts';
 import { readMceTrace } from './inputs/ftrace.ts';
 import { readRasdaemonDb } from './inputs/rasdaemon.ts';
 import { readStructMce } from './inputs/struct-mce.ts';
@@ -90,16 +91,17 @@ export function detectPathKind(path: string): InputKind {
       return 'edac-sysfs';
     return 'trace';
   }
-  const head = Buffer.alloc(16);
+  const head = Buffer.alloc(4096);
   const fd = openSync(path, 'r');
+  let n: number;
   try {
-    readSync(fd, head, 0, 16, 0);
+    n = readSync(fd, head, 0, head.length, 0);
   } finally {
     closeSync(fd);
   }
-  if (head.toString('latin1') === SQLITE_MAGIC) return 'rasdaemon-db';
+  if (head.subarray(0, 16).toString('latin1') === SQLITE_MAGIC) return 'rasdaemon-db';
   if (head.subarray(0, TRACE_DAT_MAGIC.length).equals(TRACE_DAT_MAGIC)) return 'trace';
-  return detectBufferKind(readFileSync(path).subarray(0, 4096));
+  return detectBufferKind(head.subarray(0, n));
 }
 
 function readdirNames(p: string): string[] {
@@ -108,6 +110,23 @@ function readdirNames(p: string): string[] {
   } catch {
     return [];
   }
+}
+
+/** The shared input reader's errors in this package's shape. */
+function inputError(message: string, at: MceLocation): MceError {
+  return new MceError('ERR_MCE_INPUT', message, { location: at });
+}
+
+/** Whether `path` is read as a stream: a FIFO, a socket or a block device (a character device is the mcelog device). */
+function isStream(path: string): boolean {
+  if (path === '-') return true;
+  let kind: string;
+  try {
+    kind = inputFileKind(path);
+  } catch {
+    return false; // a missing path: the kind detection says so in its own words
+  }
+  return kind !== 'file' && kind !== 'directory' && kind !== 'character device';
 }
 
 function isCharDevice(path: string): boolean {
@@ -119,7 +138,9 @@ function isCharDevice(path: string): boolean {
 }
 
 /**
- * Reads a path (file or directory) or bytes (stdin) of a known or detected kind.
+ * Reads a path (file or directory), `-` (stdin) or bytes of a known or detected kind. stdin, a FIFO or a pipe is read
+ * up to trace-format's `STREAM_INPUT_LIMIT` (128 MiB) and refused beyond it; a FIFO no writer opens within 2 s is
+ * refused.
  * @throws MceError `ERR_MCE_INPUT` when the file cannot be read or is not of the forced kind; `ERR_MCE_SOURCE` when
  * a character device (/dev/mcelog) is absent or answers no mcelog ioctl.
  */
@@ -130,6 +151,9 @@ export function readMceFile(input: string | Uint8Array, options: ReadOptions = {
     const r = readMcelogDevice({ path: input });
     return { kind: 'struct-mce', records: r.records, notes: r.notes };
   }
+  // stdin, a FIFO or a pipe: read once, with the shared bound, and detected from its bytes.
+  if (isStream(input))
+    return readMceBuffer(readInput(input, { error: inputError }), { ...options, file: inputLabel(input) });
   let kind: InputKind;
   try {
     kind = options.kind ?? detectPathKind(input);
@@ -162,16 +186,7 @@ export function readMceFile(input: string | Uint8Array, options: ReadOptions = {
         );
       }
     default: {
-      let bytes: Buffer;
-      try {
-        bytes = readFileSync(input);
-      } catch (error) {
-        throw new MceError('ERR_MCE_INPUT', `cannot read: ${(error as NodeJS.ErrnoException).code ?? error}`, {
-          location: { file: input },
-          cause: error,
-        });
-      }
-      return readMceBuffer(bytes, { ...options, kind, file: input });
+      return readMceBuffer(readInput(input, { error: inputError }), { ...options, kind, file: input });
     }
   }
 }

@@ -23,6 +23,7 @@ export {
   type OpenKmemOptions,
   openKmemInput,
   readKmemtrace,
+  requireKmemEvents,
 } from './inputs.ts';
 export {
   decodeKmemtrace,

@@ -3,9 +3,17 @@
  * directory), `perf script` text, a kmemtrace v1 relay file or a directory of them (`cpuN` files, optional
  * `abi_version`).
  */
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { isRawPagesDir, isTraceDat, type Kallsyms, openTrace } from '@evtrace/trace-format';
+import {
+  type InputLocation,
+  isRawPagesDir,
+  isTraceDat,
+  type Kallsyms,
+  openTrace,
+  readInput,
+  requireSeekableInput,
+} from '@evtrace/trace-format';
 import { AddressKeys } from './address.ts';
 import { KmemError } from './errors.ts';
 import type { KmemEvent, KmemSource } from './event.ts';
@@ -13,7 +21,7 @@ import { gfpNamer } from './gfp.ts';
 import { decodeKmemtrace, type KmemtraceLayout } from './kmemtrace-abi.ts';
 import { parsePerfScript } from './perf-script.ts';
 import { addressNamer } from './symbols.ts';
-import { traceSource } from './tracepoints.ts';
+import { kmemKind, traceSource } from './tracepoints.ts';
 
 export type KmemInputKind = 'trace' | 'perf-script' | 'kmemtrace' | 'perf-data';
 
@@ -31,13 +39,7 @@ export interface OpenKmemOptions {
  * @throws KmemError `ERR_KMEM_INPUT` when it cannot be read or is none of the known kinds.
  */
 export function detectKmemInput(path: string): KmemInputKind {
-  let st: ReturnType<typeof statSync>;
-  try {
-    st = statSync(path);
-  } catch (error) {
-    throw new KmemError('ERR_KMEM_INPUT', `cannot open: ${(error as NodeJS.ErrnoException).code}`, { file: path });
-  }
-  if (st.isDirectory()) {
+  if (requireSeekableInput(path, 'a kmem recording', { error: inputError }) === 'directory') {
     if (existsSync(join(path, 'metadata')) || isRawPagesDir(path)) return 'trace';
     if (relayFiles(path).length > 0) return 'kmemtrace';
     throw new KmemError(
@@ -55,10 +57,33 @@ export function detectKmemInput(path: string): KmemInputKind {
     closeSync(fd);
   }
   const bytes = head.subarray(0, n);
+  if (n === 0) throw new KmemError('ERR_KMEM_INPUT', `empty: expected ${EXPECTED}`, { file: path, offset: 0 });
   if (isTraceDat(bytes)) return 'trace';
   if (bytes.subarray(0, 8).toString('latin1') === 'PERFILE2') return 'perf-data';
-  if (n === 0 || looksLikeText(bytes)) return 'perf-script';
+  if (looksLikeText(bytes)) return 'perf-script';
   return 'kmemtrace';
+}
+
+const EXPECTED = 'a trace of kmem events, perf script text of kmem events or kmemtrace relay records';
+
+/** The shared input reader's errors in this package's shape. */
+function inputError(message: string, at: InputLocation): KmemError {
+  return new KmemError('ERR_KMEM_INPUT', message, at);
+}
+
+/**
+ * Refuses a source that holds no kmem event: a report from it would say nothing, and hide a wrong input.
+ * @throws KmemError `ERR_KMEM_INPUT` naming `file`.
+ */
+export function requireKmemEvents<S extends KmemSource & { readonly events: readonly KmemEvent[] }>(
+  source: S,
+  file: string,
+): S {
+  if (source.events.length === 0) {
+    const skipped = source.diagnostics.length > 0 ? ` (${source.diagnostics.length} problems skipped)` : '';
+    throw new KmemError('ERR_KMEM_INPUT', `no kmem event${skipped}: expected ${EXPECTED}`, { file });
+  }
+  return source;
 }
 
 function looksLikeText(bytes: Buffer): boolean {
@@ -79,21 +104,24 @@ function relayFiles(dir: string): { cpu: number; file: string }[] {
  * optional `abi_version` file as debugfs had it; events of all CPUs merged by timestamp (sequence number for the
  * `mainline` layout).
  */
-export function readKmemtrace(path: string, options: OpenKmemOptions = {}): KmemSource {
+export function readKmemtrace(
+  path: string,
+  options: OpenKmemOptions = {},
+): KmemSource & { readonly events: KmemEvent[] } {
   const keys = new AddressKeys();
   const diagnostics: string[] = [];
   const files = statSync(path).isDirectory() ? relayFiles(path) : [{ cpu: -1, file: path }];
   let abiVersion: number | undefined;
   const abiFile = statSync(path).isDirectory() ? join(path, 'abi_version') : undefined;
   if (abiFile !== undefined && existsSync(abiFile)) {
-    const text = readFileSync(abiFile, 'utf8').trim();
+    const text = readInput(abiFile, { error: inputError }).toString('utf8').trim();
     if (!/^\d+$/.test(text))
       throw new KmemError('ERR_KMEMTRACE_ABI', `abi_version holds '${text}', not a number`, { file: abiFile });
     abiVersion = Number(text);
   }
   const perCpu: KmemEvent[][] = [];
   for (const { cpu, file } of files) {
-    const decoded = decodeKmemtrace(readFileSync(file), {
+    const decoded = decodeKmemtrace(readInput(file, { error: inputError }), {
       cpu,
       file,
       keys,
@@ -119,13 +147,23 @@ export function openKmemInput(path: string, options: OpenKmemOptions = {}): Kmem
   switch (detectKmemInput(path)) {
     case 'trace': {
       const reader = openTrace(path, { lenient: options.lenient === true });
+      if (!reader.eventClasses.some((c) => kmemKind(c) !== undefined))
+        throw new KmemError('ERR_KMEM_INPUT', `a trace without kmem event classes: expected ${EXPECTED}`, {
+          file: path,
+        });
       const source = traceSource(reader, options.kallsyms !== undefined ? { kallsyms: options.kallsyms } : {});
       return { ...source, diagnostics: reader.warnings as string[] };
     }
     case 'perf-script':
-      return parsePerfScript(readFileSync(path, 'utf8'), { file: path, lenient: options.lenient === true });
+      return requireKmemEvents(
+        parsePerfScript(readInput(path, { error: inputError }).toString('utf8'), {
+          file: path,
+          lenient: options.lenient === true,
+        }),
+        path,
+      );
     case 'kmemtrace':
-      return readKmemtrace(path, options);
+      return requireKmemEvents(readKmemtrace(path, options), path);
     case 'perf-data':
       throw new KmemError('ERR_KMEM_INPUT', 'a perf.data file: analyse the text of `perf script -i FILE`', {
         file: path,

@@ -101,6 +101,11 @@ export function decodeKmemtrace(bytes: Uint8Array, options: KmemtraceDecodeOptio
       fail(`truncated record: event size ${size}, ${view.byteLength - at} bytes left`);
       break;
     }
+    if (kind === undefined && at === 0) {
+      // The first record is the evidence the input is kmemtrace at all: an unknown one there is not skipped.
+      fail(`event id ${id} is neither a ${layout} kmemtrace alloc nor free: expected a kmemtrace record`);
+      break;
+    }
     if (kind === undefined || type >= TYPES.length) {
       skipped++;
       at += size;

@@ -2,7 +2,7 @@
  * One entry point for every input evtrace reads: a CTF trace directory, a trace.dat file, or a directory of raw
  * per-CPU pages. The kind is detected from the content, never from the name.
  */
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { type CtfTraceReader, openCtfTrace } from './ctf/reader.ts';
 import { createBabeltraceTextFormatter } from './ctf/text.ts';
@@ -10,6 +10,7 @@ import { TraceFormatError } from './errors.ts';
 import type { FtraceMetadata } from './ftrace/events.ts';
 import { isRawPagesDir, openRawPagesDir } from './ftrace/raw-dir.ts';
 import { isTraceDat, openTraceDat, type TraceDatReader } from './ftrace/tracedat/read.ts';
+import { requireSeekableInput } from './input.ts';
 import type { TraceEvent, TraceKind, TraceReader } from './model/types.ts';
 import { createFtraceTextFormatter } from './output/text.ts';
 
@@ -28,13 +29,7 @@ export interface OpenTraceOptions {
  * @throws TraceFormatError `ERR_TRACE_INPUT` when it is none of the known kinds.
  */
 export function detectTraceKind(path: string): TraceKind {
-  let st: ReturnType<typeof statSync>;
-  try {
-    st = statSync(path);
-  } catch (e) {
-    throw new TraceFormatError('ERR_TRACE_INPUT', `cannot open: ${(e as NodeJS.ErrnoException).code}`, { file: path });
-  }
-  if (st.isDirectory()) {
+  if (requireSeekableInput(path, 'a trace (trace.dat, CTF, raw pages)') === 'directory') {
     if (existsSync(join(path, 'metadata'))) return 'ctf';
     if (isRawPagesDir(path)) return 'raw-pages';
     throw new TraceFormatError(

@@ -104,6 +104,16 @@ export {
   writeTraceDatPages,
 } from './ftrace/tracedat/write.ts';
 export {
+  FIFO_WRITER_WAIT_MS,
+  type InputFileKind,
+  inputFileKind,
+  inputLabel,
+  type ReadInputOptions,
+  readInput,
+  requireSeekableInput,
+  STREAM_INPUT_LIMIT,
+} from './input.ts';
+export {
   type EventSource,
   FTRACE_PAGE_RECORD,
   type PageSink,

@@ -253,7 +253,7 @@ describe('evtrace bts report on other inputs', () => {
     expect((await run('bts', 'record', '--source', 'magic', 'true')).code).toBe(ExitCode.Usage);
     const missing = await run('bts', 'report', '/nonexistent/x');
     expect(missing.code).toBe(ExitCode.Failure);
-    expect(missing.stderr).toMatch(/ERR_BTS_FORMAT: \/nonexistent\/x: cannot read: ENOENT/);
+    expect(missing.stderr).toMatch(/ERR_BTS_FORMAT: \/nonexistent\/x: cannot open: ENOENT/);
   });
 
   let pmus: string[] = [];

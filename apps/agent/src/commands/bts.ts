@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import {
   type BranchFormat,
   type BranchInput,
@@ -22,7 +21,7 @@ import {
   readElfSymbols,
   Symbolizer,
 } from '@evtrace/hw-bts';
-import { Kallsyms } from '@evtrace/trace-format';
+import { Kallsyms, readInput, TraceFormatError } from '@evtrace/trace-format';
 import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
@@ -41,6 +40,7 @@ interface ReportOptions {
   kallsyms?: string;
   format?: BranchFormat;
   json?: boolean;
+  lenient?: boolean;
 }
 
 /** ELF e_type of position-independent executables and shared objects. */
@@ -89,9 +89,12 @@ line per stretch in a function, indented two spaces per nesting level. --user an
 source address (at or above 0x8000000000000000 is kernel), so a user-only view drops the kernel-to-user returns as
 gdb does. With --json, one JSON object: branch rows carry "from" and "to" as hex strings, "flags", "kind", and
 "from_symbol"/"to_symbol" when known. Problems in the input (truncated records, malformed lines) are reported on
-stderr with where they are; the valid data around them is used.`,
+stderr with where they are; the valid data around them is used. Raw BTS records must be branches: a record whose
+addresses are not canonical x86-64 ones ends the report with its byte offset (--lenient skips and counts them), and an
+input with no branch at all is refused. INPUT may be a FIFO, a pipe or - (stdin): such a stream is read up to 128
+MiB and refused beyond; a FIFO no writer opens within 2 s is refused.`,
     )
-    .argument('<input>', 'branch trace file, or a trace (trace.dat, CTF directory) with bts:branch events')
+    .argument('<input>', "branch trace file ('-': stdin), or a trace (trace.dat, CTF directory) with bts:branch events")
     .option('--last <n>', 'print the last N branches')
     .option('--calls', 'print the function call history with nesting')
     .option('--hot', 'print the edges by how often they were taken, with misprediction counts')
@@ -106,6 +109,10 @@ stderr with where they are; the valid data around them is used.`,
     .option('--kallsyms <file>', 'a copy of /proc/kallsyms for kernel addresses')
     .option('--format <format>', `input format: ${FORMATS.join(', ')}`)
     .option('--json', 'one JSON object on stdout')
+    .option(
+      '--lenient',
+      'skip raw BTS records that cannot be branches (counted on stderr) instead of refusing the input',
+    )
     .action((input: string, options: ReportOptions) => report(input, options, io));
   setExamples(
     cmd,
@@ -129,7 +136,10 @@ function report(input: string, o: ReportOptions, io: CliIO): void {
   if (last === undefined && !o.calls && !o.hot && !o.coverage) last = 20;
   let decoded: BranchInput;
   try {
-    decoded = readBranchInput(input, o.format !== undefined ? { format: o.format } : {});
+    decoded = readBranchInput(input, {
+      ...(o.format !== undefined ? { format: o.format } : {}),
+      ...(o.lenient ? { lenient: true } : {}),
+    });
   } catch (error) {
     if (error instanceof BtsError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
     throw error;
@@ -232,7 +242,7 @@ function loadSymbols(o: ReportOptions, list: BranchList, io: CliIO): Symbolizer 
     const path = at > 0 ? spec.slice(0, at) : spec;
     try {
       let bias = at > 0 ? BigInt(spec.slice(at + 1)) : undefined;
-      const bytes = readFileSync(path);
+      const bytes = readInput(path);
       if (bias === undefined) {
         // A PIE or shared object runs wherever it was loaded: find where from the names the trace gives.
         const elf = readElfSymbols(bytes, path);
@@ -250,21 +260,18 @@ function loadSymbols(o: ReportOptions, list: BranchList, io: CliIO): Symbolizer 
       }
       s.addElfBytes(bytes, path, bias ?? 0n);
     } catch (error) {
-      if (error instanceof BtsError) throw new CliExit(ExitCode.Failure, `--symbols: ${error.code}: ${error.message}`);
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== undefined) throw new CliExit(ExitCode.Failure, `--symbols: cannot read ${path}: ${code}`);
+      if (error instanceof BtsError || error instanceof TraceFormatError)
+        throw new CliExit(ExitCode.Failure, `--symbols: ${error.code}: ${error.message}`);
       throw error;
     }
   }
   if (o.kallsyms !== undefined) {
     let text: string;
     try {
-      text = readFileSync(o.kallsyms, 'utf8');
+      text = readInput(o.kallsyms).toString('utf8');
     } catch (error) {
-      throw new CliExit(
-        ExitCode.Failure,
-        `--kallsyms: cannot read ${o.kallsyms}: ${(error as NodeJS.ErrnoException).code}`,
-      );
+      if (!(error instanceof TraceFormatError)) throw error;
+      throw new CliExit(ExitCode.Failure, `--kallsyms: ${error.message}`);
     }
     s.setKallsyms(Kallsyms.parse(text));
   }

@@ -163,7 +163,7 @@ object per line: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "
 2^53 as decimal strings; the events of a trace.dat instance buffer (--buffer, --all-buffers) carry "buffer": "NAME".
 In --filter, COMM is the name a task had when the event fired, replayed from the recording's sched_switch,
 sched_process_fork, sched_process_exec and task_rename events (saved_cmdlines names the tasks they do not).
-Warnings go to stderr, never to stdout.`,
+Warnings go to stderr, never to stdout. A trace is read at offsets: a FIFO or device is refused, naming it.`,
     )
     .argument('[input]', 'CTF trace directory, trace.dat file, or raw-pages directory')
     .option('--json', 'one JSON object per event per line')

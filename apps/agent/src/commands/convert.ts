@@ -159,7 +159,11 @@ encoded again, with a note saying why.`,
             break;
         }
       } catch (error) {
-        if (error instanceof TraceFormatError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
+        if (error instanceof TraceFormatError) {
+          // A write error is about an event of the input: name the input, as the readers' own errors do.
+          const where = error.code === 'ERR_CTF_WRITE' ? `${input}: ` : '';
+          throw new CliExit(ExitCode.Failure, `${error.code}: ${where}${error.message}`);
+        }
         throw error;
       } finally {
         reportNotes(io, opened);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FilterError, type ParseOptions, parseCpuList, parseFilter, parseKallsyms } from '@evtrace/filters';
-import { type EventClass, parseFormatFile } from '@evtrace/trace-format';
+import { type EventClass, parseFormatFile, readInput } from '@evtrace/trace-format';
 import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
@@ -59,7 +59,7 @@ function parseOptions(expr: string, options: CheckOptions): ParseOptions {
   // Reading 100k+ symbols costs time: only when a .function predicate may need them.
   if (expr.includes('.function') || options.kallsyms !== undefined) {
     try {
-      const text = readFileSync(kallsyms, 'utf8');
+      const text = readInput(kallsyms).toString('utf8');
       // Without privileges every address reads 0: no symbol table then.
       if (!/^0+ /.test(text)) symbols = parseKallsyms(text);
     } catch (error) {

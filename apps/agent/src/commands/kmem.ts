@@ -19,8 +19,9 @@ import {
   parsePerfScript,
   parseSortKeys,
   type ReportOptions,
+  requireKmemEvents,
 } from '@evtrace/kmemtrace';
-import { Kallsyms, TraceFormatError } from '@evtrace/trace-format';
+import { Kallsyms, readInput, TraceFormatError } from '@evtrace/trace-format';
 import { tracefsInMounts } from '@evtrace/tracefs';
 import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
@@ -111,7 +112,7 @@ function reportOptions(options: KmemReportOptions): ReportOptions {
 function openSource(input: string, options: { lenient?: boolean; kallsyms?: string }): KmemSource {
   try {
     const kallsyms =
-      options.kallsyms === undefined ? undefined : Kallsyms.parse(readFileSync(options.kallsyms, 'latin1'));
+      options.kallsyms === undefined ? undefined : Kallsyms.parse(readInput(options.kallsyms).toString('latin1'));
     if (detectKmemInput(input) === 'perf-data') {
       let text: string;
       try {
@@ -124,7 +125,8 @@ function openSource(input: string, options: { lenient?: boolean; kallsyms?: stri
         const why = e.code === 'ENOENT' ? 'perf is not installed' : e.stderr?.toString().trim() || e.message;
         throw new CliExit(ExitCode.Failure, `${input}: a perf.data file, and perf script failed on it: ${why}`);
       }
-      return parsePerfScript(text, { file: `${input} (perf script)`, lenient: options.lenient === true });
+      const file = `${input} (perf script)`;
+      return requireKmemEvents(parsePerfScript(text, { file, lenient: options.lenient === true }), file);
     }
     return openKmemInput(input, {
       lenient: options.lenient === true,
@@ -201,7 +203,9 @@ async function reportLive(
   let kallsyms: Kallsyms | undefined;
   try {
     kallsyms =
-      options.kallsyms === undefined ? runningKallsyms() : Kallsyms.parse(readFileSync(options.kallsyms, 'latin1'));
+      options.kallsyms === undefined
+        ? runningKallsyms()
+        : Kallsyms.parse(readInput(options.kallsyms).toString('latin1'));
   } catch (error) {
     throw new CliExit(ExitCode.Failure, `--kallsyms: ${(error as Error).message}`);
   }
@@ -271,7 +275,9 @@ function registerReport(cmd: Command, io: CliIO): void {
     .description(
       `Reads INPUT, detected from its content: an evtrace trace (trace.dat, CTF directory, raw-pages directory) of
 kmem tracepoints, perf script text of kmem events, a perf.data file of "perf kmem record" (run through
-perf script), or kmemtrace v1 relay files (a cpuN file or a directory of them with abi_version).
+perf script), or kmemtrace v1 relay files (a cpuN file or a directory of them with abi_version). INPUT is a
+regular file (read at its size) or a directory: a FIFO or device is refused, and so is an input holding no kmem
+event (an empty file, text of other events, a trace without kmem events), naming the file and what was expected.
 --caller and --alloc print perf kmem's tables per call site and per pointer: total and per-hit allocated and
 requested bytes, hits, ping-pong (frees on another CPU than the allocation's) and fragmentation, sorted by --sort
 (perf's keys frag, hit, bytes, ptr, callsite, pingpong; each descending; default frag,hit,bytes). --page prints the

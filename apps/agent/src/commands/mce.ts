@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import {
   applyPageAction,
   type CpuKind,
@@ -20,6 +19,7 @@ import {
   toJsonLine,
   toText,
 } from '@evtrace/hw-mce';
+import { readInput, TraceFormatError } from '@evtrace/trace-format';
 import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
@@ -61,7 +61,9 @@ journald), mce:mce_record text lines (all three layouts), binary struct mce reco
 device itself (a character device: record and log length asked through its ioctls), a trace.dat or raw-pages directory holding mce:mce_record / ras:mc_event, a rasdaemon sqlite database, or an EDAC sysfs tree
 (/sys/devices/system/edac). --input-format forces one of: ${KINDS.join(', ')}. Problems in the input (truncated
 records, garbage lines, bad values) are reported on stderr with their line and column or byte offset; every good
-record around them is decoded. Exit status 1 when the input holds no record at all.
+record around them is decoded. Exit status 1 when the input holds no record at all, or binary input whose first
+finished record is not a machine check (MCi_STATUS.VAL clear, reserved MCG_STATUS bits set). stdin, a FIFO or a pipe
+is read up to 128 MiB and refused beyond; a FIFO no writer opens within 2 s is refused.
 With --json, one object per record per line: cpu, bank, status, addr (hex or null), misc (hex or null), mcgstatus,
 severity, class, summary, and the decoded details.`,
     )
@@ -91,13 +93,7 @@ severity, class, summary, and the decoded details.`,
       const stdin = file === undefined || file === '-';
       let result: ReturnType<typeof readMceFile>;
       try {
-        result = stdin
-          ? readMceFile(readFileSync(0), {
-              ...(kind ? { kind } : {}),
-              file: '<stdin>',
-              ...(recordLength ? { recordLength } : {}),
-            })
-          : readMceFile(file, { ...(kind ? { kind } : {}), ...(recordLength ? { recordLength } : {}) });
+        result = readMceFile(file ?? '-', { ...(kind ? { kind } : {}), ...(recordLength ? { recordLength } : {}) });
       } catch (error) {
         if (error instanceof MceError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
         throw error;
@@ -173,27 +169,23 @@ the configured trigger commands with mcelog's environment; --offline writes the 
     .action(async (file: string | undefined, options: TrackOptions) => {
       let config: TrackerConfig;
       try {
-        const parsed = parseMcelogConfig(readFileSync(options.config!, 'utf8'), options.config);
+        const parsed = parseMcelogConfig(readInput(options.config!).toString('utf8'), options.config);
         config = parsed.config;
         for (const n of parsed.notes) io.stderr(`evtrace: ${noteText(n)}\n`);
       } catch (error) {
         const e = error as NodeJS.ErrnoException;
         throw new CliExit(
           ExitCode.Usage,
-          `--config: ${e instanceof MceError ? e.message : `${options.config}: ${e.code ?? e.message}`}`,
+          `--config: ${e instanceof MceError || e instanceof TraceFormatError ? e.message : `${options.config}: ${e.code ?? e.message}`}`,
         );
       }
       const kind = options.inputFormat as InputKind | undefined;
       if (kind !== undefined && !KINDS.includes(kind)) {
         throw new CliExit(ExitCode.Usage, `--input-format must be one of ${KINDS.join(', ')}, not '${kind}'`);
       }
-      const stdin = file === undefined || file === '-';
       let result: ReturnType<typeof readMceFile>;
       try {
-        result = readMceFile(stdin ? readFileSync(0) : file, {
-          ...(kind ? { kind } : {}),
-          ...(stdin ? { file: '<stdin>' } : {}),
-        });
+        result = readMceFile(file ?? '-', kind ? { kind } : {});
       } catch (error) {
         if (error instanceof MceError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
         throw error;

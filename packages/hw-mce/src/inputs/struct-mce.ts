@@ -80,7 +80,8 @@ export function probeRecordLength(bytes: Uint8Array): number {
 /**
  * Reads consecutive records. A trailing partial record, and records whose `finished` byte is 0 (the kernel was still
  * writing them), are reported as notes with their byte offset; all whole records are returned.
- * @throws MceError `ERR_MCE_RECORD` when the record length is below the oldest ABI's.
+ * @throws MceError `ERR_MCE_RECORD` when the record length is below the oldest ABI's; `ERR_MCE_INPUT` when the bytes
+ * show no evidence of being struct mce records (see {@link requireEvidence}).
  */
 export function readStructMce(bytes: Uint8Array, options: StructMceOptions = {}): StructMceResult {
   const len = options.recordLength ?? probeRecordLength(bytes);
@@ -99,6 +100,7 @@ export function readStructMce(bytes: Uint8Array, options: StructMceOptions = {})
   const records: MceRecord[] = [];
   const notes: InputNote[] = [];
   const whole = bytes.length - (bytes.length % len);
+  requireEvidence(view, whole, len, file, base);
   for (let at = 0; at < whole; at += len) {
     if (bytes[at + STRUCT_MCE.finished] !== 1) {
       notes.push({
@@ -116,6 +118,33 @@ export function readStructMce(bytes: Uint8Array, options: StructMceOptions = {})
     });
   }
   return { records, notes, recordLength: len };
+}
+
+/** MCG_STATUS bits the architecture defines (RIPV, EIPV, MCIP, LMCE_S); the others read as zero. */
+const MCG_STATUS_DEFINED = 0xfn;
+
+/**
+ * The evidence that bytes are struct mce records before any is reported: a first finished record whose MCi_STATUS
+ * has VAL set (the kernel logs no other) and whose MCG_STATUS sets no reserved bit. Random bytes pass by chance
+ * about once in 2^69.
+ * @throws MceError `ERR_MCE_INPUT` at the offset of the record that fails, or of the input when none is finished.
+ */
+function requireEvidence(view: DataView, whole: number, len: number, file: string | undefined, base: number): void {
+  let at = 0;
+  while (at < whole && view.getUint8(at + STRUCT_MCE.finished) !== 1) at += len;
+  const expected = 'expected struct mce records (finished = 1, MCi_STATUS.VAL set, no reserved MCG_STATUS bit)';
+  if (at >= whole)
+    throw new MceError('ERR_MCE_INPUT', `no finished ${len}-byte record: ${expected}`, {
+      location: { file, offset: base },
+    });
+  const valid = view.getBigUint64(at + STRUCT_MCE.status, true) >> 63n === 1n;
+  const mcg = view.getBigUint64(at + STRUCT_MCE.mcgstatus, true);
+  if (!valid || (mcg & ~MCG_STATUS_DEFINED) !== 0n)
+    throw new MceError(
+      'ERR_MCE_INPUT',
+      `not a machine-check record (${valid ? `MCG_STATUS 0x${mcg.toString(16)}` : 'MCi_STATUS.VAL clear'}): ${expected}`,
+      { location: { file, offset: base + at } },
+    );
 }
 
 /** Reads one record of `len` bytes at `at`; fields beyond `len` stay unknown. */

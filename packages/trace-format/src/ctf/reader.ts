@@ -1,8 +1,9 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { BitReader } from '../codec/bit-reader.ts';
 import { compileScope, type FieldDecoder } from '../codec/decoder.ts';
 import { TraceFormatError } from '../errors.ts';
+import { readInput } from '../input.ts';
 import type { FieldValue, TraceClass, TraceEvent, TraceReader } from '../model/types.ts';
 import { type ByteSource, CHUNK, fileSource, MAX_HEADERS, memorySource } from './byte-source.ts';
 import { isCtf2Metadata, parseCtf2Metadata } from './ctf2.ts';
@@ -450,9 +451,10 @@ export function openCtfTrace(dir: string, options: OpenCtfOptions = {}): CtfTrac
   let metadata: Uint8Array;
   let names: string[];
   try {
-    metadata = readFileSync(metadataPath);
+    metadata = readInput(metadataPath);
     names = streamFilesOf(dir);
   } catch (error) {
+    if (error instanceof TraceFormatError) throw error;
     throw new TraceFormatError('ERR_TRACE_INPUT', `cannot read CTF trace: ${(error as Error).message}`, {
       file: metadataPath,
     });
@@ -460,7 +462,7 @@ export function openCtfTrace(dir: string, options: OpenCtfOptions = {}): CtfTrac
   const streams = names.map((name) => {
     const path = join(dir, name);
     const indexPath = join(dir, 'index', `${name}.idx`);
-    const index = existsSync(indexPath) ? parseLttngIndex(readFileSync(indexPath), indexPath) : undefined;
+    const index = existsSync(indexPath) ? parseLttngIndex(readInput(indexPath), indexPath) : undefined;
     return { path, data: fileSource(path), index };
   });
   return readCtfTrace({ metadata, metadataPath, streams }, options);

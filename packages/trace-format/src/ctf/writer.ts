@@ -466,7 +466,17 @@ export function writeCtfTrace(reader: TraceReader, dir: string, options: CtfWrit
   let n = 0;
   try {
     for (const event of reader.events() as Iterable<TraceEvent>) {
-      writer.writeEvent(event);
+      try {
+        writer.writeEvent(event);
+      } catch (error) {
+        // Say which input event could not be written: the reader's events need not be in the order CTF requires.
+        if (!(error instanceof TraceFormatError) || error.code !== 'ERR_CTF_WRITE') throw error;
+        const cpu = event.cpu === undefined ? '' : `, CPU ${event.cpu}`;
+        throw new TraceFormatError(
+          'ERR_CTF_WRITE',
+          `event ${n + 1} (${event.eventClass.name}${cpu}, ${event.tsNs} ns): ${error.message}`,
+        );
+      }
       n++;
     }
   } finally {

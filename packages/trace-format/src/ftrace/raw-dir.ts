@@ -9,10 +9,11 @@
  * pages are, so the directory stays readable at every moment. In the regions layout (raw-regions.ts), every CPU's
  * pages are in one `cpus.raw` instead.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileSource } from '../ctf/byte-source.ts';
 import { TraceFormatError } from '../errors.ts';
+import { readInput } from '../input.ts';
 import type { EventClass, TraceEvent, TraceReader } from '../model/types.ts';
 import { type CpuPages, cpuEventBatches, EventTable, type FtraceMetadata, mergeBatches } from './events.ts';
 import { parseFormatFile } from './format-file.ts';
@@ -35,7 +36,10 @@ export interface FtraceReader extends TraceReader {
   cpuPages(): CpuPages[];
 }
 
-const optional = (path: string): string | undefined => (existsSync(path) ? readFileSync(path, 'utf8') : undefined);
+const optional = (path: string): string | undefined => (existsSync(path) ? readText(path) : undefined);
+
+/** A text file of the directory, read with the bound of a user's input (a FIFO or device there is no hang). */
+const readText = (path: string): string => readInput(path).toString('utf8');
 
 /** The file of a raw-pages directory giving the bytes reserved before the pages of every `cpuN.raw`. */
 export const RAW_HEAD_ROOM_FILE = 'head_room';
@@ -111,7 +115,7 @@ export function readEventFormats(
       const file = join(eventsDir, system.name, event.name, 'format');
       if (!event.isDirectory() || !existsSync(file)) continue;
       try {
-        classes.push(parseFormatFile(readFileSync(file, 'utf8'), { file, system: system.name, longSize }));
+        classes.push(parseFormatFile(readText(file), { file, system: system.name, longSize }));
       } catch (e) {
         if (skip === undefined || !(e instanceof TraceFormatError)) throw e;
         skip(e);
@@ -133,14 +137,14 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
     throw new TraceFormatError('ERR_TRACE_INPUT', 'not a raw-pages directory: no events/header_page', { file: dir });
   }
   const headerEventFile = join(dir, 'events', 'header_event');
-  if (existsSync(headerEventFile)) parseHeaderEvent(readFileSync(headerEventFile, 'utf8'), { file: headerEventFile });
+  if (existsSync(headerEventFile)) parseHeaderEvent(readText(headerEventFile), { file: headerEventFile });
   const subbufKb = optional(join(dir, 'buffer_subbuf_size_kb'))?.trim();
   if (subbufKb !== undefined && !/^\d+$/.test(subbufKb)) {
     throw new TraceFormatError('ERR_TRACE_INPUT', `bad buffer_subbuf_size_kb ${JSON.stringify(subbufKb)}`, {
       file: dir,
     });
   }
-  const headerText = readFileSync(headerPageFile, 'utf8');
+  const headerText = readText(headerPageFile);
   const page = parseHeaderPage(headerText, {
     file: headerPageFile,
     ...(subbufKb !== undefined ? { pageSize: Number(subbufKb) * 1024 } : {}),
