@@ -110,6 +110,15 @@ export {
   type SourceCpuCounters,
 } from './model/source.ts';
 export type * from './model/types.ts';
+export {
+  checkOutputDir,
+  errnoText,
+  type OutputAccess,
+  type OutputDirOptions,
+  outputError,
+  writeDirAtomically,
+  writeFileAtomically,
+} from './output/atomic.ts';
 export { eventToJsonLine, jsonValue } from './output/json.ts';
 export { type PerfettoOptions, writePerfettoJson } from './output/perfetto.ts';
 export { createFtraceTextFormatter, type FtraceTextOptions, fieldsText } from './output/text.ts';
