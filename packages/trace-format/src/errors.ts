@@ -32,11 +32,19 @@ export interface InputLocation {
 export class TraceFormatError extends Error {
   readonly code: TraceFormatErrorCode;
   readonly location: InputLocation;
-  constructor(code: TraceFormatErrorCode, message: string, location: InputLocation = {}, cause?: unknown) {
-    super(`${formatLocation(location)}${message}`, cause === undefined ? undefined : { cause });
+  /** The output file or directory an `ERR_OUTPUT` is about (its message names it too). */
+  readonly path: string | undefined;
+  constructor(
+    code: TraceFormatErrorCode,
+    message: string,
+    location: InputLocation = {},
+    options: { readonly path?: string; readonly cause?: unknown } = {},
+  ) {
+    super(`${formatLocation(location)}${message}`, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'TraceFormatError';
     this.code = code;
     this.location = location;
+    this.path = options.path;
   }
 }
 

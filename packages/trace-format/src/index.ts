@@ -113,9 +113,12 @@ export type * from './model/types.ts';
 export {
   checkOutputDir,
   errnoText,
+  errorText,
   type OutputAccess,
   type OutputDirOptions,
   outputError,
+  outputMode,
+  writeBytesAtomically,
   writeDirAtomically,
   writeFileAtomically,
 } from './output/atomic.ts';

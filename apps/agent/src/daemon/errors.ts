@@ -3,6 +3,7 @@
  * failure into a clear error reply without guessing.
  */
 import type { AgentErrorCode } from '@evtrace/agent-protocol';
+import { errorText } from '@evtrace/trace-format';
 
 export class AgentError extends Error {
   readonly code: AgentErrorCode;
@@ -18,13 +19,14 @@ export function asAgentError(error: unknown): AgentError {
   if (error instanceof AgentError) return error;
   const code = (error as { code?: unknown })?.code;
   const message = error instanceof Error ? error.message : String(error);
-  const tagged = typeof code === 'string' ? `${code}: ${message}` : message;
+  const tagged = errorText(error);
   switch (code) {
     case 'ERR_TRACEFS_EVENT':
       return new AgentError('ERR_EVENT', tagged, { cause: error });
     case 'ERR_TRACEFS_FILTER':
       return new AgentError('ERR_FILTER', tagged, { cause: error });
     case 'ERR_TRACEFS_OUTPUT':
+    case 'ERR_OUTPUT':
     case 'ENOSPC':
     case 'EDQUOT':
     case 'EACCES':

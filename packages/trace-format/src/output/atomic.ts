@@ -16,6 +16,7 @@ import {
   renameSync,
   rmSync,
   type Stats,
+  writeSync,
 } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
 import { TraceFormatError } from '../errors.ts';
@@ -66,9 +67,24 @@ export function errnoText(error: unknown): string {
   return meaning === undefined ? errno : `${errno} (${meaning})`;
 }
 
+/**
+ * Any error as one line for a user: a failed system call as `cannot mkdir /x: EEXIST (already exists)` (Node's own
+ * message repeats the errno and hides the reason), an error with a code as `CODE: message`, else its message.
+ */
+export function errorText(error: unknown): string {
+  const e = error as NodeJS.ErrnoException & { dest?: unknown };
+  const code = e?.code;
+  if (typeof e?.syscall === 'string' && typeof code === 'string' && /^E[A-Z0-9]+$/.test(code)) {
+    const path = typeof e.path === 'string' ? ` ${e.path}${typeof e.dest === 'string' ? ` to ${e.dest}` : ''}` : '';
+    return `cannot ${e.syscall}${path}: ${errnoText(error)}`;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return typeof code === 'string' ? `${code}: ${message}` : message;
+}
+
 /** An `ERR_OUTPUT` error naming `path` and why (`cannot write out.dat: ENOSPC (no space left on device)`). */
 export function outputError(path: string, error: unknown, what = 'cannot write'): TraceFormatError {
-  return new TraceFormatError('ERR_OUTPUT', `${what} ${path}: ${errnoText(error)}`, {}, error);
+  return new TraceFormatError('ERR_OUTPUT', `${what} ${path}: ${errnoText(error)}`, {}, { path, cause: error });
 }
 
 /** System calls whose failure inside a writer is the output's (reads are the input's). */
@@ -108,8 +124,11 @@ function lstat(path: string): Stats | undefined {
   }
 }
 
-/** The mode a new output gets: exact when given, else private or shared (less the umask). */
-function modeOf(access: OutputAccess, directory: boolean, existing?: Stats): number {
+/**
+ * The mode an output gets: `access.mode` when given; 0644 or 0755 less the umask when shared; else the mode of the
+ * file it replaces, or 0600 or 0700. For writers that complete an output in place of {@link writeFileAtomically}.
+ */
+export function outputMode(access: OutputAccess, directory: boolean, existing?: Stats): number {
   if (access.mode !== undefined) return access.mode;
   if (access.share === true) return (directory ? 0o755 : 0o644) & ~process.umask();
   if (existing !== undefined) return existing.mode & 0o7777;
@@ -145,7 +164,7 @@ export function writeFileAtomically<T>(target: string, write: (fd: number) => T,
   }
   const dir = dirname(path);
   const temp = join(dir, `.${basename(path)}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`);
-  const mode = modeOf(access, false, existing);
+  const mode = outputMode(access, false, existing);
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
   const fd = openOutput(target, () => openSync(temp, flags, 0o600));
   try {
@@ -159,6 +178,19 @@ export function writeFileAtomically<T>(target: string, write: (fd: number) => T,
     rmSync(temp, { force: true });
     throw blame(error, target, temp);
   }
+}
+
+/** {@link writeFileAtomically} of `bytes` (text as UTF-8). Returns their length. */
+export function writeBytesAtomically(target: string, bytes: Uint8Array | string, access: OutputAccess = {}): number {
+  const data = typeof bytes === 'string' ? Buffer.from(bytes) : bytes;
+  return writeFileAtomically(
+    target,
+    (fd) => {
+      for (let done = 0; done < data.length; ) done += writeSync(fd, data, done, data.length - done, done);
+      return data.length;
+    },
+    access,
+  );
 }
 
 function openOutput(target: string, open: () => number): number {
@@ -199,12 +231,16 @@ export function checkOutputDir(target: string, options: { readonly force?: boole
     throw new TraceFormatError(
       'ERR_OUTPUT',
       `cannot write ${target}: it exists and is not a directory (--force replaces it)`,
+      {},
+      { path: target },
     );
   }
   if (readdirSync(target).length > 0) {
     throw new TraceFormatError(
       'ERR_OUTPUT',
       `cannot write ${target}: the directory is not empty (--force replaces it)`,
+      {},
+      { path: target },
     );
   }
 }
@@ -231,11 +267,11 @@ export function writeDirAtomically<T>(target: string, build: (dir: string) => T,
     const existing = lstat(target);
     if (existing === undefined || (existing.isDirectory() && readdirSync(target).length === 0)) {
       // rename(2) replaces an empty directory in one step.
-      chmodDir(temp, modeOf(options, true));
+      chmodDir(temp, outputMode(options, true));
       renameSync(temp, target);
       return result;
     }
-    chmodDir(temp, modeOf(options, true));
+    chmodDir(temp, outputMode(options, true));
     // Forced over a non-empty directory or a file: moved aside, the new one renamed in, the old one removed.
     const aside = `${temp}.old`;
     renameSync(target, aside);

@@ -7,7 +7,7 @@
 import { writeSync, writevSync } from 'node:fs';
 import { TraceFormatError } from '../../errors.ts';
 import type { EventClass, FieldClass, FtraceFieldInfo, TraceEvent } from '../../model/types.ts';
-import { type OutputAccess, writeFileAtomically } from '../../output/atomic.ts';
+import { type OutputAccess, writeBytesAtomically, writeFileAtomically } from '../../output/atomic.ts';
 import { compileRecordWriter, MAX_DYNAMIC, packPages, type RecordWriter, type TimedRecord } from '../encode.ts';
 import { formatFileText, HEADER_EVENT_TEXT, headerPageText } from '../format-text.ts';
 import { kernelPageLayout } from '../headers.ts';
@@ -91,7 +91,7 @@ export function writeTraceDat(
   options: TraceDatWriteOptions & OutputAccess = {},
 ): TraceDatWriteResult {
   const result = encodeTraceDat(eventClasses, events, options);
-  writeFileAtomically(file, (fd) => putBytes(fd, result.bytes, 0), options);
+  writeBytesAtomically(file, result.bytes, options);
   return result;
 }
 
@@ -175,7 +175,7 @@ export function writeTraceDatPages(
   if (version === 7) {
     const pages = cpus.map((_, cpu) => Buffer.concat([...checked(cpu)]));
     const bytes = writeV7(meta, pages, pageSize, options.compression ?? 'zstd');
-    writeFileAtomically(file, (fd) => putBytes(fd, bytes, 0), options);
+    writeBytesAtomically(file, bytes, options);
     return bytes.length;
   }
   const head = v6HeadParts(
