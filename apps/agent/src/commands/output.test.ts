@@ -49,6 +49,8 @@ const nobodyReads = (file: string) => spawnSync('cat', [file], { uid: NOBODY, gi
 
 describe.skipIf(!existsSync(CLI))(
   `evtrace convert outputs (built CLI${existsSync(CLI) ? '' : ': skipped, not built'})`,
+  // Each test runs the CLI a few times over: seconds on a loaded machine.
+  { timeout: 30_000 },
   () => {
     const { dat } = sampleInputs();
     const dir = openDir();
@@ -171,82 +173,86 @@ describe.skipIf(!existsSync(CLI))(
   },
 );
 
-describe.skipIf(!existsSync(CLI))('evtrace record --demo outputs (built CLI)', () => {
-  const dir = openDir();
+describe.skipIf(!existsSync(CLI))(
+  `evtrace record --demo outputs (built CLI${existsSync(CLI) ? '' : ': skipped, not built'})`,
+  { timeout: 30_000 },
+  () => {
+    const dir = openDir();
 
-  it('writes a private trace.dat (shared with --share) and keeps a private .part that reads after kill -9', async () => {
-    const out = join(dir, 'rec.dat');
-    const r = await evtrace('record', '--demo', '-e', 'kmem:kmalloc', '--duration', '200ms', '-o', out);
-    expect(r.code).toBe(0);
-    expect(mode(out)).toBe(0o600);
-    expect(existsSync(`${out}.part`)).toBe(false);
-    const shared = join(dir, 'shared.dat');
-    expect(
-      (await evtrace('record', '--demo', '-e', 'kmem:kmalloc', '--duration', '200ms', '-o', shared, '--share')).code,
-    ).toBe(0);
-    expect(mode(shared)).toBe(0o644 & ~process.umask());
-    if (root) {
-      expect(nobodyReads(out)).toBe(false);
-      expect(nobodyReads(shared)).toBe(true);
-    }
-    const killed = join(dir, 'killed.dat');
-    const child: ChildProcess = spawn(
-      process.execPath,
-      [CLI, 'record', '--demo', '-e', 'kmem:kmalloc', '--duration', '30s', '-o', killed],
-      {
-        stdio: 'ignore',
-      },
-    );
-    const part = `${killed}.part`;
-    for (let i = 0; i < 200 && !existsSync(join(part, 'cpu0.raw')); i++) await new Promise((r) => setTimeout(r, 25));
-    await new Promise((r) => setTimeout(r, 300));
-    child.kill('SIGKILL');
-    await new Promise((r) => child.once('exit', r));
-    expect(mode(part)).toBe(0o700);
-    expect(existsSync(killed)).toBe(false);
-    const cat = await evtrace('cat', part);
-    expect(cat.code).toBe(0);
-    expect(cat.stdout).toContain('kmalloc');
-  });
+    it('writes a private trace.dat (shared with --share) and keeps a private .part that reads after kill -9', async () => {
+      const out = join(dir, 'rec.dat');
+      const r = await evtrace('record', '--demo', '-e', 'kmem:kmalloc', '--duration', '200ms', '-o', out);
+      expect(r.code).toBe(0);
+      expect(mode(out)).toBe(0o600);
+      expect(existsSync(`${out}.part`)).toBe(false);
+      const shared = join(dir, 'shared.dat');
+      expect(
+        (await evtrace('record', '--demo', '-e', 'kmem:kmalloc', '--duration', '200ms', '-o', shared, '--share')).code,
+      ).toBe(0);
+      expect(mode(shared)).toBe(0o644 & ~process.umask());
+      if (root) {
+        expect(nobodyReads(out)).toBe(false);
+        expect(nobodyReads(shared)).toBe(true);
+      }
+      const killed = join(dir, 'killed.dat');
+      const child: ChildProcess = spawn(
+        process.execPath,
+        [CLI, 'record', '--demo', '-e', 'kmem:kmalloc', '--duration', '30s', '-o', killed],
+        {
+          stdio: 'ignore',
+        },
+      );
+      const part = `${killed}.part`;
+      for (let i = 0; i < 200 && !existsSync(join(part, 'cpu0.raw')); i++) await new Promise((r) => setTimeout(r, 25));
+      await new Promise((r) => setTimeout(r, 300));
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+      expect(mode(part)).toBe(0o700);
+      expect(existsSync(killed)).toBe(false);
+      const cat = await evtrace('cat', part);
+      expect(cat.code).toBe(0);
+      expect(cat.stdout).toContain('kmalloc');
+    });
 
-  it('refuses a non-empty CTF directory before recording, unless --force', async () => {
-    const ctf = join(dir, 'ctf');
-    mkdirSync(ctf);
-    writeFileSync(join(ctf, 'stream_3'), 'left over');
-    const r = await evtrace(
-      'record',
-      '--demo',
-      '-e',
-      'kmem:kmalloc',
-      '--duration',
-      '100ms',
-      '--format',
-      'ctf',
-      '-o',
-      ctf,
-    );
-    expect(r.code).toBe(ExitCode.Failure);
-    expect(r.stderr).toBe(
-      `evtrace: ERR_OUTPUT: cannot write ${ctf}: the directory is not empty (--force replaces it)\n`,
-    );
-    expect(existsSync(`${ctf}.part`)).toBe(false);
-    expect(readdirSync(ctf)).toEqual(['stream_3']);
-    const forced = await evtrace(
-      'record',
-      '--demo',
-      '-e',
-      'kmem:kmalloc',
-      '--duration',
-      '100ms',
-      '--format',
-      'ctf',
-      '-o',
-      ctf,
-      '--force',
-    );
-    expect(forced.code).toBe(0);
-    expect(readdirSync(ctf)).toContain('metadata');
-    expect(readdirSync(ctf)).not.toContain('stream_3');
-    expect(mode(ctf)).toBe(0o700);
-  });
-});
+    it('refuses a non-empty CTF directory before recording, unless --force', async () => {
+      const ctf = join(dir, 'ctf');
+      mkdirSync(ctf);
+      writeFileSync(join(ctf, 'stream_3'), 'left over');
+      const r = await evtrace(
+        'record',
+        '--demo',
+        '-e',
+        'kmem:kmalloc',
+        '--duration',
+        '100ms',
+        '--format',
+        'ctf',
+        '-o',
+        ctf,
+      );
+      expect(r.code).toBe(ExitCode.Failure);
+      expect(r.stderr).toBe(
+        `evtrace: ERR_OUTPUT: cannot write ${ctf}: the directory is not empty (--force replaces it)\n`,
+      );
+      expect(existsSync(`${ctf}.part`)).toBe(false);
+      expect(readdirSync(ctf)).toEqual(['stream_3']);
+      const forced = await evtrace(
+        'record',
+        '--demo',
+        '-e',
+        'kmem:kmalloc',
+        '--duration',
+        '100ms',
+        '--format',
+        'ctf',
+        '-o',
+        ctf,
+        '--force',
+      );
+      expect(forced.code).toBe(0);
+      expect(readdirSync(ctf)).toContain('metadata');
+      expect(readdirSync(ctf)).not.toContain('stream_3');
+      expect(mode(ctf)).toBe(0o700);
+    });
+  },
+);
