@@ -1,9 +1,14 @@
+import { execFileSync } from 'node:child_process';
 import {
+  closeSync,
+  constants,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
   readlinkSync,
+  readSync,
   statSync,
   symlinkSync,
   writeFileSync,
@@ -13,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
-import { checkOutputDir, writeDirAtomically, writeFileAtomically } from './atomic.ts';
+import { checkOutputDir, writeBytesAtomically, writeDirAtomically, writeFileAtomically } from './atomic.ts';
 
 const fresh = () => mkdtempSync(join(tmpdir(), 'evtrace-atomic-'));
 const mode = (path: string) => statSync(path).mode & 0o777;
@@ -65,9 +70,27 @@ describe('writeFileAtomically', () => {
 
   it('writes a device in place and names it with the reason when the write fails', () => {
     expect(() => writeFileAtomically('/dev/full', put('x'))).toThrow(
-      new TraceFormatError('ERR_OUTPUT', 'cannot write /dev/full: ENOSPC (no space left on device)'),
+      new TraceFormatError(
+        'ERR_OUTPUT',
+        'cannot write /dev/full: ENOSPC (no space left on device)',
+        {},
+        { path: '/dev/full' },
+      ),
     );
     expect(writeFileAtomically('/dev/null', put('abc'))).toBe(3);
+  });
+
+  it('writes a FIFO in place, without seeking', () => {
+    const fifo = join(fresh(), 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      expect(writeBytesAtomically(fifo, 'through the pipe')).toBe(16);
+      const got = Buffer.alloc(64);
+      expect(got.toString('utf8', 0, readSync(reader, got))).toBe('through the pipe');
+    } finally {
+      closeSync(reader);
+    }
   });
 
   it('names the target and the reason when it cannot be created', () => {

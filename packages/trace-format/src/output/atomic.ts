@@ -57,6 +57,7 @@ const ERRNO_TEXT: Readonly<Record<string, string>> = {
   EXDEV: 'not on the same file system',
   EBUSY: 'device or resource busy',
   EMFILE: 'too many open files',
+  ESPIPE: 'cannot seek: a pipe or a terminal',
 };
 
 /** `ENOSPC (no space left on device)` for a failed system call, its message for any other error. */
@@ -131,7 +132,7 @@ function lstat(path: string): Stats | undefined {
 export function outputMode(access: OutputAccess, directory: boolean, existing?: Stats): number {
   if (access.mode !== undefined) return access.mode;
   if (access.share === true) return (directory ? 0o755 : 0o644) & ~process.umask();
-  if (existing !== undefined) return existing.mode & 0o7777;
+  if (existing !== undefined) return existing.mode & 0o777;
   return directory ? 0o700 : 0o600;
 }
 
@@ -159,16 +160,22 @@ export function writeFileAtomically<T>(target: string, write: (fd: number) => T,
   }
   if (existing?.isDirectory()) throw outputError(target, Object.assign(new Error(), { code: 'EISDIR' }));
   if (existing !== undefined && !existing.isFile()) {
-    const fd = openOutput(target, () => openSync(path, 'w'));
-    return finish(target, fd, () => write(fd));
+    try {
+      return writeAndClose(openSync(path, 'w'), write);
+    } catch (error) {
+      throw blame(error, target, path);
+    }
   }
-  const dir = dirname(path);
-  const temp = join(dir, `.${basename(path)}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`);
+  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`);
   const mode = outputMode(access, false, existing);
-  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
-  const fd = openOutput(target, () => openSync(temp, flags, 0o600));
+  let fd: number;
   try {
-    const result = finish(target, fd, () => {
+    fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  } catch (error) {
+    throw outputError(target, error);
+  }
+  try {
+    const result = writeAndClose(fd, (fd) => {
       fchmodSync(fd, mode);
       return write(fd);
     });
@@ -180,42 +187,31 @@ export function writeFileAtomically<T>(target: string, write: (fd: number) => T,
   }
 }
 
+/** Runs `write` on `fd` and closes it, also when `write` throws. */
+function writeAndClose<T>(fd: number, write: (fd: number) => T): T {
+  let result: T;
+  try {
+    result = write(fd);
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+  closeSync(fd);
+  return result;
+}
+
 /** {@link writeFileAtomically} of `bytes` (text as UTF-8). Returns their length. */
 export function writeBytesAtomically(target: string, bytes: Uint8Array | string, access: OutputAccess = {}): number {
   const data = typeof bytes === 'string' ? Buffer.from(bytes) : bytes;
   return writeFileAtomically(
     target,
     (fd) => {
-      for (let done = 0; done < data.length; ) done += writeSync(fd, data, done, data.length - done, done);
+      // Not positional: a FIFO or a terminal at the target is written in place and cannot seek.
+      for (let done = 0; done < data.length; ) done += writeSync(fd, data, done, data.length - done);
       return data.length;
     },
     access,
   );
-}
-
-function openOutput(target: string, open: () => number): number {
-  try {
-    return open();
-  } catch (error) {
-    throw outputError(target, error);
-  }
-}
-
-/** Runs `write` on `fd` and closes it, a failure of either being the output's. */
-function finish<T>(target: string, fd: number, write: () => T): T {
-  let result: T;
-  try {
-    result = write();
-  } catch (error) {
-    closeSync(fd);
-    throw blame(error, target, target);
-  }
-  try {
-    closeSync(fd);
-  } catch (error) {
-    throw outputError(target, error);
-  }
-  return result;
 }
 
 /**
