@@ -47,6 +47,11 @@ export interface FinalizeOptions {
   readonly share?: boolean;
   /** Replace a non-empty output directory (CTF). Default false: it is refused. */
   readonly force?: boolean;
+  /**
+   * Write a trace.dat through a symbolic link at `output` (see trace-format's `writeFileAtomically`). Default true;
+   * false where another user may plant one: whatever is at `output` is then replaced, nothing written through.
+   */
+  readonly followLinks?: boolean;
 }
 
 function dirBytes(dir: string): number {
@@ -97,6 +102,7 @@ function writeOutput(rawDir: string, output: string, format: OutputFormat, optio
     const bytes = writeTraceDatFromRawDir(rawDir, output, {
       consume: options.removeRaw !== false,
       share: options.share === true,
+      followLinks: options.followLinks !== false,
     });
     result = { events: options.recorded ?? 0, byEvent: undefined, bytes };
   } else {
@@ -136,6 +142,7 @@ function writeOutput(rawDir: string, output: string, format: OutputFormat, optio
         ...(m.kallsymsText !== undefined ? { kallsyms: m.kallsymsText } : {}),
         ...(m.clock !== undefined ? { clock: m.clock } : {}),
         share: options.share === true,
+        followLinks: options.followLinks !== false,
       }).events;
       result = { events, byEvent, bytes: statSync(output).size };
     }

@@ -177,6 +177,8 @@ export interface RawDirTraceDatOptions {
   readonly consume?: boolean;
   /** `out` is readable by every user; default: its owner only, or the mode of the file it replaces. */
   readonly share?: boolean;
+  /** Write through a symbolic link at `out`. Default true; false replaces whatever is there. */
+  readonly followLinks?: boolean;
 }
 
 /**
@@ -205,10 +207,11 @@ export function writeTraceDatFromRawDir(dir: string, out: string, options: RawDi
   try {
     // Bytes as recorded: ~5 MB of symbols are never decoded to text.
     const input = { ...headInput(dir, pageSize, kallsymsBytes(dir, out)), cpus };
-    // Not onto an existing non-regular path: a rename would replace a symbolic link that a write goes through.
+    // Not onto an existing non-regular path when links are followed: a rename would replace a symbolic link that a
+    // write goes through.
     const target = lstatSync(out, { throwIfNoEntry: false });
-    const renamable = target === undefined || target.isFile();
-    const access = { share: options.share === true };
+    const access = { share: options.share === true, followLinks: options.followLinks !== false };
+    const renamable = target === undefined || target.isFile() || !access.followLinks;
     const mode = outputMode(access, false, target?.isFile() ? target : undefined);
     if (existsSync(join(dir, RAW_REGIONS_FILE))) {
       // Not over a finalizing that failed part-way: the file's layout must stay as that marker says.
@@ -216,7 +219,7 @@ export function writeTraceDatFromRawDir(dir: string, out: string, options: RawDi
         const size = completeRegions(dir, input, [...cpuFiles.values()], out, mode);
         if (size !== undefined) return size;
         // The file system could not close the holes: copy from the layout as it now stands.
-        return writeTraceDatFromRawDir(dir, out, { share: access.share });
+        return writeTraceDatFromRawDir(dir, out, access);
       }
       return writeTraceDatPages(out, input, access);
     }

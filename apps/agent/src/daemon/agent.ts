@@ -521,7 +521,9 @@ function finishPart(part: string, spec: SessionSpec): string {
   const format = spec.output?.format ?? 'tracedat';
   const out = part.replace(/\.part$/, extension(format));
   try {
-    const r = finalizeRecording(part, out, format);
+    // The output is named after the part: what lies there is a finishing the killed agent left half done (replaced),
+    // or something planted, which is replaced rather than written through.
+    const r = finalizeRecording(part, out, format, { force: true, followLinks: false });
     return `output ${part} left by the previous agent finished as ${out} (${r.bytes} bytes)`;
   } catch (error) {
     return `output ${part} left by the previous agent kept as it is (readable with evtrace cat): ${(error as Error).message}`;

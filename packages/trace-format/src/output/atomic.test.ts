@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import {
   closeSync,
   constants,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   openSync,
@@ -78,6 +79,20 @@ describe('writeFileAtomically', () => {
       ),
     );
     expect(writeFileAtomically('/dev/null', put('abc'))).toBe(3);
+  });
+
+  it('with followLinks false, replaces a link or a FIFO at the target and writes nothing through it', () => {
+    const dir = fresh();
+    writeFileSync(join(dir, 'victim'), 'not yours');
+    symlinkSync(join(dir, 'victim'), join(dir, 'out.dat'));
+    writeFileAtomically(join(dir, 'out.dat'), put('trace'), { followLinks: false });
+    expect(readFileSync(join(dir, 'victim'), 'utf8')).toBe('not yours');
+    expect(lstatSync(join(dir, 'out.dat')).isFile()).toBe(true);
+    expect(readFileSync(join(dir, 'out.dat'), 'utf8')).toBe('trace');
+    expect(mode(join(dir, 'out.dat'))).toBe(0o600);
+    execFileSync('mkfifo', [join(dir, 'fifo.dat')]);
+    writeFileAtomically(join(dir, 'fifo.dat'), put('trace'), { followLinks: false });
+    expect(readFileSync(join(dir, 'fifo.dat'), 'utf8')).toBe('trace');
   });
 
   it('writes a FIFO in place, without seeking', () => {

@@ -30,6 +30,13 @@ export interface OutputAccess {
   readonly share?: boolean;
   /** The mode of the file or directory, exactly (the umask does not apply); over `share`. */
   readonly mode?: number;
+  /**
+   * Write through a symbolic link at a file target: the file it names is replaced, a device or FIFO written in
+   * place (`-o /dev/stdout`), as a shell's redirection does. Default true. A program writing where another user
+   * may plant links (a root daemon) passes false: whatever is at the target, link or FIFO, is replaced by the new
+   * file and nothing is written in place.
+   */
+  readonly followLinks?: boolean;
 }
 
 /** Options of {@link writeDirAtomically}. */
@@ -139,9 +146,9 @@ export function outputMode(access: OutputAccess, directory: boolean, existing?: 
 /**
  * Writes the file `target` through `write`, given a descriptor open for writing at offset 0, and returns what it
  * returns. The bytes go to a new file beside `target` (created exclusively, never through a link), which is renamed
- * over `target` once `write` returns; if `write` throws, that file is removed and `target` is untouched. A symbolic
- * link at `target` is followed (the file it names is replaced). A target that exists and is not a regular file
- * (`/dev/stdout`, a FIFO) is written in place.
+ * over `target` once `write` returns; if `write` throws, that file is removed and `target` is untouched. Unless
+ * `followLinks` is false, a symbolic link at `target` is followed (the file it names is replaced), and a target that
+ * is not a regular file (`/dev/stdout`, a FIFO) is written in place.
  *
  * @throws TraceFormatError `ERR_OUTPUT` naming `target` and the reason when it cannot be written; what `write`
  *   throws otherwise (input errors).
@@ -149,7 +156,8 @@ export function outputMode(access: OutputAccess, directory: boolean, existing?: 
 export function writeFileAtomically<T>(target: string, write: (fd: number) => T, access: OutputAccess = {}): T {
   let path = target;
   let existing = lstat(path);
-  if (existing?.isSymbolicLink()) {
+  const follow = access.followLinks !== false;
+  if (existing?.isSymbolicLink() && follow) {
     try {
       path = realpathSync(target);
       existing = lstat(path);
@@ -159,7 +167,7 @@ export function writeFileAtomically<T>(target: string, write: (fd: number) => T,
     }
   }
   if (existing?.isDirectory()) throw outputError(target, Object.assign(new Error(), { code: 'EISDIR' }));
-  if (existing !== undefined && !existing.isFile()) {
+  if (existing !== undefined && !existing.isFile() && follow) {
     try {
       return writeAndClose(openSync(path, 'w'), write);
     } catch (error) {
@@ -167,7 +175,7 @@ export function writeFileAtomically<T>(target: string, write: (fd: number) => T,
     }
   }
   const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`);
-  const mode = outputMode(access, false, existing);
+  const mode = outputMode(access, false, existing?.isFile() ? existing : undefined);
   let fd: number;
   try {
     fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
