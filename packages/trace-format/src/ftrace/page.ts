@@ -126,7 +126,10 @@ export const EVENT_TYPE = { padding: TYPE_PADDING, timeExtend: TYPE_TIME_EXTEND,
 export interface CheckPagesOptions {
   /** Takes a corrupt page's error instead of throwing it: the page is then left out of the result. */
   readonly onCorrupt?: (error: TraceFormatError) => void;
-  /** Checks each record's bounds against its class (see `compileRecordCheck`); may throw a {@link RecordError}. */
+  /**
+   * Checks each record's bounds against its class: the `RecordCheck` `compileRecordCheck` compiled for the record's
+   * event id. Its failure is reported as the page's, with the file offset of the field at fault.
+   */
   readonly record?: (view: DataView, start: number, length: number) => void;
 }
 
