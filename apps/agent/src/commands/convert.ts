@@ -90,7 +90,7 @@ since traces hold kernel addresses; --share makes it readable by everyone (0644,
     .option('--file-version <n>', 'trace.dat version, 6 or 7 (default 7)')
     .option('--compression <alg>', 'trace.dat v7 compression: zstd (default), zlib or none')
     .option('--share', 'make OUTPUT readable by every user (default: its owner only, as it holds kernel addresses)')
-    .option('--force', 'replace a non-empty OUTPUT directory (--to ctf); it is replaced once the new one is complete')
+    .option('--force', 'replace a non-empty OUTPUT directory (--to ctf), all it holds, once the new trace is complete')
     .action((input: string, options: ConvertOptions) => {
       const { to, version, compression } = checkOptions(options);
       const access: OutputAccess = options.share === true ? { share: true } : {};
