@@ -360,7 +360,10 @@ events are many). Stops on SIGINT, after --duration, or when COMMAND exits; then
     .option('--no-page', 'leave out mm_page_alloc and mm_page_free')
     .option('--demo', 'synthetic kmalloc and kfree events instead of the kernel (no root needed)')
     .option('--share', 'make OUTPUT readable by every user (default: its owner only, as it holds kernel addresses)')
-    .option('--force', 'replace a non-empty OUTPUT directory (--format ctf), all it holds, once the recording is complete')
+    .option(
+      '--force',
+      'replace a non-empty OUTPUT directory (--format ctf), all it holds, once the recording is complete',
+    )
     .action(async (command: string[], options: KmemRecordOptions) => {
       // The demo source knows kmalloc and kfree only.
       const events = options.demo

@@ -210,7 +210,10 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
     .option('--demo', 'same as --source demo')
     .option('--reader-threads <mode>', 'single (one loop over all CPUs) or per-cpu (a thread per CPU)', 'single')
     .option('--share', 'make OUTPUT readable by every user (default: its owner only, as it holds kernel addresses)')
-    .option('--force', 'replace a non-empty OUTPUT directory (--format ctf), all it holds, once the recording is complete')
+    .option(
+      '--force',
+      'replace a non-empty OUTPUT directory (--format ctf), all it holds, once the recording is complete',
+    )
     .action(async (command: string[], options: RecordCliOptions) => {
       if (!(FORMATS as readonly string[]).includes(options.format)) {
         throw new CliExit(ExitCode.Usage, `--format must be one of ${FORMATS.join(', ')}, not '${options.format}'`);
