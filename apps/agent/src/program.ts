@@ -83,9 +83,9 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO): Pr
       if (error.message) io.stderr(`evtrace: ${error.message}\n`);
       return error.exitCode;
     }
-    const message = error instanceof Error ? error.message : String(error);
-    const code = (error as { code?: unknown })?.code;
-    io.stderr(`evtrace: ${typeof code === 'string' ? `${code}: ` : ''}${message}\n`);
+    // Loaded here: the program's start does not wait for trace-format.
+    const { errorText } = await import('@evtrace/trace-format');
+    io.stderr(`evtrace: ${errorText(error)}\n`);
     return ExitCode.Failure;
   }
 }

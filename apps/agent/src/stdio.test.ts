@@ -1,8 +1,9 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { closeSync, constants, mkdtempSync, openSync, readSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { errorText } from '@evtrace/trace-format';
 import { describe, expect, it } from 'vitest';
 import { descriptorWriter, wroteThroughStream } from './stdio.ts';
 
@@ -121,5 +122,31 @@ describe('descriptorWriter', () => {
     } finally {
       closeSync(f.writer);
     }
+  });
+});
+
+describe('descriptorWriter on a failing descriptor', () => {
+  it('names the stream and the reason when a write fails (a full disk), as one line the CLI prints', () => {
+    const full = openSync('/dev/full', 'w');
+    try {
+      const write = descriptorWriter(
+        full,
+        () => ({ write: () => true }),
+        () => {},
+      );
+      let caught: unknown;
+      try {
+        write('x');
+      } catch (error) {
+        caught = error;
+      }
+      expect(errorText(caught)).toBe(`cannot write descriptor ${full}: ENOSPC (no space left on device)`);
+    } finally {
+      closeSync(full);
+    }
+    const cli = new URL('../dist/cli.js', import.meta.url).pathname;
+    const r = spawnSync('sh', ['-c', `"${process.execPath}" "${cli}" --version > /dev/full`], { encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe('evtrace: cannot write standard output: ENOSPC (no space left on device)\n');
   });
 });

@@ -22,6 +22,11 @@ export interface Overflow {
   on?(event: 'error', listener: (error: NodeJS.ErrnoException) => void): unknown;
 }
 
+/** How messages name a descriptor: the standard streams by name. */
+function descriptorName(fd: number): string {
+  return fd === 1 ? 'standard output' : fd === 2 ? 'standard error' : `descriptor ${fd}`;
+}
+
 /**
  * A writer of all of `text` to `fd`, synchronously. A reader that went away (EPIPE, `evtrace cat TRACE | head`)
  * calls `onClosed`, also when text queued in the overflow stream finds it gone. A descriptor left non-blocking by the process that handed it over (EAGAIN when full; Node's
@@ -42,7 +47,8 @@ export function descriptorWriter(fd: number, overflow: () => Overflow, onClosed:
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'EPIPE') return onClosed();
-      if (code !== 'EAGAIN') throw error;
+      // A write to a descriptor names no path: the error names the stream (`cannot write standard output: ENOSPC`).
+      if (code !== 'EAGAIN') throw Object.assign(error as Error, { path: descriptorName(fd) });
       stream = overflow();
       // Queued text meets a reader that went away later, as an error event: the same quiet end as above.
       stream.on?.('error', (e) => {

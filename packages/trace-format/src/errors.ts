@@ -14,7 +14,9 @@ export type TraceFormatErrorCode =
   /** A trace.dat file is malformed, truncated or of an unsupported version or compression. */
   | 'ERR_TRACE_DAT'
   /** An input is missing or not a trace evtrace recognises. */
-  | 'ERR_TRACE_INPUT';
+  | 'ERR_TRACE_INPUT'
+  /** An output file or directory cannot be written (the message names it and says why). */
+  | 'ERR_OUTPUT';
 
 /** Where in an input a problem was found. */
 export interface InputLocation {
@@ -30,11 +32,19 @@ export interface InputLocation {
 export class TraceFormatError extends Error {
   readonly code: TraceFormatErrorCode;
   readonly location: InputLocation;
-  constructor(code: TraceFormatErrorCode, message: string, location: InputLocation = {}) {
-    super(`${formatLocation(location)}${message}`);
+  /** The output file or directory an `ERR_OUTPUT` is about (its message names it too). */
+  readonly path: string | undefined;
+  constructor(
+    code: TraceFormatErrorCode,
+    message: string,
+    location: InputLocation = {},
+    options: { readonly path?: string; readonly cause?: unknown } = {},
+  ) {
+    super(`${formatLocation(location)}${message}`, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'TraceFormatError';
     this.code = code;
     this.location = location;
+    this.path = options.path;
   }
 }
 

@@ -55,7 +55,14 @@ export {
   parseHeaderPage,
 } from './ftrace/headers.ts';
 export { type IndexedTrace, type IndexFtraceOptions, indexFtrace, mergeOrder } from './ftrace/indexed.ts';
-export { type PageInfo, type PageSource, type RecordSink, readPage } from './ftrace/page.ts';
+export {
+  type CheckPagesOptions,
+  checkPages,
+  type PageInfo,
+  type PageSource,
+  type RecordSink,
+  readPage,
+} from './ftrace/page.ts';
 export { compilePrintFormat, type PrintFormatter, type PrintStyle } from './ftrace/print-fmt.ts';
 export {
   type FtraceReader,
@@ -75,7 +82,13 @@ export {
   type RegionExtent,
   regionsText,
 } from './ftrace/raw-regions.ts';
-export { compileRecordDecoder, type DecodedRecord, type RecordDecoder } from './ftrace/record.ts';
+export {
+  compileRecordCheck,
+  compileRecordDecoder,
+  type DecodedRecord,
+  type RecordCheck,
+  type RecordDecoder,
+} from './ftrace/record.ts';
 export { Kallsyms, parseCmdlines } from './ftrace/symbols.ts';
 export {
   isTraceDat,
@@ -120,6 +133,18 @@ export {
   type SourceCpuCounters,
 } from './model/source.ts';
 export type * from './model/types.ts';
+export {
+  checkOutputDir,
+  errnoText,
+  errorText,
+  type OutputAccess,
+  type OutputDirOptions,
+  outputError,
+  outputMode,
+  writeBytesAtomically,
+  writeDirAtomically,
+  writeFileAtomically,
+} from './output/atomic.ts';
 export { eventToJsonLine, jsonValue } from './output/json.ts';
 export { type PerfettoOptions, writePerfettoJson } from './output/perfetto.ts';
 export { createFtraceTextFormatter, type FtraceTextOptions, fieldsText } from './output/text.ts';

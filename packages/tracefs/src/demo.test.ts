@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openRawPagesDir, openTraceDat } from '@evtrace/trace-format';
@@ -93,5 +93,28 @@ describe('the demo source', () => {
     await expect(recordDemo({ events: ['irq:*'], dir: join(work, 'b.part') })).rejects.toThrow(
       /unknown event 'irq:\*'/,
     );
+  });
+});
+
+describe('a finished recording is private and whole', () => {
+  it('keeps the raw directory 0700 and the output 0600, shared on request, and replaces a planted link when told to', async () => {
+    const part = join(work, 'private.part');
+    await recordDemo({ events: ['kmem:kmalloc'], dir: part, durationMs: 40 });
+    expect(statSync(part).mode & 0o777).toBe(0o700);
+    // A link planted at the output: followed by default (a user's own link), replaced with followLinks false.
+    const victim = join(work, 'victim');
+    writeFileSync(victim, 'not a trace');
+    const out = join(work, 'private.dat');
+    symlinkSync(victim, out);
+    finalizeRecording(part, out, 'tracedat', { removeRaw: false, followLinks: false });
+    expect(readFileSync(victim, 'utf8')).toBe('not a trace');
+    expect(lstatSync(out).isFile()).toBe(true);
+    expect(statSync(out).mode & 0o777).toBe(0o600);
+    expect(openTraceDat(out).info.version).toBe(6);
+    const shared = join(work, 'shared.part');
+    await recordDemo({ events: ['kmem:kmalloc'], dir: shared, durationMs: 40, share: true });
+    expect(statSync(shared).mode & 0o777).toBe(0o755 & ~process.umask());
+    finalizeRecording(shared, join(work, 'shared.dat'), 'tracedat', { share: true });
+    expect(statSync(join(work, 'shared.dat')).mode & 0o777).toBe(0o644 & ~process.umask());
   });
 });

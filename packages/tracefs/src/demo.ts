@@ -18,8 +18,8 @@ import {
   type TimedRecord,
 } from '@evtrace/trace-format';
 import { matchEvents, parseAvailableEvents } from './catalog.ts';
-import { outputError, TracefsError } from './errors.ts';
-import type { RecordResult } from './recorder.ts';
+import { outputError } from './errors.ts';
+import { createOutputDir, type RecordResult } from './recorder.ts';
 
 /** What every demo output carries to say it is one. */
 export const DEMO_LABEL = 'evtrace demo: synthetic events, not recorded from a kernel';
@@ -126,6 +126,11 @@ export interface DemoOptions {
   readonly events: readonly string[];
   /** The raw-pages directory to create (its parent must exist). */
   readonly dir: string;
+  /**
+   * The directory is readable by every user (0755 less the umask). Default false: its owner only (0700), since
+   * recordings hold kernel addresses.
+   */
+  readonly share?: boolean;
   /** Stops after this many ms. Default 1000. */
   readonly durationMs?: number;
   readonly signal?: AbortSignal;
@@ -211,17 +216,7 @@ function appendPages(fd: number, file: string, bytes: Uint8Array): void {
 export async function recordDemo(options: DemoOptions): Promise<RecordResult> {
   const selected = matchEvents(parseAvailableEvents(DEMO_EVENTS.join('\n')), options.events);
   const names = selected.map((e) => `${e.system}:${e.event}`);
-  try {
-    mkdirSync(options.dir);
-  } catch (error) {
-    throw new TracefsError(
-      'ERR_TRACEFS_OUTPUT',
-      `cannot create ${options.dir}: ${(error as NodeJS.ErrnoException).code}`,
-      {
-        path: options.dir,
-      },
-    );
-  }
+  createOutputDir(options.dir, options.share === true);
   const classes: EventClass[] = names.map((n) => parseFormatFile(FORMATS[n]!, { system: n.split(':')[0]! }));
   const encode = new Map(classes.map((c) => [c.name, compileRecordEncoder(c)]));
   try {

@@ -2,6 +2,7 @@
  * Errors of @evtrace/tracefs. Every failure raises a {@link TracefsError} whose `code` says what kind of failure it
  * is and whose `path` names the tracefs file (or output path) involved.
  */
+import { errnoText, TraceFormatError } from '@evtrace/trace-format';
 
 /** Error codes of @evtrace/tracefs. Never reuse a code for another meaning. */
 export type TracefsErrorCode =
@@ -50,25 +51,22 @@ export function ioError(path: string, error: unknown, what: string): TracefsErro
   );
 }
 
-/** What the errno names of a failed write mean, for messages a user can act on. */
-const WRITE_ERRNOS: Readonly<Record<string, string>> = {
-  ENOSPC: 'no space left on device',
-  EDQUOT: 'disk quota exceeded',
-  EFBIG: 'file too large',
-  EROFS: 'read-only file system',
-  EIO: 'input/output error',
-};
-
 /**
  * Wraps a failed write of an output file in a TracefsError `ERR_TRACEFS_OUTPUT` naming the file and the errno
- * (`cannot write /x/out.part/cpu1.raw: ENOSPC (no space left on device)`).
+ * (`cannot write /x/out.part/cpu1.raw: ENOSPC (no space left on device)`); trace-format's `ERR_OUTPUT` keeps the
+ * path and message it has.
  */
 export function outputError(path: string, error: unknown, what = 'cannot write'): TracefsError {
+  if (error instanceof TraceFormatError && error.code === 'ERR_OUTPUT') {
+    const errno = (error.cause as NodeJS.ErrnoException | undefined)?.code;
+    return new TracefsError('ERR_TRACEFS_OUTPUT', error.message, {
+      path: error.path ?? path,
+      ...(typeof errno === 'string' ? { errno } : {}),
+      cause: error,
+    });
+  }
   const errno = (error as NodeJS.ErrnoException)?.code;
-  const meaning = errno === undefined ? undefined : WRITE_ERRNOS[errno];
-  const why =
-    errno === undefined ? ((error as Error)?.message ?? String(error)) : `${errno}${meaning ? ` (${meaning})` : ''}`;
-  return new TracefsError('ERR_TRACEFS_OUTPUT', `${what} ${path}: ${why}`, {
+  return new TracefsError('ERR_TRACEFS_OUTPUT', `${what} ${path}: ${errnoText(error)}`, {
     path,
     ...(errno !== undefined ? { errno } : {}),
     cause: error,

@@ -146,9 +146,9 @@ describe.skipIf(env.why !== undefined)(`recording to a full disk${env.why ? ` (s
           expect(existsSync(dir)).toBe(true);
         }
         // Once there is room, the kept pages convert in full.
-        const dat = finalizeRecording(dir, join(work, `moved-${threads}.dat`), 'tracedat', { removeRaw: false });
+        const dat = finalizeRecording(dir, join(work, `moved-${threads}-${fs}.dat`), 'tracedat', { removeRaw: false });
         expect(dat.bytes).toBeGreaterThan(bytes.reduce((a, b) => a + b, 0));
-        expect(finalizeRecording(dir, join(work, `moved-${threads}-ctf`), 'ctf').events).toBe(events);
+        expect(finalizeRecording(dir, join(work, `moved-${threads}-${fs}-ctf`), 'ctf').events).toBe(events);
         expect(existsSync(dir)).toBe(false);
       },
       60_000,

@@ -9,6 +9,7 @@ import type { EventPredicate } from '@evtrace/filters';
 import {
   openRawPagesDir,
   type TraceEvent,
+  TraceFormatError,
   type TraceReader,
   writeCtfTrace,
   writeTraceDat,
@@ -39,6 +40,18 @@ export interface FinalizeOptions {
   readonly removeRaw?: boolean;
   /** Events recorded (from the recorder's count), used as the trace.dat count when nothing is decoded. */
   readonly recorded?: number;
+  /**
+   * The output is readable by every user (0644 or 0755 less the umask). Default false: by its owner only (0600 or
+   * 0700), since recordings hold kernel addresses; a trace.dat replacing a file keeps that file's mode.
+   */
+  readonly share?: boolean;
+  /** Replace a non-empty output directory (CTF). Default false: it is refused. */
+  readonly force?: boolean;
+  /**
+   * Write a trace.dat through a symbolic link at `output` (see trace-format's `writeFileAtomically`). Default true;
+   * false where another user may plant one: whatever is at `output` is then replaced, nothing written through.
+   */
+  readonly followLinks?: boolean;
 }
 
 function dirBytes(dir: string): number {
@@ -70,6 +83,7 @@ export function finalizeRecording(
   } catch (error) {
     // A half-written output would read as a shorter trace: only what we created is removed.
     if (!existed) rmSync(output, { recursive: true, force: true });
+    if (error instanceof TraceFormatError && error.code === 'ERR_OUTPUT') throw outputError(output, error);
     const errno = (error as NodeJS.ErrnoException)?.code;
     if (error instanceof TracefsError || typeof errno !== 'string' || !/^E[A-Z0-9]+$/.test(errno)) throw error;
     // The CTF writer's system calls on stream descriptors carry no path: the output directory names the place.
@@ -85,7 +99,11 @@ function writeOutput(rawDir: string, output: string, format: OutputFormat, optio
   let result: FinalizeResult;
   if (format === 'tracedat' && filters.size === 0) {
     // The directory goes afterwards: the trace.dat may take over its largest page file instead of copying it.
-    const bytes = writeTraceDatFromRawDir(rawDir, output, { consume: options.removeRaw !== false });
+    const bytes = writeTraceDatFromRawDir(rawDir, output, {
+      consume: options.removeRaw !== false,
+      share: options.share === true,
+      followLinks: options.followLinks !== false,
+    });
     result = { events: options.recorded ?? 0, byEvent: undefined, bytes };
   } else {
     const reader = openRawPagesDir(rawDir);
@@ -109,7 +127,11 @@ function writeOutput(rawDir: string, output: string, format: OutputFormat, optio
     if (format === 'ctf') {
       const filtered: TraceReader = { ...reader, events: kept };
       const demo = existsSync(join(rawDir, 'DEMO')) ? readFileSync(join(rawDir, 'DEMO'), 'utf8').trim() : undefined;
-      events = writeCtfTrace(filtered, output, demo !== undefined ? { env: { evtrace_demo: demo } } : {});
+      events = writeCtfTrace(filtered, output, {
+        ...(demo !== undefined ? { env: { evtrace_demo: demo } } : {}),
+        share: options.share === true,
+        force: options.force === true,
+      });
       result = { events, byEvent, bytes: dirBytes(output) };
     } else {
       const m = reader.metadata;
@@ -119,6 +141,8 @@ function writeOutput(rawDir: string, output: string, format: OutputFormat, optio
         cmdlines: m.cmdlines,
         ...(m.kallsymsText !== undefined ? { kallsyms: m.kallsymsText } : {}),
         ...(m.clock !== undefined ? { clock: m.clock } : {}),
+        share: options.share === true,
+        followLinks: options.followLinks !== false,
       }).events;
       result = { events, byEvent, bytes: statSync(output).size };
     }

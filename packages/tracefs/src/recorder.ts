@@ -26,6 +26,7 @@ import {
 import { dirname, join } from 'node:path';
 import {
   type EventClass,
+  errnoText,
   type PageLayout,
   parseHeaderPage,
   RAW_HEAD_ROOM_FILE,
@@ -53,6 +54,11 @@ export interface RecordOptions {
   readonly events: readonly string[];
   /** The raw-pages directory to create. Its parent must exist; the directory itself must not. */
   readonly dir: string;
+  /**
+   * The directory is readable by every user (0755 less the umask). Default false: its owner only (0700), since
+   * recordings hold kernel addresses.
+   */
+  readonly share?: boolean;
   /** An ftrace filter applied to every selected event (kernel part pushed down, the rest left to the reader). */
   readonly filter?: string;
   /**
@@ -200,14 +206,18 @@ function checkOptions(options: RecordOptions): void {
   if (options.events.length === 0) throw new TracefsError('ERR_TRACEFS_EVENT', 'no event selected');
 }
 
-/** Creates the output directory; its parent must exist. */
-function createOutputDir(dir: string): void {
+/** Creates the output directory, private unless shared; its parent must exist. */
+export function createOutputDir(dir: string, share = false): void {
   try {
-    mkdirSync(dir);
+    mkdirSync(dir, share ? 0o755 : 0o700);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const why =
-      code === 'ENOENT' ? `directory ${dirname(dir)} does not exist` : code === 'EEXIST' ? 'already exists' : code;
+      code === 'ENOENT'
+        ? `directory ${dirname(dir)} does not exist`
+        : code === 'EEXIST'
+          ? 'already exists'
+          : errnoText(error);
     throw new TracefsError('ERR_TRACEFS_OUTPUT', `cannot create ${dir}: ${why}`, {
       path: dir,
       errno: code,
@@ -411,7 +421,7 @@ export async function record(options: RecordOptions): Promise<RecordResult> {
   const selected = selectEvents(tracefs, options.events);
   const classes = selected.map((e) => readEventFormat(tracefs, e).eventClass);
   const plans = planEventFilters(classes, options);
-  createOutputDir(options.dir);
+  createOutputDir(options.dir, options.share === true);
   let inst: Instance | undefined;
   const readers: CpuReader[] = [];
   // Descriptors to close: the raw pipes, and the outputs (one shared by every CPU in the regions layout).

@@ -22,6 +22,7 @@ import {
   completeTraceDatPages,
   finalizingLine,
   listRawCpuFiles,
+  outputMode,
   RAW_FINALIZING_FILE,
   RAW_FINALIZING_REGIONS_FILE,
   RAW_REGIONS_FILE,
@@ -174,6 +175,10 @@ export interface RawDirTraceDatOptions {
    * room), which then becomes `out`, instead of copying those pages. Default false.
    */
   readonly consume?: boolean;
+  /** `out` is readable by every user; default: its owner only, or the mode of the file it replaces. */
+  readonly share?: boolean;
+  /** Write through a symbolic link at `out`. Default true; false replaces whatever is there. */
+  readonly followLinks?: boolean;
 }
 
 /**
@@ -202,19 +207,21 @@ export function writeTraceDatFromRawDir(dir: string, out: string, options: RawDi
   try {
     // Bytes as recorded: ~5 MB of symbols are never decoded to text.
     const input = { ...headInput(dir, pageSize, kallsymsBytes(dir, out)), cpus };
-    // Not onto an existing non-regular path: a rename would replace a symbolic link that a write goes through.
+    // Not onto an existing non-regular path when links are followed: a rename would replace a symbolic link that a
+    // write goes through.
     const target = lstatSync(out, { throwIfNoEntry: false });
-    const renamable = target === undefined || target.isFile();
-    const mode = target === undefined ? undefined : target.mode & 0o7777;
+    const access = { share: options.share === true, followLinks: options.followLinks !== false };
+    const renamable = target === undefined || target.isFile() || !access.followLinks;
+    const mode = outputMode(access, false, target?.isFile() ? target : undefined);
     if (existsSync(join(dir, RAW_REGIONS_FILE))) {
       // Not over a finalizing that failed part-way: the file's layout must stay as that marker says.
       if (options.consume === true && renamable && !existsSync(join(dir, RAW_FINALIZING_REGIONS_FILE))) {
         const size = completeRegions(dir, input, [...cpuFiles.values()], out, mode);
         if (size !== undefined) return size;
         // The file system could not close the holes: copy from the layout as it now stands.
-        return writeTraceDatFromRawDir(dir, out);
+        return writeTraceDatFromRawDir(dir, out, access);
       }
-      return writeTraceDatPages(out, input);
+      return writeTraceDatPages(out, input, access);
     }
     // Not over a finalizing that failed part-way: its file's extent must stay as that marker says.
     const untouched = [...cpuFiles.values()].every((f) => f.end === undefined);
@@ -231,7 +238,7 @@ export function writeTraceDatFromRawDir(dir: string, out: string, options: RawDi
         return completeInPlace(dir, input, anchor, out, mode);
       }
     }
-    return writeTraceDatPages(out, input);
+    return writeTraceDatPages(out, input, access);
   } catch (error) {
     const path = (error as NodeJS.ErrnoException)?.path;
     if (path === out) throw outputError(out, error);
@@ -265,7 +272,7 @@ function completeInPlace(
   input: TraceDatPagesInput,
   anchor: RawCpuFile,
   out: string,
-  mode: number | undefined,
+  mode: number,
 ): number {
   const end = anchor.start + input.cpus[anchor.cpu]!.size;
   // Said before the file changes.
@@ -277,7 +284,7 @@ function completeInPlace(
       const fd = openSync(anchor.file, 'r+');
       try {
         ftruncateSync(fd, end);
-        if (mode !== undefined) fchmodSync(fd, mode);
+        fchmodSync(fd, mode);
         return completeTraceDatPages(fd, input, { cpu: anchor.cpu, offset: anchor.start });
       } finally {
         closeSync(fd);
@@ -301,7 +308,7 @@ function completeRegions(
   input: TraceDatPagesInput,
   files: readonly RawCpuFile[],
   out: string,
-  mode: number | undefined,
+  mode: number,
 ): number | undefined {
   const file = files[0]?.file;
   if (file === undefined || files.some((f) => f.start % input.pageSize !== 0)) return undefined;
@@ -316,7 +323,7 @@ function completeRegions(
     // The head lies before the first region, which no hole moves: written first, it is right whatever follows.
     blameOutput(out, () => writeTraceDatHead(fd, input, offsets));
     for (const h of plan.holes) if (!blameOutput(out, () => collapseRange(fd, h.at, h.length))) return undefined;
-    if (mode !== undefined) blameOutput(out, () => fchmodSync(fd, mode));
+    blameOutput(out, () => fchmodSync(fd, mode));
   } finally {
     closeSync(fd);
   }

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import { homedir, setPriority } from 'node:os';
 import { join } from 'node:path';
 import { defaultSocketPath } from '@evtrace/agent-protocol';
+import { errorText } from '@evtrace/trace-format';
 import type { Command } from 'commander';
 import { bootSessions } from '../config/boot.ts';
 import { type AgentConfigCliOptions, addConfigOptions, agentConfigFromCli, configReport } from '../config/cli.ts';
@@ -135,8 +136,7 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
   } catch (error) {
     agent.close();
     await metrics?.close();
-    const e = error as { code?: string; message: string };
-    throw new CliExit(ExitCode.Failure, `${e.code ? `${e.code}: ` : ''}${e.message}`);
+    throw new CliExit(ExitCode.Failure, errorText(error));
   }
   const connections = new Set<Socket>();
   server.on('connection', (c) => {

@@ -1,10 +1,13 @@
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { writeSync } from 'node:fs';
 import {
+  checkOutputDir,
   createTextFormatter,
   eventToJsonLine,
+  type OutputAccess,
   type TraceDatReader,
   TraceFormatError,
   writeCtfTrace,
+  writeFileAtomically,
   writePerfettoJson,
   writeTraceDat,
   writeTraceDatPages,
@@ -26,27 +29,22 @@ interface ConvertOptions {
   fileVersion?: string;
   compression?: string;
   buffer?: string;
+  share?: boolean;
+  force?: boolean;
 }
 
-/** Runs `fn` with a function writing to `file`, closing it afterwards. */
-function withFile(file: string, fn: (write: (text: string) => void) => number): number {
-  let fd: number;
-  try {
-    fd = openSync(file, 'w');
-  } catch (error) {
-    throw new CliExit(
-      ExitCode.Failure,
-      `${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
-    );
-  }
-  try {
-    const out = bufferedWriter((text) => writeSync(fd, text));
-    const n = fn((text) => out.put(text));
-    out.flush();
-    return n;
-  } finally {
-    closeSync(fd);
-  }
+/** Runs `fn` with a function writing to `file`, which is replaced only once `fn` returns (see writeFileAtomically). */
+function withFile(file: string, access: OutputAccess, fn: (write: (text: string) => void) => number): number {
+  return writeFileAtomically(
+    file,
+    (fd) => {
+      const out = bufferedWriter((text) => writeSync(fd, text));
+      const n = fn((text) => out.put(text));
+      out.flush();
+      return n;
+    },
+    access,
+  );
 }
 
 function checkOptions(options: ConvertOptions): { to: Target; version: 6 | 7; compression: 'none' | 'zstd' | 'zlib' } {
@@ -76,7 +74,12 @@ event), perfetto (the Chrome/Perfetto trace-event JSON that ui.perfetto.dev open
 trace.dat get a synthesized ftrace format. A trace.dat written as trace.dat without --filter keeps its pages as
 they are, as trace-cmd convert does (no event is decoded), with the file's own formats, kallsyms and cmdlines;
 files evtrace cannot copy that way (big-endian, with 4-byte longs, with a timestamp offset) are decoded and
-encoded again, with a note saying why.`,
+encoded again, with a note saying why. Each copied page is checked as a reader walks it: a corrupt one fails the
+conversion with its file and byte offset, or with --lenient is left out and counted.
+OUTPUT is written under a temporary name beside it and renamed over it once complete (a CTF directory is built
+beside it and swapped in), so a failed conversion leaves an existing OUTPUT as it was; a non-empty CTF directory is
+replaced only with --force. OUTPUT is readable by its owner only (0600, a directory 0700), as perf keeps perf.data,
+since traces hold kernel addresses; --share makes it readable by everyone (0644, 0755, less the umask).`,
     )
     .argument('<input>', 'CTF trace directory, trace.dat file, or raw-pages directory')
     .requiredOption('-o, --output <path>', 'output file (a directory for --to ctf)')
@@ -86,8 +89,17 @@ encoded again, with a note saying why.`,
     .option('--buffer <name>', 'trace.dat input: read the instance buffer NAME instead of the top one')
     .option('--file-version <n>', 'trace.dat version, 6 or 7 (default 7)')
     .option('--compression <alg>', 'trace.dat v7 compression: zstd (default), zlib or none')
+    .option('--share', 'make OUTPUT readable by every user (default: its owner only, as it holds kernel addresses)')
+    .option('--force', 'replace a non-empty OUTPUT directory (--to ctf), all it holds, once the new trace is complete')
     .action((input: string, options: ConvertOptions) => {
       const { to, version, compression } = checkOptions(options);
+      const access: OutputAccess = options.share === true ? { share: true } : {};
+      try {
+        // Refused before any input is read, as it would be after.
+        if (to === 'ctf') checkOutputDir(options.output, { force: options.force === true });
+      } catch (error) {
+        throw new CliExit(ExitCode.Failure, `${(error as TraceFormatError).code}: ${(error as Error).message}`);
+      }
       const opened = openInput(input, options);
       const { reader } = opened;
       let n = 0;
@@ -95,7 +107,10 @@ encoded again, with a note saying why.`,
         switch (to) {
           case 'ctf':
             // Spread, not rebuilt: a CTF reader's `trace` carries the env and stream event context the writer keeps.
-            n = writeCtfTrace({ ...reader, events: opened.events }, options.output);
+            n = writeCtfTrace({ ...reader, events: opened.events }, options.output, {
+              ...access,
+              force: options.force === true,
+            });
             break;
           case 'tracedat': {
             // trace.dat to trace.dat with every event kept: the pages are copied as they are, as trace-cmd convert
@@ -106,10 +121,11 @@ encoded again, with a note saying why.`,
                 ? (reader as TraceDatReader).pagesInput()
                 : undefined;
             if (copy !== undefined && 'input' in copy) {
-              const bytes = writeTraceDatPages(options.output, copy.input, { version, compression });
+              const bytes = writeTraceDatPages(options.output, copy.input, { version, compression, ...access });
               const cpus = copy.input.cpus.filter((c) => c.size > 0).length;
+              const skipped = copy.skipped > 0 ? `; ${copy.skipped} corrupt pages left out` : '';
               io.stderr(
-                `evtrace: pages of ${cpus} CPUs copied to ${options.output} (tracedat v${version}, ${bytes} bytes)\n`,
+                `evtrace: pages of ${cpus} CPUs copied to ${options.output} (tracedat v${version}, ${bytes} bytes${skipped})\n`,
               );
               return;
             }
@@ -119,6 +135,7 @@ encoded again, with a note saying why.`,
             n = writeTraceDat(options.output, reader.eventClasses, opened.events(), {
               version,
               compression,
+              ...access,
               ...(meta !== undefined
                 ? {
                     cmdlines: meta.cmdlines,
@@ -132,7 +149,7 @@ encoded again, with a note saying why.`,
           }
           case 'text': {
             const line = createTextFormatter(reader);
-            n = withFile(options.output, (write) => {
+            n = withFile(options.output, access, (write) => {
               let k = 0;
               for (const e of opened.events()) {
                 write(`${line(e)}\n`);
@@ -143,7 +160,7 @@ encoded again, with a note saying why.`,
             break;
           }
           case 'jsonl':
-            n = withFile(options.output, (write) => {
+            n = withFile(options.output, access, (write) => {
               let k = 0;
               for (const e of opened.events()) {
                 write(eventToJsonLine(e));
@@ -153,7 +170,7 @@ encoded again, with a note saying why.`,
             });
             break;
           case 'perfetto':
-            n = withFile(options.output, (write) =>
+            n = withFile(options.output, access, (write) =>
               writePerfettoJson(opened.events(), write, reader.metadata ? { cmdlines: reader.metadata.cmdlines } : {}),
             );
             break;

@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionSpec, SessionStatus } from '@evtrace/agent-protocol';
@@ -153,6 +153,11 @@ describe('evtrace kmem record', () => {
     expect(sum('ping_pong')).toBe(report.summary.cross_cpu_frees);
     const bad = await run('kmem', 'record', '--demo', '-o', join(dir, 'x.dat'), '--duration', 'soon');
     expect(bad.code).toBe(ExitCode.Usage);
+    // Private as evtrace record makes it, unless --share, which is passed on.
+    expect(statSync(out).mode & 0o777).toBe(0o600);
+    const shared = join(dir, 'shared.dat');
+    expect((await run('kmem', 'record', '--demo', '-o', shared, '--duration', '100ms', '--share')).code).toBe(0);
+    expect(statSync(shared).mode & 0o777).toBe(0o644 & ~process.umask());
   });
 });
 

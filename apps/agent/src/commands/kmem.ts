@@ -343,6 +343,8 @@ interface KmemRecordOptions {
   format?: string;
   page?: boolean;
   demo?: boolean;
+  share?: boolean;
+  force?: boolean;
 }
 
 function registerKmemRecord(cmd: Command, io: CliIO): void {
@@ -363,6 +365,11 @@ events are many). Stops on SIGINT, after --duration, or when COMMAND exits; then
     .option('--format <kind>', 'output format: tracedat or ctf', 'tracedat')
     .option('--no-page', 'leave out mm_page_alloc and mm_page_free')
     .option('--demo', 'synthetic kmalloc and kfree events instead of the kernel (no root needed)')
+    .option('--share', 'make OUTPUT readable by every user (default: its owner only, as it holds kernel addresses)')
+    .option(
+      '--force',
+      'replace a non-empty OUTPUT directory (--format ctf), all it holds, once the recording is complete',
+    )
     .action(async (command: string[], options: KmemRecordOptions) => {
       // The demo source knows kmalloc and kfree only.
       const events = options.demo
@@ -379,6 +386,8 @@ events are many). Stops on SIGINT, after --duration, or when COMMAND exits; then
         '--buffer-kb',
         options.bufferKb ?? String(KMEM_BUFFER_KB),
         ...(options.demo ? ['--demo'] : []),
+        ...(options.share ? ['--share'] : []),
+        ...(options.force ? ['--force'] : []),
         ...(command.length > 0 ? ['--', ...command] : []),
       ];
       const { runCli } = await import('../program.ts');

@@ -3,7 +3,6 @@
  * (user-space tmpfs mappings, kernel tracefs instances), as `evtrace persistent create|ls|rm|cat|snapshot` and the
  * `session --persistent` mode; listings go through the running agent when one answers (`evtrace ls`, `session ls`).
  */
-import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import {
   type AgentClient,
@@ -23,6 +22,7 @@ import {
   PersistentError,
   type PersistentListing,
 } from '@evtrace/persistent-events';
+import { TraceFormatError, writeBytesAtomically } from '@evtrace/trace-format';
 import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
@@ -258,7 +258,7 @@ export function persistentSnapshot(
   return guard(() => {
     if (o.kernel) {
       const text = openKernelBuffer(name).text();
-      writeFileSync(output, text);
+      writeBytesAtomically(output, text);
       return { records: text.split('\n').filter((l) => l && !l.startsWith('#')).length, bytes: text.length };
     }
     const buf = openPersistent(name, { ...dirOf(o), readOnly: true });
@@ -269,12 +269,10 @@ export function persistentSnapshot(
       let records = 0;
       while (snap.next()) records++;
       const bytes = Buffer.concat(pages);
-      writeFileSync(output, bytes);
+      writeBytesAtomically(output, bytes);
       return { records, bytes: bytes.length };
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code && !(error instanceof PersistentError)) {
-        throw new CliExit(ExitCode.Failure, `cannot write ${output}: ${(error as NodeJS.ErrnoException).code}`);
-      }
+      if (error instanceof TraceFormatError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
       throw error;
     } finally {
       buf.close();

@@ -236,6 +236,8 @@ describe.skipIf(env.why !== undefined)(`evtrace record${env.why ? ` (skipped: ${
       expect(report.get('kmalloc') ?? 0).toBe(counts.get('kmem:kmalloc'));
       expect(report.get('kfree') ?? 0).toBe(counts.get('kmem:kfree'));
       expect(existsSync(`${out}.part`)).toBe(false);
+      // The pages' file became the trace.dat: private to its owner, as the kernel's addresses in it require.
+      expect(statSync(out).mode & 0o777).toBe(0o600);
       expect(own(process.pid)).toEqual([]);
     },
   );
@@ -278,6 +280,7 @@ describe.skipIf(env.why !== undefined)(`evtrace record${env.why ? ` (skipped: ${
         .split('\n')
         .filter(Boolean);
       expect(lines.length).toBe(total(counts));
+      expect(statSync(out).mode & 0o777).toBe(0o700);
     },
   );
 

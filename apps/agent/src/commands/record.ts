@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
+import { checkOutputDir, type TraceFormatError } from '@evtrace/trace-format';
 import {
   DEMO_EVENTS,
   DEMO_LABEL,
@@ -31,6 +32,8 @@ interface RecordCliOptions {
   readerThreads: string;
   demo?: boolean;
   source?: string;
+  share?: boolean;
+  force?: boolean;
 }
 
 /** Where `evtrace record` takes its events from. */
@@ -181,7 +184,10 @@ and events after the last --filter are not filtered. Recording stops on SIGINT, 
 exits; a summary (events per type, lost events per CPU, bytes written) goes to stderr.
 Pages are first written to OUTPUT.part/ (a raw-pages directory) and turned into OUTPUT at the end; if the recorder
 is killed, or the disk fills up (exit status 1, the error names the file), OUTPUT.part/ stays readable up to its last
-complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -o OUTPUT converts it later).`,
+complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -o OUTPUT converts it later).
+OUTPUT replaces an existing file only once complete; a non-empty OUTPUT directory (--format ctf) is refused before
+recording unless --force. OUTPUT.part/ and OUTPUT are readable by their owner only (0700, 0600), as perf keeps
+perf.data, since they hold kernel addresses; --share makes them readable by everyone (0755, 0644, less the umask).`,
     )
     .argument('[command...]', 'a command to run while recording (after --); recording stops when it exits')
     .requiredOption('-e, --event <system:event>', 'event to record, globs allowed (sched:*); repeatable', order.event)
@@ -203,6 +209,11 @@ complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -
     )
     .option('--demo', 'same as --source demo')
     .option('--reader-threads <mode>', 'single (one loop over all CPUs) or per-cpu (a thread per CPU)', 'single')
+    .option('--share', 'make OUTPUT readable by every user (default: its owner only, as it holds kernel addresses)')
+    .option(
+      '--force',
+      'replace a non-empty OUTPUT directory (--format ctf), all it holds, once the recording is complete',
+    )
     .action(async (command: string[], options: RecordCliOptions) => {
       if (!(FORMATS as readonly string[]).includes(options.format)) {
         throw new CliExit(ExitCode.Usage, `--format must be one of ${FORMATS.join(', ')}, not '${options.format}'`);
@@ -223,6 +234,16 @@ complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -
         io.stderr(`evtrace: source: ${chosen.source} (${chosen.reason})\n`);
       }
       const durationMs = options.duration === undefined ? undefined : parseDuration(options.duration);
+      const share = options.share === true;
+      const force = options.force === true;
+      // Refused now rather than after the recording, which would then stay in OUTPUT.part.
+      if (format === 'ctf') {
+        try {
+          checkOutputDir(options.output, { force });
+        } catch (error) {
+          throw new CliExit(ExitCode.Failure, `${(error as TraceFormatError).code}: ${(error as Error).message}`);
+        }
+      }
       const bufferKb = positiveInt('--buffer-kb', options.bufferKb);
       const subbufKb = positiveInt('--subbuf-kb', options.subbufKb);
       const controller = new AbortController();
@@ -252,6 +273,7 @@ complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -
           result = await recordDemo({
             events: options.event,
             dir: rawDir,
+            share,
             durationMs: durationMs ?? (command.length > 0 ? Number.POSITIVE_INFINITY : 1000),
             signal: controller.signal,
           });
@@ -265,6 +287,7 @@ complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -
           result = await record({
             events: options.event,
             dir: rawDir,
+            share,
             ...order.result(),
             ...(bufferKb !== undefined ? { bufferKb } : {}),
             ...(subbufKb !== undefined ? { subbufKb } : {}),
@@ -303,6 +326,8 @@ complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -
         written = finalizeRecording(rawDir, options.output, format, {
           userSpaceFilters: result.userSpaceFilters,
           recorded: result.total,
+          share,
+          force,
         });
       } catch (error) {
         const code = (error as { code?: string }).code;

@@ -3,6 +3,7 @@
  * failure into a clear error reply without guessing.
  */
 import type { AgentErrorCode } from '@evtrace/agent-protocol';
+import { errorText } from '@evtrace/trace-format';
 
 export class AgentError extends Error {
   readonly code: AgentErrorCode;
@@ -13,34 +14,12 @@ export class AgentError extends Error {
   }
 }
 
-/** What a failed system call's errno means, for messages that name the path rather than repeat Node's. */
-const ERRNO_TEXT: Readonly<Record<string, string>> = {
-  EACCES: 'permission denied',
-  EPERM: 'operation not permitted',
-  EEXIST: 'it exists already',
-  ELOOP: 'it is a symbolic link, which the agent does not follow',
-  ENOENT: 'no such file or directory',
-  ENOTDIR: 'a component of the path is not a directory',
-  EISDIR: 'it is a directory',
-  ENOSPC: 'no space left on device',
-  EDQUOT: 'disk quota exceeded',
-  EROFS: 'read-only file system',
-};
-
-/** A Node file-system error as `cannot SYSCALL PATH: what (ERRNO)`, or undefined for other errors. */
-function fsMessage(error: unknown): string | undefined {
-  const e = error as NodeJS.ErrnoException;
-  if (typeof e?.code !== 'string' || typeof e.syscall !== 'string' || typeof e.path !== 'string') return undefined;
-  return `cannot ${e.syscall} ${e.path}: ${ERRNO_TEXT[e.code] ?? e.code} (${e.code})`;
-}
-
 /** Maps an error of the layers below (tracefs, filters, trace-format, the file system) to an AgentError. */
 export function asAgentError(error: unknown): AgentError {
   if (error instanceof AgentError) return error;
   const code = (error as { code?: unknown })?.code;
   const message = error instanceof Error ? error.message : String(error);
-  // A system call's error names what it was done to; other errors keep their code in front.
-  const tagged = fsMessage(error) ?? (typeof code === 'string' ? `${code}: ${message}` : message);
+  const tagged = errorText(error);
   switch (code) {
     case 'ERR_TRACEFS_EVENT':
       return new AgentError('ERR_EVENT', tagged, { cause: error });
@@ -50,6 +29,7 @@ export function asAgentError(error: unknown): AgentError {
     case 'EPERM':
       return new AgentError('ERR_PERMISSION', tagged, { cause: error });
     case 'ERR_TRACEFS_OUTPUT':
+    case 'ERR_OUTPUT':
     case 'ENOSPC':
     case 'EDQUOT':
     case 'ENOENT':

@@ -242,6 +242,7 @@ export function runFtraceBenchmarks(): void {
     // Writing: the same events into v6 and v7+zstd files, beside trace-cmd convert producing the same kinds. trace-cmd
     // convert copies pages; so does evtrace convert from a trace.dat (pagesInput + writeTraceDatPages, timed from the
     // file's bytes on disk as trace-cmd reads them), while encodeTraceDat encodes every event from its fields.
+    // pagesInput's time includes checking every page and record bound (checkPages), which trace-cmd does not do.
     const events = [...readTraceDat(v6Bytes).events()];
     const out = join(dir, 'out.dat');
     const copyOut = join(dir, 'copy.dat');

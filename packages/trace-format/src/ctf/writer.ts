@@ -15,6 +15,7 @@ import type {
   TraceEvent,
   TraceReader,
 } from '../model/types.ts';
+import { type OutputDirOptions, writeDirAtomically } from '../output/atomic.ts';
 import { CTF_PACKET_MAGIC } from './reader.ts';
 import { clockText, eventText, structText, tsdlString } from './tsdl/emit.ts';
 
@@ -450,8 +451,23 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
   }
 }
 
-/** Writes every event of a reader as a CTF trace in `dir`; returns the number of events written. */
-export function writeCtfTrace(reader: TraceReader, dir: string, options: CtfWriterOptions = {}): number {
+/**
+ * Writes every event of a reader as a CTF trace in `dir`; returns the number of events written. The trace is built
+ * in a new directory beside `dir` and renamed to it once complete (see {@link writeDirAtomically}): an existing
+ * non-empty `dir` is refused unless `force`, and replaced only by a complete trace. The directory is readable by its
+ * owner only unless `share` or `mode` says otherwise.
+ *
+ * @throws TraceFormatError `ERR_OUTPUT` naming `dir` (or a file in it) when it cannot be written; the reader's errors.
+ */
+export function writeCtfTrace(
+  reader: TraceReader,
+  dir: string,
+  options: CtfWriterOptions & OutputDirOptions = {},
+): number {
+  return writeDirAtomically(dir, (temp) => writeCtfEvents(reader, temp, options), options);
+}
+
+function writeCtfEvents(reader: TraceReader, dir: string, options: CtfWriterOptions): number {
   // A CTF source keeps its environment (host name, tracer) unless the caller gives one.
   const source = (reader as { trace?: { env?: ReadonlyMap<string, string | number | bigint> } }).trace?.env;
   const env = options.env ?? (source ? Object.fromEntries(source) : undefined);

@@ -6,6 +6,7 @@
  */
 import { TraceFormatError } from '../errors.ts';
 import type { PageLayout } from './headers.ts';
+import { RecordError } from './record.ts';
 
 const TYPE_PADDING = 29;
 const TYPE_TIME_EXTEND = 30;
@@ -120,3 +121,58 @@ export function readPage(
 
 /** Constants of the event header, for writers. */
 export const EVENT_TYPE = { padding: TYPE_PADDING, timeExtend: TYPE_TIME_EXTEND, timeStamp: TYPE_TIME_STAMP } as const;
+
+/** Options of {@link checkPages}. */
+export interface CheckPagesOptions {
+  /** Takes a corrupt page's error instead of throwing it: the page is then left out of the result. */
+  readonly onCorrupt?: (error: TraceFormatError) => void;
+  /**
+   * Checks each record's bounds against its class: the `RecordCheck` `compileRecordCheck` compiled for the record's
+   * event id. Its failure is reported as the page's, with the file offset of the field at fault.
+   */
+  readonly record?: (view: DataView, start: number, length: number) => void;
+}
+
+/**
+ * Checks every page of `bytes` as a reader walks it (header, commit size, the chain of event headers, and each
+ * record's bounds with `options.record`), decoding no value, so a copy of the pages reads as they do. Returns
+ * `bytes`, or with `onCorrupt` the pages that read, joined, after reporting each one left out.
+ *
+ * @throws TraceFormatError `ERR_FTRACE_PAGE` naming the file and byte offset of the first corrupt page, unless
+ *   `onCorrupt` takes it.
+ */
+export function checkPages(
+  bytes: Buffer,
+  layout: PageLayout,
+  source: PageSource = {},
+  options: CheckPagesOptions = {},
+): Buffer {
+  const { onCorrupt, record } = options;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const sink: RecordSink =
+    record === undefined
+      ? () => {}
+      : (_ts, start, length) => {
+          try {
+            record(view, start, length);
+          } catch (e) {
+            if (!(e instanceof RecordError)) throw e;
+            throw new TraceFormatError('ERR_FTRACE_PAGE', e.message, {
+              file: source.file,
+              offset: (source.fileOffset ?? 0) + e.at,
+            });
+          }
+        };
+  let kept: Buffer[] | undefined;
+  for (let at = 0; at < bytes.byteLength; at += layout.pageSize) {
+    try {
+      readPage(bytes, at, layout, sink, source);
+      kept?.push(bytes.subarray(at, at + layout.pageSize));
+    } catch (error) {
+      if (onCorrupt === undefined || !(error instanceof TraceFormatError)) throw error;
+      onCorrupt(error);
+      kept ??= [bytes.subarray(0, at)];
+    }
+  }
+  return kept === undefined ? bytes : Buffer.concat(kept);
+}

@@ -177,6 +177,51 @@ export function compileRecordDecoder(event: EventClass, byteOrder: ByteOrder = '
   return compileDecoders(event, byteOrder, longSize).record;
 }
 
+/** Checks that a record holds what its class's decoder reads; throws {@link RecordError} (naming the class) where not. */
+export type RecordCheck = (view: DataView, start: number, length: number) => void;
+
+/**
+ * Compiles a check of a record's bounds against an event class with ftrace info, as its decoder finds them but
+ * reading no value: the record reaches the end of every fixed field, and every dynamic field's data lies inside it.
+ * For copies of pages that must read as the decoder reads them, at a fraction of the decoding's cost.
+ */
+export function compileRecordCheck(event: EventClass, byteOrder: ByteOrder = 'le'): RecordCheck {
+  const le = byteOrder === 'le';
+  let fixedEnd = 0;
+  let last: FtraceFieldInfo | undefined;
+  const dynamic: { name: string; offset: number; end: number; relative: boolean }[] = [];
+  for (const f of event.ftrace?.fields ?? []) {
+    const shape = declarationOf(f)?.shape;
+    if (shape?.kind === 'tail') continue;
+    if (f.offset + f.size > fixedEnd) {
+      fixedEnd = f.offset + f.size;
+      last = f;
+    }
+    if (shape?.kind === 'dynamic') {
+      dynamic.push({ name: f.name, offset: f.offset, end: f.offset + f.size, relative: shape.relative });
+    }
+  }
+  return (view, start, length) => {
+    if (fixedEnd > length) {
+      throw new RecordError(
+        `${event.name}: record of ${length} bytes too short for field ${last!.name}`,
+        start + last!.offset,
+      );
+    }
+    for (const d of dynamic) {
+      const word = view.getUint32(start + d.offset, le);
+      const at = (word & 0xffff) + (d.relative ? d.end : 0);
+      const len = word >>> 16;
+      if (at + len > length) {
+        throw new RecordError(
+          `${event.name}: ${d.name}: dynamic data [${at}, +${len}) outside the ${length}-byte record`,
+          start + d.offset,
+        );
+      }
+    }
+  };
+}
+
 /** Builds a whole event from a record: the decoder readers use (one object fewer per event than a record). */
 export type EventDecoder = (
   bytes: Buffer,

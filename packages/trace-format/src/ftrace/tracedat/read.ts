@@ -16,7 +16,9 @@ import {
 } from '../events.ts';
 import { parseFormatFile } from '../format-file.ts';
 import { parseHeaderEvent, parseHeaderPage } from '../headers.ts';
+import { checkPages } from '../page.ts';
 import type { FtraceReader, FtraceReadOptions } from '../raw-dir.ts';
+import { compileRecordCheck } from '../record.ts';
 import { Kallsyms, parseCmdlines } from '../symbols.ts';
 import { Cursor } from './cursor.ts';
 import { OPTION, SECTION_COMPRESSED } from './ids.ts';
@@ -60,7 +62,13 @@ export interface TraceDatReadOptions extends FtraceReadOptions {
 }
 
 /** What {@link TraceDatReader.pagesInput} gives: the pages and texts to copy, or why a copy would not read the same. */
-export type TraceDatPagesCopy = { readonly input: TraceDatPagesInput } | { readonly reason: string };
+export type TraceDatPagesCopy =
+  | {
+      readonly input: TraceDatPagesInput;
+      /** Corrupt pages left out (read `lenient`; otherwise the first one throws `ERR_FTRACE_PAGE`). */
+      readonly skipped: number;
+    }
+  | { readonly reason: string };
 
 /** A reader over a trace.dat file. */
 export interface TraceDatReader extends FtraceReader {
@@ -70,7 +78,9 @@ export interface TraceDatReader extends FtraceReader {
   /**
    * The read buffer's raw pages (decompressed) with the file's own header_page, header_event, format, kallsyms,
    * cmdlines, clock and uname texts: the input of `writeTraceDatPages` for a copy that decodes no event, as
-   * `trace-cmd convert` copies. `{ reason }` where such a copy would not read like this file: evtrace writes
+   * `trace-cmd convert` copies. Every page is checked as a reader walks it (header, commit size, event headers):
+   * a corrupt one throws `ERR_FTRACE_PAGE` with its file and byte offset, or with `lenient` is left out, counted in
+   * `skipped` and warned about. `{ reason }` where such a copy would not read like this file: evtrace writes
    * little-endian files with 8-byte longs, no timestamp offset option and one buffer whose pages are the file's size.
    */
   pagesInput(): TraceDatPagesCopy;
@@ -236,9 +246,20 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
     }
     if (meta.headerEvent === undefined) return { reason: 'the file has no header_event' };
     const cpus: TraceDatCpuPages[] = [];
+    let skipped = 0;
+    const table = new EventTable(metadata);
+    const checks = new Map(eventClasses.map((ec) => [ec.id, compileRecordCheck(ec, byteOrder)]));
+    // Records of unknown events are skipped by readers: only known ones must fit their class.
+    const record = (view: DataView, start: number, length: number) =>
+      checks.get(table.typeOf(view, start, length))?.(view, start, length);
     for (const pages of pagesOf(buffer)) {
       // Compressed pages come in chunks of unknown total size; v6's head states each CPU's size before its pages.
-      const data = wholePages(pages);
+      // Each page is checked as a reader walks it, so the copy reads; a corrupt one fails it, or is left out.
+      const onCorrupt = (e: TraceFormatError) => {
+        skipped++;
+        warnings.push(`${e.message}; CPU ${pages.cpu}: page left out of the copy`);
+      };
+      const data = checkPages(wholePages(pages), page, pages, options.lenient ? { onCorrupt, record } : { record });
       while (cpus.length < pages.cpu) cpus.push({ size: 0, chunks: () => [] });
       cpus[pages.cpu] = { size: data.length, chunks: () => [data] };
     }
@@ -249,6 +270,7 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
       else list.push(f.text);
     }
     return {
+      skipped,
       input: {
         pageSize,
         headerPage: meta.headerPage!,

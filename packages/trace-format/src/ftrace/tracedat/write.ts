@@ -4,9 +4,10 @@
  * ftrace keep their formats; others, from CTF, get a synthesized format file), and {@link writeTraceDatPages} copies
  * raw kernel pages verbatim, streamed, with the kernel's own header and format files.
  */
-import { closeSync, openSync, writeFileSync, writeSync, writevSync } from 'node:fs';
+import { writeSync, writevSync } from 'node:fs';
 import { TraceFormatError } from '../../errors.ts';
 import type { EventClass, FieldClass, FtraceFieldInfo, TraceEvent } from '../../model/types.ts';
+import { type OutputAccess, writeBytesAtomically, writeFileAtomically } from '../../output/atomic.ts';
 import { compileRecordWriter, MAX_DYNAMIC, packPages, type RecordWriter, type TimedRecord } from '../encode.ts';
 import { formatFileText, HEADER_EVENT_TEXT, headerPageText } from '../format-text.ts';
 import { kernelPageLayout } from '../headers.ts';
@@ -77,15 +78,20 @@ export function encodeTraceDat(
   return { bytes, events: count, synthesized: classes.synthesized };
 }
 
-/** Writes events to a trace.dat file. */
+/**
+ * Writes events to a trace.dat file, whole or not at all (see {@link writeFileAtomically}): readable by its owner
+ * only unless `share` or `mode` says otherwise.
+ *
+ * @throws TraceFormatError `ERR_OUTPUT` naming `file` when it cannot be written.
+ */
 export function writeTraceDat(
   file: string,
   eventClasses: readonly EventClass[],
   events: Iterable<TraceEvent>,
-  options: TraceDatWriteOptions = {},
+  options: TraceDatWriteOptions & OutputAccess = {},
 ): TraceDatWriteResult {
   const result = encodeTraceDat(eventClasses, events, options);
-  writeFileSync(file, result.bytes);
+  writeBytesAtomically(file, result.bytes, options);
   return result;
 }
 
@@ -141,7 +147,7 @@ export interface TraceDatPagesInput {
 }
 
 /** Options of {@link writeTraceDatPages}. */
-export interface TraceDatPagesOptions {
+export interface TraceDatPagesOptions extends OutputAccess {
   /** File version. Default 6: streamed, pages never held in memory. Version 7 holds each CPU's pages to compress them. */
   readonly version?: 6 | 7;
   /** Version 7 compression. Default `zstd`. */
@@ -150,10 +156,11 @@ export interface TraceDatPagesOptions {
 
 /**
  * Writes `file` as trace.dat with each CPU's raw pages copied verbatim (no decoding) after the kernel's own header
- * and format files, kallsyms and saved cmdlines. Returns the bytes written.
+ * and format files, kallsyms and saved cmdlines, whole or not at all (see {@link writeFileAtomically}): readable by
+ * its owner only unless `share` or `mode` says otherwise. Returns the bytes written.
  *
- * @throws TraceFormatError `ERR_TRACE_DAT` when a CPU's chunks do not add up to its declared size; Node's `fs`
- *   errors (with `path`) when the file cannot be written.
+ * @throws TraceFormatError `ERR_TRACE_DAT` when a CPU's chunks do not add up to its declared size; `ERR_OUTPUT`
+ *   naming `file` when it cannot be written.
  */
 export function writeTraceDatPages(
   file: string,
@@ -168,7 +175,7 @@ export function writeTraceDatPages(
   if (version === 7) {
     const pages = cpus.map((_, cpu) => Buffer.concat([...checked(cpu)]));
     const bytes = writeV7(meta, pages, pageSize, options.compression ?? 'zstd');
-    writeFileSync(file, bytes);
+    writeBytesAtomically(file, bytes, options);
     return bytes.length;
   }
   const head = v6HeadParts(
@@ -176,21 +183,21 @@ export function writeTraceDatPages(
     cpus.map((c) => c.size),
     pageSize,
   );
-  const fd = openSync(file, 'w');
   // Every write is positional: the head's parts may be copied by the kernel at an offset, which moves no position.
-  let written = 0;
-  try {
-    written = putParts(fd, head.parts);
-    for (let cpu = 0; cpu < cpus.length; cpu++) {
-      if (cpus[cpu]!.size === 0) continue;
-      written = putBytes(fd, Buffer.alloc((pageSize - (written % pageSize)) % pageSize), written);
-      if (cpus[cpu]!.copyTo?.(fd, written) === true) written += cpus[cpu]!.size;
-      else for (const chunk of checked(cpu)) written = putBytes(fd, chunk, written);
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return written;
+  return writeFileAtomically(
+    file,
+    (fd) => {
+      let written = putParts(fd, head.parts);
+      for (let cpu = 0; cpu < cpus.length; cpu++) {
+        if (cpus[cpu]!.size === 0) continue;
+        written = putBytes(fd, Buffer.alloc((pageSize - (written % pageSize)) % pageSize), written);
+        if (cpus[cpu]!.copyTo?.(fd, written) === true) written += cpus[cpu]!.size;
+        else for (const chunk of checked(cpu)) written = putBytes(fd, chunk, written);
+      }
+      return written;
+    },
+    options,
+  );
 }
 
 /** Where one CPU's pages already lie in a file that {@link completeTraceDatPages} completes. */

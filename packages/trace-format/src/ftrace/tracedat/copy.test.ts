@@ -1,0 +1,110 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { TraceFormatError } from '../../errors.ts';
+import type { EventClass, TraceEvent } from '../../model/types.ts';
+import { readTraceDat } from './read.ts';
+import { encodeTraceDat, writeTraceDatPages } from './write.ts';
+
+const u64 = { kind: 'int', size: 64, signed: false, align: 8, byteOrder: 'le', base: 10, encoding: 'none' } as const;
+const tick: EventClass = {
+  id: 1,
+  name: 'demo:tick',
+  streamId: 0,
+  payload: {
+    kind: 'struct',
+    minAlign: 8,
+    // A string becomes a __data_loc field: records whose dynamic data must lie inside them.
+    members: [
+      { name: 'n', type: u64 },
+      { name: 'task', type: { kind: 'string', encoding: 'utf8' } },
+    ],
+  },
+};
+const events: TraceEvent[] = Array.from({ length: 2000 }, (_, i) => ({
+  tsNs: 1_000_000n + BigInt(i) * 1000n,
+  cpu: i % 2,
+  eventClass: tick,
+  fields: { n: BigInt(i), task: `task-${i % 13}` },
+}));
+const original = encodeTraceDat([tick], events, { version: 6 }).bytes;
+const dir = mkdtempSync(join(tmpdir(), 'evtrace-copy-'));
+
+/** The file offset of CPU 0's second page and the page size. */
+function secondPage(bytes: Buffer): { at: number; pageSize: number } {
+  const r = readTraceDat(bytes);
+  const cpu0 = r.info.buffers[0]!.cpus.find((c) => c.cpu === 0)!;
+  expect(cpu0.size).toBeGreaterThan(2 * r.info.pageSize);
+  return { at: cpu0.offset + r.info.pageSize, pageSize: r.info.pageSize };
+}
+
+/** Copies `bytes`' pages into a trace.dat and reads it back leniently: its events and any page it could not walk. */
+function copyAndRead(bytes: Buffer, lenient: boolean): { events: number; pageWarnings: string[]; skipped: number } {
+  const copy = readTraceDat(bytes, { file: 'bad.dat', lenient }).pagesInput();
+  if (!('input' in copy)) throw new Error(copy.reason);
+  const out = join(dir, 'copy.dat');
+  writeTraceDatPages(out, copy.input);
+  const back = readTraceDat(readFileSync(out), { lenient: true });
+  const n = [...back.events()].length;
+  return {
+    events: n,
+    pageWarnings: back.warnings.filter((w) => w.includes('rest of the page skipped')),
+    skipped: copy.skipped,
+  };
+}
+
+describe('trace.dat page copy (pagesInput) checks every page it copies', () => {
+  it('refuses a page whose commit runs past the page, naming the file and byte offset', () => {
+    const bytes = Buffer.from(original);
+    const { at } = secondPage(bytes);
+    bytes.writeUInt32LE(0x00ffffff, at + 8);
+    expect(() => readTraceDat(bytes, { file: 'bad.dat' }).pagesInput()).toThrow(
+      new TraceFormatError('ERR_FTRACE_PAGE', 'commit says 16777215 bytes of data, the page holds 4080', {
+        file: 'bad.dat',
+        offset: at + 8,
+      }),
+    );
+  });
+
+  it('with lenient, leaves the corrupt page out, counts and reports it, and the copy reads whole', () => {
+    const bytes = Buffer.from(original);
+    const { at } = secondPage(bytes);
+    // An event header whose length word runs past the data: the page's structure is broken, not its header.
+    bytes.writeUInt32LE(0, at + 16);
+    bytes.writeUInt32LE(0xfffff0, at + 20);
+    const reader = readTraceDat(bytes, { file: 'bad.dat', lenient: true });
+    const result = copyAndRead(bytes, true);
+    expect(result.skipped).toBe(1);
+    expect(result.pageWarnings).toEqual([]);
+    const perPage = [...readTraceDat(original).events()].length - result.events;
+    expect(perPage).toBeGreaterThan(0);
+    reader.pagesInput();
+    expect(reader.warnings).toContainEqual(
+      `bad.dat: byte ${at + 16}: event length 16777200 runs past the data end; CPU 0: page left out of the copy`,
+    );
+  });
+
+  it('on any damaged page, either refuses it or copies pages that all read', () => {
+    const { at, pageSize } = secondPage(Buffer.from(original));
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.nat(pageSize * 2 - 1), fc.nat(255)), { minLength: 1, maxLength: 8 }),
+        fc.boolean(),
+        (edits, lenient) => {
+          const bytes = Buffer.from(original);
+          for (const [offset, value] of edits) bytes[at + offset] = value;
+          try {
+            expect(copyAndRead(bytes, lenient).pageWarnings).toEqual([]);
+          } catch (error) {
+            expect(lenient).toBe(false);
+            expect(error).toBeInstanceOf(TraceFormatError);
+            expect((error as Error).message).toMatch(/^bad\.dat: byte \d+: /);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
