@@ -81,7 +81,11 @@ describe.skipIf(why !== '')(
 
     it('formats every event as trace-cmd report -N prints it (print fmt evaluated, symbols from kallsyms)', () => {
       const r = openTraceDat(v7);
-      const line = createFtraceTextFormatter({ cmdlines: r.metadata.cmdlines, kallsyms: r.metadata.kallsyms });
+      const line = createFtraceTextFormatter({
+        cmdlines: r.metadata.cmdlines,
+        kallsyms: r.metadata.kallsyms,
+        plugins: false,
+      });
       const theirs = execFileSync('trace-cmd', ['report', '-N', v7], {
         encoding: 'utf8',
         maxBuffer: 1 << 28,
