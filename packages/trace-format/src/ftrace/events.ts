@@ -85,8 +85,10 @@ export class EventTable {
 }
 
 /**
- * Decodes one CPU's pages in order. Missed events (page flags) are reported through `warn`; unknown event ids are
- * reported once each and skipped.
+ * Decodes one CPU's pages in order. Missed events (page flags) are reported through `warn`, and carried by the page's
+ * first event as `scopes.lost.events` (the count, or null when the kernel did not store it) when that event is the
+ * page's first entry, which is where trace-cmd report prints its `CPU:N [N EVENTS DROPPED]` line. Unknown event ids
+ * are reported once each and skipped.
  */
 export function* cpuEvents(
   meta: FtraceMetadata,
@@ -108,12 +110,19 @@ export function* cpuEventBatches(
   const pageSize = meta.page.pageSize;
   const unknown = new Set<number>();
   let batch: TraceEvent[] = [];
+  /** Where the current page's first data record starts, and its index in `batch` (-1: not decoded). */
+  let firstStart = -1;
+  let firstIndex = -1;
   let bytes: Buffer = Buffer.alloc(0);
   let view = new DataView(bytes.buffer);
   const source = { file: pages.file, fileOffset: pages.fileOffset ?? 0 };
   const onRecord = (tsNs: bigint, start: number, length: number) => {
     const id = table.typeOf(view, start, length);
     const entry = table.get(id);
+    if (firstStart < 0) {
+      firstStart = start;
+      firstIndex = entry === undefined ? -1 : batch.length;
+    }
     if (entry === undefined) {
       if (!unknown.has(id)) {
         unknown.add(id);
@@ -138,9 +147,17 @@ export function* cpuEventBatches(
     bytes = chunk;
     view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     for (let at = 0; at < bytes.byteLength; at += pageSize) {
+      firstStart = -1;
+      firstIndex = -1;
       try {
         const info = readPage(bytes, at, meta.page, onRecord, source);
         if (info.missedEvents) {
+          // The first entry's payload follows its header word, and a length word when type_len is 0.
+          const data = at + meta.page.dataOffset;
+          const first = firstIndex >= 0 ? batch[firstIndex] : undefined;
+          if (first !== undefined && (firstStart === data + 4 || firstStart === data + 8)) {
+            batch[firstIndex] = { ...first, scopes: { ...first.scopes, lost: { events: info.missedCount ?? null } } };
+          }
           options.onMissed?.(info.missedCount);
           const count = info.missedCount === undefined ? 'an unknown number of' : String(info.missedCount);
           options.warn(`${where(source, at)}: CPU ${cpu}: ${count} events lost before this page`);

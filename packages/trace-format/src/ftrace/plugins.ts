@@ -143,7 +143,9 @@ function task(comm: FieldValue | undefined, pid: FieldValue | undefined, bits: n
   return typeof comm === 'string' ? `${name}:${id}` : id;
 }
 
-const prio = (v: FieldValue) => String(typeof v === 'bigint' ? BigInt.asIntN(32, v) : v | 0);
+/** A priority as C's `(int)` of the value prints it. */
+const prio = (v: FieldValue) =>
+  String(typeof v === 'bigint' ? BigInt.asIntN(32, v) : typeof v === 'number' ? v | 0 : 0);
 
 /** `function=name/0xdelta`, the delta printed as trace-cmd computes it (start minus address, unsigned). */
 function functionText(addr: bigint, kallsyms: Kallsyms | undefined): string {

@@ -1,7 +1,8 @@
 /**
  * Text in the style of `trace-cmd report` for ftrace events: `COMM-PID [CPU] SECS.USECS: EVENT: BODY`, where BODY is
- * the event's `print fmt` evaluated (symbols through kallsyms), or its fields as `name=value` when the format is
- * beyond the evaluator or the event did not come from ftrace.
+ * the event's `print fmt` evaluated (symbols through kallsyms) or what libtraceevent's plugins print for it, or its
+ * fields as `name=value` when the format is beyond the evaluator or the event did not come from ftrace. An event the
+ * kernel lost others before (`scopes.lost`) is preceded by trace-cmd's `CPU:N [N EVENTS DROPPED]` line.
  */
 
 import { compileEventPlugin, type EventPlugin, type TaskNames } from '../ftrace/plugins.ts';
@@ -34,7 +35,7 @@ interface ClassPrinter {
 
 const NS = 1_000_000_000n;
 
-/** A line formatter (without the newline). */
+/** A line formatter (without the final newline; a lost-events line comes first, with its own). */
 export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (event: TraceEvent) => string {
   const printers = new Map<EventClass, ClassPrinter>();
   const usePlugins = options.plugins !== false && !options.raw;
@@ -82,7 +83,13 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
     }
     body ??= fieldsText(event, kallsyms());
     const who = `${comm.padStart(16)}-${String(typeof pid === 'number' ? pid : '?').padEnd(5)}`;
-    return `${who} [${cpu}] ${String(ts / NS).padStart(5)}.${frac}: ${`${name}:`.padEnd(21)} ${body}`;
+    // The kernel lost events before this one's page: trace-cmd says so on a line of its own, before the event.
+    const lost = event.scopes?.lost;
+    const dropped =
+      lost === undefined
+        ? ''
+        : `CPU:${event.cpu} [${typeof lost.events === 'number' ? `${lost.events} ` : ''}EVENTS DROPPED]\n`;
+    return `${dropped}${who} [${cpu}] ${String(ts / NS).padStart(5)}.${frac}: ${`${name}:`.padEnd(21)} ${body}`;
   };
 }
 
