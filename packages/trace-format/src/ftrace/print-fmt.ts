@@ -169,6 +169,10 @@ class Parser {
   i = 0;
   /** Inside the `{ value, "name" }` entries of a table. */
   tableDepth = 0;
+  /** How many reads of the event or the symbols were parsed so far: an expression without any is a constant. */
+  reads = 0;
+  /** Table entries that are constants, whose tables are evaluated once. */
+  readonly constants = new WeakSet<Expr>();
   constructor(toks: Tok[]) {
     this.toks = toks;
   }
@@ -296,18 +300,21 @@ class Parser {
       // `{ value, "name" }` pairs of __print_flags/__print_symbolic.
       const bare = this.peek();
       const isBare = bare?.t === 'id' && this.isOp(',', 1);
+      const reads = this.reads;
       this.tableDepth++;
       const v = this.expr();
       this.tableDepth--;
       this.eat(',');
       const s = this.expr();
       this.eat('}');
+      let entry: Expr = (c) => [v(c), s(c)];
       if (isBare) {
         // trace-cmd gives a bare name a known value or -1 (which only a zero value matches, in flags).
         const known = KNOWN_TABLE_NAMES.get(bare.v) ?? -1n;
-        return (c) => [c.style === 'kernel' ? v(c) : known, s(c)];
+        entry = (c) => [c.style === 'kernel' ? v(c) : known, s(c)];
       }
-      return (c) => [v(c), s(c)];
+      if (this.reads === reads) this.constants.add(entry);
+      return entry;
     }
     if (t.t !== 'id') throw new Unsupported(`unexpected ${t.v}`);
     if (t.v === 'REC') {
@@ -315,6 +322,7 @@ class Parser {
       const name = this.peek();
       if (name?.t !== 'id') throw new Unsupported('field name');
       this.i++;
+      this.reads++;
       return (c) => field(c, name.v);
     }
     if (this.isOp('(')) return this.call(t.v);
@@ -327,6 +335,7 @@ class Parser {
    */
   identifier(name: string): Expr {
     const inTable = this.tableDepth > 0;
+    if (!inTable) this.reads++;
     return (c) => {
       if (c.style === 'kernel') throw new Unsupported(`identifier ${name}`);
       return inTable ? 0n : (c.kallsyms?.lookupName(name) ?? 0n);
@@ -349,6 +358,7 @@ class Parser {
       if (/^__get_/.test(name) && t?.t === 'id' && next?.t === 'op' && (next.v === ')' || next.v === ',')) {
         // `__get_str(field)` and friends name the field bare.
         this.i++;
+        this.reads++;
         args.push((c) => field(c, t.v));
       } else {
         args.push(this.expr());
@@ -356,7 +366,7 @@ class Parser {
       if (!this.isOp(')')) this.eat(',');
     }
     this.eat(')');
-    return helper(name, args);
+    return helper(name, args, this.constants);
   }
 }
 
@@ -460,7 +470,18 @@ function hexBytes(v: Value, len: number | undefined): string[] {
   return arr.slice(0, len ?? arr.length).map((b) => (num(b) & 0xffn).toString(16).padStart(2, '0'));
 }
 
-function helper(name: string, args: Expr[]): Expr {
+/**
+ * The `{ value, "name" }` table of a flag or symbol helper, for a context: evaluated once per print style when every
+ * entry is a constant (as they nearly always are: the kernel expands its flag macros into long constant expressions).
+ */
+function table(entries: Expr[], constants: WeakSet<Expr>): (c: Ctx) => [bigint, string][] {
+  if (!entries.every((e) => constants.has(e))) return (c) => pairs(entries, c);
+  let kernel: [bigint, string][] | undefined;
+  let traceCmd: [bigint, string][] | undefined;
+  return (c) => (c.style === 'kernel' ? (kernel ??= pairs(entries, c)) : (traceCmd ??= pairs(entries, c)));
+}
+
+function helper(name: string, args: Expr[], constants: WeakSet<Expr>): Expr {
   switch (name) {
     case '__get_str':
     case '__get_rel_str':
@@ -473,16 +494,17 @@ function helper(name: string, args: Expr[]): Expr {
         const v = args[0]!(c);
         return BigInt(typeof v === 'string' ? Buffer.byteLength(v) + 1 : Array.isArray(v) ? v.length : 0);
       };
-    case '__print_flags':
+    case '__print_flags': {
+      const flags = table(args.slice(2), constants);
       return (c) => {
         const value = num(args[0]!(c));
         const delim = args[1]!(c);
         if (typeof delim !== 'string') throw new Unsupported('delimiter');
-        const table = pairs(args.slice(2), c);
-        if (c.style === 'trace-cmd') return traceCmdFlags(value, delim, table);
+        const entries = flags(c);
+        if (c.style === 'trace-cmd') return traceCmdFlags(value, delim, entries);
         const out: string[] = [];
         let rest = value;
-        for (const [bits, label] of table) {
+        for (const [bits, label] of entries) {
           if (bits === 0n ? value === 0n : (rest & bits) === bits) {
             out.push(label);
             rest &= ~bits;
@@ -492,16 +514,19 @@ function helper(name: string, args: Expr[]): Expr {
         if (rest !== 0n) out.push(`0x${rest.toString(16)}`);
         return out.join(delim);
       };
-    case '__print_symbolic':
+    }
+    case '__print_symbolic': {
+      const symbols = table(args.slice(1), constants);
       return (c) => {
         const value = num(args[0]!(c));
         // trace-cmd compares as signed 64-bit numbers and prints a miss as unsigned hex.
         const key = c.style === 'trace-cmd' ? BigInt.asIntN(64, value) : value;
-        const hit = pairs(args.slice(1), c).find(([v]) => (c.style === 'trace-cmd' ? BigInt.asIntN(64, v) : v) === key);
+        const hit = symbols(c).find(([v]) => (c.style === 'trace-cmd' ? BigInt.asIntN(64, v) : v) === key);
         return hit !== undefined
           ? hit[1]
           : `0x${(c.style === 'trace-cmd' ? BigInt.asUintN(64, value) : value).toString(16)}`;
       };
+    }
     case '__print_hex':
       return (c) => hexBytes(args[0]!(c), Number(num(args[1]!(c)))).join(' ');
     case '__print_hex_str':
