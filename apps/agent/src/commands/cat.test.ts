@@ -224,9 +224,9 @@ const reportWhy = recordWhy ?? (traceCmd ? undefined : 'trace-cmd is not install
 describe.skipIf(reportWhy !== undefined)(
   `evtrace cat on an evtrace recording against trace-cmd report${reportWhy ? ` (skipped: ${reportWhy})` : ''}`,
   () => {
-    it('prints every line as trace-cmd report does, for kmem, sched, irq, timer, workqueue and syscalls events', async () => {
+    it('prints every line as trace-cmd report does, for kmem, sched, irq, timer, workqueue, syscalls and tlb events', async () => {
       const tracefs = findTracefs();
-      const systems = ['kmem', 'sched', 'irq', 'timer', 'workqueue', 'syscalls'].filter((s) =>
+      const systems = ['kmem', 'sched', 'irq', 'timer', 'workqueue', 'syscalls', 'tlb'].filter((s) =>
         existsSync(join(tracefs, 'events', s)),
       );
       const dat = join(mkdtempSync(join(tmpdir(), 'evtrace-cat-report-')), 'systems.dat');

@@ -1,7 +1,8 @@
 /**
  * What libtraceevent's plugins print for the events they handle, as `trace-cmd report` shows them: the kmem
  * plugin's `(call_site)` column before the print format, trace-cmd's own text for `sched_switch`, `sched_wakeup`,
- * `hrtimer_start`, `hrtimer_expire_entry` and `sys_enter_futex`. Compiled per event class, like print formats.
+ * `hrtimer_start`, `hrtimer_expire_entry`, `sys_enter_futex` and `tlb_flush`. Compiled per event class, like print
+ * formats.
  */
 import type { EventClass, FieldValue, TraceEvent } from '../model/types.ts';
 import type { Kallsyms } from './symbols.ts';
@@ -48,6 +49,8 @@ export function compileEventPlugin(eventClass: EventClass): EventPlugin | undefi
         : undefined;
     case 'syscalls:sys_enter_futex':
       return ['uaddr', 'op', 'val', 'utime', 'uaddr2', 'val3'].every(has) ? futex : undefined;
+    case 'tlb:tlb_flush':
+      return has('pages') && has('reason') ? tlbFlush : undefined;
     default:
       return info.system === 'kmem' && KMEM_CALL_SITE.has(info.event) && has('call_site') ? callSite() : undefined;
   }
@@ -207,5 +210,17 @@ const futex: EventPlugin = {
     if (uaddr2 !== undefined) out += futexArg(uaddr2, u64(f.uaddr2));
     if (val3 !== undefined) out += futexArg(val3, u64(f.val3));
     return out;
+  },
+};
+
+const TLB_FLUSH_REASONS = ['flush on task switch', 'remote shootdown', 'local shootdown', 'local mm shootdown'];
+
+/** tlb_flush: the page count as a signed long, the reason by name (when known) and number. */
+const tlbFlush: EventPlugin = {
+  prefix: false,
+  print(event) {
+    const reason = u64(event.fields.reason);
+    const name = reason < 4n ? ` reason=${TLB_FLUSH_REASONS[Number(reason)]}` : ' reason=';
+    return `pages=${BigInt.asIntN(64, u64(event.fields.pages))}${name} (${BigInt.asIntN(64, reason)})`;
   },
 };

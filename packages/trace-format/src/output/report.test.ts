@@ -27,7 +27,7 @@ const why =
         : '';
 const root = 'path' in tracefs ? tracefs.path : '';
 /** The systems libtraceevent's plugins and print-format helpers touch most, where this kernel has them. */
-const SYSTEMS = ['kmem', 'sched', 'irq', 'timer', 'workqueue', 'syscalls'].filter((s) =>
+const SYSTEMS = ['kmem', 'sched', 'irq', 'timer', 'workqueue', 'syscalls', 'tlb'].filter((s) =>
   existsSync(`${root}/events/${s}`),
 );
 
