@@ -110,18 +110,18 @@ export function* cpuEventBatches(
   const pageSize = meta.page.pageSize;
   const unknown = new Set<number>();
   let batch: TraceEvent[] = [];
-  /** Where the current page's first data record starts, and its index in `batch` (-1: not decoded). */
-  let firstStart = -1;
-  let firstIndex = -1;
+  /** Whether the current page's first record is yet to come, and whether it was decoded (as `batch[0]`). */
+  let awaitingFirst = true;
+  let firstDecoded = false;
   let bytes: Buffer = Buffer.alloc(0);
   let view = new DataView(bytes.buffer);
   const source = { file: pages.file, fileOffset: pages.fileOffset ?? 0 };
   const onRecord = (tsNs: bigint, start: number, length: number) => {
     const id = table.typeOf(view, start, length);
     const entry = table.get(id);
-    if (firstStart < 0) {
-      firstStart = start;
-      firstIndex = entry === undefined ? -1 : batch.length;
+    if (awaitingFirst) {
+      awaitingFirst = false;
+      firstDecoded = entry !== undefined;
     }
     if (entry === undefined) {
       if (!unknown.has(id)) {
@@ -147,17 +147,12 @@ export function* cpuEventBatches(
     bytes = chunk;
     view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     for (let at = 0; at < bytes.byteLength; at += pageSize) {
-      firstStart = -1;
-      firstIndex = -1;
+      awaitingFirst = true;
+      firstDecoded = false;
       try {
         const info = readPage(bytes, at, meta.page, onRecord, source);
         if (info.missedEvents) {
-          // The first entry's payload follows its header word, and a length word when type_len is 0.
-          const data = at + meta.page.dataOffset;
-          const first = firstIndex >= 0 ? batch[firstIndex] : undefined;
-          if (first !== undefined && (firstStart === data + 4 || firstStart === data + 8)) {
-            batch[firstIndex] = { ...first, scopes: { ...first.scopes, lost: { events: info.missedCount ?? null } } };
-          }
+          if (info.leadingRecord && firstDecoded) batch[0] = withLoss(batch[0]!, info.missedCount ?? null);
           options.onMissed?.(info.missedCount);
           const count = info.missedCount === undefined ? 'an unknown number of' : String(info.missedCount);
           options.warn(`${where(source, at)}: CPU ${cpu}: ${count} events lost before this page`);
@@ -173,6 +168,11 @@ export function* cpuEventBatches(
     }
     source.fileOffset += bytes.byteLength;
   }
+}
+
+/** `event` marked as the first after a loss of `count` events (null: the kernel kept no count). */
+export function withLoss(event: TraceEvent, count: number | null): TraceEvent {
+  return { ...event, scopes: { ...event.scopes, lost: { events: count } } };
 }
 
 function where(source: { file?: string; fileOffset: number }, at: number): string {
