@@ -117,6 +117,10 @@ describe('print fmt evaluation', () => {
     );
   });
 
+  it('reads __builtin_expect(x, hint) as x', () => {
+    expect(render('"%d", __builtin_expect(!!(REC->ret < 0), 0) ? 1 : 2')).toBe('1');
+  });
+
   it('returns undefined for constructs outside the evaluator, never throwing', () => {
     expect(render('"%s", some_kernel_helper(REC->addr)')).toBeUndefined();
     expect(render('"%d", REC->missing')).toBeUndefined();

@@ -543,6 +543,10 @@ function helper(name: string, args: Expr[], constants: WeakSet<Expr>): Expr {
       };
     case 'is_signed_type':
       return () => 0n;
+    case '__builtin_expect':
+      // A branch hint (IS_ERR_VALUE in mmap's events): the value is its first argument.
+      if (args.length !== 2) throw new Unsupported('__builtin_expect takes two arguments');
+      return args[0]!;
     default:
       throw new Unsupported(`helper ${name}`);
   }
