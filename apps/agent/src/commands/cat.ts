@@ -157,8 +157,10 @@ export function registerCat(program: Command, io: CliIO): void {
   const cmd = addCommand(program, 'cat')
     .summary('print the events of a trace (CTF directory, trace.dat, or raw per-CPU pages)')
     .description(
-      `Prints every event of INPUT in timestamp order: in the style of trace-cmd report for ftrace data (trace.dat or a
-directory of cpuN.raw pages beside an events/ tree copied from tracefs), of babeltrace2 for CTF. With --json, one
+      `Prints every event of INPUT in timestamp order: as trace-cmd report prints ftrace data (trace.dat or a directory
+of cpuN.raw pages beside an events/ tree copied from tracefs), its plugins' text (kmem call sites, sched_switch,
+sched_wakeup, hrtimer, futex, tlb_flush) and its "CPU:N [N EVENTS DROPPED]" lines where the kernel lost events
+included; as babeltrace2 prints CTF. With --json, one
 object per line: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "fields": {...}}, integers beyond
 2^53 as decimal strings; the events of a trace.dat instance buffer (--buffer, --all-buffers) carry "buffer": "NAME".
 In --filter, COMM is the name a task had when the event fired, replayed from the recording's sched_switch,
@@ -211,7 +213,7 @@ Warnings go to stderr, never to stdout. A trace is read at offsets: a FIFO or de
     });
   setExamples(
     cmd,
-    `evtrace cat trace.dat                           trace-cmd report style text
+    `evtrace cat trace.dat                           the text trace-cmd report prints
 evtrace cat trace.dat --json --filter 'bytes_req > 1024'
 evtrace cat trace.dat -n 20                      the first 20 events
 evtrace cat ./raw                                raw pages: raw/cpu0.raw, raw/events/header_page, raw/events/kmem/kmalloc/format

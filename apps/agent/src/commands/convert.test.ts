@@ -146,7 +146,7 @@ describe('evtrace convert', () => {
     async () => {
       const out = join(dir, 'tc.dat');
       expect((await run('convert', raw, '-o', out, '--to', 'tracedat')).code).toBe(ExitCode.Ok);
-      const theirs = execFileSync('trace-cmd', ['report', '-N', out], {
+      const theirs = execFileSync('trace-cmd', ['report', out], {
         maxBuffer: 1 << 28,
         encoding: 'utf8',
         stdio: ['ignore', 'pipe', 'ignore'],

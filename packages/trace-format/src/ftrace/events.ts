@@ -85,8 +85,10 @@ export class EventTable {
 }
 
 /**
- * Decodes one CPU's pages in order. Missed events (page flags) are reported through `warn`; unknown event ids are
- * reported once each and skipped.
+ * Decodes one CPU's pages in order. Missed events (page flags) are reported through `warn`, and carried by the page's
+ * first event as `scopes.lost.events` (the count, or null when the kernel did not store it) when that event is the
+ * page's first entry, which is where trace-cmd report prints its `CPU:N [N EVENTS DROPPED]` line. Unknown event ids
+ * are reported once each and skipped.
  */
 export function* cpuEvents(
   meta: FtraceMetadata,
@@ -108,12 +110,19 @@ export function* cpuEventBatches(
   const pageSize = meta.page.pageSize;
   const unknown = new Set<number>();
   let batch: TraceEvent[] = [];
+  /** Whether the current page's first record is yet to come, and whether it was decoded (as `batch[0]`). */
+  let awaitingFirst = true;
+  let firstDecoded = false;
   let bytes: Buffer = Buffer.alloc(0);
   let view = new DataView(bytes.buffer);
   const source = { file: pages.file, fileOffset: pages.fileOffset ?? 0 };
   const onRecord = (tsNs: bigint, start: number, length: number) => {
     const id = table.typeOf(view, start, length);
     const entry = table.get(id);
+    if (awaitingFirst) {
+      awaitingFirst = false;
+      firstDecoded = entry !== undefined;
+    }
     if (entry === undefined) {
       if (!unknown.has(id)) {
         unknown.add(id);
@@ -138,9 +147,12 @@ export function* cpuEventBatches(
     bytes = chunk;
     view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     for (let at = 0; at < bytes.byteLength; at += pageSize) {
+      awaitingFirst = true;
+      firstDecoded = false;
       try {
         const info = readPage(bytes, at, meta.page, onRecord, source);
         if (info.missedEvents) {
+          if (info.leadingRecord && firstDecoded) batch[0] = withLoss(batch[0]!, info.missedCount ?? null);
           options.onMissed?.(info.missedCount);
           const count = info.missedCount === undefined ? 'an unknown number of' : String(info.missedCount);
           options.warn(`${where(source, at)}: CPU ${cpu}: ${count} events lost before this page`);
@@ -156,6 +168,11 @@ export function* cpuEventBatches(
     }
     source.fileOffset += bytes.byteLength;
   }
+}
+
+/** `event` marked as the first after a loss of `count` events (null: the kernel kept no count). */
+export function withLoss(event: TraceEvent, count: number | null): TraceEvent {
+  return { ...event, scopes: { ...event.scopes, lost: { events: count } } };
 }
 
 function where(source: { file?: string; fileOffset: number }, at: number): string {

@@ -6,7 +6,7 @@
  */
 import { TraceFormatError } from '../errors.ts';
 import type { EventClass, TraceEvent } from '../model/types.ts';
-import { EventTable, wholePages } from './events.ts';
+import { EventTable, wholePages, withLoss } from './events.ts';
 import { readPage } from './page.ts';
 import type { FtraceReader } from './raw-dir.ts';
 import { RecordError } from './record.ts';
@@ -30,7 +30,7 @@ export interface IndexedTrace {
   /** The `common_pid` of the event at `i`, read without decoding the rest. */
   pid(i: number): number;
   /**
-   * Decodes the event at `i`.
+   * Decodes the event at `i`; the first event after a loss carries `scopes.lost`, as the sequential reader's does.
    * @throws TraceFormatError `ERR_FTRACE_PAGE` naming the file and byte offset of a corrupt record.
    */
   event(i: number): TraceEvent;
@@ -69,6 +69,8 @@ interface CpuIndex {
   readonly start: Uint32Array;
   readonly size: Uint32Array;
   readonly id: Uint32Array;
+  /** Records that come first after a loss (by index in this CPU's columns): the count, or null when unknown. */
+  readonly losses: ReadonlyMap<number, number | null>;
 }
 
 /**
@@ -95,9 +97,13 @@ export function indexFtrace(reader: FtraceReader, options: IndexFtraceOptions = 
     const size = new Column((n) => new Uint32Array(n));
     const id = new Column((n) => new Uint32Array(n));
     const unknown = new Set<number>();
+    const losses = new Map<number, number | null>();
     const source = { file: pages.file, fileOffset: pages.fileOffset ?? 0 };
+    /** The index of the page's first record, -1 before it, -2 when it was left out. */
+    let first = -1;
     const onRecord = (t: bigint, at: number, length: number) => {
       const type = table.typeOf(view, at, length);
+      if (first === -1) first = table.get(type) === undefined ? -2 : ts.length;
       if (table.get(type) === undefined) {
         if (!unknown.has(type)) {
           unknown.add(type);
@@ -114,9 +120,11 @@ export function indexFtrace(reader: FtraceReader, options: IndexFtraceOptions = 
     };
     let missed = 0;
     for (let at = 0; at < bytes.byteLength; at += layout.pageSize) {
+      first = -1;
       try {
         const info = readPage(bytes, at, layout, onRecord, source);
         if (info.missedEvents) missed += info.missedCount ?? 1;
+        if (info.missedEvents && info.leadingRecord && first >= 0) losses.set(first, info.missedCount ?? null);
       } catch (e) {
         if (!(options.lenient && e instanceof TraceFormatError)) throw e;
         // The records before the corruption in this page are already indexed and kept.
@@ -134,6 +142,7 @@ export function indexFtrace(reader: FtraceReader, options: IndexFtraceOptions = 
       start: start.done(),
       size: size.done(),
       id: id.done(),
+      losses,
     });
   }
   const { which, at } = mergeOrder(cpus.map((c) => c.ts));
@@ -170,7 +179,9 @@ export function indexFtrace(reader: FtraceReader, options: IndexFtraceOptions = 
       const k = at[i]!;
       const entry = classOf(c, k);
       try {
-        return entry.decode(c.bytes, c.view, c.start[k]!, c.size[k]!, c.ts[k]! + offset, c.cpu);
+        const event = entry.decode(c.bytes, c.view, c.start[k]!, c.size[k]!, c.ts[k]! + offset, c.cpu);
+        const loss = c.losses.size === 0 ? undefined : c.losses.get(k);
+        return loss === undefined ? event : withLoss(event, loss);
       } catch (e) {
         if (e instanceof RecordError) {
           throw new TraceFormatError('ERR_FTRACE_PAGE', `${entry.eventClass.name}: ${e.message}`, {

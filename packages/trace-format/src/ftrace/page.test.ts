@@ -17,10 +17,18 @@ const layout = (pageSize: number, byteOrder: 'le' | 'be' = 'le'): PageLayout => 
 function readAll(bytes: Buffer, l: PageLayout) {
   const out: { ts: bigint; data: number[] }[] = [];
   const infos = [];
+  /** Per page: where its first record's payload starts (-1: none). */
+  const firsts: number[] = [];
   for (let at = 0; at < bytes.length; at += l.pageSize) {
-    infos.push(readPage(bytes, at, l, (ts, s, n) => out.push({ ts, data: [...bytes.subarray(s, s + n)] })));
+    firsts.push(-1);
+    infos.push(
+      readPage(bytes, at, l, (ts, s, n) => {
+        if (firsts.at(-1) === -1) firsts[firsts.length - 1] = s;
+        out.push({ ts, data: [...bytes.subarray(s, s + n)] });
+      }),
+    );
   }
-  return { out, infos };
+  return { out, infos, firsts };
 }
 
 const records = fc.array(
@@ -47,8 +55,13 @@ describe('ring-buffer pages', () => {
           });
           const bytes = packPages(input, l, { absoluteStamps: abs });
           expect(bytes.length % l.pageSize).toBe(0);
-          const { out } = readAll(bytes, l);
+          const { out, infos, firsts } = readAll(bytes, l);
           expect(out.map((o) => o.ts)).toEqual(input.map((r) => r.tsNs));
+          // A page leads with a record when its first payload follows the first header word (and a length word).
+          infos.forEach((info, p) => {
+            const data = p * l.pageSize + l.dataOffset;
+            expect(info.leadingRecord).toBe(firsts[p] === data + 4 || firsts[p] === data + 8);
+          });
           // Payloads come back padded to 4 bytes.
           out.forEach((o, i) => {
             expect(o.data.slice(0, input[i]!.data.length)).toEqual([...input[i]!.data]);

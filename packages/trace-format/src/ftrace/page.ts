@@ -29,6 +29,11 @@ export interface PageInfo {
   readonly missedEvents: boolean;
   /** How many, when the kernel could store the count after the data. */
   readonly missedCount?: number;
+  /**
+   * The page's first entry is a data record (not a time stamp or padding): the record trace-cmd reports the page's
+   * missed events with (libtraceevent's kbuffer gives the count to a record at the page's start only).
+   */
+  readonly leadingRecord: boolean;
 }
 
 /** Receives each data record: its timestamp, and the byte range of its payload (starting with `common_type`). */
@@ -79,6 +84,9 @@ export function readPage(
   }
   let ts = pageTs;
   let p = dataStart;
+  const first = dataStart < dataEnd ? view.getUint32(dataStart, le) : 0;
+  const firstType = le ? first & 31 : first >>> 27;
+  const leadingRecord = dataStart < dataEnd && firstType <= 28;
   while (p < dataEnd) {
     if (dataEnd - p < 4) fail(p, 'event header cut by the end of the data');
     const word = view.getUint32(p, le);
@@ -115,8 +123,8 @@ export function readPage(
     }
   }
   return missedCount === undefined
-    ? { tsNs: pageTs, dataLength, missedEvents }
-    : { tsNs: pageTs, dataLength, missedEvents, missedCount };
+    ? { tsNs: pageTs, dataLength, missedEvents, leadingRecord }
+    : { tsNs: pageTs, dataLength, missedEvents, missedCount, leadingRecord };
 }
 
 /** Constants of the event header, for writers. */

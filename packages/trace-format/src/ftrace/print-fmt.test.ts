@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TraceEvent } from '../model/types.ts';
 import { findTracefs } from '../testing/tracefs.ts';
 import { parseFormatFile } from './format-file.ts';
-import { compilePrintFormat } from './print-fmt.ts';
+import { compilePrintFormat, type PrintStyle } from './print-fmt.ts';
 import { readEventFormats } from './raw-dir.ts';
 import { Kallsyms } from './symbols.ts';
 
@@ -38,7 +38,7 @@ const fields = {
 };
 const kallsyms = Kallsyms.parse('ffffffff81200000 T do_thing\nffffffff81300000 t helper\nffffffff81400000 T end\n');
 
-function render(printFmt: string, syms = true): string | undefined {
+function render(printFmt: string, syms = true, style: PrintStyle = 'trace-cmd'): string | undefined {
   const ec = classWith(printFmt);
   const event: TraceEvent = {
     tsNs: 0n,
@@ -47,7 +47,7 @@ function render(printFmt: string, syms = true): string | undefined {
     fields,
     scopes: { 'event.context': { common_pid: 9 } },
   };
-  return compilePrintFormat(ec)?.(event, syms ? kallsyms : undefined);
+  return compilePrintFormat(ec)?.(event, syms ? kallsyms : undefined, style);
 }
 
 describe('print fmt evaluation', () => {
@@ -87,6 +87,38 @@ describe('print fmt evaluation', () => {
       '00112233-4455-6677-8899-aabbccddeeff|33221100-5544-7766-8899-aabbccddeeff',
     );
     expect(render('"%pM", REC->mac')).toBeUndefined();
+  });
+
+  it('prints NULL %p as (nil) and %pS at a function start with +0x0, as trace-cmd does; the kernel style as before', () => {
+    expect(render('"%p %p", REC->caller[1], REC->addr')).toBe('(nil) 0xffffffff81200010');
+    expect(render('"%p", REC->caller[1]', true, 'kernel')).toBe('0000000000000000');
+    expect(render('"%pS %ps", REC->caller[0], REC->caller[0]')).toBe('helper+0x0 helper');
+  });
+
+  it('takes names the kernel left unexpanded as trace-cmd does: a symbol address, else 0 (the kernel style gives up)', () => {
+    expect(render('"page=%p pfn=0x%lx", (((struct page *)vmemmap_base) + (REC->flags)), REC->flags')).toBe(
+      'page=0x5 pfn=0x5',
+    );
+    expect(render('"%lx", end + 1')).toBe('ffffffff81400001');
+    expect(render('"page=%p", (((struct page *)vmemmap_base) + (REC->flags))', true, 'kernel')).toBeUndefined();
+  });
+
+  it("applies trace-cmd's table rules: zero values never print, unknown names only match zero, misses in hex", () => {
+    expect(render('"[%s]", __print_flags(REC->flags & 2, "|", { 0, "NONE" }, { 1, "A" })')).toBe('[]');
+    expect(render('"[%s]", __print_flags(REC->flags & 2, "|", { 1, "A" }, { SOME_NAME, "Z" })')).toBe('[Z]');
+    expect(render('"%s", __print_flags(REC->flags, "|", { 1, "A" }, { SOME_NAME, "Z" })')).toBe('A|0x4');
+    expect(render('"%s", __print_symbolic(REC->flags, { HRTIMER_MODE_ABS, "ABS" }, { 5, "FIVE" })')).toBe('FIVE');
+    expect(render('"%s", __print_symbolic(REC->flags & 1, { HRTIMER_RESTART, "R" }, { 0, ((void *)0) })')).toBe('R');
+    expect(render('"%s", __print_symbolic(REC->flags & 2, { HRTIMER_MODE_ABS, "ABS" })')).toBe('0x0');
+    // The `{ 0, NULL }` that ends some tables names a zero by its number.
+    expect(render('"%s", __print_symbolic(REC->flags & 2, { 1, "A" }, { 0, ((void *)0) })')).toBe('0');
+    expect(render('"%s", __print_symbolic(REC->flags & 2, { 1, "A" }, { 0, ((void *)0) })', true, 'kernel')).toBe(
+      '0x0',
+    );
+  });
+
+  it('reads __builtin_expect(x, hint) as x', () => {
+    expect(render('"%d", __builtin_expect(!!(REC->ret < 0), 0) ? 1 : 2')).toBe('1');
   });
 
   it('returns undefined for constructs outside the evaluator, never throwing', () => {

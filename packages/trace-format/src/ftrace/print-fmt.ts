@@ -14,7 +14,20 @@ type Expr = (ctx: Ctx) => Value;
 interface Ctx {
   readonly event: TraceEvent;
   readonly kallsyms: Kallsyms | undefined;
+  readonly style: PrintStyle;
 }
+
+/**
+ * Names libtraceevent knows in `{ value, "name" }` tables when the kernel left them unexpanded; any other bare name
+ * there matches nothing but a zero value.
+ */
+const KNOWN_TABLE_NAMES: ReadonlyMap<string, bigint> = new Map([
+  ...['HI', 'TIMER', 'NET_TX', 'NET_RX', 'BLOCK', 'IRQ_POLL', 'TASKLET', 'SCHED', 'HRTIMER', 'RCU'].map(
+    (n, i) => [`${n}_SOFTIRQ`, BigInt(i)] as const,
+  ),
+  ['HRTIMER_NORESTART', 0n],
+  ['HRTIMER_RESTART', 1n],
+]);
 
 /**
  * How pointers print: `trace-cmd` (`%p` as `0x…`, `%pS` as `name+0xoff`) or `kernel`, as tracefs's `trace` file shows
@@ -154,6 +167,12 @@ const BINARY: Record<string, number> = {
 class Parser {
   readonly toks: Tok[];
   i = 0;
+  /** Inside the `{ value, "name" }` entries of a table. */
+  tableDepth = 0;
+  /** How many reads of the event or the symbols were parsed so far: an expression without any is a constant. */
+  reads = 0;
+  /** Table entries that are constants, whose tables are evaluated once. */
+  readonly constants = new WeakSet<Expr>();
   constructor(toks: Tok[]) {
     this.toks = toks;
   }
@@ -279,11 +298,23 @@ class Parser {
     }
     if (t.t === 'op' && t.v === '{') {
       // `{ value, "name" }` pairs of __print_flags/__print_symbolic.
+      const bare = this.peek();
+      const isBare = bare?.t === 'id' && this.isOp(',', 1);
+      const reads = this.reads;
+      this.tableDepth++;
       const v = this.expr();
+      this.tableDepth--;
       this.eat(',');
       const s = this.expr();
       this.eat('}');
-      return (c) => [v(c), s(c)];
+      let entry: Expr = (c) => [v(c), s(c)];
+      if (isBare) {
+        // trace-cmd gives a bare name a known value or -1 (which only a zero value matches, in flags).
+        const known = KNOWN_TABLE_NAMES.get(bare.v) ?? -1n;
+        entry = (c) => [c.style === 'kernel' ? v(c) : known, s(c)];
+      }
+      if (this.reads === reads) this.constants.add(entry);
+      return entry;
     }
     if (t.t !== 'id') throw new Unsupported(`unexpected ${t.v}`);
     if (t.v === 'REC') {
@@ -291,10 +322,24 @@ class Parser {
       const name = this.peek();
       if (name?.t !== 'id') throw new Unsupported('field name');
       this.i++;
+      this.reads++;
       return (c) => field(c, name.v);
     }
     if (this.isOp('(')) return this.call(t.v);
-    throw new Unsupported(`identifier ${t.v}`);
+    return this.identifier(t.v);
+  }
+  /**
+   * A name the kernel left unexpanded (an enum constant, a variable such as `vmemmap_base`). The kernel knew its
+   * value; trace-cmd takes it as the address of the kernel symbol of that name, 0 when there is none, and 0 inside
+   * a flag or symbol table's values (where a bare name is looked up among {@link KNOWN_TABLE_NAMES} instead).
+   */
+  identifier(name: string): Expr {
+    const inTable = this.tableDepth > 0;
+    if (!inTable) this.reads++;
+    return (c) => {
+      if (c.style === 'kernel') throw new Unsupported(`identifier ${name}`);
+      return inTable ? 0n : (c.kallsyms?.lookupName(name) ?? 0n);
+    };
   }
   call(name: string): Expr {
     this.eat('(');
@@ -313,6 +358,7 @@ class Parser {
       if (/^__get_/.test(name) && t?.t === 'id' && next?.t === 'op' && (next.v === ')' || next.v === ',')) {
         // `__get_str(field)` and friends name the field bare.
         this.i++;
+        this.reads++;
         args.push((c) => field(c, t.v));
       } else {
         args.push(this.expr());
@@ -320,7 +366,7 @@ class Parser {
       if (!this.isOp(')')) this.eat(',');
     }
     this.eat(')');
-    return helper(name, args);
+    return helper(name, args, this.constants);
   }
 }
 
@@ -391,7 +437,31 @@ function pairs(args: Expr[], c: Ctx): [bigint, string][] {
     const p = a(c);
     if (!Array.isArray(p)) throw new Unsupported('flag table');
     if (typeof p[1] === 'string') out.push([num(p[0]!), p[1]]);
+    // trace-cmd keeps the `{ 0, NULL }` terminator, named by its number.
+    else if (c.style === 'trace-cmd' && typeof p[1] === 'bigint') out.push([num(p[0]!), p[1].toString()]);
   }
+  return out;
+}
+
+/**
+ * `__print_flags` as trace-cmd prints it: table values are signed 64-bit; a positive one prints when all its bits are
+ * set, a negative one (an unknown name) only for a zero value, and a zero one never; leftover bits follow in hex.
+ */
+function traceCmdFlags(value: bigint, delim: string, table: readonly (readonly [bigint, string])[]): string {
+  let rest = BigInt.asUintN(64, value);
+  let out = '';
+  for (const [raw, label] of table) {
+    const bits = BigInt.asIntN(64, raw);
+    if (rest === 0n && bits < 0n) {
+      out += label;
+      break;
+    }
+    if (bits > 0n && (rest & bits) === bits) {
+      out += out === '' ? label : `${delim}${label}`;
+      rest &= ~bits;
+    }
+  }
+  if (rest !== 0n) out += `${out === '' ? '' : delim}0x${rest.toString(16)}`;
   return out;
 }
 
@@ -400,7 +470,18 @@ function hexBytes(v: Value, len: number | undefined): string[] {
   return arr.slice(0, len ?? arr.length).map((b) => (num(b) & 0xffn).toString(16).padStart(2, '0'));
 }
 
-function helper(name: string, args: Expr[]): Expr {
+/**
+ * The `{ value, "name" }` table of a flag or symbol helper, for a context: evaluated once per print style when every
+ * entry is a constant (as they nearly always are: the kernel expands its flag macros into long constant expressions).
+ */
+function table(entries: Expr[], constants: WeakSet<Expr>): (c: Ctx) => [bigint, string][] {
+  if (!entries.every((e) => constants.has(e))) return (c) => pairs(entries, c);
+  let kernel: [bigint, string][] | undefined;
+  let traceCmd: [bigint, string][] | undefined;
+  return (c) => (c.style === 'kernel' ? (kernel ??= pairs(entries, c)) : (traceCmd ??= pairs(entries, c)));
+}
+
+function helper(name: string, args: Expr[], constants: WeakSet<Expr>): Expr {
   switch (name) {
     case '__get_str':
     case '__get_rel_str':
@@ -413,15 +494,17 @@ function helper(name: string, args: Expr[]): Expr {
         const v = args[0]!(c);
         return BigInt(typeof v === 'string' ? Buffer.byteLength(v) + 1 : Array.isArray(v) ? v.length : 0);
       };
-    case '__print_flags':
+    case '__print_flags': {
+      const flags = table(args.slice(2), constants);
       return (c) => {
         const value = num(args[0]!(c));
         const delim = args[1]!(c);
         if (typeof delim !== 'string') throw new Unsupported('delimiter');
-        const table = pairs(args.slice(2), c);
+        const entries = flags(c);
+        if (c.style === 'trace-cmd') return traceCmdFlags(value, delim, entries);
         const out: string[] = [];
         let rest = value;
-        for (const [bits, label] of table) {
+        for (const [bits, label] of entries) {
           if (bits === 0n ? value === 0n : (rest & bits) === bits) {
             out.push(label);
             rest &= ~bits;
@@ -431,12 +514,19 @@ function helper(name: string, args: Expr[]): Expr {
         if (rest !== 0n) out.push(`0x${rest.toString(16)}`);
         return out.join(delim);
       };
-    case '__print_symbolic':
+    }
+    case '__print_symbolic': {
+      const symbols = table(args.slice(1), constants);
       return (c) => {
         const value = num(args[0]!(c));
-        const hit = pairs(args.slice(1), c).find(([v]) => v === value);
-        return hit !== undefined ? hit[1] : `0x${value.toString(16)}`;
+        // trace-cmd compares as signed 64-bit numbers and prints a miss as unsigned hex.
+        const key = c.style === 'trace-cmd' ? BigInt.asIntN(64, value) : value;
+        const hit = symbols(c).find(([v]) => (c.style === 'trace-cmd' ? BigInt.asIntN(64, v) : v) === key);
+        return hit !== undefined
+          ? hit[1]
+          : `0x${(c.style === 'trace-cmd' ? BigInt.asUintN(64, value) : value).toString(16)}`;
       };
+    }
     case '__print_hex':
       return (c) => hexBytes(args[0]!(c), Number(num(args[1]!(c)))).join(' ');
     case '__print_hex_str':
@@ -453,6 +543,10 @@ function helper(name: string, args: Expr[]): Expr {
       };
     case 'is_signed_type':
       return () => 0n;
+    case '__builtin_expect':
+      // A branch hint (IS_ERR_VALUE in mmap's events): the value is its first argument.
+      if (args.length !== 2) throw new Unsupported('__builtin_expect takes two arguments');
+      return args[0]!;
     default:
       throw new Unsupported(`helper ${name}`);
   }
@@ -589,6 +683,9 @@ function render(spec: Spec, v: Value, kallsyms: Kallsyms | undefined, style: Pri
         );
       const a = BigInt.asUintN(64, num(v));
       const withOffset = spec.ext === 'S' || spec.ext === 'F' || spec.ext === 'B';
+      // trace-cmd prints plain pointers with C's %p (NULL as `(nil)`, no width), and `%pS` with `+0x0` at a
+      // function's start.
+      if (style === 'trace-cmd' && spec.ext === '') return a === 0n ? '(nil)' : `0x${a.toString(16)}`;
       if (spec.ext !== '' && kallsyms !== undefined) {
         const sym = kallsyms.lookup(a);
         if (sym !== undefined) {
@@ -596,11 +693,7 @@ function render(spec: Spec, v: Value, kallsyms: Kallsyms | undefined, style: Pri
             const where = withOffset ? `+0x${sym.offset.toString(16)}/0x${(sym.size ?? 0n).toString(16)}` : '';
             return pad(`${sym.name}${where}${sym.module !== undefined ? ` [${sym.module}]` : ''}`, spec, false);
           }
-          return pad(
-            withOffset && sym.offset !== 0n ? `${sym.name}+0x${sym.offset.toString(16)}` : sym.name,
-            spec,
-            false,
-          );
+          return pad(withOffset ? `${sym.name}+0x${sym.offset.toString(16)}` : sym.name, spec, false);
         }
       }
       // The kernel prints plain pointers zero-padded to the pointer width (64-bit here) and without 0x.
@@ -651,7 +744,7 @@ export function compilePrintFormat(eventClass: EventClass): PrintFormatter | und
     );
     if (needed !== args.length) return undefined;
     return (event, kallsyms, style = 'trace-cmd') => {
-      const ctx: Ctx = { event, kallsyms };
+      const ctx: Ctx = { event, kallsyms, style };
       let out = '';
       let a = 0;
       try {

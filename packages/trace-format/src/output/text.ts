@@ -1,9 +1,11 @@
 /**
  * Text in the style of `trace-cmd report` for ftrace events: `COMM-PID [CPU] SECS.USECS: EVENT: BODY`, where BODY is
- * the event's `print fmt` evaluated (symbols through kallsyms), or its fields as `name=value` when the format is
- * beyond the evaluator or the event did not come from ftrace.
+ * the event's `print fmt` evaluated (symbols through kallsyms) or what libtraceevent's plugins print for it, or its
+ * fields as `name=value` when the format is beyond the evaluator or the event did not come from ftrace. An event the
+ * kernel lost others before (`scopes.lost`) is preceded by trace-cmd's `CPU:N [N EVENTS DROPPED]` line.
  */
 
+import { compileEventPlugin, type EventPlugin, type TaskNames } from '../ftrace/plugins.ts';
 import { compilePrintFormat, type PrintFormatter } from '../ftrace/print-fmt.ts';
 import type { Kallsyms } from '../ftrace/symbols.ts';
 import type { EventClass, FieldClass, FieldValue, TraceEvent } from '../model/types.ts';
@@ -18,13 +20,34 @@ export interface FtraceTextOptions {
   readonly nanoseconds?: boolean;
   /** Print `name=value` fields instead of evaluating `print fmt` (`trace-cmd report -R`). Default false. */
   readonly raw?: boolean;
+  /**
+   * Apply what libtraceevent's plugins print (kmem call sites, trace-cmd's sched_switch and sched_wakeup, hrtimer,
+   * futex), as `trace-cmd report` does; false prints the kernel's formats only (`trace-cmd report -N`). Default true.
+   */
+  readonly plugins?: boolean;
+}
+
+/** What one event class prints: compiled on its first event. */
+interface ClassPrinter {
+  readonly format: PrintFormatter | undefined;
+  readonly plugin: EventPlugin | undefined;
 }
 
 const NS = 1_000_000_000n;
 
-/** A line formatter (without the newline). */
+/** A line formatter (without the final newline; a lost-events line comes first, with its own). */
 export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (event: TraceEvent) => string {
-  const printers = new Map<EventClass, PrintFormatter | undefined>();
+  const printers = new Map<EventClass, ClassPrinter>();
+  const usePlugins = options.plugins !== false && !options.raw;
+  // Saved cmdlines, then the names the sched plugins learn as they print (trace-cmd's table of task names).
+  let learnt: Map<number, string> | undefined;
+  const tasks: TaskNames = {
+    get: (pid) => learnt?.get(pid) ?? options.cmdlines?.get(pid),
+    learn: (pid, comm) => {
+      learnt ??= new Map();
+      learnt.set(pid, comm);
+    },
+  };
   let symbols: Kallsyms | undefined;
   let symbolsLoaded = false;
   const kallsyms = () => {
@@ -36,7 +59,7 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
   };
   return (event) => {
     const pid = event.scopes?.['event.context']?.common_pid;
-    const comm = typeof pid !== 'number' ? '<...>' : pid === 0 ? '<idle>' : (options.cmdlines?.get(pid) ?? '<...>');
+    const comm = typeof pid !== 'number' ? '<...>' : pid === 0 ? '<idle>' : (tasks.get(pid) ?? '<...>');
     const cpu = event.cpu === null ? '???' : String(event.cpu).padStart(3, '0');
     // Microseconds are rounded to nearest, as trace-cmd does.
     const ts = options.nanoseconds ? event.tsNs : ((event.tsNs + 500n) / 1000n) * 1000n;
@@ -45,12 +68,28 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
     const name = cls.ftrace?.event ?? cls.name;
     let body: string | undefined;
     if (!options.raw) {
-      if (!printers.has(cls)) printers.set(cls, compilePrintFormat(cls));
-      body = printers.get(cls)?.(event, kallsyms());
+      let printer = printers.get(cls);
+      if (printer === undefined) {
+        printer = { format: compilePrintFormat(cls), plugin: usePlugins ? compileEventPlugin(cls) : undefined };
+        printers.set(cls, printer);
+      }
+      const plugin = printer.plugin;
+      if (plugin === undefined) body = printer.format?.(event, kallsyms());
+      else if (plugin.prefix) {
+        const before = plugin.print(event, kallsyms(), tasks) ?? '';
+        const after = printer.format?.(event, kallsyms()) ?? fieldsText(event, kallsyms());
+        body = before + after;
+      } else body = plugin.print(event, kallsyms(), tasks) ?? printer.format?.(event, kallsyms());
     }
     body ??= fieldsText(event, kallsyms());
     const who = `${comm.padStart(16)}-${String(typeof pid === 'number' ? pid : '?').padEnd(5)}`;
-    return `${who} [${cpu}] ${String(ts / NS).padStart(5)}.${frac}: ${`${name}:`.padEnd(21)} ${body}`;
+    // The kernel lost events before this one's page: trace-cmd says so on a line of its own, before the event.
+    const lost = event.scopes?.lost;
+    const dropped =
+      lost === undefined
+        ? ''
+        : `CPU:${event.cpu} [${typeof lost.events === 'number' ? `${lost.events} ` : ''}EVENTS DROPPED]\n`;
+    return `${dropped}${who} [${cpu}] ${String(ts / NS).padStart(5)}.${frac}: ${`${name}:`.padEnd(21)} ${body}`;
   };
 }
 

@@ -1,0 +1,97 @@
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createTextFormatter, openTrace } from '../detect.ts';
+import { countByEvent, differingLines, isTimerStartFlags, lineEvent, reportLines } from '../testing/report-diff.ts';
+import { recordTraceDat } from '../testing/tracecmd.ts';
+import { findTracefs, hasTool } from '../testing/tracefs.ts';
+
+/** Our text of a file, as `evtrace cat` prints it, split into lines. */
+function ourLines(file: string): string[] {
+  const reader = openTrace(file);
+  const line = createTextFormatter(reader);
+  const out: string[] = [];
+  for (const e of reader.events()) out.push(...line(e).split('\n'));
+  return out;
+}
+
+const tracefs = findTracefs();
+const why =
+  process.getuid?.() !== 0
+    ? 'not root'
+    : 'why' in tracefs
+      ? tracefs.why
+      : !hasTool('trace-cmd')
+        ? 'trace-cmd is not installed (apt install trace-cmd)'
+        : '';
+const root = 'path' in tracefs ? tracefs.path : '';
+/** The systems libtraceevent's plugins and print-format helpers touch most, where this kernel has them. */
+const SYSTEMS = ['kmem', 'sched', 'irq', 'timer', 'workqueue', 'syscalls', 'tlb'].filter((s) =>
+  existsSync(`${root}/events/${s}`),
+);
+
+describe.skipIf(why !== '')(
+  `text of trace-cmd recordings against trace-cmd report${why ? ` (skipped: ${why})` : ''}`,
+  { timeout: 120_000 },
+  () => {
+    const dir = mkdtempSync(join(tmpdir(), 'evtrace-report-'));
+    const whole = join(dir, 'systems.dat');
+    const lossy = join(dir, 'lossy.dat');
+    beforeAll(async () => {
+      await recordTraceDat(
+        root,
+        whole,
+        SYSTEMS.flatMap((s) => ['-e', s]),
+        600,
+      );
+      // Two pages a CPU: the kernel overwrites what trace-cmd has not read yet and marks the loss on the next page.
+      await recordTraceDat(root, lossy, ['-b', '8', '-e', 'kmem', '-e', 'sched', '-e', 'timer'], 600);
+    }, 120_000);
+
+    it(`prints every line of ${SYSTEMS.join(', ')} events as trace-cmd report does, plugins included`, () => {
+      const theirs = reportLines(whole);
+      const ours = ourLines(whole);
+      // What the plugins and helpers change is there to compare.
+      for (const [event, text] of [
+        ['sched_switch', / ==> /],
+        ['kmem_cache_alloc', /^\(\S+\+0x[0-9a-f]+\) call_site=/],
+        ['mm_page_alloc', /^page=0x[0-9a-f]+ pfn=0x[0-9a-f]+ order=\d+ migratetype=\d+ gfp_flags=/],
+        ['hrtimer_start', /^hrtimer=0x[0-9a-f]+ function=\S+\/0x[0-9a-f]+ expires=\d+ softexpires=\d+$/],
+      ] as const) {
+        const re = new RegExp(`\\] +[\\d.]+: ${event}: +(.*)$`);
+        const body = theirs.map((l) => re.exec(l)?.[1]).find(Boolean);
+        expect(body, `trace-cmd report shows a ${event}`).toBeDefined();
+        expect(body).toMatch(text);
+      }
+      for (const system of SYSTEMS) {
+        const names = new Set(
+          openTrace(whole)
+            .eventClasses.filter((c) => c.ftrace?.system === system)
+            .map((c) => c.ftrace!.event),
+        );
+        expect(
+          theirs.some((l) => names.has(lineEvent(l))),
+          `events of ${system}`,
+        ).toBe(true);
+      }
+      const diffs = differingLines(ours, theirs);
+      const tolerated = diffs.filter(isTimerStartFlags);
+      const rest = diffs.filter((d) => !isTimerStartFlags(d));
+      expect(ours.length).toBe(theirs.length);
+      expect(countByEvent(rest), JSON.stringify(rest.slice(0, 3), null, 1)).toEqual({});
+      // The one exception (see isTimerStartFlags): trace-cmd's flags are D|P|I for every timer.
+      for (const d of tolerated) expect(d.ours).toMatch(/ flags=[MDPI|]*$/);
+    });
+
+    it('prints the CPU:N [N EVENTS DROPPED] lines where the kernel marked a loss, where trace-cmd report does', () => {
+      const theirs = reportLines(lossy);
+      const ours = ourLines(lossy);
+      const dropped = theirs.filter((l) => /^CPU:\d+ \[(\d+ )?EVENTS DROPPED\]$/.test(l));
+      expect(dropped.length).toBeGreaterThan(0);
+      const diffs = differingLines(ours, theirs).filter((d) => !isTimerStartFlags(d));
+      expect(ours.length).toBe(theirs.length);
+      expect(countByEvent(diffs), JSON.stringify(diffs.slice(0, 3), null, 1)).toEqual({});
+    });
+  },
+);
