@@ -20,6 +20,8 @@ export const X86_VENDOR = {
 export type InputKind =
   | 'mcelog-ascii'
   | 'kernel-log'
+  | 'journal-json'
+  | 'journal-export'
   | 'trace-text'
   | 'struct-mce'
   | 'trace'

@@ -29,6 +29,8 @@ import { bufferedWriter } from './cat.ts';
 const KINDS: readonly InputKind[] = [
   'mcelog-ascii',
   'kernel-log',
+  'journal-json',
+  'journal-export',
   'trace-text',
   'struct-mce',
   'trace',
@@ -57,7 +59,7 @@ MCA) from the inputs mcelog and rasdaemon read, grades them as the kernel does a
       `Reads FILE (or stdin with - or no FILE) and prints every machine-check record: what failed, where (socket,
 channel, DIMM, page), how bad (corrected, deferred, ucna, srao, srar, fatal, as the kernel grades it) and what to do.
 The input kind is detected: mcelog --ascii input and its decoded or --raw output, kernel log text (dmesg, syslog,
-journald), mce:mce_record text lines (all three layouts), binary struct mce records saved from /dev/mcelog, the
+journald; journalctl -o json and -o export), mce:mce_record text lines (all three layouts), binary struct mce records saved from /dev/mcelog, the
 device itself (a character device: record and log length asked through its ioctls), a trace.dat or raw-pages directory holding mce:mce_record / ras:mc_event, a rasdaemon sqlite database, or an EDAC sysfs tree
 (/sys/devices/system/edac). --input-format forces one of: ${KINDS.join(', ')}. Problems in the input (truncated
 records, garbage lines, bad values) are reported on stderr with their line and column or byte offset; every good

@@ -164,3 +164,19 @@ describe('mce:mce_record text, the three print-format layouts of include/trace/e
     expect(readMceBuffer(Buffer.from(v1)).kind).toBe('trace-text');
   });
 });
+
+describe('IPID and SYND lines in mcelog --ascii input (what an SMCA record pasted from the kernel log needs)', () => {
+  it('an AMD Zen UMC record with IPID and SYND lines decodes to its channel and chip select', () => {
+    const text =
+      'CPU 3 BANK 16\nSTATUS 0x9c2040000000011b\nADDR 0x1f4a3c000\nIPID 0x9600150f00\nSYND 0x5d0006201f\nPROCESSOR 2:0xa00f11\n';
+    const { records, notes } = readMceText(text, { file: 'smca.txt' });
+    expect(notes).toEqual([]);
+    const d = decodeMce(records[0]!);
+    expect([d.amd?.bankType, d.location.channel, d.location.chipSelect, d.class]).toEqual([
+      'umc',
+      1,
+      7,
+      'memory-controller',
+    ]);
+  });
+});
