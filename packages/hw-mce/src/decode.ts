@@ -117,7 +117,12 @@ export function decodeMce(r: MceRecord, options: DecodeOptions = {}): DecodedMce
     model = decodeIntelModel(cpu.kind, r.bank, r.status, r.misc, code, r.apicid);
     details = model.details;
     fields = model.fields;
-    if (model.unknown) (unknown ??= []).push(model.unknown);
+    // Say which CPU the missing decoder is for (a forced --cpu has no family of its own).
+    if (model.unknown) {
+      const which =
+        cpu.family === undefined ? cpu.name : `${cpu.name}, family ${cpu.family} model 0x${cpu.model?.toString(16)}`;
+      (unknown ??= []).push(`${model.unknown} (${which})`);
+    }
   }
   if (code.class === 'io' && status.miscValid) {
     // IOMCA: MCi_MISC names the PCIe root port that reported the error (Intel "Enhanced MCA Logging" for Xeon).

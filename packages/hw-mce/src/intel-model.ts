@@ -7,6 +7,7 @@
 import { bit, bits, hi32, lo32 } from './bits.ts';
 import type { CpuKind } from './cpu.ts';
 import { decodeDiamond, decodeSandyIvy, knightsChannel } from './intel-families.ts';
+import { decodeFsbIntel } from './intel-legacy.ts';
 import type { McaCode } from './mca-code.ts';
 
 /** What the model-specific registers add. */
@@ -211,7 +212,10 @@ export function decodeIntelModel(
     case 'xeon75xx':
     case 'p4':
     case 'tulsa':
-    case 'p6old':
+    case 'p6old': {
+      const lines = decodeFsbIntel(kind, status, misc);
+      return { details: lines.length > 0 ? lines : details, fields, channel: chan };
+    }
     case 'intel':
       return { details, fields, channel: chan };
     default:
