@@ -241,6 +241,20 @@ describe('AMD Scalable MCA (AMD PPR; kernel mce_amd.c, rasdaemon mce-amd-smca.c)
     }
   });
 
+  it('a UMC error found by the patrol scrubber (MCA code: memory scrubbing) is a memory error too', () => {
+    const d = decodeMce(
+      rec({ ...zen, bank: 17, status: VAL | EN | ADDRV | CECC | 0xcfn, ipid: ipid(0x96, 0, 0x00350f00), synd: 0x5n }),
+    );
+    expect([d.class, d.severity, d.location.channel, d.location.chipSelect]).toEqual([
+      'memory-controller',
+      'corrected',
+      3,
+      5,
+    ]);
+    expect(d.details).toContain('MCA error code: MEMORY CONTROLLER MS_CHANNELunspecified_ERR');
+    expect(d.advice).toMatch(/the DIMM on the channel and chip select named above/);
+  });
+
   it("a UMC's own SRAM is the CPU's part, a link PCS bank the link's, an NBIO bank the device's", () => {
     const sram = decodeMce(rec({ ...zen, bank: 16, status: VAL | EN | CECC | (6n << 16n), ipid: ipid(0x96, 0, 0) }));
     expect([sram.class, sram.amd?.xecText]).toEqual(['internal', 'DCQ SRAM ECC error']);

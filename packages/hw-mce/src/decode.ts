@@ -110,7 +110,7 @@ export function decodeMce(r: MceRecord, options: DecodeOptions = {}): DecodedMce
       details = [
         ...(amd.xecText ? [`${amd.xecText} (extended error code ${amd.xec})`] : []),
         ...(amd.details ?? EMPTY),
-        ...(amd.class && amd.class !== code.class ? [`MCA error code: ${code.description}`] : []),
+        ...(amd.class ? [`MCA error code: ${code.description}`] : []),
       ];
     }
   } else if (isIntelKind(cpu.kind)) {
