@@ -626,6 +626,22 @@ function erratumBank(b: SmcaBank, family: number | undefined, model: number | un
   return b;
 }
 
+/**
+ * The FRU text newer SMCA parts leave in MCA_SYND1 and MCA_SYND2: sixteen ASCII bytes, little-endian, NUL-padded
+ * (the kernel's vendor data, which rasdaemon reads as FRU text). Undefined unless the bytes are such a text.
+ */
+export function fruText(synd1: bigint | undefined, synd2: bigint | undefined): string | undefined {
+  if (synd1 === undefined && synd2 === undefined) return undefined;
+  const bytes = Buffer.alloc(16);
+  bytes.writeBigUInt64LE(synd1 ?? 0n, 0);
+  bytes.writeBigUInt64LE(synd2 ?? 0n, 8);
+  const end = bytes.indexOf(0);
+  const text = bytes.toString('latin1', 0, end < 0 ? 16 : end);
+  if (text === '' || !/^[\x20-\x7e]+$/.test(text)) return undefined;
+  // NUL padding only: a text with bytes after its end is not one.
+  return end < 0 || bytes.subarray(end).every((b) => b === 0) ? text : undefined;
+}
+
 export interface AmdDecoding {
   /** `Unified Memory Controller (bank 16)`, or `bank N` when the bank type is unknown. */
   readonly bankName: string;

@@ -3,7 +3,7 @@
  * model-specific fields of the CPU family, the kernel's severity grade, where the error is (socket, channel, DIMM,
  * page) and what an operator should do. Pure and allocation-light: it runs once per record of a live stream.
  */
-import { type AmdDecoding, decodeSmca } from './amd.ts';
+import { type AmdDecoding, decodeSmca, fruText } from './amd.ts';
 import { decodeLegacyAmd } from './amd-legacy.ts';
 import {
   bits,
@@ -113,6 +113,8 @@ export function decodeMce(r: MceRecord, options: DecodeOptions = {}): DecodedMce
         ...(amd.class ? [`MCA error code: ${code.description}`] : []),
       ];
     }
+    const fru = cpu.kind === 'zen' ? fruText(r.synd1, r.synd2) : undefined;
+    if (fru !== undefined) details = [...details, `FRU text: ${fru}`];
   } else if (isIntelKind(cpu.kind)) {
     model = decodeIntelModel(cpu.kind, r.bank, r.status, r.misc, code, r.apicid);
     details = model.details;

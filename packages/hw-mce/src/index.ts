@@ -1,5 +1,5 @@
 export { applyPageAction, MEMORY_SYSFS, type TriggerResult, TriggerRunner } from './actions.ts';
-export { type AmdDecoding, decodeSmca, SMCA_BANKS, SMCA_IPIDS, type SmcaBank } from './amd.ts';
+export { type AmdDecoding, decodeSmca, fruText, SMCA_BANKS, SMCA_IPIDS, type SmcaBank } from './amd.ts';
 export { decodeLegacyAmd } from './amd-legacy.ts';
 export {
   bit,
