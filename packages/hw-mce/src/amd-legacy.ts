@@ -93,7 +93,7 @@ const LINK_CODES = new Set([1, 2, 3, 4, 6]);
 
 /** Decodes a record of AMD families 0Fh-16h; `family` selects K8's or the later codes. */
 export function decodeLegacyAmd(bankNo: number, status: bigint, family?: number): AmdDecoding {
-  const k8 = family === undefined || family === 0xf;
+  const k8 = family === undefined || family <= 0xf;
   const xec = k8 ? bits(status, 16, 19) : bits(status, 16, 20);
   const name = BANKS[bankNo];
   if (name === undefined) {

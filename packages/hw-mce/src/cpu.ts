@@ -232,7 +232,7 @@ const NAMES: Readonly<Partial<Record<CpuKind, string>>> = {
   p4: 'Intel Pentium 4 / NetBurst Xeon',
   tulsa: 'Intel Xeon 7100 (Tulsa)',
   intel: 'Intel (architectural decoding only)',
-  k8: 'AMD K8 (families 0Fh-11h)',
+  k8: 'AMD K8 (family 0Fh)',
   'amd-fam10h': 'AMD families 10h-16h',
   zen: 'AMD Zen (Scalable MCA)',
   amd: 'AMD (architectural decoding only)',
