@@ -54,9 +54,9 @@ export {
   readEdacSysfs,
 } from './edac.ts';
 export { formatLocation, type InputNote, MceError, type MceErrorCode, type MceLocation, noteText } from './errors.ts';
+export { LineBatches, readGrowth } from './follow.ts';
 export { MC_EVENT_FORMAT, MCE_RECORD_FORMAT, MCE_THRESHOLD_FORMAT } from './formats.ts';
 export { edacFromTraceFields, mceFromTraceFields, readMceTrace, type TraceInputResult } from './inputs/ftrace.ts';
-export { LineBatches, readGrowth } from './follow.ts';
 export { readJournalExport, readJournalJson } from './inputs/journal.ts';
 export { type RasdaemonResult, readRasdaemonDb } from './inputs/rasdaemon.ts';
 export {
