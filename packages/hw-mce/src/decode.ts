@@ -106,15 +106,15 @@ export function decodeMce(r: MceRecord, options: DecodeOptions = {}): DecodedMce
     // What failed is the bank's (and its extended code's) to say: AMD's generic MCA codes name a transaction, and
     // a memory controller reports DRAM errors under cache-hierarchy codes.
     if (amd.class) cls = amd.class;
-    if (amd.xecText || amd.details || amd.class) {
-      details = [
-        ...(amd.xecText ? [`${amd.xecText} (extended error code ${amd.xec})`] : []),
-        ...(amd.details ?? EMPTY),
-        ...(amd.class ? [`MCA error code: ${code.description}`] : []),
-      ];
+    if (amd.xecText || amd.details || amd.class || r.synd1 !== undefined || r.synd2 !== undefined) {
+      const lines: string[] = [];
+      if (amd.xecText) lines.push(`${amd.xecText} (extended error code ${amd.xec})`);
+      if (amd.details) for (const l of amd.details) lines.push(l);
+      if (amd.class) lines.push(`MCA error code: ${code.description}`);
+      const fru = cpu.kind === 'zen' ? fruText(r.synd1, r.synd2) : undefined;
+      if (fru !== undefined) lines.push(`FRU text: ${fru}`);
+      if (lines.length > 0) details = lines;
     }
-    const fru = cpu.kind === 'zen' ? fruText(r.synd1, r.synd2) : undefined;
-    if (fru !== undefined) details = [...details, `FRU text: ${fru}`];
   } else if (isIntelKind(cpu.kind)) {
     model = decodeIntelModel(cpu.kind, r.bank, r.status, r.misc, code, r.apicid);
     details = model.details;
