@@ -11,7 +11,7 @@ import { bit, bits } from './bits.ts';
 import type { ErrorClass } from './mca-code.ts';
 
 export interface SmcaBank {
-  /** Short name as the kernel spells it (`umc`, `ls`, `l3_cache`...). */
+  /** The bank type, as the SMCA_* names of the kernel and rasdaemon spell it in lower case (`umc`, `ls`, `l3_cache`...). */
   readonly type: string;
   readonly name: string;
   readonly class: ErrorClass;
