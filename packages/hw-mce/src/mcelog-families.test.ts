@@ -8,6 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { cpuTypeByName } from './cpu.ts';
 import { decodeMce } from './decode.ts';
 import { readMceText } from './inputs/text.ts';
 
@@ -78,5 +79,33 @@ describe(`model-specific decoding against ${manifest.tool} (mcelog --ascii)`, ()
     const { records } = readMceText('CPU 0 BANK 1\nSTATUS 0x9000000000000150\nPROCESSOR 0:0x906e9\n');
     const d = decodeMce(records[0]!);
     expect(d.unknown.join('\n')).toMatch(/not decoded \(Intel client .*, family 6 model 0x9e\)/);
+  });
+
+  it('every CPU name of mcelog v208 (`mcelog --help`, "Valid CPUs") selects a decoder, the FSB families their own', () => {
+    const names =
+      'generic k8 intel p4 xeon5000 xeon7100 tulsa xeon71xx alderlake arrowlake atom broadwell broadwell-d broadwell-ep broadwell-ex xeon-v4 clearwaterforest cometlake core2 xeon3100 xeon3200 xeon5100 xeon5200 xeon7200 denverton diamond_rapids dunnington xeon7400 xeon74xx emeraldrapids_server grandridge graniterapids haswell-ep haswell-ex xeon-v3 haswell icelake icelake-d icelake_server ivybridge-ep ivybridge-ex xeon-v2 ivybridge kabylake knightslanding knightsmill lakefield lunarlake meteorlake core_i3 core_i5 core_i7 nehalem westmere xeon5500 p6old pantherlake raptorlake rocketlake sandybridge sandybridge-ep sapphirerapids_server sierraforest skylake cascadelake_server skylake_server tigerlake snowridge wildcatlake xeon7500 xeon75xx'.split(
+        ' ',
+      );
+    const unknown = names.filter((n) => {
+      try {
+        cpuTypeByName(n);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    expect(unknown).toEqual([]);
+    // mcelog lists xeon7100 twice (P4, then Tulsa) and its lookup takes the first; the Xeon 7100 is Tulsa.
+    const kinds = ['xeon5000', 'xeon7100', 'xeon71xx', 'xeon3200', 'xeon7200', 'xeon74xx', 'xeon75xx', 'p6old'];
+    expect(kinds.map(cpuTypeByName)).toEqual([
+      'p4',
+      'tulsa',
+      'tulsa',
+      'core2',
+      'core2',
+      'dunnington',
+      'xeon75xx',
+      'p6old',
+    ]);
   });
 });
