@@ -394,3 +394,168 @@ export function decodeDiamond(
   const channel = code.class === 'memory-controller' && imh !== undefined ? bank - 19 + 8 * imh : undefined;
   return { details, fields, unit: `${imhName} MCCHAN`, channel };
 }
+
+// --- Skylake / Cascade Lake server (SDM vol. 4, Intel Xeon Scalable machine-check MSRs) ---
+
+/** PCU (bank 4) MSCOD bits 31:24. */
+const SKX_PCU: Table = {
+  0: 'No Error',
+  13: 'MCA_DMI_TRAINING_TIMEOUT',
+  15: 'MCA_DMI_CPU_RESET_ACK_TIMEOUT',
+  16: 'MCA_MORE_THAN_ONE_LT_AGENT',
+  30: 'MCA_BIOS_RST_CPL_INVALID_SEQ',
+  31: 'MCA_BIOS_INVALID_PKG_STATE_CONFIG',
+  37: 'MCA_MESSAGE_CHANNEL_TIMEOUT',
+  39: 'MCA_MSGCH_PMREQ_CMP_TIMEOUT',
+  48: 'MCA_PKGC_DIRECT_WAKE_RING_TIMEOUT',
+  49: 'MCA_PKGC_INVALID_RSP_PCH',
+  51: 'MCA_PKGC_WATCHDOG_HANG_CBZ_DOWN',
+  52: 'MCA_PKGC_WATCHDOG_HANG_CBZ_UP',
+  56: 'MCA_PKGC_WATCHDOG_HANG_C3_UP_SF',
+  64: 'MCA_SVID_VCCIN_VR_ICC_MAX_FAILURE',
+  65: 'MCA_SVID_COMMAND_TIMEOUT',
+  66: 'MCA_SVID_VCCIN_VR_VOUT_FAILURE',
+  67: 'MCA_SVID_CPU_VR_CAPABILITY_ERROR',
+  68: 'MCA_SVID_CRITICAL_VR_FAILED',
+  69: 'MCA_SVID_SA_ITD_ERROR',
+  70: 'MCA_SVID_READ_REG_FAILED',
+  71: 'MCA_SVID_WRITE_REG_FAILED',
+  72: 'MCA_SVID_PKGC_INIT_FAILED',
+  73: 'MCA_SVID_PKGC_CONFIG_FAILED',
+  74: 'MCA_SVID_PKGC_REQUEST_FAILED',
+  75: 'MCA_SVID_IMON_REQUEST_FAILED',
+  76: 'MCA_SVID_ALERT_REQUEST_FAILED',
+  77: 'MCA_SVID_MCP_VR_ABSENT_OR_RAMP_ERROR',
+  78: 'MCA_SVID_UNEXPECTED_MCP_VR_DETECTED',
+  81: 'MCA_FIVR_CATAS_OVERVOL_FAULT',
+  82: 'MCA_FIVR_CATAS_OVERCUR_FAULT',
+  88: 'MCA_WATCHDOG_TIMEOUT_PKGC_SECONDARY',
+  89: 'MCA_WATCHDOG_TIMEOUT_PKGC_MAIN',
+  90: 'MCA_WATCHDOG_TIMEOUT_PKGS_MAIN',
+  97: 'MCA_PKGS_CPD_UNCPD_TIMEOUT',
+  99: 'MCA_PKGS_INVALID_REQ_PCH',
+  100: 'MCA_PKGS_INVALID_REQ_INTERNAL',
+  101: 'MCA_PKGS_INVALID_RSP_INTERNAL',
+  107: 'MCA_PKGS_SMBUS_VPP_PAUSE_TIMEOUT',
+  129: 'MCA_RECOVERABLE_DIE_THERMAL_TOO_HOT',
+};
+
+/** UPI (banks 5, 12, 19) MSCOD bits 21:16. */
+const SKX_UPI: Table = {
+  0: 'UC Phy Initialization Failure',
+  1: 'UC Phy detected drift buffer alarm',
+  2: 'UC Phy detected latency buffer rollover',
+  16: 'UC LL Rx detected CRC error: unsuccessful LLR: entered abort state',
+  17: 'UC LL Rx unsupported or undefined packet',
+  18: 'UC LL or Phy control error',
+  19: 'UC LL Rx parameter exchange exception',
+  31: 'UC LL detected control error from the link-mesh interface',
+  32: 'COR Phy initialization abort',
+  33: 'COR Phy reset',
+  34: 'COR Phy lane failure, recovery in x8 width',
+  35: 'COR Phy L0c error corrected without Phy reset',
+  36: 'COR Phy L0c error triggering Phy Reset',
+  37: 'COR Phy L0p exit error corrected with Phy reset',
+  48: 'COR LL Rx detected CRC error - successful LLR without Phy Reinit',
+  49: 'COR LL Rx detected CRC error - successful LLR with Phy Reinit',
+};
+
+/** UPI "LL or Phy control error" (MSCOD 0x12) flags, bits 22-31. */
+const SKX_UPI_CONTROL: readonly string[] = [
+  'Phy Control Error',
+  'Unexpected Retry.Ack flit',
+  'Unexpected Retry.Req flit',
+  'RF parity error',
+  'Routeback Table error',
+  'unexpected Tx Protocol flit (EOP, Header or Data)',
+  'Rx Header-or-Credit BGF credit overflow/underflow',
+  'Link Layer Reset still in progress when Phy enters L0',
+  'Link Layer reset initiated while protocol traffic not idle',
+  'Link Layer Tx Parity Error',
+];
+
+/** iMC (banks 13-18) MSCOD flags, bits 16-26, when bit 27 is clear. */
+const SKX_IMC_FLAGS: readonly string[] = [
+  'Address parity error',
+  'HA write data parity error',
+  'HA write byte enable parity error',
+  'Corrected patrol scrub error',
+  'Uncorrected patrol scrub error',
+  'Corrected spare error',
+  'Uncorrected spare error',
+  'Any HA read error',
+  'WDB read parity error',
+  'DDR4 command address parity error',
+  'Uncorrected address parity error',
+];
+
+/** iMC MSCOD bits 19:16 when bit 27 is set. */
+const SKX_IMC_0X8XX: Table = {
+  0: 'Unrecognized request type',
+  1: 'Read response to an invalid scoreboard entry',
+  2: 'Unexpected read response',
+  3: 'DDR4 completion to an invalid scoreboard entry',
+  4: 'Completion to an invalid scoreboard entry',
+  5: 'Completion FIFO overflow',
+  6: 'Correctable parity error',
+  7: 'Uncorrectable error',
+  8: 'Interrupt received while outstanding interrupt was not ACKed',
+  9: 'ERID FIFO overflow',
+  10: 'Error on Write credits',
+  11: 'Error on Read credits',
+  12: 'Scheduler error',
+  13: 'Error event',
+};
+
+/** M2M (banks 7, 8) MSCOD flags, bits 16-23. */
+const SKX_M2M: readonly string[] = [
+  'MscodDataRdErr',
+  'Reserved',
+  'MscodPtlWrErr',
+  'MscodFullWrErr',
+  'MscodBgfErr',
+  'MscodTimeout',
+  'MscodParErr',
+  'MscodBucket1Err',
+];
+
+/** Skylake / Cascade Lake server: the bank's unit (PCU, UPI, M2M, MemCtrl) and its MSCOD lines. */
+export function decodeSkylakeServer(bank: number, status: bigint): { details: string[]; unit?: string } {
+  const sLo = lo32(status);
+  const flags = (names: readonly string[], from: number) => {
+    const out: string[] = [];
+    for (let i = 0; i < names.length; i++) if (((sLo >>> (from + i)) & 1) === 1) out.push(names[i]!);
+    return out;
+  };
+  const text = (t: string | undefined) => (t === undefined ? [] : [t]);
+  if (bank === 4) {
+    const mca = sLo & 0xffff & ~(1 << 12);
+    const kind =
+      mca === 0x402 || mca === 0x403
+        ? ['Internal errors']
+        : mca === 0x406
+          ? ['Intel TXT errors']
+          : mca === 0x407
+            ? ['Other UBOX Internal errors']
+            : [];
+    const internal = ((sLo >>> 16) & 0xf) !== 0 ? ['PCU internal error'] : [];
+    return { details: [...kind, ...internal, ...text(lookupWithZero(SKX_PCU, sLo >>> 24, 24))], unit: 'PCU' };
+  }
+  if (bank === 5 || bank === 12 || bank === 19) {
+    const code = (sLo >>> 16) & 0x3f;
+    const control = code === 0x12 ? flags(SKX_UPI_CONTROL, 22) : [];
+    return { details: [...text(lookupWithZero(SKX_UPI, code, 16)), ...control], unit: 'UPI' };
+  }
+  if (bank === 7 || bank === 8) return { details: flags(SKX_M2M, 16), unit: 'M2M' };
+  if (bank >= 13 && bank <= 18) {
+    const details =
+      ((sLo >>> 27) & 1) === 1 ? text(lookupWithZero(SKX_IMC_0X8XX, (sLo >>> 16) & 0xf, 16)) : flags(SKX_IMC_FLAGS, 16);
+    return { details, unit: 'MemCtrl' };
+  }
+  return { details: [] };
+}
+
+/** Like {@link lookup}, for tables that name the value 0 too. */
+function lookupWithZero(table: Table, value: number, bit: number): string | undefined {
+  return table[value] ?? `<${bit}:${value.toString(16)}>`;
+}

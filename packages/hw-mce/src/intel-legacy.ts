@@ -149,7 +149,9 @@ export function decodeFsbIntel(kind: CpuKind, status: bigint, misc: bigint): str
   const out: string[] = [];
   const fields = (list: readonly Field[], value: (at: number, width: number) => number = field) => {
     for (const [at, width, names] of list) {
-      const text = names[value(at, width)];
+      // An unlisted non-zero value is shown as mcelog shows it, `<bit:value>`.
+      const v = value(at, width);
+      const text = names[v] ?? (v === 0 ? undefined : `<${at}:${v.toString(16)}>`);
       if (text !== undefined) out.push(text);
     }
   };

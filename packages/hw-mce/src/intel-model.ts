@@ -6,7 +6,7 @@
  */
 import { bit, bits, hi32, lo32 } from './bits.ts';
 import type { CpuKind } from './cpu.ts';
-import { decodeDiamond, decodeSandyIvy, knightsChannel } from './intel-families.ts';
+import { decodeDiamond, decodeSandyIvy, decodeSkylakeServer, knightsChannel } from './intel-families.ts';
 import { decodeFsbIntel } from './intel-legacy.ts';
 import type { McaCode } from './mca-code.ts';
 
@@ -177,12 +177,12 @@ export function decodeIntelModel(
     }
     case 'skylake-server': {
       const correctedBy = mirror(bank, status, misc, 63, 62);
-      const unit = bank === 7 || bank === 8 ? 'M2M' : bank >= 13 && bank <= 18 ? 'MemCtrl' : undefined;
+      const unitLines = decodeSkylakeServer(bank, status);
       const channel = memory && chan !== undefined ? skylakeChannel(bank, chan) : undefined;
       return {
-        details,
+        details: unitLines.details.length > 0 ? unitLines.details : details,
         fields,
-        unit,
+        unit: unitLines.unit,
         channel,
         correctedBy,
       };
