@@ -519,12 +519,174 @@ const SKX_M2M: readonly string[] = [
   'MscodBucket1Err',
 ];
 
-/** Skylake / Cascade Lake server: the bank's unit (PCU, UPI, M2M, MemCtrl) and its MSCOD lines. */
-export function decodeSkylakeServer(bank: number, status: bigint): { details: string[]; unit?: string } {
+/** Haswell EP/EX PCU MSCOD bits 31:24. */
+const HSW_PCU: Table = {
+  0: 'No Error',
+  9: 'MC_MESSAGE_CHANNEL_TIMEOUT',
+  13: 'MC_IMC_FORCE_SR_S3_TIMEOUT',
+  14: 'MC_CPD_UNCPD_SD_TIMEOUT',
+  19: 'MC_DMI_TRAINING_TIMEOUT',
+  21: 'MC_DMI_CPU_RESET_ACK_TIMEOUT',
+  30: 'MC_VR_ICC_MAX_LT_FUSED_ICC_MAX',
+  37: 'MC_SVID_COMMAN_TIMEOUT',
+  41: 'MC_VR_VOUT_MAC_LT_FUSED_SVID',
+  43: 'MC_PKGC_WATCHDOG_HANG_CBZ_DOWN',
+  44: 'MC_PKGC_WATCHDOG_HANG_CBZ_UP',
+  57: 'MC_PKGC_WATCHDOG_HANG_C3_UP_SF',
+  68: 'MC_CRITICAL_VR_FAILED',
+  69: 'MC_ICC_MAX_NOTSUPPORTED',
+  70: 'MC_VID_RAMP_DOWN_FAILED',
+  71: 'MC_EXCL_MODE_NO_PMREQ_CMP',
+  72: 'MC_SVID_READ_REG_ICC_MAX_FAILED',
+  73: 'MC_SVID_WRITE_REG_VOUT_MAX_FAILED',
+  75: 'MC_BOOT_VID_TIMEOUT_DRAM_0',
+  76: 'MC_BOOT_VID_TIMEOUT_DRAM_1',
+  77: 'MC_BOOT_VID_TIMEOUT_DRAM_2',
+  78: 'MC_BOOT_VID_TIMEOUT_DRAM_3',
+  79: 'MC_SVID_COMMAND_ERROR',
+  82: 'MC_FIVR_CATAS_OVERVOL_FAULT',
+  83: 'MC_FIVR_CATAS_OVERCUR_FAULT',
+  87: 'MC_SVID_PKGC_REQUEST_FAILED',
+  88: 'MC_SVID_IMON_REQUEST_FAILED',
+  89: 'MC_SVID_ALERT_REQUEST_FAILED',
+  96: 'MC_INVALID_PKGS_REQ_PCH',
+  97: 'MC_INVALID_PKGS_REQ_QPI',
+  98: 'MC_INVALID_PKGS_RSP_QPI',
+  99: 'MC_INVALID_PKGS_RSP_PCH',
+  100: 'MC_INVALID_PKG_STATE_CONFIG',
+  103: 'MC_HA_IMC_RW_BLOCK_ACK_TIMEOUT',
+  104: 'MC_IMC_RW_SMBUS_TIMEOUT',
+  105: 'MC_HA_FAILSTS_CHANGE_DETECTED',
+  106: 'MC_MSGCH_PMREQ_CMP_TIMEOUT',
+  112: 'MC_WATCHDOG_TIMEOUT_PKGC_SECONDARY',
+  113: 'MC_WATCHDOG_TIMEOUT_PKGC_MAIN',
+  114: 'MC_WATCHDOG_TIMEOUT_PKGS_MAIN',
+  124: 'MC_BIOS_RST_CPL_INVALID_SEQ',
+  125: 'MC_MORE_THAN_ONE_TXT_AGENT',
+  129: 'MC_RECOVERABLE_DIE_THERMAL_TOO_HOT',
+};
+
+/** Broadwell DE PCU MSCOD bits 31:24. */
+const BDW_DE_PCU: Table = {
+  0: 'No Error',
+  9: 'MC_MESSAGE_CHANNEL_TIMEOUT',
+  19: 'MC_DMI_TRAINING_TIMEOUT',
+  21: 'MC_DMI_CPU_RESET_ACK_TIMEOUT',
+  30: 'MC_VR_ICC_MAX_LT_FUSED_ICC_MAX',
+  37: 'MC_SVID_COMMAN_TIMEOUT',
+  38: 'MCA_PKGC_DIRECT_WAKE_RING_TIMEOUT',
+  41: 'MC_VR_VOUT_MAC_LT_FUSED_SVID',
+  43: 'MC_PKGC_WATCHDOG_HANG_CBZ_DOWN',
+  44: 'MC_PKGC_WATCHDOG_HANG_CBZ_UP',
+  68: 'MC_CRITICAL_VR_FAILED',
+  70: 'MC_VID_RAMP_DOWN_FAILED',
+  73: 'MC_SVID_WRITE_REG_VOUT_MAX_FAILED',
+  75: 'MC_BOOT_VID_TIMEOUT_DRAM_0',
+  79: 'MC_SVID_COMMAND_ERROR',
+  82: 'MC_FIVR_CATAS_OVERVOL_FAULT',
+  83: 'MC_FIVR_CATAS_OVERCUR_FAULT',
+  87: 'MC_SVID_PKGC_REQUEST_FAILED',
+  88: 'MC_SVID_IMON_REQUEST_FAILED',
+  89: 'MC_SVID_ALERT_REQUEST_FAILED',
+  98: 'MC_INVALID_PKGS_RSP_QPI',
+  100: 'MC_INVALID_PKG_STATE_CONFIG',
+  103: 'MC_HA_IMC_RW_BLOCK_ACK_TIMEOUT',
+  106: 'MC_MSGCH_PMREQ_CMP_TIMEOUT',
+  114: 'MC_WATCHDOG_TIMEOUT_PKGS_MAIN',
+  129: 'MC_RECOVERABLE_DIE_THERMAL_TOO_HOT',
+};
+
+/** Haswell / Broadwell EP QPI MSCOD bits 21:16. */
+const HSW_QPI: Table = {
+  2: 'Intel QPI physical layer detected drift buffer alarm',
+  3: 'Intel QPI physical layer detected latency buffer rollover',
+  16: 'Intel QPI link layer detected control error from R3QPI',
+  17: 'Rx entered LLR abort state on CRC error',
+  18: 'Unsupported or undefined packet',
+  19: 'Intel QPI link layer control error',
+  21: 'RBT used un-initialized value',
+  32: 'Intel QPI physical layer detected a QPI in-band reset but aborted initialization',
+  33: 'Link failover data self healing',
+  34: 'Phy detected in-band reset (no width change)',
+  35: 'Link failover clock failover',
+  48: 'Rx detected CRC error - successful LLR after Phy re-init',
+  49: 'Rx detected CRC error - successful LLR without Phy re-init',
+};
+
+/** Haswell EP iMC flags, bits 16-25 (Broadwell EP has no bit 23). */
+const HSW_IMC_FLAGS: readonly (string | undefined)[] = [
+  'DDR3 address parity error',
+  'Uncorrected HA write data error',
+  'Uncorrected HA data byte enable error',
+  'Corrected patrol scrub error',
+  'Uncorrected patrol scrub error',
+  'Corrected spare error',
+  'Uncorrected spare error',
+  'Corrected memory read error',
+  'iMC write data buffer parity error',
+  'DDR4 command address parity error',
+];
+const BDW_IMC_FLAGS = HSW_IMC_FLAGS.map((f, i) => (i === 7 ? undefined : f));
+const BDW_DE_IMC_FLAGS: readonly string[] = [
+  'Address parity error',
+  'HA Wrt buffer Data parity error',
+  'HA Wrt byte enable parity error',
+  'Corrected patrol scrub error',
+  'Uncorrected patrol scrub error',
+  'Corrected spare error',
+  'Uncorrected spare error',
+  'Corrected memory read error',
+  'iMC, WDB, parity errors',
+];
+
+/** Which bank holds which uncore unit in a server family, and the tables its MSCOD is read with. */
+interface UncoreSpec {
+  readonly pcu: Table;
+  /** Broadwell DE reads only bits 17:16 as "PCU internal error" and bit 22 as a UBOX error. */
+  readonly pcuDe?: boolean;
+  readonly link?: { readonly name: string; readonly banks: readonly number[]; readonly table: Table };
+  readonly imcBanks: readonly number[];
+  readonly imcFlags: readonly (string | undefined)[];
+  /** Skylake server: UPI's control-error flags, the M2M banks and the iMC's table when bit 27 is set. */
+  readonly skylake?: boolean;
+}
+
+const HASWELL_EP: UncoreSpec = {
+  pcu: HSW_PCU,
+  link: { name: 'QPI', banks: [5, 20, 21], table: HSW_QPI },
+  imcBanks: [9, 10, 11, 12, 13, 14, 15, 16],
+  imcFlags: HSW_IMC_FLAGS,
+};
+
+/** The uncore specs by decoder kind. */
+export const SERVER_UNCORE: Readonly<
+  Record<'haswell-ep' | 'broadwell-ep' | 'broadwell-de' | 'skylake-server', UncoreSpec>
+> = {
+  'haswell-ep': HASWELL_EP,
+  'broadwell-ep': { ...HASWELL_EP, imcFlags: BDW_IMC_FLAGS },
+  'broadwell-de': { pcu: BDW_DE_PCU, pcuDe: true, imcBanks: [9, 10], imcFlags: BDW_DE_IMC_FLAGS },
+  'skylake-server': {
+    pcu: SKX_PCU,
+    link: { name: 'UPI', banks: [5, 12, 19], table: SKX_UPI },
+    imcBanks: [13, 14, 15, 16, 17, 18],
+    imcFlags: SKX_IMC_FLAGS,
+    skylake: true,
+  },
+};
+
+/** A server family's uncore bank: its unit (PCU, QPI/UPI, M2M, MemCtrl) and its MSCOD lines, as mcelog reads them. */
+export function decodeServerUncore(
+  spec: UncoreSpec,
+  bank: number,
+  status: bigint,
+): { details: string[]; unit?: string } {
   const sLo = lo32(status);
-  const flags = (names: readonly string[], from: number) => {
+  const flags = (names: readonly (string | undefined)[], from: number) => {
     const out: string[] = [];
-    for (let i = 0; i < names.length; i++) if (((sLo >>> (from + i)) & 1) === 1) out.push(names[i]!);
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i];
+      if (name !== undefined && ((sLo >>> (from + i)) & 1) === 1) out.push(name);
+    }
     return out;
   };
   const text = (t: string | undefined) => (t === undefined ? [] : [t]);
@@ -538,18 +700,26 @@ export function decodeSkylakeServer(bank: number, status: bigint): { details: st
           : mca === 0x407
             ? ['Other UBOX Internal errors']
             : [];
-    const internal = ((sLo >>> 16) & 0xf) !== 0 ? ['PCU internal error'] : [];
-    return { details: [...kind, ...internal, ...text(lookupWithZero(SKX_PCU, sLo >>> 24, 24))], unit: 'PCU' };
+    const low = (sLo >>> 16) & 0xf;
+    const internal = (spec.pcuDe ? low & 3 : low) !== 0 ? ['PCU internal error'] : [];
+    const ubox = spec.pcuDe && ((sLo >>> 20) & 4) !== 0 ? ['Ubox error'] : [];
+    return {
+      details: [...kind, ...internal, ...ubox, ...text(lookupWithZero(spec.pcu, sLo >>> 24, 24))],
+      unit: 'PCU',
+    };
   }
-  if (bank === 5 || bank === 12 || bank === 19) {
+  if (spec.link?.banks.includes(bank)) {
     const code = (sLo >>> 16) & 0x3f;
-    const control = code === 0x12 ? flags(SKX_UPI_CONTROL, 22) : [];
-    return { details: [...text(lookupWithZero(SKX_UPI, code, 16)), ...control], unit: 'UPI' };
+    const control = spec.skylake && code === 0x12 ? flags(SKX_UPI_CONTROL, 22) : [];
+    const named = spec.skylake ? lookupWithZero(spec.link.table, code, 16) : lookup(spec.link.table, code, 16);
+    return { details: [...text(named), ...control], unit: spec.link.name };
   }
-  if (bank === 7 || bank === 8) return { details: flags(SKX_M2M, 16), unit: 'M2M' };
-  if (bank >= 13 && bank <= 18) {
+  if (spec.skylake && (bank === 7 || bank === 8)) return { details: flags(SKX_M2M, 16), unit: 'M2M' };
+  if (spec.imcBanks.includes(bank)) {
     const details =
-      ((sLo >>> 27) & 1) === 1 ? text(lookupWithZero(SKX_IMC_0X8XX, (sLo >>> 16) & 0xf, 16)) : flags(SKX_IMC_FLAGS, 16);
+      spec.skylake && ((sLo >>> 27) & 1) === 1
+        ? text(lookupWithZero(SKX_IMC_0X8XX, (sLo >>> 16) & 0xf, 16))
+        : flags(spec.imcFlags, 16);
     return { details, unit: 'MemCtrl' };
   }
   return { details: [] };

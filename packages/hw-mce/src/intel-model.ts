@@ -6,7 +6,7 @@
  */
 import { bit, bits, hi32, lo32 } from './bits.ts';
 import type { CpuKind } from './cpu.ts';
-import { decodeDiamond, decodeSandyIvy, decodeSkylakeServer, knightsChannel } from './intel-families.ts';
+import { decodeDiamond, decodeSandyIvy, decodeServerUncore, knightsChannel, SERVER_UNCORE } from './intel-families.ts';
 import { decodeFsbIntel } from './intel-legacy.ts';
 import type { McaCode } from './mca-code.ts';
 
@@ -168,16 +168,27 @@ export function decodeIntelModel(
     case 'broadwell-ep': {
       const correctedBy = kind === 'broadwell-ep' ? mirror(bank, status, misc, 41, 42) : undefined;
       const channel = memory && chan !== undefined ? haswellChannel(bank, chan) : undefined;
+      const unitLines = decodeServerUncore(SERVER_UNCORE[kind], bank, status);
       return {
-        details,
+        details: unitLines.details.length > 0 ? unitLines.details : details,
         fields,
+        unit: unitLines.unit,
         channel,
         correctedBy,
       };
     }
+    case 'broadwell-de': {
+      const unitLines = decodeServerUncore(SERVER_UNCORE[kind], bank, status);
+      return {
+        details: unitLines.details.length > 0 ? unitLines.details : details,
+        fields,
+        unit: unitLines.unit,
+        channel: chan,
+      };
+    }
     case 'skylake-server': {
       const correctedBy = mirror(bank, status, misc, 63, 62);
-      const unitLines = decodeSkylakeServer(bank, status);
+      const unitLines = decodeServerUncore(SERVER_UNCORE[kind], bank, status);
       const channel = memory && chan !== undefined ? skylakeChannel(bank, chan) : undefined;
       return {
         details: unitLines.details.length > 0 ? unitLines.details : details,
