@@ -639,9 +639,19 @@ const BDW_DE_IMC_FLAGS: readonly string[] = [
   'iMC, WDB, parity errors',
 ];
 
+/** Denverton iMC (banks 6, 7) flags, bits 16-20. */
+const DENVERTON_IMC_FLAGS: readonly string[] = [
+  'Cmd/Addr parity',
+  'Corrected Demand/Patrol Scrub Error',
+  'Uncorrected patrol scrub error',
+  'Uncorrected demand read error',
+  'WDB read ECC',
+];
+
 /** Which bank holds which uncore unit in a server family, and the tables its MSCOD is read with. */
 interface UncoreSpec {
-  readonly pcu: Table;
+  /** Bank 4's MSCOD table, for families whose bank 4 is the PCU. */
+  readonly pcu?: Table;
   /** Broadwell DE reads only bits 17:16 as "PCU internal error" and bit 22 as a UBOX error. */
   readonly pcuDe?: boolean;
   readonly link?: { readonly name: string; readonly banks: readonly number[]; readonly table: Table };
@@ -660,11 +670,12 @@ const HASWELL_EP: UncoreSpec = {
 
 /** The uncore specs by decoder kind. */
 export const SERVER_UNCORE: Readonly<
-  Record<'haswell-ep' | 'broadwell-ep' | 'broadwell-de' | 'skylake-server', UncoreSpec>
+  Record<'haswell-ep' | 'broadwell-ep' | 'broadwell-de' | 'skylake-server' | 'denverton', UncoreSpec>
 > = {
   'haswell-ep': HASWELL_EP,
   'broadwell-ep': { ...HASWELL_EP, imcFlags: BDW_IMC_FLAGS },
   'broadwell-de': { pcu: BDW_DE_PCU, pcuDe: true, imcBanks: [9, 10], imcFlags: BDW_DE_IMC_FLAGS },
+  denverton: { imcBanks: [6, 7], imcFlags: DENVERTON_IMC_FLAGS },
   'skylake-server': {
     pcu: SKX_PCU,
     link: { name: 'UPI', banks: [5, 12, 19], table: SKX_UPI },
@@ -690,7 +701,7 @@ export function decodeServerUncore(
     return out;
   };
   const text = (t: string | undefined) => (t === undefined ? [] : [t]);
-  if (bank === 4) {
+  if (bank === 4 && spec.pcu) {
     const mca = sLo & 0xffff & ~(1 << 12);
     const kind =
       mca === 0x402 || mca === 0x403

@@ -177,6 +177,7 @@ export function decodeIntelModel(
         correctedBy,
       };
     }
+    case 'denverton':
     case 'broadwell-de': {
       const unitLines = decodeServerUncore(SERVER_UNCORE[kind], bank, status);
       return {
