@@ -740,3 +740,277 @@ export function decodeServerUncore(
 function lookupWithZero(table: Table, value: number, bit: number): string | undefined {
   return table[value] ?? `<${bit}:${value.toString(16)}>`;
 }
+
+// --- Ice Lake server / D and Snow Ridge (the 10 nm servers) ---
+
+const I10NM_PCU_HIGH: Table = {
+  ...ranges([[0x65, 0x7a, 'MCA_PKGS_RESET_PREP_TIMEOUT']]),
+  13: 'MCA_LLC_BIST_ACTIVE_TIMEOUT',
+  14: 'MCA_DMI_TRAINING_TIMEOUT',
+  15: 'MCA_DMI_STRAP_SET_ARRIVAL_TIMEOUT',
+  16: 'MCA_DMI_CPU_RESET_ACK_TIMEOUT',
+  17: 'MCA_MORE_THAN_ONE_LT_AGENT',
+  20: 'MCA_INCOMPATIBLE_PCH_TYPE',
+  30: 'MCA_BIOS_RST_CPL_INVALID_SEQ',
+  31: 'MCA_BIOS_INVALID_PKG_STATE_CONFIG',
+  45: 'MCA_PCU_PMAX_CALIB_ERROR',
+  46: 'MCA_TSC100_SYNC_TIMEOUT',
+  58: 'MCA_GPSB_TIMEOUT',
+  59: 'MCA_PMSB_TIMEOUT',
+  62: 'MCA_IOSFSB_PMREQ_CMP_TIMEOUT',
+  64: 'MCA_SVID_VCCIN_VR_ICC_MAX_FAILURE',
+  66: 'MCA_SVID_VCCIN_VR_VOUT_FAILURE',
+  67: 'MCA_SVID_CPU_VR_CAPABILITY_ERROR',
+  68: 'MCA_SVID_CRITICAL_VR_FAILED',
+  69: 'MCA_SVID_SA_ITD_ERROR',
+  70: 'MCA_SVID_READ_REG_FAILED',
+  71: 'MCA_SVID_WRITE_REG_FAILED',
+  74: 'MCA_SVID_PKGC_REQUEST_FAILED',
+  75: 'MCA_SVID_IMON_REQUEST_FAILED',
+  76: 'MCA_SVID_ALERT_REQUEST_FAILED',
+  77: 'MCA_SVID_MCP_VR_RAMP_ERROR',
+  86: 'MCA_FIVR_PD_HARDERR',
+  88: 'MCA_WATCHDOG_TIMEOUT_PKGC_SECONDARY',
+  89: 'MCA_WATCHDOG_TIMEOUT_PKGC_MAIN',
+  90: 'MCA_WATCHDOG_TIMEOUT_PKGS_MAIN',
+  91: 'MCA_WATCHDOG_TIMEOUT_MSG_CH_FSM',
+  92: 'MCA_WATCHDOG_TIMEOUT_BULK_CR_FSM',
+  93: 'MCA_WATCHDOG_TIMEOUT_IOSFSB_FSM',
+  96: 'MCA_PKGS_SAFE_WP_TIMEOUT',
+  97: 'MCA_PKGS_CPD_UNCPD_TIMEOUT',
+  98: 'MCA_PKGS_INVALID_REQ_PCH',
+  99: 'MCA_PKGS_INVALID_REQ_INTERNAL',
+  100: 'MCA_PKGS_INVALID_RSP_INTERNAL',
+  123: 'MCA_PKGS_SMBUS_VPP_PAUSE_TIMEOUT',
+  124: 'MCA_PKGS_SMBUS_MCP_PAUSE_TIMEOUT',
+  125: 'MCA_PKGS_SMBUS_SPD_PAUSE_TIMEOUT',
+  128: 'MCA_PKGC_DISP_BUSY_TIMEOUT',
+  129: 'MCA_PKGC_INVALID_RSP_PCH',
+  131: 'MCA_PKGC_WATCHDOG_HANG_CBZ_DOWN',
+  132: 'MCA_PKGC_WATCHDOG_HANG_CBZ_UP',
+  135: 'MCA_PKGC_WATCHDOG_HANG_C2_BLKMASTER',
+  136: 'MCA_PKGC_WATCHDOG_HANG_C2_PSLIMIT',
+  137: 'MCA_PKGC_WATCHDOG_HANG_SETDISP',
+  139: 'MCA_PKGC_ALLOW_L1_ERROR',
+  144: 'MCA_RECOVERABLE_DIE_THERMAL_TOO_HOT',
+  160: 'MCA_ADR_SIGNAL_TIMEOUT',
+  161: 'MCA_BCLK_FREQ_OC_ABOVE_THRESHOLD',
+  176: 'MCA_DISPATCHER_RUN_BUSY_TIMEOUT',
+};
+const I10NM_PCU_MID: Table = {
+  4: 'Clock/power IP response timeout',
+  5: 'SMBus controller raised SMI',
+  9: 'PM controller received invalid transaction',
+};
+const I10NM_PCU_LOW: Table = {
+  1: 'Instruction address out of valid space',
+  2: 'Double bit RAM error on Instruction Fetch',
+  3: 'Invalid OpCode seen',
+  4: 'Stack Underflow',
+  5: 'Stack Overflow',
+  6: 'Data address out of valid space',
+  7: 'Double bit RAM error on Data Fetch',
+};
+const I10NM_UPI_CONTROL: readonly string[] = [
+  'Phy Control Error',
+  'Unexpected Retry.Ack flit',
+  'Unexpected Retry.Req flit',
+  'RF parity error',
+  'Routeback Table error',
+  'Unexpected Tx Protocol flit (EOP, Header or Data)',
+  'Rx Header-or-Credit BGF credit overflow/underflow',
+  'Link Layer Reset still in progress when Phy enters L0',
+  'Link Layer reset initiated while protocol traffic not idle',
+  'Link Layer Tx Parity Error',
+];
+const I10NM_UPI: Table = {
+  0: 'Phy Initialization Failure (NumInit)',
+  1: 'Phy Detected Drift Buffer Alarm',
+  2: 'Phy Detected Latency Buffer Rollover',
+  16: 'LL Rx detected CRC error: unsuccessful LLR (entered Abort state)',
+  17: 'LL Rx Unsupported/Undefined packet',
+  18: 'LL or Phy Control Error',
+  19: 'LL Rx Parameter Exception',
+  31: 'LL Detected Control Error',
+  32: 'Phy Initialization Abort',
+  33: 'Phy Inband Reset',
+  34: 'Phy Lane failure, recovery in x8 width',
+  35: 'Phy L0c error corrected without Phy reset',
+  36: 'Phy L0c error triggering Phy reset',
+  37: 'Phy L0p exit error corrected with reset',
+  48: 'LL Rx detected CRC error: successful LLR without Phy Reinit',
+  49: 'LL Rx detected CRC error: successful LLR with Phy Reinit',
+  50: 'Tx received LLR',
+};
+const I10NM_M2M: readonly string[] = [
+  'MC read data error',
+  'Reserved',
+  'MC partial write data error',
+  'Full write data error',
+  'M2M clock-domain-crossing buffer (BGF) error',
+  'M2M time out',
+  'M2M tracker parity error',
+  'fatal Bucket1 error',
+];
+/** iMC MSCOD: bits 31:24 pick the table, bits 23:16 (masked to the table's width) index it. */
+const I10NM_IMC: Readonly<Record<number, readonly [mask: number, table: Table]>> = {
+  0: [
+    0xff,
+    {
+      1: 'Address parity error',
+      2: 'Data parity error',
+      3: 'Data ECC error',
+      4: 'Data byte enable parity error',
+      7: 'Transaction ID parity error',
+      8: 'Corrected patrol scrub error',
+      16: 'Uncorrected patrol scrub error',
+      32: 'Corrected spare error',
+      64: 'Uncorrected spare error',
+      128: 'Corrected read error',
+      160: 'Uncorrected read error',
+      192: 'Uncorrected metadata',
+    },
+  ],
+  1: [
+    0x1f,
+    {
+      0: 'WDB read parity error',
+      3: 'RPA parity error',
+      6: 'DDR_T_DPPP data BE error',
+      7: 'DDR_T_DPPP data error',
+      8: 'DDR link failure',
+      17: 'PCLS CAM error',
+      18: 'PCLS data error',
+    },
+  ],
+  2: [
+    0x3f,
+    { 0: 'DDR command / address parity error', 32: 'HBM command / address parity error', 33: 'HBM data parity error' },
+  ],
+  4: [0x01, { 0: 'RPQ parity (primary) error' }],
+  8: [
+    0x3f,
+    {
+      0: 'DDR-T bad request',
+      1: 'DDR Data response to an invalid entry',
+      2: 'DDR data response to an entry not expecting data',
+      3: 'DDR completion to an invalid entry',
+      4: 'DDR-T completion to an invalid entry',
+      5: 'DDR data/completion FIFO overflow',
+      6: 'DDR-T ERID correctable parity error',
+      7: 'DDR-T ERID uncorrectable error',
+      8: 'DDR-T interrupt received while outstanding interrupt was not ACKed',
+      9: 'ERID FI FO overflow',
+      10: 'DDR-T error on FNV write credits',
+      11: 'DDR-T error on FNV read credits',
+      12: 'DDR-T scheduler error',
+      13: 'DDR-T FNV error event',
+      14: 'DDR-T FNV thermal event',
+      15: 'CMI packet while idle',
+      16: 'DDR_T_RPQ_REQ_PARITY_ERR',
+      17: 'DDR_T_WPQ_REQ_PARITY_ERR',
+      18: '2LM_NMFILLWR_CAM_ERR',
+      19: 'CMI_CREDIT_OVERSUB_ERR',
+      20: 'CMI_CREDIT_TOTAL_ERR',
+      21: 'CMI_CREDIT_RSVD_POOL_ERR',
+      22: 'DDR_T_RD_ERROR',
+      23: 'WDB_FIFO_ERR',
+      24: 'CMI_REQ_FIFO_OVERFLOW',
+      25: 'CMI_REQ_FIFO_UNDERFLOW',
+      26: 'CMI_RSP_FIFO_OVERFLOW',
+      27: 'CMI_RSP_FIFO_UNDERFLOW',
+      28: 'CMI _MISC_MC_CRDT_ERRORS',
+      29: 'CMI_MISC_MC_ARB_ERRORS',
+      30: 'DDR_T_WR_CMPL_FI FO_OVERFLOW',
+      31: 'DDR_T_WR_CMPL_FI FO_UNDERFLOW',
+      32: 'CMI_RD_CPL_FIFO_OVERFLOW',
+      33: 'CMI_RD_CPL_FIFO_UNDERFLOW',
+      34: 'TME_KEY_PAR_ERR',
+      35: 'TME_CMI_MISC_ERR',
+      36: 'TME_CMI_OVFL_ERR',
+      37: 'TME_CMI_UFL_ERR',
+      38: 'TME_TEM_SECURE_ERR',
+      39: 'TME_UFILL_PAR_ERR',
+      41: 'INTERNAL_ERR',
+      42: 'TME_INTEGRITY_ERR',
+      43: 'TME_TDX_ERR',
+      44: 'TME_UFILL_TEM_SECURE_ERR',
+      45: 'TME_KEY_POISON_ERR',
+      46: 'TME_SECURITY_ENGINE_ERR',
+    },
+  ],
+  16: [
+    0xff,
+    {
+      8: 'CORR_PATSCRUB_MIRR2ND_ERR',
+      16: 'UC_PATSCRUB_MIRR2ND_ERR',
+      32: 'COR_SPARE_MIRR2ND_ERR',
+      64: 'UC_SPARE_MIRR2ND_ERR',
+      128: 'HA_RD_MIRR2ND_ERR',
+      160: 'HA_UNCORR_RD_MIRR2ND_ERR',
+    },
+  ],
+};
+const I10NM_ECC_MODES: Table = { 0: 'SDDC memory mode', 1: 'SDDC', 4: 'ADDDC memory mode', 5: 'ADDDC', 8: 'DDRT read' };
+
+type I10nmUnit = 'PCU' | 'UPI' | 'M2M' | 'MemCtrl';
+/** Bank units: Ice Lake server's four memory controllers (M2M then three channels each), Ice Lake D's two, Snow Ridge's one. */
+function i10nmUnit(kind: 'icelake-server' | 'icelake-d' | 'snowridge', bank: number): I10nmUnit | undefined {
+  const mcs = kind === 'icelake-server' ? 4 : kind === 'icelake-d' ? 2 : 1;
+  if (bank === 4) return 'PCU';
+  if (kind === 'icelake-server' && (bank === 5 || bank === 7 || bank === 8)) return 'UPI';
+  if (bank >= 12 && bank < 12 + 4 * mcs) return (bank - 12) % 4 === 0 ? 'M2M' : 'MemCtrl';
+  return undefined;
+}
+
+/** Ice Lake server / D and Snow Ridge: the bank's unit and its MSCOD lines, the DRAM address fields of an iMC's MISC. */
+export function decodeI10nm(
+  kind: 'icelake-server' | 'icelake-d' | 'snowridge',
+  bank: number,
+  status: bigint,
+  misc: bigint,
+): { details: string[]; unit?: string } {
+  const unit = i10nmUnit(kind, bank);
+  if (unit === undefined) return { details: [] };
+  const sLo = lo32(status);
+  const out: string[] = [];
+  const put = (t: string | undefined) => {
+    if (t !== undefined) out.push(t);
+  };
+  const bitsOf = (from: number, names: readonly string[]) => {
+    for (let i = 0; i < names.length; i++) if (((sLo >>> (from + i)) & 1) === 1) out.push(names[i]!);
+  };
+  if (unit === 'PCU') {
+    const high = sLo >>> 24;
+    const mid = (sLo >>> 20) & 0xf;
+    const low = (sLo >>> 16) & 0x7;
+    if (high !== 0) put(lookup(I10NM_PCU_HIGH, high, 0));
+    if (mid !== 0) put(lookup(I10NM_PCU_MID, mid, 0));
+    if (low !== 0) put(lookup(I10NM_PCU_LOW, low, 0));
+  } else if (unit === 'UPI') {
+    if (sLo >>> 22 !== 0) bitsOf(22, I10NM_UPI_CONTROL);
+    put(lookupWithZero(I10NM_UPI, (sLo >>> 16) & 0x3f, 0));
+  } else if (unit === 'M2M') {
+    out.push(`MscodDDRType=0x${((sLo >>> 24) & 3).toString(16)}`, `MscodMiscErrs=0x${(sLo >>> 26).toString(16)}`);
+    bitsOf(16, I10NM_M2M);
+  } else {
+    const entry = I10NM_IMC[sLo >>> 24];
+    if (entry !== undefined) {
+      const [mask, table] = entry;
+      const v = (sLo >>> 16) & 0xff & mask;
+      put(table[v] ?? (v === 0 ? undefined : `<0:${v.toString(16)}>`));
+    }
+    const mLo = lo32(misc);
+    const mHi = hi32(misc);
+    const transient = mHi >>> 31 === 1;
+    out.push(
+      `bank: 0x${field(mHi, mLo, 42, 43).toString(16)} bankgroup: 0x${(field(mHi, mLo, 40, 41) | (field(mHi, mLo, 44, 44) << 2)).toString(16)} row: 0x${field(mHi, mLo, 19, 39).toString(16)} column: 0x${(field(mHi, mLo, 9, 18) << 2).toString(16)}`,
+    );
+    if (!transient && ((hi32(status) >>> 29) & 1) === 0)
+      out.push(`failed device: 0x${field(mHi, mLo, 46, 51).toString(16)}`);
+    out.push(`rank: 0x${field(mHi, mLo, 56, 58).toString(16)} subrank: 0x${field(mHi, mLo, 52, 55).toString(16)}`);
+    out.push(`ecc mode: ${I10NM_ECC_MODES[field(mHi, mLo, 59, 62)] ?? 'unknown'}`);
+    if (transient) out.push('transient');
+  }
+  return { details: out, unit };
+}

@@ -6,7 +6,14 @@
  */
 import { bit, bits, hi32, lo32 } from './bits.ts';
 import type { CpuKind } from './cpu.ts';
-import { decodeDiamond, decodeSandyIvy, decodeServerUncore, knightsChannel, SERVER_UNCORE } from './intel-families.ts';
+import {
+  decodeDiamond,
+  decodeI10nm,
+  decodeSandyIvy,
+  decodeServerUncore,
+  knightsChannel,
+  SERVER_UNCORE,
+} from './intel-families.ts';
 import { decodeFsbIntel } from './intel-legacy.ts';
 import type { McaCode } from './mca-code.ts';
 
@@ -203,7 +210,13 @@ export function decodeIntelModel(
     case 'icelake-d':
     case 'snowridge': {
       const channel = memory && chan !== undefined && bank >= 13 && bank <= 24 ? bank - 13 : undefined;
-      return { details, fields, channel };
+      const unitLines = decodeI10nm(kind, bank, status, misc);
+      return {
+        details: unitLines.details.length > 0 ? unitLines.details : details,
+        fields,
+        unit: unitLines.unit,
+        channel,
+      };
     }
     case 'sapphirerapids':
     case 'emeraldrapids':
