@@ -1014,3 +1014,186 @@ export function decodeI10nm(
   }
   return { details: out, unit };
 }
+
+// --- Granite Rapids, Sierra Forest, Clearwater Forest ---
+
+const GNR_UPI: Table = {
+  0: 'UC Phy Initialization Failure (NumInit)',
+  1: 'UC Phy Detected Drift Buffer Alarm',
+  2: 'UC Phy Detected Latency Buffer Rollover',
+  16: 'UC LL Rx detected CRC error: unsuccessful LLR (entered Abort state)',
+  17: 'UC LL Rx Unsupported/Undefined packet',
+  18: 'UC LL or Phy Control Error',
+  19: 'UC LL Rx Parameter Exception',
+  20: 'UC LL TDX Failure',
+  21: 'UC LL SGX Failure',
+  22: 'UC LL Tx SDC Parity Error',
+  23: 'UC LL Rx SDC Parity Error',
+  24: 'UC LL FLE Failure',
+  31: 'UC LL Detected Control Error',
+  32: 'COR Phy Initialization Abort',
+  33: 'COR Phy Inband Reset',
+  34: 'COR Phy Lane failure, recovery in x8 width',
+  35: 'COR Phy L0c error corrected without Phy reset',
+  36: 'COR Phy L0c error triggering Phy reset',
+  37: 'COR Phy L0p exit error corrected with reset',
+  48: 'COR LL Rx detected CRC error: successful LLR without Phy Reinit',
+  49: 'COR LL Rx detected CRC error: successful LLR with Phy Reinit',
+};
+const GNR_PUNIT_LOW: Table = {
+  ...ranges([
+    [0x02, 0x03, 'Power Management Unit microcontroller double-bit ECC error'],
+    [0x08, 0x09, 'Power Management Unit microcontroller error'],
+  ]),
+  10: 'Power Management Unit microcontroller patch load error',
+  11: 'Power Management Unit microcontroller POReqValid error',
+  16: 'Power Management Unit microcontroller TeleSRAM double-bit ECC error',
+  32: 'Power Management Agent signaled error',
+  128: 'S3M signaled error',
+  160: 'Power Management Unit HPMSRAM double-bit ECC error detected',
+  176: 'Power Management Unit TPMISRAM double-bit ECC error detected',
+};
+const GNR_PUNIT_HIGH: Table = {
+  9: 'MCA_TSC_DOWNLOAD_TIMEOUT: TSC download timed out',
+  11: 'MCA_GPSB_TIMEOUT: GPSB does not respond within timeout value',
+  12: 'MCA_PMSB_TIMEOUT: PMSB does not respond within timeout value',
+  16: 'MCA_PMAX_CALIB_ERROR: PMAX calibration error',
+  26: 'MCA_DISP_RUN_BUSY_TIMEOUT: Dispatcher busy beyond timeout',
+  29: 'MCA_MORE_THAN_ONE_LT_AGENT: During Boot Mode Processing, >1 LT Agent detected',
+  35: 'MCA_PCU_SVID_ERROR: SVID error',
+  53: 'MCA_SVID_LOADLINE_INVALID: Invalid SVID VCCIN Loadline resistance value',
+  54: 'MCA_SVID_ICCMAX_INVALID: Invalid SVID ICCMAX value',
+  64: 'MCA_SVID_VIDMAX_INVALID: Invalid SVID VID_MAX value',
+  65: 'MCA_SVID_VDDRAMP_INVALID: Invalid ramp voltage for VDD_RAMP',
+  72: 'MCA_ITD_FUSE_INVALID: ITD fuse settings are not valid',
+  73: 'MCA_SVID_DC_LL_INVALID: ITD fuse settings are not valid',
+  74: 'MCA_FIVR_PD_HARDERR: PM event has issued some FIVR Fault',
+  76: 'MCA_HPM_DOUBLE_BIT_ERROR_DETECTED: Read from HPM SRAM resulted in Double bit error',
+  86: 'SVID_ACTIVE_VID_FUSE_ERROR: Invaid fuse values programmed for SVID Active vid',
+};
+const GNR_B2CMI: Table = {
+  1: 'Read ECC error',
+  2: 'Bucket1 error',
+  3: 'Tracker Parity error',
+  4: 'Security mismatch',
+  7: 'Read completion parity error',
+  8: 'Response parity error',
+  9: 'Timeout error',
+  10: 'Address parity error',
+  12: 'CMI credit over subscription error',
+  13: 'SAI mismatch error',
+};
+/** MCCHAN MSCOD: bits 31:24 pick the table, bits 23:16 (masked to the table's width) index it. */
+const GNR_MCCHAN: Readonly<Record<number, readonly [mask: number, table: Table]>> = {
+  0: [
+    0xff,
+    {
+      1: 'Address Parity Error (APPP)',
+      2: 'CMI Wr data parity Error on sCH0',
+      3: 'CMI Uncorr/Corr ECC error on sCH0',
+      4: 'CMI Wr BE parity Error on sCH0',
+      5: 'CMI Wr MAC parity Error on sCH0',
+      8: 'Corr Patrol Scrub Error',
+      16: 'UnCorr Patrol Scrub Error',
+      32: 'Corr Spare Error',
+      64: 'UnCorr Spare Error',
+      128: 'Transient or Correctable Error for Demand or Underfill Reads',
+      160: 'Uncorrectable Error for Demand or Underfill Reads',
+      176: 'Poison was read from memory when poison was disabled in memory controller',
+      192: 'Read 2LM MetaData Error',
+    },
+  ],
+  1: [
+    0x0f,
+    {
+      0: 'WDB Read Parity Error on sCH0',
+      2: 'WDB Read Uncorr/Corr ECC Error on sCH0',
+      4: 'WDB BE Read Parity Error on sCH0',
+      6: 'WDB Read Persistent Corr ECC Error on sCH0',
+      8: 'DDR Link Fail',
+      9: 'Illegal incoming opcode',
+    },
+  ],
+  2: [0x01, { 0: 'DDR CAParity or WrCRC Error' }],
+  4: [0x01, { 0: 'Scheduler address parity error' }],
+  8: [0x3f, { 50: 'MC Internal Errors', 51: 'MCTracker Address RF parity error' }],
+  32: [
+    0x07,
+    {
+      2: 'CMI Wr data parity Error on sCH1',
+      3: 'CMI Uncorr/Corr ECC error on sCH1',
+      4: 'CMI Wr BE parity Error on sCH1',
+      5: 'CMI Wr MAC parity Error on sCH1',
+    },
+  ],
+  33: [
+    0x07,
+    {
+      0: 'WDB Read Parity Error on sCH1',
+      2: 'WDB Read Uncorr/Corr ECC Error on sCH1',
+      4: 'WDB BE Read Parity Error on sCH1',
+      6: 'WDB Read Persistent Corr ECC Error on sCH1',
+    },
+  ],
+};
+const GNR_ECC_MODES: Table = {
+  1: 'SDDC 128b 1LM',
+  2: 'SDDC 125b 1LM',
+  3: 'SDDC 96b 1LM',
+  4: 'SDDC 96b 2LM',
+  5: 'ADDDC 80b 1LM',
+  6: 'ADDDC 80b 2LM',
+  7: 'ADDDC 64b 1LM',
+  8: '9x4 61b 1LM',
+  9: '9x4 32b 1LM',
+  10: '9x4 32b 2LM',
+};
+
+/** A value masked to its table's width: its name, `<0:value>` when unnamed and non-zero, nothing for an unnamed 0. */
+function masked(table: Table, mask: number, value: number): string | undefined {
+  const v = value & mask;
+  return table[v] ?? (v === 0 ? undefined : `<0:${v.toString(16)}>`);
+}
+
+/** Granite Rapids, Sierra and Clearwater Forest: UPI (5), Punit (6), B2CMI (12) and MCCHAN (13-24) banks. */
+export function decodeGranite(bank: number, status: bigint, misc: bigint): { details: string[]; unit?: string } {
+  const sLo = lo32(status);
+  const sHi = hi32(status);
+  const out: string[] = [];
+  const put = (t: string | undefined) => {
+    if (t !== undefined) out.push(t);
+  };
+  const mscod = sLo >>> 16;
+  if (bank === 5) {
+    put(masked(GNR_UPI, 0x3f, mscod));
+    return { details: out, unit: 'UPI' };
+  }
+  if (bank === 6) {
+    put(masked(GNR_PUNIT_LOW, 0xff, mscod & 0xff));
+    put(masked(GNR_PUNIT_HIGH, 0x7f, mscod >>> 8));
+    return { details: out, unit: 'Punit' };
+  }
+  if (bank === 12) {
+    put(masked(GNR_B2CMI, 0xf, mscod));
+    return { details: out, unit: 'B2CMI' };
+  }
+  if (bank < 13 || bank > 24) return { details: out };
+  const entry = GNR_MCCHAN[mscod >>> 8];
+  if (entry !== undefined) put(masked(entry[1], entry[0], mscod & 0xff));
+  // MCi_MISC holds the DRAM address when MISCV and OTHER_INFO[1] say so, except for MSCOD 0x800-0x82f.
+  if (((sHi >>> 27) & 1) === 1 && ((sHi >>> 1) & 1) === 1 && !(mscod >= 0x800 && mscod <= 0x82f)) {
+    const mLo = lo32(misc);
+    const mHi = hi32(misc);
+    const transient = mHi >>> 31 === 1;
+    out.push(
+      `bank: 0x${field(mHi, mLo, 37, 38).toString(16)} bankgroup: 0x${field(mHi, mLo, 39, 41).toString(16)} row: 0x${field(mHi, mLo, 19, 36).toString(16)} column: 0x${(field(mHi, mLo, 9, 18) << 2).toString(16)}`,
+    );
+    if (!transient) out.push(`failed device: 0x${field(mHi, mLo, 43, 48).toString(16)}`);
+    out.push(
+      `chipselect: 0x${field(mHi, mLo, 55, 57).toString(16)} subrank: 0x${field(mHi, mLo, 51, 54).toString(16)}`,
+    );
+    out.push(`ecc mode: ${GNR_ECC_MODES[field(mHi, mLo, 58, 61)] ?? 'Invalid/unknown ECC mode'}`);
+    if (transient) out.push('transient');
+  }
+  return { details: out, unit: 'MCCHAN' };
+}

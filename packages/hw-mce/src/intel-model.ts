@@ -8,6 +8,7 @@ import { bit, bits, hi32, lo32 } from './bits.ts';
 import type { CpuKind } from './cpu.ts';
 import {
   decodeDiamond,
+  decodeGranite,
   decodeI10nm,
   decodeSandyIvy,
   decodeServerUncore,
@@ -225,11 +226,12 @@ export function decodeIntelModel(
     case 'sierraforest':
     case 'clearwaterforest': {
       const channel = memory && chan !== undefined && bank >= 13 && bank <= 24 ? bank - 13 : undefined;
+      const unitLines = decodeGranite(bank, status, misc);
       return {
-        details,
+        details: unitLines.details.length > 0 ? unitLines.details : details,
         fields,
+        unit: unitLines.unit,
         channel,
-        unknown: 'the model-specific status bits of this family are not decoded',
       };
     }
     case 'core2':

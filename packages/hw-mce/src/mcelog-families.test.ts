@@ -1,7 +1,7 @@
 /**
  * The families mcelog decodes that its own test inputs do not cover — Intel P6, Core 2, Xeon 7400 (Dunnington),
- * Pentium 4, Xeon 7100 (Tulsa), Xeon 7500, the uncore banks of Haswell EP, Broadwell EP/DE and Skylake server, and
- * AMD K8 — judged by
+ * Pentium 4, Xeon 7100 (Tulsa), Xeon 7500, the uncore banks of Haswell EP, Broadwell EP/DE, Skylake server,
+ * Denverton, Ice Lake server/D, Snow Ridge and Granite Rapids, and AMD K8 — judged by
  * mcelog v208 built from its public repository:
  * src/fixtures/mcelog-fsb/ holds inputs that set each model-specific field of these families in turn, mcelog's
  * output for each (both gzip-compressed), and manifest.json with the exact command line, version and commit. Every model-specific line
@@ -61,9 +61,9 @@ describe(`model-specific decoding against ${manifest.tool} (mcelog --ascii)`, ()
           continue;
         }
         // mcelog's model-specific lines sit between its "MCA:" line and the STATUS line; a server bank's start at
-        // the unit it names (`PCU: `, `QPI: `, `UPI: `, `M2M: `, `MemCtrl: `), which must be evtrace's unit.
+        // the unit it names (`PCU: `, `UPI: `, `MemCtrl: `, `MCCHAN: `...), which must be evtrace's unit.
         let block = /^MCA: .*\n([\s\S]*?)^STATUS /m.exec(out)?.[1] ?? '';
-        const unit = /^(PCU|QPI|UPI|M2M|MemCtrl): /m.exec(block);
+        const unit = /^(PCU|Punit|QPI|UPI|M2M|B2CMI|MemCtrl|MCCHAN): /m.exec(block);
         if (unit) {
           block = block.slice(unit.index + unit[0].length);
           if (d.location.unit !== unit[1]) mismatches.push(`#${n}: mcelog unit ${unit[1]}, evtrace ${d.location.unit}`);
