@@ -39,6 +39,7 @@ function ranges(entries: readonly (readonly [number, number, string])[]): Table 
 
 /** PCU MSCOD bits 19:16. */
 const PCU_LOW: Table = {
+  0: 'No error',
   1: 'Non_IMem_Sel',
   2: 'I_Parity_Error',
   3: 'Bad_OpCode',
@@ -52,6 +53,7 @@ const PCU_LOW: Table = {
 
 /** PCU MSCOD bits 31:24 (Sandy Bridge). */
 const SNB_PCU_HIGH: Table = {
+  0: 'No Error',
   13: 'MC_IMC_FORCE_SR_S3_TIMEOUT',
   14: 'MC_MC_CPD_UNCPD_ST_TIMEOUT',
   15: 'MC_PKGS_SAFE_WP_TIMEOUT',
@@ -114,18 +116,19 @@ export function decodeSandyIvy(
   const sHi = hi32(status);
   const ivb = kind === 'ivybridge-ep';
   if (bank === 4) {
+    // One line per field, as mcelog prints them (value 0 is the SDM's "No error").
     const names = [
       lookup(PCU_LOW, (sLo >>> 16) & 0xf, 16),
       lookup(ivb ? IVB_PCU_HIGH : SNB_PCU_HIGH, sLo >>> 24, 24),
     ].filter((n) => n !== undefined);
-    return { details: names.length > 0 ? [`PCU: ${names.join(' ')}`] : [], fields: {}, unit: 'PCU' };
+    return { details: names, fields: {}, unit: 'PCU' };
   }
   if ((kind === 'sandybridge-ep' && (bank === 6 || bank === 7)) || (ivb && bank === 5))
     return { details: [], fields: {}, unit: 'QPI' };
   const imc = ivb ? bank >= 9 && bank <= 16 : bank >= 8 && bank <= 11;
   if (!imc) return { details: [], fields: {} };
   const flags = (ivb ? IVB_IMC_FLAGS : SNB_IMC_FLAGS).filter(([b]) => ((sLo >>> b) & 1) === 1).map(([, t]) => t);
-  const details = flags.length > 0 ? [`MemCtrl: ${flags.join(' ')}`] : [];
+  const details = flags;
   const memory = code.class === 'memory-controller';
   const channel = memory ? code.channel : undefined;
   const fields: Record<string, number | string | boolean> = {};

@@ -63,7 +63,7 @@ describe(`model-specific decoding against ${manifest.tool} (mcelog --ascii)`, ()
         // mcelog's model-specific lines sit between its "MCA:" line and the STATUS line; a server bank's start at
         // the unit it names (`PCU: `, `UPI: `, `MemCtrl: `, `MCCHAN: `...), which must be evtrace's unit.
         let block = /^MCA: .*\n([\s\S]*?)^STATUS /m.exec(out)?.[1] ?? '';
-        const unit = /^(PCU|Punit|QPI|UPI|M2M|B2CMI|MemCtrl|MCCHAN): /m.exec(block);
+        const unit = /^(PCU|Punit|QPI|UPI|M2M|B2CMI|MemCtrl|MCCHAN)(?:: |\n)/m.exec(block);
         if (unit) {
           block = block.slice(unit.index + unit[0].length);
           if (d.location.unit !== unit[1]) mismatches.push(`#${n}: mcelog unit ${unit[1]}, evtrace ${d.location.unit}`);
