@@ -4,7 +4,7 @@
  * channel and DIMM where the registers (or the bank number) carry them. Families without a table here still get the
  * architectural decoding; `unknown` says what was left out.
  */
-import { bit, bits, hi32, lo32 } from './bits.ts';
+import { bit, bits, field, hi32, lo32 } from './bits.ts';
 import type { CpuKind } from './cpu.ts';
 import {
   decodeDiamond,
@@ -38,6 +38,7 @@ const NHM_MEMORY_STATUS: readonly [number, string][] = [
   [17, 'Memory ECC error occurred during scrub'],
   [18, 'Memory write parity error'],
   [19, 'Memory error in half of redundant memory'],
+  [20, 'Memory reserved 20'],
   [21, 'Memory access out of range'],
   [22, 'Memory internal RTID invalid'],
   [23, 'Memory address parity error'],
@@ -49,11 +50,19 @@ const QPI_STATUS: readonly [number, string][] = [
   [17, 'QPI Data packet had bad parity'],
   [18, 'Number of QPI retries exceeded'],
   [19, 'Received QPI data packet that was poisoned by sender'],
+  [20, 'QPI reserved 20'],
+  [21, 'QPI reserved 21'],
   [22, 'QPI received unsupported message encoding'],
   [23, 'QPI credit type is not supported'],
   [24, 'Sender sent too many QPI flits to the receiver'],
   [25, 'QPI Sender sent a failed response to receiver'],
   [26, 'Clock jitter detected in internal QPI clocking'],
+];
+
+const QPI_MISC: readonly [number, string][] = [
+  [14, 'QPI misc reserved 14'],
+  [15, 'QPI misc reserved 15'],
+  [24, 'QPI Interleave/Head Indication Bit (IIB)'],
 ];
 
 /** Sapphire/Emerald Rapids iMC model-specific codes: status bits 31:24 select a table, 23:16 index it. */
@@ -136,12 +145,18 @@ export function decodeIntelModel(
   const chan = code.channel;
   switch (kind) {
     case 'nehalem': {
-      const details: string[] = [];
+      // Bus errors carry the P6-family bus fields too, and internal errors Xeon 7500's codes (mcelog reads both).
+      const details: string[] = decodeFsbIntel('xeon75xx', status, misc);
       const fields: Record<string, number | string | boolean> = {};
+      const hex = (v: number) => v.toString(16);
       if (memory) {
         for (const [b, text] of NHM_MEMORY_STATUS) if (sb(b)) details.push(text);
+        const low = field(sHi, sLo, 25, 37);
+        if (low !== 0) details.push(`Memory MISC reserved 25..37: ${hex(low)}`);
         const count = (sHi >>> 6) & 0x7fff;
         details.push(`Memory corrected error count (CORE_ERR_CNT): ${count}`);
+        const high = (sHi >>> 21) & 0xf;
+        if (high !== 0) details.push(`Memory MISC reserved 53..56: ${hex(high)}`);
         fields.coreErrCount = count;
         if (miscValid) {
           const mLo = lo32(misc);
@@ -160,6 +175,17 @@ export function decodeIntelModel(
         }
       } else if (code.class === 'bus') {
         for (const [b, text] of QPI_STATUS) if (sb(b)) details.push(text);
+        if (miscValid) {
+          const mLo = lo32(misc);
+          const opcode = mLo & 0xff;
+          const rtid = (mLo >>> 8) & 0x3f;
+          const reserved = (mLo >>> 19) & 0x1f;
+          if (opcode !== 0) details.push(`QPI class and opcode of packet with error: ${hex(opcode)}`);
+          if (rtid !== 0) details.push(`QPI Request Transaction ID: ${hex(rtid)}`);
+          details.push(`QPI Requestor/Home Node ID (RHNID): ${(mLo >>> 16) & 7}`);
+          if (reserved !== 0) details.push(`QPI miscreserved 19-23: ${hex(reserved)}`);
+          for (const [b, text] of QPI_MISC) if (((mLo >>> b) & 1) === 1) details.push(text);
+        }
       }
       return { details, fields, channel: chan };
     }

@@ -62,7 +62,8 @@ describe(`model-specific decoding against ${manifest.tool} (mcelog --ascii)`, ()
         }
         // mcelog's model-specific lines sit between its "MCA:" line and the STATUS line; a server bank's start at
         // the unit it names (`PCU: `, `UPI: `, `MemCtrl: `, `MCCHAN: `...), which must be evtrace's unit.
-        let block = /^MCA: .*\n([\s\S]*?)^STATUS /m.exec(out)?.[1] ?? '';
+        // A memory controller's MCA code continues on a `Transaction:` line (evtrace's `code`, not a detail).
+        let block = (/^MCA: .*\n([\s\S]*?)^STATUS /m.exec(out)?.[1] ?? '').replace(/^Transaction: .*\n/m, '');
         const unit = /^(PCU|Punit|QPI|UPI|M2M|B2CMI|MemCtrl|MCCHAN)(?:: |\n)/m.exec(block);
         if (unit) {
           block = block.slice(unit.index + unit[0].length);
