@@ -1200,3 +1200,64 @@ export function decodeGranite(bank: number, status: bigint, misc: bigint): { det
   }
   return { details: out, unit: 'MCCHAN' };
 }
+
+// --- Sapphire / Emerald Rapids PCU and UPI (the Ice Lake tables with their own changes) ---
+
+const SPR_PCU_HIGH: Table = { ...I10NM_PCU_HIGH, 192: 'MCA_DISPATCHER_RUN_BUSY_TIMEOUT' };
+/** PCU bits 19:16 when the MCA code is 0x40c (a microcode-detected condition). */
+const SPR_PCU_MCE: Table = {
+  1: 'MCE when CR4.MCE is clear',
+  2: 'MCE when MCIP bit is set',
+  3: 'MCE under WPS',
+  4: 'Unrecoverable error during security flow execution',
+  5: 'SW triple fault shutdown',
+  6: 'VMX exit consistency check failures',
+  7: 'RSM consistency check failures',
+  8: 'Invalid conditions on protected mode SMM entry',
+  9: 'Unrecoverable error during security flow execution',
+};
+const SPR_UPI: Table = (() => {
+  const t: Record<number, string> = { ...I10NM_UPI, 0: 'Phy Initialization Failure', 21: 'UC LL Rx SGX MAC Error' };
+  delete t[0x32];
+  return t;
+})();
+
+/** Sapphire / Emerald Rapids PCU (bank 4) and UPI (bank 5) lines; undefined for other banks. */
+export function decodeSapphireUncore(bank: number, status: bigint): string[] | undefined {
+  const sLo = lo32(status);
+  const out: string[] = [];
+  const put = (t: string | undefined) => {
+    if (t !== undefined) out.push(t);
+  };
+  if (bank === 4) {
+    const high = sLo >>> 24;
+    const mid = (sLo >>> 20) & 0xf;
+    const low = (sLo >>> 16) & 0xf;
+    if (high !== 0) put(lookup(SPR_PCU_HIGH, high, 0));
+    if (mid !== 0) put(lookup(I10NM_PCU_MID, mid, 0));
+    if (low !== 0) put((sLo & 0xffff) === 0x40c ? lookup(SPR_PCU_MCE, low, 0) : lookup(I10NM_PCU_LOW, low & 7, 0));
+    return out;
+  }
+  if (bank === 5) {
+    if (sLo >>> 22 !== 0) {
+      for (let i = 0; i < I10NM_UPI_CONTROL.length; i++)
+        if (((sLo >>> (22 + i)) & 1) === 1) out.push(I10NM_UPI_CONTROL[i]!);
+    }
+    put(lookupWithZero(SPR_UPI, (sLo >>> 16) & 0x3f, 0));
+    return out;
+  }
+  return undefined;
+}
+
+/** Sapphire / Emerald Rapids iMC MSCOD tables: Ice Lake's, with fewer codes in tables 1 and 2. */
+const SPR_IMC: Readonly<Record<number, readonly [mask: number, table: Table]>> = {
+  ...I10NM_IMC,
+  1: [0x0f, { 0: 'WDB read parity error', 8: 'DDR link failure' }],
+  2: [0x01, { 0: 'DDR5 command / address parity error' }],
+};
+
+/** The line of a Sapphire / Emerald Rapids iMC MSCOD: table `select` (bits 31:24), `value` (bits 23:16). */
+export function sapphireImcLine(select: number, value: number): string | undefined {
+  const entry = SPR_IMC[select];
+  return entry === undefined ? undefined : masked(entry[1], entry[0], value);
+}

@@ -11,9 +11,11 @@ import {
   decodeGranite,
   decodeI10nm,
   decodeSandyIvy,
+  decodeSapphireUncore,
   decodeServerUncore,
   knightsChannel,
   SERVER_UNCORE,
+  sapphireImcLine,
 } from './intel-families.ts';
 import { decodeFsbIntel } from './intel-legacy.ts';
 import type { McaCode } from './mca-code.ts';
@@ -64,35 +66,6 @@ const QPI_MISC: readonly [number, string][] = [
   [15, 'QPI misc reserved 15'],
   [24, 'QPI Interleave/Head Indication Bit (IIB)'],
 ];
-
-/** Sapphire/Emerald Rapids iMC model-specific codes: status bits 31:24 select a table, 23:16 index it. */
-const SPR_IMC: Readonly<Record<number, Readonly<Record<number, string>>>> = {
-  0: {
-    1: 'Address parity error',
-    2: 'Data parity error',
-    3: 'Data ECC error',
-    4: 'Data byte enable parity error',
-    7: 'Transaction ID parity error',
-    8: 'Corrected patrol scrub error',
-    16: 'Uncorrected patrol scrub error',
-    32: 'Corrected spare error',
-    64: 'Uncorrected spare error',
-    128: 'Corrected read error',
-    160: 'Uncorrected read error',
-    192: 'Uncorrected metadata',
-  },
-  1: { 0: 'WDB read parity error', 8: 'DDR link failure' },
-  2: { 0: 'DDR5 command / address parity error' },
-  4: { 0: 'RPQ parity (primary) error' },
-  16: {
-    8: 'CORR_PATSCRUB_MIRR2ND_ERR',
-    16: 'UC_PATSCRUB_MIRR2ND_ERR',
-    32: 'COR_SPARE_MIRR2ND_ERR',
-    64: 'UC_SPARE_MIRR2ND_ERR',
-    128: 'HA_RD_MIRR2ND_ERR',
-    160: 'HA_UNCORR_RD_MIRR2ND_ERR',
-  },
-};
 
 const SPR_M2M: Readonly<Record<number, string>> = {
   1: 'Read ECC error',
@@ -327,9 +300,10 @@ function sapphire(bank: number, status: bigint, misc: bigint, memory: boolean): 
     return { details, fields, unit: hbm ? 'HBM M2M' : 'M2M', ...at(channel ?? 0) };
   }
   if (!((bank >= 13 && bank <= 20) || hbm)) {
-    return { details, fields, ...(bank === 4 ? { unit: 'PCU' } : bank === 5 ? { unit: 'UPI' } : {}) };
+    const uncore = decodeSapphireUncore(bank, status);
+    return uncore === undefined ? { details, fields } : { details: uncore, fields, unit: bank === 4 ? 'PCU' : 'UPI' };
   }
-  const text = SPR_IMC[bits(status, 24, 31)]?.[bits(status, 16, 23)];
+  const text = sapphireImcLine(bits(status, 24, 31), bits(status, 16, 23));
   if (text) details.push(text);
   const column = bits(misc, 9, 18) << 2;
   const row = bits(misc, 19, 39);
@@ -343,9 +317,13 @@ function sapphire(bank: number, status: bigint, misc: bigint, memory: boolean): 
   details.push(
     `bank: 0x${dramBank.toString(16)} bankgroup: 0x${bankGroup.toString(16)} row: 0x${row.toString(16)} column: 0x${column.toString(16)}`,
   );
-  if (!transient && !bit(status, 61)) details.push(`failed device: 0x${failedDevice.toString(16)}`);
+  // An HBM channel names the failed device in two fields (bits 55:51, then 48:43).
+  if (!transient && !bit(status, 61)) {
+    details.push(`failed device: ${hbm ? `0x${bits(misc, 51, 55).toString(16)},` : ''}0x${failedDevice.toString(16)}`);
+  }
   details.push(`rank: 0x${rank.toString(16)} subrank: 0x${subrank.toString(16)}`);
   if (!hbm) details.push(`ecc mode: ${SPR_ECC_MODES[eccMode] ?? 'unknown'}`);
+  else if (eccMode === 1 || eccMode === 9) details.push(`HBM ${eccMode === 1 ? 64 : 32}B read`);
   if (transient) details.push('transient');
   Object.assign(fields, { dramBank, bankGroup, row, column, rank, subrank, eccMode, transient });
   if (!transient && !bit(status, 61)) fields.failedDevice = failedDevice;

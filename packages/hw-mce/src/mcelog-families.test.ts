@@ -64,10 +64,11 @@ describe(`model-specific decoding against ${manifest.tool} (mcelog --ascii)`, ()
         // the unit it names (`PCU: `, `UPI: `, `MemCtrl: `, `MCCHAN: `...), which must be evtrace's unit.
         // A memory controller's MCA code continues on a `Transaction:` line (evtrace's `code`, not a detail).
         let block = (/^MCA: .*\n([\s\S]*?)^STATUS /m.exec(out)?.[1] ?? '').replace(/^Transaction: .*\n/m, '');
-        const unit = /^(PCU|Punit|QPI|UPI|M2M|B2CMI|MemCtrl|MCCHAN)(?:: |\n)/m.exec(block);
+        const unit = /^(HBM: )?(PCU|Punit|QPI|UPI|M2M|B2CMI|MemCtrl|MCCHAN)(?:: |\n)/m.exec(block);
         if (unit) {
           block = block.slice(unit.index + unit[0].length);
-          if (d.location.unit !== unit[1]) mismatches.push(`#${n}: mcelog unit ${unit[1]}, evtrace ${d.location.unit}`);
+          const name = `${unit[1] ? 'HBM ' : ''}${unit[2]}`;
+          if (d.location.unit !== name) mismatches.push(`#${n}: mcelog unit ${name}, evtrace ${d.location.unit}`);
         }
         let rest = squash(block);
         // Longest first: a line may hold a shorter one ("LL or Phy Control Error", "Phy Control Error").
