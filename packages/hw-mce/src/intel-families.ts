@@ -695,15 +695,7 @@ export function decodeServerUncore(
   status: bigint,
 ): { details: string[]; unit?: string } {
   const sLo = lo32(status);
-  const flags = (names: readonly (string | undefined)[], from: number) => {
-    const out: string[] = [];
-    for (let i = 0; i < names.length; i++) {
-      const name = names[i];
-      if (name !== undefined && ((sLo >>> (from + i)) & 1) === 1) out.push(name);
-    }
-    return out;
-  };
-  const text = (t: string | undefined) => (t === undefined ? [] : [t]);
+  const flags = (names: readonly (string | undefined)[], from: number) => flagLines(names, from, sLo);
   if (bank === 4 && spec.pcu) {
     const mca = sLo & 0xffff & ~(1 << 12);
     const kind =
@@ -718,7 +710,7 @@ export function decodeServerUncore(
     const internal = (spec.pcuDe ? low & 3 : low) !== 0 ? ['PCU internal error'] : [];
     const ubox = spec.pcuDe && ((sLo >>> 20) & 4) !== 0 ? ['Ubox error'] : [];
     return {
-      details: [...kind, ...internal, ...ubox, ...text(lookupWithZero(spec.pcu, sLo >>> 24, 24))],
+      details: [...kind, ...internal, ...ubox, lookupWithZero(spec.pcu, sLo >>> 24, 24)],
       unit: 'PCU',
     };
   }
@@ -726,21 +718,31 @@ export function decodeServerUncore(
     const code = (sLo >>> 16) & 0x3f;
     const control = spec.skylake && code === 0x12 ? flags(SKX_UPI_CONTROL, 22) : [];
     const named = spec.skylake ? lookupWithZero(spec.link.table, code, 16) : lookup(spec.link.table, code, 16);
-    return { details: [...text(named), ...control], unit: spec.link.name };
+    return { details: named === undefined ? control : [named, ...control], unit: spec.link.name };
   }
   if (spec.skylake && (bank === 7 || bank === 8)) return { details: flags(SKX_M2M, 16), unit: 'M2M' };
   if (spec.imcBanks.includes(bank)) {
     const details =
       spec.skylake && ((sLo >>> 27) & 1) === 1
-        ? text(lookupWithZero(SKX_IMC_0X8XX, (sLo >>> 16) & 0xf, 16))
+        ? [lookupWithZero(SKX_IMC_0X8XX, (sLo >>> 16) & 0xf, 16)]
         : flags(spec.imcFlags, 16);
     return { details, unit: 'MemCtrl' };
   }
   return { details: [] };
 }
 
+/** The names of the set bits from bit `from` on (an undefined name: a bit without one). */
+function flagLines(names: readonly (string | undefined)[], from: number, sLo: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i];
+    if (name !== undefined && ((sLo >>> (from + i)) & 1) === 1) out.push(name);
+  }
+  return out;
+}
+
 /** Like {@link lookup}, for tables that name the value 0 too. */
-function lookupWithZero(table: Table, value: number, bit: number): string | undefined {
+function lookupWithZero(table: Table, value: number, bit: number): string {
   return table[value] ?? `<${bit}:${value.toString(16)}>`;
 }
 

@@ -143,6 +143,11 @@ const XEON7500_INTERNAL: Readonly<Record<number, string>> = {
 /** The model-specific lines of a record of these families (empty when the registers add nothing). */
 export function decodeFsbIntel(kind: CpuKind, status: bigint, misc: bigint): string[] {
   const lo = lo32(status);
+  const mcaCode = lo & 0xffff;
+  // Most records are none of these families' special cases: no closures, one empty list.
+  if (mcaCode >>> 11 !== 1 && kind !== 'dunnington' && kind !== 'tulsa' && !(kind === 'xeon75xx' && mcaCode === 1)) {
+    return [];
+  }
   const hi = hi32(status);
   const field = (at: number, width: number) =>
     at >= 32 ? (hi >>> (at - 32)) & ((1 << width) - 1) : (lo >>> at) & ((1 << width) - 1);
