@@ -3,7 +3,7 @@
  * Pentium 4, Xeon 7100 (Tulsa), Xeon 7500, the uncore banks of Haswell EP, Broadwell EP/DE, Skylake server,
  * Denverton, Ice Lake server/D, Snow Ridge and Granite Rapids, and AMD K8 — judged by
  * mcelog v208 built from its public repository:
- * src/fixtures/mcelog-fsb/ holds inputs that set each model-specific field of these families in turn, mcelog's
+ * sr./fixtures/mcelog-families/ holds inputs that set each model-specific field of these families in turn, mcelog's
  * output for each (both gzip-compressed), and manifest.json with the exact command line, version and commit. Every model-specific line
  * mcelog prints must be one of evtrace's details and every detail must be in mcelog's output; for K8 the
  * northbridge code's name, the ECC syndrome and the link number must agree.
@@ -15,7 +15,7 @@ import { cpuTypeByName } from './cpu.ts';
 import { decodeMce } from './decode.ts';
 import { readMceText } from './inputs/text.ts';
 
-const DIR = new URL('./fixtures/mcelog-fsb/', import.meta.url);
+const DIR = new URL('./fixtures/mcelog-families/', import.meta.url);
 const manifest = JSON.parse(readFileSync(new URL('manifest.json', DIR), 'utf8')) as {
   tool: string;
   cases: { name: string; records: number; command: string[]; input_gz: string; output_gz: string }[];
