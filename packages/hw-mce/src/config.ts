@@ -53,6 +53,14 @@ export interface TrackerConfig {
     readonly iomcaTrigger?: string;
     readonly unknownTrigger?: string;
   };
+  /** Per machine-check bank of a socket (evtrace's own section, in the [dimm] section's terms). */
+  readonly bank: {
+    readonly enabled: boolean;
+    readonly ceThreshold: Rate;
+    readonly ucThreshold: Rate;
+    readonly ceTrigger?: string;
+    readonly ucTrigger?: string;
+  };
   readonly cache: { readonly trigger?: string };
   readonly page: {
     readonly action: PageAction;
@@ -71,6 +79,7 @@ export interface TrackerConfig {
 export const DEFAULT_CONFIG: TrackerConfig = {
   dimm: { enabled: false, ceThreshold: parseRate('100 / 24h'), ucThreshold: parseRate('1 / 24h') },
   socket: { enabled: false, ceThreshold: parseRate('100 / 24h'), ucThreshold: parseRate('1 / 24h') },
+  bank: { enabled: false, ceThreshold: parseRate('100 / 24h'), ucThreshold: parseRate('1 / 24h') },
   cache: {},
   page: {
     action: 'off',
@@ -107,6 +116,8 @@ const IGNORED = new Set([
   'socket/mem-ce-error-log',
   'socket/mem-uc-error-log',
   'cache/cache-threshold-log',
+  'bank/ce-error-log',
+  'bank/uc-error-log',
   'page/memory-ce-log',
 ]);
 
@@ -180,6 +191,13 @@ export function parseMcelogConfig(text: string, file?: string): { config: Tracke
       busTrigger: str('socket/bus-uc-threshold-trigger'),
       iomcaTrigger: str('socket/iomca-threshold-trigger'),
       unknownTrigger: str('socket/unknown-threshold-trigger'),
+    }),
+    bank: opt({
+      enabled: yes('bank/bank-tracking-enabled'),
+      ceThreshold: rate('bank/ce-error-threshold', d.bank.ceThreshold),
+      ucThreshold: rate('bank/uc-error-threshold', d.bank.ucThreshold),
+      ceTrigger: str('bank/ce-error-trigger'),
+      ucTrigger: str('bank/uc-error-trigger'),
     }),
     cache: opt({ trigger: str('cache/cache-threshold-trigger') }),
     page: opt({

@@ -224,10 +224,143 @@ describe('AMD Scalable MCA (AMD PPR; kernel mce_amd.c, rasdaemon mce-amd-smca.c)
     expect(u.unknown.join('\n')).toMatch(/unknown SMCA bank type \(IPID HardwareID 0x123, McaType 0x9\)/);
   });
 
+  it('a UMC DRAM ECC error under a cache-hierarchy MCA code (0x011b) is a memory error with DIMM advice', () => {
+    // The registers a Milan host logs for a corrected DRAM ECC error (MCA code: generic read, generic level).
+    for (const [status, severity] of [
+      [VAL | EN | MISCV | ADDRV | (1n << 53n) | CECC | 0x11bn, 'corrected'],
+      [VAL | EN | ADDRV | DEFERRED | (1n << 53n) | 0x11bn, 'deferred'],
+    ] as const) {
+      const d = decodeMce(rec({ ...zen, bank: 16, status, ipid: ipid(0x96, 0, 0x00150f00), synd: 0x5d0006201fn }));
+      expect(d.class).toBe('memory-controller');
+      expect(d.severity).toBe(severity);
+      expect(d.summary).toMatch(
+        / memory error: DRAM ECC error \(Unified Memory Controller, channel 1, chip select 7, /,
+      );
+      expect(d.advice).toMatch(/replace the DIMM on the channel and chip select named above/i);
+      expect(d.details).toContain('MCA error code: Generic CACHE Generic-Level Read Error');
+    }
+  });
+
+  it('a UMC error found by the patrol scrubber (MCA code: memory scrubbing) is a memory error too', () => {
+    const d = decodeMce(
+      rec({ ...zen, bank: 17, status: VAL | EN | ADDRV | CECC | 0xcfn, ipid: ipid(0x96, 0, 0x00350f00), synd: 0x5n }),
+    );
+    expect([d.class, d.severity, d.location.channel, d.location.chipSelect]).toEqual([
+      'memory-controller',
+      'corrected',
+      3,
+      5,
+    ]);
+    expect(d.details).toContain('MCA error code: MEMORY CONTROLLER MS_CHANNELunspecified_ERR');
+    expect(d.advice).toMatch(/the DIMM on the channel and chip select named above/);
+  });
+
+  it("a UMC's own SRAM is the CPU's part, a link PCS bank the link's, an NBIO bank the device's", () => {
+    const sram = decodeMce(rec({ ...zen, bank: 16, status: VAL | EN | CECC | (6n << 16n), ipid: ipid(0x96, 0, 0) }));
+    expect([sram.class, sram.amd?.xecText]).toEqual(['internal', 'DCQ SRAM ECC error']);
+    expect(sram.advice).toMatch(/the CPU in this socket/);
+    const link = decodeMce(rec({ ...zen, bank: 20, status: VAL | EN | CECC | (5n << 16n), ipid: ipid(0x50, 0, 0) }));
+    expect([link.class, link.amd?.xecText]).toEqual(['bus', 'CRC Error']);
+    expect(link.summary).toMatch(
+      /^corrected bus\/interconnect error: CRC Error \(Ext Global Memory Interconnect PCS Unit, /,
+    );
+    const nbio = decodeMce(rec({ ...zen, bank: 21, status: VAL | EN | CECC | (1n << 16n), ipid: ipid(0x18, 0, 0) }));
+    expect([nbio.class, nbio.amd?.xecText]).toEqual(['io', 'PCIE error']);
+  });
+
+  it("Genoa's CS erratum and MI300's HBM controllers select their own code tables", () => {
+    const cs = (cpuid: number) =>
+      decodeMce(rec({ cpuvendor: 2, cpuid, bank: 22, status: VAL | EN | (9n << 16n), ipid: ipid(0x2e, 2, 0) })).amd;
+    expect(cs(cpuidOf(0x19, 0x01))?.xecText).toBe('Probe Filter Protocol Error');
+    expect(cs(cpuidOf(0x19, 0x11))?.xecText).toBe('SDP read response had an unexpected RETRY error');
+    expect(cs(cpuidOf(0x1a, 0x44))?.bankType).toBe('cs_v2_quirk');
+    const hbm = decodeMce(
+      rec({ cpuvendor: 2, cpuid: cpuidOf(0x19, 0x90), bank: 15, status: VAL | EN | CECC, ipid: ipid(0x96, 0, 0) }),
+    );
+    expect([hbm.amd?.bankType, hbm.amd?.xecText, hbm.class]).toEqual([
+      'umc_quirk',
+      'DRAM On Die ECC error',
+      'memory-controller',
+    ]);
+  });
+
   it('a Zen record without IPID says the bank type is unknown', () => {
     const d = decodeMce(rec({ ...zen, bank: 5, status: VAL | EN | 0x0150n }));
     expect(d.unknown.join('\n')).toMatch(/no MCA_IPID/);
     expect(d.code.mnemonic).toBe('ICACHEL0_IRD_ERR');
+  });
+});
+
+describe('AMD families 0Fh-16h northbridge (mcelog k8.c wording for K8, the kernel mce_amd.c for 10h-16h)', () => {
+  const k8 = { cpuvendor: 2, cpuid: cpuidOf(0xf, 0x41) };
+  const f10 = { cpuvendor: 2, cpuid: cpuidOf(0x10, 0x04) };
+  const CECC_K8 = 1n << 46n;
+  const UECC_K8 = 1n << 45n;
+
+  it('K8 DRAM ECC: Northbridge RAM ECC error with its 8-bit syndrome, channel, class memory and DIMM advice', () => {
+    // Syndrome 0x5a in bits 54:47, DRAM channel 1 in bit 41, a bus-error MCA code (0x0813: generic read of memory).
+    const d = decodeMce(
+      rec({
+        ...k8,
+        bank: 4,
+        status: VAL | EN | ADDRV | CECC_K8 | (0x5an << 47n) | (1n << 41n) | 0x0813n,
+        addr: 0x1f4a000n,
+      }),
+    );
+    expect(d.amd?.xecText).toBe('Northbridge RAM ECC error');
+    expect(d.details).toContain('ECC syndrome 0x5a');
+    expect(d.class).toBe('memory-controller');
+    expect(d.location.channel).toBe(1);
+    expect(d.summary).toMatch(
+      /^corrected memory error: Northbridge RAM ECC error \(Northbridge, channel 1, page 0x1f4a, /,
+    );
+    expect(d.advice).toMatch(/DIMM/);
+  });
+
+  it('K8 chipkill: the 16-bit syndrome joins bits 31:24 above bits 54:47', () => {
+    const d = decodeMce(
+      rec({
+        ...k8,
+        bank: 4,
+        status: VAL | EN | UECC_K8 | UC | (0x12n << 47n) | (0xabn << 24n) | (8n << 16n) | 0x0813n,
+      }),
+    );
+    expect(d.amd?.xecText).toBe('Northbridge RAM Chipkill ECC error');
+    expect(d.details).toContain('Chipkill ECC syndrome 0xab12');
+    expect(d.class).toBe('memory-controller');
+  });
+
+  it('link, GART, watchdog and L3 codes: class and part follow what failed', () => {
+    const nb = (cpu: { cpuvendor: number; cpuid: number }, xec: bigint, ec = 0x0800n) =>
+      decodeMce(rec({ ...cpu, bank: 4, status: VAL | EN | UC | (3n << 36n) | (xec << 16n) | ec }));
+    const crc = nb(k8, 1n);
+    expect([crc.amd?.xecText, crc.class]).toEqual(['Northbridge CRC error', 'bus']);
+    expect(crc.details).toContain('link number 3');
+    expect(crc.advice).toMatch(/link or device/);
+    expect([nb(f10, 5n).amd?.xecText, nb(f10, 5n).class]).toEqual([
+      'Invalid GART PTE entry during GART table walk',
+      'io',
+    ]);
+    expect([nb(f10, 7n).amd?.xecText, nb(f10, 7n).class]).toEqual([
+      'Watchdog timeout due to lack of progress',
+      'internal',
+    ]);
+    expect([nb(f10, 0x1cn).amd?.xecText, nb(f10, 0x1cn).class]).toEqual(['L3 data cache ECC error', 'cache']);
+    expect(nb(f10, 0xfn, 0x0010n).amd?.xecText).toBe('GART Table Walk data error');
+    expect(nb(f10, 0xfn, 0x0800n).amd?.xecText).toBe('DMA Exclusion Vector Table Walk error');
+    const f15 = { cpuvendor: 2, cpuid: cpuidOf(0x15, 0x02) };
+    expect(nb(f15, 0x19n).amd?.xecText).toBe('Compute Unit Data Error');
+    expect(nb(f10, 0x19n).unknown.join()).toMatch(/northbridge extended error code 0x19 has no meaning on family 10h/);
+  });
+
+  it('family 10h DRAM ECC: the kernel wording and a 16-bit syndrome; family 11h has no DRAM ECC', () => {
+    const status = VAL | EN | CECC_K8 | (0x34n << 47n) | (0x12n << 24n) | 0x0813n;
+    const d = decodeMce(rec({ ...f10, bank: 4, status }));
+    expect([d.amd?.xecText, d.class]).toEqual(['DRAM ECC error detected on the NB', 'memory-controller']);
+    expect(d.details).toContain('ECC syndrome 0x1234');
+    const f11 = decodeMce(rec({ cpuvendor: 2, cpuid: cpuidOf(0x11, 0x03), bank: 4, status }));
+    expect(f11.amd?.xecText).toBeUndefined();
+    expect(f11.unknown.join()).toMatch(/has no meaning on family 11h/);
   });
 });
 

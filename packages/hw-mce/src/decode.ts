@@ -3,7 +3,8 @@
  * model-specific fields of the CPU family, the kernel's severity grade, where the error is (socket, channel, DIMM,
  * page) and what an operator should do. Pure and allocation-light: it runs once per record of a live stream.
  */
-import { type AmdDecoding, decodeLegacyAmd, decodeSmca } from './amd.ts';
+import { type AmdDecoding, decodeSmca, fruText } from './amd.ts';
+import { decodeLegacyAmd } from './amd-legacy.ts';
 import {
   bits,
   type McgCapBits,
@@ -97,15 +98,33 @@ export function decodeMce(r: MceRecord, options: DecodeOptions = {}): DecodedMce
   if (thermal) {
     cls = 'thermal';
   } else if (amdCpu) {
-    amd = cpu.kind === 'zen' ? decodeSmca(r.bank, r.status, r.ipid, r.synd) : decodeLegacyAmd(r.bank, r.status);
+    amd =
+      cpu.kind === 'zen'
+        ? decodeSmca(r.bank, r.status, r.ipid, r.synd, cpu.family, cpu.model)
+        : decodeLegacyAmd(r.bank, r.status, cpu.family);
     if (amd.unknown) (unknown ??= []).push(amd.unknown);
-    if ((cls === 'generic' || cls === 'unknown') && amd.class) cls = amd.class;
-    if (amd.xecText) details = [`${amd.xecText} (extended error code ${amd.xec})`];
+    // What failed is the bank's (and its extended code's) to say: AMD's generic MCA codes name a transaction, and
+    // a memory controller reports DRAM errors under cache-hierarchy codes.
+    if (amd.class) cls = amd.class;
+    if (amd.xecText || amd.details || amd.class || r.synd1 !== undefined || r.synd2 !== undefined) {
+      const lines: string[] = [];
+      if (amd.xecText) lines.push(`${amd.xecText} (extended error code ${amd.xec})`);
+      if (amd.details) for (const l of amd.details) lines.push(l);
+      if (amd.class) lines.push(`MCA error code: ${code.description}`);
+      const fru = cpu.kind === 'zen' ? fruText(r.synd1, r.synd2) : undefined;
+      if (fru !== undefined) lines.push(`FRU text: ${fru}`);
+      if (lines.length > 0) details = lines;
+    }
   } else if (isIntelKind(cpu.kind)) {
     model = decodeIntelModel(cpu.kind, r.bank, r.status, r.misc, code, r.apicid);
     details = model.details;
     fields = model.fields;
-    if (model.unknown) (unknown ??= []).push(model.unknown);
+    // Say which CPU the missing decoder is for (a forced --cpu has no family of its own).
+    if (model.unknown) {
+      const which =
+        cpu.family === undefined ? cpu.name : `${cpu.name}, family ${cpu.family} model 0x${cpu.model?.toString(16)}`;
+      (unknown ??= []).push(`${model.unknown} (${which})`);
+    }
   }
   if (code.class === 'io' && status.miscValid) {
     // IOMCA: MCi_MISC names the PCIe root port that reported the error (Intel "Enhanced MCA Logging" for Xeon).
@@ -207,7 +226,7 @@ class Decoded implements DecodedMce {
     return (this.#summary ??= summarize(this));
   }
   get advice(): string {
-    return (this.#advice ??= advise(this.severity, this.class, this.thermal));
+    return (this.#advice ??= advise(this.severity, this.class, this.thermal, this.location));
   }
 }
 
@@ -282,17 +301,26 @@ function summarize(d: Omit<DecodedMce, 'summary' | 'advice'>): string {
   if (d.class === 'thermal') {
     return `CPU ${d.location.cpu} ${(d.record.status & 1n) === 1n ? 'heated above trip temperature: throttling' : 'back below trip temperature'}`;
   }
-  const what = d.amd?.xecText ?? (d.details.length > 0 && d.cpu.kind.startsWith('sapphire') ? d.details[0] : undefined);
-  const description = what ? `${d.code.description}: ${what}` : d.code.description;
+  const description = d.amd?.class
+    ? (d.amd.xecText ?? `${d.amd.unit} extended error code ${d.amd.xec}`)
+    : d.amd?.xecText
+      ? `${d.code.description}: ${d.amd.xecText}`
+      : d.details.length > 0 && d.cpu.kind.startsWith('sapphire')
+        ? `${d.code.description}: ${d.details[0]}`
+        : d.code.description;
   const by = d.correctedBy ? ` (corrected by ${d.correctedBy})` : '';
   return `${SEVERITY_TEXT[d.severity]} ${CLASS_TEXT[d.class]} error${by}: ${description} (${whereText(d.location)})`;
 }
 
-function advise(sev: Severity, cls: ErrorClass, thermal: boolean): string {
+function advise(sev: Severity, cls: ErrorClass, thermal: boolean, l: ErrorLocation): string {
   if (thermal) return 'Check the cooling (fans, heat sink, air flow) of this CPU; throttling costs performance.';
   const part =
     cls === 'memory-controller'
-      ? 'the DIMM named above'
+      ? l.dimm !== undefined
+        ? 'the DIMM named above'
+        : l.channel !== undefined
+          ? `the DIMM on the channel${l.chipSelect !== undefined ? ' and chip select' : ''} named above (EDAC or the board's DIMM map names its slot)`
+          : "the DIMM holding the failing address (EDAC or the board's DIMM map names its slot)"
       : cls === 'cache' || cls === 'tlb' || cls === 'internal'
         ? 'the CPU in this socket'
         : cls === 'bus' || cls === 'io'

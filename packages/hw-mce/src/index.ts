@@ -1,5 +1,6 @@
 export { applyPageAction, MEMORY_SYSFS, type TriggerResult, TriggerRunner } from './actions.ts';
-export { type AmdDecoding, decodeLegacyAmd, decodeSmca, type SmcaBank } from './amd.ts';
+export { type AmdDecoding, decodeSmca, fruText, SMCA_BANKS, SMCA_IPIDS, type SmcaBank } from './amd.ts';
+export { decodeLegacyAmd } from './amd-legacy.ts';
 export {
   bit,
   bits,
@@ -53,8 +54,10 @@ export {
   readEdacSysfs,
 } from './edac.ts';
 export { formatLocation, type InputNote, MceError, type MceErrorCode, type MceLocation, noteText } from './errors.ts';
+export { LineBatches, readGrowth } from './follow.ts';
 export { MC_EVENT_FORMAT, MCE_RECORD_FORMAT, MCE_THRESHOLD_FORMAT } from './formats.ts';
 export { edacFromTraceFields, mceFromTraceFields, readMceTrace, type TraceInputResult } from './inputs/ftrace.ts';
+export { readJournalExport, readJournalJson } from './inputs/journal.ts';
 export { type RasdaemonResult, readRasdaemonDb } from './inputs/rasdaemon.ts';
 export {
   encodeStructMce,

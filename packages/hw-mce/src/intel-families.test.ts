@@ -65,7 +65,7 @@ describe('Sandy Bridge EP and Ivy Bridge EP/EX', () => {
     expect(d.class).toBe('memory-controller');
     expect(d.location).toMatchObject({ unit: 'MemCtrl', channel: 1, dimm: 1 });
     expect(d.details).toEqual([
-      'MemCtrl: Corrected patrol scrub error',
+      'Corrected patrol scrub error',
       'Failing device: channel 1 rank 5 (DIMM 1)',
       'Second failing device: channel 1 rank 2 (DIMM 0)',
     ]);
@@ -77,7 +77,7 @@ describe('Sandy Bridge EP and Ivy Bridge EP/EX', () => {
     const uc = decodeMce({ ...scrub, status: scrub.status | UC | mscod(0x0010) });
     expect(uc.location.channel).toBe(1);
     expect(uc.location.dimm).toBeUndefined();
-    expect(uc.details).toEqual(['MemCtrl: Corrected patrol scrub error Uncorrected patrol scrub error']);
+    expect(uc.details).toEqual(['Corrected patrol scrub error', 'Uncorrected patrol scrub error']);
     const noValid = decodeMce({ ...scrub, misc: at(5, 46) });
     expect(noValid.location.dimm).toBeUndefined();
   });
@@ -92,7 +92,7 @@ describe('Sandy Bridge EP and Ivy Bridge EP/EX', () => {
     );
     expect(d.location).toMatchObject({ unit: 'MemCtrl', channel: 2, dimm: 1 });
     expect(d.details).toEqual([
-      'MemCtrl: Corrected memory read error',
+      'Corrected memory read error',
       'Failing device: channel 2 rank 7 (DIMM 1, or 2 on a channel with three DIMMs)',
     ]);
     // Bank 8 is not an iMC bank on Ivy Bridge EP.
@@ -103,11 +103,13 @@ describe('Sandy Bridge EP and Ivy Bridge EP/EX', () => {
     // MSCOD 19:16 = 3 (Bad_OpCode), 31:24 = 0x7b: an Ivy Bridge code, unknown on Sandy Bridge.
     const status = VAL | UC | EN | mscod(0x7b03) | 0x0402n;
     expect(decodeMce(rec(IVB_EP, { bank: 4, status })).details).toEqual([
-      'PCU: Bad_OpCode MC_PCIE_R2PCIE-RW_BLOCK_ACK_TIMEOUT',
+      'Bad_OpCode',
+      'MC_PCIE_R2PCIE-RW_BLOCK_ACK_TIMEOUT',
     ]);
-    expect(decodeMce(rec(SNB_EP, { bank: 4, status })).details).toEqual(['PCU: Bad_OpCode <24:7b>']);
+    expect(decodeMce(rec(SNB_EP, { bank: 4, status })).details).toEqual(['Bad_OpCode', '<24:7b>']);
     expect(decodeMce(rec(SNB_EP, { bank: 4, status: VAL | mscod(0x8100) | 0x0402n })).details).toEqual([
-      'PCU: MC_RECOVERABLE_DIE_THERMAL_TOO_HOT',
+      'No error',
+      'MC_RECOVERABLE_DIE_THERMAL_TOO_HOT',
     ]);
     expect(decodeMce(rec(SNB_EP, { bank: 6, status: VAL | 0x0e0fn })).location.unit).toBe('QPI');
     expect(decodeMce(rec(IVB_EP, { bank: 5, status: VAL | 0x0e0fn })).location.unit).toBe('QPI');

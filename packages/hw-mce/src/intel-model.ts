@@ -4,9 +4,20 @@
  * channel and DIMM where the registers (or the bank number) carry them. Families without a table here still get the
  * architectural decoding; `unknown` says what was left out.
  */
-import { bit, bits, hi32, lo32 } from './bits.ts';
+import { bit, bits, field, hi32, lo32 } from './bits.ts';
 import type { CpuKind } from './cpu.ts';
-import { decodeDiamond, decodeSandyIvy, knightsChannel } from './intel-families.ts';
+import {
+  decodeDiamond,
+  decodeGranite,
+  decodeI10nm,
+  decodeSandyIvy,
+  decodeSapphireUncore,
+  decodeServerUncore,
+  knightsChannel,
+  SERVER_UNCORE,
+  sapphireImcLine,
+} from './intel-families.ts';
+import { decodeFsbIntel } from './intel-legacy.ts';
 import type { McaCode } from './mca-code.ts';
 
 /** What the model-specific registers add. */
@@ -29,6 +40,7 @@ const NHM_MEMORY_STATUS: readonly [number, string][] = [
   [17, 'Memory ECC error occurred during scrub'],
   [18, 'Memory write parity error'],
   [19, 'Memory error in half of redundant memory'],
+  [20, 'Memory reserved 20'],
   [21, 'Memory access out of range'],
   [22, 'Memory internal RTID invalid'],
   [23, 'Memory address parity error'],
@@ -40,6 +52,8 @@ const QPI_STATUS: readonly [number, string][] = [
   [17, 'QPI Data packet had bad parity'],
   [18, 'Number of QPI retries exceeded'],
   [19, 'Received QPI data packet that was poisoned by sender'],
+  [20, 'QPI reserved 20'],
+  [21, 'QPI reserved 21'],
   [22, 'QPI received unsupported message encoding'],
   [23, 'QPI credit type is not supported'],
   [24, 'Sender sent too many QPI flits to the receiver'],
@@ -47,34 +61,11 @@ const QPI_STATUS: readonly [number, string][] = [
   [26, 'Clock jitter detected in internal QPI clocking'],
 ];
 
-/** Sapphire/Emerald Rapids iMC model-specific codes: status bits 31:24 select a table, 23:16 index it. */
-const SPR_IMC: Readonly<Record<number, Readonly<Record<number, string>>>> = {
-  0: {
-    1: 'Address parity error',
-    2: 'Data parity error',
-    3: 'Data ECC error',
-    4: 'Data byte enable parity error',
-    7: 'Transaction ID parity error',
-    8: 'Corrected patrol scrub error',
-    16: 'Uncorrected patrol scrub error',
-    32: 'Corrected spare error',
-    64: 'Uncorrected spare error',
-    128: 'Corrected read error',
-    160: 'Uncorrected read error',
-    192: 'Uncorrected metadata',
-  },
-  1: { 0: 'WDB read parity error', 8: 'DDR link failure' },
-  2: { 0: 'DDR5 command / address parity error' },
-  4: { 0: 'RPQ parity (primary) error' },
-  16: {
-    8: 'CORR_PATSCRUB_MIRR2ND_ERR',
-    16: 'UC_PATSCRUB_MIRR2ND_ERR',
-    32: 'COR_SPARE_MIRR2ND_ERR',
-    64: 'UC_SPARE_MIRR2ND_ERR',
-    128: 'HA_RD_MIRR2ND_ERR',
-    160: 'HA_UNCORR_RD_MIRR2ND_ERR',
-  },
-};
+const QPI_MISC: readonly [number, string][] = [
+  [14, 'QPI misc reserved 14'],
+  [15, 'QPI misc reserved 15'],
+  [24, 'QPI Interleave/Head Indication Bit (IIB)'],
+];
 
 const SPR_M2M: Readonly<Record<number, string>> = {
   1: 'Read ECC error',
@@ -127,12 +118,18 @@ export function decodeIntelModel(
   const chan = code.channel;
   switch (kind) {
     case 'nehalem': {
-      const details: string[] = [];
+      // Bus errors carry the P6-family bus fields too, and internal errors Xeon 7500's codes (mcelog reads both).
+      const details: string[] = decodeFsbIntel('xeon75xx', status, misc);
       const fields: Record<string, number | string | boolean> = {};
+      const hex = (v: number) => v.toString(16);
       if (memory) {
         for (const [b, text] of NHM_MEMORY_STATUS) if (sb(b)) details.push(text);
+        const low = field(sHi, sLo, 25, 37);
+        if (low !== 0) details.push(`Memory MISC reserved 25..37: ${hex(low)}`);
         const count = (sHi >>> 6) & 0x7fff;
         details.push(`Memory corrected error count (CORE_ERR_CNT): ${count}`);
+        const high = (sHi >>> 21) & 0xf;
+        if (high !== 0) details.push(`Memory MISC reserved 53..56: ${hex(high)}`);
         fields.coreErrCount = count;
         if (miscValid) {
           const mLo = lo32(misc);
@@ -151,6 +148,17 @@ export function decodeIntelModel(
         }
       } else if (code.class === 'bus') {
         for (const [b, text] of QPI_STATUS) if (sb(b)) details.push(text);
+        if (miscValid) {
+          const mLo = lo32(misc);
+          const opcode = mLo & 0xff;
+          const rtid = (mLo >>> 8) & 0x3f;
+          const reserved = (mLo >>> 19) & 0x1f;
+          if (opcode !== 0) details.push(`QPI class and opcode of packet with error: ${hex(opcode)}`);
+          if (rtid !== 0) details.push(`QPI Request Transaction ID: ${hex(rtid)}`);
+          details.push(`QPI Requestor/Home Node ID (RHNID): ${(mLo >>> 16) & 7}`);
+          if (reserved !== 0) details.push(`QPI miscreserved 19-23: ${hex(reserved)}`);
+          for (const [b, text] of QPI_MISC) if (((mLo >>> b) & 1) === 1) details.push(text);
+        }
       }
       return { details, fields, channel: chan };
     }
@@ -167,21 +175,33 @@ export function decodeIntelModel(
     case 'broadwell-ep': {
       const correctedBy = kind === 'broadwell-ep' ? mirror(bank, status, misc, 41, 42) : undefined;
       const channel = memory && chan !== undefined ? haswellChannel(bank, chan) : undefined;
+      const unitLines = decodeServerUncore(SERVER_UNCORE[kind], bank, status);
       return {
-        details,
+        details: unitLines.details.length > 0 ? unitLines.details : details,
         fields,
+        unit: unitLines.unit,
         channel,
         correctedBy,
       };
     }
+    case 'denverton':
+    case 'broadwell-de': {
+      const unitLines = decodeServerUncore(SERVER_UNCORE[kind], bank, status);
+      return {
+        details: unitLines.details.length > 0 ? unitLines.details : details,
+        fields,
+        unit: unitLines.unit,
+        channel: chan,
+      };
+    }
     case 'skylake-server': {
       const correctedBy = mirror(bank, status, misc, 63, 62);
-      const unit = bank === 7 || bank === 8 ? 'M2M' : bank >= 13 && bank <= 18 ? 'MemCtrl' : undefined;
+      const unitLines = decodeServerUncore(SERVER_UNCORE[kind], bank, status);
       const channel = memory && chan !== undefined ? skylakeChannel(bank, chan) : undefined;
       return {
-        details,
+        details: unitLines.details.length > 0 ? unitLines.details : details,
         fields,
-        unit,
+        unit: unitLines.unit,
         channel,
         correctedBy,
       };
@@ -190,7 +210,13 @@ export function decodeIntelModel(
     case 'icelake-d':
     case 'snowridge': {
       const channel = memory && chan !== undefined && bank >= 13 && bank <= 24 ? bank - 13 : undefined;
-      return { details, fields, channel };
+      const unitLines = decodeI10nm(kind, bank, status, misc);
+      return {
+        details: unitLines.details.length > 0 ? unitLines.details : details,
+        fields,
+        unit: unitLines.unit,
+        channel,
+      };
     }
     case 'sapphirerapids':
     case 'emeraldrapids':
@@ -199,11 +225,12 @@ export function decodeIntelModel(
     case 'sierraforest':
     case 'clearwaterforest': {
       const channel = memory && chan !== undefined && bank >= 13 && bank <= 24 ? bank - 13 : undefined;
+      const unitLines = decodeGranite(bank, status, misc);
       return {
-        details,
+        details: unitLines.details.length > 0 ? unitLines.details : details,
         fields,
+        unit: unitLines.unit,
         channel,
-        unknown: 'the model-specific status bits of this family are not decoded',
       };
     }
     case 'core2':
@@ -211,7 +238,10 @@ export function decodeIntelModel(
     case 'xeon75xx':
     case 'p4':
     case 'tulsa':
-    case 'p6old':
+    case 'p6old': {
+      const lines = decodeFsbIntel(kind, status, misc);
+      return { details: lines.length > 0 ? lines : details, fields, channel: chan };
+    }
     case 'intel':
       return { details, fields, channel: chan };
     default:
@@ -270,9 +300,10 @@ function sapphire(bank: number, status: bigint, misc: bigint, memory: boolean): 
     return { details, fields, unit: hbm ? 'HBM M2M' : 'M2M', ...at(channel ?? 0) };
   }
   if (!((bank >= 13 && bank <= 20) || hbm)) {
-    return { details, fields, ...(bank === 4 ? { unit: 'PCU' } : bank === 5 ? { unit: 'UPI' } : {}) };
+    const uncore = decodeSapphireUncore(bank, status);
+    return uncore === undefined ? { details, fields } : { details: uncore, fields, unit: bank === 4 ? 'PCU' : 'UPI' };
   }
-  const text = SPR_IMC[bits(status, 24, 31)]?.[bits(status, 16, 23)];
+  const text = sapphireImcLine(bits(status, 24, 31), bits(status, 16, 23));
   if (text) details.push(text);
   const column = bits(misc, 9, 18) << 2;
   const row = bits(misc, 19, 39);
@@ -286,9 +317,13 @@ function sapphire(bank: number, status: bigint, misc: bigint, memory: boolean): 
   details.push(
     `bank: 0x${dramBank.toString(16)} bankgroup: 0x${bankGroup.toString(16)} row: 0x${row.toString(16)} column: 0x${column.toString(16)}`,
   );
-  if (!transient && !bit(status, 61)) details.push(`failed device: 0x${failedDevice.toString(16)}`);
+  // An HBM channel names the failed device in two fields (bits 55:51, then 48:43).
+  if (!transient && !bit(status, 61)) {
+    details.push(`failed device: ${hbm ? `0x${bits(misc, 51, 55).toString(16)},` : ''}0x${failedDevice.toString(16)}`);
+  }
   details.push(`rank: 0x${rank.toString(16)} subrank: 0x${subrank.toString(16)}`);
   if (!hbm) details.push(`ecc mode: ${SPR_ECC_MODES[eccMode] ?? 'unknown'}`);
+  else if (eccMode === 1 || eccMode === 9) details.push(`HBM ${eccMode === 1 ? 64 : 32}B read`);
   if (transient) details.push('transient');
   Object.assign(fields, { dramBank, bankGroup, row, column, rank, subrank, eccMode, transient });
   if (!transient && !bit(status, 61)) fields.failedDevice = failedDevice;

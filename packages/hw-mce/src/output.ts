@@ -37,6 +37,8 @@ export interface MceJson {
   cpu_type: string;
   ipid: string | null;
   synd: string | null;
+  synd1: string | null;
+  synd2: string | null;
   ppin: string | null;
   time: number | null;
   unknown: string[];
@@ -81,6 +83,8 @@ export function toJson(d: DecodedMce): MceJson {
     cpu_type: d.cpu.kind,
     ipid: r.ipid === 0n ? null : hex(r.ipid),
     synd: r.synd === 0n ? null : hex(r.synd),
+    synd1: r.synd1 === undefined ? null : hex(r.synd1),
+    synd2: r.synd2 === undefined ? null : hex(r.synd2),
     ppin: r.ppin === 0n ? null : hex(r.ppin),
     time: r.time === 0n ? null : Number(r.time),
     unknown: [...d.unknown],
@@ -134,6 +138,8 @@ export function toText(d: DecodedMce): string {
   if (r.mcgcap !== 0n) regs.push(`MCGCAP ${hex(r.mcgcap)}`);
   if (r.ipid !== 0n) regs.push(`IPID ${hex(r.ipid)}`);
   if (r.synd !== 0n) regs.push(`SYND ${hex(r.synd)}`);
+  if (r.synd1 !== undefined) regs.push(`SYND1 ${hex(r.synd1)}`);
+  if (r.synd2 !== undefined) regs.push(`SYND2 ${hex(r.synd2)}`);
   if (r.ip !== 0n) regs.push(`RIP ${hex(r.cs)}:${hex(r.ip)}${d.mcg.eipv ? '' : ' (inexact)'}`);
   if (r.ppin !== 0n) regs.push(`PPIN ${hex(r.ppin)}`);
   lines.push(`  regs:    ${regs.join(' ')}`);

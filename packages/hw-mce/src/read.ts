@@ -8,6 +8,7 @@ import { inputFileKind, inputLabel, readInput } from '@evtrace/trace-format';
 import { type EdacControllerCounters, type EdacEvent, readEdacSysfs } from './edac.ts';
 import { type InputNote, MceError, type MceLocation } from './errors.ts';
 import { readMceTrace } from './inputs/ftrace.ts';
+import { readJournalExport, readJournalJson } from './inputs/journal.ts';
 import { readRasdaemonDb } from './inputs/rasdaemon.ts';
 import { readStructMce } from './inputs/struct-mce.ts';
 import { readMceText } from './inputs/text.ts';
@@ -16,7 +17,13 @@ import { MCELOG_DEVICE, readMcelogDevice } from './mcelog-device.ts';
 import type { InputKind, MceRecord } from './record.ts';
 
 /** Kinds a byte buffer can hold (directories and databases are opened by path, see {@link readMceFile}). */
-export type BufferKind = 'mcelog-ascii' | 'kernel-log' | 'trace-text' | 'struct-mce';
+export type BufferKind =
+  | 'mcelog-ascii'
+  | 'kernel-log'
+  | 'journal-json'
+  | 'journal-export'
+  | 'trace-text'
+  | 'struct-mce';
 
 export interface ReadResult {
   readonly kind: InputKind;
@@ -35,11 +42,19 @@ export interface ReadOptions {
   readonly recordLength?: number;
 }
 
+/** The first field of a `journalctl -o export` entry. */
+const JOURNAL_EXPORT = /^(?:__CURSOR|__REALTIME_TIMESTAMP|__MONOTONIC_TIMESTAMP|_BOOT_ID|MESSAGE|PRIORITY)=/;
+/** journalctl prints an entry's fields in no fixed order: a first object of upper-case keys with a MESSAGE or cursor. */
+const JOURNAL_JSON = /^\s*\{"[A-Z_][A-Z0-9_]*":[^\n]*"(?:MESSAGE|__CURSOR)":/;
+
 /** Guesses the kind of a buffer: binary (NUL bytes in the first KiB) is struct mce; text by its markers. */
 export function detectBufferKind(bytes: Uint8Array): BufferKind {
   const head = bytes.subarray(0, 4096);
+  // journalctl -o export may hold binary fields (NUL bytes): its field names come first.
+  if (JOURNAL_EXPORT.test(Buffer.from(head.subarray(0, 64)).toString('latin1'))) return 'journal-export';
   if (head.includes(0)) return 'struct-mce';
   const text = Buffer.from(head).toString('latin1');
+  if (JOURNAL_JSON.test(text)) return 'journal-json';
   if (/mce_record:|^\s*CPU: \d+, MCGc\/s:/m.test(text)) return 'trace-text';
   if (/\[Hardware Error\]|\bmce: |Machine Check(?: Exception)?: /.test(text)) return 'kernel-log';
   return 'mcelog-ascii';
@@ -57,6 +72,10 @@ export function readMceBuffer(bytes: Uint8Array, options: ReadOptions = {}): Rea
       });
       return { kind, records: r.records, notes: r.notes };
     }
+    case 'journal-json':
+      return { kind, ...readJournalJson(Buffer.from(bytes).toString('utf8'), { ...(file ? { file } : {}) }) };
+    case 'journal-export':
+      return { kind, ...readJournalExport(bytes, { ...(file ? { file } : {}) }) };
     case 'trace-text':
       return { kind, ...readTraceText(Buffer.from(bytes).toString('utf8'), { ...(file ? { file } : {}) }) };
     case 'mcelog-ascii':

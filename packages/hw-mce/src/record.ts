@@ -20,6 +20,8 @@ export const X86_VENDOR = {
 export type InputKind =
   | 'mcelog-ascii'
   | 'kernel-log'
+  | 'journal-json'
+  | 'journal-export'
   | 'trace-text'
   | 'struct-mce'
   | 'trace'
@@ -65,6 +67,9 @@ export interface MceRecord {
   /** AMD SMCA MCA_SYND and MCA_IPID (0 elsewhere). */
   synd: bigint;
   ipid: bigint;
+  /** AMD MCA_SYND1 and MCA_SYND2 (the kernel's vendor data on newer SMCA parts: FRU text), when the input has them. */
+  synd1?: bigint;
+  synd2?: bigint;
   /** Protected Processor Inventory Number (0 when unknown). */
   ppin: bigint;
   microcode: number;

@@ -200,3 +200,58 @@ describe('trigger actions', () => {
     );
   });
 });
+
+describe('per-bank thresholds ([bank] section, in the [dimm] section terms)', () => {
+  const CONFIG = `[bank]
+bank-tracking-enabled = yes
+ce-error-threshold = 3 / 1h
+ce-error-trigger = bank-ce.sh
+uc-error-threshold = 1 / 24h
+`;
+  /** A corrected (or uncorrected) error of an AMD Zen bank: UMC (IPID 0x96/0) or L2 (0xB0/2). */
+  const zen = (bank: number, time: number, ipid: bigint, uc = false) =>
+    decodeMce(
+      Object.assign(emptyRecord({ kind: 'mcelog-ascii' }), {
+        cpuvendor: 2,
+        cpuid: cpuidOf(0x19, 0x01),
+        socketid: 1,
+        bank,
+        time: BigInt(time),
+        ipid,
+        status: (1n << 63n) | (1n << 60n) | (uc ? (1n << 61n) | (1n << 57n) : 1n << 46n) | 0x11bn,
+      }),
+    );
+  const UMC = 0x9600150f00n;
+  const L2 = 0x200b000000000n;
+
+  it('counts each bank of a socket in its own leaky bucket and runs its trigger with BANK and UNIT', () => {
+    const { config, notes } = parseMcelogConfig(CONFIG, 'bank.conf');
+    expect(notes).toEqual([]);
+    const tracker = new Tracker(config);
+    const t0 = 1_763_790_000;
+    const events: TrackerEvent[] = [];
+    for (let i = 0; i < 7; i++) events.push(...tracker.observe(zen(16, t0 + i, UMC)));
+    for (let i = 0; i < 2; i++) events.push(...tracker.observe(zen(3, t0 + i, L2)));
+    const bank = events.filter((e) => e.kind === 'bank-ce');
+    expect(bank.map((e) => e.env.TOTALCOUNT)).toEqual(['3', '6']);
+    expect(bank[0]!.trigger).toBe('bank-ce.sh');
+    expect(bank[0]!.env).toMatchObject({
+      BANK: '16',
+      UNIT: 'Unified Memory Controller',
+      SOCKETID: '1',
+      LOCATION: 'SOCKET:1 BANK:16 [Unified Memory Controller]',
+      THRESHOLD: '3 in 1h',
+    });
+    // An hour later the bucket has drained: two more errors do not cross it.
+    expect(tracker.observe(zen(16, t0 + 3600 + 10, UMC)).filter((e) => e.kind === 'bank-ce')).toEqual([]);
+    const uc = tracker.observe(zen(3, t0 + 20, L2, true)).filter((e) => e.kind === 'bank-uc');
+    expect(uc.map((e) => [e.message, e.env.UNIT])).toEqual([
+      ['Uncorrected bank error count exceeded threshold', 'L2 Cache'],
+    ]);
+  });
+
+  it('is off by default, and a bad rate names its line', () => {
+    expect(parseMcelogConfig('').config.bank.enabled).toBe(false);
+    expect(() => parseMcelogConfig('[bank]\nce-error-threshold = ten', 'x.conf')).toThrow(MceError);
+  });
+});

@@ -55,6 +55,8 @@ export type TrackerEventKind =
   | 'dimm-uc'
   | 'socket-ce'
   | 'socket-uc'
+  | 'bank-ce'
+  | 'bank-uc'
   | 'page'
   | 'page-counter-replacement'
   | 'cache'
@@ -110,6 +112,7 @@ export class Tracker {
     Counted & { socket: number; channel: number | undefined; dimm: number | undefined }
   >();
   readonly #sockets = new Map<number, Counted>();
+  readonly #banks = new Map<string, Counted>();
   readonly #pages = new Map<bigint, PageCounter>();
   #replacements: { count: number; bucket: LeakyBucket } | undefined;
   #useClock = 0;
@@ -129,6 +132,7 @@ export class Tracker {
     const socket = d.location.socket ?? 0;
     const cpu = d.location.cpu;
     if (d.class === 'memory-controller') this.#memory(d, t, socket, out);
+    if (c.bank.enabled && d.class !== 'thermal') this.#bank(d, t, socket, out);
     const track = d.status.threshold;
     if (track === 'yellow' && (d.class === 'cache' || d.class === 'tlb')) {
       const level = d.code.level;
@@ -163,7 +167,7 @@ export class Tracker {
         }),
       );
     }
-    if (d.class === 'io' && d.status.miscValid) {
+    if (d.code.class === 'io' && d.status.miscValid) {
       const port = String(d.fields.rootPort ?? '');
       const [seg = '', bus = '', devfn = ''] = port.split(':');
       const [dev = '', fn = ''] = devfn.split('.');
@@ -256,19 +260,30 @@ export class Tracker {
     if (c.page.action !== 'off' && d.status.addrValid && !uc) this.#page(d, t, socket, out);
   }
 
+  /** Errors per bank of a socket: a bank shared by the socket's cores (UMC, L3) or the same unit on every core. */
+  #bank(d: DecodedMce, t: number, socket: number, out: TrackerEvent[]): void {
+    const c = this.config.bank;
+    const bank = d.location.bank;
+    const key = `${socket}/${bank}`;
+    let m = this.#banks.get(key);
+    if (m === undefined) this.#banks.set(key, (m = counted(c.ceThreshold, c.ucThreshold, t)));
+    const where = `SOCKET:${socket} BANK:${bank} [${d.location.unit ?? ''}]`;
+    this.#account(m, d, t, d.status.uncorrected, 'bank', c.ceTrigger, c.ucTrigger, where, { socket, bank }, out);
+  }
+
   #account(
     m: Counted,
     d: DecodedMce,
     t: number,
     uc: boolean,
-    type: 'dimm' | 'socket',
+    type: 'dimm' | 'socket' | 'bank',
     ceTrigger: string | undefined,
     ucTrigger: string | undefined,
     where: string,
-    at: { socket: number; channel?: number | undefined; dimm?: number | undefined },
+    at: Place,
     out: TrackerEvent[],
   ): void {
-    const message = `${uc ? 'Uncorrected' : 'Corrected'} ${type} memory error count exceeded threshold`;
+    const message = `${uc ? 'Uncorrected' : 'Corrected'} ${type}${type === 'bank' ? '' : ' memory'} error count exceeded threshold`;
     if (uc) {
       m.uc++;
       if (m.ucBucket.account(1, t))
@@ -378,6 +393,14 @@ export class Tracker {
   }
 }
 
+/** Where a count is kept: a socket, a DIMM of it, or a bank of it. */
+interface Place {
+  readonly socket: number;
+  readonly channel?: number | undefined;
+  readonly dimm?: number | undefined;
+  readonly bank?: number | undefined;
+}
+
 function counted(ce: Rate, uc: Rate, t: number): Counted {
   return { ce: 0, uc: 0, ceBucket: new LeakyBucket(ce, t), ucBucket: new LeakyBucket(uc, t) };
 }
@@ -405,7 +428,7 @@ function memoryEvent(
   counts: { ce: number; uc: number },
   bucket: LeakyBucket,
   where: string,
-  at: { socket: number; channel?: number | undefined; dimm?: number | undefined },
+  at: Place,
   t: number,
 ): TrackerEvent {
   const thresh = bucket.text();
@@ -416,6 +439,7 @@ function memoryEvent(
   };
   if (at.dimm !== undefined) env.DIMM = String(at.dimm);
   if (at.channel !== undefined) env.CHANNEL = String(at.channel);
+  if (at.bank !== undefined) Object.assign(env, { BANK: String(at.bank), UNIT: d.location.unit ?? '' });
   Object.assign(env, {
     SOCKETID: String(at.socket),
     CECOUNT: String(counts.ce),

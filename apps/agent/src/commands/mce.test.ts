@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
@@ -33,6 +34,46 @@ describe('evtrace mce decode', () => {
       class: 'cache',
     });
     expect(o.summary).toMatch(/recovery action required.*Data CACHE Level-0 Data-Read Error/);
+  });
+
+  it('journalctl -o json of an AMD Zen UMC error: a memory error with channel, chip select and DIMM advice', async () => {
+    // What `journalctl -k -o json` prints for the kernel's report of a corrected DRAM ECC error (two entries shown).
+    const entries = [
+      'mce: [Hardware Error]: CPU 3: Machine Check: 0 Bank 16: 9c2040000000011b',
+      'mce: [Hardware Error]: TSC 0 ADDR 1f4a3c000 MISC d01a000000000000 SYND 5d0006201f IPID 9600150f00 ',
+      'mce: [Hardware Error]: PROCESSOR 2:a00f11 TIME 1763781200 SOCKET 1 APIC 6 microcode a0011d1',
+    ].map((MESSAGE, i) =>
+      JSON.stringify({
+        __CURSOR: `s=1;i=${i}`,
+        __REALTIME_TIMESTAMP: '1763781200000000',
+        _TRANSPORT: 'kernel',
+        MESSAGE,
+      }),
+    );
+    const dir = mkdtempSync(join(tmpdir(), 'evtrace-mce-'));
+    try {
+      const file = join(dir, 'kernel.json');
+      writeFileSync(file, `${entries.join('\n')}\n`);
+      for (const args of [[file], ['--input-format', 'journal-json', file]]) {
+        const r = await run('mce', 'decode', '--json', ...args);
+        expect([r.code, r.stderr]).toEqual([ExitCode.Ok, '']);
+        const o = JSON.parse(r.stdout);
+        expect([o.class, o.socket, o.channel, o.unit, o.source.kind, o.source.line]).toEqual([
+          'memory-controller',
+          1,
+          1,
+          'Unified Memory Controller',
+          'journal-json',
+          1,
+        ]);
+        expect(o.summary).toMatch(
+          /^corrected memory error: DRAM ECC error \(socket 1, Unified Memory Controller, channel 1, chip select 7/,
+        );
+        expect(o.advice).toMatch(/DIMM/);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('decodes every mcelog case with a summary, and addr null when ADDRV is clear', async () => {

@@ -1,5 +1,7 @@
+import { statSync } from 'node:fs';
 import {
   applyPageAction,
+  type BufferKind,
   type CpuKind,
   cpuTypeByName,
   type DecodedMce,
@@ -9,9 +11,11 @@ import {
   edacSeverity,
   edacSummary,
   type InputKind,
+  LineBatches,
   MceError,
   noteText,
   parseMcelogConfig,
+  readGrowth,
   readMceFile,
   Tracker,
   type TrackerConfig,
@@ -29,6 +33,8 @@ import { bufferedWriter } from './cat.ts';
 const KINDS: readonly InputKind[] = [
   'mcelog-ascii',
   'kernel-log',
+  'journal-json',
+  'journal-export',
   'trace-text',
   'struct-mce',
   'trace',
@@ -41,7 +47,13 @@ interface DecodeOptions {
   json?: boolean;
   inputFormat?: string;
   recordLength?: string;
+  follow?: boolean;
 }
+
+/** Text kinds a growing input can hold (line by line). */
+const FOLLOW_KINDS: readonly InputKind[] = ['mcelog-ascii', 'kernel-log', 'journal-json', 'trace-text'];
+/** How long an input stays quiet before its lines are decoded, and how often a followed file is looked at. */
+const QUIET_MS = 200;
 
 /** `evtrace mce`: machine checks and memory errors. */
 export function registerMce(program: Command, io: CliIO): void {
@@ -57,7 +69,7 @@ MCA) from the inputs mcelog and rasdaemon read, grades them as the kernel does a
       `Reads FILE (or stdin with - or no FILE) and prints every machine-check record: what failed, where (socket,
 channel, DIMM, page), how bad (corrected, deferred, ucna, srao, srar, fatal, as the kernel grades it) and what to do.
 The input kind is detected: mcelog --ascii input and its decoded or --raw output, kernel log text (dmesg, syslog,
-journald), mce:mce_record text lines (all three layouts), binary struct mce records saved from /dev/mcelog, the
+journald; journalctl -o json and -o export), mce:mce_record text lines (all three layouts), binary struct mce records saved from /dev/mcelog, the
 device itself (a character device: record and log length asked through its ioctls), a trace.dat or raw-pages directory holding mce:mce_record / ras:mc_event, a rasdaemon sqlite database, or an EDAC sysfs tree
 (/sys/devices/system/edac). --input-format forces one of: ${KINDS.join(', ')}. Problems in the input (truncated
 records, garbage lines, bad values) are reported on stderr with their line and column or byte offset; every good
@@ -72,7 +84,11 @@ severity, class, summary, and the decoded details.`,
     .option('--json', 'one JSON object per record per line')
     .option('--input-format <kind>', `force the input kind (${KINDS.join('|')})`)
     .option('--record-length <bytes>', 'struct mce record length (MCE_GET_RECORD_LEN) of a binary dump; default probed')
-    .action((file: string | undefined, options: DecodeOptions) => {
+    .option(
+      '--follow',
+      'decode the input, then keep decoding what is added to it (a kernel log being written, journalctl -f on stdin) until SIGINT/SIGTERM or its end',
+    )
+    .action(async (file: string | undefined, options: DecodeOptions) => {
       let cpu: CpuKind | undefined;
       try {
         cpu = options.cpu === undefined ? undefined : cpuTypeByName(options.cpu);
@@ -91,6 +107,13 @@ severity, class, summary, and the decoded details.`,
         }
       }
       const stdin = file === undefined || file === '-';
+      if (options.follow) {
+        if (kind !== undefined && !FOLLOW_KINDS.includes(kind)) {
+          throw new CliExit(ExitCode.Usage, `--follow reads text inputs (${FOLLOW_KINDS.join(', ')}), not '${kind}'`);
+        }
+        await follow(stdin ? undefined : file, kind as BufferKind | undefined, options.json === true, cpu, io);
+        return;
+      }
       let result: ReturnType<typeof readMceFile>;
       try {
         result = readMceFile(file ?? '-', { ...(kind ? { kind } : {}), ...(recordLength ? { recordLength } : {}) });
@@ -134,10 +157,104 @@ severity, class, summary, and the decoded details.`,
     decode,
     `evtrace mce decode mcelog.txt                    mcelog --ascii input, detected
 dmesg | evtrace mce decode                       kernel log lines from stdin
+evtrace mce decode --follow /var/log/kern.log    decode the log, then what the kernel adds to it
+journalctl -k -f -o json | evtrace mce decode --follow   the journal as it grows
 evtrace mce decode --json /var/log/kern.log      one JSON object per record
 evtrace mce decode --cpu skylake_server rec.txt  decode as a given CPU
 evtrace mce decode /var/lib/rasdaemon/ras-mc_event.db`,
   );
+}
+
+/**
+ * `--follow`: decodes a growing file (looked at every QUIET_MS; a rotated or truncated one read again from its
+ * start) or stdin, a batch of whole lines at a time once the input has been quiet for QUIET_MS, until SIGINT or
+ * SIGTERM (or stdin's end).
+ */
+async function follow(
+  file: string | undefined,
+  kind: BufferKind | undefined,
+  json: boolean,
+  cpu: CpuKind | undefined,
+  io: CliIO,
+): Promise<void> {
+  if (file !== undefined) {
+    try {
+      if (!statSync(file).isFile()) throw new CliExit(ExitCode.Usage, `--follow reads a file or stdin, not ${file}`);
+    } catch (error) {
+      if (error instanceof CliExit) throw error;
+      throw new CliExit(ExitCode.Failure, `cannot follow ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`);
+    }
+  }
+  const batches = new LineBatches({ ...(kind ? { kind } : {}), file: file ?? '<stdin>' });
+  const format: (d: DecodedMce) => string = json ? toJsonLine : toText;
+  const emit = (final = false) => {
+    const result = batches.take(final);
+    if (result === undefined) return;
+    const out = bufferedWriter(io.stdout);
+    try {
+      for (const r of result.records) out.put(format(decodeMce(r, cpu ? { cpu } : {})));
+    } finally {
+      out.flush();
+      // A batch's count of unrelated log lines says nothing new each time: only located notes are shown.
+      for (const n of result.notes) {
+        if (n.location.line !== undefined || n.location.offset !== undefined) io.stderr(`evtrace: ${noteText(n)}\n`);
+      }
+    }
+  };
+  await new Promise<void>((resolve, reject) => {
+    let offset = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const stop = () => {
+      clearTimeout(timer);
+      process.removeListener('SIGINT', stop);
+      process.removeListener('SIGTERM', stop);
+      if (file === undefined) process.stdin.pause();
+      try {
+        if (file !== undefined) poll(false);
+        emit(true);
+        resolve();
+      } catch (error) {
+        reject(error);
+      }
+    };
+    // Reads what the file gained; decodes when it gained nothing since the last look (or a large batch waits).
+    const poll = (again: boolean) => {
+      let grew = false;
+      for (;;) {
+        const g = readGrowth(file!, offset);
+        offset = g.offset;
+        if (g.bytes.length === 0) break;
+        batches.push(g.bytes);
+        grew = true;
+      }
+      if (!grew || batches.pending > 1 << 20) emit();
+      if (again) timer = setTimeout(() => guard(() => poll(true)), QUIET_MS);
+    };
+    const guard = (f: () => void) => {
+      try {
+        f();
+      } catch (error) {
+        clearTimeout(timer);
+        reject(
+          new CliExit(ExitCode.Failure, `cannot follow ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`),
+        );
+      }
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+    if (file !== undefined) {
+      guard(() => poll(true));
+      return;
+    }
+    process.stdin.on('data', (chunk: Buffer) => {
+      batches.push(chunk);
+      clearTimeout(timer);
+      if (batches.pending > 1 << 20) emit();
+      timer = setTimeout(() => emit(), QUIET_MS);
+    });
+    process.stdin.on('end', stop);
+    process.stdin.on('error', (error) => reject(error));
+  });
 }
 
 interface TrackOptions {

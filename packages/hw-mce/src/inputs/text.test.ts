@@ -164,3 +164,38 @@ describe('mce:mce_record text, the three print-format layouts of include/trace/e
     expect(readMceBuffer(Buffer.from(v1)).kind).toBe('trace-text');
   });
 });
+
+describe('IPID and SYND lines in mcelog --ascii input (what an SMCA record pasted from the kernel log needs)', () => {
+  it('an AMD Zen UMC record with IPID and SYND lines decodes to its channel and chip select', () => {
+    const text =
+      'CPU 3 BANK 16\nSTATUS 0x9c2040000000011b\nADDR 0x1f4a3c000\nIPID 0x9600150f00\nSYND 0x5d0006201f\nPROCESSOR 2:0xa00f11\n';
+    const { records, notes } = readMceText(text, { file: 'smca.txt' });
+    expect(notes).toEqual([]);
+    const d = decodeMce(records[0]!);
+    expect([d.amd?.bankType, d.location.channel, d.location.chipSelect, d.class]).toEqual([
+      'umc',
+      1,
+      7,
+      'memory-controller',
+    ]);
+  });
+});
+
+describe('SYND1 and SYND2 of the kernel log (newer SMCA parts): the FRU text', () => {
+  it('reads both registers and decodes their FRU text; registers that are not text add none', () => {
+    const fru = Buffer.from('CPU0_DIMM_A1\0\0\0\0', 'latin1');
+    const [s1, s2] = [fru.readBigUInt64LE(0), fru.readBigUInt64LE(8)];
+    const log = (synd1: bigint, synd2: bigint) =>
+      [
+        'mce: [Hardware Error]: CPU 3: Machine Check: 0 Bank 16: 9c2040000000011b',
+        `mce: [Hardware Error]: TSC 0 ADDR 1f4a3c000 SYND 5d0006201f SYND1 ${synd1.toString(16)} SYND2 ${synd2.toString(16)} IPID 9600150f00 `,
+        'mce: [Hardware Error]: PROCESSOR 2:b00f21 TIME 1763781200 SOCKET 0 APIC 6 microcode b002116',
+      ].join('\n');
+    const { records, notes } = readMceText(log(s1, s2), { kind: 'kernel-log' });
+    expect(notes).toEqual([]);
+    expect([records[0]!.synd, records[0]!.synd1, records[0]!.synd2]).toEqual([0x5d0006201fn, s1, s2]);
+    expect(decodeMce(records[0]!).details).toContain('FRU text: CPU0_DIMM_A1');
+    const binary = readMceText(log(0x0102030405060708n, 0n), { kind: 'kernel-log' }).records[0]!;
+    expect(decodeMce(binary).details.some((l) => l.startsWith('FRU text'))).toBe(false);
+  });
+});

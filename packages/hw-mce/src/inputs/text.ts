@@ -42,6 +42,8 @@ type Field =
   | 'ADDR'
   | 'TSC'
   | 'SYND'
+  | 'SYND1'
+  | 'SYND2'
   | 'IPID'
   | 'PPIN'
   | 'TIME'
@@ -53,7 +55,7 @@ type Field =
   | 'MICROCODE';
 
 const FIELD_KEYS =
-  /\b(MCGSTATUS|STATUS|MCGCAP|MISC|ADDR|TSC|SYND|IPID|PPIN|TIME|SOCKETID|SOCKET|APICID|APIC|microcode|MICROCODE)\b[ \t]+(\S+)/g;
+  /\b(MCGSTATUS|STATUS|MCGCAP|MISC|ADDR|TSC|SYND[12]?|IPID|PPIN|TIME|SOCKETID|SOCKET|APICID|APIC|microcode|MICROCODE)\b[ \t]+(\S+)/g;
 const HEX = /^(?:0x)?([0-9a-fA-F]{1,16})$/;
 const DEC = /^\d{1,20}$/;
 
@@ -234,6 +236,12 @@ function setField(r: MceRecord, key: Field, value: string): boolean {
       break;
     case 'SYND':
       r.synd = v;
+      break;
+    case 'SYND1':
+      r.synd1 = v;
+      break;
+    case 'SYND2':
+      r.synd2 = v;
       break;
     case 'IPID':
       r.ipid = v;
