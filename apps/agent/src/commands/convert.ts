@@ -6,6 +6,7 @@ import {
   TraceFormatError,
   writeCtfTrace,
   writePerfettoJson,
+  writePerfettoTrace,
   writeTraceDat,
   writeTraceDatPages,
 } from '@evtrace/trace-format';
@@ -15,7 +16,7 @@ import { setExamples } from '../help.ts';
 import { addCommand, CliExit, type CliIO } from '../program.ts';
 import { bufferedWriter, openInput, reportNotes } from './cat.ts';
 
-const TARGETS = ['ctf', 'tracedat', 'text', 'jsonl', 'perfetto'] as const;
+const TARGETS = ['ctf', 'tracedat', 'text', 'jsonl', 'perfetto', 'perfetto-json'] as const;
 type Target = (typeof TARGETS)[number];
 
 interface ConvertOptions {
@@ -28,8 +29,11 @@ interface ConvertOptions {
   buffer?: string;
 }
 
-/** Runs `fn` with a function writing to `file`, closing it afterwards. */
-function withFile(file: string, fn: (write: (text: string) => void) => number): number {
+/** Runs `fn` with functions writing text or bytes to `file`, closing it afterwards. */
+function withFile(
+  file: string,
+  fn: (write: (text: string) => void, writeBytes: (bytes: Uint8Array) => void) => number,
+): number {
   let fd: number;
   try {
     fd = openSync(file, 'w');
@@ -41,7 +45,13 @@ function withFile(file: string, fn: (write: (text: string) => void) => number): 
   }
   try {
     const out = bufferedWriter((text) => writeSync(fd, text));
-    const n = fn((text) => out.put(text));
+    const n = fn(
+      (text) => out.put(text),
+      (bytes) => {
+        out.flush();
+        writeSync(fd, bytes);
+      },
+    );
     out.flush();
     return n;
   } finally {
@@ -67,12 +77,15 @@ function checkOptions(options: ConvertOptions): { to: Target; version: 6 | 7; co
 /** `evtrace convert INPUT -o OUTPUT --to KIND`. */
 export function registerConvert(program: Command, io: CliIO): void {
   const cmd = addCommand(program, 'convert')
-    .summary('convert a trace to CTF, trace.dat, text, JSON lines or Perfetto JSON')
+    .summary('convert a trace to CTF, trace.dat, text, JSON lines or Perfetto')
     .description(
       `Reads INPUT (CTF directory, trace.dat file, or raw per-CPU pages directory; the kind is detected) and writes
 OUTPUT as: ctf (a CTF 1.8 directory babeltrace2 reads), tracedat (a trace-cmd trace.dat, version 7 with zstd by
 default, that trace-cmd report reads), text (trace-cmd report or babeltrace2 style), jsonl (one JSON object per
-event), perfetto (the Chrome/Perfetto trace-event JSON that ui.perfetto.dev opens). Events from CTF written as
+event), perfetto (Perfetto's protobuf trace: per-CPU ftrace bundles with sched_switch, sched_waking, sched_wakeup,
+task_rename and print in Perfetto's own fields, so that ui.perfetto.dev shows CPU and thread views, other events as
+generic ftrace events, thread names from the trace's COMMs), perfetto-json (the Chrome trace-event JSON that
+ui.perfetto.dev and chrome://tracing open, events as instants). Events from CTF written as
 trace.dat get a synthesized ftrace format. A trace.dat written as trace.dat without --filter keeps its pages as
 they are, as trace-cmd convert does (no event is decoded), with the file's own formats, kallsyms and cmdlines;
 files evtrace cannot copy that way (big-endian, with 4-byte longs, with a timestamp offset) are decoded and
@@ -152,7 +165,14 @@ encoded again, with a note saying why.`,
               return k;
             });
             break;
-          case 'perfetto':
+          case 'perfetto': {
+            const cmdlines = reader.metadata?.cmdlines;
+            n = withFile(options.output, (_, writeBytes) =>
+              writePerfettoTrace(opened.events(), writeBytes, cmdlines !== undefined ? { cmdlines } : {}),
+            );
+            break;
+          }
+          case 'perfetto-json':
             n = withFile(options.output, (write) =>
               writePerfettoJson(opened.events(), write, reader.metadata ? { cmdlines: reader.metadata.cmdlines } : {}),
             );
@@ -172,7 +192,7 @@ encoded again, with a note saying why.`,
     });
   setExamples(
     cmd,
-    `evtrace convert trace.dat -o trace.json --to perfetto      open trace.json in ui.perfetto.dev
+    `evtrace convert trace.dat -o trace.pftrace --to perfetto   open trace.pftrace in ui.perfetto.dev
 evtrace convert ./raw -o trace.dat --to tracedat            then: trace-cmd report trace.dat
 evtrace convert trace.dat -o ctf --to ctf                   then: babeltrace2 ctf
 evtrace convert ./ctf -o out.dat --to tracedat --file-version 6`,
