@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseFormatFile } from '../ftrace/format-file.ts';
 import { openRawPagesDir } from '../ftrace/raw-dir.ts';
@@ -199,6 +200,44 @@ describe('Perfetto protobuf trace', () => {
     expect(pending).toBe(100);
     // A bundle of 100 such events is a few kilobytes.
     expect(largest).toBeLessThan(100 * 64);
+  });
+
+  it('fuzz: any timestamps, CPUs, bundle sizes and 64-bit values come back exactly, event for event', () => {
+    const cls = format(
+      'test',
+      'values',
+      6,
+      field('unsigned long u', 8, 8, 0) + field('long i', 16, 8, 1) + field('char s[16]', 24, 16, 0),
+    );
+    const arb = fc.record({
+      tsNs: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+      cpu: fc.option(fc.nat(7), { nil: null }),
+      u: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+      i: fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }),
+      s: fc.string({ maxLength: 15 }),
+    });
+    fc.assert(
+      fc.property(fc.array(arb, { maxLength: 40 }), fc.integer({ min: 1, max: 8 }), (specs, bundleEvents) => {
+        const input = specs.map((x) => ev(x.tsNs, x.cpu, cls, 1, { u: x.u, i: x.i, s: x.s }));
+        const { n, bytes } = encode(input, { bundleEvents });
+        expect(n).toBe(input.length);
+        const got = bundled(decode(bytes));
+        // Per CPU, events keep their order; an event without a CPU is in CPU 0's bundle.
+        const byCpu = (cpu: number) => got.filter((e) => e.cpu === cpu);
+        for (let cpu = 0; cpu < 8; cpu++) {
+          const want = specs.filter((x) => (x.cpu ?? 0) === cpu);
+          expect(
+            byCpu(cpu).map((e) => {
+              const f = (
+                e.generic as { field: { name: string; str_value?: string; int_value?: string; uint_value?: string }[] }
+              ).field;
+              return [e.timestamp, f[0]!.uint_value, f[1]!.int_value, f[2]!.str_value];
+            }),
+          ).toEqual(want.map((x) => [String(x.tsNs), String(x.u), String(x.i), x.s]));
+        }
+      }),
+      { numRuns: 60 },
+    );
   });
 
   it.skipIf(!hasTool('protoc'))(
