@@ -40,7 +40,7 @@ describe('evtrace convert', () => {
     const trace = Trace.toObject(Trace.decode(readFileSync(out)), { longs: String }) as {
       packet: {
         ftrace_events?: { cpu: number; event: { timestamp: string; pid: number; generic: { event_name: string } }[] };
-        process_tree?: { threads: { tid: number; name: string }[] };
+        process_tree?: object;
       }[];
     };
     const events = trace.packet.flatMap((p) =>
@@ -54,7 +54,18 @@ describe('evtrace convert', () => {
     expect(events.map((e) => key(e.timestamp, e.cpu, e.generic.event_name)).sort()).toEqual(
       reference.map((e) => key(String(e.ts_ns), e.cpu, e.event.split(':')[1]!)).sort(),
     );
-    expect(trace.packet.at(-1)?.process_tree?.threads).toContainEqual({ tid: 100, name: 'worker' });
+    // The filter left out the execs, the only events here that show a task's thread group: no tasks described.
+    expect(trace.packet.some((p) => p.process_tree !== undefined)).toBe(false);
+    const all = join(dir, 'all.pftrace');
+    expect((await run('convert', dat, '-o', all, '--to', 'perfetto')).code).toBe(ExitCode.Ok);
+    const tree = (
+      Trace.toObject(Trace.decode(readFileSync(all))) as {
+        packet: { process_tree?: { processes: { pid: number; cmdline: string[] }[] } }[];
+      }
+    ).packet.at(-1)?.process_tree;
+    // Each exec'd task leads its own group, named after its file as the kernel names it.
+    expect(tree?.processes).toContainEqual({ pid: 103, cmdline: ['t3'], cmdline_is_comm: true });
+    expect(tree?.processes).toHaveLength(10);
   });
 
   it('writes Perfetto JSON with one instant event per event and named tasks', async () => {

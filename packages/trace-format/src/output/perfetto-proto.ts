@@ -3,11 +3,12 @@
  * `FtraceEventBundle` per CPU, as Perfetto's own ftrace data source writes them: `sched_switch`, `sched_wakeup`,
  * `sched_waking`, `task_rename` and `ftrace:print` in Perfetto's own fields (its CPU, thread-state and atrace views
  * are built from these), every other event as a `GenericFtraceEvent` with its fields. A `ProcessTree` packet at the end
- * names each thread from the trace's saved cmdlines and the COMMs its events carry.
+ * describes the tasks whose thread group the trace shows (see perfetto-tasks.ts), named by their latest COMM.
  */
 import type { EventClass, FieldValue, TraceEvent } from '../model/types.ts';
 import { jsonValue } from './json.ts';
 import { perfettoSchema } from './perfetto-schema.ts';
+import { PerfettoTasks } from './perfetto-tasks.ts';
 
 /** Options of {@link writePerfettoTrace}. */
 export interface PerfettoTraceOptions {
@@ -103,6 +104,8 @@ function wakeup(f: Fields): object {
 
 /** What is looked up once per event class. */
 interface ClassInfo {
+  /** `system:event` for ftrace classes, else the class's name. */
+  readonly key: string;
   readonly native: ((ts: U64, task: number | undefined, f: Fields) => Ftrace | undefined) | undefined;
   readonly name: string;
   /** The fields declared unsigned (ftrace's format files, else the CTF integer classes). */
@@ -122,7 +125,7 @@ function classInfo(c: EventClass): ClassInfo {
               m.type.kind === 'int' ? !m.type.signed : m.type.kind === 'enum' && !m.type.container.signed,
             )
             .map((m) => m.name);
-    info = { native: NATIVE[key], name: c.ftrace?.event ?? c.name, unsigned: new Set(unsigned) };
+    info = { key, native: NATIVE[key], name: c.ftrace?.event ?? c.name, unsigned: new Set(unsigned) };
     infoOf.set(c, info);
   }
   return info;
@@ -173,11 +176,7 @@ export function writePerfettoTrace(
     packet({ ftrace_events: { cpu, event } });
     bundles.set(cpu, []);
   };
-  /** The latest COMM each task was seen with. */
-  const names = new Map<number, string>();
-  const saw = (pid: FieldValue | undefined, comm: FieldValue | undefined) => {
-    if (typeof pid === 'number' && pid > 0 && typeof comm === 'string') names.set(pid, comm);
-  };
+  const tasks = new PerfettoTasks(options.cmdlines);
   let n = 0;
   let last: bigint | undefined;
   for (const e of events) {
@@ -185,13 +184,8 @@ export function writePerfettoTrace(
     const info = classInfo(e.eventClass);
     const ts = u64(e.tsNs);
     const task = taskOf(e);
-    let event = info.native?.(ts, task, f);
-    if (event !== undefined) {
-      saw(f.prev_pid, f.prev_comm);
-      saw(f.next_pid, f.next_comm);
-      if (event.task_rename !== undefined) saw(f.pid ?? task, f.newcomm);
-      else saw(f.pid, f.comm);
-    } else event = generic(ts, task, info, f);
+    const event = info.native?.(ts, task, f) ?? generic(ts, task, info, f);
+    tasks.observe(info.key, task, f);
     const cpu = e.cpu ?? 0;
     let bundle = bundles.get(cpu);
     if (bundle === undefined) bundles.set(cpu, (bundle = []));
@@ -202,14 +196,8 @@ export function writePerfettoTrace(
   }
   for (const [cpu, bundle] of bundles) if (bundle.length > 0) flush(cpu, bundle);
   // Names are final only once every event is seen: the latest COMM of a task, else its saved cmdline.
-  const threads = new Map<number, string>();
-  for (const [pid, comm] of options.cmdlines ?? []) if (pid > 0) threads.set(pid, comm);
-  for (const [pid, comm] of names) threads.set(pid, comm);
-  if (threads.size > 0) {
-    packet({
-      ...(last !== undefined ? { timestamp: u64(last) } : {}),
-      process_tree: { threads: [...threads].map(([tid, name]) => ({ tid, name })) },
-    });
-  }
+  const processTree = tasks.processTree();
+  if (processTree !== undefined)
+    packet({ ...(last !== undefined ? { timestamp: u64(last) } : {}), process_tree: processTree });
   return n;
 }
