@@ -85,8 +85,8 @@ default, that trace-cmd report reads), text (trace-cmd report or babeltrace2 sty
 event), perfetto (Perfetto's protobuf trace: per-CPU ftrace bundles with sched_switch, sched_waking, sched_wakeup,
 task_rename and print in Perfetto's own fields, so that ui.perfetto.dev shows CPU and thread views, other events as
 generic ftrace events, processes and threads described where the trace shows their thread group: execs and
-task_newtask), perfetto-json (the Chrome trace-event JSON that
-ui.perfetto.dev and chrome://tracing open, events as instants). Events from CTF written as
+task_newtask), perfetto-json (the Chrome trace-event JSON that ui.perfetto.dev and chrome://tracing open, events as
+instants). Events from CTF written as
 trace.dat get a synthesized ftrace format. A trace.dat written as trace.dat without --filter keeps its pages as
 they are, as trace-cmd convert does (no event is decoded), with the file's own formats, kallsyms and cmdlines;
 files evtrace cannot copy that way (big-endian, with 4-byte longs, with a timestamp offset) are decoded and
