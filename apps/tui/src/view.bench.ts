@@ -323,7 +323,7 @@ try {
   // With --ctf the trace.dat part did not run: its rows have no peer figure to print.
   printComparisons(
     'evtrace-view on a 1 M-event CTF trace (ms per operation)',
-    ctfOnly ? ctfRows.filter((r) => !r.peer.name.includes('trace.dat')) : ctfRows,
+    ctfOnly ? ctfRows.filter((r) => !r.peer?.name.includes('trace.dat')) : ctfRows,
   );
   process.stdout.write(
     `CTF: first frame ${c.first.toFixed(0)} ms, key j ${c.j.toFixed(1)} ms while indexing and ${c.jAfter.toFixed(1)} ms after (target < 50 ms), whole trace indexed after ${c.indexed.toFixed(0)} ms, jumps ${c.jumps.toFixed(1)} ms, RSS ${c.rss.toFixed(0)} MB (target < 400 MB)${hasBabeltrace ? '' : '; babeltrace2 not installed: no peer'}\n`,

@@ -59,6 +59,38 @@ describe('compiled predicates', () => {
     expect(f(alloc)).toBe(true);
   });
 
+  it('evaluate COMM before a rename as its oldcomm, looking ahead, over saved_cmdlines holding the last name', () => {
+    const rename = fixtureClass('task/task_rename');
+    const at = (tsNs: bigint, e: TraceEvent): TraceEvent => ({ ...e, tsNs });
+    const recording = [
+      at(1n, event(kmalloc, { common_pid: 7, bytes_req: 1 })),
+      at(2n, event(rename, { common_pid: 7, pid: 7, oldcomm: 'starter', newcomm: 'worker' })),
+      at(3n, event(kmalloc, { common_pid: 7, bytes_req: 2 })),
+      // A task first seen in an exec: its name before is not told, so its seed stays.
+      at(4n, event(kmalloc, { common_pid: 9, bytes_req: 3 })),
+      at(5n, event(exec, { common_pid: 9, pid: 9, filename: '/usr/bin/make' })),
+      at(6n, event(rename, { common_pid: 9, pid: 9, oldcomm: 'make', newcomm: 'cc' })),
+    ];
+    const names = (lookAhead: boolean) => {
+      const tracker = new CommTracker();
+      tracker.seed(7, 'worker');
+      tracker.seed(9, 'cc');
+      if (lookAhead) tracker.seedFirstNames(recording);
+      return recording.map((e) => {
+        const name = tracker.resolve(e);
+        tracker.observe(e);
+        return name;
+      });
+    };
+    // Streaming, only the rename event itself tells the name before it; a look-ahead tells the earlier events too.
+    expect(names(false)).toEqual(['worker', 'starter', 'worker', 'cc', 'make', 'make']);
+    expect(names(true)).toEqual(['starter', 'starter', 'worker', 'cc', 'make', 'make']);
+    const tracker = new CommTracker();
+    tracker.seedFirstNames(recording);
+    const f = compileFilter('COMM == "starter"', kmalloc, { comm: (e) => tracker.resolve(e) });
+    expect(f(recording[0]!)).toBe(true);
+  });
+
   it('refuse what a recording cannot answer, with a typed error', () => {
     expect(() => compileFilter('COMM == "x"', kmalloc)).toThrow(FilterError);
     const rcu = fixtureClass('rcu/rcu_utilization');

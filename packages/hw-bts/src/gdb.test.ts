@@ -3,8 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { BtsError } from './errors.ts';
 import { parseGdbCallHistory, parseGdbInstructionHistory } from './gdb.ts';
 
-// Shaped like gdb's own output (gdb manual, "Process Record and Replay"): number, tab, indentation (/c), function,
-// tab-separated `inst A,B` (/i) and `at FILE:L,L` (/l); instructions as `N<TAB>   0xADDR <func+off>:<TAB>insn`.
+// Hand-written samples, shaped like gdb's own output (gdb manual, "Process Record and Replay"): number, tab,
+// indentation (/c), function, tab-separated `inst A,B` (/i) and `at FILE:L,L` (/l); instructions as
+// `N<TAB>   0xADDR <func+off>:<TAB>insn`. gdb prints these histories only from `record btrace`, which needs BTS or
+// Intel PT: gdb-record.test.ts reads gdb's own where it runs, and judges instruction-history by gdb's `record full`
+// replay everywhere; these samples keep the formats' corners (gaps, /c levels) covered where btrace cannot run.
 const CALLS = [
   '1\tmain\tinst 1,4\tat fib.c:3,3',
   '2\t  fib\tinst 5,9',
@@ -27,7 +30,7 @@ const INSNS = [
   '10\t=> 0x0000000000401150 <main+26>:\tret    ',
 ].join('\n');
 
-describe("gdb's histories", () => {
+describe("gdb's histories (hand-written samples)", () => {
   it('reads function-call-history /ilc: levels from indentation, instruction ranges, names', () => {
     const h = parseGdbCallHistory(CALLS);
     expect(h.problems).toEqual([]);

@@ -146,5 +146,7 @@ export {
   writeFileAtomically,
 } from './output/atomic.ts';
 export { eventToJsonLine, jsonValue } from './output/json.ts';
-export { type PerfettoOptions, writePerfettoJson } from './output/perfetto.ts';
+export { type PerfettoOptions, writePerfettoJson } from './output/perfetto-json.ts';
+export { type PerfettoTraceOptions, writePerfettoTrace } from './output/perfetto-proto.ts';
+export { type PerfettoSchema, perfettoProtoRoot, perfettoSchema } from './output/perfetto-schema.ts';
 export { createFtraceTextFormatter, type FtraceTextOptions, fieldsText } from './output/text.ts';

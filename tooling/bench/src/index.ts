@@ -115,8 +115,10 @@ export interface Comparison {
   /** What is measured, e.g. "32 B record write+read". */
   case: string;
   ours: Measurement;
-  /** The peer (another tool) or limit (a memory copy) measured in the same run. */
-  peer: Measurement;
+  /** The peer (another tool) or limit (a memory copy) measured in the same run; absent when none runs here. */
+  peer?: Measurement;
+  /** Why there is no peer, printed in its place (e.g. "none here: no other writer of this format"). */
+  noPeer?: string;
   /** Optional target, printed as text (e.g. "<= 15 ns", ">= 7x"). */
   target?: string;
   /** Speedup to print instead of peer time / our time, e.g. the per-round median of {@link Rounds.ratio}. */
@@ -147,6 +149,10 @@ export function printComparisons(title: string, rows: readonly Comparison[]): vo
   ];
   for (const r of rows) {
     const ours = `${fmtNs(r.ours.nsPerOp)}/op, ${fmtRate(r.ours.opsPerSec)}${mbps(r.ours)}`;
+    if (r.peer === undefined) {
+      lines.push(`| ${r.case} | ${ours} | ${r.noPeer ?? 'none'} | - | - | ${r.target ?? ''} |`);
+      continue;
+    }
     const peer = `${fmtNs(r.peer.nsPerOp)}/op, ${fmtRate(r.peer.opsPerSec)}${mbps(r.peer)}`;
     const ratio = r.speedup ?? r.peer.nsPerOp / r.ours.nsPerOp;
     lines.push(`| ${r.case} | ${ours} | ${r.peer.name} | ${peer} | ${ratio.toFixed(2)}x | ${r.target ?? ''} |`);

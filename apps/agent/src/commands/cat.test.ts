@@ -1,10 +1,11 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { openTrace } from '@evtrace/trace-format';
-import { findTracefs } from '@evtrace/tracefs';
+import { createInstance, findTracefs, record } from '@evtrace/tracefs';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { run, sampleInputs } from '../testing/sample-traces.ts';
@@ -144,6 +145,89 @@ const recordWhy = tracefsWhy();
 describe.skipIf(recordWhy !== undefined)(
   `--filter COMM over a recording${recordWhy ? ` (skipped: ${recordWhy})` : ''}`,
   () => {
+    it("agrees with the kernel's own COMM filter, both names, on a task that renames itself without having been named", async () => {
+      const tracefs = findTracefs();
+      const dir = mkdtempSync(join(tmpdir(), 'evtrace-cat-rename-'));
+      const tag = process.pid % 100_000;
+      const [oldName, newName] = [`evt-old-${tag}`, `evt-new-${tag}`];
+      // Started as oldName (exec'd through a link of that name) before anything records, so only its task_rename
+      // and saved_cmdlines (which holds its last name) can name it in the recording.
+      symlinkSync('/bin/sh', join(dir, oldName));
+      const child = spawn(
+        join(dir, oldName),
+        [
+          '-c',
+          `echo ready; read go; : < /etc/hostname; : < /etc/passwd; printf ${newName} > /proc/self/comm; : < /etc/hostname; : < /etc/passwd`,
+        ],
+        { stdio: ['pipe', 'pipe', 'ignore'] },
+      );
+      const exited = once(child, 'exit');
+      await once(child.stdout, 'data');
+      // The kernel's verdicts: one instance per name, filtering the same events on COMM as they fire.
+      const events = ['syscalls/sys_enter_openat', 'task/task_rename'];
+      const judges = [oldName, newName].map((name) => {
+        const inst = createInstance(tracefs);
+        writeFileSync(join(inst.path, 'tracing_on'), '0');
+        for (const e of events) {
+          writeFileSync(join(inst.path, 'events', e, 'filter'), `COMM == "${name}"`);
+          writeFileSync(join(inst.path, 'events', e, 'enable'), '1');
+        }
+        writeFileSync(join(inst.path, 'tracing_on'), '1');
+        return { name, inst };
+      });
+      const kernel = new Map<string, string[]>();
+      const raw = join(dir, 'raw');
+      try {
+        const stop = new AbortController();
+        void exited.then(() => setTimeout(() => stop.abort(), 200));
+        await record({
+          events: events.map((e) => e.replace('/', ':')),
+          dir: raw,
+          tracefs,
+          signal: stop.signal,
+          onStart: () => child.stdin.end('go\n'),
+        });
+        for (const { name, inst } of judges) {
+          writeFileSync(join(inst.path, 'tracing_on'), '0');
+          kernel.set(
+            name,
+            readFileSync(join(inst.path, 'trace'), 'utf8')
+              .split('\n')
+              .filter((l) => l !== '' && !l.startsWith('#'))
+              .map((l) => {
+                // A syscall entry prints as the call, `sys_openat(dfd: ...)`; other events as `name: fields`.
+                const m = /\[(\d+)\]\s+\S+\s+[\d.]+: (\w+)([:(])/.exec(l);
+                if (m === null) throw new Error(`unexpected trace line: ${l}`);
+                return `${Number(m[1])} ${m[3] === '(' ? m[2]!.replace(/^sys_/, 'sys_enter_') : m[2]}`;
+              }),
+          );
+        }
+      } finally {
+        child.kill();
+        for (const { inst } of judges) inst.remove();
+      }
+      expect((await exited)[0]).toBe(0);
+      // Three opens and the rename under the old name (the rename fires before the name changes); two opens after.
+      expect(kernel.get(oldName)!.map((k) => k.split(' ')[1])).toEqual([
+        'sys_enter_openat',
+        'sys_enter_openat',
+        'sys_enter_openat',
+        'task_rename',
+      ]);
+      expect(kernel.get(newName)!.map((k) => k.split(' ')[1])).toEqual(['sys_enter_openat', 'sys_enter_openat']);
+      for (const name of [oldName, newName]) {
+        const r = await run('cat', raw, '--json', '--filter', `COMM == "${name}"`);
+        expect(r.code, r.stderr).toBe(ExitCode.Ok);
+        const ours = r.stdout
+          .trimEnd()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { cpu: number; event: string })
+          .map((e) => `${e.cpu} ${e.event.slice(e.event.indexOf(':') + 1)}`);
+        expect(ours, `COMM == "${name}"`).toEqual(kernel.get(name));
+      }
+    });
+
     it('selects a task by the name it had when each event fired, across a rename', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'evtrace-cat-comm-'));
       const dat = join(dir, 'rename.dat');

@@ -28,20 +28,23 @@ export function openInput(
   input: string,
   options: { filter?: string; lenient?: boolean; buffer?: string; allBuffers?: boolean },
 ): OpenedInput {
-  let reader: OpenedInput['reader'];
-  try {
-    reader = openTrace(input, {
-      lenient: options.lenient === true,
-      ...(options.buffer !== undefined ? { buffer: options.buffer } : {}),
-      ...(options.allBuffers === true ? { allBuffers: true } : {}),
-    });
-  } catch (error) {
-    throw asCliExit(error);
-  }
+  const open = () => {
+    try {
+      return openTrace(input, {
+        lenient: options.lenient === true,
+        ...(options.buffer !== undefined ? { buffer: options.buffer } : {}),
+        ...(options.allBuffers === true ? { allBuffers: true } : {}),
+      }) as OpenedInput['reader'];
+    } catch (error) {
+      throw asCliExit(error);
+    }
+  };
+  const reader = open();
   const notes: string[] = [];
   const filter = options.filter;
   if (filter === undefined) return { reader, events: () => guarded(reader.events()), notes };
-  const predicate = eventFilter(filter, reader, notes);
+  // The read-ahead for COMM goes through a reader of its own, so that the input's warnings are reported once.
+  const predicate = eventFilter(filter, reader, notes, () => guarded(open().events()));
   return {
     reader,
     events: function* () {
@@ -74,15 +77,24 @@ function eventFilter(
   expr: string,
   reader: OpenedInput['reader'],
   notes: string[],
+  readAgain: () => Iterable<TraceEvent>,
 ): ((e: TraceEvent) => boolean) & { finish(): void } {
   const meta = reader.metadata;
   const symbols = meta?.kallsymsText !== undefined ? parseKallsyms(meta.kallsymsText) : undefined;
   // COMM is the name a task had when the event fired, as the kernel evaluates it: names are replayed over the
-  // recording (switches, forks, execs, renames); saved_cmdlines, which holds each task's last name, only seeds tasks
-  // the recording has not named yet.
+  // recording (switches, forks, execs, renames); a task's events before anything named it take the first name the
+  // recording shows it had (a rename's oldcomm), read ahead in a second pass over the input once COMM is first
+  // needed; saved_cmdlines, which holds each task's last name, only names tasks the recording never does.
   const tasks = new CommTracker();
   for (const [pid, name] of meta?.cmdlines ?? []) tasks.seed(pid, name);
-  const comm = (e: TraceEvent) => tasks.resolve(e);
+  let readAhead = false;
+  const comm = (e: TraceEvent) => {
+    if (!readAhead) {
+      readAhead = true;
+      tasks.seedFirstNames(readAgain());
+    }
+    return tasks.resolve(e);
+  };
   const compiled = new Map<EventClass, EventPredicate | undefined>();
   let firstError: FilterError | undefined;
   let accepted = 0;
@@ -164,7 +176,9 @@ included; as babeltrace2 prints CTF. With --json, one
 object per line: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "fields": {...}}, integers beyond
 2^53 as decimal strings; the events of a trace.dat instance buffer (--buffer, --all-buffers) carry "buffer": "NAME".
 In --filter, COMM is the name a task had when the event fired, replayed from the recording's sched_switch,
-sched_process_fork, sched_process_exec and task_rename events (saved_cmdlines names the tasks they do not).
+sched_process_fork, sched_process_exec and task_rename events; a task's events before any of these name it take the
+first name the recording shows it had (a task_rename's oldcomm), read ahead in a second pass over INPUT, and
+saved_cmdlines names the tasks the recording never does.
 Warnings go to stderr, never to stdout. A trace is read at offsets: a FIFO or device is refused, naming it.`,
     )
     .argument('[input]', 'CTF trace directory, trace.dat file, or raw-pages directory')

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { openTrace, openTraceDat } from '@evtrace/trace-format';
+import { openTrace, openTraceDat, perfettoSchema } from '@evtrace/trace-format';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { run, sampleInputs } from '../testing/sample-traces.ts';
@@ -31,9 +31,46 @@ describe('evtrace convert', () => {
     expect(readFileSync(txt, 'utf8')).toBe((await run('cat', dat)).stdout);
   });
 
+  it('writes a Perfetto protobuf trace: every event in its CPU bundle, tasks named from their COMMs', async () => {
+    const out = join(dir, 'p.pftrace');
+    const r = await run('convert', dat, '-o', out, '--to', 'perfetto', '--filter', 'bytes_req > 100');
+    expect(r.code).toBe(ExitCode.Ok);
+    expect(r.stderr).toContain(`evtrace: 21 events written to ${out} (perfetto)\n`);
+    const { Trace } = perfettoSchema();
+    const trace = Trace.toObject(Trace.decode(readFileSync(out)), { longs: String }) as {
+      packet: {
+        ftrace_events?: { cpu: number; event: { timestamp: string; pid: number; generic: { event_name: string } }[] };
+        process_tree?: object;
+      }[];
+    };
+    const events = trace.packet.flatMap((p) =>
+      (p.ftrace_events?.event ?? []).map((e) => ({ cpu: p.ftrace_events!.cpu, ...e })),
+    );
+    const reference = (await run('cat', dat, '--json', '--filter', 'bytes_req > 100')).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { ts_ns: string | number; cpu: number; event: string });
+    const key = (ts: string, cpu: number, name: string) => `${ts}/${cpu}/${name}`;
+    expect(events.map((e) => key(e.timestamp, e.cpu, e.generic.event_name)).sort()).toEqual(
+      reference.map((e) => key(String(e.ts_ns), e.cpu, e.event.split(':')[1]!)).sort(),
+    );
+    // The filter left out the execs, the only events here that show a task's thread group: no tasks described.
+    expect(trace.packet.some((p) => p.process_tree !== undefined)).toBe(false);
+    const all = join(dir, 'all.pftrace');
+    expect((await run('convert', dat, '-o', all, '--to', 'perfetto')).code).toBe(ExitCode.Ok);
+    const tree = (
+      Trace.toObject(Trace.decode(readFileSync(all))) as {
+        packet: { process_tree?: { processes: { pid: number; cmdline: string[] }[] } }[];
+      }
+    ).packet.at(-1)?.process_tree;
+    // Each exec'd task leads its own group, named after its file as the kernel names it.
+    expect(tree?.processes).toContainEqual({ pid: 103, cmdline: ['t3'], cmdline_is_comm: true });
+    expect(tree?.processes).toHaveLength(10);
+  });
+
   it('writes Perfetto JSON with one instant event per event and named tasks', async () => {
     const out = join(dir, 'p.json');
-    expect((await run('convert', dat, '-o', out, '--to', 'perfetto', '--filter', 'bytes_req > 100')).code).toBe(
+    expect((await run('convert', dat, '-o', out, '--to', 'perfetto-json', '--filter', 'bytes_req > 100')).code).toBe(
       ExitCode.Ok,
     );
     const json = JSON.parse(readFileSync(out, 'utf8'));

@@ -9,6 +9,7 @@ import {
   writeCtfTrace,
   writeFileAtomically,
   writePerfettoJson,
+  writePerfettoTrace,
   writeTraceDat,
   writeTraceDatPages,
 } from '@evtrace/trace-format';
@@ -18,7 +19,7 @@ import { setExamples } from '../help.ts';
 import { addCommand, CliExit, type CliIO } from '../program.ts';
 import { bufferedWriter, openInput, reportNotes } from './cat.ts';
 
-const TARGETS = ['ctf', 'tracedat', 'text', 'jsonl', 'perfetto'] as const;
+const TARGETS = ['ctf', 'tracedat', 'text', 'jsonl', 'perfetto', 'perfetto-json'] as const;
 type Target = (typeof TARGETS)[number];
 
 interface ConvertOptions {
@@ -33,13 +34,23 @@ interface ConvertOptions {
   force?: boolean;
 }
 
-/** Runs `fn` with a function writing to `file`, which is replaced only once `fn` returns (see writeFileAtomically). */
-function withFile(file: string, access: OutputAccess, fn: (write: (text: string) => void) => number): number {
+/** Runs `fn` with functions writing text or bytes to `file`, which is replaced only once `fn` returns (see writeFileAtomically). */
+function withFile(
+  file: string,
+  access: OutputAccess,
+  fn: (write: (text: string) => void, writeBytes: (bytes: Uint8Array) => void) => number,
+): number {
   return writeFileAtomically(
     file,
     (fd) => {
       const out = bufferedWriter((text) => writeSync(fd, text));
-      const n = fn((text) => out.put(text));
+      const n = fn(
+        (text) => out.put(text),
+        (bytes) => {
+          out.flush();
+          for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+        },
+      );
       out.flush();
       return n;
     },
@@ -65,12 +76,16 @@ function checkOptions(options: ConvertOptions): { to: Target; version: 6 | 7; co
 /** `evtrace convert INPUT -o OUTPUT --to KIND`. */
 export function registerConvert(program: Command, io: CliIO): void {
   const cmd = addCommand(program, 'convert')
-    .summary('convert a trace to CTF, trace.dat, text, JSON lines or Perfetto JSON')
+    .summary('convert a trace to CTF, trace.dat, text, JSON lines or Perfetto')
     .description(
       `Reads INPUT (CTF directory, trace.dat file, or raw per-CPU pages directory; the kind is detected) and writes
 OUTPUT as: ctf (a CTF 1.8 directory babeltrace2 reads), tracedat (a trace-cmd trace.dat, version 7 with zstd by
 default, that trace-cmd report reads), text (trace-cmd report or babeltrace2 style), jsonl (one JSON object per
-event), perfetto (the Chrome/Perfetto trace-event JSON that ui.perfetto.dev opens). Events from CTF written as
+event), perfetto (Perfetto's protobuf trace: per-CPU ftrace bundles with sched_switch, sched_waking, sched_wakeup,
+task_rename and print in Perfetto's own fields, so that ui.perfetto.dev shows CPU and thread views, other events as
+generic ftrace events, processes and threads described where the trace shows their thread group: execs and
+task_newtask), perfetto-json (the Chrome trace-event JSON that ui.perfetto.dev and chrome://tracing open, events as
+instants). Events from CTF written as
 trace.dat get a synthesized ftrace format. A trace.dat written as trace.dat without --filter keeps its pages as
 they are, as trace-cmd convert does (no event is decoded), with the file's own formats, kallsyms and cmdlines;
 files evtrace cannot copy that way (big-endian, with 4-byte longs, with a timestamp offset) are decoded and
@@ -169,7 +184,14 @@ since traces hold kernel addresses; --share makes it readable by everyone (0644,
               return k;
             });
             break;
-          case 'perfetto':
+          case 'perfetto': {
+            const cmdlines = reader.metadata?.cmdlines;
+            n = withFile(options.output, access, (_, writeBytes) =>
+              writePerfettoTrace(opened.events(), writeBytes, cmdlines !== undefined ? { cmdlines } : {}),
+            );
+            break;
+          }
+          case 'perfetto-json':
             n = withFile(options.output, access, (write) =>
               writePerfettoJson(opened.events(), write, reader.metadata ? { cmdlines: reader.metadata.cmdlines } : {}),
             );
@@ -189,7 +211,7 @@ since traces hold kernel addresses; --share makes it readable by everyone (0644,
     });
   setExamples(
     cmd,
-    `evtrace convert trace.dat -o trace.json --to perfetto      open trace.json in ui.perfetto.dev
+    `evtrace convert trace.dat -o trace.pftrace --to perfetto   open trace.pftrace in ui.perfetto.dev
 evtrace convert ./raw -o trace.dat --to tracedat            then: trace-cmd report trace.dat
 evtrace convert trace.dat -o ctf --to ctf                   then: babeltrace2 ctf
 evtrace convert ./ctf -o out.dat --to tracedat --file-version 6`,

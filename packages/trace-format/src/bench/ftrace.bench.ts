@@ -15,6 +15,7 @@ import { readPage } from '../ftrace/page.ts';
 import { readTraceDat } from '../ftrace/tracedat/read.ts';
 import { encodeTraceDat, writeTraceDatPages } from '../ftrace/tracedat/write.ts';
 import type { EventClass, FieldValue, TraceEvent } from '../model/types.ts';
+import { writePerfettoTrace } from '../output/perfetto-proto.ts';
 import { createFtraceTextFormatter } from '../output/text.ts';
 
 const EVENTS = 400_000;
@@ -294,6 +295,26 @@ export function runFtraceBenchmarks(): void {
           },
         ),
         peer: toV7,
+      },
+    ]);
+
+    // Perfetto's protobuf trace, as evtrace convert --to perfetto writes it (bytes counted, not kept).
+    let written = 0;
+    const toPerfetto = () => {
+      written = 0;
+      consume(writePerfettoTrace(events, (b) => (written += b.length)));
+    };
+    toPerfetto();
+    printComparisons('Perfetto protobuf writing', [
+      {
+        case: 'encode every event into a Perfetto trace (writePerfettoTrace)',
+        ours: measure('evtrace writePerfettoTrace', toPerfetto, {
+          opsPerCall: EVENTS,
+          bytesPerOp: written / EVENTS,
+          samples: 3,
+          sampleMs: 500,
+        }),
+        noPeer: 'none here: no other writer of Perfetto traces is packaged for Debian or npm',
       },
     ]);
   } finally {

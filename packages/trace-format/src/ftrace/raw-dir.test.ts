@@ -5,37 +5,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
 import type { TraceEvent } from '../model/types.ts';
-import { type Capture, captureRawPages, smallWorkload } from '../testing/capture.ts';
+import { type Capture, captureRawPages, type KernelEvent, kernelEvents, smallWorkload } from '../testing/capture.ts';
 import { expectSameAsReport, reportRaw } from '../testing/tracecmd.ts';
 import { findTracefs, hasTool } from '../testing/tracefs.ts';
 import { cpuEvents, EventTable } from './events.ts';
 import { compilePrintFormat } from './print-fmt.ts';
 import { listRawCpuFiles, openRawPagesDir, RAW_FINALIZING_FILE, RAW_HEAD_ROOM_FILE } from './raw-dir.ts';
 import { writeTraceDat } from './tracedat/write.ts';
-
-interface KernelEvent {
-  pid: number;
-  cpu: number;
-  ts: bigint;
-  id: number;
-  name: string;
-  fields: Map<string, string>;
-}
-
-/** Joins the `raw` and `fields` renderings of the same `trace` file, line by line. */
-function kernelEvents(c: Capture): KernelEvent[] {
-  const raw = c.rawText.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
-  const fields = c.fieldsText.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
-  expect(raw.length).toBe(fields.length);
-  return raw.map((line, i) => {
-    const r = /^\s*(\d+) (\d+) (\d+) type: (\d+)/.exec(line);
-    const f = /\s(\w+): (.*)$/.exec(fields[i]!.replace(/^.*?\[\d+\]\s+\S+\s+[\d.]+:/, ''));
-    if (r === null || f === null) throw new Error(`unexpected trace lines: ${line} / ${fields[i]}`);
-    const map = new Map<string, string>();
-    for (const m of f[2]!.matchAll(/(\w+)=(.*?)(?= \w+=|$)/g)) map.set(m[1]!, m[2]!);
-    return { pid: Number(r[1]), cpu: Number(r[2]), ts: BigInt(r[3]!), id: Number(r[4]), name: f[1]!, fields: map };
-  });
-}
 
 function sameValue(ours: unknown, theirs: string, size: number): boolean {
   if (typeof ours === 'string') return ours === theirs;

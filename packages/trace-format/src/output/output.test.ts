@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseFormatFile } from '../ftrace/format-file.ts';
 import type { TraceEvent } from '../model/types.ts';
 import { eventToJsonLine, jsonValue } from './json.ts';
-import { writePerfettoJson } from './perfetto.ts';
+import { writePerfettoJson } from './perfetto-json.ts';
 
 const SWITCH = parseFormatFile(
   `name: sched_switch

@@ -107,3 +107,29 @@ export async function captureRawPages(
 export function smallWorkload(): void {
   for (let i = 0; i < 5; i++) execFileSync('ls', ['/proc/self'], { stdio: 'ignore' });
 }
+
+/** One event as the kernel prints it in its `trace` file. */
+export interface KernelEvent {
+  pid: number;
+  cpu: number;
+  ts: bigint;
+  id: number;
+  name: string;
+  fields: Map<string, string>;
+}
+
+/** Joins the `raw` and `fields` renderings of the same `trace` file, line by line. */
+export function kernelEvents(c: Capture): KernelEvent[] {
+  const raw = c.rawText.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
+  const fields = c.fieldsText.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
+  if (raw.length !== fields.length)
+    throw new Error(`raw and fields renderings differ: ${raw.length} vs ${fields.length} lines`);
+  return raw.map((line, i) => {
+    const r = /^\s*(\d+) (\d+) (\d+) type: (\d+)/.exec(line);
+    const f = /\s(\w+): (.*)$/.exec(fields[i]!.replace(/^.*?\[\d+\]\s+\S+\s+[\d.]+:/, ''));
+    if (r === null || f === null) throw new Error(`unexpected trace lines: ${line} / ${fields[i]}`);
+    const map = new Map<string, string>();
+    for (const m of f[2]!.matchAll(/(\w+)=(.*?)(?= \w+=|$)/g)) map.set(m[1]!, m[2]!);
+    return { pid: Number(r[1]), cpu: Number(r[2]), ts: BigInt(r[3]!), id: Number(r[4]), name: f[1]!, fields: map };
+  });
+}
