@@ -307,8 +307,11 @@ export class Session {
     return p === undefined ? !this.#excluded.has(e.eventClass.name) : p(e);
   }
 
-  /** The recent window (what the buffers hold, already delivered), newest `limit` events, in time order. */
-  window(limit: number): string[] {
+  /**
+   * The recent window (what the buffers hold, already delivered), in time order: the newest `limit` events, and no
+   * more than `maxBytes` of their text.
+   */
+  window(limit: number, maxBytes = Number.POSITIVE_INFINITY): string[] {
     if (this.state === 'running') this.#pump();
     const streams = this.#cpus.map((c) => {
       const snap = c.ring.snapshot();
@@ -316,13 +319,22 @@ export class Session {
       while (snap.next()) pages.push(Buffer.from(snap.payload()));
       return decodeCpuPages(this.#meta!, { cpu: c.cpu, bytes: Buffer.concat(pages) }).events;
     });
+    // The newest events within both limits: older ones leave from the front (a head index, not shift()).
     const out: string[] = [];
+    let head = 0;
+    let bytes = 0;
     for (const e of mergeByTime(streams)) {
       if (!this.#kept(e)) continue;
-      out.push(liveEventJson(e, this.#tasks!, false));
-      if (out.length > limit) out.shift();
+      const line = liveEventJson(e, this.#tasks!, false);
+      out.push(line);
+      bytes += line.length;
+      while (out.length - head > limit || bytes > maxBytes) bytes -= out[head++]!.length;
+      if (head > 4096 && head * 2 > out.length) {
+        out.splice(0, head);
+        head = 0;
+      }
     }
-    return out;
+    return out.slice(head);
   }
 
   /** Writes a trace-shot of the buffers as they are now; recording continues. */
