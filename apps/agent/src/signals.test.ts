@@ -3,7 +3,7 @@
  * as it found it (no evtrace instance of the process) and a finished output that `evtrace cat` reads. The kernel
  * source where root and tracefs are here, the demo source otherwise.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { findTracefs, instanceOwner, listInstances } from '@evtrace/tracefs';
@@ -79,6 +79,42 @@ describe(`evtrace record on a signal (${source} source${tracefs === undefined ? 
     expect(await catCount(out)).toBeGreaterThan(0);
   });
 });
+
+const hasScript = spawnSync('sh', ['-c', 'command -v script']).status === 0;
+
+describe.skipIf(!hasScript)(
+  `evtrace record in a terminal that closes${hasScript ? '' : ' (skipped: script(1) is not installed)'}`,
+  () => {
+    it('the hung-up terminal (SIGHUP, then EIO on stderr) still gets a finished output and no instance left', async () => {
+      const out = join(work, 'record-pty.dat');
+      const args = [
+        'record',
+        '-e',
+        'sched:sched_switch',
+        '-o',
+        out,
+        ...(source === 'demo' ? ['--demo', '--duration', '1h'] : []),
+      ];
+      // script(1) runs it on a pseudo-terminal of its own; killing script closes the terminal's master side.
+      const command = [process.execPath, CLI, ...args].map((a) => `'${a}'`).join(' ');
+      const term = spawn('script', ['-qfec', command, '/dev/null'], { stdio: 'ignore' });
+      const closed = new Promise((resolve) => term.on('exit', resolve));
+      await eventually(() => (existsSync(`${out}.part`) ? true : undefined));
+      await new Promise((r) => setTimeout(r, 300));
+      const pid = Number(
+        execFileSync('pgrep', ['-n', '-f', `${CLI} record .*${out}`])
+          .toString()
+          .trim(),
+      );
+      term.kill('SIGKILL');
+      await closed;
+      await eventually(() => (existsSync(`/proc/${pid}`) ? undefined : true));
+      expect(instancesOf(pid)).toEqual([]);
+      expect(existsSync(`${out}.part`)).toBe(false);
+      expect(await catCount(out)).toBeGreaterThan(0);
+    });
+  },
+);
 
 describe(`evtrace agent on a signal (${source} sessions${tracefs === undefined ? ': not root or no tracefs' : ''})`, () => {
   /** An agent recording one session into an output directory; resolves once events were recorded. */
