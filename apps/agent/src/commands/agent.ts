@@ -45,7 +45,7 @@ export function registerAgent(program: Command, io: CliIO): void {
   const cmd = addCommand(program, 'agent')
     .summary('run the collector agent (sessions, flight recording, live views) in the foreground')
     .description(
-      `Runs the evtrace collector until SIGHUP, SIGINT, SIGQUIT or SIGTERM. It is controlled over a Unix socket (mode 0660 with --group,
+      `Runs the evtrace collector until a stop signal (below). It is controlled over a Unix socket (mode 0660 with --group,
 else 0600, in a 0750 directory) with the JSON-lines protocol of @evtrace/agent-protocol (PROTOCOL.md); each peer's
 credentials are checked (SO_PEERCRED): root, the agent's own user, and members of --group may connect. Use
 \`evtrace session\` to create and drive sessions, \`evtrace cat --live SESSION\` to watch one.

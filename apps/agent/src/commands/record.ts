@@ -180,7 +180,8 @@ kernel; a part the kernel cannot evaluate is applied while writing. A --filter a
 the previous --filter (trace-cmd's -f applies to the -e before it); one given before every -e applies to all events,
 and events after the last --filter are not filtered. Recording stops after --duration, when COMMAND exits, or on
 SIGINT, SIGTERM, SIGHUP (the terminal closed) or SIGQUIT: each ends it cleanly, as Ctrl-C ends trace-cmd record (the
-instance removed, OUTPUT finished, exit status 0); another signal while it finishes is ignored. A summary (events per type, lost events per CPU, bytes written) goes to stderr.
+instance removed, OUTPUT finished, exit status 0); another signal while it finishes is ignored. A summary (events
+per type, lost events per CPU, bytes written) goes to stderr.
 Pages are first written to OUTPUT.part/ (a raw-pages directory) and turned into OUTPUT at the end; if the recorder
 is killed, or the disk fills up (exit status 1, the error names the file), OUTPUT.part/ stays readable up to its last
 complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -o OUTPUT converts it later).`,
