@@ -6,6 +6,7 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { connectAgent } from '@evtrace/agent-protocol';
 import { findTracefs, instanceOwner, listInstances } from '@evtrace/tracefs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ExitCode } from './exit-codes.ts';
@@ -112,6 +113,63 @@ describe.skipIf(!hasScript)(
       expect(instancesOf(pid)).toEqual([]);
       expect(existsSync(`${out}.part`)).toBe(false);
       expect(await catCount(out)).toBeGreaterThan(0);
+    });
+  },
+);
+
+describe.skipIf(!hasScript)(
+  `evtrace agent in a terminal that closes${hasScript ? '' : ' (skipped: script(1) is not installed)'}`,
+  () => {
+    it('stops every session, finishes its output and removes its instances', async () => {
+      const dir = workDir('evtrace-signals-pty-');
+      try {
+        const socket = join(dir, 'agent.sock');
+        const output = join(dir, 'out');
+        const args = ['agent', '--socket', socket, '--state-dir', join(dir, 'state'), '--demo-rate', '2000'];
+        const command = [process.execPath, CLI, ...args].map((a) => `'${a}'`).join(' ');
+        const term = spawn('script', ['-qfec', command, '/dev/null'], { stdio: 'ignore' });
+        const closed = new Promise((resolve) => term.on('exit', resolve));
+        const client = await eventually(async () => {
+          try {
+            return await connectAgent(socket, { client: 'test' });
+          } catch {
+            return undefined;
+          }
+        });
+        const pid = client.agent.pid;
+        client.close();
+        const agent = { socket };
+        const created = await cli(agent, [
+          'session',
+          'create',
+          's',
+          '--events',
+          'sched:sched_switch',
+          '--mode',
+          'discard',
+          '--source',
+          source,
+          '--output',
+          output,
+        ]);
+        expect(created.code, created.stderr).toBe(0);
+        expect((await cli(agent, ['session', 'start', 's'])).code).toBe(0);
+        await eventually(async () => {
+          const st = JSON.parse((await cli(agent, ['session', 'status', 's', '--json'])).stdout) as { events: number };
+          return st.events > 0 ? true : undefined;
+        });
+        term.kill('SIGKILL');
+        await closed;
+        await eventually(() => (existsSync(`/proc/${pid}`) ? undefined : true));
+        expect(instancesOf(pid)).toEqual([]);
+        const files = readdirSync(output);
+        expect(files.filter((f) => f.endsWith('.part'))).toEqual([]);
+        let events = 0;
+        for (const f of files) events += await catCount(join(output, f));
+        expect(events).toBeGreaterThan(0);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   },
 );
