@@ -36,7 +36,7 @@ import { SharedInstances } from './instances.ts';
 import { attachedSource, attachedSpec, attachName, isAttached, listBuffers } from './persistent.ts';
 import { Session } from './session.ts';
 import { isAlive, readRecords, type SessionRecord, sessionsDir, writeRecord } from './state.ts';
-import { MAX_VIEWER_QUEUE_BYTES, Viewer, type ViewerOutput } from './viewer.ts';
+import { Viewer, type ViewerOutput } from './viewer.ts';
 
 /** Options of {@link Agent}. */
 export interface AgentOptions {
@@ -420,7 +420,7 @@ export class Agent implements MetricsProvider {
   /** Sends the window (when asked) and attaches the viewer; called after the subscribe reply went out. */
   attach(viewer: Viewer, window: boolean): void {
     const s = (viewer as Viewer & { session: Session }).session;
-    if (window) for (const line of s.window(viewer.capacity, MAX_VIEWER_QUEUE_BYTES)) viewer.offer(line);
+    if (window) for (const line of s.window(viewer.capacity)) viewer.offer(line);
     viewer.markLive();
     s.viewers.add(viewer);
   }

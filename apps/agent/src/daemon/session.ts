@@ -36,7 +36,7 @@ import {
 import { AgentError, asAgentError } from './errors.ts';
 import { nextName, RotatingOutput, writeTraceShot } from './files.ts';
 import { persistentStatus } from './persistent.ts';
-import { liveEventJson, TaskNames, type Viewer } from './viewer.ts';
+import { liveEventJson, MAX_VIEWER_QUEUE_BYTES, TaskNames, type Viewer } from './viewer.ts';
 
 /** Default per-CPU buffer: 1 MiB. */
 export const DEFAULT_BUFFER_SIZE = 1 << 20;
@@ -103,6 +103,10 @@ export class Session {
   #keep = new Map<EventClass, EventPredicate | undefined>();
   #eventTriggers: { expr: string; compiled: Map<EventClass, EventPredicate | undefined> }[] = [];
   #overwrittenPages = 0;
+  /** Pages delivered from the buffers so far: the recent window changes with it. */
+  #delivered = 0;
+  /** The window decoded in this pass, shared by the viewers that subscribe in it. */
+  #window: { readonly delivered: number; readonly limit: number; readonly lines: string[] } | undefined;
   /** An error met while draining into the outputs during a source's poll, reported by this session's next poll. */
   #sinkError: AgentError | undefined;
   readonly #byType = new Float64Array(65536);
@@ -260,6 +264,7 @@ export class Session {
       this.fail(asAgentError(error));
     }
     for (const v of this.viewers) v.flush();
+    this.#window = undefined;
     return fastest;
   }
 
@@ -275,6 +280,7 @@ export class Session {
     const r = c.reader;
     const lostBefore = r.lost;
     while (r.next()) {
+      this.#delivered++;
       const page = r.bytes.subarray(r.offset, r.offset + r.length);
       this.#output?.append(i, page);
       if (decode) this.#decode(c.cpu, page);
@@ -309,10 +315,27 @@ export class Session {
 
   /**
    * The recent window (what the buffers hold, already delivered), in time order: the newest `limit` events, and no
-   * more than `maxBytes` of their text.
+   * more than a viewer's queue holds ({@link MAX_VIEWER_QUEUE_BYTES}). Viewers that subscribe in the same pass share
+   * one decoding of the buffers and its strings, which is dropped at the next pass.
    */
-  window(limit: number, maxBytes = Number.POSITIVE_INFINITY): string[] {
+  window(limit: number): string[] {
     if (this.state === 'running') this.#pump();
+    const cached = this.#window;
+    const full =
+      cached !== undefined && cached.delivered === this.#delivered && cached.limit >= limit
+        ? cached
+        : (this.#window = { delivered: this.#delivered, limit, lines: this.#decodeWindow(limit) });
+    let from = full.lines.length;
+    let bytes = 0;
+    while (from > 0 && full.lines.length - from < limit) {
+      bytes += full.lines[from - 1]!.length;
+      if (bytes > MAX_VIEWER_QUEUE_BYTES) break;
+      from--;
+    }
+    return full.lines.slice(from);
+  }
+
+  #decodeWindow(limit: number): string[] {
     const streams = this.#cpus.map((c) => {
       const snap = c.ring.snapshot();
       const pages: Buffer[] = [];
@@ -328,7 +351,7 @@ export class Session {
       const line = liveEventJson(e, this.#tasks!, false);
       out.push(line);
       bytes += line.length;
-      while (out.length - head > limit || bytes > maxBytes) bytes -= out[head++]!.length;
+      while (out.length - head > limit || bytes > MAX_VIEWER_QUEUE_BYTES) bytes -= out[head++]!.length;
       if (head > 4096 && head * 2 > out.length) {
         out.splice(0, head);
         head = 0;
