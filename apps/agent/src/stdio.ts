@@ -28,9 +28,10 @@ function descriptorName(fd: number): string {
 }
 
 /**
- * A writer of all of `text` to `fd`, synchronously. A reader that went away (EPIPE, `evtrace cat TRACE | head`)
- * calls `onClosed`, also when text queued in the overflow stream finds it gone. A descriptor left non-blocking by the process that handed it over (EAGAIN when full; Node's
- * parent end of a spawned child's stdio is such a socket) gets the rest through `overflow()`, and so does every later
+ * A writer of all of `text` to `fd`, synchronously. A reader that went away (EPIPE, `evtrace cat TRACE | head`; EIO,
+ * a terminal hung up) calls `onClosed`, also when text queued in the overflow stream finds it gone. A descriptor left
+ * non-blocking by the process that handed it over (EAGAIN when full; Node's parent end of a spawned child's stdio is
+ * such a socket) gets the rest through `overflow()`, and so does every later
  * text: the stream may still hold queued bytes, which a direct write would overtake.
  */
 export function descriptorWriter(fd: number, overflow: () => Overflow, onClosed: () => void): (text: string) => void {
@@ -46,7 +47,8 @@ export function descriptorWriter(fd: number, overflow: () => Overflow, onClosed:
       while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'EPIPE') return onClosed();
+      // EIO: the terminal was hung up (SIGHUP), the same reader gone for good.
+      if (code === 'EPIPE' || code === 'EIO') return onClosed();
       // A write to a descriptor names no path: the error names the stream (`cannot write standard output: ENOSPC`).
       if (code !== 'EAGAIN') throw Object.assign(error as Error, { path: descriptorName(fd) });
       stream = overflow();

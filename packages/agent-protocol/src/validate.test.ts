@@ -77,6 +77,24 @@ describe('parseRequest', () => {
     ],
     ['{"id":9,"op":"subscribe","name":"a","queue":0}', 'ERR_BAD_MESSAGE', 9, /queue/],
     [
+      '{"id":30,"op":"create","session":{"name":"a","events":["x:y"],"mode":"discard","filter":"pid > 1\\u0000|| pid == 0"}}',
+      'ERR_BAD_MESSAGE',
+      30,
+      /^session\.filter: NUL character at column 7 \(the kernel would apply only the text before it\)$/,
+    ],
+    [
+      '{"id":31,"op":"trigger","name":"a","trigger":{"kind":"event","filter":"comm == \\"\u00e9\\u0000\\""}}',
+      'ERR_BAD_MESSAGE',
+      31,
+      /^trigger\.filter: NUL character at column 11 /,
+    ],
+    [
+      '{"id":32,"op":"create","session":{"name":"a","events":["x:y"],"mode":"discard","triggers":[{"kind":"event","filter":"\\u0000"}]}}',
+      'ERR_BAD_MESSAGE',
+      32,
+      /^session\.triggers\[0\]\.filter: NUL character at column 0 /,
+    ],
+    [
       '{"id":10,"op":"trigger","name":"a","trigger":{"kind":"signal","signal":"SIGKILL"}}',
       'ERR_BAD_MESSAGE',
       10,

@@ -50,6 +50,23 @@ function str(o: Obj, key: string, path: string, optional = false): string | unde
   return v;
 }
 
+const utf8 = new TextEncoder();
+
+/**
+ * A filter expression. A NUL is refused here, at the edge, as @evtrace/filters refuses it: the kernel reads a filter
+ * as a C string and would apply only the text before it. The column is a byte offset, as filter errors count.
+ */
+function filter(o: Obj, key: string, path: string, optional = false): string | undefined {
+  const v = str(o, key, path, optional);
+  const nul = v?.indexOf('\0') ?? -1;
+  if (nul >= 0)
+    fail(
+      `${path}.${key}`,
+      `NUL character at column ${utf8.encode(v!.slice(0, nul)).length} (the kernel would apply only the text before it)`,
+    );
+  return v;
+}
+
 function uint(o: Obj, key: string, path: string, optional = false, max = Number.MAX_SAFE_INTEGER): number | undefined {
   const v = o[key];
   if (v === undefined && optional) return undefined;
@@ -81,7 +98,7 @@ function name(o: Obj, path: string): string {
 function trigger(v: unknown, path: string): TriggerSpec {
   if (!isObj(v)) fail(path, 'must be an object');
   const kind = oneOf(v, 'kind', path, ['event', 'signal'] as const)!;
-  if (kind === 'event') return { kind, filter: str(v, 'filter', path)! };
+  if (kind === 'event') return { kind, filter: filter(v, 'filter', path)! };
   return { kind, signal: oneOf(v, 'signal', path, ['SIGUSR1', 'SIGUSR2'] as const)! };
 }
 
@@ -101,8 +118,8 @@ function sessionSpec(v: unknown, path: string): SessionSpec {
     events: events as string[],
     mode: oneOf(v, 'mode', path, ['overwrite', 'discard'] as const)!,
   };
-  const filter = str(v, 'filter', path, true);
-  if (filter !== undefined) spec.filter = filter;
+  const expression = filter(v, 'filter', path, true);
+  if (expression !== undefined) spec.filter = expression;
   const bufferSize = uint(v, 'bufferSize', path, true, 1 << 30);
   if (bufferSize !== undefined) {
     if (bufferSize < 16384) fail(`${path}.bufferSize`, 'must be at least 16384 bytes');

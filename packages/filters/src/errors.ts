@@ -42,6 +42,8 @@ export type FilterErrorCode =
   | 'ERR_FILTER_SYMBOL'
   /** The kernel's size limit (filters of 4096 bytes or more). */
   | 'ERR_FILTER_LIMIT'
+  /** A NUL character, which the kernel would take as the end of the filter (evtrace's rule, not the kernel's). */
+  | 'ERR_FILTER_NUL'
   /** The expression is valid but cannot be evaluated where asked (a `char *` field over recorded data). */
   | 'ERR_FILTER_UNSUPPORTED'
   /** An encoded record is too short for the fields the filter reads, or a data_loc points outside it. */

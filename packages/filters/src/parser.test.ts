@@ -59,6 +59,13 @@ describe('parseFilter: grammar', () => {
     expect(parseFilter(expr, kmalloc).predicates).toHaveLength(1);
   });
 
+  it('refuses a NUL character at its byte column, which the kernel would take as the end of the filter', () => {
+    const e = reject('bytes_req > 1 \0|| node == 0');
+    expect([e.code, e.message, e.column]).toEqual(['ERR_FILTER_NUL', 'NUL character in filter', 14]);
+    expect(reject('comm == "\u00e9\0"').column).toBe(11);
+    expect(reject('\0').code).toBe('ERR_FILTER_NUL');
+  });
+
   it('refuses 4096 bytes or more before parsing', () => {
     const e = reject(`bytes_req == 1 || ${'x'.repeat(4090)}`);
     expect(e.code).toBe('ERR_FILTER_LIMIT');

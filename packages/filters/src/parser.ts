@@ -62,9 +62,18 @@ export function parseFilter(expression: string, eventClass: EventClass, options:
       errno: 'EINVAL',
     });
   }
-  // The kernel reads a C string and strips trailing white space before parsing.
-  let end = written.indexOf(0);
-  if (end < 0) end = written.length;
+  // The kernel reads a C string: it would apply the text before a NUL and silently drop the rest. evtrace refuses it.
+  const nul = written.indexOf(0);
+  if (nul >= 0) {
+    throw new FilterError('ERR_FILTER_NUL', {
+      message: 'NUL character in filter',
+      column: nul,
+      detail: 'the kernel would apply only the text before it',
+      errno: 'EINVAL',
+    });
+  }
+  // The kernel strips trailing white space before parsing.
+  let end = written.length;
   while (end > 0 && isSpace(written[end - 1]!)) end--;
   const b = written.subarray(0, end);
   const table = new FieldTable(eventClass);

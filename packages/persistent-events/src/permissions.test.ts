@@ -1,15 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import {
-  chmodSync,
-  chownSync,
-  lchownSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-} from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -102,46 +92,92 @@ describe.skipIf(skip !== '')(`permissions${skip ? ` (skipped: ${skip})` : ''}`, 
     expect(statSync(join(base, 'team')).mode & 0o777).toBe(0o755);
   });
 
+  /** Creates buffer `name` in `base` as `user` (root when undefined); the error's code and message, or 'created'. */
+  const creator = async (name: string, base: string, user?: string) =>
+    (
+      await runNode(
+        `import { openPersistent } from ${JSON.stringify(INDEX)};
+         try { openPersistent(${JSON.stringify(name)}, { dir: ${JSON.stringify(base)}, create: { size: 8192 } }).close(); console.log('created'); }
+         catch (e) { console.log(e.code + ': ' + e.message); }`,
+        user === undefined ? {} : { user },
+      )
+    ).stdout.trim();
+  const as = (user: string, script: string) => execFileSync('runuser', ['-u', user, '--', 'sh', '-c', script]);
+
+  describe('where buffers are created: no symbolic link followed, no directory of another user trusted', () => {
+    // A shared directory like /dev/shm, where anybody may plant a name first.
+    const shm = join(dir, 'shm');
+    const target = join(dir, 'target');
+    beforeAll(() => {
+      execFileSync('install', ['-d', '-m', '1777', shm]);
+      execFileSync('install', ['-d', '-m', '0755', target]);
+    });
+
+    it('a buffer directory made by root is shared: a user gets a namespace of their own in it', async () => {
+      const base = join(shm, 'shared');
+      expect(await creator('root-ns/flight', base)).toBe('created');
+      expect(statSync(base).mode & 0o7777).toBe(0o1777);
+      expect(await creator(`${MEMBER}/flight`, base, MEMBER)).toBe('created');
+      const ns = statSync(join(base, MEMBER));
+      expect([ns.uid, ns.mode & 0o777]).toEqual([Number(execFileSync('id', ['-u', MEMBER])), 0o755]);
+    });
+
+    it('a namespace directory that is a symbolic link is refused; nothing is written where it points', async () => {
+      const base = join(shm, 'shared');
+      as(STRANGER, `ln -s ${target} ${base}/team`);
+      for (const user of [undefined, MEMBER]) {
+        expect(await creator('team/flight', base, user)).toBe(
+          `ERR_PERMISSION: namespace directory ${base}/team is a symbolic link or not a directory: refused, since whoever made it could send the buffer elsewhere`,
+        );
+      }
+      expect(readdirSync(target)).toEqual([]);
+    });
+
+    it("another user's namespace directory is refused, even when it lets everybody write", async () => {
+      const base = join(shm, 'shared');
+      as(STRANGER, `mkdir -m 0777 ${base}/trap`);
+      const refusal = (user: string) =>
+        `ERR_PERMISSION: namespace directory ${base}/trap belongs to ${STRANGER}, not to you (${user}): its owner could remove or replace your buffer; choose another name`;
+      expect(await creator('trap/flight', base, MEMBER)).toBe(refusal(MEMBER));
+      expect(await creator('trap/flight', base)).toBe(refusal('root'));
+      expect(readdirSync(join(base, 'trap'))).toEqual([]);
+      // Its owner uses it.
+      expect(await creator('trap/flight', base, STRANGER)).toBe('created');
+    });
+
+    it('a buffer directory that is a symbolic link is refused', async () => {
+      as(STRANGER, `ln -s ${target} ${shm}/evtrace`);
+      expect(await creator('app/flight', join(shm, 'evtrace'))).toBe(
+        `ERR_PERMISSION: buffer directory ${shm}/evtrace is a symbolic link or not a directory: refused, since whoever made it could send the buffer elsewhere`,
+      );
+      expect(readdirSync(target)).toEqual([]);
+    });
+
+    it('a buffer directory made by another user first is refused to everybody but its owner', async () => {
+      const base = join(shm, 'first');
+      expect(await creator(`${STRANGER}/flight`, base, STRANGER)).toBe('created');
+      const refusal = (user: string) =>
+        `ERR_PERMISSION: buffer directory ${base} belongs to ${STRANGER}, not to root or you (${user}): its owner could remove or replace your buffers; use a directory of your own (--dir, EVTRACE_PERSISTENT_DIR) or have root make this one (install -d -m 1777 ${base})`;
+      expect(await creator(`${MEMBER}/flight`, base, MEMBER)).toBe(refusal(MEMBER));
+      expect(await creator('root/flight', base)).toBe(refusal('root'));
+      expect(readdirSync(base)).toEqual([STRANGER]);
+    });
+
+    it("root's buffer directory writable by others but not sticky is refused to a user", async () => {
+      const base = join(shm, 'loose');
+      execFileSync('install', ['-d', '-m', '0777', base]);
+      expect(await creator(`${MEMBER}/flight`, base, MEMBER)).toBe(
+        `ERR_PERMISSION: buffer directory ${base} is writable by others but not sticky (mode 0777): anyone could remove or replace your buffers; make it sticky (chmod +t ${base}) or use a directory of your own`,
+      );
+      execFileSync('chmod', ['+t', base]);
+      expect(await creator(`${MEMBER}/flight`, base, MEMBER)).toBe('created');
+    });
+  });
+
   it('an unknown group is refused before anything is created', () => {
     expect(() => openPersistent('perm/nogroup', { dir, create: { size: 8192, group: `nosuch${tag}` } })).toThrow(
       PersistentError,
     );
     expect(() => statSync(join(dir, 'perm', 'nogroup.evrb'))).toThrow(/ENOENT/);
-  });
-
-  it("creates nothing below another user's directory, a symbolic link, or a world-writable directory without the sticky bit", () => {
-    const stranger = Number(execFileSync('id', ['-u', STRANGER]).toString());
-    const create = (name: string, base: string) => () =>
-      openPersistent(name, { dir: base, create: { size: 8192 } }).close();
-    // The shared directory made first by someone else: they could remove or swap what others put in it.
-    const theirs = join(dir, 'theirs');
-    mkdirSync(theirs);
-    chownSync(theirs, stranger, stranger);
-    chmodSync(theirs, 0o1777);
-    expect(create('team/app', theirs)).toThrow(
-      new RegExp(`the buffer directory ${theirs} belongs to ${STRANGER}, who could replace or remove buffers in it`),
-    );
-    expect(readdirSync(theirs)).toEqual([]);
-    // A namespace directory planted as a link to elsewhere in a shared directory.
-    const shared = join(dir, 'shared');
-    mkdirSync(shared);
-    chmodSync(shared, 0o1777);
-    const elsewhere = join(dir, 'elsewhere');
-    mkdirSync(elsewhere);
-    symlinkSync(elsewhere, join(shared, 'team'));
-    lchownSync(join(shared, 'team'), stranger, stranger);
-    expect(create('team/app', shared)).toThrow(
-      new RegExp(`the namespace directory ${shared}/team is a symbolic link: buffers are created only below real`),
-    );
-    expect(readdirSync(elsewhere)).toEqual([]);
-    // Writable by anybody without the sticky bit.
-    const open = join(dir, 'open');
-    mkdirSync(open);
-    chmodSync(open, 0o777);
-    expect(create('x', open)).toThrow(/may be written by anybody \(mode 0777\) and is not sticky/);
-    expect(readdirSync(open)).toEqual([]);
-    // The same names in a directory of root's, sticky as evtrace makes it: created.
-    create('team/app', join(dir, 'fine'))();
-    expect(statSync(join(dir, 'fine', 'team', 'app.evrb')).uid).toBe(0);
   });
 });

@@ -3,24 +3,20 @@
  * by every process that opens it. The file holds the ringbuf region (header page + data pages) then a metadata page.
  */
 import {
-  chmodSync,
   closeSync,
   fchmodSync,
   fchownSync,
   fstatSync,
   ftruncateSync,
   linkSync,
-  lstatSync,
-  mkdirSync,
   openSync,
   readSync,
   rmdirSync,
-  type Stats,
   statSync,
   unlinkSync,
   writeSync,
 } from 'node:fs';
-import { dirname, join, relative, sep } from 'node:path';
+import { basename, dirname, join, relative, sep } from 'node:path';
 import {
   type BufferStats,
   HEADER_SIZE,
@@ -32,6 +28,7 @@ import {
   type Writer,
   type WriterOptions,
 } from '@evtrace/ringbuf';
+import { entryOf, openNamespace } from './dirs.ts';
 import { fsError, PersistentError } from './errors.ts';
 import { Follower } from './follow.ts';
 import { type BufferMeta, decodeMeta, type EventClass, encodeMeta, META_SIZE, normalizeClasses } from './meta.ts';
@@ -326,83 +323,20 @@ function checkCreate(c: CreateBufferOptions): { pageSize: number; pageCount: num
   return { pageSize, pageCount };
 }
 
-/**
- * Refuses a directory that someone other than root or this user could change under the buffers: a symbolic link
- * (for the base directory: one of another user), a directory of another user (they could replace or remove what is
- * in it), or one anybody may write that is not sticky. Every directory on the way to a new buffer passing this, no
- * one else can swap a component for a link between the check and the creation.
- */
-function checkDir(dir: string, what: string, linkOk: boolean): void {
-  const me = process.geteuid?.() ?? 0;
-  const whose = (uid: number) => (uid === 0 || uid === me ? undefined : userName(uid));
-  let st: Stats;
-  try {
-    st = lstatSync(dir);
-    if (st.isSymbolicLink()) {
-      if (!linkOk || whose(st.uid) !== undefined)
-        throw new PersistentError(
-          'ERR_PERMISSION',
-          `${what} ${dir} is a symbolic link${linkOk ? ` of ${whose(st.uid)}` : ''}: buffers are created only below real directories`,
-          { path: dir },
-        );
-      st = statSync(dir);
-    }
-  } catch (error) {
-    if (error instanceof PersistentError) throw error;
-    throw fsError(dir, error, `cannot check ${what}`);
-  }
-  if (!st.isDirectory()) throw new PersistentError('ERR_ARGUMENT', `${what} ${dir} is not a directory`, { path: dir });
-  const other = whose(st.uid);
-  if (other !== undefined)
-    throw new PersistentError(
-      'ERR_PERMISSION',
-      `${what} ${dir} belongs to ${other}, who could replace or remove buffers in it: use a directory of your own (dir, $EVTRACE_PERSISTENT_DIR) or one root made (mkdir -m 1777)`,
-      { path: dir },
-    );
-  if ((st.mode & 0o002) !== 0 && (st.mode & 0o1000) === 0)
-    throw new PersistentError(
-      'ERR_PERMISSION',
-      `${what} ${dir} may be written by anybody (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}) and is not sticky: anybody could replace buffers in it`,
-      { path: dir },
-    );
-}
-
-/** Creates the namespace directories of `file` below `base` (base itself sticky and world-writable, like /dev/shm). */
-function makeDirs(base: string, file: string): void {
-  try {
-    // A directory made here is shared by every user, each owning their buffers, like /tmp; a given one is kept as is.
-    if (mkdirSync(base, { recursive: true }) !== undefined) chmodSync(base, 0o1777);
-  } catch (error) {
-    throw fsError(base, error, 'cannot create the buffer directory');
-  }
-  checkDir(base, 'the buffer directory', true);
-  let dir = base;
-  for (const part of relative(base, dirname(file)).split(sep).filter(Boolean)) {
-    dir = join(dir, part);
-    try {
-      mkdirSync(dir);
-      // Whatever the umask: others must reach the buffers their group or mode lets them open.
-      chmodSync(dir, 0o755);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST')
-        throw fsError(dir, error, 'cannot create a namespace directory');
-    }
-    checkDir(dir, 'the namespace directory', false);
-  }
-}
-
 function create(name: string, path: string, base: string, c: CreateBufferOptions): void {
   const { pageSize, pageCount } = checkCreate(c);
   const classes = normalizeClasses(c.classes);
   const gid = c.group === undefined ? undefined : groupId(c.group);
   const metaPage = encodeMeta({ created: new Date().toISOString(), classes });
-  makeDirs(base, path);
+  const dirFd = openNamespace(base, relative(base, dirname(path)).split(sep).filter(Boolean));
   // Built under a private name, then linked into place: nobody ever sees half a buffer, and link() refuses a taken name.
-  const tmp = join(dirname(path), `.${process.pid}.${Date.now()}.tmp`);
+  const tmpName = `.${process.pid}.${Date.now()}.tmp`;
+  const tmp = join(dirname(path), tmpName);
   let fd: number;
   try {
-    fd = openSync(tmp, 'wx+', 0o600);
+    fd = openSync(entryOf(dirFd, tmpName), 'wx+', 0o600);
   } catch (error) {
+    closeSync(dirFd);
     throw fsError(tmp, error, 'cannot create the buffer file');
   }
   try {
@@ -427,7 +361,7 @@ function create(name: string, path: string, base: string, c: CreateBufferOptions
       mapping.unmap();
     }
     try {
-      linkSync(tmp, path);
+      linkSync(entryOf(dirFd, tmpName), entryOf(dirFd, basename(path)));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
         throw new PersistentError('ERR_EXISTS', `a buffer named ${name} already exists (${path})`, { path });
@@ -437,8 +371,9 @@ function create(name: string, path: string, base: string, c: CreateBufferOptions
   } finally {
     closeSync(fd);
     try {
-      unlinkSync(tmp);
+      unlinkSync(entryOf(dirFd, tmpName));
     } catch {}
+    closeSync(dirFd);
   }
 }
 

@@ -2,7 +2,7 @@
  * Private tracefs instances (`instances/evtrace-<pid>-<n>`, or `evtrace-<owner>-<pid>-<n>` for a long-lived owner
  * such as an agent): one per recording, so evtrace never touches the top-level buffer or anyone else's tracing. Every
  * instance created is removed when its owner is done, when the process exits (also after an uncaught exception) or is
- * stopped by SIGINT/SIGTERM; instances left by a one-shot process that was killed outright (SIGKILL) are removed by
+ * stopped by SIGINT, SIGTERM, SIGHUP or SIGQUIT; instances left by a one-shot process that was killed outright (SIGKILL) are removed by
  * {@link cleanStaleInstances} at the next start. An owner's instances are left to that owner, which re-adopts them.
  */
 import { existsSync, mkdirSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
@@ -88,9 +88,7 @@ function installHooks(): void {
   hooked = true;
   process.on('exit', removeAllLive);
   // First in line: a handler that stops cleanly may remove itself when it runs, and must still be seen as there.
-  process.prependListener('SIGINT', onSignal);
-  process.prependListener('SIGTERM', onSignal);
-  process.prependListener('SIGHUP', onSignal);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const) process.prependListener(signal, onSignal);
 }
 
 /**

@@ -13,6 +13,7 @@ import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { type MetricsServer, startMetricsServer } from '../metrics/server.ts';
 import { addCommand, CliExit, type CliIO } from '../program.ts';
+import { onStopSignals } from '../signals.ts';
 
 /** Options of `evtrace agent`; the config layer fills the same names. */
 export interface AgentCliOptions extends AgentConfigCliOptions, HardwareCliOptions {
@@ -45,7 +46,7 @@ export function registerAgent(program: Command, io: CliIO): void {
   const cmd = addCommand(program, 'agent')
     .summary('run the collector agent (sessions, flight recording, live views) in the foreground')
     .description(
-      `Runs the evtrace collector until SIGINT or SIGTERM. It is controlled over a Unix socket (mode 0660 with --group,
+      `Runs the evtrace collector until a stop signal (below). It is controlled over a Unix socket (mode 0660 with --group,
 else 0600, in a 0750 directory) with the JSON-lines protocol of @evtrace/agent-protocol (PROTOCOL.md); each peer's
 credentials are checked (SO_PEERCRED): root, the agent's own user, and members of --group may connect. Use
 \`evtrace session\` to create and drive sessions, \`evtrace cat --live SESSION\` to watch one.
@@ -54,7 +55,10 @@ STATE-DIR/sessions/NAME/state.json: after the agent was killed (kill -9), the ne
 instances that still exist (keeping what they buffered) or re-creates the sessions, finishes the .part outputs left
 behind, removes evtrace instances no session claims, and says which on stderr. Trace-shots triggered by events or
 signals go to STATE-DIR/snapshots. SIGUSR1 and SIGUSR2 take trace-shots of the sessions with a matching signal
-trigger. On SIGINT or SIGTERM every session is stopped, its output finished and its instance removed. As root the agent
+trigger. On SIGTERM, SIGINT, SIGQUIT or SIGHUP every session is stopped, its output finished and its instance
+removed, and the agent exits with status 0, as \`evtrace record\` does; a signal during that is ignored. SIGHUP stops
+it too (a foreground agent whose terminal closes) rather than reloading the configuration, which names the socket, the
+state directory and the boot sessions: restart the agent to apply a change. As root the agent
 raises its priority (nice -20; \`evtrace record\` goes further, to SCHED_FIFO, for the length of a recording), so that
 it keeps up with the load it records.
 With --hardware the agent runs a session named "hardware" (source mce): machine checks (tracefs mce:mce_record, else
@@ -90,7 +94,7 @@ evtrace agent --state-dir /tmp/st --socket /tmp/st/agent.sock   then: EVTRACE_AG
   );
 }
 
-/** Runs the agent until SIGINT/SIGTERM. */
+/** Runs the agent until SIGHUP, SIGINT, SIGQUIT or SIGTERM. */
 export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<void> {
   const log = (line: string) => io.stderr(`evtrace agent: ${line}\n`);
   const config = agentConfigFromCli(options, process.env, {
@@ -158,18 +162,16 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
       setPriority(0, -20);
     } catch {}
   }
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
+  // Held until the agent has stopped: a second signal must not cut the outputs short.
+  const stopping = Promise.withResolvers<void>();
+  const signals = onStopSignals(
+    (signal) => {
       log(`${signal}: stopping every session`);
-      process.removeListener('SIGINT', onInt);
-      process.removeListener('SIGTERM', onTerm);
-      resolve();
-    };
-    const onInt = () => stop('SIGINT');
-    const onTerm = () => stop('SIGTERM');
-    process.on('SIGINT', onInt);
-    process.on('SIGTERM', onTerm);
-  });
+      stopping.resolve();
+    },
+    (signal) => log(`${signal}: already stopping`),
+  );
+  await stopping.promise;
   agent.close();
   await metrics?.close();
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -179,4 +181,5 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
   }, 500).unref();
   await closed;
   log('stopped');
+  signals.dispose();
 }

@@ -353,7 +353,8 @@ function registerKmemRecord(cmd: Command, io: CliIO): void {
     .description(
       `Records the kernel's allocator tracepoints with evtrace record: ${KMEM_RECORD_EVENTS.join(', ')}
 (globs, so the _node variants of kernels before 6.1 are included); --no-page leaves the page allocator out (its
-events are many). Stops on SIGINT, after --duration, or when COMMAND exits; then "evtrace kmem report OUTPUT".`,
+events are many). Stops after --duration, when COMMAND exits, or cleanly on SIGINT, SIGTERM, SIGHUP or SIGQUIT (as
+evtrace record); then "evtrace kmem report OUTPUT".`,
     )
     .argument('[command...]', 'a command to run while recording (after --); recording stops when it exits')
     .option('-o, --output <path>', 'output file (a directory for --format ctf)', 'kmem.dat')

@@ -358,7 +358,9 @@ export function addPersistentSubcommands(parent: Command, io: CliIO): void {
       .description(
         `Creates NAME (namespaces with /, e.g. team/app/flight). User-space buffers are files in a shared mapping
 readable by the owner (and --group) only; kernel buffers (--kernel) are tracefs instances that record at once.
-A taken name is refused.`,
+A taken name is refused, and so is a place another user could redirect or empty (exit 1, ERR_PERMISSION, naming the
+directory and its owner): a symbolic link as the buffer directory or a namespace, a buffer directory that is neither
+yours nor root's (or root's, writable by others and not sticky), a namespace directory of another user.`,
       )
       .argument('<name>', 'buffer name, e.g. team/app/flight')
       .requiredOption('--size <size>', 'bytes of pages (user) or per CPU (kernel): 4096, 64K, 16M, 1G')

@@ -20,6 +20,7 @@ import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { addCommand, CliExit, type CliIO } from '../program.ts';
+import { onStopSignals } from '../signals.ts';
 
 interface RecordCliOptions {
   event: string[];
@@ -176,12 +177,14 @@ export function registerRecord(program: Command, io: CliIO): void {
     .summary('record kernel trace events to trace.dat or CTF')
     .description(
       `Records tracepoints through a private tracefs instance (instances/evtrace-PID-N), so the top-level buffer and
-other users' tracing are never touched; the instance is removed afterwards, also on SIGINT, SIGTERM or a crash
-(instances of killed recordings are removed at the next start). Filters are checked first and pushed down to the
+other users' tracing are never touched; the instance is removed afterwards, also after a crash (instances of
+recordings killed outright are removed at the next start). Filters are checked first and pushed down to the
 kernel; a part the kernel cannot evaluate is applied while writing. A --filter applies to the -e options given since
 the previous --filter (trace-cmd's -f applies to the -e before it); one given before every -e applies to all events,
-and events after the last --filter are not filtered. Recording stops on SIGINT, after --duration, or when COMMAND
-exits; a summary (events per type, lost events per CPU, bytes written) goes to stderr.
+and events after the last --filter are not filtered. Recording stops after --duration, when COMMAND exits, or on
+SIGINT, SIGTERM, SIGHUP (the terminal closed) or SIGQUIT: each ends it cleanly, as Ctrl-C ends trace-cmd record (the
+instance removed, OUTPUT finished, exit status 0); another signal while it finishes is ignored. A summary (events
+per type, lost events per CPU, bytes written) goes to stderr.
 Pages are first written to OUTPUT.part/ (a raw-pages directory) and turned into OUTPUT at the end; if the recorder
 is killed, or the disk fills up (exit status 1, the error names the file), OUTPUT.part/ stays readable up to its last
 complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -o OUTPUT converts it later).
@@ -250,8 +253,10 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
       const stop = () => controller.abort();
       let child: ChildProcess | undefined;
       let childStatus: number | null = null;
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
+      // Held until the output is finished (or the recording failed): a second signal must not interrupt that.
+      const signals = onStopSignals(stop, (signal) =>
+        io.stderr(`evtrace: ${signal}: already stopping, finishing ${options.output}\n`),
+      );
       const rawDir = `${options.output}.part`;
       let result: RecordResult;
       try {
@@ -302,6 +307,7 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
             onStart,
           });
       } catch (error) {
+        signals.dispose();
         if (error instanceof TracefsError) {
           const status =
             error.code === 'ERR_TRACEFS_EVENT' || error.code === 'ERR_TRACEFS_FILTER'
@@ -317,8 +323,6 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
         }
         throw error;
       } finally {
-        process.removeListener('SIGINT', stop);
-        process.removeListener('SIGTERM', stop);
         (child as ChildProcess | undefined)?.kill('SIGTERM');
       }
       let written: FinalizeResult;
@@ -335,6 +339,8 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
           ExitCode.Failure,
           `${code ? `${code}: ` : ''}${(error as Error).message}; ${keptPagesText(rawDir, options.output, format)}`,
         );
+      } finally {
+        signals.dispose();
       }
       io.stderr(summaryText(result, written, options.output, format));
       if (childStatus !== null && childStatus !== 0)

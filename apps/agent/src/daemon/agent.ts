@@ -103,6 +103,13 @@ export class Agent implements MetricsProvider {
     return n;
   }
 
+  /** Bytes of event text queued for viewers, over all sessions. */
+  get viewerQueuedBytes(): number {
+    let n = 0;
+    for (const s of this.sessionsByName.values()) for (const v of s.viewers) n += v.queuedBytes;
+    return n;
+  }
+
   /**
    * Picks up what an agent killed outright left in the state directory: re-adopts each kernel session's tracefs
    * instance when it still exists (the events it buffered since are kept) or re-creates the session, finishes
@@ -490,10 +497,11 @@ export class Agent implements MetricsProvider {
     s.viewers.add(viewer);
   }
 
+  /** The viewer left (unsubscribed, or its connection closed): its queue is dropped, not delivered. */
   detach(viewer: Viewer, reason: string): void {
     const s = (viewer as Viewer & { session?: Session }).session;
     if (s?.viewers.delete(viewer)) s.viewerLostEnded += viewer.lost;
-    viewer.end(reason);
+    viewer.end(reason, false);
   }
 
   /** An event trigger: matches found in one pass of the loop share one trace-shot, taken right after it. */
@@ -580,6 +588,7 @@ export class Agent implements MetricsProvider {
       startTimeMs: this.startTimeMs,
       sessions: this.sessionsByName.size,
       viewers: this.viewerCount,
+      viewerQueuedBytes: this.viewerQueuedBytes,
       protocolErrors: this.protocolErrors,
       uptimeSeconds: (Date.now() - this.startTimeMs) / 1000,
       rssBytes: process.memoryUsage.rss(),

@@ -37,7 +37,7 @@ import type { Caller } from './caller.ts';
 import { AgentError, asAgentError } from './errors.ts';
 import { RotatingOutput, writeTraceShot } from './files.ts';
 import { persistentStatus } from './persistent.ts';
-import { liveEventJson, TaskNames, type Viewer } from './viewer.ts';
+import { liveEventJson, MAX_VIEWER_QUEUE_BYTES, TaskNames, type Viewer } from './viewer.ts';
 
 /** Default per-CPU buffer: 1 MiB. */
 export const DEFAULT_BUFFER_SIZE = 1 << 20;
@@ -106,6 +106,10 @@ export class Session {
   #keep = new Map<EventClass, EventPredicate | undefined>();
   #eventTriggers: { expr: string; compiled: Map<EventClass, EventPredicate | undefined> }[] = [];
   #overwrittenPages = 0;
+  /** Pages delivered from the buffers so far: the recent window changes with it. */
+  #delivered = 0;
+  /** The window decoded in this pass, shared by the viewers that subscribe in it. */
+  #window: { readonly delivered: number; readonly limit: number; readonly lines: string[] } | undefined;
   /** An error met while draining into the outputs during a source's poll, reported by this session's next poll. */
   #sinkError: AgentError | undefined;
   readonly #byType = new Float64Array(65536);
@@ -272,6 +276,7 @@ export class Session {
       this.fail(asAgentError(error));
     }
     for (const v of this.viewers) v.flush();
+    this.#window = undefined;
     return fastest;
   }
 
@@ -287,6 +292,7 @@ export class Session {
     const r = c.reader;
     const lostBefore = r.lost;
     while (r.next()) {
+      this.#delivered++;
       const page = r.bytes.subarray(r.offset, r.offset + r.length);
       this.#output?.append(i, page);
       if (decode) this.#decode(c.cpu, page);
@@ -319,22 +325,51 @@ export class Session {
     return p === undefined ? !this.#excluded.has(e.eventClass.name) : p(e);
   }
 
-  /** The recent window (what the buffers hold, already delivered), newest `limit` events, in time order. */
+  /**
+   * The recent window (what the buffers hold, already delivered), in time order: the newest `limit` events, and no
+   * more than a viewer's queue holds ({@link MAX_VIEWER_QUEUE_BYTES}). Viewers that subscribe in the same pass share
+   * one decoding of the buffers and its strings, which is dropped at the next pass.
+   */
   window(limit: number): string[] {
     if (this.state === 'running') this.#pump();
+    const cached = this.#window;
+    const full =
+      cached !== undefined && cached.delivered === this.#delivered && cached.limit >= limit
+        ? cached
+        : (this.#window = { delivered: this.#delivered, limit, lines: this.#decodeWindow(limit) });
+    let from = full.lines.length;
+    let bytes = 0;
+    while (from > 0 && full.lines.length - from < limit) {
+      bytes += full.lines[from - 1]!.length;
+      if (bytes > MAX_VIEWER_QUEUE_BYTES) break;
+      from--;
+    }
+    return full.lines.slice(from);
+  }
+
+  #decodeWindow(limit: number): string[] {
     const streams = this.#cpus.map((c) => {
       const snap = c.ring.snapshot();
       const pages: Buffer[] = [];
       while (snap.next()) pages.push(Buffer.from(snap.payload()));
       return decodeCpuPages(this.#meta!, { cpu: c.cpu, bytes: Buffer.concat(pages) }).events;
     });
+    // The newest events within both limits: older ones leave from the front (a head index, not shift()).
     const out: string[] = [];
+    let head = 0;
+    let bytes = 0;
     for (const e of mergeByTime(streams)) {
       if (!this.#kept(e)) continue;
-      out.push(liveEventJson(e, this.#tasks!, false));
-      if (out.length > limit) out.shift();
+      const line = liveEventJson(e, this.#tasks!, false);
+      out.push(line);
+      bytes += line.length;
+      while (out.length - head > limit || bytes > MAX_VIEWER_QUEUE_BYTES) bytes -= out[head++]!.length;
+      if (head > 4096 && head * 2 > out.length) {
+        out.splice(0, head);
+        head = 0;
+      }
     }
-    return out;
+    return out.slice(head);
   }
 
   /**

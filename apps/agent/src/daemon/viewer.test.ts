@@ -8,9 +8,27 @@ import type { SessionStatus, SubscriptionItem } from '@evtrace/agent-protocol';
 import { encodeLine } from '@evtrace/agent-protocol';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cli, eventually, startAgent, workDir } from '../testing/agent-daemon.ts';
-import { Viewer } from './viewer.ts';
+import { MAX_VIEWER_QUEUE_BYTES, Viewer } from './viewer.ts';
 
 describe('Viewer', () => {
+  it(`holds at most MAX_VIEWER_QUEUE_BYTES of event text whatever its capacity; leaving drops the queue`, () => {
+    const lines: string[] = [];
+    const v = new Viewer(3, 100_000, {
+      write: (l) => {
+        lines.push(l);
+        return false;
+      },
+      writable: false,
+    });
+    const event = `{"pad":"${'x'.repeat(1000)}"}`;
+    const fits = Math.floor(MAX_VIEWER_QUEUE_BYTES / event.length);
+    for (let i = 0; i < fits + 50; i++) v.offer(event);
+    expect([v.queued, v.lost, v.queuedBytes]).toEqual([fits, 50, fits * event.length]);
+    v.end('unsubscribed', false);
+    expect([v.queued, v.queuedBytes]).toEqual([0, 0]);
+    expect(lines.map((l) => JSON.parse(l))).toEqual([{ stream: 3, kind: 'end', reason: 'unsubscribed' }]);
+  });
+
   it('queues up to its capacity, counts the rest lost, and reports the loss once the connection drains', () => {
     const lines: string[] = [];
     let writable = false;

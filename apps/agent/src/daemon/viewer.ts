@@ -2,7 +2,8 @@
  * One viewer of a session: a bounded queue of event lines between the session and the viewer's connection. The
  * session offers every event; a full queue (the viewer reads too slowly, its socket does not drain) refuses it and
  * counts it as this viewer's loss, reported in a `loss` message once there is room again. Nothing a viewer does
- * slows the session or costs more memory than its queue.
+ * slows the session or costs more memory than its queue ({@link MAX_VIEWER_QUEUE_BYTES} at most, whatever number of
+ * events it asked for) plus its connection's buffer; a viewer that leaves gives its queue up at once.
  */
 import { readFileSync } from 'node:fs';
 import { CommTracker } from '@evtrace/filters';
@@ -16,6 +17,8 @@ export interface ViewerOutput {
   readonly writable: boolean;
 }
 
+/** Bytes of event text (one per character of JSON) a viewer's queue holds at most. */
+export const MAX_VIEWER_QUEUE_BYTES = 16 << 20;
 /** Events sent per `events` message at most (keeps lines far below the 4 MiB protocol limit). */
 const BATCH = 256;
 /** The queue entry that stands for the end of the recent window. */
@@ -29,6 +32,7 @@ export class Viewer {
   #lostSinceNotice = 0;
   #queue: string[] = [];
   #head = 0;
+  #bytes = 0;
   #ended = false;
   readonly #out: ViewerOutput;
 
@@ -42,6 +46,11 @@ export class Viewer {
     return this.#queue.length - this.#head;
   }
 
+  /** Bytes of event text queued, bounded by {@link MAX_VIEWER_QUEUE_BYTES}. */
+  get queuedBytes(): number {
+    return this.#bytes;
+  }
+
   get ended(): boolean {
     return this.#ended;
   }
@@ -49,12 +58,13 @@ export class Viewer {
   /** Queues one event (its JSON object text); counts it lost when the queue is full. */
   offer(json: string): void {
     if (this.#ended) return;
-    if (this.queued >= this.capacity) {
+    if (this.queued >= this.capacity || this.#bytes + json.length > MAX_VIEWER_QUEUE_BYTES) {
       this.lost++;
       this.#lostSinceNotice++;
       return;
     }
     this.#queue.push(json);
+    this.#bytes += json.length;
   }
 
   /** Marks the end of the recent window: `live` is sent after what is queued now. */
@@ -76,6 +86,7 @@ export class Viewer {
       const limit = Math.min(this.#queue.length, this.#head + BATCH);
       while (end < limit && this.#queue[end] !== LIVE) end++;
       const events = this.#queue.slice(this.#head, end);
+      for (const e of events) this.#bytes -= e.length;
       this.#head = end;
       this.#out.write(`{"stream":${this.stream},"kind":"events","events":[${events.join(',')}]}\n`);
     }
@@ -93,16 +104,18 @@ export class Viewer {
   }
 
   /**
-   * Sends everything still queued, the loss notice, then `end`; nothing follows. The queue is bounded by `capacity`,
-   * so handing it all to the connection at once keeps memory bounded, and a reader that was behind when the session
-   * stopped still gets the events it was promised.
+   * Ends the stream with `end`; nothing follows. `deliver`: first send everything still queued and the loss notice,
+   * so that a reader that was behind when the session stopped still gets the events it was promised (the queue is
+   * bounded, so handing it all to the connection at once keeps memory bounded). Without it (the viewer left: it
+   * unsubscribed or its connection closed) the queue is dropped at once, not parked in a socket nobody reads.
    */
-  end(reason: string): void {
+  end(reason: string, deliver = true): void {
     if (this.#ended) return;
-    this.flush(true);
+    if (deliver) this.flush(true);
     this.#ended = true;
     this.#queue = [];
     this.#head = 0;
+    this.#bytes = 0;
     this.#out.write(`${JSON.stringify({ stream: this.stream, kind: 'end', reason })}\n`);
   }
 }

@@ -179,6 +179,13 @@ export function createMetricsRegistry(provider: MetricsProvider): MetricsRegistr
     ['evtrace_agent_sessions', 'Sessions that exist.', 'gauge', [], agent((h) => h.sessions)],
     ['evtrace_agent_viewers', 'Viewers attached, over all sessions.', 'gauge', [], agent((h) => h.viewers)],
     [
+      'evtrace_agent_viewer_queued_bytes',
+      'Bytes of event text queued for viewers that read slower than events arrive, over all sessions.',
+      'gauge',
+      [],
+      agent((h) => h.viewerQueuedBytes ?? 0),
+    ],
+    [
       'evtrace_agent_protocol_errors_total',
       'Control requests refused as malformed, oversize or not permitted.',
       'counter',

@@ -45,6 +45,8 @@ export interface AgentHealth {
   readonly sessions: number;
   /** Viewers attached now, over all sessions. */
   readonly viewers: number;
+  /** Bytes of event text queued for viewers now, over all sessions (0 when absent). */
+  readonly viewerQueuedBytes?: number;
   /** Control-protocol requests refused as malformed, oversize or not permitted, since start. */
   readonly protocolErrors: number;
   /** Seconds since the agent started. */
