@@ -1,4 +1,4 @@
-import type { FieldValue, TraceEvent } from '@evtrace/trace-format';
+import type { EventClass, FieldValue, TraceEvent } from '@evtrace/trace-format';
 
 /**
  * Tracks each task's name over a recording so that user-space `COMM` filters see what the kernel saw: the name a task
@@ -11,6 +11,8 @@ import type { FieldValue, TraceEvent } from '@evtrace/trace-format';
  */
 export class CommTracker {
   readonly #names = new Map<number, string>();
+  /** Per event class: the naming event it is (its name without the system), or null. */
+  readonly #kinds = new WeakMap<EventClass, string | null>();
 
   /** Seeds names, e.g. from tracefs `saved_cmdlines` (`pid comm` lines). */
   seed(pid: number, comm: string): void {
@@ -39,15 +41,24 @@ export class CommTracker {
 
   /** Learns from one event; call after evaluating it. */
   observe(event: TraceEvent): void {
+    // Most events name no task: their class is looked up once, so they cost one map read.
+    const cls = event.eventClass;
+    let kind = this.#kinds.get(cls);
+    if (kind === undefined) {
+      const name = cls.name.slice(cls.name.indexOf(':') + 1);
+      kind = NAMING.has(name) ? name : null;
+      this.#kinds.set(cls, kind);
+    }
+    if (kind !== null) this.#learn(event, kind);
+  }
+
+  #learn(event: TraceEvent, kind: string): void {
     const f = (name: string) => field(event, name);
     const set = (pid: FieldValue | undefined, comm: FieldValue | undefined) => {
       const p = num(pid);
       if (p !== undefined && typeof comm === 'string') this.#names.set(p, comm);
     };
-    const name = event.eventClass.name.includes(':')
-      ? event.eventClass.name.slice(event.eventClass.name.indexOf(':') + 1)
-      : event.eventClass.name;
-    switch (name) {
+    switch (kind) {
       case 'sched_switch':
         set(f('prev_pid'), f('prev_comm'));
         set(f('next_pid'), f('next_comm'));
@@ -73,6 +84,18 @@ export class CommTracker {
     }
   }
 }
+
+/** The events that name tasks. */
+const NAMING = new Set([
+  'sched_switch',
+  'sched_wakeup',
+  'sched_waking',
+  'sched_wakeup_new',
+  'task_newtask',
+  'sched_process_fork',
+  'task_rename',
+  'sched_process_exec',
+]);
 
 function field(event: TraceEvent, name: string): FieldValue | undefined {
   const v = event.fields[name];

@@ -54,6 +54,7 @@ export {
   parseHeaderEvent,
   parseHeaderPage,
 } from './ftrace/headers.ts';
+export { hexFields } from './ftrace/hex-fields.ts';
 export { type IndexedTrace, type IndexFtraceOptions, indexFtrace, mergeOrder } from './ftrace/indexed.ts';
 export { type PageInfo, type PageSource, type RecordSink, readPage } from './ftrace/page.ts';
 export { compilePrintFormat, type PrintFormatter, type PrintStyle } from './ftrace/print-fmt.ts';
@@ -110,6 +111,6 @@ export {
   type SourceCpuCounters,
 } from './model/source.ts';
 export type * from './model/types.ts';
-export { eventToJsonLine, jsonValue } from './output/json.ts';
+export { createJsonFormatter, eventToJsonLine, type JsonFormatterOptions, jsonValue } from './output/json.ts';
 export { type PerfettoOptions, writePerfettoJson } from './output/perfetto.ts';
 export { createFtraceTextFormatter, type FtraceTextOptions, fieldsText } from './output/text.ts';

@@ -7,6 +7,7 @@ import { findTracefs } from '@evtrace/tracefs';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { run, sampleInputs } from '../testing/sample-traces.ts';
+import { expectValid } from '../testing/schemas.ts';
 
 describe('evtrace cat', () => {
   const { dat, raw, dir } = sampleInputs();
@@ -59,7 +60,7 @@ describe('evtrace cat', () => {
     expect(bad.stderr).toMatch(/--limit must be a non-negative integer, not 'ten'/);
   });
 
-  it('--json writes one object per line and nothing else, big integers as strings', async () => {
+  it('--json writes one object per line and nothing else, fields typed by their format, valid against the schema', async () => {
     const r = await run('cat', dat, '--json');
     expect(r.code).toBe(ExitCode.Ok);
     const objects = r.stdout
@@ -67,19 +68,35 @@ describe('evtrace cat', () => {
       .split('\n')
       .map((l) => JSON.parse(l));
     expect(objects.length).toBe(40);
+    for (const o of objects) expectValid('@evtrace/trace-format/schemas/event.json', o);
+    // call_site is an unsigned long printed with %pS, ptr a pointer: hex; size_t and unsigned long: 64-bit strings.
     expect(objects[0]).toEqual({
       ts_ns: '1000000000',
       cpu: 0,
       event: 'kmem:kmalloc',
+      pid: 100,
+      comm: 'worker',
+      flags: {
+        irqs_off: false,
+        need_resched: false,
+        preempt_resched: false,
+        hardirq: false,
+        softirq: false,
+        nmi: false,
+        preempt_depth: 0,
+        migrate_disable: 0,
+      },
       fields: {
-        call_site: String(0xffffffff81200010n),
-        ptr: String(0xffff888100000000n),
-        bytes_req: 0,
-        bytes_alloc: 0,
-        gfp_flags: 3264,
+        call_site: '0xffffffff81200010',
+        ptr: '0xffff888100000000',
+        bytes_req: '0',
+        bytes_alloc: '0',
+        gfp_flags: '3264',
         node: -1,
       },
     });
+    // A task neither saved_cmdlines nor the recording names.
+    expect(objects[2]).toMatchObject({ pid: 102, comm: null });
     expect(objects[3]).toMatchObject({ event: 'sched:sched_process_exec', fields: { filename: '/bin/t3' } });
     expect(r.stderr).toBe('');
   });
@@ -91,7 +108,7 @@ describe('evtrace cat', () => {
       .trimEnd()
       .split('\n')
       .map((l) => JSON.parse(l));
-    expect(objects.map((o) => o.fields.bytes_req)).toEqual([220, 250, 280, 340, 370]);
+    expect(objects.map((o) => o.fields.bytes_req)).toEqual(['220', '250', '280', '340', '370']);
     expect(r.stderr).toMatch(/filter does not apply to sched:sched_process_exec/);
     const bad = await run('cat', dat, '--filter', 'nosuch == 1');
     expect(bad.code).toBe(ExitCode.Usage);

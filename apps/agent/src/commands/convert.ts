@@ -1,7 +1,6 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import {
   createTextFormatter,
-  eventToJsonLine,
   type TraceDatReader,
   TraceFormatError,
   writeCtfTrace,
@@ -13,7 +12,7 @@ import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { addCommand, CliExit, type CliIO } from '../program.ts';
-import { bufferedWriter, openInput, reportNotes } from './cat.ts';
+import { bufferedWriter, jsonLines, openInput, reportNotes } from './cat.ts';
 
 const TARGETS = ['ctf', 'tracedat', 'text', 'jsonl', 'perfetto'] as const;
 type Target = (typeof TARGETS)[number];
@@ -144,9 +143,10 @@ encoded again, with a note saying why.`,
           }
           case 'jsonl':
             n = withFile(options.output, (write) => {
+              const line = jsonLines(opened);
               let k = 0;
               for (const e of opened.events()) {
-                write(eventToJsonLine(e));
+                write(line(e));
                 k++;
               }
               return k;

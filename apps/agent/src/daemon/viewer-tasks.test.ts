@@ -44,7 +44,7 @@ async function session(agent: RunningAgent, name: string, args: readonly string[
 }
 
 describe('liveEventJson', () => {
-  it("is cat --json's object with pid and comm after event; tasks it cannot name get a pid alone", async () => {
+  it("is cat --json's object: comm the task's name when the event fired, null for tasks it cannot name", async () => {
     const dir = fresh();
     const raw = join(dir, 'raw');
     await recordDemo({ events: ['kmem:*', 'sched:*'], dir: raw, durationMs: 100, rate: 5000, cpus: 2 });
@@ -61,28 +61,23 @@ describe('liveEventJson', () => {
       const comm = tracker.resolve(e);
       tracker.observe(e);
       const { fields, ...rest } = JSON.parse(eventToJsonLine(e));
-      expect(got).toEqual({ ...rest, pid, ...(comm === undefined ? {} : { comm }), fields });
-      expect(Object.keys(got)).toEqual([
-        'ts_ns',
-        'cpu',
-        'event',
-        'pid',
-        ...(comm === undefined ? [] : ['comm']),
-        'fields',
-      ]);
+      expect(got).toEqual({ ...rest, pid, comm: comm ?? null, fields });
+      expect(Object.keys(got)).toEqual(['ts_ns', 'cpu', 'event', 'pid', 'comm', 'flags', 'fields']);
       if (comm !== undefined) named++;
     }
     expect(named).toBeGreaterThan(0);
   });
 
-  it('leaves events without a task (CTF, no common_pid) as cat --json prints them', () => {
+  it('leaves events without a task (CTF, no common_pid) as cat --json prints them: pid, comm and flags null', () => {
     const e = {
       tsNs: 5n,
       cpu: 0,
       eventClass: { id: 1, name: 'a:b', streamId: 0, payload: { kind: 'struct', members: [], minAlign: 1 } },
       fields: { x: 1 },
     } as TraceEvent;
-    expect(liveEventJson(e, new TaskNames(new Map(), false))).toBe(eventToJsonLine(e).slice(0, -1));
+    const line = liveEventJson(e, new TaskNames(new Map(), false));
+    expect(line).toBe(eventToJsonLine(e).slice(0, -1));
+    expect(JSON.parse(line)).toMatchObject({ pid: null, comm: null, flags: null });
   });
 });
 
@@ -141,7 +136,7 @@ describe.skipIf(why !== '')(
         expect(events.every((e) => e.event === 'sched:sched_switch')).toBe(true);
         for (const e of events) expect(e.pid, JSON.stringify(e)).toBe(e.fields.prev_pid);
         // A task can exec between its event and our look at /proc (other builds run here): judged over the whole.
-        const named = events.filter((e) => e.comm !== undefined);
+        const named = events.filter((e) => e.comm !== null);
         const agree = named.filter((e) => e.comm === e.fields.prev_comm);
         expect(named.length / events.length).toBeGreaterThan(0.9);
         expect(agree.length / named.length).toBeGreaterThan(0.9);
