@@ -7,7 +7,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { expect } from 'vitest';
 
 const require = createRequire(import.meta.url);
-const ajv = new Ajv2020({ strict: true, allErrors: true });
+const ajv = new Ajv2020({ strict: true });
 const compiled = new Map<string, ValidateFunction>();
 
 /** The validator of a published schema, by its package export (`@evtrace/trace-format/schemas/event.json`). */

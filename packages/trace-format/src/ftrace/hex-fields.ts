@@ -76,7 +76,19 @@ function splitArgs(text: string): string[] {
   return args;
 }
 
-/** `REC->name`, possibly in parentheses and behind casts, to `name`; undefined for any other expression. */
+const CASTS = String.raw`(?:\(\s*[\w\s*]+\)\s*)*`;
+const PLAIN = new RegExp(String.raw`^\s*${CASTS}\(?\s*REC->(\w+)\s*\)?\s*$`);
+/** `REC->x != -1UL ? REC->x : 0` (mm_page_alloc's pfn): the field the condition guards. */
+const GUARDED = new RegExp(String.raw`^\s*\(?\s*REC->(\w+)\s*[!=<>]=?[^?]*\?\s*${CASTS}\(?\s*REC->(\w+)\s*\)?\s*:`);
+
+/**
+ * `REC->name`, possibly in parentheses and behind casts, or a condition on a field choosing that field, to `name`;
+ * undefined for any other expression.
+ */
 function fieldOf(arg: string | undefined): string | undefined {
-  return arg === undefined ? undefined : /^\s*(?:\(\s*[\w\s*]+\)\s*)*\(?\s*REC->(\w+)\s*\)?\s*$/.exec(arg)?.[1];
+  if (arg === undefined) return undefined;
+  const plain = PLAIN.exec(arg);
+  if (plain !== null) return plain[1];
+  const guarded = GUARDED.exec(arg);
+  return guarded !== null && guarded[1] === guarded[2] ? guarded[1] : undefined;
 }

@@ -88,9 +88,17 @@ const SOFTIRQ = 0x10;
 const PREEMPT_RESCHED = 0x20;
 const NMI = 0x40;
 
+/** The `flags` objects met so far, by flags and preempt count byte: a trace uses few, each written many times. */
+const flagTexts: (string | undefined)[] = [];
+
 function flagsJson(flags: number, preemptCount: FieldValue | undefined): string {
+  const pc = typeof preemptCount === 'number' ? preemptCount & 0xff : 0;
+  const key = ((flags & 0xff) << 8) | pc;
+  return (flagTexts[key] ??= flagsText(flags, pc));
+}
+
+function flagsText(flags: number, pc: number): string {
   // The low nibble of the preempt count byte is the preemption depth, the high one migrate-disable's.
-  const pc = typeof preemptCount === 'number' ? preemptCount : 0;
   return `{"irqs_off":${(flags & IRQS_OFF) !== 0},"need_resched":${(flags & NEED_RESCHED) !== 0},"preempt_resched":${(flags & PREEMPT_RESCHED) !== 0},"hardirq":${(flags & HARDIRQ) !== 0},"softirq":${(flags & SOFTIRQ) !== 0},"nmi":${(flags & NMI) !== 0},"preempt_depth":${pc & 0xf},"migrate_disable":${(pc >> 4) & 0xf}}`;
 }
 

@@ -111,6 +111,10 @@ describe('JSON lines', () => {
       ),
     ]).toEqual(['a', 'b', 'd', 'f']);
     expect([...hexFields('"%s=%x", __get_str(name), REC->v + 1')]).toEqual([]);
+    // mm_page_alloc's: the pfn a condition guards is the pfn.
+    const pageAlloc =
+      '"page=%p pfn=0x%lx order=%d", REC->pfn != -1UL ? (((struct page *)vmemmap_base) + (REC->pfn)) : ((void *)0), REC->pfn != -1UL ? REC->pfn : 0, REC->order';
+    expect([...hexFields(pageAlloc)]).toEqual(['pfn']);
     expect([...hexFields(undefined)]).toEqual([]);
   });
 });
