@@ -38,7 +38,8 @@ export interface MceJson {
   ipid: string | null;
   synd: string | null;
   ppin: string | null;
-  time: number | null;
+  /** struct mce's `time` (seconds since the epoch), a u64: a decimal string as every 64-bit integer in evtrace's JSON. */
+  time: string | null;
   unknown: string[];
   source: { kind: string; file: string | null; line: number | null; offset: number | null };
 }
@@ -82,7 +83,7 @@ export function toJson(d: DecodedMce): MceJson {
     ipid: r.ipid === 0n ? null : hex(r.ipid),
     synd: r.synd === 0n ? null : hex(r.synd),
     ppin: r.ppin === 0n ? null : hex(r.ppin),
-    time: r.time === 0n ? null : Number(r.time),
+    time: r.time === 0n ? null : r.time.toString(),
     unknown: [...d.unknown],
     source: {
       kind: r.source.kind,
