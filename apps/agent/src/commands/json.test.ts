@@ -255,6 +255,7 @@ describe.skipIf(!has('jq'))(`the README's session recipe${has('jq') ? '' : ' (sk
       expect((await cli(agent, ['session', 'start', 'flight'])).code).toBe(0);
       const status = await cli(agent, ['session', 'status', 'flight', '--json']);
       const s = JSON.parse(status.stdout) as { cpus: { cpu: number; lost: number }[] };
+      expectValid('@evtrace/agent-protocol/schemas/session-status.json', s);
       expect(s.cpus.length).toBeGreaterThan(0);
       const r = spawnSync('bash', ['-o', 'pipefail', '-c', recipes().get('events lost per CPU by a session')!], {
         encoding: 'utf8',

@@ -2,7 +2,9 @@
  * Test support: the JSON Schemas the packages publish (draft 2020-12), compiled once by ajv, so tests can hold the
  * CLI's real output to its contract.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { expect } from 'vitest';
 
@@ -14,7 +16,13 @@ const compiled = new Map<string, ValidateFunction>();
 export function schema(specifier: string): ValidateFunction {
   let v = compiled.get(specifier);
   if (v === undefined) {
-    v = ajv.compile(require(specifier));
+    // A schema may refer to its package's other schemas by relative $ref: all of them are known to ajv first.
+    const path = require.resolve(specifier);
+    for (const f of readdirSync(dirname(path)).filter((n) => n.endsWith('.json'))) {
+      const other = JSON.parse(readFileSync(join(dirname(path), f), 'utf8')) as { $id: string };
+      if (ajv.getSchema(other.$id) === undefined) ajv.addSchema(other);
+    }
+    v = ajv.getSchema((JSON.parse(readFileSync(path, 'utf8')) as { $id: string }).$id)!;
     compiled.set(specifier, v);
   }
   return v;
