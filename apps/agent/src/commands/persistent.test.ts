@@ -90,6 +90,7 @@ describe('evtrace persistent (user-space buffers)', () => {
       .split('\n')
       .map((l) => JSON.parse(l));
     expect(records).toHaveLength(1000);
+    for (const r of records) expectValid('@evtrace/persistent-events/schemas/record.json', r);
     records.forEach((r, i) => {
       expect(r.class).toBe(i % 2 ? 'app:b' : 'app:a');
       expect(Buffer.from(r.payload, 'hex').readUInt32LE(0)).toBe(i);
