@@ -54,10 +54,14 @@ export function openInput(
   return {
     reader,
     events: function* () {
-      for (const e of guarded(reader.events())) {
-        if (predicate === undefined || predicate(e)) yield e;
-        // After the event was handled: a task_rename fires while the old name is still current.
-        tasks.observe(e);
+      try {
+        for (const e of reader.events()) {
+          if (predicate === undefined || predicate(e)) yield e;
+          // After the event was handled: a task_rename fires while the old name is still current.
+          tasks.observe(e);
+        }
+      } catch (error) {
+        throw asCliExit(error);
       }
       predicate?.finish();
     },
@@ -69,14 +73,6 @@ export function openInput(
 function asCliExit(error: unknown): unknown {
   if (error instanceof TraceFormatError) return new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
   return error;
-}
-
-function* guarded(events: Iterable<TraceEvent>): Generator<TraceEvent> {
-  try {
-    yield* events;
-  } catch (error) {
-    throw asCliExit(error);
-  }
 }
 
 /**

@@ -11,6 +11,7 @@ import { eventToJsonLine, openRawPagesDir, type TraceEvent } from '@evtrace/trac
 import { findTracefs, recordDemo } from '@evtrace/tracefs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cli, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
+import { expectValid } from '../testing/schemas.ts';
 import { liveEventJson, TaskNames } from './viewer.ts';
 
 const dirs: string[] = [];
@@ -99,6 +100,23 @@ describe('live events of the demo source', { timeout: 60_000 }, () => {
       const events = await liveEvents(agent, 'd', 300);
       for (const e of events) expect(e.comm, JSON.stringify(e)).toBe(names.get(e.pid!));
       expect(new Set(events.map((e) => e.pid)).size).toBeGreaterThan(1);
+      for (const e of events) expectValid('@evtrace/trace-format/schemas/event.json', e);
+
+      // cat --live --json prints the stream's events as they came: the same contract.
+      const json = await cli(agent, ['cat', '--live', 'd', '-n', '20', '--json']);
+      expect(json.code, json.stderr).toBe(0);
+      const printed = json.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(printed).toHaveLength(20);
+      for (const e of printed) expectValid('@evtrace/trace-format/schemas/event.json', e);
+      // kmalloc's call_site (printed with %pS) and ptr are addresses; bytes_req a size_t.
+      const kmalloc = printed.find((e) => e.event === 'kmem:kmalloc');
+      expect(kmalloc?.fields).toMatchObject({
+        call_site: expect.stringMatching(/^0x[0-9a-f]+$/),
+        bytes_req: expect.stringMatching(/^\d+$/),
+      });
 
       const text = await cli(agent, ['cat', '--live', 'd', '-n', '20']);
       expect(text.code, text.stderr).toBe(0);
