@@ -204,6 +204,19 @@ describe.skipIf(why !== '')(`evtrace cat --json on a kernel recording${why ? ` (
     expect(readFileSync(out, 'utf8')).toBe(stdout);
   });
 
+  it("keeps each field's type through a conversion to CTF: the same objects but the task names CTF does not carry", async () => {
+    const ctf = join(dir, 'k.ctf');
+    expect((await run('convert', dat, '--to', 'ctf', '-o', ctf)).code).toBe(ExitCode.Ok);
+    const back = await run('cat', ctf, '--json');
+    expect(back.code, back.stderr).toBe(ExitCode.Ok);
+    const strip = ({ comm: _comm, ...rest }: JsonEvent) => rest;
+    const theirs = back.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => strip(JSON.parse(l)));
+    expect(theirs).toEqual(events.map(strip));
+  });
+
   it.skipIf(!has('jq'))("runs the README's jq recipes on it: their answers are the events'", () => {
     const bytes = new Map<string, number>();
     for (const e of events.filter((x) => x.event === 'kmem:kmalloc')) {
