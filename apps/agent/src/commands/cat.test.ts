@@ -142,6 +142,25 @@ describe.skipIf(!existsSync(FIXTURES))(
       ).toString();
       expect(r.stdout).toBe(expected);
     });
+
+    it.each(['wk-heartbeat-u', 'smalltrace', 'sequence', 'struct-array-align-elem', '2packets', 'debug-info'])(
+      "writes %s as JSON lines valid against the event schema, the task from LTTng's vtid context",
+      async (name) => {
+        const r = await run('cat', `${FIXTURES}/tests/data/ctf-traces/succeed/${name}`, '--json');
+        expect(r.code, r.stderr).toBe(ExitCode.Ok);
+        const objects = r.stdout
+          .trimEnd()
+          .split('\n')
+          .map((l) => JSON.parse(l));
+        expect(objects.length).toBeGreaterThan(0);
+        for (const o of objects) expectValid('@evtrace/trace-format/schemas/event.json', o, name);
+        // CTF records no ftrace flags.
+        expect(objects.every((o) => o.flags === null)).toBe(true);
+        if (name === 'wk-heartbeat-u') expect(objects[0]).toMatchObject({ pid: 3214, comm: null });
+        // LTTng's statedump declares baddr a 64-bit integer of base 16: an address; memsz a 64-bit count.
+        if (name === 'debug-info') expect(objects[0].fields).toMatchObject({ baddr: '0x7ffcbd1e1000', memsz: '0' });
+      },
+    );
   },
 );
 

@@ -1,4 +1,5 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import eventSchema from '../../schemas/event.json' with { type: 'json' };
 import { parseFormatFile } from '../ftrace/format-file.ts';
@@ -116,6 +117,29 @@ describe('JSON lines', () => {
       '"page=%p pfn=0x%lx order=%d", REC->pfn != -1UL ? (((struct page *)vmemmap_base) + (REC->pfn)) : ((void *)0), REC->pfn != -1UL ? REC->pfn : 0, REC->order';
     expect([...hexFields(pageAlloc)]).toEqual(['pfn']);
     expect([...hexFields(undefined)]).toEqual([]);
+  });
+
+  it('fuzz: any text, and real print formats cut and spliced anywhere, give a set of field names and never throw', () => {
+    const real = [KMALLOC.printFormat!, SWITCH.printFormat!, '"page=%p pfn=0x%lx", REC->pfn != -1UL ? REC->pfn : 0, 0'];
+    const mutated = fc
+      .tuple(
+        fc.constantFrom(...real),
+        fc.array(fc.tuple(fc.nat(), fc.nat(8), fc.string({ maxLength: 6 })), { maxLength: 5 }),
+      )
+      .map(([text, edits]) => {
+        let out = text;
+        for (const [at, cut, insert] of edits) {
+          const i = at % (out.length + 1);
+          out = out.slice(0, i) + insert + out.slice(i + cut);
+        }
+        return out;
+      });
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), mutated), (text) => {
+        for (const name of hexFields(text)) expect(name).toMatch(/^\w+$/);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
 
