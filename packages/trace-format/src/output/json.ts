@@ -37,7 +37,7 @@ export function jsonValue(value: FieldValue): unknown {
 /** Writes one value of a field class. */
 type ValueWriter = (value: FieldValue | undefined) => string;
 
-/** What a class's events share: the fields' writer and where the task and flags are read from. */
+/** What a class's events share: the `"event"` member and the fields' writer. */
 interface ClassWriter {
   readonly prefix: string;
   readonly fields: (fields: TraceEvent['fields']) => string;
