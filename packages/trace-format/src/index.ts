@@ -111,6 +111,12 @@ export {
   type SourceCpuCounters,
 } from './model/source.ts';
 export type * from './model/types.ts';
-export { createJsonFormatter, eventToJsonLine, type JsonFormatterOptions, jsonValue } from './output/json.ts';
+export {
+  createJsonFormatter,
+  eventClassSchema,
+  eventToJsonLine,
+  type JsonFormatterOptions,
+  jsonValue,
+} from './output/json.ts';
 export { type PerfettoOptions, writePerfettoJson } from './output/perfetto.ts';
 export { createFtraceTextFormatter, type FtraceTextOptions, fieldsText } from './output/text.ts';

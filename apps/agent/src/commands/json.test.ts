@@ -7,12 +7,13 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { eventClassSchema, openTrace } from '@evtrace/trace-format';
 import { findTracefs } from '@evtrace/tracefs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { CLI, cli, startAgent, workDir } from '../testing/agent-daemon.ts';
 import { run } from '../testing/sample-traces.ts';
-import { expectValid } from '../testing/schemas.ts';
+import { expectValid, expectValidAgainst } from '../testing/schemas.ts';
 
 const has = (tool: string) => spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;
 
@@ -117,6 +118,10 @@ describe.skipIf(why !== '')(`evtrace cat --json on a kernel recording${why ? ` (
       }
     const mixed = [...types].filter(([, t]) => t.size > 1).map(([k, t]) => `${k}: ${[...t].join(', ')}`);
     expect(mixed).toEqual([]);
+    // And each event against its class's own schema, built from the recording's formats.
+    const classes = new Map(openTrace(dat).eventClasses.map((c) => [c.name, eventClassSchema(c)]));
+    for (const e of events)
+      expectValidAgainst(classes.get(e.event)!, e, '@evtrace/trace-format/schemas/event.json', e.event);
     const of = (name: string) => events.filter((e) => e.event === name);
     const kmalloc = of('kmem:kmalloc');
     expect(kmalloc.length).toBeGreaterThan(0);

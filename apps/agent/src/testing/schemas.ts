@@ -34,3 +34,17 @@ export function expectValid(specifier: string, value: unknown, what = specifier)
   const ok = validate(value);
   expect(ok, `${what}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(value).slice(0, 400)}`).toBe(true);
 }
+
+const generated = new WeakMap<object, ValidateFunction>();
+
+/**
+ * Asserts that `value` is valid against a schema built in the test (trace-format's `eventClassSchema`), which may
+ * refer to the published schemas of `uses` by their $id.
+ */
+export function expectValidAgainst(built: object, value: unknown, uses: string, what = ''): void {
+  schema(uses);
+  let validate = generated.get(built);
+  if (validate === undefined) generated.set(built, (validate = ajv.compile(built)));
+  const ok = validate(value);
+  expect(ok, `${what}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(value).slice(0, 400)}`).toBe(true);
+}

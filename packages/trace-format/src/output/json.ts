@@ -158,6 +158,60 @@ function valueWriter(type: FieldClass, hex: boolean): ValueWriter {
 }
 
 /**
+ * The JSON Schema (draft 2020-12) of the events of one class as {@link createJsonFormatter} writes them: the shape of
+ * `schemas/event.json` with each field's own type (a decimal string for a 64-bit integer, a `0x` string for an
+ * address, a number for a narrower integer...), so a validator can hold every event of the class to one type per field.
+ */
+export function eventClassSchema(cls: EventClass): Record<string, unknown> {
+  const fields = structSchema(cls.payload, hexFields(cls.printFormat));
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    title: cls.name,
+    type: 'object',
+    allOf: [{ $ref: 'https://evtrace.dev/schemas/trace-format/event.json' }],
+    properties: { event: { const: cls.name }, fields },
+  };
+}
+
+const DECIMAL_SCHEMA = { type: 'string', pattern: '^-?[0-9]+$' };
+const HEX_SCHEMA = { type: 'string', pattern: '^0x[0-9a-f]+$' };
+
+function structSchema(struct: StructClass, hex: ReadonlySet<string>): Record<string, unknown> {
+  const properties: Record<string, unknown> = {};
+  for (const m of struct.members) properties[m.name] = valueSchema(m.type, hex.has(m.name));
+  return { type: 'object', additionalProperties: false, required: Object.keys(properties), properties };
+}
+
+/** The schema of one field class's values, as {@link valueWriter} writes them (null where a record lacks one). */
+function valueSchema(type: FieldClass, hex: boolean): Record<string, unknown> {
+  const orNull = (s: Record<string, unknown>) => ({ anyOf: [s, { type: 'null' }] });
+  switch (type.kind) {
+    case 'int':
+    case 'enum': {
+      const int = type.kind === 'int' ? type : type.container;
+      if (hex || int.base === 16) return orNull(HEX_SCHEMA);
+      return orNull(int.size > 32 ? DECIMAL_SCHEMA : { type: 'integer' });
+    }
+    case 'float':
+      return { type: ['number', 'null'] };
+    case 'string':
+      return { type: ['string', 'null'] };
+    case 'array':
+    case 'sequence':
+    case 'dynamic': {
+      const text =
+        type.kind === 'dynamic' ? type.isString : type.element.kind === 'int' && type.element.encoding !== 'none';
+      if (text) return { type: ['string', 'null'] };
+      return orNull({ type: 'array', items: valueSchema(type.element, hex) });
+    }
+    case 'struct':
+      return orNull(structSchema(type, new Set()));
+    case 'variant':
+      return {};
+  }
+}
+
+/**
  * Integers: `"0x..."` (the two's complement of the class's width for negative values) when shown in hex, decimal
  * strings when wider than 32 bits, numbers otherwise.
  */

@@ -5,7 +5,7 @@ import eventSchema from '../../schemas/event.json' with { type: 'json' };
 import { parseFormatFile } from '../ftrace/format-file.ts';
 import { hexFields } from '../ftrace/hex-fields.ts';
 import type { TraceEvent } from '../model/types.ts';
-import { createJsonFormatter, eventToJsonLine, jsonValue } from './json.ts';
+import { createJsonFormatter, eventClassSchema, eventToJsonLine, jsonValue } from './json.ts';
 import { writePerfettoJson } from './perfetto.ts';
 
 const SWITCH = parseFormatFile(
@@ -97,6 +97,14 @@ describe('JSON lines', () => {
       gfp_flags: '0xffffffff',
     });
     expect(validateEvent(small) && validateEvent(big)).toBe(true);
+    // The class's own schema pins each field's type: a decimal call_site or a numeric bytes_req is refused.
+    const ajv = new Ajv2020({ strict: true });
+    ajv.addSchema(eventSchema);
+    const kmalloc = ajv.compile(eventClassSchema(KMALLOC));
+    expect(kmalloc(small) && kmalloc(big)).toBe(true);
+    expect(kmalloc({ ...small, fields: { ...small.fields, call_site: '18446744071586209136' } })).toBe(false);
+    expect(kmalloc({ ...small, fields: { ...small.fields, bytes_req: 8 } })).toBe(false);
+    expect(kmalloc({ ...small, event: 'kmem:kfree' })).toBe(false);
   });
 
   it('keeps integers exact in values typed by themselves (Perfetto args)', () => {
