@@ -4,8 +4,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { compileFilter, FilterError } from '@evtrace/filters';
-import { eventToJsonLine, openTrace } from '@evtrace/trace-format';
+import { CommTracker, compileFilter, FilterError } from '@evtrace/filters';
+import { createJsonFormatter, type FtraceMetadata, openTrace } from '@evtrace/trace-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, startViewer } from './testing/pty.ts';
 import { recordDemoTrace, tempDir } from './testing/traces.ts';
@@ -121,11 +121,22 @@ describe('evtrace-view on the live demo, in a pseudo-terminal', { timeout: 120_0
 });
 
 describe('evtrace-view without a terminal', { timeout: 60_000 }, () => {
-  it('writes the trace as JSON lines, the same as trace-format writes them', () => {
+  it('writes the trace as JSON lines, the same as trace-format writes them, tasks named as they were', () => {
     const run = spawnSync(process.execPath, [CLI, trace], { encoding: 'utf8', maxBuffer: 256 << 20 });
     expect(run.status).toBe(0);
-    const want = [...openTrace(trace).events()].map(eventToJsonLine).join('');
+    const reader = openTrace(trace);
+    const tasks = new CommTracker();
+    for (const [pid, name] of (reader as { metadata?: FtraceMetadata }).metadata?.cmdlines ?? []) tasks.seed(pid, name);
+    const line = createJsonFormatter({ comm: (pid, e) => tasks.commOf(pid, e.cpu ?? undefined) });
+    const want = [...reader.events()]
+      .map((e) => {
+        const text = line(e);
+        tasks.observe(e);
+        return text;
+      })
+      .join('');
     expect(run.stdout).toBe(want);
+    expect(run.stdout).toMatch(/"comm":"[^"]+"/);
   });
 
   it('writes the first N events of the live demo with -n and ends by itself', () => {

@@ -16,7 +16,8 @@ DESCRIPTION
   open at once.
 
   Without a terminal on stdin or stdout it draws nothing and writes the events as JSON lines, as
-  evtrace cat --json does: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "fields": {...}}. A live
+  evtrace cat --json does: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "pid": N|null,
+  "comm": NAME|null, "flags": {...}|null, "fields": {...}} (@evtrace/trace-format/schemas/event.json). A live
   source is followed until --limit events or an interrupt. Colour is off when NO_COLOR is set or TERM=dumb.
 
 KEYS

@@ -2,7 +2,8 @@
  * The viewer without a terminal: JSON lines of the events (trace-format's `--json` form, as `evtrace cat --json`
  * prints), so `evtrace-view trace.dat | jq` and a non-interactive `npm run demo` work.
  */
-import { eventToJsonLine, openTrace, TraceFormatError } from '@evtrace/trace-format';
+import { CommTracker } from '@evtrace/filters';
+import { createJsonFormatter, type FtraceMetadata, openTrace, TraceFormatError } from '@evtrace/trace-format';
 import type { ViewerSource } from './data/source.ts';
 import { ViewerError } from './errors.ts';
 
@@ -15,10 +16,15 @@ export function traceToJsonLines(
   let printed = 0;
   try {
     const reader = openTrace(path, { lenient: true });
+    // As evtrace cat --json: each task named as it was when its event fired.
+    const tasks = new CommTracker();
+    for (const [pid, name] of (reader as { metadata?: FtraceMetadata }).metadata?.cmdlines ?? []) tasks.seed(pid, name);
+    const line = createJsonFormatter({ comm: (pid, e) => tasks.commOf(pid, e.cpu ?? undefined) });
     let parts: string[] = [];
     for (const e of reader.events()) {
       if (printed >= limit) break;
-      parts.push(eventToJsonLine(e));
+      parts.push(line(e));
+      tasks.observe(e);
       printed++;
       if (parts.length >= 4096) {
         write(parts.join(''));
@@ -52,6 +58,7 @@ export function liveToJsonLines(
       unsubscribe();
       resolve(printed);
     };
+    const line = createJsonFormatter({ comm: (pid) => source.taskName(pid) });
     const unsubscribe = source.subscribe(() => {
       const store = source.store();
       let start = 0;
@@ -70,7 +77,7 @@ export function liveToJsonLines(
       const parts: string[] = [];
       for (let i = start; i < store.length && printed < limit; i++) {
         const e = store.event(i);
-        parts.push(eventToJsonLine(e));
+        parts.push(line(e));
         printed++;
         if (e.tsNs === lastTs) seenAtLast++;
         else {

@@ -105,7 +105,15 @@ describe('connectAgent', () => {
     const path = join(dir, 'b.sock');
     server = await peer(path, (r) => {
       if (r.op !== 'subscribe') return undefined;
-      const ev = (n: number) => ({ ts_ns: String(n), cpu: 0, event: 'kmem:kfree', fields: { ptr: n } });
+      const ev = (n: number) => ({
+        ts_ns: String(n),
+        cpu: 0,
+        event: 'kmem:kfree',
+        pid: null,
+        comm: null,
+        flags: null,
+        fields: { ptr: n },
+      });
       return [
         encodeLine({ id: r.id, ok: true, result: { stream: 9 } }),
         encodeLine({ stream: 9, kind: 'events', events: [ev(1), ev(2)] }),

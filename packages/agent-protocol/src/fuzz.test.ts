@@ -14,7 +14,7 @@ const SEEDS = [
   '{"id":7,"op":"attach","buffer":"team/app/flight","backend":"user","name":"team.app.flight","dir":"/dev/shm/x"}',
   '{"id":8,"op":"buffers","dir":"/dev/shm/x"}',
   '{"id":9,"op":"detach","name":"team.app.flight"}',
-  '{"stream":2,"kind":"events","events":[{"ts_ns":"1","cpu":1,"event":"kmem:kfree","fields":{}}]}',
+  '{"stream":2,"kind":"events","events":[{"ts_ns":"1","cpu":1,"event":"kmem:kfree","pid":null,"comm":null,"flags":null,"fields":{}}]}',
 ];
 
 const mutated = fc

@@ -20,6 +20,7 @@ export {
   type DetachResult,
   type HelloResult,
   type LiveEvent,
+  type LiveEventFlags,
   type OutputFormat,
   type PersistentBackend,
   type PersistentBufferStatus,

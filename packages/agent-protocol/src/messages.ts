@@ -252,12 +252,29 @@ export interface LiveEvent {
   readonly cpu: number | null;
   /** `system:event`. */
   readonly event: string;
-  /** The task the event belongs to (ftrace's `common_pid`), when the source records one. */
-  readonly pid?: number;
-  /** That task's name when the event fired, when the agent knows it (saved_cmdlines, sched events, /proc). */
-  readonly comm?: string;
-  /** Integers beyond 2^53 as decimal strings. */
+  /** The task the event belongs to (ftrace's `common_pid`), null when the source records none. */
+  readonly pid: number | null;
+  /** That task's name when the event fired (saved_cmdlines, sched events, /proc), null when the agent cannot say. */
+  readonly comm: string | null;
+  /** ftrace's common flags and preemption depth, null when the source records none. */
+  readonly flags: LiveEventFlags | null;
+  /**
+   * The payload, typed by the event's format: 64-bit integers as decimal strings, addresses and hex-printed integers
+   * as `"0x..."` strings, narrower integers as numbers (`@evtrace/trace-format/schemas/event.json`).
+   */
   readonly fields: Readonly<Record<string, unknown>>;
+}
+
+/** The kernel's `common_flags` and `common_preempt_count`, decoded as its latency format does. */
+export interface LiveEventFlags {
+  readonly irqs_off: boolean;
+  readonly need_resched: boolean;
+  readonly preempt_resched: boolean;
+  readonly hardirq: boolean;
+  readonly softirq: boolean;
+  readonly nmi: boolean;
+  readonly preempt_depth: number;
+  readonly migrate_disable: number;
 }
 
 /** Messages of a subscription. */

@@ -17,7 +17,15 @@ describe('README example', () => {
     expect(code).toBeDefined();
     const dir = mkdtempSync(join(tmpdir(), 'protocol-readme-'));
     const path = join(dir, 'agent.sock');
-    const event = (n: number) => ({ ts_ns: String(1000 + n), cpu: n % 2, event: 'kmem:kmalloc', fields: {} });
+    const event = (n: number) => ({
+      ts_ns: String(1000 + n),
+      cpu: n % 2,
+      event: 'kmem:kmalloc',
+      pid: 7,
+      comm: 'app',
+      flags: null,
+      fields: {},
+    });
     const server = createServer((socket) => {
       const d = new LineDecoder(MAX_REQUEST_BYTES);
       socket.on('data', (chunk) => {

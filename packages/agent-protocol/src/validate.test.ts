@@ -169,17 +169,27 @@ describe('parseServerMessage', () => {
     const err = parseServerMessage('{"id":null,"ok":false,"error":{"code":"ERR_TOO_LARGE","message":"big"}}');
     expect(err.ok && !('stream' in err.value) && !err.value.ok && err.value.error.code).toBe('ERR_TOO_LARGE');
     const ev = parseServerMessage(
-      '{"stream":3,"kind":"events","events":[{"ts_ns":"12","cpu":0,"event":"kmem:kfree","fields":{"ptr":"1"}}]}',
+      '{"stream":3,"kind":"events","events":[{"ts_ns":"12","cpu":0,"event":"kmem:kfree","pid":null,"comm":null,"flags":null,"fields":{"ptr":"0x1"}}]}',
     );
     expect(ev.ok).toBe(true);
+    // pid, comm and flags are always present (null when the source records none).
+    const bare = parseServerMessage(
+      '{"stream":3,"kind":"events","events":[{"ts_ns":"12","cpu":0,"event":"kmem:kfree","fields":{"ptr":"0x1"}}]}',
+    );
+    expect(bare.ok).toBe(false);
     const task = parseServerMessage(
-      '{"stream":3,"kind":"events","events":[{"ts_ns":"12","cpu":0,"event":"kmem:kfree","pid":41,"comm":"sh","fields":{}}]}',
+      '{"stream":3,"kind":"events","events":[{"ts_ns":"12","cpu":0,"event":"kmem:kfree","pid":41,"comm":"sh","flags":null,"fields":{}}]}',
     );
     expect(task.ok && 'stream' in task.value && task.value.kind === 'events' && task.value.events[0]).toMatchObject({
       pid: 41,
       comm: 'sh',
     });
-    for (const bad of ['"pid":"41"', '"pid":4.5', '"comm":7'])
+    for (const bad of [
+      '"pid":"41","comm":null,"flags":null',
+      '"pid":4.5,"comm":null,"flags":null',
+      '"pid":1,"comm":7,"flags":null',
+      '"pid":1,"comm":"a","flags":3',
+    ])
       expect(
         parseServerMessage(
           `{"stream":3,"kind":"events","events":[{"ts_ns":"12","cpu":0,"event":"a:b",${bad},"fields":{}}]}`,

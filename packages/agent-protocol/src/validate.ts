@@ -316,8 +316,9 @@ function isLiveEvent(v: unknown): boolean {
     typeof v.ts_ns === 'string' &&
     (typeof v.cpu === 'number' || v.cpu === null) &&
     typeof v.event === 'string' &&
-    (v.pid === undefined || Number.isInteger(v.pid)) &&
-    (v.comm === undefined || typeof v.comm === 'string') &&
+    (v.pid === null || Number.isInteger(v.pid)) &&
+    (v.comm === null || typeof v.comm === 'string') &&
+    (v.flags === null || isObj(v.flags)) &&
     isObj(v.fields)
   );
 }

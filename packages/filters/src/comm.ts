@@ -1,4 +1,4 @@
-import type { FieldValue, TraceEvent } from '@evtrace/trace-format';
+import type { EventClass, FieldValue, TraceEvent } from '@evtrace/trace-format';
 
 /** What an event says of one task's name; undefined where it does not tell. */
 interface NameEvidence {
@@ -79,16 +79,43 @@ export class CommTracker {
 
 const NONE: readonly NameEvidence[] = [];
 
+/** The events that name tasks, by their name without the system. */
+const NAMING = new Set([
+  'sched_switch',
+  'sched_wakeup',
+  'sched_waking',
+  'sched_wakeup_new',
+  'task_newtask',
+  'sched_process_fork',
+  'task_rename',
+  'sched_process_exec',
+]);
+
+/** Per event class: the naming event it is, or null. */
+const kinds = new WeakMap<EventClass, string | null>();
+
+function kindOf(cls: EventClass): string | null {
+  let kind = kinds.get(cls);
+  if (kind === undefined) {
+    const name = cls.name.slice(cls.name.indexOf(':') + 1);
+    kind = NAMING.has(name) ? name : null;
+    kinds.set(cls, kind);
+  }
+  return kind;
+}
+
 /** The names an event shows, by the task they belong to. */
 function evidence(event: TraceEvent): readonly NameEvidence[] {
+  // Most events name no task: their class is looked up once, so they cost one map read.
+  const kind = kindOf(event.eventClass);
+  if (kind === null) return NONE;
   const f = (name: string) => field(event, name);
   const at = (pid: FieldValue | undefined, comm: FieldValue | undefined): NameEvidence[] => {
     const p = num(pid);
     const c = typeof comm === 'string' ? comm : undefined;
     return p === undefined ? [] : [{ pid: p, at: c, after: c, earlier: c }];
   };
-  const full = event.eventClass.name;
-  switch (full.includes(':') ? full.slice(full.indexOf(':') + 1) : full) {
+  switch (kind) {
     case 'sched_switch':
       return [...at(f('prev_pid'), f('prev_comm')), ...at(f('next_pid'), f('next_comm'))];
     case 'sched_wakeup':

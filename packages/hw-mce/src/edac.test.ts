@@ -6,7 +6,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, describe, expect, it } from 'vitest';
+import recordSchema from '../schemas/record.json' with { type: 'json' };
 import { edacJson, edacSummary, readEdacSysfs } from './edac.ts';
 import { readMceFile } from './read.ts';
 import { edacTree } from './testing/edac-tree.ts';
@@ -57,6 +59,8 @@ describe('EDAC sysfs counters, both layouts (trees built in a temporary director
     expect(edacSummary(e)).toBe(
       'uncorrected memory 1 error: memory read error (memory controller 0, DIMM DIMM_A1, location 0:1:-1, page 0x1234)',
     );
+    const validate = new Ajv2020({ strict: true }).compile(recordSchema);
+    expect(validate(edacJson(e)), JSON.stringify(validate.errors)).toBe(true);
     expect(edacJson(e)).toMatchObject({
       severity: 'ucna',
       class: 'memory-controller',

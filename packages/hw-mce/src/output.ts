@@ -40,7 +40,8 @@ export interface MceJson {
   synd1: string | null;
   synd2: string | null;
   ppin: string | null;
-  time: number | null;
+  /** struct mce's `time` (seconds since the epoch), a u64: a decimal string as every 64-bit integer in evtrace's JSON. */
+  time: string | null;
   unknown: string[];
   source: { kind: string; file: string | null; line: number | null; offset: number | null };
 }
@@ -86,7 +87,7 @@ export function toJson(d: DecodedMce): MceJson {
     synd1: r.synd1 === undefined ? null : hex(r.synd1),
     synd2: r.synd2 === undefined ? null : hex(r.synd2),
     ppin: r.ppin === 0n ? null : hex(r.ppin),
-    time: r.time === 0n ? null : Number(r.time),
+    time: r.time === 0n ? null : r.time.toString(),
     unknown: [...d.unknown],
     source: {
       kind: r.source.kind,

@@ -12,27 +12,35 @@ import type { KmemEvent, KmemSource } from './event.ts';
 import { type GfpTable, gfpNamer } from './gfp.ts';
 import { buildReport, type KmemReport, type ReportOptions } from './report.ts';
 import { addressNamer } from './symbols.ts';
-import { fromFields, fromTraceEvent, kmemKind } from './tracepoints.ts';
+import { fromFields, fromTraceEvent, INTERRUPT_FLAGS, kmemKind } from './tracepoints.ts';
 
 /**
- * One event as the evtrace agent streams it and `evtrace cat --json` prints it: `ts_ns` a decimal string, integers
- * beyond 2^53 as decimal strings.
+ * One event as the evtrace agent streams it and `evtrace cat --json` prints it (`@evtrace/trace-format`'s
+ * `schemas/event.json`): `ts_ns` a decimal string, 64-bit integers as decimal strings, addresses as `"0x..."`.
  */
 export interface JsonEvent {
   readonly ts_ns: string | number;
   readonly cpu: number | null;
   /** `system:event`. */
   readonly event: string;
+  /** ftrace's common flags, decoded; null or absent when the source records none. */
+  readonly flags?: { readonly hardirq?: unknown; readonly softirq?: unknown; readonly nmi?: unknown } | null;
   readonly fields: Readonly<Record<string, unknown>>;
 }
 
-const DECIMAL = /^-?\d+$/;
+const INTEGER = /^(?:-?\d+|0x[\da-f]+)$/i;
 
-/** A JSON field as a trace-format value: decimal strings (integers beyond 2^53) become bigints. */
+/** A JSON field as a trace-format value: decimal (64-bit) and hex (address) strings become bigints. */
 function jsonField(v: unknown): FieldValue | undefined {
-  if (typeof v === 'string') return DECIMAL.test(v) ? BigInt(v) : v;
+  if (typeof v === 'string') return INTEGER.test(v) ? BigInt(v) : v;
   if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return v;
   return undefined;
+}
+
+/** The JSON `flags` object as common_flags bits, as far as the analysis reads them (in interrupt context or not). */
+function jsonFlags(flags: JsonEvent['flags']): number | undefined {
+  if (typeof flags !== 'object' || flags === null) return undefined;
+  return flags.hardirq === true || flags.softirq === true || flags.nmi === true ? INTERRUPT_FLAGS : 0;
 }
 
 /** The fields the analysis reads. */
@@ -63,7 +71,7 @@ export function fromJsonEvent(e: JsonEvent, keys: AddressKeys): KmemEvent | unde
   }
   const ts = typeof e.ts_ns === 'number' ? e.ts_ns : typeof e.ts_ns === 'string' ? Number(e.ts_ns) : Number.NaN;
   const cpu = typeof e.cpu === 'number' && Number.isInteger(e.cpu) ? e.cpu : -1;
-  return fromFields(kind, Number.isFinite(ts) ? ts : 0, cpu, fields, jsonField(raw.common_flags), keys);
+  return fromFields(kind, Number.isFinite(ts) ? ts : 0, cpu, fields, jsonFlags(e.flags), keys);
 }
 
 export interface LiveKmemOptions extends AnalyzeOptions {

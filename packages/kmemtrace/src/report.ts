@@ -129,8 +129,9 @@ export interface KmemReport {
     wasted: number;
     frag_pct: number;
     cross_cpu_frees: number;
-    first_ns?: number;
-    last_ns?: number;
+    /** Timestamps of the first and last events, nanoseconds as decimal strings (64-bit, as everywhere in evtrace's JSON). */
+    first_ns?: string;
+    last_ns?: string;
   };
   callers?: CallerRow[];
   allocs?: AllocRow[];
@@ -157,7 +158,7 @@ export interface KmemReport {
     counts: Record<string, number>;
     examples: {
       kind: string;
-      ts_ns: number;
+      ts_ns: string;
       cpu: number;
       ptr: string;
       site: string;
@@ -168,7 +169,7 @@ export interface KmemReport {
   timeseries?: {
     interval_ns: number;
     points: {
-      start_ns: number;
+      start_ns: string;
       allocs: number;
       frees: number;
       bytes_allocated: number;
@@ -201,7 +202,7 @@ export function buildReport(analysis: KmemAnalysis, names: Names, options: Repor
       wasted: s.wasted,
       frag_pct: s.fragPct,
       cross_cpu_frees: s.crossCpuFrees,
-      ...(s.firstNs !== undefined ? { first_ns: s.firstNs, last_ns: s.lastNs! } : {}),
+      ...(s.firstNs !== undefined ? { first_ns: String(s.firstNs), last_ns: String(s.lastNs!) } : {}),
     },
   };
   const row = (x: SlabStat): CallerRow => ({
@@ -271,7 +272,7 @@ export function buildReport(analysis: KmemAnalysis, names: Names, options: Repor
       counts: { ...analysis.errors.counts },
       examples: perKind(analysis.errors.examples, options.lines).map((x) => ({
         kind: x.kind,
-        ts_ns: x.tsNs,
+        ts_ns: String(x.tsNs),
         cpu: x.cpu,
         ptr: names.ptrName(x.ptr),
         site: names.siteName(x.callSite),
@@ -283,7 +284,7 @@ export function buildReport(analysis: KmemAnalysis, names: Names, options: Repor
     report.timeseries = {
       interval_ns: analysis.intervalNs,
       points: analysis.timeseries.map((t) => ({
-        start_ns: t.startNs,
+        start_ns: String(t.startNs),
         allocs: t.allocs,
         frees: t.frees,
         bytes_allocated: t.bytesAllocated,
@@ -403,10 +404,10 @@ export function formatReportText(report: KmemReport): string {
     const t = report.timeseries;
     out.push('', `TIME SERIES (${t.interval_ns / 1e6} ms intervals)`, '===========');
     out.push('  start_ms      allocs     frees   bytes_alloc    bytes_freed     live_bytes');
-    const t0 = t.points[0]?.start_ns ?? 0;
+    const t0 = Number(t.points[0]?.start_ns ?? 0);
     for (const p of t.points)
       out.push(
-        `  ${((p.start_ns - t0) / 1e6).toFixed(1).padStart(8)} ${String(p.allocs).padStart(10)} ${String(p.frees).padStart(9)} ${String(p.bytes_allocated).padStart(13)} ${String(p.bytes_freed).padStart(14)} ${String(p.live_bytes).padStart(14)}`,
+        `  ${((Number(p.start_ns) - t0) / 1e6).toFixed(1).padStart(8)} ${String(p.allocs).padStart(10)} ${String(p.frees).padStart(9)} ${String(p.bytes_allocated).padStart(13)} ${String(p.bytes_freed).padStart(14)} ${String(p.live_bytes).padStart(14)}`,
       );
   }
   return `${out.join('\n')}\n`;

@@ -51,7 +51,7 @@ const num = (v: FieldValue | undefined): number =>
         : 0;
 
 // ftrace common_flags: TRACE_FLAG_HARDIRQ 0x08, TRACE_FLAG_SOFTIRQ 0x10, TRACE_FLAG_NMI 0x40.
-const INTERRUPT_FLAGS = 0x08 | 0x10 | 0x40;
+export const INTERRUPT_FLAGS = 0x08 | 0x10 | 0x40;
 
 /** An address field's key: 0 when the field is absent or of no address type (a foreign class of the same name). */
 function addr(v: FieldValue | undefined, keys: AddressKeys): number {

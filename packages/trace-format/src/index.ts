@@ -54,6 +54,7 @@ export {
   parseHeaderEvent,
   parseHeaderPage,
 } from './ftrace/headers.ts';
+export { hexFields } from './ftrace/hex-fields.ts';
 export { type IndexedTrace, type IndexFtraceOptions, indexFtrace, mergeOrder } from './ftrace/indexed.ts';
 export {
   type CheckPagesOptions,
@@ -145,7 +146,13 @@ export {
   writeDirAtomically,
   writeFileAtomically,
 } from './output/atomic.ts';
-export { eventToJsonLine, jsonValue } from './output/json.ts';
+export {
+  createJsonFormatter,
+  eventClassSchema,
+  eventToJsonLine,
+  type JsonFormatterOptions,
+  jsonValue,
+} from './output/json.ts';
 export { type PerfettoOptions, writePerfettoJson } from './output/perfetto-json.ts';
 export { type PerfettoTraceOptions, writePerfettoTrace } from './output/perfetto-proto.ts';
 export { type PerfettoSchema, perfettoProtoRoot, perfettoSchema } from './output/perfetto-schema.ts';

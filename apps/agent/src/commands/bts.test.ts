@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { run } from '../testing/sample-traces.ts';
+import { expectValid } from '../testing/schemas.ts';
 
 function has(tool: string): boolean {
   try {
@@ -69,9 +70,22 @@ describe.skipIf(why !== '')(`evtrace bts on a real program under QEMU${why ? ` (
   });
 
   it('report --json: rows with hex from/to, flags, kind and symbols; calls into fib match nm', async () => {
-    const r = await run('bts', 'report', log, '--json', '--last', '5000', '--hot', '--coverage', '--symbols', exe);
+    const r = await run(
+      'bts',
+      'report',
+      log,
+      '--json',
+      '--last',
+      '5000',
+      '--hot',
+      '--coverage',
+      '--calls',
+      '--symbols',
+      exe,
+    );
     expect(r.code).toBe(ExitCode.Ok);
     const doc = JSON.parse(r.stdout);
+    expectValid('@evtrace/hw-bts/schemas/report.json', doc);
     expect(doc.format).toBe('qemu-log');
     const intoFib = doc.last.filter((b: { to: string; kind: string }) => b.to === fibAddr && b.kind === 'call');
     expect(intoFib).toHaveLength(9);
@@ -182,6 +196,7 @@ describe.skipIf(!has('trace-cmd'))(
       const r = await run('bts', 'report', dat, '--json', '--last', String(total));
       expect(r.code).toBe(ExitCode.Ok);
       const doc = JSON.parse(r.stdout);
+      expectValid('@evtrace/hw-bts/schemas/report.json', doc);
       expect(doc.format).toBe('trace');
       const ours = new Map<number, string[]>();
       for (const b of doc.last as { tid: number; cpu: number; from: string; to: string; flags: string[] }[]) {
@@ -217,7 +232,10 @@ describe('evtrace bts report on other inputs', () => {
     const r = await run('bts', 'report', file, '--task', '11', '--hot', '--json');
     expect(r.code).toBe(ExitCode.Ok);
     const doc = JSON.parse(r.stdout);
+    expectValid('@evtrace/hw-bts/schemas/report.json', doc);
     expect(doc.branches).toBe(2);
+    // perf script gives each branch its sample's time: a 64-bit nanosecond count, written as a decimal string.
+    expect(doc.hot.map((e: { time_ns: string }) => e.time_ns)).toEqual(['1000000000', '1000000000']);
     expect(doc.hot.map((e: { from: string; mispredicted: number }) => [e.from, e.mispredicted])).toEqual([
       ['0x401000', 1],
       ['0x401010', 0],

@@ -87,12 +87,13 @@ options ask for; with none, the last 20 branches. Branch rows show FROM -> TO wi
 transaction, A abort). --calls prints the function call history like gdb's "record function-call-history /c": one
 line per stretch in a function, indented two spaces per nesting level. --user and --kernel select branches by their
 source address (at or above 0x8000000000000000 is kernel), so a user-only view drops the kernel-to-user returns as
-gdb does. With --json, one JSON object: branch rows carry "from" and "to" as hex strings, "flags", "kind", and
-"from_symbol"/"to_symbol" when known. Problems in the input (truncated records, malformed lines) are reported on
-stderr with where they are; the valid data around them is used. Raw BTS records must be branches: a record whose
-addresses are not canonical x86-64 ones ends the report with its byte offset (--lenient skips and counts them), and an
-input with no branch at all is refused. INPUT may be a FIFO, a pipe or - (stdin): such a stream is read up to 128
-MiB and refused beyond; a FIFO no writer opens within 2 s is refused.`,
+gdb does. With --json, one JSON object (@evtrace/hw-bts/schemas/report.json): branch rows carry "from" and "to" as
+hex strings, "flags", "kind", "from_symbol"/"to_symbol" when known, and "time_ns" as a decimal string. Problems in
+the input (truncated records, malformed lines) are reported on stderr with where they are; the valid data around
+them is used. Raw BTS records must be branches: a record whose addresses are not canonical x86-64 ones ends the
+report with its byte offset (--lenient skips and counts them), and an input with no branch at all is refused. INPUT
+may be a FIFO, a pipe or - (stdin): such a stream is read up to 128 MiB and refused beyond; a FIFO no writer opens
+within 2 s is refused.`,
     )
     .argument('<input>', "branch trace file ('-': stdin), or a trace (trace.dat, CTF directory) with bts:branch events")
     .option('--last <n>', 'print the last N branches')
@@ -296,7 +297,8 @@ function branchRow(list: BranchList, names: FunctionNames, i: number): Record<st
   if (b.tid !== undefined) row.tid = b.tid;
   if (b.cpu !== undefined) row.cpu = b.cpu;
   if (b.cycles !== undefined) row.cycles = b.cycles;
-  if (b.time !== undefined) row.time_ns = b.time;
+  // A 64-bit timestamp: a decimal string, as in every evtrace JSON output.
+  if (b.time !== undefined) row.time_ns = String(Math.round(b.time));
   return row;
 }
 

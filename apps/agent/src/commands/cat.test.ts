@@ -9,6 +9,7 @@ import { createInstance, findTracefs, record } from '@evtrace/tracefs';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { run, sampleInputs } from '../testing/sample-traces.ts';
+import { expectValid } from '../testing/schemas.ts';
 
 describe('evtrace cat', () => {
   const { dat, raw, dir } = sampleInputs();
@@ -61,7 +62,7 @@ describe('evtrace cat', () => {
     expect(bad.stderr).toMatch(/--limit must be a non-negative integer, not 'ten'/);
   });
 
-  it('--json writes one object per line and nothing else, big integers as strings', async () => {
+  it('--json writes one object per line and nothing else, fields typed by their format, valid against the schema', async () => {
     const r = await run('cat', dat, '--json');
     expect(r.code).toBe(ExitCode.Ok);
     const objects = r.stdout
@@ -69,19 +70,35 @@ describe('evtrace cat', () => {
       .split('\n')
       .map((l) => JSON.parse(l));
     expect(objects.length).toBe(40);
+    for (const o of objects) expectValid('@evtrace/trace-format/schemas/event.json', o);
+    // call_site is an unsigned long printed with %pS, ptr a pointer: hex; size_t and unsigned long: 64-bit strings.
     expect(objects[0]).toEqual({
       ts_ns: '1000000000',
       cpu: 0,
       event: 'kmem:kmalloc',
+      pid: 100,
+      comm: 'worker',
+      flags: {
+        irqs_off: false,
+        need_resched: false,
+        preempt_resched: false,
+        hardirq: false,
+        softirq: false,
+        nmi: false,
+        preempt_depth: 0,
+        migrate_disable: 0,
+      },
       fields: {
-        call_site: String(0xffffffff81200010n),
-        ptr: String(0xffff888100000000n),
-        bytes_req: 0,
-        bytes_alloc: 0,
-        gfp_flags: 3264,
+        call_site: '0xffffffff81200010',
+        ptr: '0xffff888100000000',
+        bytes_req: '0',
+        bytes_alloc: '0',
+        gfp_flags: '3264',
         node: -1,
       },
     });
+    // A task neither saved_cmdlines nor the recording names.
+    expect(objects[2]).toMatchObject({ pid: 102, comm: null });
     expect(objects[3]).toMatchObject({ event: 'sched:sched_process_exec', fields: { filename: '/bin/t3' } });
     expect(r.stderr).toBe('');
   });
@@ -93,7 +110,7 @@ describe('evtrace cat', () => {
       .trimEnd()
       .split('\n')
       .map((l) => JSON.parse(l));
-    expect(objects.map((o) => o.fields.bytes_req)).toEqual([220, 250, 280, 340, 370]);
+    expect(objects.map((o) => o.fields.bytes_req)).toEqual(['220', '250', '280', '340', '370']);
     expect(r.stderr).toMatch(/filter does not apply to sched:sched_process_exec/);
     const bad = await run('cat', dat, '--filter', 'nosuch == 1');
     expect(bad.code).toBe(ExitCode.Usage);
@@ -127,6 +144,25 @@ describe.skipIf(!existsSync(FIXTURES))(
       ).toString();
       expect(r.stdout).toBe(expected);
     });
+
+    it.each(['wk-heartbeat-u', 'smalltrace', 'sequence', 'struct-array-align-elem', '2packets', 'debug-info'])(
+      "writes %s as JSON lines valid against the event schema, the task from LTTng's vtid context",
+      async (name) => {
+        const r = await run('cat', `${FIXTURES}/tests/data/ctf-traces/succeed/${name}`, '--json');
+        expect(r.code, r.stderr).toBe(ExitCode.Ok);
+        const objects = r.stdout
+          .trimEnd()
+          .split('\n')
+          .map((l) => JSON.parse(l));
+        expect(objects.length).toBeGreaterThan(0);
+        for (const o of objects) expectValid('@evtrace/trace-format/schemas/event.json', o, name);
+        // CTF records no ftrace flags.
+        expect(objects.every((o) => o.flags === null)).toBe(true);
+        if (name === 'wk-heartbeat-u') expect(objects[0]).toMatchObject({ pid: 3214, comm: null });
+        // LTTng's statedump declares baddr a 64-bit integer of base 16: an address; memsz a 64-bit count.
+        if (name === 'debug-info') expect(objects[0].fields).toMatchObject({ baddr: '0x7ffcbd1e1000', memsz: '0' });
+      },
+    );
   },
 );
 

@@ -1,9 +1,9 @@
 import type { LiveEvent } from '@evtrace/agent-protocol';
 import { CommTracker, compileFilter, type EventPredicate, FilterError, parseKallsyms } from '@evtrace/filters';
 import {
+  createJsonFormatter,
   createTextFormatter,
   type EventClass,
-  eventToJsonLine,
   type FtraceMetadata,
   openTrace,
   type TraceEvent,
@@ -19,6 +19,11 @@ import { addCommand, CliExit, type CliIO } from '../program.ts';
 export interface OpenedInput {
   readonly reader: TraceReader & { metadata?: FtraceMetadata };
   readonly events: () => Iterable<TraceEvent>;
+  /**
+   * Each task's name when the event being handled fired: it learns from every event read (filtered out or not) once
+   * the event has been handled, as the kernel names a task_rename's task by its old name.
+   */
+  readonly tasks: CommTracker;
   /** Problems met while reading or filtering, for stderr. */
   readonly notes: string[];
 }
@@ -41,16 +46,36 @@ export function openInput(
   };
   const reader = open();
   const notes: string[] = [];
+  // COMM is the name a task had when the event fired, as the kernel evaluates it: names are replayed over the
+  // recording (switches, forks, execs, renames); saved_cmdlines, which holds each task's last name, only seeds tasks
+  // the recording has not named yet.
+  const tasks = new CommTracker();
+  for (const [pid, name] of reader.metadata?.cmdlines ?? []) tasks.seed(pid, name);
   const filter = options.filter;
-  if (filter === undefined) return { reader, events: () => guarded(reader.events()), notes };
   // The read-ahead for COMM goes through a reader of its own, so that the input's warnings are reported once.
-  const predicate = eventFilter(filter, reader, notes, () => guarded(open().events()));
+  const readAgain = function* () {
+    try {
+      yield* open().events();
+    } catch (error) {
+      throw asCliExit(error);
+    }
+  };
+  const predicate = filter === undefined ? undefined : eventFilter(filter, reader, tasks, notes, readAgain);
   return {
     reader,
     events: function* () {
-      for (const e of guarded(reader.events())) if (predicate(e)) yield e;
-      predicate.finish();
+      try {
+        for (const e of reader.events()) {
+          if (predicate === undefined || predicate(e)) yield e;
+          // After the event was handled: a task_rename fires while the old name is still current.
+          tasks.observe(e);
+        }
+      } catch (error) {
+        throw asCliExit(error);
+      }
+      predicate?.finish();
     },
+    tasks,
     notes,
   };
 }
@@ -58,14 +83,6 @@ export function openInput(
 function asCliExit(error: unknown): unknown {
   if (error instanceof TraceFormatError) return new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
   return error;
-}
-
-function* guarded(events: Iterable<TraceEvent>): Generator<TraceEvent> {
-  try {
-    yield* events;
-  } catch (error) {
-    throw asCliExit(error);
-  }
 }
 
 /**
@@ -76,17 +93,14 @@ function* guarded(events: Iterable<TraceEvent>): Generator<TraceEvent> {
 function eventFilter(
   expr: string,
   reader: OpenedInput['reader'],
+  tasks: CommTracker,
   notes: string[],
   readAgain: () => Iterable<TraceEvent>,
 ): ((e: TraceEvent) => boolean) & { finish(): void } {
   const meta = reader.metadata;
   const symbols = meta?.kallsymsText !== undefined ? parseKallsyms(meta.kallsymsText) : undefined;
-  // COMM is the name a task had when the event fired, as the kernel evaluates it: names are replayed over the
-  // recording (switches, forks, execs, renames); a task's events before anything named it take the first name the
-  // recording shows it had (a rename's oldcomm), read ahead in a second pass over the input once COMM is first
-  // needed; saved_cmdlines, which holds each task's last name, only names tasks the recording never does.
-  const tasks = new CommTracker();
-  for (const [pid, name] of meta?.cmdlines ?? []) tasks.seed(pid, name);
+  // A task's events before anything named it take the first name the recording shows it had (a rename's oldcomm),
+  // read ahead in a second pass over the input once COMM is first needed.
   let readAhead = false;
   const comm = (e: TraceEvent) => {
     if (!readAhead) {
@@ -111,10 +125,7 @@ function eventFilter(
       }
       compiled.set(e.eventClass, p);
     }
-    const keep = p?.(e) === true;
-    // After evaluating: a task_rename fires while the old name is still current.
-    tasks.observe(e);
-    return keep;
+    return p?.(e) === true;
   };
   return Object.assign(predicate, {
     finish() {
@@ -172,9 +183,13 @@ export function registerCat(program: Command, io: CliIO): void {
       `Prints every event of INPUT in timestamp order: as trace-cmd report prints ftrace data (trace.dat or a directory
 of cpuN.raw pages beside an events/ tree copied from tracefs), its plugins' text (kmem call sites, sched_switch,
 sched_wakeup, hrtimer, futex, tlb_flush) and its "CPU:N [N EVENTS DROPPED]" lines where the kernel lost events
-included; as babeltrace2 prints CTF. With --json, one
-object per line: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "fields": {...}}, integers beyond
-2^53 as decimal strings; the events of a trace.dat instance buffer (--buffer, --all-buffers) carry "buffer": "NAME".
+included; as babeltrace2 prints CTF. With --json, one object per line, valid against @evtrace/trace-format/schemas/event.json: {"ts_ns": "<decimal>", "cpu": N|null,
+"event": "system:name", "pid": N|null, "comm": NAME|null, "flags": {irqs_off, need_resched, preempt_resched,
+hardirq, softirq, nmi, preempt_depth, migrate_disable}|null, "fields": {...}}. Each field has one JSON type for
+every event of its class, taken from the event's format: 64-bit integers are decimal strings, addresses and
+integers the format prints as %p or hex are "0x..." strings, narrower integers are numbers. comm is the name the
+task had when the event fired (pid 0 is swapper/CPU, as the kernel names it); the events of a trace.dat instance
+buffer (--buffer, --all-buffers) carry "buffer": "NAME".
 In --filter, COMM is the name a task had when the event fired, replayed from the recording's sched_switch,
 sched_process_fork, sched_process_exec and task_rename events; a task's events before any of these name it take the
 first name the recording shows it had (a task_rename's oldcomm), read ahead in a second pass over INPUT, and
@@ -211,7 +226,7 @@ Warnings go to stderr, never to stdout. A trace is read at offsets: a FIFO or de
       if (options.allBuffers && options.buffer !== undefined)
         throw new CliExit(ExitCode.Usage, '--buffer and --all-buffers contradict each other');
       const opened = openInput(input, options);
-      const format = options.json ? eventToJsonLine : textLines(opened.reader);
+      const format = options.json ? jsonLines(opened) : textLines(opened.reader);
       const out = bufferedWriter(io.stdout);
       try {
         let printed = 0;
@@ -247,6 +262,11 @@ export function liveEventText(e: LiveEvent): string {
     .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
     .join(' ');
   return `${task}[${String(e.cpu ?? '-').padStart(3, '0')}] ${ts.slice(0, -9)}.${ts.slice(-9)}: ${e.event}: ${fields}\n`;
+}
+
+/** `--json` lines: each event with its task's name when it fired (`pid` 0 is `swapper/CPU`, as the kernel names it). */
+export function jsonLines(opened: OpenedInput): (e: TraceEvent) => string {
+  return createJsonFormatter({ comm: (pid, e) => opened.tasks.commOf(pid, e.cpu ?? undefined) });
 }
 
 function textLines(reader: OpenedInput['reader']): (e: TraceEvent) => string {

@@ -2,7 +2,6 @@ import { writeSync } from 'node:fs';
 import {
   checkOutputDir,
   createTextFormatter,
-  eventToJsonLine,
   type OutputAccess,
   type TraceDatReader,
   TraceFormatError,
@@ -17,7 +16,7 @@ import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { addCommand, CliExit, type CliIO } from '../program.ts';
-import { bufferedWriter, openInput, reportNotes } from './cat.ts';
+import { bufferedWriter, jsonLines, openInput, reportNotes } from './cat.ts';
 
 const TARGETS = ['ctf', 'tracedat', 'text', 'jsonl', 'perfetto', 'perfetto-json'] as const;
 type Target = (typeof TARGETS)[number];
@@ -176,9 +175,10 @@ since traces hold kernel addresses; --share makes it readable by everyone (0644,
           }
           case 'jsonl':
             n = withFile(options.output, access, (write) => {
+              const line = jsonLines(opened);
               let k = 0;
               for (const e of opened.events()) {
-                write(eventToJsonLine(e));
+                write(line(e));
                 k++;
               }
               return k;

@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { runCli } from '../program.ts';
+import { expectValid } from '../testing/schemas.ts';
 import { parseSize } from './demo.ts';
 
 const run = promisify(execFile);
@@ -57,9 +58,10 @@ describe('evtrace demo (built CLI)', () => {
     const events = r.stdout
       .trim()
       .split('\n')
-      .map((l) => JSON.parse(l) as { ts: number; producer: number; seq: number; type: string; text?: string });
+      .map((l) => JSON.parse(l) as { ts: string; producer: number; seq: number; type: string; text?: string });
     expect(events).toHaveLength(90);
-    for (let i = 1; i < events.length; i++) expect(events[i]!.ts).toBeGreaterThanOrEqual(events[i - 1]!.ts);
+    for (const e of events) expectValid('@evtrace/agent/schemas/demo-event.json', e);
+    for (let i = 1; i < events.length; i++) expect(BigInt(events[i]!.ts) >= BigInt(events[i - 1]!.ts)).toBe(true);
     for (const p of [0, 1, 2]) {
       const mine = events.filter((e) => e.producer === p);
       expect(mine.map((e) => e.seq)).toEqual(Array.from({ length: 30 }, (_, i) => i));

@@ -49,7 +49,8 @@ function describe(r: Reader, producer: number, t0: number, json: boolean): strin
   if (r.type === DemoType.sample) fields = { value: Number(r.view.getFloat64(r.offset + 8, true).toFixed(6)) };
   else if (r.type === DemoType.alloc) fields = { bytes: r.view.getUint32(r.offset + 4, true) };
   else fields = { text: new TextDecoder().decode(r.bytes.subarray(r.offset + 4, r.offset + r.length)) };
-  if (json) return JSON.stringify({ ts: r.timestamp, producer, seq, type, ...fields });
+  // The timestamp is a 64-bit nanosecond count: a decimal string, as in every evtrace JSON output.
+  if (json) return JSON.stringify({ ts: String(r.timestamp), producer, seq, type, ...fields });
   const rel = ((r.timestamp - t0) / 1e9).toFixed(9);
   const shown = Object.entries(fields)
     .map(([k, v]) => `${k}=${typeof v === 'string' ? JSON.stringify(v) : v}`)

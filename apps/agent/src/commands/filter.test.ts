@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { runCli } from '../program.ts';
+import { expectValid } from '../testing/schemas.ts';
 
 const FORMATS = new URL('../../../../packages/filters/fixtures/events', import.meta.url).pathname;
 
@@ -36,8 +37,10 @@ describe('evtrace filter check', () => {
     const r = await check('-e', 'sched:sched_switch', '--json', 'prev_comm == 5');
     expect(r.code).toBe(ExitCode.Rejected);
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, message: 'Expecting string field', column: 14 });
+    expectValid('@evtrace/filters/schemas/check.json', JSON.parse(r.stdout));
     const ok = await check('-e', 'sched:sched_switch', '--json', 'prev_comm ~ "kworker*" && CPU & CPUS{1}');
     expect([ok.code, JSON.parse(ok.stdout)]).toEqual([ExitCode.Ok, { ok: true }]);
+    expectValid('@evtrace/filters/schemas/check.json', JSON.parse(ok.stdout));
   });
 
   it('resolves .function through --kallsyms', async () => {
@@ -48,6 +51,7 @@ describe('evtrace filter check', () => {
     expect(ok.code).toBe(ExitCode.Ok);
     const bad = await check('-e', 'kmem:kmalloc', '--kallsyms', file, '--json', 'call_site.function == do_three');
     expect(JSON.parse(bad.stdout)).toMatchObject({ ok: false, message: 'Function not found', column: 31 });
+    expectValid('@evtrace/filters/schemas/check.json', JSON.parse(bad.stdout));
   });
 
   it('documents itself as a man page', async () => {

@@ -115,7 +115,7 @@ CPU lists are checked against this machine's CPUs unless --nr-cpus is given.`,
             message: error.message,
             column: error.column,
             code: error.code,
-            detail: error.detail,
+            detail: error.detail ?? null,
           };
           io.stdout(`${JSON.stringify(out)}\n`);
         } else {

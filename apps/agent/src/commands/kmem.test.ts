@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { CLI, cli, eventually, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
 import { run } from '../testing/sample-traces.ts';
+import { expectValid } from '../testing/schemas.ts';
 import { KMEM_RECORD_EVENTS } from './kmem.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'evtrace-kmem-'));
@@ -58,6 +59,7 @@ describe('evtrace kmem report', () => {
     expect(r.code).toBe(ExitCode.Ok);
     expect(r.stderr).toBe('');
     const report = JSON.parse(r.stdout);
+    expectValid('@evtrace/kmemtrace/schemas/report.json', report);
     expect(Object.keys(report)).toEqual(['summary', 'callers']);
     expect(report.summary).toMatchObject({ allocs: 3, frees: 3, total_req: 764, total_alloc: 1152, total_freed: 1152 });
     // As perf kmem counts them: the double free adds its size to the freed bytes again and, the allocation's CPU
@@ -76,6 +78,7 @@ describe('evtrace kmem report', () => {
       ' seq_open+0x10                      |       128/64    |       124/62    |        2 |         2 |  3.125%',
     ]);
     const all = JSON.parse((await run('kmem', 'report', scriptFile, '--json')).stdout);
+    expectValid('@evtrace/kmemtrace/schemas/report.json', all);
     expect(Object.keys(all)).toEqual(['summary', 'callers', 'allocs', 'pages', 'leaks', 'errors', 'timeseries']);
     expect(all.errors.counts.double_free).toBe(1);
     expect(all.leaks).toMatchObject({ count: 1, bytes: 64, sites: [{ site: 'seq_open+0x10', count: 1 }] });
@@ -146,6 +149,7 @@ describe('evtrace kmem record', () => {
     const r = await run('kmem', 'report', out, '--json');
     expect(r.code).toBe(ExitCode.Ok);
     const report = JSON.parse(r.stdout);
+    expectValid('@evtrace/kmemtrace/schemas/report.json', report);
     expect(report.summary.allocs).toBeGreaterThan(0);
     const sum = (k: string) => report.callers.reduce((n: number, c: Record<string, number>) => n + c[k]!, 0);
     expect(sum('hit')).toBe(report.summary.allocs);
@@ -168,6 +172,7 @@ describe('evtrace kmem diff', () => {
     const r = await run('kmem', 'diff', scriptFile, b, '--json');
     expect(r.code).toBe(ExitCode.Ok);
     const d = JSON.parse(r.stdout);
+    expectValid('@evtrace/kmemtrace/schemas/diff.json', d);
     expect(d.summary.allocs).toEqual({ a: 3, b: 2, delta: -1 });
     expect(d.callers[0]).toMatchObject({ site: 'alloc_pipe_info+0xd7', hit_a: 1, hit_b: 0, total_alloc_delta: -1024 });
     const text = await run('kmem', 'diff', scriptFile, b);
@@ -202,6 +207,7 @@ describe.skipIf(why !== '')(`the kernel's kmem events, and perf.data input${why 
     const b = await run('kmem', 'report', text, '--caller', '--alloc', '--json');
     expect(a.code).toBe(ExitCode.Ok);
     expect(JSON.parse(a.stdout).callers.length).toBeGreaterThan(5);
+    expectValid('@evtrace/kmemtrace/schemas/report.json', JSON.parse(a.stdout));
     expect(a.stdout).toBe(b.stdout);
   }, 60_000);
 });
@@ -287,6 +293,8 @@ async function liveMatchesOffline(
     } else expect(Number(final![1])).toBeLessThanOrEqual(offline.summary.events);
     expect(final![2]).toMatch(/\s+Callsite\s+\|/);
     const live = JSON.parse(json.stdout()) as KmemReport;
+    // The live report read the agent's JSON events: it keeps the report's contract.
+    expectValid('@evtrace/kmemtrace/schemas/report.json', live);
     if (quiesce) expect(live).toEqual(offline);
     return { live, status };
   } finally {

@@ -290,7 +290,8 @@ rate and live bytes per --interval. Without any of these, all of them. The summa
 at SIGINT, after --duration, or when the session stops. With --json only the final report is printed. Events this
 reader lost (it read too slowly for the agent) are counted on stderr.
 With --json one object: {"summary": {...}, "callers": [{"site": "symbol+0xoff", "total_alloc": N, "total_req": N,
-"hit": N, "ping_pong": N, "frag_pct": X}, ...], "allocs": [...], "pages", "leaks", "errors", "timeseries"}.`,
+"hit": N, "ping_pong": N, "frag_pct": X}, ...], "allocs": [...], "pages", "leaks", "errors", "timeseries"}
+(@evtrace/kmemtrace/schemas/report.json): figures as numbers, timestamps (first_ns, ts_ns...) as decimal strings.`,
     )
     .argument('[input]', 'trace.dat, CTF or raw-pages directory, perf script text, perf.data, or kmemtrace files')
     .option('--caller', 'per call site table')

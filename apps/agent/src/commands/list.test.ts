@@ -2,6 +2,7 @@ import { findTracefs } from '@evtrace/tracefs';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { runCli } from '../program.ts';
+import { expectValid } from '../testing/schemas.ts';
 
 function setup(): string | undefined {
   if (process.getuid?.() !== 0) return 'not root: the catalogue is readable by root only';
@@ -30,6 +31,10 @@ describe.skipIf(why !== undefined)(`evtrace list${why ? ` (skipped: ${why})` : '
     expect(lines).toContain('kmem:kmalloc');
     expect(lines).toContain('sched:sched_switch');
     const sched = (await run('list', 'sched:*')).stdout.trimEnd().split('\n');
+    expectValid(
+      '@evtrace/tracefs/schemas/event-list.json',
+      JSON.parse((await run('list', 'sched:*', '--json')).stdout),
+    );
     expect(sched.every((l) => l.startsWith('sched:'))).toBe(true);
     expect(sched).toEqual(lines.filter((l) => l.startsWith('sched:')));
   });
@@ -39,6 +44,7 @@ describe.skipIf(why !== undefined)(`evtrace list${why ? ` (skipped: ${why})` : '
     expect(text.stdout).toMatch(/^ {4}char prev_comm\[16\];\s+offset:8 size:16 signed:0$/m);
     const json = JSON.parse((await run('list', 'kmem:kmalloc', '--json', '--fields')).stdout);
     expect(json).toHaveLength(1);
+    expectValid('@evtrace/tracefs/schemas/event-list.json', json);
     expect(json[0]).toMatchObject({ system: 'kmem', event: 'kmalloc' });
     expect(json[0].id).toBeGreaterThan(0);
     expect(json[0].fields).toContainEqual(expect.objectContaining({ name: 'bytes_req', size: 8, signed: false }));

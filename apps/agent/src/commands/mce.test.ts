@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { runCli } from '../program.ts';
+import { expectValid } from '../testing/schemas.ts';
 
 const CASES = new URL('../../../../../shared/fixtures/mce-mcelog-cases/', import.meta.url).pathname;
 if (!existsSync(CASES)) throw new Error(`shared fixture missing: ${CASES}`);
@@ -23,6 +24,7 @@ describe('evtrace mce decode', () => {
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines.length).toBe(1);
     const o = JSON.parse(lines[0]!);
+    expectValid('@evtrace/hw-mce/schemas/record.json', o);
     expect(o).toMatchObject({
       cpu: 0,
       bank: 1,
@@ -81,6 +83,7 @@ describe('evtrace mce decode', () => {
       const r = await run('mce', 'decode', '--json', join(CASES, f));
       expect(r.code).toBe(ExitCode.Ok);
       const o = JSON.parse(r.stdout);
+      expectValid('@evtrace/hw-mce/schemas/record.json', o, f);
       expect(['corrected', 'ucna', 'srao', 'srar', 'fatal', 'deferred']).toContain(o.severity);
       expect(typeof o.summary).toBe('string');
       if (f === 'm-dimm0.inp') expect([o.addr, o.class, o.channel, o.dimm]).toEqual([null, 'memory-controller', 0, 0]);
@@ -130,6 +133,32 @@ describe('evtrace mce decode', () => {
     expect(missing.stderr).toMatch(/ERR_MCE_INPUT: \/nonexistent\/file: cannot read: ENOENT/);
   });
 
+  it("--json on an EDAC sysfs tree prints each controller's counters in the schema's form", async () => {
+    const root = mkdtempSync(join(tmpdir(), 'mce-edac-'));
+    const put = (path: string, text: string) => {
+      mkdirSync(dirname(join(root, path)), { recursive: true });
+      writeFileSync(join(root, path), `${text}\n`);
+    };
+    put('mc/mc0/mc_name', 'Skylake Socket#0 IMC#0');
+    for (const [f, v] of [
+      ['ce_count', 7],
+      ['ue_count', 1],
+      ['ce_noinfo_count', 0],
+      ['ue_noinfo_count', 0],
+    ] as const)
+      put(`mc/mc0/${f}`, String(v));
+    put('mc/mc0/dimm0/dimm_label', 'CPU_SrcID#0_MC#0_Chan#0_DIMM#0');
+    put('mc/mc0/dimm0/dimm_location', 'channel 0 slot 0');
+    put('mc/mc0/dimm0/dimm_ce_count', '5');
+    put('mc/mc0/dimm0/dimm_ue_count', '1');
+    const r = await run('mce', 'decode', '--json', root);
+    expect([r.code, r.stderr]).toEqual([ExitCode.Ok, '']);
+    const o = JSON.parse(r.stdout);
+    expectValid('@evtrace/hw-mce/schemas/record.json', o);
+    expect(o.edac_controller).toMatchObject({ mc: 0, ce: 7, ue: 1, dimms: [{ name: 'dimm0', ce: 5, ue: 1 }] });
+    rmSync(root, { recursive: true, force: true });
+  });
+
   it('reads stdin with - and reports bad lines on stderr with line and column', () => {
     const cli = new URL('../cli.ts', import.meta.url).pathname;
     const input = `${readFileSync(join(CASES, 'm-iomca.inp'), 'utf8')}\nnot mcelog at all\n`;
@@ -161,6 +190,7 @@ describe('evtrace mce track', () => {
       .trimEnd()
       .split('\n')
       .map((l) => JSON.parse(l));
+    for (const e of events) expectValid('@evtrace/hw-mce/schemas/track-event.json', e);
     // Five errors on one DIMM, capacity 2: the bucket overflows at the 2nd and the 4th.
     expect(events.map((e) => [e.kind, e.env.LOCATION, e.env.TOTALCOUNT])).toEqual([
       ['dimm-ce', 'SOCKET:1 CHANNEL:2 DIMM:1 []', '2'],

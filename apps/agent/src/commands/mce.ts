@@ -19,6 +19,7 @@ import {
   readMceFile,
   Tracker,
   type TrackerConfig,
+  type TrackerEvent,
   TriggerRunner,
   toJsonLine,
   toText,
@@ -317,10 +318,7 @@ the configured trigger commands with mcelog's environment; --offline writes the 
       for (const r of result.records) {
         for (const e of tracker.observe(decodeMce(r))) {
           if (options.json) {
-            const { record: _record, address, ...rest } = e;
-            io.stdout(
-              `${JSON.stringify({ ...rest, address: address === undefined ? null : `0x${address.toString(16)}`, summary: e.record.summary })}\n`,
-            );
+            io.stdout(`${JSON.stringify(trackJson(e))}\n`);
           } else {
             io.stdout(
               `${e.kind}: ${e.message}${e.trigger ? ` [trigger ${e.trigger}]` : ''}${e.action ? ` [${e.action} 0x${e.address!.toString(16)}]` : ''}\n`,
@@ -348,4 +346,17 @@ the configured trigger commands with mcelog's environment; --offline writes the 
 dmesg | evtrace mce track -c mcelog.conf --json
 evtrace mce track -c mcelog.conf --run-triggers --offline saved.mce`,
   );
+}
+
+/** One event of `mce track --json` (hw-mce's `schemas/track-event.json`): every key present, null when unset. */
+function trackJson(e: TrackerEvent): Record<string, unknown> {
+  return {
+    kind: e.kind,
+    message: e.message,
+    trigger: e.trigger ?? null,
+    env: e.env,
+    action: e.action ?? null,
+    address: e.address === undefined ? null : `0x${e.address.toString(16)}`,
+    summary: e.record.summary,
+  };
 }

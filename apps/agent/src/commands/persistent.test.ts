@@ -7,6 +7,7 @@ import { findTracefs } from '@evtrace/tracefs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { runCli } from '../program.ts';
+import { expectValid } from '../testing/schemas.ts';
 
 async function run(...args: string[]) {
   let stdout = '';
@@ -63,6 +64,7 @@ describe('evtrace persistent (user-space buffers)', () => {
     const ls = await run('ls', '--json', '--dir', dir);
     expect(ls.code).toBe(ExitCode.Ok);
     const listing = JSON.parse(ls.stdout);
+    expectValid('@evtrace/persistent-events/schemas/listing.json', listing);
     const mine = listing.buffers.filter((b: { backend: string }) => b.backend === 'user');
     expect(mine).toEqual([
       expect.objectContaining({
@@ -88,6 +90,7 @@ describe('evtrace persistent (user-space buffers)', () => {
       .split('\n')
       .map((l) => JSON.parse(l));
     expect(records).toHaveLength(1000);
+    for (const r of records) expectValid('@evtrace/persistent-events/schemas/record.json', r);
     records.forEach((r, i) => {
       expect(r.class).toBe(i % 2 ? 'app:b' : 'app:a');
       expect(Buffer.from(r.payload, 'hex').readUInt32LE(0)).toBe(i);

@@ -222,7 +222,7 @@ export async function persistentCat(name: string, o: PersistentCatOptions, io: C
           const cls = classes.get(rec.type) ?? `type${rec.type}`;
           out.push(
             o.json
-              ? JSON.stringify({ ts: rec.timestamp, type: rec.type, class: cls, payload })
+              ? JSON.stringify({ ts: String(rec.timestamp), type: rec.type, class: cls, payload })
               : `${(rec.timestamp / 1e9).toFixed(9).padStart(18)} ${cls.padEnd(16)} ${payload}`,
           );
           n++;

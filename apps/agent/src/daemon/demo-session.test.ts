@@ -10,6 +10,7 @@ import type { SessionStatus, SubscriptionItem } from '@evtrace/agent-protocol';
 import { openTrace } from '@evtrace/trace-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, eventually, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
+import { expectValid } from '../testing/schemas.ts';
 
 const has = (tool: string) => {
   try {
@@ -57,6 +58,7 @@ describe('the agent with demo sessions', () => {
     expect((await cli(agent, ['session', 'start', 'd1'])).code).toBe(0);
     const s = await eventually(async () => {
       const r = JSON.parse((await cli(agent, ['session', 'status', 'd1', '--json'])).stdout) as SessionStatus;
+      expectValid('@evtrace/agent-protocol/schemas/session-status.json', r);
       return r.events > 2000 ? r : undefined;
     });
     expect(s.state).toBe('running');
@@ -218,6 +220,7 @@ describe('the agent with demo sessions', () => {
 
   it('lists and destroys sessions; a destroyed session is gone', async () => {
     const list = JSON.parse((await cli(agent, ['session', 'list', '--json'])).stdout) as SessionStatus[];
+    expectValid('@evtrace/agent-protocol/schemas/session-list.json', list);
     expect(list.map((s) => s.name).sort()).toEqual(['d1', 'rot']);
     for (const name of ['d1', 'rot']) expect((await cli(agent, ['session', 'destroy', name])).code).toBe(0);
     expect((await cli(agent, ['session', 'list'])).stdout).toBe('no sessions\n');

@@ -20,6 +20,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, eventually, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
 import { freePort, type Prometheus, prometheusMissing, startPrometheus } from '../testing/prometheus.ts';
+import { expectValid } from '../testing/schemas.ts';
 
 /** What the tests need besides the agent: the real Prometheus, and trace-cmd to read the trace-shots. */
 function traceCmdMissing(): string | undefined {
@@ -337,7 +338,9 @@ describe.skipIf(missing !== undefined)(
       const at = events.all.indexOf(events.t[0]);
       let cause = at - 1;
       while (events.all[cause].event === 'evtrace:mce_threshold') cause--;
-      expect(events.all[cause]).toMatchObject({ event: 'mce:mce_record', fields: { addr: 0x55aa1040 } });
+      for (const e of events.all) expectValid('@evtrace/trace-format/schemas/event.json', e);
+      // mce_record's print fmt shows addr with %016Lx: an address in JSON.
+      expect(events.all[cause]).toMatchObject({ event: 'mce:mce_record', fields: { addr: '0x55aa1040' } });
       expect(events.all.slice(cause + 1, at).map((e: { fields: { kind: string } }) => e.fields.kind)).toEqual([
         'dimm-ce',
       ]);

@@ -20,6 +20,7 @@ import { openTrace } from '@evtrace/trace-format';
 import { findTracefs } from '@evtrace/tracefs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CLI, cli, eventually, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
+import { expectValid } from '../testing/schemas.ts';
 
 const ENTRY = new URL('../../node_modules/@evtrace/persistent-events/dist/index.js', import.meta.url).pathname;
 const hasTraceCmd = spawnSync('sh', ['-c', 'command -v trace-cmd']).status === 0;
@@ -175,6 +176,8 @@ describe('the agent lists and attaches to user-space persistent buffers', () => 
       expect(ls.code).toBe(0);
       expect(ls.stderr).toMatch(/listed by the agent \(pid \d+\)/);
       const listed = JSON.parse(ls.stdout);
+      expectValid('@evtrace/persistent-events/schemas/listing.json', listed);
+      for (const s of listed.sessions) expectValid('@evtrace/agent-protocol/schemas/session-status.json', s);
       expect(listed.sessions).toContainEqual(
         expect.objectContaining({
           name: 't.app.flight',
@@ -220,6 +223,7 @@ describe('the agent lists and attaches to user-space persistent buffers', () => 
       await eventually(() => (cat.events().length === written ? true : undefined));
       expect(cat.events().map((e) => value(e.fields.payload))).toEqual(Array.from({ length: written }, (_, i) => i));
       const after = JSON.parse((await cli(agent, ['ls', '--json', '--dir', bufs])).stdout);
+      expectValid('@evtrace/persistent-events/schemas/listing.json', after);
       expect(after.buffers).toContainEqual(
         expect.objectContaining({ name: 't/app/flight', writers: 0, session: 't.app.flight' }),
       );
@@ -227,6 +231,7 @@ describe('the agent lists and attaches to user-space persistent buffers', () => 
       const status = JSON.parse(
         (await cli(agent, ['session', 'status', 't/app/flight', '--json'])).stdout,
       ) as SessionStatus;
+      expectValid('@evtrace/agent-protocol/schemas/session-status.json', status);
       expect(status).toMatchObject({ name: 't.app.flight', state: 'running', events: written, lost: 0 });
       expect(status.bytes).toBeGreaterThan(written * 4);
       const text = (await cli(agent, ['session', 'status', 't.app.flight'])).stdout;

@@ -11,6 +11,7 @@ import { eventToJsonLine, openRawPagesDir, type TraceEvent } from '@evtrace/trac
 import { findTracefs, recordDemo } from '@evtrace/tracefs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cli, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
+import { expectValid } from '../testing/schemas.ts';
 import { liveEventJson, TaskNames } from './viewer.ts';
 
 const dirs: string[] = [];
@@ -44,7 +45,7 @@ async function session(agent: RunningAgent, name: string, args: readonly string[
 }
 
 describe('liveEventJson', () => {
-  it("is cat --json's object with pid and comm after event; tasks it cannot name get a pid alone", async () => {
+  it("is cat --json's object: comm the task's name when the event fired, null for tasks it cannot name", async () => {
     const dir = fresh();
     const raw = join(dir, 'raw');
     await recordDemo({ events: ['kmem:*', 'sched:*'], dir: raw, durationMs: 100, rate: 5000, cpus: 2 });
@@ -61,28 +62,23 @@ describe('liveEventJson', () => {
       const comm = tracker.resolve(e);
       tracker.observe(e);
       const { fields, ...rest } = JSON.parse(eventToJsonLine(e));
-      expect(got).toEqual({ ...rest, pid, ...(comm === undefined ? {} : { comm }), fields });
-      expect(Object.keys(got)).toEqual([
-        'ts_ns',
-        'cpu',
-        'event',
-        'pid',
-        ...(comm === undefined ? [] : ['comm']),
-        'fields',
-      ]);
+      expect(got).toEqual({ ...rest, pid, comm: comm ?? null, fields });
+      expect(Object.keys(got)).toEqual(['ts_ns', 'cpu', 'event', 'pid', 'comm', 'flags', 'fields']);
       if (comm !== undefined) named++;
     }
     expect(named).toBeGreaterThan(0);
   });
 
-  it('leaves events without a task (CTF, no common_pid) as cat --json prints them', () => {
+  it('leaves events without a task (CTF, no common_pid) as cat --json prints them: pid, comm and flags null', () => {
     const e = {
       tsNs: 5n,
       cpu: 0,
       eventClass: { id: 1, name: 'a:b', streamId: 0, payload: { kind: 'struct', members: [], minAlign: 1 } },
       fields: { x: 1 },
     } as TraceEvent;
-    expect(liveEventJson(e, new TaskNames(new Map(), false))).toBe(eventToJsonLine(e).slice(0, -1));
+    const line = liveEventJson(e, new TaskNames(new Map(), false));
+    expect(line).toBe(eventToJsonLine(e).slice(0, -1));
+    expect(JSON.parse(line)).toMatchObject({ pid: null, comm: null, flags: null });
   });
 });
 
@@ -104,6 +100,23 @@ describe('live events of the demo source', { timeout: 60_000 }, () => {
       const events = await liveEvents(agent, 'd', 300);
       for (const e of events) expect(e.comm, JSON.stringify(e)).toBe(names.get(e.pid!));
       expect(new Set(events.map((e) => e.pid)).size).toBeGreaterThan(1);
+      for (const e of events) expectValid('@evtrace/trace-format/schemas/event.json', e);
+
+      // cat --live --json prints the stream's events as they came: the same contract.
+      const json = await cli(agent, ['cat', '--live', 'd', '-n', '20', '--json']);
+      expect(json.code, json.stderr).toBe(0);
+      const printed = json.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      expect(printed).toHaveLength(20);
+      for (const e of printed) expectValid('@evtrace/trace-format/schemas/event.json', e);
+      // kmalloc's call_site (printed with %pS) and ptr are addresses; bytes_req a size_t.
+      const kmalloc = printed.find((e) => e.event === 'kmem:kmalloc');
+      expect(kmalloc?.fields).toMatchObject({
+        call_site: expect.stringMatching(/^0x[0-9a-f]+$/),
+        bytes_req: expect.stringMatching(/^\d+$/),
+      });
 
       const text = await cli(agent, ['cat', '--live', 'd', '-n', '20']);
       expect(text.code, text.stderr).toBe(0);
@@ -141,7 +154,7 @@ describe.skipIf(why !== '')(
         expect(events.every((e) => e.event === 'sched:sched_switch')).toBe(true);
         for (const e of events) expect(e.pid, JSON.stringify(e)).toBe(e.fields.prev_pid);
         // A task can exec between its event and our look at /proc (other builds run here): judged over the whole.
-        const named = events.filter((e) => e.comm !== undefined);
+        const named = events.filter((e) => e.comm !== null);
         const agree = named.filter((e) => e.comm === e.fields.prev_comm);
         expect(named.length / events.length).toBeGreaterThan(0.9);
         expect(agree.length / named.length).toBeGreaterThan(0.9);

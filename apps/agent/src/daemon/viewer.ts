@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { CommTracker } from '@evtrace/filters';
-import { eventToJsonLine, type TraceEvent } from '@evtrace/trace-format';
+import { createJsonFormatter, type TraceEvent } from '@evtrace/trace-format';
 
 /** What a viewer writes to: the client's connection. */
 export interface ViewerOutput {
@@ -131,16 +131,21 @@ export class TaskNames {
   /** Pids /proc did not know (exited): not looked up again. */
   readonly #gone = new Set<number>();
 
+  /** Events as JSON lines (with the newline), each with its task's name when it fired. */
+  readonly json = createJsonFormatter({ comm: (pid, e) => this.#comm(pid, e.cpu) });
+
   constructor(cmdlines: ReadonlyMap<number, string>, readProc: boolean) {
     for (const [pid, comm] of cmdlines) this.#tracker.seed(pid, comm);
     this.#proc = readProc;
   }
 
-  /** The event's task: its pid (`common_pid`) and name when known; then learns from the event. */
-  task(e: TraceEvent, learn: boolean): { pid?: number; comm?: string } {
-    const pid = e.scopes?.['event.context']?.common_pid;
-    if (typeof pid !== 'number') return {};
-    let comm = this.#tracker.commOf(pid, e.cpu ?? undefined);
+  /** Takes up the names an event carries (a switch, a fork, an exec, a rename); after it was written. */
+  learn(e: TraceEvent): void {
+    this.#tracker.observe(e);
+  }
+
+  #comm(pid: number, cpu: number | null): string | undefined {
+    let comm = this.#tracker.commOf(pid, cpu ?? undefined);
     if (comm === undefined && this.#proc && !this.#gone.has(pid)) {
       try {
         comm = readFileSync(`/proc/${pid}/comm`, 'utf8').replace(/\n$/, '');
@@ -149,21 +154,16 @@ export class TaskNames {
         this.#gone.add(pid);
       }
     }
-    if (learn) this.#tracker.observe(e);
-    return comm === undefined ? { pid } : { pid, comm };
+    return comm;
   }
 }
 
 /**
- * One event as viewers get it: the object of `evtrace cat --json` with the task's `pid` and `comm` after `event`.
- * `learn`: the event is new (not a re-read of the recent window), so names it carries are taken up.
+ * One event as viewers get it: the object of `evtrace cat --json` (its task's `pid` and `comm` included), without
+ * the newline. `learn`: the event is new (not a re-read of the recent window), so names it carries are taken up.
  */
 export function liveEventJson(e: TraceEvent, tasks: TaskNames, learn = true): string {
-  const line = eventToJsonLine(e);
-  const task = tasks.task(e, learn);
-  if (task.pid === undefined) return line.slice(0, -1);
-  // `,"fields":` cannot occur inside the JSON strings before it (their quotes are escaped): it is the member's start.
-  const at = line.indexOf(',"fields":');
-  const extra = `,"pid":${task.pid}${task.comm === undefined ? '' : `,"comm":${JSON.stringify(task.comm)}`}`;
-  return `${line.slice(0, at)}${extra}${line.slice(at, -1)}`;
+  const line = tasks.json(e);
+  if (learn) tasks.learn(e);
+  return line.slice(0, -1);
 }

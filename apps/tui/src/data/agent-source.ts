@@ -12,7 +12,7 @@ import {
   type SessionStatus,
   type Subscription,
 } from '@evtrace/agent-protocol';
-import type { EventClass, FieldValue, IntegerClass, StructMember, TraceEvent } from '@evtrace/trace-format';
+import type { EventClass, FieldClass, FieldValue, IntegerClass, StructMember, TraceEvent } from '@evtrace/trace-format';
 import { ViewerError } from '../errors.ts';
 import { LiveWindow } from './live-window.ts';
 import { CpuMerger } from './merge.ts';
@@ -97,7 +97,7 @@ async function followSession(
       for await (const item of sub) {
         if (item.kind === 'event') {
           const { pid, comm } = item.event;
-          if (pid !== undefined && comm !== undefined) tasks.set(pid, comm);
+          if (pid !== null && comm !== null) tasks.set(pid, comm);
           const e = classes.event(item.event);
           merger.add(e.cpu ?? 0, [e]);
         } else if (item.kind === 'loss') viewerLost = item.total;
@@ -193,10 +193,17 @@ const INT64: IntegerClass = {
   base: 10,
   encoding: 'none',
 };
+const ADDRESS: IntegerClass = { ...INT64, signed: false, base: 16 };
+const TEXT: FieldClass = { kind: 'string', encoding: 'utf8' };
+
+/** What the agent's JSON says a field is (trace-format's `schemas/event.json`): its class and value. */
+type Typed = [FieldClass, FieldValue];
 
 /**
  * Event classes for the JSON events the agent streams: named as the events, with a member per field typed from
- * its first value (integers, integers beyond 2^53 sent as decimal strings, strings), so filters can compile.
+ * the first event's JSON (the agent types fields by their format, so every event of a class agrees): numbers and
+ * decimal strings (64-bit integers) as integers, `"0x..."` strings as addresses shown in hex, other strings as text;
+ * so filters compile and addresses print as the file sources print them.
  */
 class ClassTable {
   readonly #byName = new Map<string, EventClass>();
@@ -206,35 +213,51 @@ class ClassTable {
   }
 
   event(e: LiveEvent): TraceEvent {
-    const fields: Record<string, FieldValue> = {};
-    for (const [k, v] of Object.entries(e.fields)) fields[k] = fieldValue(v);
     let ec = this.#byName.get(e.event);
+    const fields: Record<string, FieldValue> = {};
     if (ec === undefined) {
-      const members: StructMember[] = Object.entries(fields).map(([k, v]) => ({
-        name: k,
-        type: typeof v === 'string' ? { kind: 'string', encoding: 'utf8' } : INT64,
-      }));
-      ec = {
-        id: this.#byName.size + 1,
-        name: e.event,
-        streamId: 0,
-        payload: { kind: 'struct', members, minAlign: 8 },
-      };
+      const members: StructMember[] = [];
+      for (const [k, v] of Object.entries(e.fields)) {
+        const [type, value] = typed(v);
+        members.push({ name: k, type });
+        fields[k] = value;
+      }
+      ec = { id: this.#byName.size + 1, name: e.event, streamId: 0, payload: { kind: 'struct', members, minAlign: 8 } };
       this.#byName.set(e.event, ec);
+    } else {
+      for (const m of ec.payload.members) fields[m.name] = fieldOfClass(m.type, e.fields[m.name]);
     }
     const event: TraceEvent = { tsNs: BigInt(e.ts_ns), cpu: e.cpu, eventClass: ec, fields };
     // Where the file sources keep it: the Events view's TASK column and COMM in filters read common_pid there.
-    return e.pid === undefined ? event : { ...event, scopes: { 'event.context': { common_pid: e.pid } } };
+    return e.pid === null ? event : { ...event, scopes: { 'event.context': { common_pid: e.pid } } };
   }
 }
 
-function fieldValue(v: unknown): FieldValue {
-  if (typeof v === 'string' && /^-?\d{16,}$/.test(v)) return BigInt(v);
-  if (typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean' || v === null) return v;
-  if (Array.isArray(v)) return v.map(fieldValue);
+const DECIMAL = /^-?\d+$/;
+const HEX = /^0x[\da-f]+$/;
+
+function typed(v: unknown): Typed {
+  if (typeof v === 'string') {
+    if (HEX.test(v)) return [ADDRESS, BigInt(v)];
+    if (DECIMAL.test(v)) return [INT64, BigInt(v)];
+    return [TEXT, v];
+  }
+  if (typeof v === 'number') return [INT64, v];
+  return [TEXT, other(v)];
+}
+
+/** A value of a class typed from an earlier event (this one agrees, as the agent types fields by their format). */
+function fieldOfClass(type: FieldClass, v: unknown): FieldValue {
+  if (type.kind === 'int' && typeof v === 'string' && (HEX.test(v) || DECIMAL.test(v))) return BigInt(v);
+  return typeof v === 'number' || typeof v === 'string' ? v : other(v);
+}
+
+function other(v: unknown): FieldValue {
+  if (typeof v === 'boolean' || v === null || v === undefined) return v ?? null;
+  if (Array.isArray(v)) return v.map((x) => typed(x)[1]);
   if (typeof v === 'object') {
     const o: Record<string, FieldValue> = {};
-    for (const [k, x] of Object.entries(v as object)) o[k] = fieldValue(x);
+    for (const [k, x] of Object.entries(v as object)) o[k] = typed(x)[1];
     return o;
   }
   return String(v);

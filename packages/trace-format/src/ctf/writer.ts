@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { BitWriter } from '../codec/bit-writer.ts';
 import { compileEncoder, type FieldEncoder, integerEncoder } from '../codec/encoder.ts';
 import { TraceFormatError } from '../errors.ts';
+import { hexFields } from '../ftrace/hex-fields.ts';
 import type {
   ByteOrder,
   ClockClass,
@@ -126,14 +127,19 @@ function eventHeaderClass(kind: EventHeaderKind, order: ByteOrder, clock: string
   };
 }
 
-/** ftrace dynamic arrays become `NAME_length` + sequence; dynamic strings become strings. */
-function ctfPayload(payload: StructClass): { type: StructClass; dynamic: string[] } {
+/**
+ * ftrace dynamic arrays become `NAME_length` + sequence; dynamic strings become strings. Integers the event's print fmt
+ * shows as addresses or in hex (`hex`) get TSDL base 16, so readers of the CTF show them as the ftrace source does.
+ */
+function ctfPayload(payload: StructClass, hex: ReadonlySet<string>): { type: StructClass; dynamic: string[] } {
   const members: StructMember[] = [];
   const dynamic: string[] = [];
   for (const m of payload.members) {
     const t = m.type;
     if (t.kind !== 'dynamic') {
-      members.push(m);
+      members.push(
+        t.kind === 'int' && t.base !== 16 && hex.has(m.name) ? { name: m.name, type: { ...t, base: 16 } } : m,
+      );
       continue;
     }
     if (t.isString) {
@@ -254,7 +260,7 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
   function classFor(cls: EventClass): WriterClass {
     let wc = classes.get(cls);
     if (wc) return wc;
-    const { type, dynamic } = ctfPayload(cls.payload);
+    const { type, dynamic } = ctfPayload(cls.payload, hexFields(cls.printFormat));
     const ctfClass: EventClass = {
       ...cls,
       id: written.length,

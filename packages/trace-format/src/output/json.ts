@@ -1,9 +1,27 @@
-/** JSON lines: one object per event, `{"ts_ns", "cpu", "event", "fields"}`, exact for 64-bit integers. */
-import type { FieldValue, TraceEvent } from '../model/types.ts';
+/**
+ * JSON lines: one object per event, in the shape `schemas/event.json` publishes. Every field's JSON type follows from
+ * its event class, never from its value, so all events of a class agree: 64-bit integers are decimal strings,
+ * addresses and integers the format shows in hex (pointer types, `%p`, `%x` in ftrace's `print fmt`, base 16 in CTF)
+ * are `"0x..."` strings, narrower integers are numbers. The writer is compiled once per event class.
+ */
+import { hexFields } from '../ftrace/hex-fields.ts';
+import type { EventClass, FieldClass, FieldValue, StructClass, TraceEvent } from '../model/types.ts';
+
+/** Options of {@link createJsonFormatter}. */
+export interface JsonFormatterOptions {
+  /**
+   * The name task `pid` had when `event` fired (trace-cmd's COMM column); `comm` is null when this is absent or
+   * returns undefined, except for CTF events that carry LTTng's `procname` context.
+   */
+  readonly comm?: (pid: number, event: TraceEvent) => string | undefined;
+}
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
-/** A field value as JSON can carry it: integers beyond 2^53 become decimal strings. */
+/**
+ * A value typed by itself rather than by its class (Perfetto's `args`, which have no contract): integers beyond 2^53
+ * become decimal strings.
+ */
 export function jsonValue(value: FieldValue): unknown {
   if (typeof value === 'bigint') return value > MAX_SAFE || value < -MAX_SAFE ? value.toString() : Number(value);
   if (Array.isArray(value)) return value.map(jsonValue);
@@ -16,17 +34,205 @@ export function jsonValue(value: FieldValue): unknown {
   return value;
 }
 
+/** Writes one value of a field class. */
+type ValueWriter = (value: FieldValue | undefined) => string;
+
+/** What a class's events share: the `"event"` member and the fields' writer. */
+interface ClassWriter {
+  readonly prefix: string;
+  readonly fields: (fields: TraceEvent['fields']) => string;
+}
+
+const writers = new WeakMap<EventClass, ClassWriter>();
+
 /**
- * One event as a JSON line (with the trailing newline): `ts_ns` is a decimal string, `cpu` a number or null, and
- * `buffer` the name of the trace.dat instance buffer an event comes from (`scopes.buffer`), absent otherwise.
+ * A formatter of events as JSON lines (each with its newline): `{"ts_ns", "cpu", ["buffer",] "event", "pid", "comm",
+ * "flags", "fields"}`. `ts_ns` is a decimal string; `pid` is ftrace's `common_pid` (LTTng's `tid` context in CTF) or
+ * null; `flags` decodes ftrace's `common_flags` and `common_preempt_count` as the kernel's latency format does, null
+ * where the source records none; `buffer` names the trace.dat instance buffer, absent for the top one.
  */
-export function eventToJsonLine(event: TraceEvent): string {
-  const buffer = event.scopes?.buffer?.name;
-  return `${JSON.stringify({
-    ts_ns: event.tsNs.toString(),
-    cpu: event.cpu,
-    ...(typeof buffer === 'string' ? { buffer } : {}),
-    event: event.eventClass.name,
-    fields: jsonValue(event.fields as FieldValue),
-  })}\n`;
+export function createJsonFormatter(options: JsonFormatterOptions = {}): (event: TraceEvent) => string {
+  const commOf = options.comm;
+  let lastClass: EventClass | undefined;
+  let last: ClassWriter | undefined;
+  return (event) => {
+    const cls = event.eventClass;
+    if (cls !== lastClass) {
+      lastClass = cls;
+      last = writers.get(cls);
+      if (last === undefined) writers.set(cls, (last = compileClass(cls)));
+    }
+    const w = last!;
+    const scopes = event.scopes;
+    const common = scopes?.['event.context'];
+    const stream = scopes?.['stream.event.context'];
+    const buffer = scopes?.buffer?.name;
+    let pid = common?.common_pid;
+    if (typeof pid !== 'number') pid = stream?.tid ?? stream?.vtid;
+    let comm: FieldValue | undefined;
+    if (typeof pid === 'number') comm = commOf?.(pid, event) ?? stream?.procname;
+    else pid = null;
+    const flags = common?.common_flags;
+    return `{"ts_ns":"${event.tsNs}","cpu":${event.cpu}${typeof buffer === 'string' ? `,"buffer":${JSON.stringify(buffer)}` : ''}${w.prefix},"pid":${pid},"comm":${typeof comm === 'string' ? JSON.stringify(comm) : 'null'},"flags":${typeof flags === 'number' ? flagsJson(flags, common?.common_preempt_count) : 'null'},"fields":${w.fields(event.fields)}}\n`;
+  };
+}
+
+/** One event as a JSON line, with `comm` null (see {@link createJsonFormatter} to name tasks). */
+export const eventToJsonLine: (event: TraceEvent) => string = createJsonFormatter();
+
+// ftrace's trace_entry flags (include/linux/trace_events.h).
+const IRQS_OFF = 0x01;
+const NEED_RESCHED = 0x04;
+const HARDIRQ = 0x08;
+const SOFTIRQ = 0x10;
+const PREEMPT_RESCHED = 0x20;
+const NMI = 0x40;
+
+/** The `flags` objects met so far, by flags and preempt count byte: a trace uses few, each written many times. */
+const flagTexts: (string | undefined)[] = [];
+
+function flagsJson(flags: number, preemptCount: FieldValue | undefined): string {
+  const pc = typeof preemptCount === 'number' ? preemptCount & 0xff : 0;
+  const key = ((flags & 0xff) << 8) | pc;
+  return (flagTexts[key] ??= flagsText(flags, pc));
+}
+
+function flagsText(flags: number, pc: number): string {
+  // The low nibble of the preempt count byte is the preemption depth, the high one migrate-disable's.
+  return `{"irqs_off":${(flags & IRQS_OFF) !== 0},"need_resched":${(flags & NEED_RESCHED) !== 0},"preempt_resched":${(flags & PREEMPT_RESCHED) !== 0},"hardirq":${(flags & HARDIRQ) !== 0},"softirq":${(flags & SOFTIRQ) !== 0},"nmi":${(flags & NMI) !== 0},"preempt_depth":${pc & 0xf},"migrate_disable":${(pc >> 4) & 0xf}}`;
+}
+
+function compileClass(cls: EventClass): ClassWriter {
+  return {
+    prefix: `,"event":${JSON.stringify(cls.name)}`,
+    fields: structWriter(cls.payload, hexFields(cls.printFormat)),
+  };
+}
+
+function structWriter(struct: StructClass, hex: ReadonlySet<string>): (fields: TraceEvent['fields']) => string {
+  const members = struct.members.map((m, i) => ({
+    name: m.name,
+    key: `${i === 0 ? '' : ','}${JSON.stringify(m.name)}:`,
+    write: valueWriter(m.type, hex.has(m.name)),
+  }));
+  return (fields) => {
+    let out = '{';
+    for (const m of members) out += m.key + m.write(fields[m.name]);
+    return `${out}}`;
+  };
+}
+
+/** The writer of one field class; `hex`: the format shows it as an address or in hex. */
+function valueWriter(type: FieldClass, hex: boolean): ValueWriter {
+  switch (type.kind) {
+    case 'int':
+      return intWriter(type.size, hex || type.base === 16);
+    case 'enum':
+      return intWriter(type.container.size, hex || type.container.base === 16);
+    case 'float':
+      return (v) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : 'null');
+    case 'string':
+      return (v) => (typeof v === 'string' ? JSON.stringify(v) : 'null');
+    case 'array':
+    case 'sequence':
+    case 'dynamic': {
+      const element = valueWriter(type.element, hex);
+      // Character arrays decode to text.
+      return (v) => {
+        if (typeof v === 'string') return JSON.stringify(v);
+        if (!Array.isArray(v)) return 'null';
+        let out = '[';
+        for (let i = 0; i < v.length; i++) out += (i === 0 ? '' : ',') + element(v[i]);
+        return `${out}]`;
+      };
+    }
+    case 'struct': {
+      const write = structWriter(type, new Set());
+      return (v) =>
+        v !== null && typeof v === 'object' && !Array.isArray(v) ? write(v as TraceEvent['fields']) : 'null';
+    }
+    case 'variant':
+      // The chosen option is known per event only: typed by the decoded value.
+      return (v) => (v === undefined ? 'null' : JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? String(x) : x)));
+  }
+}
+
+/**
+ * The JSON Schema (draft 2020-12) of the events of one class as {@link createJsonFormatter} writes them: the shape of
+ * `schemas/event.json` with each field's own type (a decimal string for a 64-bit integer, a `0x` string for an
+ * address, a number for a narrower integer...), so a validator can hold every event of the class to one type per field.
+ */
+export function eventClassSchema(cls: EventClass): Record<string, unknown> {
+  const fields = structSchema(cls.payload, hexFields(cls.printFormat));
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    title: cls.name,
+    type: 'object',
+    allOf: [{ $ref: 'https://evtrace.dev/schemas/trace-format/event.json' }],
+    properties: { event: { const: cls.name }, fields },
+  };
+}
+
+const DECIMAL_SCHEMA = { type: 'string', pattern: '^-?[0-9]+$' };
+const HEX_SCHEMA = { type: 'string', pattern: '^0x[0-9a-f]+$' };
+
+function structSchema(struct: StructClass, hex: ReadonlySet<string>): Record<string, unknown> {
+  const properties: Record<string, unknown> = {};
+  for (const m of struct.members) properties[m.name] = valueSchema(m.type, hex.has(m.name));
+  return { type: 'object', additionalProperties: false, required: Object.keys(properties), properties };
+}
+
+/** The schema of one field class's values, as {@link valueWriter} writes them (null where a record lacks one). */
+function valueSchema(type: FieldClass, hex: boolean): Record<string, unknown> {
+  const orNull = (s: Record<string, unknown>) => ({ anyOf: [s, { type: 'null' }] });
+  switch (type.kind) {
+    case 'int':
+    case 'enum': {
+      const int = type.kind === 'int' ? type : type.container;
+      if (hex || int.base === 16) return orNull(HEX_SCHEMA);
+      return orNull(int.size > 32 ? DECIMAL_SCHEMA : { type: 'integer' });
+    }
+    case 'float':
+      return { type: ['number', 'null'] };
+    case 'string':
+      return { type: ['string', 'null'] };
+    case 'array':
+    case 'sequence':
+    case 'dynamic': {
+      const text =
+        type.kind === 'dynamic' ? type.isString : type.element.kind === 'int' && type.element.encoding !== 'none';
+      if (text) return { type: ['string', 'null'] };
+      return orNull({ type: 'array', items: valueSchema(type.element, hex) });
+    }
+    case 'struct':
+      return orNull(structSchema(type, new Set()));
+    case 'variant':
+      return {};
+  }
+}
+
+/**
+ * Integers: `"0x..."` (the two's complement of the class's width for negative values) when shown in hex, decimal
+ * strings when wider than 32 bits, numbers otherwise.
+ */
+function intWriter(size: number, hex: boolean): ValueWriter {
+  if (hex) {
+    const modulus = 2 ** size;
+    return (v) => {
+      if (typeof v === 'bigint') return `"0x${(v < 0n ? BigInt.asUintN(size, v) : v).toString(16)}"`;
+      if (typeof v === 'number') return `"0x${(v < 0 ? v + modulus : v).toString(16)}"`;
+      return 'null';
+    };
+  }
+  if (size > 32)
+    return (v) =>
+      typeof v === 'bigint' || typeof v === 'number' ? `"${v}"` : typeof v === 'boolean' ? `"${+v}"` : 'null';
+  return (v) =>
+    typeof v === 'number'
+      ? String(v)
+      : typeof v === 'bigint'
+        ? String(v)
+        : typeof v === 'boolean'
+          ? String(+v)
+          : 'null';
 }

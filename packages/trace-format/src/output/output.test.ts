@@ -1,7 +1,11 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import eventSchema from '../../schemas/event.json' with { type: 'json' };
 import { parseFormatFile } from '../ftrace/format-file.ts';
+import { hexFields } from '../ftrace/hex-fields.ts';
 import type { TraceEvent } from '../model/types.ts';
-import { eventToJsonLine, jsonValue } from './json.ts';
+import { createJsonFormatter, eventClassSchema, eventToJsonLine, jsonValue } from './json.ts';
 import { writePerfettoJson } from './perfetto-json.ts';
 
 const SWITCH = parseFormatFile(
@@ -21,6 +25,27 @@ print fmt: "x"
   { system: 'sched' },
 );
 
+const KMALLOC = parseFormatFile(
+  `name: kmalloc
+ID: 300
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:unsigned long call_site;\toffset:8;\tsize:8;\tsigned:0;
+\tfield:const void * ptr;\toffset:16;\tsize:8;\tsigned:0;
+\tfield:size_t bytes_req;\toffset:24;\tsize:8;\tsigned:0;
+\tfield:unsigned int gfp_flags;\toffset:32;\tsize:4;\tsigned:0;
+
+print fmt: "call_site=%pS ptr=%p bytes_req=%zu gfp_flags=%x", (void *)REC->call_site, REC->ptr, REC->bytes_req, REC->gfp_flags
+`,
+  { system: 'kmem' },
+);
+
+const validateEvent = new Ajv2020({ strict: true }).compile(eventSchema);
+
 const sw = (tsNs: bigint, cpu: number, prev: [string, number], next: [string, number]): TraceEvent => ({
   tsNs,
   cpu,
@@ -30,19 +55,99 @@ const sw = (tsNs: bigint, cpu: number, prev: [string, number], next: [string, nu
 });
 
 describe('JSON lines', () => {
-  it('keeps integers exact: numbers up to 2^53, decimal strings beyond, either sign', () => {
-    expect(jsonValue(2n ** 53n - 1n)).toBe(2 ** 53 - 1);
-    expect(jsonValue(2n ** 53n)).toBe('9007199254740992');
-    expect(jsonValue(-(2n ** 60n))).toBe('-1152921504606846976');
-    expect(jsonValue([1n, [2n ** 64n - 1n], { a: 3n }])).toEqual([1, ['18446744073709551615'], { a: 3 }]);
+  it('types integers by their class: numbers up to 32 bits, decimal strings at 64 bits, hex for pointers', () => {
     const line = eventToJsonLine(sw(12345678901234567890n, 1, ['a', 1], ['b', 2]));
     expect(line.endsWith('}\n')).toBe(true);
     expect(JSON.parse(line)).toEqual({
       ts_ns: '12345678901234567890',
       cpu: 1,
       event: 'sched:sched_switch',
+      pid: 1,
+      comm: null,
+      flags: null,
       fields: { prev_comm: 'a', prev_pid: 1, next_comm: 'b', next_pid: 2 },
     });
+    const e = (fields: TraceEvent['fields']): TraceEvent => ({
+      tsNs: 5n,
+      cpu: 0,
+      eventClass: KMALLOC,
+      fields,
+      scopes: { 'event.context': { common_pid: 9, common_flags: 0x0d, common_preempt_count: 0x12 } },
+    });
+    const comm = createJsonFormatter({ comm: (pid) => (pid === 9 ? 'nine' : undefined) });
+    const small = JSON.parse(comm(e({ call_site: 0xffffffff8123abcdn, ptr: 0n, bytes_req: 8n, gfp_flags: 0xcc0 })));
+    const big = JSON.parse(comm(e({ call_site: 1n, ptr: 2n ** 64n - 1n, bytes_req: 2n ** 63n, gfp_flags: -1 })));
+    expect(small).toMatchObject({ pid: 9, comm: 'nine' });
+    expect(small.flags).toEqual({
+      irqs_off: true,
+      need_resched: true,
+      preempt_resched: false,
+      hardirq: true,
+      softirq: false,
+      nmi: false,
+      preempt_depth: 2,
+      migrate_disable: 1,
+    });
+    // call_site is an unsigned long printed with %pS, gfp_flags an unsigned int printed with %x.
+    expect(small.fields).toEqual({ call_site: '0xffffffff8123abcd', ptr: '0x0', bytes_req: '8', gfp_flags: '0xcc0' });
+    expect(big.fields).toEqual({
+      call_site: '0x1',
+      ptr: '0xffffffffffffffff',
+      bytes_req: '9223372036854775808',
+      gfp_flags: '0xffffffff',
+    });
+    expect(validateEvent(small) && validateEvent(big)).toBe(true);
+    // The class's own schema pins each field's type: a decimal call_site or a numeric bytes_req is refused.
+    const ajv = new Ajv2020({ strict: true });
+    ajv.addSchema(eventSchema);
+    const kmalloc = ajv.compile(eventClassSchema(KMALLOC));
+    expect(kmalloc(small) && kmalloc(big)).toBe(true);
+    expect(kmalloc({ ...small, fields: { ...small.fields, call_site: '18446744071586209136' } })).toBe(false);
+    expect(kmalloc({ ...small, fields: { ...small.fields, bytes_req: 8 } })).toBe(false);
+    expect(kmalloc({ ...small, event: 'kmem:kfree' })).toBe(false);
+  });
+
+  it('keeps integers exact in values typed by themselves (Perfetto args)', () => {
+    expect(jsonValue(2n ** 53n - 1n)).toBe(2 ** 53 - 1);
+    expect(jsonValue(2n ** 53n)).toBe('9007199254740992');
+    expect(jsonValue([1n, [2n ** 64n - 1n], { a: 3n }])).toEqual([1, ['18446744073709551615'], { a: 3 }]);
+  });
+
+  it('finds the fields print fmt shows as addresses or hex, casts and %% aside', () => {
+    expect([
+      ...hexFields(
+        '"a=%pS b=%p c=%lu d=%#lx %% e=%*d f=%08x g=%pM", REC->a, (void *)REC->b, REC->c, (unsigned long)(REC->d), 3, REC->e, REC->f, REC->g',
+      ),
+    ]).toEqual(['a', 'b', 'd', 'f']);
+    expect([...hexFields('"%s=%x", __get_str(name), REC->v + 1')]).toEqual([]);
+    // mm_page_alloc's: the pfn a condition guards is the pfn.
+    const pageAlloc =
+      '"page=%p pfn=0x%lx order=%d", REC->pfn != -1UL ? (((struct page *)vmemmap_base) + (REC->pfn)) : ((void *)0), REC->pfn != -1UL ? REC->pfn : 0, REC->order';
+    expect([...hexFields(pageAlloc)]).toEqual(['pfn']);
+    expect([...hexFields(undefined)]).toEqual([]);
+  });
+
+  it('fuzz: any text, and real print formats cut and spliced anywhere, give a set of field names and never throw', () => {
+    const real = [KMALLOC.printFormat!, SWITCH.printFormat!, '"page=%p pfn=0x%lx", REC->pfn != -1UL ? REC->pfn : 0, 0'];
+    const mutated = fc
+      .tuple(
+        fc.constantFrom(...real),
+        fc.array(fc.tuple(fc.nat(), fc.nat(8), fc.string({ maxLength: 6 })), { maxLength: 5 }),
+      )
+      .map(([text, edits]) => {
+        let out = text;
+        for (const [at, cut, insert] of edits) {
+          const i = at % (out.length + 1);
+          out = out.slice(0, i) + insert + out.slice(i + cut);
+        }
+        return out;
+      });
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), mutated), (text) => {
+        for (const name of hexFields(text)) expect(name).toMatch(/^\w+$/);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
 
