@@ -176,10 +176,18 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
       const source = fileSource(file);
       const read = source.read(start, Math.max(0, Math.min(end ?? source.size, source.size) - start));
       const bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
-      if (bytes.length % page.pageSize !== 0) {
-        warnings.push(`${file}: size is not a multiple of the ${page.pageSize}-byte page; the last page is partial`);
+      // A file ending inside a page was cut (a full disk, a copy stopped short): the pages before it are whole.
+      const whole = bytes.length - (bytes.length % page.pageSize);
+      if (whole < bytes.length) {
+        const cut = new TraceFormatError(
+          'ERR_FTRACE_PAGE',
+          `the file ends inside a page (${bytes.length - whole} of its ${page.pageSize} bytes)`,
+          { file, offset: start + whole },
+        );
+        if (!options.lenient) throw cut;
+        warnings.push(`${cut.message}; CPU ${cpu}: the ${whole / page.pageSize} whole pages before it kept`);
       }
-      return { cpu, bytes, file, fileOffset: start };
+      return { cpu, bytes: bytes.subarray(0, whole), file, fileOffset: start };
     });
   };
   return {
