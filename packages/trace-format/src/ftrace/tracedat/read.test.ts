@@ -158,8 +158,11 @@ describe.skipIf(why !== '')(
       expect(r.info.compression?.name).toBe('zstd');
       const ours = [...r.events()];
       expect(ours.length).toBeGreaterThan(10);
+      // Losses included: the events after them carry what trace-cmd's DROPPED lines say.
       expectSameAsReport(ours, reportRaw(v7), r.metadata.kallsyms());
-      expect(r.warnings).toEqual([]);
+      expect(r.warnings.filter((w) => !/: (\d+|an unknown number of) events lost before this page$/.test(w))).toEqual(
+        [],
+      );
     });
 
     it('decodes the same recording converted to v6 and to uncompressed v7', () => {
@@ -231,7 +234,7 @@ describe.skipIf(why !== '')(
         );
         fc.assert(
           fc.property(cuts, (at) => keepsWholePagesBefore(ref, base.subarray(0, at), at, true)),
-          { numRuns: 25 },
+          { numRuns: 15 },
         );
       }
     });
@@ -248,7 +251,7 @@ describe.skipIf(why !== '')(
             bytes[at] = v;
             keepsWholePagesBefore(ref, bytes, at, false);
           }),
-          { numRuns: 15 },
+          { numRuns: 10 },
         );
       }
     });

@@ -58,7 +58,7 @@ export function encodeTraceDat(
     const cpu = e.cpu ?? 0;
     let arena = perCpu.get(cpu);
     if (arena === undefined) perCpu.set(cpu, (arena = new Arena()));
-    arena.add(e.tsNs, write, e.fields, e.scopes?.['event.context'] ?? {});
+    arena.add(e.tsNs, write, e.fields, e.scopes?.['event.context'] ?? {}, lostBefore(e));
     count++;
   }
   const cpuCount = perCpu.size === 0 ? 1 : Math.max(...perCpu.keys()) + 1;
@@ -341,6 +341,12 @@ function groupBySystem(classes: EventClass[]): [string, string[]][] {
   return [...map];
 }
 
+/** The events the kernel lost before `e` (`scopes.lost.events`: a count, or null for an unknown one), if it says so. */
+function lostBefore(e: TraceEvent): number | null | undefined {
+  const lost = e.scopes?.lost?.events;
+  return typeof lost === 'number' ? lost : lost === null ? null : undefined;
+}
+
 /** One CPU's records, encoded back to back into one growing buffer (small buffers per record cost GC time). */
 class Arena {
   #buf = Buffer.alloc(1 << 16);
@@ -350,12 +356,15 @@ class Arena {
   readonly #ts: bigint[] = [];
   readonly #at: number[] = [];
   readonly #len: number[] = [];
+  /** Losses before records, by record index. */
+  readonly #missed = new Map<number, number | null>();
 
   add(
     tsNs: bigint,
     write: RecordWriter & { readonly fixed: number },
     fields: TraceEvent['fields'],
     common: NonNullable<TraceEvent['scopes']>[string],
+    missed: number | null | undefined,
   ): void {
     const need = this.#used + write.fixed + MAX_DYNAMIC;
     if (need > this.#buf.length) {
@@ -367,6 +376,7 @@ class Arena {
     const n = write(fields, common, this.#buf, this.#view, this.#used);
     const last = this.#ts.length - 1;
     if (last >= 0 && tsNs < this.#ts[last]!) this.#sorted = false;
+    if (missed !== undefined) this.#missed.set(this.#ts.length, missed);
     this.#ts.push(tsNs);
     this.#at.push(this.#used);
     this.#len.push(n);
@@ -378,10 +388,11 @@ class Arena {
     const order = this.#ts.map((_, i) => i);
     if (!this.#sorted)
       order.sort((a, b) => (this.#ts[a]! < this.#ts[b]! ? -1 : this.#ts[a]! > this.#ts[b]! ? 1 : a - b));
-    return order.map((i) => ({
-      tsNs: this.#ts[i]!,
-      data: this.#buf.subarray(this.#at[i]!, this.#at[i]! + this.#len[i]!),
-    }));
+    return order.map((i) => {
+      const record = { tsNs: this.#ts[i]!, data: this.#buf.subarray(this.#at[i]!, this.#at[i]! + this.#len[i]!) };
+      const missed = this.#missed.get(i);
+      return missed === undefined ? record : { ...record, missed };
+    });
   }
 }
 
