@@ -140,6 +140,7 @@ since traces hold kernel addresses; --share makes it readable by everyone (0644,
                 ? {
                     cmdlines: meta.cmdlines,
                     ...(meta.kallsymsText !== undefined ? { kallsyms: meta.kallsymsText } : {}),
+                    ...(meta.printkText !== undefined ? { printk: meta.printkText } : {}),
                     ...(meta.clock !== undefined ? { clock: meta.clock } : {}),
                     pageSize: meta.page.pageSize,
                   }

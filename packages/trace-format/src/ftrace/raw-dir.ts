@@ -1,7 +1,7 @@
 /**
  * A directory of raw per-CPU pages: `cpuN.raw` (sub-buffers as read from `per_cpu/cpuN/trace_pipe_raw`) beside an
- * `events/` tree laid out like tracefs's, optionally with `saved_cmdlines`, `kallsyms`, `buffer_subbuf_size_kb` and
- * `trace_clock` copied from tracefs and /proc.
+ * `events/` tree laid out like tracefs's, optionally with `saved_cmdlines`, `kallsyms`, `printk_formats`,
+ * `buffer_subbuf_size_kb` and `trace_clock` copied from tracefs and /proc.
  *
  * A recorder that will turn the directory into a trace.dat may leave room for the file's head at the front of every
  * `cpuN.raw` (`head_room`: that many zero bytes, a sparse hole, before the pages), then build the trace.dat around
@@ -19,7 +19,7 @@ import { type CpuPages, cpuEventBatches, EventTable, type FtraceMetadata, mergeB
 import { parseFormatFile } from './format-file.ts';
 import { parseHeaderEvent, parseHeaderPage } from './headers.ts';
 import { RAW_REGIONS_FILE, regionExtents } from './raw-regions.ts';
-import { Kallsyms, parseCmdlines } from './symbols.ts';
+import { Kallsyms, parseCmdlines, parsePrintkFormats } from './symbols.ts';
 
 /** Options of the ftrace readers. */
 export interface FtraceReadOptions {
@@ -156,6 +156,7 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
   const kallsymsText = optional(join(dir, 'kallsyms'));
   let kallsyms: Kallsyms | undefined;
   const clock = optional(join(dir, 'trace_clock'))?.match(/\[(\w+)\]/)?.[1];
+  const printkText = optional(join(dir, 'printk_formats'));
   const metadata: FtraceMetadata = {
     byteOrder: page.byteOrder,
     longSize,
@@ -169,6 +170,7 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
     kallsyms: () => (kallsyms ??= kallsymsText === undefined ? undefined : Kallsyms.parse(kallsymsText)),
     ...(clock !== undefined ? { clock } : {}),
     ...(kallsymsText !== undefined ? { kallsymsText } : {}),
+    ...(printkText ? { printk: parsePrintkFormats(printkText), printkText } : {}),
   };
   const cpuPages = (): CpuPages[] => {
     return cpus.map(({ cpu, file, start, end }) => {

@@ -19,7 +19,7 @@ import { parseHeaderEvent, parseHeaderPage } from '../headers.ts';
 import { checkPages } from '../page.ts';
 import type { FtraceReader, FtraceReadOptions } from '../raw-dir.ts';
 import { compileRecordCheck } from '../record.ts';
-import { Kallsyms, parseCmdlines } from '../symbols.ts';
+import { Kallsyms, parseCmdlines, parsePrintkFormats } from '../symbols.ts';
 import { Cursor } from './cursor.ts';
 import { OPTION, SECTION_COMPRESSED } from './ids.ts';
 import type { TraceDatCpuPages, TraceDatPagesInput } from './write.ts';
@@ -102,6 +102,7 @@ interface Metadata {
   ftraceFormats: string[];
   eventFormats: { system: string; text: string }[];
   kallsyms?: string;
+  printk?: string;
   cmdlines?: string;
 }
 
@@ -199,6 +200,7 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
     kallsyms: () => (kallsyms ??= meta.kallsyms === undefined ? undefined : Kallsyms.parse(meta.kallsyms)),
     ...(clock !== undefined ? { clock } : {}),
     ...(meta.kallsyms !== undefined ? { kallsymsText: meta.kallsyms } : {}),
+    ...(meta.printk ? { printk: parsePrintkFormats(meta.printk), printkText: meta.printk } : {}),
   };
   const uname = optionText(OPTION.uname);
   const traceCmdVersion = optionText(OPTION.version);
@@ -288,6 +290,7 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
         cpus,
         ...(meta.kallsyms !== undefined ? { kallsyms: meta.kallsyms } : {}),
         ...(meta.cmdlines !== undefined ? { cmdlines: meta.cmdlines } : {}),
+        ...(meta.printk ? { printk: meta.printk } : {}),
         ...(clock !== undefined ? { clock } : {}),
         ...(uname !== undefined ? { uname } : {}),
       },
@@ -480,7 +483,7 @@ function readV6(
   readFtraceFormats(c, meta);
   readEventFormats(c, meta);
   meta.kallsyms = c.text(c.u32('kallsyms size'), 'kallsyms');
-  c.text(c.u32('printk formats size'), 'printk formats');
+  meta.printk = c.text(c.u32('printk formats size'), 'printk formats');
   meta.cmdlines = c.text(c.u64('cmdlines size'), 'cmdlines');
   const cpuCount = c.u32('CPU count');
   if (cpuCount > 4096) c.fail(`${cpuCount} CPUs`, c.pos - 4);
@@ -575,6 +578,11 @@ function readV7(
       case OPTION.cmdlines: {
         const k = s();
         meta.cmdlines = k.text(k.u64('cmdlines size'), 'cmdlines');
+        break;
+      }
+      case OPTION.printk: {
+        const k = s();
+        meta.printk = k.text(k.u32('printk formats size'), 'printk formats');
         break;
       }
     }

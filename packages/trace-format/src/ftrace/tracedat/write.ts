@@ -28,6 +28,8 @@ export interface TraceDatWriteOptions {
   readonly cmdlines?: ReadonlyMap<number, string>;
   /** `/proc/kallsyms` text, for symbol printing by readers. */
   readonly kallsyms?: string;
+  /** The kernel's `printk_formats` text, for pointers into its printk strings (`rcu_utilization`'s). */
+  readonly printk?: string;
 }
 
 /** What {@link encodeTraceDat} produced besides the bytes. */
@@ -72,6 +74,7 @@ export function encodeTraceDat(
     systems: groupBySystem(used.filter((c) => c.ftrace!.system !== 'ftrace')),
     kallsyms: Buffer.from(options.kallsyms ?? ''),
     cmdlines: [...(options.cmdlines ?? new Map())].map(([pid, comm]) => `${pid} ${comm}\n`).join(''),
+    printk: options.printk ?? '',
     clock: options.clock ?? 'local',
   };
   const bytes = version === 6 ? writeV6(meta, cpuPages, pageSize) : writeV7(meta, cpuPages, pageSize, compression);
@@ -138,6 +141,8 @@ export interface TraceDatPagesInput {
   readonly kallsyms?: Uint8Array | string | TraceDatFileBytes;
   /** `saved_cmdlines` text (`pid comm` lines). */
   readonly cmdlines?: string;
+  /** `printk_formats` text (`0xADDR : "text"` lines). */
+  readonly printk?: string;
   /** Trace clock name. Default `local`. */
   readonly clock?: string;
   /** Text of the uname option (trace-cmd shows it as the system the trace came from). */
@@ -301,6 +306,7 @@ function pagesMeta(input: Omit<TraceDatPagesInput, 'cpus'>): Meta {
     systems: input.formats.filter(([s]) => s !== 'ftrace').map(([s, f]) => [s, [...f]] as [string, string[]]),
     kallsyms: isFileBytes(input.kallsyms) ? input.kallsyms : asBuffer(input.kallsyms ?? ''),
     cmdlines: input.cmdlines ?? '',
+    printk: input.printk ?? '',
     clock: input.clock ?? 'local',
     ...(input.uname !== undefined ? { uname: input.uname } : {}),
   };
@@ -327,6 +333,7 @@ interface Meta {
   systems: [string, string[]][];
   kallsyms: Part;
   cmdlines: string;
+  printk: string;
   clock: string;
   uname?: string;
 }
@@ -672,7 +679,8 @@ function v6HeadParts(meta: Meta, sizes: readonly number[], pageSize: number, off
   eventsBlock(o, meta);
   o.u32(partSize(meta.kallsyms));
   o.put(meta.kallsyms);
-  o.u32(0); // printk formats
+  o.u32(Buffer.byteLength(meta.printk));
+  o.str(meta.printk);
   o.u64(Buffer.byteLength(meta.cmdlines));
   o.str(meta.cmdlines);
   o.u32(sizes.length);
@@ -776,7 +784,15 @@ function writeV7(meta: Meta, cpuPages: Buffer[], pageSize: number, compression: 
     }),
     true,
   );
-  const printkAt = section(OPTION.printk, 'printk', u32(0), true);
+  const printkAt = section(
+    OPTION.printk,
+    'printk',
+    block((b) => {
+      b.u32(Buffer.byteLength(meta.printk));
+      b.str(meta.printk);
+    }),
+    true,
+  );
   const cmdlinesAt = section(
     OPTION.cmdlines,
     'command lines',
