@@ -10,6 +10,7 @@ import { createFtraceTextFormatter } from '../../output/text.ts';
 import { expectSameAsReport, RECORD_ARGS, recordTraceDat, reportRaw } from '../../testing/tracecmd.ts';
 import { findTracefs, hasTool } from '../../testing/tracefs.ts';
 import { decodeCpuPages, wholePages } from '../events.ts';
+import { indexFtrace } from '../indexed.ts';
 import { openTraceDat, readTraceDat, type TraceDatReader } from './read.ts';
 import { writeTraceDatPages } from './write.ts';
 
@@ -271,6 +272,15 @@ describe.skipIf(why !== '')(
       const kept = `CPU ${cpu}: the ${Math.floor(last.length / 2)} whole chunks before it kept`;
       expect(r.warnings).toContainEqual(expect.stringMatching(new RegExp(`^cut\\.dat: byte ${at - 3}: .*; ${kept}$`)));
       expect(() => readTraceDat(bytes.subarray(0, at), { file: 'cut.dat' })).toThrow(/^cut\.dat: byte \d+: section id/);
+      // The indexed reader takes the same pages by the same rule.
+      const index = indexFtrace(readTraceDat(bytes.subarray(0, at), { file: 'cut.dat', lenient: true }), {
+        lenient: true,
+      });
+      const sequential = [...readTraceDat(bytes.subarray(0, at), { file: 'cut.dat', lenient: true }).events()];
+      expect(index.length).toBe(sequential.length);
+      expect(Array.from({ length: index.length }, (_, i) => index.event(i).tsNs)).toEqual(
+        sequential.map((e) => e.tsNs),
+      );
     });
 
     it('copies the recording page for page into v6 and v7 files that trace-cmd report prints as the original', () => {
