@@ -269,6 +269,8 @@ describe.skipIf(why !== '')(
       expect(r.warnings).toContainEqual(
         expect.stringMatching(/^cut\.dat: byte \d+: section id: .*; the sections are read in file order instead$/),
       );
+      // Each section once: the formats the options named are not read again in file order.
+      expect(r.eventClasses.map((c) => c.name)).toEqual(openTraceDat(v7).eventClasses.map((c) => c.name));
       const kept = `CPU ${cpu}: the ${Math.floor(last.length / 2)} whole chunks before it kept`;
       expect(r.warnings).toContainEqual(expect.stringMatching(new RegExp(`^cut\\.dat: byte ${at - 3}: .*; ${kept}$`)));
       expect(() => readTraceDat(bytes.subarray(0, at), { file: 'cut.dat' })).toThrow(/^cut\.dat: byte \d+: section id/);

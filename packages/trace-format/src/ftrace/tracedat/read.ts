@@ -558,8 +558,12 @@ function readV7(
     const data = decompress(s, compression, s.take(csize, 'compressed data'), usize, at);
     return new Cursor(data, c.le, c.file, `section at byte ${offset}, decompressed byte `);
   };
+  /** The metadata sections read, each once (the sections read in file order meet those the options named). */
+  const loaded = new Set<number>();
   /** Reads the section an option points to, when it holds metadata. */
   const metadataSection = (id: number, s: () => Cursor): void => {
+    if (loaded.has(id)) return;
+    if (id >= OPTION.headerInfo && id <= OPTION.cmdlines) loaded.add(id);
     switch (id) {
       case OPTION.headerInfo:
         readHeaders(s(), meta);
@@ -620,11 +624,19 @@ function readV7(
       next = readOptions(section(next, OPTION.done));
     }
   } catch (e) {
-    if (onDamage === undefined || !(e instanceof TraceFormatError) || buffers.length > 0) throw e;
+    if (onDamage === undefined || !(e instanceof TraceFormatError)) throw e;
+    if (buffers.length > 0) {
+      onDamage(`${e.message}; the options after it are left out`);
+      return;
+    }
     // trace-cmd writes the options that describe the CPU data after it: a cut file keeps its sections, not its table.
     onDamage(`${e.message}; the sections are read in file order instead`);
     recoverV7(c, sectionsAt, buffers, pageSize, compression === 'none', {
-      options: (offset) => readOptions(section(offset, OPTION.done)),
+      options: (offset) => {
+        if (seen.has(offset)) return;
+        seen.add(offset);
+        readOptions(section(offset, OPTION.done));
+      },
       metadata: (id, offset) => metadataSection(id, () => section(offset, id)),
       warn: onDamage,
     });
