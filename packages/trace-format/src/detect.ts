@@ -74,7 +74,13 @@ export function createTextFormatter(
   }
   const meta = reader.metadata;
   const line = createFtraceTextFormatter(
-    meta !== undefined ? { cmdlines: meta.cmdlines, kallsyms: meta.kallsyms } : {},
+    meta !== undefined
+      ? {
+          cmdlines: meta.cmdlines,
+          kallsyms: meta.kallsyms,
+          ...(meta.printk !== undefined ? { printk: meta.printk } : {}),
+        }
+      : {},
   );
   const buffers = (reader as Partial<TraceDatReader>).buffersRead ?? [];
   if (buffers.length < 2) return line;

@@ -64,7 +64,7 @@ export {
   type RecordSink,
   readPage,
 } from './ftrace/page.ts';
-export { compilePrintFormat, type PrintFormatter, type PrintStyle } from './ftrace/print-fmt.ts';
+export { compilePrintFormat, type PrintFormatter, type PrintkStrings, type PrintStyle } from './ftrace/print-fmt.ts';
 export {
   type FtraceReader,
   type FtraceReadOptions,
@@ -90,7 +90,7 @@ export {
   type RecordCheck,
   type RecordDecoder,
 } from './ftrace/record.ts';
-export { Kallsyms, parseCmdlines } from './ftrace/symbols.ts';
+export { Kallsyms, parseCmdlines, parsePrintkFormats } from './ftrace/symbols.ts';
 export {
   isTraceDat,
   openTraceDat,

@@ -243,6 +243,7 @@ export class KernelSource implements EventSource {
     put(join(dir, 'buffer_subbuf_size_kb'), read(join(p, 'buffer_subbuf_size_kb')));
     put(join(dir, 'trace_clock'), read(join(p, 'trace_clock')));
     put(join(dir, 'saved_cmdlines'), read(join(this.#tracefs, 'saved_cmdlines')));
+    put(join(dir, 'printk_formats'), read(join(this.#tracefs, 'printk_formats')));
     try {
       put(join(dir, 'kallsyms'), readFileSync('/proc/kallsyms'));
     } catch (error) {

@@ -140,6 +140,7 @@ function writeOutput(rawDir: string, output: string, format: OutputFormat, optio
         pageSize: m.page.pageSize,
         cmdlines: m.cmdlines,
         ...(m.kallsymsText !== undefined ? { kallsyms: m.kallsymsText } : {}),
+        ...(m.printkText !== undefined ? { printk: m.printkText } : {}),
         ...(m.clock !== undefined ? { clock: m.clock } : {}),
         share: options.share === true,
         followLinks: options.followLinks !== false,

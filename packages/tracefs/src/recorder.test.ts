@@ -15,7 +15,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openRawPagesDir, openTraceDat, parseHeaderPage } from '@evtrace/trace-format';
+import { createTextFormatter, openRawPagesDir, openTrace, openTraceDat, parseHeaderPage } from '@evtrace/trace-format';
 import { afterAll, describe, expect, it } from 'vitest';
 import { planEventFilter, writeKernelFilter } from './filter.ts';
 import { cleanStaleInstances, createInstance, listInstances } from './instance.ts';
@@ -223,6 +223,33 @@ describe.skipIf(env.why !== undefined)(`recording from tracefs${env.why ? ` (ski
       },
     );
   }
+
+  it.skipIf(!hasTool('trace-cmd') || !existsSync(join(tracefs, 'events', 'rcu', 'rcu_utilization')))(
+    "keeps the kernel's printk strings: rcu_utilization prints as trace-cmd report prints it, in the trace.dat and from the pages",
+    async () => {
+      const r = await recorded({ events: ['rcu:rcu_utilization', 'sched:sched_switch'] });
+      expect(r.events.get('rcu:rcu_utilization')).toBeGreaterThan(0);
+      const ours = (reader: ReturnType<typeof openTrace>) => {
+        const line = createTextFormatter(reader);
+        return [...reader.events()].filter((e) => e.eventClass.ftrace?.event === 'rcu_utilization').map(line);
+      };
+      const fromPages = ours(openTrace(r.dir));
+      const out = fresh('rcu.dat');
+      finalizeRecording(r.dir, out, 'tracedat', { removeRaw: false });
+      const theirs = execFileSync('trace-cmd', ['report', out], {
+        maxBuffer: 1 << 28,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      })
+        .toString()
+        .split('\n')
+        .filter((l) => / rcu_utilization: /.test(l));
+      // The strings themselves, not their addresses.
+      expect(theirs.length).toBeGreaterThan(0);
+      expect(theirs.filter((l) => !/rcu_utilization: +(Start|End) \S/.test(l))).toEqual([]);
+      expect(fromPages).toEqual(theirs);
+      expect(ours(openTrace(out))).toEqual(theirs);
+    },
+  );
 
   it.skipIf(!hasTool('babeltrace2'))('writes CTF that babeltrace2 reads with the same count', async () => {
     const r = await recorded({ events: ['sched:sched_switch', 'kmem:kmalloc'] });

@@ -303,6 +303,8 @@ function writeMetadata(tracefs: string, inst: string, dir: string, selected: rea
   // for the same copy of /proc/kallsyms (measured here: 26.1-27.6 ms against 27.1-29.3, four runs each).
   const chunk = Buffer.allocUnsafe(256 << 10);
   copyUnsized(join(tracefs, 'saved_cmdlines'), join(dir, 'saved_cmdlines'), chunk);
+  // The kernel's printk strings, which some fields point into (rcu_utilization's): readers print them as trace-cmd.
+  copyUnsized(join(tracefs, 'printk_formats'), join(dir, 'printk_formats'), chunk);
   try {
     copyUnsized('/proc/kallsyms', join(dir, 'kallsyms'), chunk);
   } catch (error) {

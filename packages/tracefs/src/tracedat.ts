@@ -145,6 +145,7 @@ function headInput(
     formats: formatsBySystem(join(dir, 'events')),
     kallsyms,
     cmdlines: readOptional(join(dir, 'saved_cmdlines')),
+    printk: readOptional(join(dir, 'printk_formats')),
     clock: /\[(\w+)\]/.exec(readOptional(join(dir, 'trace_clock')))?.[1] ?? 'local',
     // A demo recording says so where trace-cmd shows the system it came from.
     ...(demo !== '' ? { uname: demo } : {}),

@@ -194,12 +194,14 @@ In --filter, COMM is the name a task had when the event fired, replayed from the
 sched_process_fork, sched_process_exec and task_rename events; a task's events before any of these name it take the
 first name the recording shows it had (a task_rename's oldcomm), read ahead in a second pass over INPUT, and
 saved_cmdlines names the tasks the recording never does.
-Warnings go to stderr, never to stdout. A trace is read at offsets: a FIFO or device is refused, naming it.`,
+Warnings go to stderr, never to stdout. A trace is read at offsets: a FIFO or device is refused, naming it.
+A damaged input (a trace.dat or cpuN.raw cut short, a corrupt page or chunk) fails naming the file and byte offset;
+with --lenient every whole page before the damage is printed, per CPU, and the damage is named on stderr.`,
     )
     .argument('[input]', 'CTF trace directory, trace.dat file, or raw-pages directory')
     .option('--json', 'one JSON object per event per line')
     .option('--filter <expr>', 'keep events matching an ftrace filter expression (e.g. "bytes_req > 64")')
-    .option('--lenient', 'report corrupt pages or packets on stderr and continue')
+    .option('--lenient', 'report corrupt pages or packets on stderr and continue (a cut file: its whole pages)')
     .option('--buffer <name>', 'trace.dat: read the instance buffer NAME (trace-cmd record -B) instead of the top one')
     .option(
       '--all-buffers',

@@ -99,7 +99,7 @@ since traces hold kernel addresses; --share makes it readable by everyone (0644,
     .requiredOption('-o, --output <path>', 'output file (a directory for --to ctf)')
     .requiredOption('--to <kind>', `output kind: ${TARGETS.join(', ')}`)
     .option('--filter <expr>', 'keep events matching an ftrace filter expression')
-    .option('--lenient', 'report corrupt pages or packets on stderr and continue')
+    .option('--lenient', 'report corrupt pages or packets on stderr and continue (a cut file: its whole pages)')
     .option('--buffer <name>', 'trace.dat input: read the instance buffer NAME instead of the top one')
     .option('--file-version <n>', 'trace.dat version, 6 or 7 (default 7)')
     .option('--compression <alg>', 'trace.dat v7 compression: zstd (default), zlib or none')
@@ -154,6 +154,7 @@ since traces hold kernel addresses; --share makes it readable by everyone (0644,
                 ? {
                     cmdlines: meta.cmdlines,
                     ...(meta.kallsymsText !== undefined ? { kallsyms: meta.kallsymsText } : {}),
+                    ...(meta.printkText !== undefined ? { printk: meta.printkText } : {}),
                     ...(meta.clock !== undefined ? { clock: meta.clock } : {}),
                     pageSize: meta.page.pageSize,
                   }

@@ -190,40 +190,50 @@ export function compileRecordEncoder(event: EventClass, le = true, longSize = 8)
 export interface TimedRecord {
   readonly tsNs: bigint;
   readonly data: Uint8Array;
+  /**
+   * The kernel lost events before this record: it starts a page whose header says so (the missed-events flag, and the
+   * count stored after the data when given and it fits), as the kernel marks the first page after a loss.
+   */
+  readonly missed?: number | null;
 }
 
 /** Options of {@link packPages}. */
 export interface PackOptions {
   /** Use an absolute time stamp (type 31) instead of a time extend for large gaps. */
   readonly absoluteStamps?: boolean;
-  /** Missed-events flag (and stored count) to set on the first page. */
-  readonly missedBeforeFirst?: number;
 }
+
+const MISSED_EVENTS = 0x80000000;
+const MISSED_STORED = 0x40000000;
 
 /**
  * Packs records (in timestamp order) into pages of `layout.pageSize`: each page's timestamp is its first record's,
- * gaps too large for 27 bits get a time extend (or an absolute stamp). Unused page bytes are zero.
+ * gaps too large for 27 bits get a time extend (or an absolute stamp). A record with `missed` starts a new page
+ * flagged as the kernel flags the page after a loss. Unused page bytes are zero.
  */
 export function packPages(records: Iterable<TimedRecord>, layout: PageLayout, options: PackOptions = {}): Buffer {
   const le = layout.byteOrder === 'le';
-  const capacity = layout.pageSize - layout.dataOffset;
   const pages: Buffer[] = [];
   let page: Buffer | undefined;
   let view: DataView | undefined;
   let used = 0;
   let last = 0n;
+  /** The current page's loss: undefined for none, null for an unknown count. */
+  let missed: number | null | undefined;
+  /** Room for records: the page less its header, and less the stored count of a loss. */
+  let capacity = 0;
   const header = (typeLen: number, delta: number) =>
     le ? ((delta << 5) | typeLen) >>> 0 : ((typeLen << 27) | delta) >>> 0;
   const close = () => {
     if (page === undefined) return;
     let commit = used;
-    if (pages.length === 0 && options.missedBeforeFirst !== undefined) {
-      commit |= 0x80000000;
-      if (used + layout.commitSize <= capacity) {
-        commit |= 0x40000000;
+    if (missed !== undefined) {
+      commit |= MISSED_EVENTS;
+      if (missed !== null) {
+        commit |= MISSED_STORED;
         const at = layout.dataOffset + used;
-        if (layout.commitSize === 8) view!.setBigUint64(at, BigInt(options.missedBeforeFirst), le);
-        else view!.setUint32(at, options.missedBeforeFirst, le);
+        if (layout.commitSize === 8) view!.setBigUint64(at, BigInt(missed), le);
+        else view!.setUint32(at, missed, le);
       }
     }
     const commitAt = layout.commitOffset + (!le && layout.commitSize === 8 ? 4 : 0);
@@ -235,12 +245,13 @@ export function packPages(records: Iterable<TimedRecord>, layout: PageLayout, op
     const payload = (r.data.length + 3) & ~3;
     const small = payload > 0 && payload <= MAX_SMALL;
     const eventSize = (small ? 4 : 8) + payload;
-    if (eventSize + 8 > capacity) {
+    if (eventSize + 8 + (r.missed == null ? 0 : layout.commitSize) > layout.pageSize - layout.dataOffset) {
       throw new TraceFormatError(
         'ERR_TRACE_FORMAT',
         `record of ${r.data.length} bytes does not fit a ${layout.pageSize}-byte page`,
       );
     }
+    if (r.missed !== undefined) close();
     const gap = page === undefined ? 0n : r.tsNs - last;
     const needStamp = page !== undefined && (gap < 0n || gap > BigInt(MAX_DELTA));
     if (page !== undefined && used + eventSize + (needStamp ? 8 : 0) > capacity) close();
@@ -250,6 +261,8 @@ export function packPages(records: Iterable<TimedRecord>, layout: PageLayout, op
       view.setBigUint64(layout.timestampOffset, r.tsNs, le);
       used = 0;
       last = r.tsNs;
+      missed = r.missed;
+      capacity = layout.pageSize - layout.dataOffset - (missed == null ? 0 : layout.commitSize);
     }
     let delta = Number(r.tsNs - last);
     if (delta < 0 || delta > MAX_DELTA) {

@@ -22,6 +22,9 @@ export interface FtraceMetadata {
   readonly kallsyms: () => Kallsyms | undefined;
   /** The `/proc/kallsyms` text the symbols came from, for writers. */
   readonly kallsymsText?: string;
+  /** The kernel's printk formats by address (see `parsePrintkFormats`), and their text, for writers. */
+  readonly printk?: ReadonlyMap<bigint, string>;
+  readonly printkText?: string;
   /** The trace clock's name (`local`, `global`, `mono`...), when known. */
   readonly clock?: string;
 }

@@ -73,9 +73,37 @@ describe('ring-buffer pages', () => {
   }
 
   it('reports the missed-events flag and the stored count', () => {
-    const bytes = packPages([{ tsNs: 5n, data: Buffer.alloc(8) }], layout(4096), { missedBeforeFirst: 42 });
+    const bytes = packPages([{ tsNs: 5n, data: Buffer.alloc(8), missed: 42 }], layout(4096));
     const info = readPage(bytes, 0, layout(4096), () => {});
-    expect(info).toMatchObject({ missedEvents: true, missedCount: 42, dataLength: 12, tsNs: 5n });
+    expect(info).toMatchObject({ missedEvents: true, missedCount: 42, dataLength: 12, tsNs: 5n, leadingRecord: true });
+  });
+
+  it('starts a flagged page at each record after a loss, with its count or without one, leaving room for the count', () => {
+    const l = layout(4096);
+    const full = (4096 - 16) / 12;
+    const records = Array.from({ length: 2 * full }, (_, i) => ({
+      tsNs: BigInt(10 + i),
+      data: Buffer.alloc(8, i & 0xff),
+      ...(i === 3 ? { missed: 7 } : i === 3 + full - 1 ? { missed: null } : {}),
+    }));
+    const bytes = packPages(records, l);
+    const firsts: number[] = [];
+    const infos = Array.from({ length: bytes.length / 4096 }, (_, p) => {
+      let first: number | undefined;
+      const info = readPage(bytes, p * 4096, l, (_ts, start) => {
+        first ??= bytes[start]!;
+      });
+      firsts.push(first!);
+      return info;
+    });
+    // Records 0-2; from 3, a page that holds one record fewer (the count after its data); from 3 + full - 1, the rest.
+    expect(firsts).toEqual([0, 3, (3 + full - 1) & 0xff]);
+    expect(infos.map((i) => [i.missedEvents, i.missedCount, i.dataLength / 12])).toEqual([
+      [false, undefined, 3],
+      [true, 7, full - 1],
+      [true, undefined, 2 * full - (3 + full - 1)],
+    ]);
+    expect(infos.every((i) => i.leadingRecord)).toBe(true);
   });
 
   it('skips discarded events (padding with a length) and stops at end-of-page padding', () => {

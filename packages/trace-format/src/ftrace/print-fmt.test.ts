@@ -4,7 +4,7 @@ import { findTracefs } from '../testing/tracefs.ts';
 import { parseFormatFile } from './format-file.ts';
 import { compilePrintFormat, type PrintStyle } from './print-fmt.ts';
 import { readEventFormats } from './raw-dir.ts';
-import { Kallsyms } from './symbols.ts';
+import { Kallsyms, parsePrintkFormats } from './symbols.ts';
 
 function classWith(printFmt: string) {
   return parseFormatFile(
@@ -119,6 +119,20 @@ describe('print fmt evaluation', () => {
 
   it('reads __builtin_expect(x, hint) as x', () => {
     expect(render('"%d", __builtin_expect(!!(REC->ret < 0), 0) ? 1 : 2')).toBe('1');
+  });
+
+  it("prints %s of a pointer field as the printk string at its address (trace.dat's printk section), else in hex", () => {
+    const printk = parsePrintkFormats(
+      '0xffffffff81200010 : "Start context switch"\n0xffffffff81200020 : "line\\n"\nnot a line\n',
+    );
+    expect([...printk]).toEqual([
+      [0xffffffff81200010n, 'Start context switch'],
+      [0xffffffff81200020n, 'line'],
+    ]);
+    const ec = classWith('"%s", REC->addr');
+    const event: TraceEvent = { tsNs: 0n, cpu: 0, eventClass: ec, fields, scopes: {} };
+    expect(compilePrintFormat(ec)?.(event, undefined, 'trace-cmd', printk)).toBe('Start context switch');
+    expect(compilePrintFormat(ec)?.(event, undefined, 'trace-cmd')).toBe('ffffffff81200010');
   });
 
   it('returns undefined for constructs outside the evaluator, never throwing', () => {

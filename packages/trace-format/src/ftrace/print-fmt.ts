@@ -17,6 +17,9 @@ interface Ctx {
   readonly style: PrintStyle;
 }
 
+/** The kernel's printk strings by address: what a `%s` of a pointer field (not a string) prints. */
+export type PrintkStrings = ReadonlyMap<bigint, string>;
+
 /**
  * Names libtraceevent knows in `{ value, "name" }` tables when the kernel left them unexpanded; any other bare name
  * there matches nothing but a zero value.
@@ -35,8 +38,16 @@ const KNOWN_TABLE_NAMES: ReadonlyMap<string, bigint> = new Map([
  */
 export type PrintStyle = 'trace-cmd' | 'kernel';
 
-/** Renders one event's print format; undefined when the event has none or the format is not understood. */
-export type PrintFormatter = (event: TraceEvent, kallsyms?: Kallsyms, style?: PrintStyle) => string | undefined;
+/**
+ * Renders one event's print format; undefined when the event has none or the format is not understood. `printk`
+ * resolves `%s` of a pointer field as libtraceevent does: the printk string at that address, else the address in hex.
+ */
+export type PrintFormatter = (
+  event: TraceEvent,
+  kallsyms?: Kallsyms,
+  style?: PrintStyle,
+  printk?: PrintkStrings,
+) => string | undefined;
 
 class Unsupported extends Error {}
 
@@ -663,10 +674,24 @@ function bytesText(ext: string, b: number[]): string {
   }
 }
 
-function render(spec: Spec, v: Value, kallsyms: Kallsyms | undefined, style: PrintStyle): string {
+function render(
+  spec: Spec,
+  v: Value,
+  kallsyms: Kallsyms | undefined,
+  style: PrintStyle,
+  printk: PrintkStrings | undefined,
+): string {
   switch (spec.conv) {
     case 's': {
-      const s = typeof v === 'string' ? v : Array.isArray(v) ? '' : String(v);
+      // A number here is a pointer field (a `const char *` into the kernel's printk strings).
+      const s =
+        typeof v === 'string'
+          ? v
+          : Array.isArray(v)
+            ? ''
+            : typeof v === 'bigint'
+              ? (printk?.get(BigInt.asUintN(64, v)) ?? BigInt.asUintN(64, v).toString(16))
+              : String(v);
       return pad(spec.precision !== undefined ? s.slice(0, spec.precision) : s, spec, false);
     }
     case 'c':
@@ -743,7 +768,7 @@ export function compilePrintFormat(eventClass: EventClass): PrintFormatter | und
       0,
     );
     if (needed !== args.length) return undefined;
-    return (event, kallsyms, style = 'trace-cmd') => {
+    return (event, kallsyms, style = 'trace-cmd', printk) => {
       const ctx: Ctx = { event, kallsyms, style };
       let out = '';
       let a = 0;
@@ -766,7 +791,7 @@ export function compilePrintFormat(eventClass: EventClass): PrintFormatter | und
             };
             if (precision !== undefined && precision < 0) delete (spec as { precision?: number }).precision;
           }
-          out += render(spec, args[a++]!(ctx), kallsyms, style);
+          out += render(spec, args[a++]!(ctx), kallsyms, style, printk);
         }
       } catch (e) {
         if (e instanceof Unsupported) return undefined;

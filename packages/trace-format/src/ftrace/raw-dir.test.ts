@@ -162,6 +162,51 @@ describe.skipIf(root === undefined)(
       );
     });
 
+    it('keep every whole page before a cut in a cpuN.raw and name the cut; strictly, the cut is an error', () => {
+      const c = first!;
+      const original = openRawPagesDir(c.dir);
+      const key = (e: TraceEvent) => `${e.cpu} ${e.tsNs} ${e.eventClass.name}`;
+      const all = [...original.events()].map(key);
+      const pageSize = original.metadata.page.pageSize;
+      const dir = mkdtempSync(join(tmpdir(), 'evtrace-cut-'));
+      cpSync(c.dir, dir, { recursive: true });
+      const sizes = [0, 1].map((cpu) => readFileSync(join(c.dir, `cpu${cpu}.raw`)).length);
+      fc.assert(
+        fc.property(fc.nat(1), fc.nat(), (cpu, pos) => {
+          const file = join(dir, `cpu${cpu}.raw`);
+          const at = pos % (sizes[cpu]! + 1);
+          writeFileSync(file, readFileSync(join(c.dir, `cpu${cpu}.raw`)).subarray(0, at));
+          // What the kernel's trace file shows from the whole pages before the cut.
+          const whole = at - (at % pageSize);
+          const kept = [...original.cpuPages()].find((p) => p.cpu === cpu)!;
+          const before = [
+            ...cpuEvents(
+              original.metadata,
+              new EventTable(original.metadata),
+              { ...kept, bytes: (kept.bytes as Buffer).subarray(0, whole) },
+              { warn: () => {} },
+            ),
+          ].map(key);
+          const lenient = openRawPagesDir(dir, { lenient: true });
+          const got = [...lenient.events()].map(key);
+          expect(got.filter((k) => !k.startsWith(`${cpu} `))).toEqual(all.filter((k) => !k.startsWith(`${cpu} `)));
+          expect(got.filter((k) => k.startsWith(`${cpu} `))).toEqual(before);
+          if (whole === at) {
+            expect([...openRawPagesDir(dir).events()].map(key)).toEqual(got);
+          } else {
+            const named = `${file}: byte ${whole}: the file ends inside a page (${at - whole} of its ${pageSize} bytes)`;
+            expect(lenient.warnings).toContain(
+              `${named}; CPU ${cpu}: the ${whole / pageSize} whole pages before it kept`,
+            );
+            expect(() => [...openRawPagesDir(dir).events()]).toThrow(named);
+          }
+          writeFileSync(file, readFileSync(join(c.dir, `cpu${cpu}.raw`)));
+        }),
+        { numRuns: 25 },
+      );
+      rmSync(dir, { recursive: true, force: true });
+    });
+
     it('skip the head room before the pages, and read a file being finalized only where finalizing says', () => {
       const c = first!;
       const want = [...openRawPagesDir(c.dir).events()].map((e) => [e.tsNs, e.cpu, e.fields]);

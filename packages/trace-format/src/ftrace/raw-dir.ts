@@ -1,7 +1,7 @@
 /**
  * A directory of raw per-CPU pages: `cpuN.raw` (sub-buffers as read from `per_cpu/cpuN/trace_pipe_raw`) beside an
- * `events/` tree laid out like tracefs's, optionally with `saved_cmdlines`, `kallsyms`, `buffer_subbuf_size_kb` and
- * `trace_clock` copied from tracefs and /proc.
+ * `events/` tree laid out like tracefs's, optionally with `saved_cmdlines`, `kallsyms`, `printk_formats`,
+ * `buffer_subbuf_size_kb` and `trace_clock` copied from tracefs and /proc.
  *
  * A recorder that will turn the directory into a trace.dat may leave room for the file's head at the front of every
  * `cpuN.raw` (`head_room`: that many zero bytes, a sparse hole, before the pages), then build the trace.dat around
@@ -19,7 +19,7 @@ import { type CpuPages, cpuEventBatches, EventTable, type FtraceMetadata, mergeB
 import { parseFormatFile } from './format-file.ts';
 import { parseHeaderEvent, parseHeaderPage } from './headers.ts';
 import { RAW_REGIONS_FILE, regionExtents } from './raw-regions.ts';
-import { Kallsyms, parseCmdlines } from './symbols.ts';
+import { Kallsyms, parseCmdlines, parsePrintkFormats } from './symbols.ts';
 
 /** Options of the ftrace readers. */
 export interface FtraceReadOptions {
@@ -156,6 +156,7 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
   const kallsymsText = optional(join(dir, 'kallsyms'));
   let kallsyms: Kallsyms | undefined;
   const clock = optional(join(dir, 'trace_clock'))?.match(/\[(\w+)\]/)?.[1];
+  const printkText = optional(join(dir, 'printk_formats'));
   const metadata: FtraceMetadata = {
     byteOrder: page.byteOrder,
     longSize,
@@ -169,6 +170,7 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
     kallsyms: () => (kallsyms ??= kallsymsText === undefined ? undefined : Kallsyms.parse(kallsymsText)),
     ...(clock !== undefined ? { clock } : {}),
     ...(kallsymsText !== undefined ? { kallsymsText } : {}),
+    ...(printkText ? { printk: parsePrintkFormats(printkText), printkText } : {}),
   };
   const cpuPages = (): CpuPages[] => {
     return cpus.map(({ cpu, file, start, end }) => {
@@ -176,10 +178,18 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
       const source = fileSource(file);
       const read = source.read(start, Math.max(0, Math.min(end ?? source.size, source.size) - start));
       const bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
-      if (bytes.length % page.pageSize !== 0) {
-        warnings.push(`${file}: size is not a multiple of the ${page.pageSize}-byte page; the last page is partial`);
+      // A file ending inside a page was cut (a full disk, a copy stopped short): the pages before it are whole.
+      const whole = bytes.length - (bytes.length % page.pageSize);
+      if (whole < bytes.length) {
+        const cut = new TraceFormatError(
+          'ERR_FTRACE_PAGE',
+          `the file ends inside a page (${bytes.length - whole} of its ${page.pageSize} bytes)`,
+          { file, offset: start + whole },
+        );
+        if (!options.lenient) throw cut;
+        warnings.push(`${cut.message}; CPU ${cpu}: the ${whole / page.pageSize} whole pages before it kept`);
       }
-      return { cpu, bytes, file, fileOffset: start };
+      return { cpu, bytes: bytes.subarray(0, whole), file, fileOffset: start };
     });
   };
   return {

@@ -155,6 +155,25 @@ function floor(a: BigUint64Array, x: bigint): number {
 }
 
 /** Parses `saved_cmdlines` (`PID COMM` per line). */
+/**
+ * The kernel's printk formats (tracefs `printk_formats`, trace.dat's printk section): `0xADDR : "text"` lines, as
+ * libtraceevent registers them (quotes and a trailing `\n` escape taken off). An event field that points into them
+ * (`rcu_utilization`'s `const char *s`) prints as their text.
+ */
+export function parsePrintkFormats(text: string): Map<bigint, string> {
+  const map = new Map<bigint, string>();
+  for (const line of text.split('\n')) {
+    const m = /^\s*(?:0x)?([0-9a-fA-F]+)\s*:\s?(.*)$/.exec(line);
+    if (m === null) continue;
+    let fmt = m[2]!;
+    if (fmt.startsWith('"')) fmt = fmt.slice(1);
+    if (fmt.endsWith('"')) fmt = fmt.slice(0, -1);
+    if (fmt.endsWith('\\n')) fmt = fmt.slice(0, -2);
+    map.set(BigInt(`0x${m[1]}`), fmt);
+  }
+  return map;
+}
+
 export function parseCmdlines(text: string): Map<number, string> {
   const map = new Map<number, string>();
   for (const line of text.split('\n')) {

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createTextFormatter, openTrace } from '../detect.ts';
+import { openTraceDat } from '../ftrace/tracedat/read.ts';
+import { writeTraceDat, writeTraceDatPages } from '../ftrace/tracedat/write.ts';
 import { countByEvent, differingLines, isTimerStartFlags, lineEvent, reportLines } from '../testing/report-diff.ts';
 import { recordTraceDat } from '../testing/tracecmd.ts';
 import { findTracefs, hasTool } from '../testing/tracefs.ts';
@@ -27,7 +29,7 @@ const why =
         : '';
 const root = 'path' in tracefs ? tracefs.path : '';
 /** The systems libtraceevent's plugins and print-format helpers touch most, where this kernel has them. */
-const SYSTEMS = ['kmem', 'sched', 'irq', 'timer', 'workqueue', 'syscalls', 'tlb'].filter((s) =>
+const SYSTEMS = ['kmem', 'sched', 'irq', 'timer', 'workqueue', 'syscalls', 'tlb', 'rcu'].filter((s) =>
   existsSync(`${root}/events/${s}`),
 );
 
@@ -58,6 +60,8 @@ describe.skipIf(why !== '')(
         ['kmem_cache_alloc', /^\(\S+\+0x[0-9a-f]+\) call_site=/],
         ['mm_page_alloc', /^page=0x[0-9a-f]+ pfn=0x[0-9a-f]+ order=\d+ migratetype=\d+ gfp_flags=/],
         ['hrtimer_start', /^hrtimer=0x[0-9a-f]+ function=\S+\/0x[0-9a-f]+ expires=\d+ softexpires=\d+$/],
+        // A `const char *` into the kernel's printk strings, printed from the file's printk section.
+        ...(SYSTEMS.includes('rcu') ? ([['rcu_utilization', /^(Start|End) \S/]] as const) : []),
       ] as const) {
         const re = new RegExp(`\\] +[\\d.]+: ${event}: +(.*)$`);
         const body = theirs.map((l) => re.exec(l)?.[1]).find(Boolean);
@@ -84,7 +88,31 @@ describe.skipIf(why !== '')(
       for (const d of tolerated) expect(d.ours).toMatch(/ flags=[MDPI|]*$/);
     });
 
-    it('prints the CPU:N [N EVENTS DROPPED] lines where the kernel marked a loss, where trace-cmd report does', () => {
+    it.skipIf(!SYSTEMS.includes('rcu'))(
+      'keeps the printk strings in what it writes: trace-cmd report of a re-written file prints rcu_utilization as the original',
+      () => {
+        const r = openTraceDat(whole);
+        expect(r.metadata.printk?.size).toBeGreaterThan(0);
+        const rcu = (lines: string[]) => lines.filter((l) => lineEvent(l) === 'rcu_utilization');
+        const theirs = rcu(reportLines(whole));
+        expect(theirs.length).toBeGreaterThan(0);
+        // Both writers, both versions' printk sections: events re-encoded into v7, pages copied into v6.
+        const copy = join(dir, 'rewritten.dat');
+        const events = [...r.events()].filter((e) => e.eventClass.ftrace?.event === 'rcu_utilization');
+        writeTraceDat(copy, r.eventClasses, events, {
+          cmdlines: r.metadata.cmdlines,
+          ...(r.metadata.printkText !== undefined ? { printk: r.metadata.printkText } : {}),
+        });
+        expect(rcu(reportLines(copy))).toEqual(theirs);
+        const pages = r.pagesInput();
+        if (!('input' in pages)) throw new Error(pages.reason);
+        const copied = join(dir, 'copied.dat');
+        writeTraceDatPages(copied, pages.input, { version: 6 });
+        expect(rcu(reportLines(copied))).toEqual(theirs);
+      },
+    );
+
+    it('prints the CPU:N [N EVENTS DROPPED] lines where the kernel marked a loss, as trace-cmd report does, and writes them back', () => {
       const theirs = reportLines(lossy);
       const ours = ourLines(lossy);
       const dropped = theirs.filter((l) => /^CPU:\d+ \[(\d+ )?EVENTS DROPPED\]$/.test(l));
@@ -92,6 +120,15 @@ describe.skipIf(why !== '')(
       const diffs = differingLines(ours, theirs).filter((d) => !isTimerStartFlags(d));
       expect(ours.length).toBe(theirs.length);
       expect(countByEvent(diffs), JSON.stringify(diffs.slice(0, 3), null, 1)).toEqual({});
+      // Events written again keep the losses: trace-cmd report prints the copy as the recording, DROPPED lines included.
+      const r = openTraceDat(lossy);
+      const copy = join(dir, 'lossy-rewritten.dat');
+      writeTraceDat(copy, r.eventClasses, r.events(), {
+        cmdlines: r.metadata.cmdlines,
+        ...(r.metadata.kallsymsText !== undefined ? { kallsyms: r.metadata.kallsymsText } : {}),
+        ...(r.metadata.printkText !== undefined ? { printk: r.metadata.printkText } : {}),
+      });
+      expect(reportLines(copy)).toEqual(theirs);
     });
   },
 );

@@ -6,7 +6,7 @@
  */
 
 import { compileEventPlugin, type EventPlugin, type TaskNames } from '../ftrace/plugins.ts';
-import { compilePrintFormat, type PrintFormatter } from '../ftrace/print-fmt.ts';
+import { compilePrintFormat, type PrintFormatter, type PrintkStrings } from '../ftrace/print-fmt.ts';
 import type { Kallsyms } from '../ftrace/symbols.ts';
 import type { EventClass, FieldClass, FieldValue, TraceEvent } from '../model/types.ts';
 
@@ -16,6 +16,11 @@ export interface FtraceTextOptions {
   readonly cmdlines?: ReadonlyMap<number, string>;
   /** Symbols for `%pS`/`%ps`, resolved on first use. */
   readonly kallsyms?: () => Kallsyms | undefined;
+  /**
+   * The kernel's printk strings (a trace.dat's printk section, a recording's `printk_formats`): a `%s` of a pointer
+   * field (`rcu_utilization`'s `s`) prints the string at that address, as trace-cmd does, or the address in hex.
+   */
+  readonly printk?: PrintkStrings;
   /** Print nanoseconds (`trace-cmd report -t`) instead of microseconds. Default false. */
   readonly nanoseconds?: boolean;
   /** Print `name=value` fields instead of evaluating `print fmt` (`trace-cmd report -R`). Default false. */
@@ -74,12 +79,13 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
         printers.set(cls, printer);
       }
       const plugin = printer.plugin;
-      if (plugin === undefined) body = printer.format?.(event, kallsyms());
+      const { printk } = options;
+      if (plugin === undefined) body = printer.format?.(event, kallsyms(), 'trace-cmd', printk);
       else if (plugin.prefix) {
         const before = plugin.print(event, kallsyms(), tasks) ?? '';
-        const after = printer.format?.(event, kallsyms()) ?? fieldsText(event, kallsyms());
+        const after = printer.format?.(event, kallsyms(), 'trace-cmd', printk) ?? fieldsText(event, kallsyms());
         body = before + after;
-      } else body = plugin.print(event, kallsyms(), tasks) ?? printer.format?.(event, kallsyms());
+      } else body = plugin.print(event, kallsyms(), tasks) ?? printer.format?.(event, kallsyms(), 'trace-cmd', printk);
     }
     body ??= fieldsText(event, kallsyms());
     const who = `${comm.padStart(16)}-${String(typeof pid === 'number' ? pid : '?').padEnd(5)}`;

@@ -99,6 +99,8 @@ export interface ReportedEvent {
   ts: bigint;
   name: string;
   fields: Map<string, string>;
+  /** A `CPU:N [N EVENTS DROPPED]` line came before it: the count, or null for `CPU:N [EVENTS DROPPED]`. */
+  lost?: number | null;
 }
 
 /** `trace-cmd report -R -t FILE`, parsed: every field as `name=value` text with a nanosecond timestamp. */
@@ -111,7 +113,13 @@ export function reportRaw(file: string, buffer?: string): ReportedEvent[] {
   const out: ReportedEvent[] = [];
   // Instance buffers' lines start with `NAME:`; the top buffer's with the padded comm.
   const prefix = buffer === undefined ? undefined : `${buffer}:`;
+  let lost: number | null | undefined;
   for (const raw of text.split('\n')) {
+    const dropped = /^CPU:\d+ \[(?:(\d+) )?EVENTS DROPPED\]$/.exec(raw);
+    if (dropped !== null) {
+      lost = dropped[1] === undefined ? null : Number(dropped[1]);
+      continue;
+    }
     if (prefix !== undefined ? !raw.startsWith(prefix) : /^\S+:\s/.test(raw) && !/^\s/.test(raw)) continue;
     const line = prefix !== undefined ? raw.slice(prefix.length) : raw;
     const m = /^\s*(.*)-(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d{9}):\s+(\w+):\s*(.*)$/.exec(line);
@@ -125,7 +133,9 @@ export function reportRaw(file: string, buffer?: string): ReportedEvent[] {
       ts: BigInt(m[4]!) * 1_000_000_000n + BigInt(m[5]!),
       name: m[6]!,
       fields,
+      ...(lost !== undefined ? { lost } : {}),
     });
+    lost = undefined;
   }
   return out;
 }
@@ -140,7 +150,10 @@ export function sameAsReported(ours: unknown, theirs: string, size: number, kall
   return kallsyms?.format(v) === theirs;
 }
 
-/** Asserts that our events are trace-cmd's: same order, timestamps, CPUs, pids, names and every field value. */
+/**
+ * Asserts that our events are trace-cmd's: same order, timestamps, CPUs, pids, names, every field value, and the
+ * losses trace-cmd reports before them (`scopes.lost`).
+ */
 export function expectSameAsReport(
   ours: readonly TraceEvent[],
   theirs: readonly ReportedEvent[],
@@ -151,6 +164,8 @@ export function expectSameAsReport(
   expect(ours.map((e) => key(e.tsNs, e.cpu, e.eventClass.ftrace!.event))).toEqual(
     theirs.map((e) => key(e.ts, e.cpu, e.name)),
   );
+  const lost = (l: unknown) => (l === undefined ? '' : `lost ${l}`);
+  expect(ours.map((e) => lost(e.scopes?.lost?.events))).toEqual(theirs.map((e) => lost(e.lost)));
   ours.forEach((e, i) => {
     const t = theirs[i]!;
     expect(e.scopes?.['event.context']?.common_pid).toBe(t.pid);

@@ -9,7 +9,8 @@ import { TraceFormatError } from '../../errors.ts';
 import { createFtraceTextFormatter } from '../../output/text.ts';
 import { expectSameAsReport, RECORD_ARGS, recordTraceDat, reportRaw } from '../../testing/tracecmd.ts';
 import { findTracefs, hasTool } from '../../testing/tracefs.ts';
-import { wholePages } from '../events.ts';
+import { decodeCpuPages, wholePages } from '../events.ts';
+import { indexFtrace } from '../indexed.ts';
 import { openTraceDat, readTraceDat, type TraceDatReader } from './read.ts';
 import { writeTraceDatPages } from './write.ts';
 
@@ -31,6 +32,100 @@ function readsOrRefuses(bytes: Buffer, options: { lenient: boolean; allBuffers?:
   } catch (e) {
     expect(e).toBeInstanceOf(TraceFormatError);
     expect((e as Error).message).toMatch(/^mutated\.dat/);
+  }
+}
+
+/**
+ * Where each CPU's data lies in a trace.dat, in file order: per page (uncompressed) or per chunk (compressed), the file
+ * range and how many bytes of pages it holds.
+ */
+function pieces(file: string): Map<number, { start: number; end: number; pageBytes: number }[]> {
+  const bytes = readFileSync(file);
+  const r = readTraceDat(bytes);
+  const compressed = r.info.version === 7 && r.info.compression?.name !== 'none';
+  const out = new Map<number, { start: number; end: number; pageBytes: number }[]>();
+  for (const cpu of r.info.buffers[0]!.cpus) {
+    const list: { start: number; end: number; pageBytes: number }[] = [];
+    if (!compressed) {
+      for (let at = 0; at < cpu.size; at += r.info.pageSize) {
+        const end = Math.min(cpu.size, at + r.info.pageSize);
+        list.push({ start: cpu.offset + at, end: cpu.offset + end, pageBytes: end - at });
+      }
+    } else if (cpu.size > 0) {
+      let at = cpu.offset + 4;
+      for (let i = bytes.readUInt32LE(cpu.offset); i > 0; i--) {
+        const csize = bytes.readUInt32LE(at);
+        list.push({ start: at, end: at + 8 + csize, pageBytes: bytes.readUInt32LE(at + 4) });
+        at += 8 + csize;
+      }
+    }
+    out.set(cpu.cpu, list);
+  }
+  return out;
+}
+
+/** What the damage tests compare with: a file's pieces, each CPU's events, how many each piece holds. */
+function reference(file: string) {
+  const r = openTraceDat(file);
+  const total = [...r.events()].length;
+  const layout = pieces(file);
+  const cpus = r.cpuPages().map((p) => {
+    const bytes = wholePages(p);
+    const keys = decodeCpuPages(r.metadata, { cpu: p.cpu, bytes }).events.map((e) => `${e.tsNs} ${e.eventClass.name}`);
+    let at = 0;
+    const counts = layout.get(p.cpu)!.map((piece) => {
+      const slice = bytes.subarray(at, (at += piece.pageBytes));
+      return decodeCpuPages(r.metadata, { cpu: p.cpu, bytes: slice }).events.length;
+    });
+    return { cpu: p.cpu, keys, counts, pieces: layout.get(p.cpu)! };
+  });
+  return { layout, cpus, total };
+}
+
+/**
+ * Asserts the rule for damage at byte `at` of `bytes` (a copy of a file, cut or changed there): read with `lenient`,
+ * every CPU's events start with those of its pages that lie wholly before `at`, and a cut that loses events is named
+ * by a warning with the file and a byte offset; read strictly, the image reads whole or fails with an error naming
+ * the file and a byte offset (in the file, or in a CPU's decompressed data).
+ */
+function keepsWholePagesBefore(ref: ReturnType<typeof reference>, bytes: Buffer, at: number, cut: boolean): void {
+  const expected = new Map<number, string[]>();
+  for (const c of ref.cpus) {
+    let n = 0;
+    for (let i = 0; i < c.pieces.length && c.pieces[i]!.end <= at; i++) n += c.counts[i]!;
+    expected.set(c.cpu, c.keys.slice(0, n));
+  }
+  const wanted = [...expected.values()].some((list) => list.length > 0);
+  const named = /^damaged\.dat(:cpu\d+\(decompressed\))?: (.*\b)?byte \d+/;
+  let lenient: TraceDatReader | undefined;
+  const got = new Map<number, string[]>();
+  let count = 0;
+  try {
+    lenient = readTraceDat(bytes, { file: 'damaged.dat', lenient: true });
+    for (const e of lenient.events()) {
+      const list = got.get(e.cpu!) ?? [];
+      list.push(`${e.tsNs} ${e.eventClass.name}`);
+      got.set(e.cpu!, list);
+      count++;
+    }
+  } catch (e) {
+    // Only damage before every whole page (the headers, the formats) leaves nothing to keep.
+    expect(e).toBeInstanceOf(TraceFormatError);
+    expect((e as Error).message).toMatch(named);
+    expect(wanted).toBe(false);
+  }
+  if (lenient !== undefined) {
+    for (const [cpu, list] of expected) expect((got.get(cpu) ?? []).slice(0, list.length)).toEqual(list);
+    if (cut && count < ref.total) expect(lenient.warnings.some((w) => named.test(w))).toBe(true);
+  }
+  try {
+    let n = 0;
+    for (const _ of readTraceDat(bytes, { file: 'damaged.dat' }).events()) n++;
+    // A cut in what no reader needs (the strings section that ends a v7 file) loses nothing.
+    if (cut) expect(n).toBe(ref.total);
+  } catch (e) {
+    expect(e).toBeInstanceOf(TraceFormatError);
+    expect((e as Error).message).toMatch(named);
   }
 }
 
@@ -64,8 +159,11 @@ describe.skipIf(why !== '')(
       expect(r.info.compression?.name).toBe('zstd');
       const ours = [...r.events()];
       expect(ours.length).toBeGreaterThan(10);
+      // Losses included: the events after them carry what trace-cmd's DROPPED lines say.
       expectSameAsReport(ours, reportRaw(v7), r.metadata.kallsyms());
-      expect(r.warnings).toEqual([]);
+      expect(r.warnings.filter((w) => !/: (\d+|an unknown number of) events lost before this page$/.test(w))).toEqual(
+        [],
+      );
     });
 
     it('decodes the same recording converted to v6 and to uncompressed v7', () => {
@@ -121,6 +219,70 @@ describe.skipIf(why !== '')(
       const lost = before.filter((e) => e.cpu === cpu.cpu).length - after.filter((e) => e.cpu === cpu.cpu).length;
       expect(lost).toBeGreaterThan(0);
       expect(after.filter((e) => e.cpu !== cpu.cpu).length).toBe(before.filter((e) => e.cpu !== cpu.cpu).length);
+    });
+
+    it('keeps every whole page before a cut, per CPU, and names the cut, wherever it falls (v6, v7 zstd)', () => {
+      for (const f of [v6, v7]) {
+        const base = readFileSync(f);
+        const ref = reference(f);
+        const data = [...ref.layout.values()].flat();
+        const first = Math.min(...data.map((p) => p.start));
+        // Cuts in the headers and formats, at the edges of pages, chunks and CPUs' data, inside them, in the options.
+        const cuts = fc.oneof(
+          fc.integer({ min: 0, max: first }),
+          fc.constantFrom(...data.flatMap((p) => [p.start, p.end, p.end - 1, p.start + 1])),
+          fc.integer({ min: first, max: base.length - 1 }),
+        );
+        fc.assert(
+          fc.property(cuts, (at) => keepsWholePagesBefore(ref, base.subarray(0, at), at, true)),
+          { numRuns: 15 },
+        );
+      }
+    });
+
+    it('keeps every whole page before a corrupt byte, per CPU (v6, v7 zstd, v7 uncompressed)', () => {
+      for (const f of [v6, v7, v7none]) {
+        const base = readFileSync(f);
+        const ref = reference(f);
+        const data = [...ref.layout.values()].flat();
+        const first = Math.min(...data.map((p) => p.start));
+        fc.assert(
+          fc.property(fc.integer({ min: first, max: base.length - 1 }), fc.integer({ min: 0, max: 255 }), (at, v) => {
+            const bytes = Buffer.from(base);
+            bytes[at] = v;
+            keepsWholePagesBefore(ref, bytes, at, false);
+          }),
+          { numRuns: 10 },
+        );
+      }
+    });
+
+    it('reads a v7 file cut in the middle of its CPU data: the sections in file order, the whole chunks kept', () => {
+      const bytes = readFileSync(v7);
+      const table = pieces(v7);
+      const last = [...table.values()].at(-1)!;
+      const at = last[Math.floor(last.length / 2)]!.start + 3;
+      const r = readTraceDat(bytes.subarray(0, at), { file: 'cut.dat', lenient: true });
+      const cpu = table.size - 1;
+      const before = [...openTraceDat(v7).events()].filter((e) => e.cpu !== cpu);
+      expect([...r.events()].filter((e) => e.cpu !== cpu)).toEqual(before);
+      expect(r.warnings).toContainEqual(
+        expect.stringMatching(/^cut\.dat: byte \d+: section id: .*; the sections are read in file order instead$/),
+      );
+      // Each section once: the formats the options named are not read again in file order.
+      expect(r.eventClasses.map((c) => c.name)).toEqual(openTraceDat(v7).eventClasses.map((c) => c.name));
+      const kept = `CPU ${cpu}: the ${Math.floor(last.length / 2)} whole chunks before it kept`;
+      expect(r.warnings).toContainEqual(expect.stringMatching(new RegExp(`^cut\\.dat: byte ${at - 3}: .*; ${kept}$`)));
+      expect(() => readTraceDat(bytes.subarray(0, at), { file: 'cut.dat' })).toThrow(/^cut\.dat: byte \d+: section id/);
+      // The indexed reader takes the same pages by the same rule.
+      const index = indexFtrace(readTraceDat(bytes.subarray(0, at), { file: 'cut.dat', lenient: true }), {
+        lenient: true,
+      });
+      const sequential = [...readTraceDat(bytes.subarray(0, at), { file: 'cut.dat', lenient: true }).events()];
+      expect(index.length).toBe(sequential.length);
+      expect(Array.from({ length: index.length }, (_, i) => index.event(i).tsNs)).toEqual(
+        sequential.map((e) => e.tsNs),
+      );
     });
 
     it('copies the recording page for page into v6 and v7 files that trace-cmd report prints as the original', () => {

@@ -19,7 +19,7 @@ import { parseHeaderEvent, parseHeaderPage } from '../headers.ts';
 import { checkPages } from '../page.ts';
 import type { FtraceReader, FtraceReadOptions } from '../raw-dir.ts';
 import { compileRecordCheck } from '../record.ts';
-import { Kallsyms, parseCmdlines } from '../symbols.ts';
+import { Kallsyms, parseCmdlines, parsePrintkFormats } from '../symbols.ts';
 import { Cursor } from './cursor.ts';
 import { OPTION, SECTION_COMPRESSED } from './ids.ts';
 import type { TraceDatCpuPages, TraceDatPagesInput } from './write.ts';
@@ -102,6 +102,7 @@ interface Metadata {
   ftraceFormats: string[];
   eventFormats: { system: string; text: string }[];
   kallsyms?: string;
+  printk?: string;
   cmdlines?: string;
 }
 
@@ -130,17 +131,19 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
   const pageSize = c.u32('page size');
   if (pageSize < 64 || pageSize > 1 << 27) c.fail(`impossible page size ${pageSize}`, c.pos - 4);
   const meta: Metadata = { ftraceFormats: [], eventFormats: [] };
+  const warnings: string[] = [];
+  const damage = (message: string) => warnings.push(message);
   const rawOptions: { id: number; data: Buffer }[] = [];
   const buffers: TraceDatBuffer[] = [];
   let compression: { name: string; version: string } | undefined;
   if (version === 6) {
-    readV6(c, meta, rawOptions, buffers, pageSize);
+    readV6(c, meta, rawOptions, buffers, pageSize, options.lenient ? damage : undefined);
   } else {
     compression = { name: c.cstring('compression name', 64), version: c.cstring('compression version', 64) };
     if (!['none', 'zstd', 'zlib'].includes(compression.name)) {
       c.fail(`unsupported compression ${JSON.stringify(compression.name)}`);
     }
-    readV7(c, compression.name, meta, rawOptions, buffers);
+    readV7(c, compression.name, meta, rawOptions, buffers, pageSize, options.lenient ? damage : undefined);
   }
   const optionText = (id: number) => {
     const o = rawOptions.find((x) => x.id === id);
@@ -171,7 +174,6 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
   if (meta.headerEvent !== undefined)
     parseHeaderEvent(meta.headerEvent, { file: `${file ?? '<trace.dat>'}:header_event` });
   const formatFile = (what: string) => `${file ?? '<trace.dat>'}:${what}`;
-  const warnings: string[] = [];
   const formats = [
     ...meta.ftraceFormats.map((text, i) => ({ text, system: 'ftrace', label: `ftrace format #${i}` })),
     ...meta.eventFormats.map((f, i) => ({ text: f.text, system: f.system, label: `${f.system} format #${i}` })),
@@ -198,6 +200,7 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
     kallsyms: () => (kallsyms ??= meta.kallsyms === undefined ? undefined : Kallsyms.parse(meta.kallsyms)),
     ...(clock !== undefined ? { clock } : {}),
     ...(meta.kallsyms !== undefined ? { kallsymsText: meta.kallsyms } : {}),
+    ...(meta.printk ? { printk: parsePrintkFormats(meta.printk), printkText: meta.printk } : {}),
   };
   const uname = optionText(OPTION.uname);
   const traceCmdVersion = optionText(OPTION.version);
@@ -224,7 +227,15 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
   const pagesOf = (buffer: TraceDatBuffer | undefined): CpuPages[] => {
     const warn = (m: string) => warnings.push(m);
     return (buffer?.cpus ?? []).map((cpu) => {
-      const data = cpuData(bytes, c, cpu, compression?.name ?? 'none', version, options.lenient ? warn : undefined);
+      const data = cpuData(
+        bytes,
+        c,
+        cpu,
+        compression?.name ?? 'none',
+        version,
+        buffer!.pageSize,
+        options.lenient ? warn : undefined,
+      );
       return {
         cpu: cpu.cpu,
         bytes: data.bytes,
@@ -279,6 +290,7 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
         cpus,
         ...(meta.kallsyms !== undefined ? { kallsyms: meta.kallsyms } : {}),
         ...(meta.cmdlines !== undefined ? { cmdlines: meta.cmdlines } : {}),
+        ...(meta.printk ? { printk: meta.printk } : {}),
         ...(clock !== undefined ? { clock } : {}),
         ...(uname !== undefined ? { uname } : {}),
       },
@@ -329,47 +341,90 @@ function* shift(events: Iterable<TraceEvent>, by: bigint): Generator<TraceEvent>
   for (const e of events) yield { ...e, tsNs: e.tsNs + by };
 }
 
-/** A CPU's pages: a slice of the file, or its compressed chunks decompressed one at a time as they are read. */
+/**
+ * A CPU's pages: a slice of the file, or its compressed chunks decompressed one at a time as they are read.
+ *
+ * Damage (the file ending inside the CPU's data, a chunk list cut or corrupt) fails the read naming its byte offset;
+ * with `onDamage` it is reported there instead and everything before it is kept: the whole pages of a slice, the
+ * whole chunks of a list (a chunk is compressed as one piece, so its pages stand or fall together).
+ */
 function cpuData(
   bytes: Buffer,
   c: Cursor,
   cpu: { cpu: number; offset: number; size: number },
   compression: string,
   version: number,
-  lenientWarn: ((message: string) => void) | undefined,
+  pageSize: number,
+  onDamage: ((message: string) => void) | undefined,
 ): { bytes: Buffer | (() => Iterable<Buffer>); compressed: boolean } {
-  if (cpu.offset + cpu.size > bytes.length) {
-    c.fail(`CPU ${cpu.cpu} data [${cpu.offset}, +${cpu.size}) past the end of the file`, cpu.offset);
-  }
+  const damaged = (e: unknown, kept: string): void => {
+    if (onDamage === undefined || !(e instanceof TraceFormatError)) throw e;
+    onDamage(`${e.message}; CPU ${cpu.cpu}: ${kept}`);
+  };
   if (version === 6 || compression === 'none') {
-    return { bytes: bytes.subarray(cpu.offset, cpu.offset + cpu.size), compressed: false };
+    let end = cpu.offset + cpu.size;
+    if (end > bytes.length) {
+      const whole = Math.floor(Math.max(0, bytes.length - cpu.offset) / pageSize);
+      try {
+        c.fail(`the file ends inside CPU ${cpu.cpu}'s data [${cpu.offset}, +${cpu.size})`, bytes.length);
+      } catch (e) {
+        damaged(e, `the ${whole} whole pages before it kept`);
+      }
+      end = Math.min(end, cpu.offset + whole * pageSize);
+    }
+    return { bytes: bytes.subarray(Math.min(cpu.offset, end), end), compressed: false };
   }
   if (cpu.size === 0) return { bytes: Buffer.alloc(0), compressed: true };
-  // The stated size leaves out the chunk count, so chunks are bounded by the file, not by it.
-  const d = new Cursor(bytes, c.le, c.file, '', cpu.offset);
-  const chunks = d.u32(`CPU ${cpu.cpu} chunk count`);
-  if (chunks > cpu.size / 8) d.fail(`CPU ${cpu.cpu}: ${chunks} chunks cannot fit in ${cpu.size} bytes`, cpu.offset);
-  const list: { at: number; data: Buffer; usize: number }[] = [];
-  for (let i = 0; i < chunks; i++) {
-    const at = d.pos;
-    const csize = d.u32('chunk compressed size');
-    const usize = d.u32('chunk size');
-    list.push({ at, data: d.take(csize, 'chunk data'), usize });
-  }
+  const { chunks, error } = chunkList(bytes, c, cpu);
+  if (error !== undefined) damaged(error, `the ${chunks.length} whole chunks before it kept`);
   return {
     bytes: function* () {
-      for (const k of list) {
+      for (const k of chunks) {
         try {
-          yield decompress(d, compression, k.data, k.usize, k.at);
+          yield decompress(k.cursor, compression, k.data, k.usize, k.at);
         } catch (e) {
           // Lenient: a chunk that does not decompress is reported and skipped; the chunks around it still count.
-          if (lenientWarn === undefined || !(e instanceof TraceFormatError)) throw e;
-          lenientWarn(`${e.message}; CPU ${cpu.cpu}: chunk skipped`);
+          damaged(e, 'chunk skipped');
         }
       }
     },
     compressed: true,
   };
+}
+
+interface Chunk {
+  readonly cursor: Cursor;
+  readonly at: number;
+  readonly data: Buffer;
+  readonly usize: number;
+}
+
+/**
+ * The compressed chunks of a CPU's data (a count, then each chunk's compressed size, size and bytes), up to the first
+ * one the file does not hold whole; `error` names that damage. The stated size leaves out the chunk count, so chunks
+ * are bounded by the file, not by it.
+ */
+function chunkList(
+  bytes: Buffer,
+  c: Cursor,
+  cpu: { cpu: number; offset: number; size: number },
+): { chunks: Chunk[]; end: number; error?: TraceFormatError } {
+  const d = new Cursor(bytes, c.le, c.file, '', cpu.offset);
+  const chunks: Chunk[] = [];
+  try {
+    const count = d.u32(`CPU ${cpu.cpu} chunk count`);
+    if (count > cpu.size / 8) d.fail(`CPU ${cpu.cpu}: ${count} chunks cannot fit in ${cpu.size} bytes`, cpu.offset);
+    for (let i = 0; i < count; i++) {
+      const at = d.pos;
+      const csize = d.u32('chunk compressed size');
+      const usize = d.u32('chunk size');
+      chunks.push({ cursor: d, at, data: d.take(csize, 'chunk data'), usize });
+    }
+  } catch (e) {
+    if (!(e instanceof TraceFormatError)) throw e;
+    return { chunks, end: d.pos, error: e };
+  }
+  return { chunks, end: d.pos };
 }
 
 /** node:zlib, loaded with the first compressed block. */
@@ -422,12 +477,13 @@ function readV6(
   options: { id: number; data: Buffer }[],
   buffers: TraceDatBuffer[],
   pageSize: number,
+  onDamage: ((message: string) => void) | undefined,
 ): void {
   readHeaders(c, meta);
   readFtraceFormats(c, meta);
   readEventFormats(c, meta);
   meta.kallsyms = c.text(c.u32('kallsyms size'), 'kallsyms');
-  c.text(c.u32('printk formats size'), 'printk formats');
+  meta.printk = c.text(c.u32('printk formats size'), 'printk formats');
   meta.cmdlines = c.text(c.u64('cmdlines size'), 'cmdlines');
   const cpuCount = c.u32('CPU count');
   if (cpuCount > 4096) c.fail(`${cpuCount} CPUs`, c.pos - 4);
@@ -455,15 +511,21 @@ function readV6(
   for (const o of options) {
     if (o.id !== OPTION.buffer) continue;
     const d = new Cursor(o.data, c.le, c.file, 'buffer option byte ');
-    const at = d.u64('buffer section offset');
-    const name = d.cstring('buffer name');
-    const t = new Cursor(c.bytes, c.le, c.file, '', at);
-    if (t.text(10, 'buffer section tag') !== 'flyrecord\0')
-      t.fail(`buffer ${JSON.stringify(name)}: no flyrecord section at its offset`, at);
-    const own = [];
-    for (let cpu = 0; cpu < cpuCount; cpu++)
-      own.push({ cpu, offset: t.u64('CPU data offset'), size: t.u64('CPU data size') });
-    buffers.push({ name, pageSize, cpus: own });
+    try {
+      const at = d.u64('buffer section offset');
+      const name = d.cstring('buffer name');
+      const t = new Cursor(c.bytes, c.le, c.file, '', at);
+      if (t.text(10, 'buffer section tag') !== 'flyrecord\0')
+        t.fail(`buffer ${JSON.stringify(name)}: no flyrecord section at its offset`, at);
+      const own = [];
+      for (let cpu = 0; cpu < cpuCount; cpu++)
+        own.push({ cpu, offset: t.u64('CPU data offset'), size: t.u64('CPU data size') });
+      buffers.push({ name, pageSize, cpus: own });
+    } catch (e) {
+      // Instance tables trail the file: a cut file keeps the top buffer, whose table leads it.
+      if (onDamage === undefined || !(e instanceof TraceFormatError)) throw e;
+      onDamage(`${e.message}; that buffer is left out`);
+    }
   }
 }
 
@@ -473,7 +535,10 @@ function readV7(
   meta: Metadata,
   options: { id: number; data: Buffer }[],
   buffers: TraceDatBuffer[],
+  pageSize: number,
+  onDamage: ((message: string) => void) | undefined,
 ): void {
+  const sectionsAt = c.pos + 8;
   let next = c.u64('first options offset');
   const seen = new Set<number>();
   const section = (offset: number, expectId: number): Cursor => {
@@ -493,56 +558,145 @@ function readV7(
     const data = decompress(s, compression, s.take(csize, 'compressed data'), usize, at);
     return new Cursor(data, c.le, c.file, `section at byte ${offset}, decompressed byte `);
   };
-  while (next !== 0) {
-    if (seen.has(next)) c.fail('options sections form a loop', next);
-    seen.add(next);
-    const s = section(next, OPTION.done);
-    next = 0;
+  /** The metadata sections read, each once (the sections read in file order meet those the options named). */
+  const loaded = new Set<number>();
+  /** Reads the section an option points to, when it holds metadata. */
+  const metadataSection = (id: number, s: () => Cursor): void => {
+    if (loaded.has(id)) return;
+    if (id >= OPTION.headerInfo && id <= OPTION.cmdlines) loaded.add(id);
+    switch (id) {
+      case OPTION.headerInfo:
+        readHeaders(s(), meta);
+        break;
+      case OPTION.ftraceEvents:
+        readFtraceFormats(s(), meta);
+        break;
+      case OPTION.eventFormats:
+        readEventFormats(s(), meta);
+        break;
+      case OPTION.kallsyms: {
+        const k = s();
+        meta.kallsyms = k.text(k.u32('kallsyms size'), 'kallsyms');
+        break;
+      }
+      case OPTION.cmdlines: {
+        const k = s();
+        meta.cmdlines = k.text(k.u64('cmdlines size'), 'cmdlines');
+        break;
+      }
+      case OPTION.printk: {
+        const k = s();
+        meta.printk = k.text(k.u32('printk formats size'), 'printk formats');
+        break;
+      }
+    }
+  };
+  /** The options of one options section; returns the offset of the next one (0: none). */
+  const readOptions = (s: Cursor): number => {
     while (s.pos < s.bytes.length) {
       const id = s.u16('option id');
       const size = s.u32('option size');
       const data = s.take(size, 'option data');
-      if (id === OPTION.done) {
-        if (size >= 8) next = new Cursor(data, c.le, c.file).u64('next options offset');
-        break;
-      }
+      if (id === OPTION.done) return size >= 8 ? new Cursor(data, c.le, c.file).u64('next options offset') : 0;
       options.push({ id, data });
       const d = new Cursor(data, c.le, c.file, `option ${id} at byte `);
-      const ref = () => d.u64('section offset');
-      switch (id) {
-        case OPTION.headerInfo:
-          readHeaders(section(ref(), id), meta);
-          break;
-        case OPTION.ftraceEvents:
-          readFtraceFormats(section(ref(), id), meta);
-          break;
-        case OPTION.eventFormats:
-          readEventFormats(section(ref(), id), meta);
-          break;
-        case OPTION.kallsyms: {
-          const k = section(ref(), id);
-          meta.kallsyms = k.text(k.u32('kallsyms size'), 'kallsyms');
-          break;
-        }
-        case OPTION.cmdlines: {
-          const k = section(ref(), id);
-          meta.cmdlines = k.text(k.u64('cmdlines size'), 'cmdlines');
-          break;
-        }
-        case OPTION.buffer: {
-          d.u64('buffer section offset');
-          const name = d.cstring('buffer name');
-          const clock = d.cstring('buffer clock');
-          const bufPageSize = d.u32('buffer page size');
-          const n = d.u32('buffer CPU count');
-          if (n > size / 20) d.fail(`${n} CPUs cannot fit`, d.pos - 4);
-          const cpus = [];
-          for (let i = 0; i < n; i++)
-            cpus.push({ cpu: d.u32('CPU id'), offset: d.u64('CPU data offset'), size: d.u64('CPU data size') });
-          buffers.push({ name, clock, pageSize: bufPageSize, cpus });
-          break;
-        }
+      if (id === OPTION.buffer) {
+        d.u64('buffer section offset');
+        const name = d.cstring('buffer name');
+        const clock = d.cstring('buffer clock');
+        const bufPageSize = d.u32('buffer page size');
+        const n = d.u32('buffer CPU count');
+        if (n > size / 20) d.fail(`${n} CPUs cannot fit`, d.pos - 4);
+        const cpus = [];
+        for (let i = 0; i < n; i++)
+          cpus.push({ cpu: d.u32('CPU id'), offset: d.u64('CPU data offset'), size: d.u64('CPU data size') });
+        buffers.push({ name, clock, pageSize: bufPageSize, cpus });
+      } else {
+        metadataSection(id, () => section(d.u64('section offset'), id));
       }
     }
+    return 0;
+  };
+  try {
+    while (next !== 0) {
+      if (seen.has(next)) c.fail('options sections form a loop', next);
+      seen.add(next);
+      next = readOptions(section(next, OPTION.done));
+    }
+  } catch (e) {
+    if (onDamage === undefined || !(e instanceof TraceFormatError)) throw e;
+    if (buffers.length > 0) {
+      onDamage(`${e.message}; the options after it are left out`);
+      return;
+    }
+    // trace-cmd writes the options that describe the CPU data after it: a cut file keeps its sections, not its table.
+    onDamage(`${e.message}; the sections are read in file order instead`);
+    recoverV7(c, sectionsAt, buffers, pageSize, compression === 'none', {
+      options: (offset) => {
+        if (seen.has(offset)) return;
+        seen.add(offset);
+        readOptions(section(offset, OPTION.done));
+      },
+      metadata: (id, offset) => metadataSection(id, () => section(offset, id)),
+      warn: onDamage,
+    });
+  }
+}
+
+/**
+ * A version 7 file whose options chain is damaged, read as trace-cmd and evtrace lay it out: sections back to back
+ * after the header, metadata first, then the flyrecord section whose CPU data (each a chunk list) follow one another
+ * at page boundaries. What the sections hold is taken up to the first damaged one; CPUs are numbered in file order,
+ * which the lost table would have confirmed, so the reader says so.
+ */
+function recoverV7(
+  c: Cursor,
+  at: number,
+  buffers: TraceDatBuffer[],
+  pageSize: number,
+  uncompressed: boolean,
+  read: {
+    options: (offset: number) => void;
+    metadata: (id: number, offset: number) => void;
+    warn: (message: string) => void;
+  },
+): void {
+  const bytes = c.bytes;
+  try {
+    while (at + 16 <= bytes.length && buffers.length === 0) {
+      const h = new Cursor(bytes, c.le, c.file, '', at);
+      const id = h.u16('section id');
+      h.u16('section flags');
+      h.u32('section description');
+      const size = h.u64('section size');
+      if (id === OPTION.buffer) {
+        if (uncompressed) {
+          h.fail('the CPU table is lost and uncompressed CPU data cannot be told apart', at);
+        }
+        const cpus = [];
+        const end = Math.min(bytes.length, h.pos + size);
+        let offset = Math.ceil(h.pos / pageSize) * pageSize;
+        while (offset + 4 <= end) {
+          const found = chunkList(bytes, c, { cpu: cpus.length, offset, size: end - offset - 4 });
+          if (found.chunks.length === 0) break;
+          // A CPU cut by the damage keeps its stated extent: reading it reports the damage and keeps its whole chunks.
+          cpus.push({ cpu: cpus.length, offset, size: (found.error === undefined ? found.end : end) - offset - 4 });
+          if (found.error !== undefined) break;
+          offset = Math.ceil(found.end / pageSize) * pageSize;
+        }
+        read.warn(
+          `${c.file ?? '<trace.dat>'}: byte ${at}: ${cpus.length} CPUs' data found in the flyrecord section; CPUs numbered in file order`,
+        );
+        buffers.push({ name: '', pageSize, cpus });
+        return;
+      }
+      h.need(size, `section ${id}`);
+      if (id === OPTION.done) read.options(at);
+      else read.metadata(id, at);
+      at = h.pos + size;
+    }
+  } catch (e) {
+    if (!(e instanceof TraceFormatError)) throw e;
+    read.warn(`${e.message}; nothing after it is read`);
   }
 }

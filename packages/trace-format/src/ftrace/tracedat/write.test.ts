@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { EventClass, TraceEvent } from '../../model/types.ts';
 import { expectSameAsReport, RECORD_ARGS, recordTraceDat, reportRaw } from '../../testing/tracecmd.ts';
 import { findTracefs, hasTool } from '../../testing/tracefs.ts';
+import { withLoss } from '../events.ts';
 import { formatFileText, HEADER_EVENT_TEXT, headerPageText } from '../format-text.ts';
 import { openTraceDat, readTraceDat } from './read.ts';
 import {
@@ -156,6 +157,43 @@ describe.skipIf(why !== '')(
           stdio: ['ignore', 'pipe', 'ignore'],
         });
         expect(ourCopy).toBe(theirs);
+      }
+    });
+
+    it('keeps losses the kernel marked: trace-cmd report prints its DROPPED lines before the same events', () => {
+      const r = openTraceDat(original);
+      // The recording's own losses, if any, and more: a counted one and an uncounted one on each CPU, mid-page.
+      const seen = new Map<number, number>();
+      const events = [...r.events()].map((e) => {
+        const n = seen.get(e.cpu!) ?? 0;
+        seen.set(e.cpu!, n + 1);
+        return n === 5 ? withLoss(e, 1234 + e.cpu!) : n === 9 ? withLoss(e, null) : e;
+      });
+      const marked = events.filter((e) => e.scopes?.lost !== undefined);
+      expect(marked.length).toBeGreaterThanOrEqual(2 * seen.size);
+      for (const [version, compression] of [
+        [6, 'none'],
+        [7, 'zstd'],
+      ] as const) {
+        const file = join(dir, `lost-${version}-${compression}.dat`);
+        writeTraceDat(file, r.eventClasses, events, { version, compression, cmdlines: r.metadata.cmdlines });
+        expectSameAsReport(events, reportRaw(file), r.metadata.kallsyms());
+        const report = execFileSync('trace-cmd', ['report', '-t', file], {
+          encoding: 'utf8',
+          maxBuffer: 1 << 28,
+          stdio: ['ignore', 'pipe', 'ignore'],
+        });
+        const dropped = report.split('\n').filter((l) => l.includes('EVENTS DROPPED'));
+        expect(dropped).toEqual(
+          marked.map((e) =>
+            e.scopes!.lost!.events === null
+              ? `CPU:${e.cpu} [EVENTS DROPPED]`
+              : `CPU:${e.cpu} [${e.scopes!.lost!.events} EVENTS DROPPED]`,
+          ),
+        );
+        expect([...openTraceDat(file).events()].map((e) => e.scopes?.lost ?? null)).toEqual(
+          events.map((e) => e.scopes?.lost ?? null),
+        );
       }
     });
   },

@@ -28,6 +28,8 @@ export interface TraceDatWriteOptions {
   readonly cmdlines?: ReadonlyMap<number, string>;
   /** `/proc/kallsyms` text, for symbol printing by readers. */
   readonly kallsyms?: string;
+  /** The kernel's `printk_formats` text, for pointers into its printk strings (`rcu_utilization`'s). */
+  readonly printk?: string;
 }
 
 /** What {@link encodeTraceDat} produced besides the bytes. */
@@ -58,7 +60,7 @@ export function encodeTraceDat(
     const cpu = e.cpu ?? 0;
     let arena = perCpu.get(cpu);
     if (arena === undefined) perCpu.set(cpu, (arena = new Arena()));
-    arena.add(e.tsNs, write, e.fields, e.scopes?.['event.context'] ?? {});
+    arena.add(e.tsNs, write, e.fields, e.scopes?.['event.context'] ?? {}, lostBefore(e));
     count++;
   }
   const cpuCount = perCpu.size === 0 ? 1 : Math.max(...perCpu.keys()) + 1;
@@ -72,6 +74,7 @@ export function encodeTraceDat(
     systems: groupBySystem(used.filter((c) => c.ftrace!.system !== 'ftrace')),
     kallsyms: Buffer.from(options.kallsyms ?? ''),
     cmdlines: [...(options.cmdlines ?? new Map())].map(([pid, comm]) => `${pid} ${comm}\n`).join(''),
+    printk: options.printk ?? '',
     clock: options.clock ?? 'local',
   };
   const bytes = version === 6 ? writeV6(meta, cpuPages, pageSize) : writeV7(meta, cpuPages, pageSize, compression);
@@ -138,6 +141,8 @@ export interface TraceDatPagesInput {
   readonly kallsyms?: Uint8Array | string | TraceDatFileBytes;
   /** `saved_cmdlines` text (`pid comm` lines). */
   readonly cmdlines?: string;
+  /** `printk_formats` text (`0xADDR : "text"` lines). */
+  readonly printk?: string;
   /** Trace clock name. Default `local`. */
   readonly clock?: string;
   /** Text of the uname option (trace-cmd shows it as the system the trace came from). */
@@ -301,6 +306,7 @@ function pagesMeta(input: Omit<TraceDatPagesInput, 'cpus'>): Meta {
     systems: input.formats.filter(([s]) => s !== 'ftrace').map(([s, f]) => [s, [...f]] as [string, string[]]),
     kallsyms: isFileBytes(input.kallsyms) ? input.kallsyms : asBuffer(input.kallsyms ?? ''),
     cmdlines: input.cmdlines ?? '',
+    printk: input.printk ?? '',
     clock: input.clock ?? 'local',
     ...(input.uname !== undefined ? { uname: input.uname } : {}),
   };
@@ -327,6 +333,7 @@ interface Meta {
   systems: [string, string[]][];
   kallsyms: Part;
   cmdlines: string;
+  printk: string;
   clock: string;
   uname?: string;
 }
@@ -341,6 +348,12 @@ function groupBySystem(classes: EventClass[]): [string, string[]][] {
   return [...map];
 }
 
+/** The events the kernel lost before `e` (`scopes.lost.events`: a count, or null for an unknown one), if it says so. */
+function lostBefore(e: TraceEvent): number | null | undefined {
+  const lost = e.scopes?.lost?.events;
+  return typeof lost === 'number' ? lost : lost === null ? null : undefined;
+}
+
 /** One CPU's records, encoded back to back into one growing buffer (small buffers per record cost GC time). */
 class Arena {
   #buf = Buffer.alloc(1 << 16);
@@ -350,12 +363,15 @@ class Arena {
   readonly #ts: bigint[] = [];
   readonly #at: number[] = [];
   readonly #len: number[] = [];
+  /** Losses before records, by record index. */
+  readonly #missed = new Map<number, number | null>();
 
   add(
     tsNs: bigint,
     write: RecordWriter & { readonly fixed: number },
     fields: TraceEvent['fields'],
     common: NonNullable<TraceEvent['scopes']>[string],
+    missed: number | null | undefined,
   ): void {
     const need = this.#used + write.fixed + MAX_DYNAMIC;
     if (need > this.#buf.length) {
@@ -367,6 +383,7 @@ class Arena {
     const n = write(fields, common, this.#buf, this.#view, this.#used);
     const last = this.#ts.length - 1;
     if (last >= 0 && tsNs < this.#ts[last]!) this.#sorted = false;
+    if (missed !== undefined) this.#missed.set(this.#ts.length, missed);
     this.#ts.push(tsNs);
     this.#at.push(this.#used);
     this.#len.push(n);
@@ -378,10 +395,11 @@ class Arena {
     const order = this.#ts.map((_, i) => i);
     if (!this.#sorted)
       order.sort((a, b) => (this.#ts[a]! < this.#ts[b]! ? -1 : this.#ts[a]! > this.#ts[b]! ? 1 : a - b));
-    return order.map((i) => ({
-      tsNs: this.#ts[i]!,
-      data: this.#buf.subarray(this.#at[i]!, this.#at[i]! + this.#len[i]!),
-    }));
+    return order.map((i) => {
+      const record = { tsNs: this.#ts[i]!, data: this.#buf.subarray(this.#at[i]!, this.#at[i]! + this.#len[i]!) };
+      const missed = this.#missed.get(i);
+      return missed === undefined ? record : { ...record, missed };
+    });
   }
 }
 
@@ -661,7 +679,8 @@ function v6HeadParts(meta: Meta, sizes: readonly number[], pageSize: number, off
   eventsBlock(o, meta);
   o.u32(partSize(meta.kallsyms));
   o.put(meta.kallsyms);
-  o.u32(0); // printk formats
+  o.u32(Buffer.byteLength(meta.printk));
+  o.str(meta.printk);
   o.u64(Buffer.byteLength(meta.cmdlines));
   o.str(meta.cmdlines);
   o.u32(sizes.length);
@@ -765,7 +784,15 @@ function writeV7(meta: Meta, cpuPages: Buffer[], pageSize: number, compression: 
     }),
     true,
   );
-  const printkAt = section(OPTION.printk, 'printk', u32(0), true);
+  const printkAt = section(
+    OPTION.printk,
+    'printk',
+    block((b) => {
+      b.u32(Buffer.byteLength(meta.printk));
+      b.str(meta.printk);
+    }),
+    true,
+  );
   const cmdlinesAt = section(
     OPTION.cmdlines,
     'command lines',
