@@ -136,20 +136,20 @@ function eventFilter(
   });
 }
 
-/** Collects output text into large writes. */
+/**
+ * Collects output text into large writes. Appended to one string (V8 links the pieces and copies them once, when the
+ * write encodes it), which costs less than collecting them in an array and joining it.
+ */
 export function bufferedWriter(write: (text: string) => void): { put(text: string): void; flush(): void } {
-  let parts: string[] = [];
-  let size = 0;
+  let pending = '';
   return {
     put(text) {
-      parts.push(text);
-      size += text.length;
-      if (size >= 1 << 16) this.flush();
+      pending += text;
+      if (pending.length >= 1 << 16) this.flush();
     },
     flush() {
-      if (parts.length > 0) write(parts.join(''));
-      parts = [];
-      size = 0;
+      if (pending.length > 0) write(pending);
+      pending = '';
     },
   };
 }

@@ -1,5 +1,6 @@
 import type {
   EnumClass,
+  EventClass,
   FieldClass,
   FieldValue,
   IntegerClass,
@@ -177,6 +178,29 @@ function formatStruct(
   return parts.length === 0 ? '{ }' : `{ ${parts.join(', ')} }`;
 }
 
+/** A struct's members as `{ name = value, ... }`, compiled once per struct class (members left out by `skip`). */
+function compileStruct(
+  type: StructClass,
+  skip: ((member: StructMember) => boolean) | undefined,
+): (value: { readonly [k: string]: FieldValue }) => string {
+  const members = type.members
+    .filter((m) => !skip?.(m))
+    .map((m) => {
+      const t = m.type;
+      const text: (v: FieldValue) => string = t.kind === 'int' && t.base === 10 ? String : (v) => formatValue(v, t);
+      return { name: m.name, label: `${m.name} = `, text };
+    });
+  return (value) => {
+    let out = '';
+    for (const m of members) {
+      const v = Object.hasOwn(value, m.name) ? value[m.name] : undefined;
+      if (v === undefined) continue;
+      out += out === '' ? `{ ${m.label}${m.text(v)}` : `, ${m.label}${m.text(v)}`;
+    }
+    return out === '' ? '{ }' : `${out} }`;
+  };
+}
+
 function clockTime(ns: bigint, localTime: boolean): string {
   if (localTime) {
     // The zone's offset at that instant (whole minutes in practice), applied before taking the time of day.
@@ -210,6 +234,26 @@ export function createBabeltraceTextFormatter(options: BabeltraceTextOptions = {
   if (typeof procname === 'string') prefix += prefix ? `:${procname}` : procname;
   if (typeof vpid === 'number' || typeof vpid === 'bigint') prefix += `${prefix ? ':' : ''}(${vpid})`;
   if (prefix) prefix += ' ';
+  // Per event class: its `name: ` and the scopes it prints, compiled on its first event.
+  const classes = new Map<EventClass, ClassText>();
+  const classText = (cls: EventClass): ClassText => {
+    const stream = options.trace?.streams.get(cls.streamId);
+    const packet = stream?.packetContext;
+    const text: ClassText = {
+      name: `${prefix}${cls.name}: `,
+      packetContext: packet?.members.some((m) => !isPacketContextSpecial(m))
+        ? compileStruct(packet, isPacketContextSpecial)
+        : undefined,
+      streamContext: stream?.eventContext && compileStruct(stream.eventContext, undefined),
+      eventContext: cls.context && compileStruct(cls.context, undefined),
+      payload: cls.payload.members.length > 0 ? compileStruct(cls.payload, undefined) : undefined,
+    };
+    classes.set(cls, text);
+    return text;
+  };
+  // The time of day of the second the last event fell in: within it, only the nanoseconds change.
+  let second = -1n;
+  let secondText = '';
   let last: bigint | undefined;
   return (event) => {
     let line = '';
@@ -219,27 +263,47 @@ export function createBabeltraceTextFormatter(options: BabeltraceTextOptions = {
       if (last !== undefined) {
         const d = ts - last;
         const abs = d < 0n ? -d : d;
-        delta = `${d < 0n ? '-' : '+'}${abs / NS_PER_S}.${String(abs % NS_PER_S).padStart(9, '0')}`;
+        const sign = d < 0n ? '-' : '+';
+        if (abs < 9_000_000_000_000_000n) {
+          const n = Number(abs);
+          const frac = n % 1e9;
+          delta = `${sign}${(n - frac) / 1e9}.${String(frac).padStart(9, '0')}`;
+        } else delta = `${sign}${abs / NS_PER_S}.${String(abs % NS_PER_S).padStart(9, '0')}`;
       }
       last = ts;
-      line = `[${clockTime(ts, localTime)}] (${delta}) `;
+      const within = ts - second;
+      if (second < 0n || within < 0n || within >= NS_PER_S) {
+        const text = clockTime(ts, localTime);
+        // Whole seconds only from the epoch on; earlier times are formatted one by one.
+        if (ts >= 0n) {
+          second = ts - (ts % NS_PER_S);
+          secondText = text.slice(0, -9);
+        } else second = -1n;
+        line = `[${text}] (${delta}) `;
+      } else line = `[${secondText}${String(Number(within)).padStart(9, '0')}] (${delta}) `;
     }
     const cls = event.eventClass;
-    line += `${prefix}${cls.name}: `;
+    const text = classes.get(cls) ?? classText(cls);
+    line += text.name;
     const parts: string[] = [];
-    const stream = options.trace?.streams.get(cls.streamId);
     const scopes = event.scopes;
     const packetContext = scopes?.['stream.packet.context'];
-    if (packetContext && stream?.packetContext) {
-      if (stream.packetContext.members.some((m) => !isPacketContextSpecial(m))) {
-        parts.push(formatStruct(packetContext, stream.packetContext, isPacketContextSpecial));
-      }
-    }
+    if (packetContext && text.packetContext) parts.push(text.packetContext(packetContext));
     const streamContext = scopes?.['stream.event.context'];
-    if (streamContext && stream?.eventContext) parts.push(formatStruct(streamContext, stream.eventContext, undefined));
+    if (streamContext && text.streamContext) parts.push(text.streamContext(streamContext));
     const eventContext = scopes?.['event.context'];
-    if (eventContext && cls.context) parts.push(formatStruct(eventContext, cls.context, undefined));
-    if (cls.payload.members.length > 0) parts.push(formatStruct(event.fields, cls.payload, undefined));
+    if (eventContext && text.eventContext) parts.push(text.eventContext(eventContext));
+    if (text.payload) parts.push(text.payload(event.fields));
     return line + parts.join(', ');
   };
+}
+
+/** What one event class prints besides its fields' values. */
+interface ClassText {
+  /** `host:proc:(vpid) name: `. */
+  readonly name: string;
+  readonly packetContext: ((value: { readonly [k: string]: FieldValue }) => string) | undefined;
+  readonly streamContext: ((value: { readonly [k: string]: FieldValue }) => string) | undefined;
+  readonly eventContext: ((value: { readonly [k: string]: FieldValue }) => string) | undefined;
+  readonly payload: ((value: { readonly [k: string]: FieldValue }) => string) | undefined;
 }

@@ -347,9 +347,17 @@ class Parser {
   identifier(name: string): Expr {
     const inTable = this.tableDepth > 0;
     if (!inTable) this.reads++;
+    // The address is the same for every event read with the same symbols.
+    let symbols: Kallsyms | undefined;
+    let address = 0n;
     return (c) => {
       if (c.style === 'kernel') throw new Unsupported(`identifier ${name}`);
-      return inTable ? 0n : (c.kallsyms?.lookupName(name) ?? 0n);
+      if (inTable) return 0n;
+      if (c.kallsyms !== symbols) {
+        symbols = c.kallsyms;
+        address = symbols?.lookupName(name) ?? 0n;
+      }
+      return address;
     };
   }
   call(name: string): Expr {
@@ -507,12 +515,28 @@ function helper(name: string, args: Expr[], constants: WeakSet<Expr>): Expr {
       };
     case '__print_flags': {
       const flags = table(args.slice(2), constants);
+      // With a constant table, a value's text is the same for every event with that delimiter (the kernel writes a
+      // literal one): kept per value, as flag words repeat.
+      const memo = args.slice(2).every((e) => constants.has(e)) ? new Map<bigint, string>() : undefined;
+      let memoDelim: string | undefined;
       return (c) => {
         const value = num(args[0]!(c));
         const delim = args[1]!(c);
         if (typeof delim !== 'string') throw new Unsupported('delimiter');
+        if (memo !== undefined && c.style === 'trace-cmd') {
+          if (delim !== memoDelim) {
+            memo.clear();
+            memoDelim = delim;
+          }
+          const known = memo.get(value);
+          if (known !== undefined) return known;
+        }
         const entries = flags(c);
-        if (c.style === 'trace-cmd') return traceCmdFlags(value, delim, entries);
+        if (c.style === 'trace-cmd') {
+          const text = traceCmdFlags(value, delim, entries);
+          if (memo !== undefined && memo.size < 1 << 12) memo.set(value, text);
+          return text;
+        }
         const out: string[] = [];
         let rest = value;
         for (const [bits, label] of entries) {

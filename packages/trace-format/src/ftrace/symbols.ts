@@ -16,6 +16,10 @@ export class Kallsyms {
   readonly #textIndex: Uint32Array | undefined;
   readonly #textAddrs: BigUint64Array;
   #byName: Map<string, bigint> | undefined;
+  readonly #found = new Map<
+    bigint,
+    Readonly<{ name: string; offset: bigint; size?: bigint; module?: string }> | undefined
+  >();
 
   private constructor(
     addrs: BigUint64Array,
@@ -83,19 +87,27 @@ export class Kallsyms {
    * The function containing `addr`: its name, the offset into it, its size (up to the next function, as the kernel
    * reckons it; undefined for the last one) and module. Undefined below the first function.
    */
-  lookup(addr: bigint): { name: string; offset: bigint; size?: bigint; module?: string } | undefined {
+  lookup(addr: bigint): Readonly<{ name: string; offset: bigint; size?: bigint; module?: string }> | undefined {
+    // Traces name the same call sites over and over: each address is searched once.
+    const known = this.#found.get(addr);
+    if (known !== undefined || this.#found.has(addr)) return known;
     const a = this.#textAddrs;
     const at = floor(a, addr);
-    if (at < 0) return undefined;
-    const i = this.#textIndex === undefined ? at : this.#textIndex[at]!;
-    const next = a[at + 1];
-    const module = this.#modules[i];
-    return {
-      name: this.#names[i]!,
-      offset: addr - a[at]!,
-      ...(next !== undefined ? { size: next - a[at]! } : {}),
-      ...(module !== undefined ? { module } : {}),
-    };
+    let sym: { name: string; offset: bigint; size?: bigint; module?: string } | undefined;
+    if (at >= 0) {
+      const i = this.#textIndex === undefined ? at : this.#textIndex[at]!;
+      const next = a[at + 1];
+      const module = this.#modules[i];
+      sym = {
+        name: this.#names[i]!,
+        offset: addr - a[at]!,
+        ...(next !== undefined ? { size: next - a[at]! } : {}),
+        ...(module !== undefined ? { module } : {}),
+      };
+    }
+    if (this.#found.size >= 1 << 16) this.#found.clear();
+    this.#found.set(addr, sym);
+    return sym;
   }
 
   /** `name+0xoff` as `%pS` prints it, `name` when exact, or undefined when unknown. */

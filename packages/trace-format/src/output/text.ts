@@ -36,9 +36,45 @@ export interface FtraceTextOptions {
 interface ClassPrinter {
   readonly format: PrintFormatter | undefined;
   readonly plugin: EventPlugin | undefined;
+  /** The event's name column (`name:` padded), the same for every event of the class. */
+  readonly column: string;
 }
 
 const NS = 1_000_000_000n;
+
+/** The `[CPU]` column, zero-padded to three digits, kept per CPU number. */
+const cpuColumns: string[] = [];
+const cpuColumn = (cpu: number | null): string =>
+  cpu === null ? '???' : cpu >= 0 && cpu < 4096 ? (cpuColumns[cpu] ??= String(cpu).padStart(3, '0')) : String(cpu);
+
+/**
+ * Timestamps as `SECS.FRAC` text. Times of a trace climb slowly, so the seconds are divided out (a BigInt division)
+ * only when an event leaves the second the last one fell in; within it the fraction is plain number arithmetic.
+ */
+function timeText(nanoseconds: boolean): (tsNs: bigint) => string {
+  let base = -1n;
+  let secs = '';
+  return (tsNs) => {
+    // Microseconds are rounded to nearest, as trace-cmd does.
+    const t = nanoseconds ? tsNs : tsNs + 500n;
+    if (t < 0n) {
+      // Before the clock's origin: C's truncating division, as trace-cmd's.
+      const ts = nanoseconds ? t : (t / 1000n) * 1000n;
+      const frac = nanoseconds ? String(ts % NS).padStart(9, '0') : String((ts % NS) / 1000n).padStart(6, '0');
+      return `${String(ts / NS).padStart(5)}.${frac}`;
+    }
+    let within = base < 0n ? -1 : Number(t - base);
+    if (within < 0 || within >= 1e9) {
+      const s = t / NS;
+      base = s * NS;
+      secs = String(s).padStart(5);
+      within = Number(t - base);
+    }
+    return nanoseconds
+      ? `${secs}.${String(within).padStart(9, '0')}`
+      : `${secs}.${String(Math.floor(within / 1000)).padStart(6, '0')}`;
+  };
+}
 
 /** A line formatter (without the final newline; a lost-events line comes first, with its own). */
 export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (event: TraceEvent) => string {
@@ -62,22 +98,33 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
     }
     return symbols;
   };
+  const time = timeText(options.nanoseconds === true);
+  // The `comm-pid` column per pid, kept while the task's name stays what it was.
+  const whoColumns = new Map<number, { readonly comm: string; readonly text: string }>();
+  const who = (pid: FieldValue | undefined): string => {
+    if (typeof pid !== 'number') return `${'<...>'.padStart(16)}-${'?'.padEnd(5)}`;
+    const comm = pid === 0 ? '<idle>' : (tasks.get(pid) ?? '<...>');
+    const known = whoColumns.get(pid);
+    if (known !== undefined && known.comm === comm) return known.text;
+    const text = `${comm.padStart(16)}-${String(pid).padEnd(5)}`;
+    if (whoColumns.size < 1 << 16) whoColumns.set(pid, { comm, text });
+    return text;
+  };
   return (event) => {
-    const pid = event.scopes?.['event.context']?.common_pid;
-    const comm = typeof pid !== 'number' ? '<...>' : pid === 0 ? '<idle>' : (tasks.get(pid) ?? '<...>');
-    const cpu = event.cpu === null ? '???' : String(event.cpu).padStart(3, '0');
-    // Microseconds are rounded to nearest, as trace-cmd does.
-    const ts = options.nanoseconds ? event.tsNs : ((event.tsNs + 500n) / 1000n) * 1000n;
-    const frac = options.nanoseconds ? String(ts % NS).padStart(9, '0') : String((ts % NS) / 1000n).padStart(6, '0');
     const cls = event.eventClass;
-    const name = cls.ftrace?.event ?? cls.name;
+    let printer = printers.get(cls);
+    if (printer === undefined) {
+      printer = {
+        format: options.raw ? undefined : compilePrintFormat(cls),
+        plugin: usePlugins ? compileEventPlugin(cls) : undefined,
+        column: `${cls.ftrace?.event ?? cls.name}:`.padEnd(21),
+      };
+      printers.set(cls, printer);
+    }
+    // Before the body: a sched plugin may learn this task's name while printing, for later lines.
+    const task = who(event.scopes?.['event.context']?.common_pid);
     let body: string | undefined;
     if (!options.raw) {
-      let printer = printers.get(cls);
-      if (printer === undefined) {
-        printer = { format: compilePrintFormat(cls), plugin: usePlugins ? compileEventPlugin(cls) : undefined };
-        printers.set(cls, printer);
-      }
       const plugin = printer.plugin;
       const { printk } = options;
       if (plugin === undefined) body = printer.format?.(event, kallsyms(), 'trace-cmd', printk);
@@ -88,14 +135,11 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
       } else body = plugin.print(event, kallsyms(), tasks) ?? printer.format?.(event, kallsyms(), 'trace-cmd', printk);
     }
     body ??= fieldsText(event, kallsyms());
-    const who = `${comm.padStart(16)}-${String(typeof pid === 'number' ? pid : '?').padEnd(5)}`;
+    const line = `${task} [${cpuColumn(event.cpu)}] ${time(event.tsNs)}: ${printer.column} ${body}`;
     // The kernel lost events before this one's page: trace-cmd says so on a line of its own, before the event.
     const lost = event.scopes?.lost;
-    const dropped =
-      lost === undefined
-        ? ''
-        : `CPU:${event.cpu} [${typeof lost.events === 'number' ? `${lost.events} ` : ''}EVENTS DROPPED]\n`;
-    return `${dropped}${who} [${cpu}] ${String(ts / NS).padStart(5)}.${frac}: ${`${name}:`.padEnd(21)} ${body}`;
+    if (lost === undefined) return line;
+    return `CPU:${event.cpu} [${typeof lost.events === 'number' ? `${lost.events} ` : ''}EVENTS DROPPED]\n${line}`;
   };
 }
 

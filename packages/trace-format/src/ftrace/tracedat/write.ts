@@ -77,7 +77,13 @@ export function encodeTraceDat(
     printk: options.printk ?? '',
     clock: options.clock ?? 'local',
   };
-  const bytes = version === 6 ? writeV6(meta, cpuPages, pageSize) : writeV7(meta, cpuPages, pageSize, compression);
+  let bytes: Buffer;
+  if (version === 6) bytes = writeV6(meta, cpuPages, pageSize);
+  else {
+    const sink = memorySink();
+    writeV7(meta, cpuPages.map(inMemory), pageSize, compression, sink);
+    bytes = sink.bytes();
+  }
   return { bytes, events: count, synthesized: classes.synthesized };
 }
 
@@ -153,7 +159,7 @@ export interface TraceDatPagesInput {
 
 /** Options of {@link writeTraceDatPages}. */
 export interface TraceDatPagesOptions extends OutputAccess {
-  /** File version. Default 6: streamed, pages never held in memory. Version 7 holds each CPU's pages to compress them. */
+  /** File version. Default 6. Either is streamed: version 7 compresses each CPU's pages ten at a time as they come. */
   readonly version?: 6 | 7;
   /** Version 7 compression. Default `zstd`. */
   readonly compression?: 'none' | 'zstd' | 'zlib';
@@ -178,10 +184,12 @@ export function writeTraceDatPages(
   const cpus = input.cpus.length === 0 ? [{ size: 0, chunks: () => [] }] : input.cpus;
   const checked = (cpu: number) => checkedChunks(cpus[cpu]!, cpu, file);
   if (version === 7) {
-    const pages = cpus.map((_, cpu) => Buffer.concat([...checked(cpu)]));
-    const bytes = writeV7(meta, pages, pageSize, options.compression ?? 'zstd');
-    writeBytesAtomically(file, bytes, options);
-    return bytes.length;
+    const compression = options.compression ?? 'zstd';
+    return writeFileAtomically(
+      file,
+      (fd) => writeV7(meta, cpus, pageSize, compression, { write: (bytes, at) => putBytes(fd, bytes, at) }, file),
+      options,
+    );
   }
   const head = v6HeadParts(
     meta,
@@ -719,9 +727,46 @@ function writeV6(meta: Meta, cpuPages: Buffer[], pageSize: number): Buffer {
 /** node:zlib, loaded when a file is compressed: loading it is a measurable share of a short recording's start. */
 const zlib = () => process.getBuiltinModule('node:zlib') as typeof import('node:zlib');
 
-function writeV7(meta: Meta, cpuPages: Buffer[], pageSize: number, compression: 'none' | 'zstd' | 'zlib'): Buffer {
+/** Where {@link writeV7} puts its bytes: positional writes, each at most once per byte. */
+interface Sink {
+  write(bytes: Uint8Array, at: number): void;
+}
+
+/** A {@link Sink} in memory, for {@link encodeTraceDat}. */
+function memorySink(): Sink & { bytes(): Buffer } {
+  const parts: [Uint8Array, number][] = [];
+  let end = 0;
+  return {
+    write(bytes, at) {
+      parts.push([bytes, at]);
+      end = Math.max(end, at + bytes.length);
+    },
+    bytes() {
+      const out = Buffer.alloc(end);
+      for (const [bytes, at] of parts) out.set(bytes, at);
+      return out;
+    },
+  };
+}
+
+/** One CPU's pages as {@link TraceDatCpuPages} offers them, from bytes in memory. */
+const inMemory = (pages: Buffer): TraceDatCpuPages => ({ size: pages.length, chunks: () => [pages] });
+
+/**
+ * Writes a version 7 file to `sink` and returns its size. Each CPU's pages are compressed in chunks of 10 pages
+ * (as trace-cmd does) as they are read and written out at once, so no more than a chunk of them is held.
+ */
+function writeV7(
+  meta: Meta,
+  cpus: readonly TraceDatCpuPages[],
+  pageSize: number,
+  compression: 'none' | 'zstd' | 'zlib',
+  sink: Sink,
+  file?: string,
+): number {
   const { clock } = meta;
-  const o = new Out();
+  let o = new Out();
+  let base = 0;
   start(o, 7, pageSize);
   o.str(
     compression === 'none'
@@ -741,7 +786,7 @@ function writeV7(meta: Meta, cpuPages: Buffer[], pageSize: number, compression: 
   const compress = (data: Buffer) =>
     compression === 'zstd' ? zlib().zstdCompressSync(data) : compression === 'zlib' ? zlib().deflateSync(data) : data;
   const section = (id: number, description: string | number, content: Buffer, compressible: boolean): number => {
-    const at = o.length;
+    const at = base + o.length;
     const packed = compressible && compression !== 'none';
     const body = packed ? Buffer.concat([u32(0), u32(content.length), compress(content)]) : content;
     if (packed) body.writeUInt32LE(body.length - 8, 0);
@@ -802,44 +847,74 @@ function writeV7(meta: Meta, cpuPages: Buffer[], pageSize: number, compression: 
     }),
     true,
   );
-  // Flyrecord section: CPU data page-aligned inside it; compressed CPU data is a chunk list.
-  const cpuBlobs = cpuPages.map((p) => {
-    if (compression === 'none' || p.length === 0) return p;
-    const chunks: Buffer[] = [];
-    const chunkSize = pageSize * 10;
-    for (let i = 0; i < p.length; i += chunkSize) {
-      const raw = p.subarray(i, i + chunkSize);
-      const z = compress(raw);
-      chunks.push(u32(z.length), u32(raw.length), z);
-    }
-    return Buffer.concat([u32(chunks.length / 3), ...chunks]);
-  });
+  // Flyrecord section: CPU data page-aligned inside it; compressed CPU data is a chunk list. Its header, whose size
+  // is known once the data is written, is written last.
   const flyAt = o.length;
   const headerSize = 16;
+  const head = o.bytes();
+  sink.write(head, 0);
   let at = Math.ceil((flyAt + headerSize) / pageSize) * pageSize;
-  const cpuTable = cpuBlobs.map((blob, cpu) => {
-    const entry = {
-      cpu,
-      offset: blob.length === 0 ? 0 : at,
-      size: compression === 'none' ? blob.length : Math.max(0, blob.length - 4),
-    };
-    if (blob.length > 0) at = Math.ceil((at + blob.length) / pageSize) * pageSize;
-    return entry;
+  const chunkSize = pageSize * 10;
+  const cpuTable = cpus.map((pages, cpu) => {
+    const chunks = checkedChunks(pages, cpu, file);
+    if (pages.size === 0) {
+      for (const _ of chunks);
+      return { cpu, offset: 0, size: 0 };
+    }
+    const offset = at;
+    let end = offset;
+    if (compression === 'none') {
+      for (const chunk of chunks) {
+        sink.write(chunk, end);
+        end += chunk.length;
+      }
+    } else {
+      let count = 0;
+      end += 4;
+      const put = (raw: Uint8Array) => {
+        const z = compress(raw as Buffer);
+        sink.write(Buffer.concat([u32(z.length), u32(raw.length), z]), end);
+        end += 8 + z.length;
+        count++;
+      };
+      const carry = Buffer.allocUnsafe(chunkSize);
+      let held = 0;
+      for (const chunk of chunks) {
+        let i = 0;
+        while (i < chunk.length) {
+          if (held === 0 && chunk.length - i >= chunkSize) {
+            put(chunk.subarray(i, i + chunkSize));
+            i += chunkSize;
+            continue;
+          }
+          const n = Math.min(chunkSize - held, chunk.length - i);
+          carry.set(chunk.subarray(i, i + n), held);
+          held += n;
+          i += n;
+          if (held === chunkSize) {
+            put(carry);
+            held = 0;
+          }
+        }
+      }
+      if (held > 0) put(carry.subarray(0, held));
+      sink.write(u32(count), offset);
+    }
+    at = Math.ceil(end / pageSize) * pageSize;
+    return { cpu, offset, size: end - offset - (compression === 'none' ? 0 : 4) };
   });
-  const flyEnd = cpuBlobs.length === 0 ? flyAt + headerSize : Math.max(flyAt + headerSize, at);
-  o.u16(OPTION.buffer);
-  o.u16(compression === 'none' ? 0 : SECTION_COMPRESSED);
-  o.u32(stringId('buffer flyrecord'));
-  o.u64(flyEnd - flyAt - headerSize);
-  for (const [cpu, blob] of cpuBlobs.entries()) {
-    if (blob.length === 0) continue;
-    o.put(Buffer.alloc(cpuTable[cpu]!.offset - o.length));
-    o.put(blob);
-  }
-  o.put(Buffer.alloc(flyEnd - o.length));
+  const flyEnd = Math.max(flyAt + headerSize, at);
+  const fly = new Out();
+  fly.u16(OPTION.buffer);
+  fly.u16(compression === 'none' ? 0 : SECTION_COMPRESSED);
+  fly.u32(stringId('buffer flyrecord'));
+  fly.u64(flyEnd - flyAt - headerSize);
+  sink.write(fly.bytes(), flyAt);
+  o = new Out();
+  base = flyEnd;
   // Options: the metadata references and the buffer description, then the strings.
   const opts = new Out();
-  commonOptions(opts, meta, cpuPages.length);
+  commonOptions(opts, meta, cpus.length);
   for (const [id, off] of [
     [OPTION.headerInfo, headersAt],
     [OPTION.ftraceEvents, ftraceAt],
@@ -865,8 +940,10 @@ function writeV7(meta: Meta, cpuPages: Buffer[], pageSize: number, compression: 
   const optionsAt = section(OPTION.done, 'options', opts.bytes(), false);
   const stringsId = stringId('strings');
   section(OPTION.strings, stringsId, Buffer.from(strings.join('')), false);
-  const bytes = o.bytes();
-  bytes.writeBigUInt64LE(BigInt(optionsAt), firstOptionsAt);
-  if (bytes.length > 2 ** 53) throw new TraceFormatError('ERR_TRACE_DAT', 'trace too large');
-  return bytes;
+  const tail = o.bytes();
+  sink.write(tail, base);
+  const size = base + tail.length;
+  if (size > 2 ** 53) throw new TraceFormatError('ERR_TRACE_DAT', 'trace too large');
+  sink.write(u64(optionsAt), firstOptionsAt);
+  return size;
 }
