@@ -37,8 +37,6 @@ const NS = 1_000_000_000n;
 
 /** A line formatter (without the final newline; a lost-events line comes first, with its own). */
 export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (event: TraceEvent) => string {
-  const printers = new Map<EventClass, ClassPrinter>();
-  const usePlugins = options.plugins !== false && !options.raw;
   // Saved cmdlines, then the names the sched plugins learn as they print (trace-cmd's table of task names).
   let learnt: Map<number, string> | undefined;
   const tasks: TaskNames = {
@@ -48,6 +46,50 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
       learnt.set(pid, comm);
     },
   };
+  const bodyOf = createFtraceBodyFormatter({ ...options, tasks });
+  return (event) => {
+    const pid = event.scopes?.['event.context']?.common_pid;
+    const comm = typeof pid !== 'number' ? '<...>' : pid === 0 ? '<idle>' : (tasks.get(pid) ?? '<...>');
+    const cpu = event.cpu === null ? '???' : String(event.cpu).padStart(3, '0');
+    const [secs, frac] = ftraceTimestamp(event.tsNs, options.nanoseconds).split('.');
+    const cls = event.eventClass;
+    const name = cls.ftrace?.event ?? cls.name;
+    const body = bodyOf(event);
+    const who = `${comm.padStart(16)}-${String(typeof pid === 'number' ? pid : '?').padEnd(5)}`;
+    // The kernel lost events before this one's page: trace-cmd says so on a line of its own, before the event.
+    const lost = event.scopes?.lost;
+    const dropped =
+      lost === undefined
+        ? ''
+        : `CPU:${event.cpu} [${typeof lost.events === 'number' ? `${lost.events} ` : ''}EVENTS DROPPED]\n`;
+    return `${dropped}${who} [${cpu}] ${secs!.padStart(5)}.${frac}: ${`${name}:`.padEnd(21)} ${body}`;
+  };
+}
+
+/**
+ * A time stamp as `trace-cmd report` prints it: `SECS.USECS`, microseconds rounded to nearest, or `SECS.NSECS`
+ * with `nanoseconds`.
+ */
+export function ftraceTimestamp(tsNs: bigint, nanoseconds = false): string {
+  if (nanoseconds) return `${tsNs / NS}.${String(tsNs % NS).padStart(9, '0')}`;
+  const us = (tsNs + 500n) / 1000n;
+  return `${us / 1_000_000n}.${String(us % 1_000_000n).padStart(6, '0')}`;
+}
+
+/** Options of {@link createFtraceBodyFormatter}. */
+export interface FtraceBodyOptions extends Pick<FtraceTextOptions, 'kallsyms' | 'raw' | 'plugins'> {
+  /** Task names for the plugins that print them (sched_switch...), which also learn names as they print. */
+  readonly tasks?: TaskNames;
+}
+
+/**
+ * The body of an event's line as {@link createFtraceTextFormatter} prints it after `EVENT:` (its `print fmt`
+ * evaluated, a plugin's text, or its fields): for viewers that lay out the task, CPU and time themselves.
+ */
+export function createFtraceBodyFormatter(options: FtraceBodyOptions = {}): (event: TraceEvent) => string {
+  const printers = new Map<EventClass, ClassPrinter>();
+  const usePlugins = options.plugins !== false && !options.raw;
+  const tasks: TaskNames = options.tasks ?? { get: () => undefined, learn: () => {} };
   let symbols: Kallsyms | undefined;
   let symbolsLoaded = false;
   const kallsyms = () => {
@@ -58,14 +100,7 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
     return symbols;
   };
   return (event) => {
-    const pid = event.scopes?.['event.context']?.common_pid;
-    const comm = typeof pid !== 'number' ? '<...>' : pid === 0 ? '<idle>' : (tasks.get(pid) ?? '<...>');
-    const cpu = event.cpu === null ? '???' : String(event.cpu).padStart(3, '0');
-    // Microseconds are rounded to nearest, as trace-cmd does.
-    const ts = options.nanoseconds ? event.tsNs : ((event.tsNs + 500n) / 1000n) * 1000n;
-    const frac = options.nanoseconds ? String(ts % NS).padStart(9, '0') : String((ts % NS) / 1000n).padStart(6, '0');
     const cls = event.eventClass;
-    const name = cls.ftrace?.event ?? cls.name;
     let body: string | undefined;
     if (!options.raw) {
       let printer = printers.get(cls);
@@ -81,15 +116,7 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
         body = before + after;
       } else body = plugin.print(event, kallsyms(), tasks) ?? printer.format?.(event, kallsyms());
     }
-    body ??= fieldsText(event, kallsyms());
-    const who = `${comm.padStart(16)}-${String(typeof pid === 'number' ? pid : '?').padEnd(5)}`;
-    // The kernel lost events before this one's page: trace-cmd says so on a line of its own, before the event.
-    const lost = event.scopes?.lost;
-    const dropped =
-      lost === undefined
-        ? ''
-        : `CPU:${event.cpu} [${typeof lost.events === 'number' ? `${lost.events} ` : ''}EVENTS DROPPED]\n`;
-    return `${dropped}${who} [${cpu}] ${String(ts / NS).padStart(5)}.${frac}: ${`${name}:`.padEnd(21)} ${body}`;
+    return body ?? fieldsText(event, kallsyms());
   };
 }
 
@@ -97,11 +124,12 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
 export function fieldsText(event: TraceEvent, kallsyms?: Kallsyms): string {
   const types = new Map(event.eventClass.payload.members.map((m) => [m.name, m.type]));
   return Object.entries(event.fields)
-    .map(([k, v]) => `${k}=${valueText(v, types.get(k), kallsyms)}`)
+    .map(([k, v]) => `${k}=${fieldValueText(v, types.get(k), kallsyms)}`)
     .join(' ');
 }
 
-function valueText(v: FieldValue, type: FieldClass | undefined, kallsyms: Kallsyms | undefined): string {
+/** One field's value as {@link fieldsText} prints it: integers in their class's base, addresses as symbols when known. */
+export function fieldValueText(v: FieldValue, type: FieldClass | undefined, kallsyms?: Kallsyms): string {
   if (typeof v === 'bigint' || typeof v === 'number') {
     if (type?.kind === 'int' && type.base === 16) {
       const a = BigInt.asUintN(type.size, BigInt(v));
@@ -115,9 +143,9 @@ function valueText(v: FieldValue, type: FieldClass | undefined, kallsyms: Kallsy
   if (Array.isArray(v)) {
     const element =
       type?.kind === 'array' || type?.kind === 'sequence' || type?.kind === 'dynamic' ? type.element : undefined;
-    return `[${v.map((x) => valueText(x, element, kallsyms)).join(',')}]`;
+    return `[${v.map((x) => fieldValueText(x, element, kallsyms)).join(',')}]`;
   }
   return `{${Object.entries(v)
-    .map(([k, x]) => `${k}=${valueText(x as FieldValue, undefined, kallsyms)}`)
+    .map(([k, x]) => `${k}=${fieldValueText(x as FieldValue, undefined, kallsyms)}`)
     .join(' ')}}`;
 }
