@@ -505,7 +505,7 @@ function Timeline(props: {
         </Text>
       ))}
       <Text wrap="truncate" color={colour('gray')}>
-        {fit(density.span === 0n ? '' : `${deltaText(density.span).replace('+', '')}`, label)}
+        {fit('', label)}
         {ruler.join('')}
       </Text>
     </Box>
