@@ -61,10 +61,10 @@ function tablesOf(db: string): string[] {
 
 /**
  * Starts `rasdaemon -f -r` with `dir` as its state directory, waits until its database holds all of
- * {@link RASDAEMON_TABLES}, stops it with SIGTERM and removes the tracefs instance it leaves. Returns the database
- * path and how long the tables took.
+ * {@link RASDAEMON_TABLES} (it makes them at start; the wait is long for a loaded machine), stops it with SIGTERM and
+ * removes the tracefs instance it leaves. Returns the database path.
  */
-export async function rasdaemonDatabase(dir: string, timeoutMs = 10_000): Promise<{ db: string; createdMs: number }> {
+export async function rasdaemonDatabase(dir: string, timeoutMs = 10_000): Promise<string> {
   const db = join(dir, 'ras-mc_event.db');
   const [cmd, args] = inNamespace(dir, 'exec rasdaemon -f -r');
   const started = performance.now();
@@ -72,13 +72,11 @@ export async function rasdaemonDatabase(dir: string, timeoutMs = 10_000): Promis
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  let createdMs = -1;
+  let created = false;
   try {
     while (performance.now() - started < timeoutMs && child.exitCode === null) {
-      if (RASDAEMON_TABLES.every((t) => tablesOf(db).includes(t))) {
-        createdMs = performance.now() - started;
-        break;
-      }
+      created = RASDAEMON_TABLES.every((t) => tablesOf(db).includes(t));
+      if (created) break;
       await new Promise((r) => setTimeout(r, 20));
     }
   } finally {
@@ -87,10 +85,8 @@ export async function rasdaemonDatabase(dir: string, timeoutMs = 10_000): Promis
     const instance = join(tracefsRoot() ?? '/sys/kernel/tracing', 'instances', 'rasdaemon');
     if (existsSync(instance)) rmdirSync(instance);
   }
-  if (createdMs < 0) {
-    throw new Error(`rasdaemon -f -r created no ${RASDAEMON_TABLES.join(', ')} in ${db}:\n${stderr}`);
-  }
-  return { db, createdMs };
+  if (!created) throw new Error(`rasdaemon -f -r created no ${RASDAEMON_TABLES.join(', ')} in ${db}:\n${stderr}`);
+  return db;
 }
 
 /** `ras-mc-ctl ARGS` reading the database in `dir` (its fixed path, in a private mount namespace). */
