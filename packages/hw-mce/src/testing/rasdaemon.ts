@@ -31,6 +31,11 @@ export function rasdaemonUnavailable(): string {
   for (const tool of ['rasdaemon', 'ras-mc-ctl', 'unshare', 'sqlite3', 'modprobe']) {
     if (!onPath(tool)) return `${tool} is not installed (tooling/ci/apt-packages.txt)`;
   }
+  try {
+    execFileSync('unshare', ['-m', 'true'], { stdio: 'ignore' });
+  } catch {
+    return 'no private mount namespace here (unshare -m failed)';
+  }
   const tracefs = tracefsRoot();
   if (tracefs === undefined) return 'tracefs is not mounted (rasdaemon reads its events there)';
   if (existsSync(join(tracefs, 'instances', 'rasdaemon'))) return 'a rasdaemon instance exists: rasdaemon runs here';
