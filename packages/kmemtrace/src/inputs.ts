@@ -80,7 +80,8 @@ export function requireKmemEvents<S extends KmemSource & { readonly events: read
   file: string,
 ): S {
   if (source.events.length === 0) {
-    const skipped = source.diagnostics.length > 0 ? ` (${source.diagnostics.length} problems skipped)` : '';
+    const n = source.diagnostics.length;
+    const skipped = n > 0 ? ` (${n} problem${n === 1 ? '' : 's'} skipped)` : '';
     throw new KmemError('ERR_KMEM_INPUT', `no kmem event${skipped}: expected ${EXPECTED}`, { file });
   }
   return source;

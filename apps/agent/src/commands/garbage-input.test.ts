@@ -6,7 +6,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -175,6 +175,15 @@ describe("an input with nothing of the decoder's kind is refused by the CLI", ()
     const [trace, lenientTrace] = await refused('kmem', 'report', sched);
     expect(trace).toBe(`evtrace: ERR_KMEM_INPUT: ${sched}: a trace without kmem event classes: ${KMEM_EXPECTED}\n`);
     expect(lenientTrace).toBe(trace);
+    // A kmemtrace relay directory whose cpu0 holds text: strict names the record, --lenient counts it.
+    const relay = join(dir, 'relay');
+    mkdirSync(relay);
+    writeFileSync(join(relay, 'cpu0'), 'hello\nworld\n');
+    const [record, lenientRelay] = await refused('kmem', 'report', relay);
+    expect(record).toMatch(new RegExp(`^evtrace: ERR_KMEMTRACE_RECORD: ${relay}/cpu0: byte 0: truncated record`));
+    expect(lenientRelay).toBe(
+      `evtrace: ERR_KMEM_INPUT: ${relay}: no kmem event (1 problem skipped): ${KMEM_EXPECTED}\n`,
+    );
     const [diff] = await refused('kmem', 'diff', hello, hello);
     expect(diff).toBe(strict);
   });
@@ -188,7 +197,7 @@ describe("an input with nothing of the decoder's kind is refused by the CLI", ()
       const [strict, lenient] = await refused('kmem', 'report', data);
       expect(strict).toMatch(
         new RegExp(
-          `^evtrace: ERR_KMEM_INPUT: ${data} \\(perf script\\): no kmem event \\(\\d+ problems skipped\\): ${KMEM_EXPECTED}\\n$`,
+          `^evtrace: ERR_KMEM_INPUT: ${data} \\(perf script\\): no kmem event \\(\\d+ problems? skipped\\): ${KMEM_EXPECTED}\\n$`,
         ),
       );
       expect(lenient).toBe(strict);
