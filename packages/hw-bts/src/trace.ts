@@ -101,25 +101,36 @@ export function attributeTasks(list: BranchList, switches: readonly TaskSwitch[]
   }
 }
 
-/** Opens a trace (trace.dat, CTF directory, raw-pages directory) and reads its branches, tasks attributed. */
+/**
+ * Opens a trace (trace.dat, CTF directory, raw-pages directory) and reads its branches, tasks attributed.
+ * @throws BtsError `ERR_BTS_FORMAT` when it is not a readable trace, or holds no `bts:branch` event.
+ */
 export function readTraceBranches(path: string): TraceBranches {
   let reader: ReturnType<typeof openTrace>;
   try {
     reader = openTrace(path, { lenient: true });
   } catch (error) {
-    if (error instanceof TraceFormatError) throw new BtsError('ERR_BTS_FORMAT', error.message, { source: path }, error);
-    throw error;
+    throw traceError(error, path);
   }
   let found: ReturnType<typeof branchesFromEvents>;
   try {
     found = branchesFromEvents(reader.events());
   } catch (error) {
-    if (error instanceof TraceFormatError) throw new BtsError('ERR_BTS_FORMAT', error.message, { source: path }, error);
-    throw error;
+    throw traceError(error, path);
   }
   const notes = reader.warnings.map((w) => `trace: ${w}`);
   if (found.skipped > 0) notes.push(`${found.skipped} bts:branch events without integer from/to fields skipped`);
-  if (found.branches.length === 0) notes.push('no bts:branch events in this trace');
+  // A trace of other events holds nothing to report: refused as any input without a branch.
+  if (found.branches.length === 0) {
+    const skipped = found.skipped > 0 ? ` (${found.skipped} without integer from/to fields skipped)` : '';
+    throw new BtsError(
+      'ERR_BTS_FORMAT',
+      `no bts:branch event in this trace${skipped}: expected a trace of bts:branch events`,
+      {
+        source: path,
+      },
+    );
+  }
   const meta = (reader as { metadata?: FtraceMetadata }).metadata;
   const kallsyms = meta?.kallsyms();
   return {
@@ -129,4 +140,12 @@ export function readTraceBranches(path: string): TraceBranches {
     switches: found.switches,
     ...(kallsyms !== undefined ? { kallsyms } : {}),
   };
+}
+
+/** A trace-format error as a BtsError; its message already starts with the file it names, which is not repeated. */
+function traceError(error: unknown, path: string): unknown {
+  if (!(error instanceof TraceFormatError)) return error;
+  const source = error.location.file ?? path;
+  const message = error.message.startsWith(`${source}: `) ? error.message.slice(source.length + 2) : error.message;
+  return new BtsError('ERR_BTS_FORMAT', message, { source }, error);
 }

@@ -22,6 +22,7 @@ export {
   type KmemInputKind,
   type OpenKmemOptions,
   openKmemInput,
+  perfScriptSource,
   readKmemtrace,
   requireKmemEvents,
 } from './inputs.ts';

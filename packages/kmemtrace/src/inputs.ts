@@ -80,10 +80,27 @@ export function requireKmemEvents<S extends KmemSource & { readonly events: read
   file: string,
 ): S {
   if (source.events.length === 0) {
-    const skipped = source.diagnostics.length > 0 ? ` (${source.diagnostics.length} problems skipped)` : '';
+    const n = source.diagnostics.length;
+    const skipped = n > 0 ? ` (${n} problem${n === 1 ? '' : 's'} skipped)` : '';
     throw new KmemError('ERR_KMEM_INPUT', `no kmem event${skipped}: expected ${EXPECTED}`, { file });
   }
   return source;
+}
+
+/**
+ * perf script text as a kmem source. A text with no kmem event at all is refused as such (`ERR_KMEM_INPUT`: what was
+ * expected, how many lines were not), not by the syntax error of its first line; one with kmem events fails at its
+ * first malformed line (`ERR_PERF_SCRIPT`) unless `lenient`.
+ */
+export function perfScriptSource(text: string, file: string, lenient = false) {
+  try {
+    return requireKmemEvents(parsePerfScript(text, { file, lenient }), file);
+  } catch (error) {
+    // Only on failure is the text read again, leniently, to tell a wrong input from a damaged one.
+    if (lenient || !(error instanceof KmemError) || error.code !== 'ERR_PERF_SCRIPT') throw error;
+    requireKmemEvents(parsePerfScript(text, { file, lenient: true }), file);
+    throw error;
+  }
 }
 
 function looksLikeText(bytes: Buffer): boolean {
@@ -155,13 +172,7 @@ export function openKmemInput(path: string, options: OpenKmemOptions = {}): Kmem
       return { ...source, diagnostics: reader.warnings as string[] };
     }
     case 'perf-script':
-      return requireKmemEvents(
-        parsePerfScript(readInput(path, { error: inputError }).toString('utf8'), {
-          file: path,
-          lenient: options.lenient === true,
-        }),
-        path,
-      );
+      return perfScriptSource(readInput(path, { error: inputError }).toString('utf8'), path, options.lenient === true);
     case 'kmemtrace':
       return requireKmemEvents(readKmemtrace(path, options), path);
     case 'perf-data':

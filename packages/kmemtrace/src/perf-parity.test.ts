@@ -161,12 +161,17 @@ describe.skipIf(why !== '')(`parity with perf kmem${why ? ` (skipped: ${why})` :
     expect(report.pages!.allocs).toBeGreaterThan(0);
     expect(report.pages!.by_gfp.some((g) => /GFP_/.test(g.gfp_flags))).toBe(true);
     expect(reader.eventClasses.some((c) => c.name === 'kmem:kmalloc')).toBe(true);
-    // evtrace's window contains perf's: with nothing lost, every call site perf saw is there at least as often.
-    if (rec.lost === 0) {
-      const ours = new Map(report.callers!.map((r) => [r.site, r.hit]));
-      const covered = stat.callers.filter((p) => (ours.get(p.key) ?? 0) >= p.hit);
-      expect(covered.length).toBeGreaterThanOrEqual(Math.floor(stat.callers.length * 0.95));
-    }
+    // evtrace's window contains perf's (it starts before perf and stops after): every call site perf saw is there at
+    // least as often, but for the events evtrace's ring buffers lost, each of which leaves one site one hit short.
+    const ours = new Map(report.callers!.map((r) => [r.site, r.hit]));
+    const missing = stat.callers
+      .map((p) => ({ site: p.key, perf: p.hit, evtrace: ours.get(p.key) ?? 0 }))
+      .filter((p) => p.evtrace < p.perf);
+    expect(
+      missing.reduce((n, p) => n + p.perf - p.evtrace, 0),
+      JSON.stringify(missing.slice(0, 10)),
+    ).toBeLessThanOrEqual(rec.lost);
+    expect(s.allocs + rec.lost).toBeGreaterThanOrEqual(stat.summary['Total allocations']!);
   });
 
   it('the same recording as raw pages, trace.dat and CTF gives the same report', () => {

@@ -156,7 +156,7 @@ function report(input: string, o: ReportOptions, io: CliIO): void {
     else out.put(formatCallHistory(decoded.segments));
     out.flush();
     if (decoded.segments.length === 0 && decoded.problems.length > 0)
-      throw new CliExit(ExitCode.Failure, 'no call history could be read');
+      throw new CliExit(ExitCode.Failure, `no call history could be read from ${input} (read as ${decoded.format})`);
     return;
   }
   let symbols = o.symbols === undefined && o.kallsyms === undefined ? undefined : loadSymbols(o, decoded.branches, io);
@@ -165,7 +165,7 @@ function report(input: string, o: ReportOptions, io: CliIO): void {
     symbols = (symbols ?? new Symbolizer()).setKallsyms(decoded.kallsyms);
   let list: BranchList = decoded.branches;
   if (list.length === 0 && decoded.problems.length > 0)
-    throw new CliExit(ExitCode.Failure, `no branches could be read from ${input}`);
+    throw new CliExit(ExitCode.Failure, `no branches could be read from ${input} (read as ${decoded.format})`);
   if (o.task !== undefined) {
     const tid = Number(o.task);
     if (list.length > 0 && !list.tid.subarray(0, list.length).some((t) => t >= 0))

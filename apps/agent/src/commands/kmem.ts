@@ -16,10 +16,9 @@ import {
   LiveKmemAnalysis,
   openKmemInput,
   parseGfpTable,
-  parsePerfScript,
   parseSortKeys,
+  perfScriptSource,
   type ReportOptions,
-  requireKmemEvents,
 } from '@evtrace/kmemtrace';
 import { Kallsyms, readInput, TraceFormatError } from '@evtrace/trace-format';
 import { tracefsInMounts } from '@evtrace/tracefs';
@@ -126,7 +125,7 @@ function openSource(input: string, options: { lenient?: boolean; kallsyms?: stri
         throw new CliExit(ExitCode.Failure, `${input}: a perf.data file, and perf script failed on it: ${why}`);
       }
       const file = `${input} (perf script)`;
-      return requireKmemEvents(parsePerfScript(text, { file, lenient: options.lenient === true }), file);
+      return perfScriptSource(text, file, options.lenient === true);
     }
     return openKmemInput(input, {
       lenient: options.lenient === true,

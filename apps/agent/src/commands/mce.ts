@@ -149,7 +149,7 @@ severity, class, summary, and the decoded details.`,
       if (result.records.length === 0 && edac.length === 0 && counters.length === 0) {
         throw new CliExit(
           ExitCode.Failure,
-          `no machine-check record in ${stdin ? 'stdin' : file} (read as ${result.kind})`,
+          `no machine-check record in ${stdin ? 'stdin' : file} (read as ${result.kind}): expected machine-check records or EDAC memory errors`,
         );
       }
     });
