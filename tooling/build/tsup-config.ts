@@ -1,4 +1,10 @@
-/** The tsup settings every evtrace package builds with: ESM for Node 22, declarations, source maps. */
+/**
+ * The tsup settings every evtrace package builds with: ESM for Node 22, declarations, source maps.
+ *
+ * Libraries keep plain `node:` imports, so that consumers' bundlers and tools see which built-ins they use. The
+ * command-line apps pass `builtins` to take them through `process.getBuiltinModule()` (see node-builtins.ts): their
+ * start-up is what each command pays.
+ */
 import type { Options } from 'tsup';
 import { type NodeBuiltinsOptions, nodeBuiltins } from './node-builtins.ts';
 
@@ -10,10 +16,9 @@ export function packageConfig(options: Options & { builtins?: NodeBuiltinsOption
     sourcemap: true,
     clean: true,
     target: 'node22',
-    // Built-ins reach the plugin with their `node:` prefix instead of tsup's own external marking.
+    // Built-ins keep their `node:` prefix (and reach the plugin with it where an app uses it).
     removeNodeProtocol: false,
-    // node:child_process (with its net and dgram) is needed only when something is spawned.
-    esbuildPlugins: [nodeBuiltins(builtins ?? { lazy: ['node:child_process'] }), ...esbuildPlugins],
+    esbuildPlugins: builtins === undefined ? esbuildPlugins : [nodeBuiltins(builtins), ...esbuildPlugins],
     ...rest,
   };
 }

@@ -63,15 +63,16 @@ raises its priority (nice -20; \`evtrace record\` goes further, to SCHED_FIFO, f
 it keeps up with the load it records.
 With --hardware the agent runs a session named "hardware" (source mce): machine checks (tracefs mce:mce_record, else
 /dev/mcelog) and memory errors (ras:mc_event, else EDAC counter growth), decoded by @evtrace/hw-mce; the metrics
-endpoint adds node_edac_* (node_exporter's names), per-DIMM EDAC counters and machine checks per bank and per DIMM;
+endpoint adds per-DIMM EDAC counters and machine checks per bank and per DIMM, and with --node-edac-metrics the
+per-controller counts under node_exporter's node_edac_* names (leave it off where node_exporter runs its edac collector);
 a leaky-bucket threshold crossed (--mcelog-config, mcelog.conf's format) becomes an evtrace:mce_threshold event of
 the session (what was crossed, where, the count, the action taken and its result), takes a trace-shot of every running
 session and, with --run-triggers, runs the configured trigger command with mcelog's environment. A page whose
 corrected errors cross [page] memory-ce-threshold is offlined through sysfs as memory-ce-action (or --page-offline)
 says: soft, hard or soft-then-hard (account: counted only; off: not tracked); a refusal (EBUSY...) is logged and counted
 in evtrace_mce_threshold_crossings_total{result="failed"}, and the page stays eligible. A [hardware] table in the config
-file sets the same: enabled (--hardware), edac_sysfs, mcelog, mce_instance, mcelog_config, run_triggers,
-page_offline and memory_sysfs; a flag given wins over its key.`,
+file sets the same: enabled (--hardware), edac_sysfs, node_edac_metrics, mcelog, mce_instance, mcelog_config,
+run_triggers, page_offline and memory_sysfs; a flag given wins over its key.`,
     )
     .option('--socket <path>', `control socket (default ${defaultSocketPath()}; env EVTRACE_AGENT_SOCKET)`)
     .option('--group <name>', 'members of this group may control the agent (socket mode 0660)')

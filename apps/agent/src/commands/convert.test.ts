@@ -31,6 +31,29 @@ describe('evtrace convert', () => {
     expect(readFileSync(txt, 'utf8')).toBe((await run('cat', dat)).stdout);
   });
 
+  it('-o - writes text, jsonl and perfetto-json to standard output, and refuses the kinds that need a path', async () => {
+    const jsonl = await run('convert', raw, '-o', '-', '--to', 'jsonl');
+    expect([jsonl.code, jsonl.stderr]).toEqual([
+      ExitCode.Ok,
+      'evtrace: 40 events written to standard output (jsonl)\n',
+    ]);
+    expect(jsonl.stdout).toBe((await run('cat', dat, '--json')).stdout);
+    expect((await run('convert', dat, '-o', '-', '--to', 'text')).stdout).toBe((await run('cat', dat)).stdout);
+    const json = await run('convert', dat, '-o', '-', '--to', 'perfetto-json');
+    expect(JSON.parse(json.stdout).traceEvents.length).toBeGreaterThanOrEqual(40);
+    for (const [to, why] of [
+      ['tracedat', 'section offsets'],
+      ['ctf', 'a directory'],
+      ['perfetto', 'binary'],
+    ] as const) {
+      const r = await run('convert', dat, '-o', '-', '--to', to);
+      expect([r.code, r.stdout]).toEqual([ExitCode.Usage, '']);
+      expect(r.stderr).toContain(`-o -: --to ${to} cannot go to standard output`);
+      expect(r.stderr).toContain(why);
+      expect(existsSync(join(process.cwd(), '-'))).toBe(false);
+    }
+  });
+
   it('writes a Perfetto protobuf trace: every event in its CPU bundle, tasks named from their COMMs', async () => {
     const out = join(dir, 'p.pftrace');
     const r = await run('convert', dat, '-o', out, '--to', 'perfetto', '--filter', 'bytes_req > 100');

@@ -34,11 +34,34 @@ interface ConvertOptions {
 }
 
 /** Runs `fn` with functions writing text or bytes to `file`, which is replaced only once `fn` returns (see writeFileAtomically). */
+/** The outputs `-o -` can write to standard output: text, written as events arrive. */
+const STREAMED: readonly Target[] = ['text', 'jsonl', 'perfetto-json'];
+
+/** Why `-o -` cannot take `to`. */
+const NOT_STREAMED: Partial<Record<Target, string>> = {
+  ctf: 'a CTF trace is a directory of files',
+  tracedat: 'a trace.dat file is written with its section offsets filled in afterwards',
+  perfetto: 'the Perfetto trace is binary; write it to a file',
+};
+
 function withFile(
   file: string,
   access: OutputAccess,
   fn: (write: (text: string) => void, writeBytes: (bytes: Uint8Array) => void) => number,
+  io?: CliIO,
 ): number {
+  if (file === '-' && io !== undefined) {
+    // Standard output: written as it goes, there is nothing to rename.
+    const out = bufferedWriter(io.stdout);
+    const n = fn(
+      (text) => out.put(text),
+      () => {
+        throw new Error('binary output to standard output');
+      },
+    );
+    out.flush();
+    return n;
+  }
   return writeFileAtomically(
     file,
     (fd) => {
@@ -93,10 +116,14 @@ conversion with its file and byte offset, or with --lenient is left out and coun
 OUTPUT is written under a temporary name beside it and renamed over it once complete (a CTF directory is built
 beside it and swapped in), so a failed conversion leaves an existing OUTPUT as it was; a non-empty CTF directory is
 replaced only with --force. OUTPUT is readable by its owner only (0600, a directory 0700), as perf keeps perf.data,
-since traces hold kernel addresses; --share makes it readable by everyone (0644, 0755, less the umask).`,
+since traces hold kernel addresses; --share makes it readable by everyone (0644, 0755, less the umask). -o - writes
+text, jsonl and perfetto-json to standard output as the events are read; the other kinds need a path.`,
     )
     .argument('<input>', 'CTF trace directory, trace.dat file, or raw-pages directory')
-    .requiredOption('-o, --output <path>', 'output file (a directory for --to ctf)')
+    .requiredOption(
+      '-o, --output <path>',
+      "output file (a directory for --to ctf); '-' for stdout (text, jsonl, perfetto-json)",
+    )
     .requiredOption('--to <kind>', `output kind: ${TARGETS.join(', ')}`)
     .option('--filter <expr>', 'keep events matching an ftrace filter expression')
     .option('--lenient', 'report corrupt pages or packets on stderr and continue (a cut file: its whole pages)')
@@ -107,6 +134,12 @@ since traces hold kernel addresses; --share makes it readable by everyone (0644,
     .option('--force', 'replace a non-empty OUTPUT directory (--to ctf), all it holds, once the new trace is complete')
     .action((input: string, options: ConvertOptions) => {
       const { to, version, compression } = checkOptions(options);
+      if (options.output === '-' && !STREAMED.includes(to)) {
+        throw new CliExit(
+          ExitCode.Usage,
+          `-o -: --to ${to} cannot go to standard output (${NOT_STREAMED[to]}); give a path (standard output takes ${STREAMED.join(', ')})`,
+        );
+      }
       const access: OutputAccess = options.share === true ? { share: true } : {};
       try {
         // Refused before any input is read, as it would be after.
@@ -164,26 +197,36 @@ since traces hold kernel addresses; --share makes it readable by everyone (0644,
           }
           case 'text': {
             const line = createTextFormatter(reader);
-            n = withFile(options.output, access, (write) => {
-              let k = 0;
-              for (const e of opened.events()) {
-                write(`${line(e)}\n`);
-                k++;
-              }
-              return k;
-            });
+            n = withFile(
+              options.output,
+              access,
+              (write) => {
+                let k = 0;
+                for (const e of opened.events()) {
+                  write(`${line(e)}\n`);
+                  k++;
+                }
+                return k;
+              },
+              io,
+            );
             break;
           }
           case 'jsonl':
-            n = withFile(options.output, access, (write) => {
-              const line = jsonLines(opened);
-              let k = 0;
-              for (const e of opened.events()) {
-                write(line(e));
-                k++;
-              }
-              return k;
-            });
+            n = withFile(
+              options.output,
+              access,
+              (write) => {
+                const line = jsonLines(opened);
+                let k = 0;
+                for (const e of opened.events()) {
+                  write(line(e));
+                  k++;
+                }
+                return k;
+              },
+              io,
+            );
             break;
           case 'perfetto': {
             const cmdlines = reader.metadata?.cmdlines;
@@ -193,8 +236,16 @@ since traces hold kernel addresses; --share makes it readable by everyone (0644,
             break;
           }
           case 'perfetto-json':
-            n = withFile(options.output, access, (write) =>
-              writePerfettoJson(opened.events(), write, reader.metadata ? { cmdlines: reader.metadata.cmdlines } : {}),
+            n = withFile(
+              options.output,
+              access,
+              (write) =>
+                writePerfettoJson(
+                  opened.events(),
+                  write,
+                  reader.metadata ? { cmdlines: reader.metadata.cmdlines } : {},
+                ),
+              io,
             );
             break;
         }
@@ -208,7 +259,9 @@ since traces hold kernel addresses; --share makes it readable by everyone (0644,
       } finally {
         reportNotes(io, opened);
       }
-      io.stderr(`evtrace: ${n} events written to ${options.output} (${to})\n`);
+      io.stderr(
+        `evtrace: ${n} events written to ${options.output === '-' ? 'standard output' : options.output} (${to})\n`,
+      );
     });
   setExamples(
     cmd,

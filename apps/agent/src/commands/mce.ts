@@ -1,4 +1,5 @@
-import { statSync } from 'node:fs';
+import { renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   applyPageAction,
   type BufferKind,
@@ -10,9 +11,12 @@ import {
   edacJson,
   edacSeverity,
   edacSummary,
+  exposition,
   type InputKind,
   LineBatches,
+  MceCounters,
   MceError,
+  type MceMetric,
   noteText,
   parseMcelogConfig,
   readGrowth,
@@ -264,6 +268,26 @@ interface TrackOptions {
   inputFormat?: string;
   runTriggers?: boolean;
   offline?: boolean;
+  textfile?: string;
+}
+
+/** The file `--textfile` writes in its directory; node_exporter's textfile collector reads every `*.prom` there. */
+export const TEXTFILE_NAME = 'evtrace_mce.prom';
+
+/**
+ * Writes `text` as DIR/evtrace_mce.prom the way node_exporter's textfile collector needs it: into a temporary file of
+ * the same directory (not `*.prom`, so never read half-written), then renamed over the old one in one step.
+ */
+function writeTextfile(dir: string, text: string): void {
+  const temporary = join(dir, `.${TEXTFILE_NAME}.${process.pid}.tmp`);
+  try {
+    writeFileSync(temporary, text);
+    renameSync(temporary, join(dir, TEXTFILE_NAME));
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    const e = error as NodeJS.ErrnoException;
+    throw new CliExit(ExitCode.Failure, `--textfile: cannot write ${join(dir, TEXTFILE_NAME)}: ${e.code ?? e.message}`);
+  }
 }
 
 /** `evtrace mce track`: mcelog's thresholds and triggers over a stream of records. */
@@ -276,7 +300,9 @@ corrected errors with the page action, yellow cache thresholds, bus, IOMCA and u
 mcelog's configuration file given with --config (mcelog.conf(5) keys; unknown keys are reported). Prints one line per
 threshold crossed (or a JSON object with --json: kind, message, trigger, env, action, address). --run-triggers runs
 the configured trigger commands with mcelog's environment; --offline writes the page actions to
-/sys/devices/system/memory (soft_offline_page, hard_offline_page).`,
+/sys/devices/system/memory (soft_offline_page, hard_offline_page). --textfile DIR writes the machine checks per bank
+and per DIMM and the thresholds crossed, in Prometheus' text format, to DIR/${TEXTFILE_NAME} for node_exporter's
+textfile collector (--collector.textfile.directory DIR), replacing the file in one rename.`,
     )
     .argument('[file]', "input file or directory; '-' or nothing for stdin")
     .requiredOption('-c, --config <file>', 'mcelog configuration file')
@@ -284,6 +310,7 @@ the configured trigger commands with mcelog's environment; --offline writes the 
     .option('--input-format <kind>', `force the input kind (${KINDS.join('|')})`)
     .option('--run-triggers', 'run the trigger commands')
     .option('--offline', 'apply page offline actions through sysfs (root)')
+    .option('--textfile <dir>', `write the counts to DIR/${TEXTFILE_NAME} for node_exporter's textfile collector`)
     .action(async (file: string | undefined, options: TrackOptions) => {
       let config: TrackerConfig;
       try {
@@ -308,15 +335,26 @@ the configured trigger commands with mcelog's environment; --offline writes the 
         if (error instanceof MceError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
         throw error;
       }
+      if (
+        options.textfile !== undefined &&
+        statSync(options.textfile, { throwIfNoEntry: false })?.isDirectory() !== true
+      ) {
+        throw new CliExit(ExitCode.Usage, `--textfile: ${options.textfile} is not a directory`);
+      }
       for (const n of result.notes) io.stderr(`evtrace: ${noteText(n)}\n`);
       const tracker = new Tracker(config);
+      const counters = new MceCounters();
+      const crossings = new Map<string, number>();
       const runner = new TriggerRunner({
         ...(config.trigger.directory ? { directory: config.trigger.directory } : {}),
         childrenMax: config.trigger.childrenMax,
       });
       let failed = 0;
       for (const r of result.records) {
-        for (const e of tracker.observe(decodeMce(r))) {
+        const decoded = decodeMce(r);
+        counters.observe(decoded);
+        for (const e of tracker.observe(decoded)) {
+          crossings.set(e.kind, (crossings.get(e.kind) ?? 0) + 1);
           if (options.json) {
             io.stdout(`${JSON.stringify(trackJson(e))}\n`);
           } else {
@@ -338,13 +376,24 @@ the configured trigger commands with mcelog's environment; --offline writes the 
           }
         }
       }
+      if (options.textfile !== undefined) {
+        const crossed: MceMetric = {
+          name: 'evtrace_mce_track_threshold_crossings_total',
+          help: 'Leaky-bucket thresholds crossed (mcelog.conf) by evtrace mce track, by kind of bucket.',
+          type: 'counter',
+          labelNames: ['kind'],
+          collect: () => [...crossings].map(([kind, value]) => ({ labels: { kind }, value })),
+        };
+        writeTextfile(options.textfile, exposition([...counters.metrics(), crossed]));
+      }
       if (failed > 0) throw new CliExit(ExitCode.Failure, `${failed} action(s) failed`);
     });
   setExamples(
     track,
     `evtrace mce track -c /etc/mcelog/mcelog.conf /var/log/kern.log
 dmesg | evtrace mce track -c mcelog.conf --json
-evtrace mce track -c mcelog.conf --run-triggers --offline saved.mce`,
+evtrace mce track -c mcelog.conf --run-triggers --offline saved.mce
+evtrace mce track -c mcelog.conf --textfile /var/lib/prometheus/node-exporter /var/log/kern.log`,
   );
 }
 

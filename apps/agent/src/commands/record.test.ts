@@ -87,6 +87,21 @@ describe('evtrace record --demo', () => {
   const demo = (duration: string, out: string, args: string[]) =>
     run('record', '--demo', ...args, '--duration', duration, '-o', out);
 
+  it('writes trace.dat in the current directory without -o, as trace-cmd does, and refuses -o - naming why', async () => {
+    const cwd = mkdtempSync(join(work, 'default-output-'));
+    const r = spawnSync(process.execPath, [CLI, 'record', '--demo', '-e', 'kmem:kmalloc', '--duration', '100ms'], {
+      cwd,
+      encoding: 'utf8',
+    });
+    expect(r.status, r.stderr).toBe(ExitCode.Ok);
+    expect(r.stderr).toContain('into trace.dat (tracedat)');
+    expect(openTraceDat(join(cwd, 'trace.dat')).eventClasses.length).toBeGreaterThan(0);
+    const dash = await demo('100ms', '-', ['-e', 'kmem:kmalloc']);
+    expect(dash.code).toBe(ExitCode.Usage);
+    expect(dash.stderr).toContain('-o -: record cannot write to standard output');
+    expect(readdirSync(cwd)).toEqual(['trace.dat']);
+  });
+
   it('records synthetic events without tracefs, says DEMO, and applies the filter while writing', async () => {
     const out = join(work, 'demo.dat');
     const r = await demo('100ms', out, ['-e', 'kmem:kmalloc', '--filter', 'bytes_req > 100']);

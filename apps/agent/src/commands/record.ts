@@ -24,7 +24,7 @@ import { onStopSignals } from '../signals.ts';
 
 interface RecordCliOptions {
   event: string[];
-  output: string;
+  output?: string;
   bufferKb?: string;
   subbufKb?: string;
   clock?: string;
@@ -185,6 +185,7 @@ and events after the last --filter are not filtered. Recording stops after --dur
 SIGINT, SIGTERM, SIGHUP (the terminal closed) or SIGQUIT: each ends it cleanly, as Ctrl-C ends trace-cmd record (the
 instance removed, OUTPUT finished, exit status 0); another signal while it finishes is ignored. A summary (events
 per type, lost events per CPU, bytes written) goes to stderr.
+OUTPUT (-o) defaults to trace.dat, or trace.ctf with --format ctf; it cannot be standard output (-o -).
 Pages are first written to OUTPUT.part/ (a raw-pages directory) and turned into OUTPUT at the end; if the recorder
 is killed, or the disk fills up (exit status 1, the error names the file), OUTPUT.part/ stays readable up to its last
 complete page (evtrace cat reads it, evtrace convert OUTPUT.part --to tracedat -o OUTPUT converts it later).
@@ -194,7 +195,7 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
     )
     .argument('[command...]', 'a command to run while recording (after --); recording stops when it exits')
     .requiredOption('-e, --event <system:event>', 'event to record, globs allowed (sched:*); repeatable', order.event)
-    .requiredOption('-o, --output <path>', 'output file (a directory for --format ctf)')
+    .option('-o, --output <path>', 'output file (a directory for --format ctf; default trace.dat, trace.ctf for ctf)')
     .option(
       '--filter <expr>',
       'ftrace filter for the -e options since the previous --filter (before every -e: all events); repeatable',
@@ -222,6 +223,14 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
         throw new CliExit(ExitCode.Usage, `--format must be one of ${FORMATS.join(', ')}, not '${options.format}'`);
       }
       const format = options.format as OutputFormat;
+      // trace-cmd's default name; a CTF trace is a directory of its own.
+      const output = options.output ?? (format === 'ctf' ? 'trace.ctf' : 'trace.dat');
+      if (output === '-') {
+        throw new CliExit(
+          ExitCode.Usage,
+          '-o -: record cannot write to standard output (pages go to OUTPUT.part/ first and become OUTPUT at the end); give a path, then evtrace cat OUTPUT',
+        );
+      }
       if (options.readerThreads !== 'per-cpu' && options.readerThreads !== 'single') {
         throw new CliExit(ExitCode.Usage, `--reader-threads must be single or per-cpu, not '${options.readerThreads}'`);
       }
@@ -242,7 +251,7 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
       // Refused now rather than after the recording, which would then stay in OUTPUT.part.
       if (format === 'ctf') {
         try {
-          checkOutputDir(options.output, { force });
+          checkOutputDir(output, { force });
         } catch (error) {
           throw new CliExit(ExitCode.Failure, `${(error as TraceFormatError).code}: ${(error as Error).message}`);
         }
@@ -255,9 +264,9 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
       let childStatus: number | null = null;
       // Held until the output is finished (or the recording failed): a second signal must not interrupt that.
       const signals = onStopSignals(stop, (signal) =>
-        io.stderr(`evtrace: ${signal}: already stopping, finishing ${options.output}\n`),
+        io.stderr(`evtrace: ${signal}: already stopping, finishing ${output}\n`),
       );
-      const rawDir = `${options.output}.part`;
+      const rawDir = `${output}.part`;
       let result: RecordResult;
       try {
         const onStart = () => {
@@ -318,7 +327,7 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
               ? ' (--demo records synthetic events without tracefs)'
               : '';
           // A recording that failed after it started (a full disk) keeps its pages: say where and what next.
-          const kept = existsSync(rawDir) ? `; ${keptPagesText(rawDir, options.output, format)}` : '';
+          const kept = existsSync(rawDir) ? `; ${keptPagesText(rawDir, output, format)}` : '';
           throw new CliExit(status, `${error.code}: ${error.message}${hint}${kept}`);
         }
         throw error;
@@ -327,7 +336,7 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
       }
       let written: FinalizeResult;
       try {
-        written = finalizeRecording(rawDir, options.output, format, {
+        written = finalizeRecording(rawDir, output, format, {
           userSpaceFilters: result.userSpaceFilters,
           recorded: result.total,
           share,
@@ -337,12 +346,12 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
         const code = (error as { code?: string }).code;
         throw new CliExit(
           ExitCode.Failure,
-          `${code ? `${code}: ` : ''}${(error as Error).message}; ${keptPagesText(rawDir, options.output, format)}`,
+          `${code ? `${code}: ` : ''}${(error as Error).message}; ${keptPagesText(rawDir, output, format)}`,
         );
       } finally {
         signals.dispose();
       }
-      io.stderr(summaryText(result, written, options.output, format));
+      io.stderr(summaryText(result, written, output, format));
       if (childStatus !== null && childStatus !== 0)
         io.stderr(`evtrace: ${command[0]} exited with status ${childStatus}\n`);
     });

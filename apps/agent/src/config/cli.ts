@@ -128,6 +128,7 @@ export function configReport(config: AgentConfig): string {
   else {
     const keys: [string, unknown][] = [
       ['edac_sysfs', hw.edacSysfs],
+      ['node_edac_metrics', hw.nodeEdacMetrics],
       ['mcelog', hw.mcelog],
       ['mce_instance', hw.mceInstance],
       ['mcelog_config', hw.mcelogConfig],

@@ -57,6 +57,7 @@ describe('the example config', () => {
       mcelogConfig: '/etc/mcelog/mcelog.conf',
       runTriggers: true,
       pageOffline: 'soft',
+      nodeEdacMetrics: false,
     });
   });
 });

@@ -62,6 +62,7 @@ export interface HardwareConfig {
   /** Run the hardware session (`--hardware`). */
   readonly enabled: boolean;
   readonly edacSysfs?: string;
+  readonly nodeEdacMetrics?: boolean;
   readonly mcelog?: string;
   readonly mceInstance?: string;
   readonly mcelogConfig?: string;
@@ -74,6 +75,7 @@ export interface HardwareConfig {
 export const HARDWARE_TABLE_KEYS: readonly string[] = [
   'enabled',
   'edac_sysfs',
+  'node_edac_metrics',
   'mcelog',
   'mce_instance',
   'mcelog_config',
@@ -322,6 +324,7 @@ export function hardwareValue(table: Readonly<Record<string, unknown>>, at: (key
   });
   const entries: [keyof HardwareConfig, unknown][] = [
     ['edacSysfs', get('edac_sysfs', path('a directory'))],
+    ['nodeEdacMetrics', get('node_edac_metrics', flag)],
     ['mcelog', get('mcelog', path('a device path'))],
     ['mceInstance', instance],
     ['mcelogConfig', get('mcelog_config', path('an mcelog.conf path'))],

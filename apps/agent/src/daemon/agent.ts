@@ -583,7 +583,6 @@ export class Agent implements MetricsProvider {
   }
 
   health(): AgentHealth {
-    const usage = process.cpuUsage();
     return {
       startTimeMs: this.startTimeMs,
       sessions: this.sessionsByName.size,
@@ -591,8 +590,6 @@ export class Agent implements MetricsProvider {
       viewerQueuedBytes: this.viewerQueuedBytes,
       protocolErrors: this.protocolErrors,
       uptimeSeconds: (Date.now() - this.startTimeMs) / 1000,
-      rssBytes: process.memoryUsage.rss(),
-      cpuSeconds: (usage.user + usage.system) / 1e6,
     };
   }
 }

@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli, eventually, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
 import { freePort, type Prometheus, prometheusMissing, startPrometheus } from '../testing/prometheus.ts';
 import { expectValid } from '../testing/schemas.ts';
+import { Hardware } from './hardware.ts';
 
 /** What the tests need besides the agent: the real Prometheus, and trace-cmd to read the trace-shots. */
 function traceCmdMissing(): string | undefined {
@@ -161,6 +162,7 @@ describe.skipIf(missing !== undefined)(
         'hw',
         '--edac-sysfs',
         edac,
+        '--node-edac-metrics',
         '--mcelog',
         join(dir, 'no-mcelog'),
         '--mcelog-config',
@@ -359,6 +361,31 @@ describe.skipIf(missing !== undefined)(
     });
   },
 );
+
+describe("node_exporter's node_edac_* names", () => {
+  const names = (options: { nodeEdacMetrics?: boolean }) => {
+    const dir = workDir('agent-hardware-names-');
+    try {
+      edacTree(join(dir, 'edac'));
+      const hardware = new Hardware({ edacSysfs: join(dir, 'edac'), log: () => {}, ...options });
+      return hardware.metrics().map((m) => m.name);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  it('are left to node_exporter unless asked for: the per-DIMM counters stay', () => {
+    const plain = names({});
+    expect(plain.filter((n) => n.startsWith('node_'))).toEqual([]);
+    expect(plain).toContain('evtrace_edac_dimm_correctable_errors_total');
+  });
+
+  it('are exported with --node-edac-metrics', () => {
+    expect(names({ nodeEdacMetrics: true })).toEqual(
+      expect.arrayContaining(['node_edac_correctable_errors_total', 'node_edac_csrow_uncorrectable_errors_total']),
+    );
+  });
+});
 
 describe('evtrace agent with a [hardware] table in its config file (a flag given wins over its key)', () => {
   let dir: string;

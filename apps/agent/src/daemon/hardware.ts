@@ -40,6 +40,7 @@ import type { CollectedMetric } from '../metrics/registry.ts';
 export interface HardwareCliOptions {
   hardware?: boolean;
   edacSysfs?: string;
+  nodeEdacMetrics?: boolean;
   mcelog?: string;
   mceInstance?: string;
   mcelogConfig?: string;
@@ -51,6 +52,7 @@ export interface HardwareCliOptions {
 /** The options of {@link HardwareCliOptions} besides `hardware` itself, which a [hardware] table also sets. */
 export const HARDWARE_OPTION_NAMES: readonly (keyof HardwareCliOptions)[] = [
   'edacSysfs',
+  'nodeEdacMetrics',
   'mcelog',
   'mceInstance',
   'mcelogConfig',
@@ -70,6 +72,10 @@ export function addHardwareOptions(cmd: Command): void {
       'run the "hardware" session: machine checks and EDAC memory errors, decoded, tracked and counted on the metrics endpoint',
     )
     .option('--edac-sysfs <dir>', `EDAC sysfs directory polled for memory error counters (default ${EDAC_SYSFS})`)
+    .option(
+      '--node-edac-metrics',
+      "also count EDAC errors under node_exporter's node_edac_* names (for hosts without node_exporter's edac collector)",
+    )
     .option(
       '--mcelog <device>',
       'the mcelog device, read when the mce:mce_record tracepoint is absent (default /dev/mcelog)',
@@ -274,12 +280,11 @@ export class Hardware {
           return { labels: { action, result }, value };
         }),
     };
-    return [
-      ...edacMetrics(this.#o.edacSysfs !== undefined ? { sysfs: this.#o.edacSysfs } : {}),
-      ...this.counters.metrics(),
-      events,
-      crossings,
-    ];
+    // node_exporter's edac collector exports node_edac_* itself: the same series from two jobs only when asked.
+    const edac = edacMetrics(this.#o.edacSysfs !== undefined ? { sysfs: this.#o.edacSysfs } : {}).filter(
+      (m) => this.#o.nodeEdacMetrics === true || !m.name.startsWith('node_edac_'),
+    );
+    return [...edac, ...this.counters.metrics(), events, crossings];
   }
 
   /**

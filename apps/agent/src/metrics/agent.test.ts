@@ -7,6 +7,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentClient, SessionStatus } from '@evtrace/agent-protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pkg from '../../package.json' with { type: 'json' };
 import { eventually, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
 import {
   freePort,
@@ -97,10 +98,18 @@ describe.skipIf(missing !== undefined)(
         (s) => (s[0]?.value ?? 0) > 0,
       );
       expect(events[0]!.value).toBeLessThanOrEqual((await client.status('live')).events);
-      const started = (await prometheus.query('evtrace_agent_start_time_seconds'))[0]!.value;
+      // The process itself is described once, by prom-client's process_* metrics.
+      const started = (await prometheus.query('process_start_time_seconds{job="evtrace"}'))[0]!.value;
       expect(Math.abs(started * 1000 - Date.now())).toBeLessThan(120_000);
-      const rss = (await prometheus.query('evtrace_agent_resident_memory_bytes'))[0]!.value;
+      const rss = (await prometheus.query('process_resident_memory_bytes{job="evtrace"}'))[0]!.value;
       expect(rss).toBeGreaterThan(10 << 20);
+      expect(await prometheus.query('{job="evtrace",__name__=~"evtrace_agent_(start_time|resident|cpu).*"}')).toEqual(
+        [],
+      );
+      const build = await prometheus.query('evtrace_build_info{job="evtrace"}');
+      expect(build.map((s) => [s.metric.version, s.metric.node, s.value])).toEqual([
+        [pkg.version, process.versions.node, 1],
+      ]);
     });
 
     it('closes the endpoint when the agent stops', async () => {

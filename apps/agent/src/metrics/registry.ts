@@ -4,6 +4,7 @@
  * twice and a destroyed session simply stops being exported.
  */
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import pkg from '../../package.json' with { type: 'json' };
 import { MetricsError } from './errors.ts';
 import type { AgentHealth, MetricsProvider, SessionCounters, SessionState } from './types.ts';
 
@@ -95,7 +96,8 @@ function mirror(
 /**
  * Creates the agent's registry over `provider`: per session, source and CPU the events, lost events and bytes
  * (`evtrace_events_total`, `evtrace_lost_events_total`, `evtrace_bytes_total`), session state and viewers, the agent's
- * health, and Node's process metrics (`process_*`, `nodejs_*`).
+ * health, its build (`evtrace_build_info`), and Node's process metrics (`process_*`, `nodejs_*`: start time, CPU and
+ * resident memory are there, so the agent does not repeat them under its own names).
  */
 export function createMetricsRegistry(provider: MetricsProvider): MetricsRegistry {
   const registry = new Registry();
@@ -168,13 +170,6 @@ export function createMetricsRegistry(provider: MetricsProvider): MetricsRegistr
       sessionLabels,
       perSession((s) => s.viewerLost),
     ],
-    [
-      'evtrace_agent_start_time_seconds',
-      'When the agent started, in seconds since the Unix epoch.',
-      'gauge',
-      [],
-      agent((h) => h.startTimeMs / 1000),
-    ],
     ['evtrace_agent_uptime_seconds', 'Seconds since the agent started.', 'gauge', [], agent((h) => h.uptimeSeconds)],
     ['evtrace_agent_sessions', 'Sessions that exist.', 'gauge', [], agent((h) => h.sessions)],
     ['evtrace_agent_viewers', 'Viewers attached, over all sessions.', 'gauge', [], agent((h) => h.viewers)],
@@ -192,13 +187,12 @@ export function createMetricsRegistry(provider: MetricsProvider): MetricsRegistr
       [],
       agent((h) => h.protocolErrors),
     ],
-    ['evtrace_agent_resident_memory_bytes', "The agent's resident set size.", 'gauge', [], agent((h) => h.rssBytes)],
     [
-      'evtrace_agent_cpu_seconds_total',
-      'CPU time the agent used, user and system.',
-      'counter',
-      [],
-      agent((h) => h.cpuSeconds),
+      'evtrace_build_info',
+      'Always 1: the evtrace version and the Node.js version it runs on, as labels.',
+      'gauge',
+      ['version', 'node'],
+      () => [{ labels: { version: pkg.version, node: process.versions.node }, value: 1 }],
     ],
   ];
   for (const [name, help, type, labelNames, samples] of builtIn)

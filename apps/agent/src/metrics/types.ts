@@ -51,10 +51,6 @@ export interface AgentHealth {
   readonly protocolErrors: number;
   /** Seconds since the agent started. */
   readonly uptimeSeconds: number;
-  /** The agent process's resident set size in bytes. */
-  readonly rssBytes: number;
-  /** CPU time the agent process used (user plus system), in seconds. */
-  readonly cpuSeconds: number;
 }
 
 /** The agent as the metrics server sees it. */

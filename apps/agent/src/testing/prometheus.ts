@@ -125,3 +125,58 @@ export async function startPrometheus(targets: readonly string[]): Promise<Prome
     stop,
   };
 }
+
+/** Why node_exporter cannot run here, or undefined when it can. */
+export function nodeExporterMissing(): string | undefined {
+  const r = spawnSync('prometheus-node-exporter', ['--version'], { stdio: 'ignore' });
+  return r.error !== undefined || r.status !== 0
+    ? 'node_exporter is not installed (apt-get install prometheus-node-exporter)'
+    : undefined;
+}
+
+export interface NodeExporter {
+  /** HOST:PORT, a target for {@link startPrometheus}. */
+  readonly address: string;
+  stop(): Promise<void>;
+}
+
+/** Starts Debian's node_exporter with only its textfile collector, reading `dir`. */
+export async function startNodeExporter(dir: string): Promise<NodeExporter> {
+  const address = `127.0.0.1:${await freePort()}`;
+  let output = '';
+  const child = spawn(
+    'prometheus-node-exporter',
+    [
+      '--collector.disable-defaults',
+      '--collector.textfile',
+      `--collector.textfile.directory=${dir}`,
+      `--web.listen-address=${address}`,
+      '--log.level=warn',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  child.stdout.on('data', (d: Buffer) => (output += d));
+  child.stderr.on('data', (d: Buffer) => (output += d));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      await exited;
+    }
+  };
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`node_exporter exited with ${child.exitCode}:\n${output}`);
+    try {
+      if ((await fetch(`http://${address}/metrics`)).ok) break;
+    } catch {
+      // Not listening yet.
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`node_exporter not ready after 30 s:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { address, stop };
+}
