@@ -7,9 +7,9 @@
  * get by itself, from the check to the write. Only synchronous fs calls belong in `fn`: async ones run on libuv's
  * threads, which keep the agent's identity.
  */
-import { createRequire } from 'node:module';
 import { userName } from '@evtrace/persistent-events';
 import { AgentError } from './errors.ts';
+import { libcFunction } from './libc.ts';
 import type { PeerCredentials } from './peercred.ts';
 
 /** Whose rights a path is opened with: a peer's credentials (pid aside) as saved with its sessions. */
@@ -39,13 +39,10 @@ interface Libc {
 let libc: Libc | undefined;
 
 function load(): Libc {
-  if (libc) return libc;
-  const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
-  const lib = koffi.load('libc.so.6');
-  libc = {
-    setfsuid: lib.func('int setfsuid(uint32_t fsuid)') as Libc['setfsuid'],
-    setfsgid: lib.func('int setfsgid(uint32_t fsgid)') as Libc['setfsgid'],
-    syscall: lib.func('long syscall(long number, ...)') as Libc['syscall'],
+  libc ??= {
+    setfsuid: libcFunction('int setfsuid(uint32_t fsuid)'),
+    setfsgid: libcFunction('int setfsgid(uint32_t fsgid)'),
+    syscall: libcFunction('long syscall(long number, ...)'),
   };
   return libc;
 }

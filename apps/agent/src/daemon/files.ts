@@ -23,12 +23,12 @@ import {
   rmSync,
   writeSync,
 } from 'node:fs';
-import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
 import type { OutputFormat } from '@evtrace/agent-protocol';
 import { type EventFilterPlan, type FinalizeOptions, type FinalizeResult, finalizeRecording } from '@evtrace/tracefs';
 import { asCaller, type Caller } from './caller.ts';
 import { AgentError, asAgentError } from './errors.ts';
+import { libcErrno, libcFunction } from './libc.ts';
 
 /** A new file, never an existing one nor through a symbolic link; its mode is 0666 less the umask. */
 export function createFile(path: string): number {
@@ -71,25 +71,18 @@ export function checkWritable(dir: string): void {
 }
 
 type RenameAt2 = (olddirfd: number, oldpath: string, newdirfd: number, newpath: string, flags: number) => number;
-let renameat2: { call: RenameAt2; errno: () => number } | undefined;
+let renameat2: RenameAt2 | undefined;
 const AT_FDCWD = -100;
 const RENAME_NOREPLACE = 1;
 const EEXIST = 17;
 
 /** Renames `from` to `to` only when nothing (not even a dangling symbolic link) is at `to` (renameat2, koffi). */
 function renameNoReplace(from: string, to: string): void {
-  if (renameat2 === undefined) {
-    const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
-    const lib = koffi.load('libc.so.6');
-    renameat2 = {
-      call: lib.func(
-        'int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags)',
-      ) as RenameAt2,
-      errno: () => koffi.errno(),
-    };
-  }
-  if (renameat2.call(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) === 0) return;
-  const errno = renameat2.errno();
+  renameat2 ??= libcFunction<RenameAt2>(
+    'int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags)',
+  );
+  if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) === 0) return;
+  const errno = libcErrno();
   const code = errno === EEXIST ? 'EEXIST' : `errno ${errno}`;
   throw Object.assign(new Error(`${code}: rename ${from} -> ${to}`), { code, syscall: 'rename', path: to });
 }

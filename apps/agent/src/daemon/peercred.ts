@@ -3,8 +3,8 @@
  * koffi FFI (Node has no API for them), and whether that peer may control the agent.
  */
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
+import { libcErrno, libcFunction } from './libc.ts';
 
 /** The peer as the kernel saw it when it connected: `struct ucred`, its supplementary groups and its umask. */
 export interface PeerCredentials {
@@ -26,14 +26,11 @@ type GetSockOpt = (fd: number, level: number, name: number, value: Buffer, lengt
 let libc: { getsockopt: GetSockOpt; errno: () => number } | undefined;
 
 function load() {
-  if (libc) return libc;
-  const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
-  const lib = koffi.load('libc.so.6');
-  libc = {
-    getsockopt: lib.func(
+  libc ??= {
+    getsockopt: libcFunction<GetSockOpt>(
       'int getsockopt(int fd, int level, int optname, _Out_ uint8_t *optval, _Inout_ uint32_t *optlen)',
-    ) as GetSockOpt,
-    errno: () => koffi.errno(),
+    ),
+    errno: libcErrno,
   };
   return libc;
 }
