@@ -178,6 +178,4 @@ export const hardwareView: ViewDefinition = {
     ['Enter', 'decoded record'],
   ],
   Component: HardwareView,
-  shows: (classes) =>
-    classes.some((c) => c.name === 'mce:mce_record' || c.name === 'ras:mc_event' || c.name === 'evtrace:mce_threshold'),
 };
