@@ -29,7 +29,7 @@ describe('evtrace-view on a recorded trace, in a pseudo-terminal', { timeout: 60
     expect(selectedRow(await v.waitFor((t) => selectedRow(t) !== ''))).toContain(timeText(events[0]!.tsNs));
     // Fast typing: one write, three keys.
     v.type('jjj');
-    const row = (i: number) => `>${timeText(events[i]!.tsNs).padEnd(17)} ${String(events[i]!.cpu).padEnd(4)} `;
+    const row = (i: number) => `>${timeText(events[i]!.tsNs)} ${String(events[i]!.cpu).padStart(3)} `;
     await v.waitFor((t) => selectedRow(t).startsWith(row(3)));
     // The filter bar: the caret under the column the kernel's parser points at.
     const expr = 'bytes_req > 256 &&& node == 0';
@@ -41,13 +41,13 @@ describe('evtrace-view on a recorded trace, in a pseudo-terminal', { timeout: 60
       column = (e as FilterError).column;
       expect(e).toBeInstanceOf(FilterError);
     }
-    v.type(`/${expr}`);
-    const text = await v.waitFor((t) => t.includes(`/ ${expr}`) && t.includes('^'));
+    v.type(`:${expr}`);
+    const text = await v.waitFor((t) => t.includes(`: ${expr}`) && t.includes('^'));
     const lines = text.split('\n');
-    const bar = lines.findIndex((l) => l.startsWith(`/ ${expr}`));
+    const bar = lines.findIndex((l) => l.startsWith(`: ${expr}`));
     expect(lines[bar + 1]!.indexOf('^')).toBe(2 + column);
     v.type('\x1b');
-    await v.waitFor((t) => !t.includes(`/ ${expr}`));
+    await v.waitFor((t) => !t.includes(`: ${expr}`));
     v.type('\t');
     await v.waitFor('[2 CPUs]');
     expect(v.screen.text()).toMatch(/cpu1 /);

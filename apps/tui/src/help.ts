@@ -10,10 +10,12 @@ DESCRIPTION
   detected from the content) or attaches to a live session of the evtrace agent. With no argument it attaches to
   the local agent; when none answers it starts the embedded demo source and says so in the status bar.
 
-  Views (Tab or number keys): Events (every event, the selected one's details, an ftrace filter checked as you
-  type), CPUs (per-CPU event rates, buffer fill, lost events, rates per event type), Sessions (the agent's
-  sessions: create, stop, snapshot, destroy). Only the rows on screen are decoded: traces of millions of events
-  open at once.
+  Views (Tab or number keys): Events (every event as evtrace cat prints it, in columns you choose; the selected
+  one's fields typed; search, an ftrace filter checked as you type, go to a time, marks with their delta, a per-CPU
+  timeline), CPUs (per-CPU event rates, buffer fill, lost events, rates per event type), Sessions (the agent's
+  sessions: create, stop, snapshot, destroy), and Branches, Memory, Hardware where the trace has their events. Only
+  the rows on screen are decoded: traces of millions of events open at once. The chosen columns are remembered in
+  $XDG_CONFIG_HOME/evtrace/view.json.
 
   Without a terminal on stdin or stdout it draws nothing and writes the events as JSON lines, as
   evtrace cat --json does: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "pid": N|null,
@@ -25,7 +27,12 @@ KEYS
   Tab, 1-9     switch view                space        pause or resume a live view
   j/k, ↑/↓     move                       g/G          first/last event
   PgUp/PgDn    page                       Enter        details of the selected event
-  /            filter (ftrace syntax)     Esc          back: close details, cancel or clear the filter
+  /            search (text or regex)     n/N          next/previous match
+  :            filter (ftrace syntax)     t TIME       go to a time (+S/-S from the selection)
+  m            mark A, then B (B-A shown) M            clear the marks
+  T            per-CPU timeline           c            choose and order the columns
+  < > ← →      scroll the fields          Esc          back: close details, cancel or clear the filter
+  Text boxes:  Ctrl-A/E start/end, Ctrl-U/K cut before/after, Ctrl-W cut a word, ←/→ move
   Sessions:    c create, x stop, s snapshot, d destroy
 
 ARGUMENTS

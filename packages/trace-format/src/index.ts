@@ -64,6 +64,7 @@ export {
   type RecordSink,
   readPage,
 } from './ftrace/page.ts';
+export type { TaskNames } from './ftrace/plugins.ts';
 export { compilePrintFormat, type PrintFormatter, type PrintkStrings, type PrintStyle } from './ftrace/print-fmt.ts';
 export {
   type FtraceReader,
@@ -156,4 +157,12 @@ export {
 export { type PerfettoOptions, writePerfettoJson } from './output/perfetto-json.ts';
 export { type PerfettoTraceOptions, writePerfettoTrace } from './output/perfetto-proto.ts';
 export { type PerfettoSchema, perfettoProtoRoot, perfettoSchema } from './output/perfetto-schema.ts';
-export { createFtraceTextFormatter, type FtraceTextOptions, fieldsText } from './output/text.ts';
+export {
+  createFtraceBodyFormatter,
+  createFtraceTextFormatter,
+  type FtraceBodyOptions,
+  type FtraceTextOptions,
+  fieldsText,
+  fieldValueText,
+  ftraceTimestamp,
+} from './output/text.ts';

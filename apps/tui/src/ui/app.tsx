@@ -36,16 +36,29 @@ export function App(props: AppProps) {
   );
 }
 
-function Frame({ source, views, size, onQuit }: AppProps) {
+function Frame({ source, views: allViews, size, onQuit }: AppProps) {
   const { exit } = useApp();
   const terminal = useWindowSize();
   const columns = size?.columns ?? (terminal.columns || 80);
   const rows = size?.rows ?? (terminal.rows || 24);
   const colour = useColour();
-  const [viewIndex, setViewIndex] = useState(0);
-  const [help, setHelp] = useState(false);
-  const [paused, setPaused] = useState(false);
   const [store, setStore] = useState<EventStore>(() => source.store());
+  // Views with nothing to show for this source's events are left out (a live source's classes grow as events come).
+  // A trace file's views with nothing to show for its events are left out of the tabs (a live source's events may
+  // still come, and those views say what to record); each view keeps its number key.
+  const numbered = allViews.map((v, i) => ({ v, key: String(i + 1) }));
+  const shown = source.live ? numbered : numbered.filter(({ v }) => v.shows?.(source.eventClasses()) ?? true);
+  const views = shown.map(({ v }) => v);
+  const [viewTitle, setViewTitle] = useState(views[0]!.title);
+  const viewIndex = Math.max(
+    0,
+    views.findIndex((v) => v.title === viewTitle),
+  );
+  const setViewIndex = (f: number | ((i: number) => number)) =>
+    setViewTitle(views[typeof f === 'number' ? f : f(viewIndex)]!.title);
+  /** The help overlay's first line shown, while it is open. */
+  const [help, setHelp] = useState<number | undefined>(undefined);
+  const [paused, setPaused] = useState(false);
   const [tick, setTick] = useState(0);
   const [status, setStatus] = useState<ViewStatus>({});
 
@@ -88,19 +101,29 @@ function Frame({ source, views, size, onQuit }: AppProps) {
       view.handler(key);
       return;
     }
-    if (help) {
-      // Any key closes the help; q still quits.
+    if (help !== undefined) {
+      // j/k and the pages scroll the help, q quits, any other key closes it.
       if (key === 'q') return quit();
-      setHelp(false);
+      const step = {
+        j: 1,
+        down: 1,
+        k: -1,
+        up: -1,
+        pagedown: bodyHeight - 4,
+        ' ': bodyHeight - 4,
+        pageup: 4 - bodyHeight,
+      }[key];
+      setHelp(step === undefined ? undefined : Math.max(0, help + step));
       return;
     }
     if (key === 'q') return quit();
-    if (key === '?') return setHelp(true);
+    if (key === '?') return setHelp(0);
     if (key === 'tab' || key === 'shift-tab') {
       setViewIndex((i) => (i + (key === 'tab' ? 1 : views.length - 1)) % views.length);
       return;
     }
-    if (/^[1-9]$/.test(key) && Number(key) <= views.length) return setViewIndex(Number(key) - 1);
+    const numberKey = shown.findIndex((s) => s.key === key);
+    if (numberKey >= 0) return setViewIndex(numberKey);
     if (key === ' ' && source.live) {
       setPaused((p) => {
         if (p) {
@@ -133,7 +156,7 @@ function Frame({ source, views, size, onQuit }: AppProps) {
   const view = views[viewIndex]!;
   const stats = source.live || viewIndex !== 0 ? source.stats() : undefined;
   const bodyHeight = Math.max(3, rows - 3);
-  const tabs = views.map((v, i) => `${i + 1} ${v.title}`);
+  const tabs = shown.map(({ v, key }) => `${key} ${v.title}`);
   const warnings = source.warnings();
   const statusParts = [
     source.label,
@@ -163,16 +186,18 @@ function Frame({ source, views, size, onQuit }: AppProps) {
           ))}
           <Text>{fit('', Math.max(0, columns - tabs.join('   ').length - 2))}</Text>
         </Box>
-        {help ? <HelpOverlay views={views} width={columns} height={bodyHeight} /> : null}
+        {help !== undefined ? (
+          <HelpOverlay views={views} width={columns} height={bodyHeight} live={source.live} from={help} />
+        ) : null}
         {/* Every view stays mounted (its place in the list, its filter) and only the current one is shown. */}
         {views.map((v, i) => (
-          <Box key={v.title} display={!help && i === viewIndex ? 'flex' : 'none'}>
+          <Box key={v.title} display={help === undefined && i === viewIndex ? 'flex' : 'none'}>
             <v.Component
               source={source}
               store={store}
               tick={tick}
               paused={paused}
-              active={!help && i === viewIndex}
+              active={help === undefined && i === viewIndex}
               width={columns}
               height={bodyHeight}
               onStatus={i === 0 ? setStatus : ignoreStatus}
@@ -192,21 +217,49 @@ function Frame({ source, views, size, onQuit }: AppProps) {
 
 const ignoreStatus = () => {};
 
-function HelpOverlay(props: { views: readonly ViewDefinition[]; width: number; height: number }) {
+function HelpOverlay(props: {
+  views: readonly ViewDefinition[];
+  width: number;
+  height: number;
+  live: boolean;
+  from: number;
+}) {
   const colour = useColour();
-  const lines: string[] = [
-    'q, Ctrl-C     quit',
-    '?             this help (any key closes it)',
-    'Tab, 1-9      switch view (Shift-Tab goes back)',
-    'space         pause or resume a live view',
-    'j/k, ↑/↓      move; g/G first/last; PgUp/PgDn page',
-    'Enter         details of the selected event; Esc back',
-    '/             filter: an ftrace filter expression, checked as you type',
+  // Every key: the frame's, then each shown view's, as the footers list them.
+  const sections: [string, readonly (readonly [string, string])[]][] = [
+    [
+      'everywhere',
+      [
+        ['q, Ctrl-C', 'quit'],
+        ['?', 'this help (j/k scroll it, any other key closes it)'],
+        ['Tab, Shift-Tab, 1-9', 'switch view'],
+        ...(props.live ? [['space', 'pause or resume'] as const] : []),
+      ],
+    ],
+    ...props.views.filter((v) => v.keys.length > 0).map((v) => [v.title, v.keys] as [string, typeof v.keys]),
+    [
+      'text boxes',
+      [
+        ['Ctrl-A/E, Home/End', 'start/end'],
+        ['←/→, Ctrl-B/F', 'move'],
+        ['Ctrl-U/K', 'cut before/after'],
+        ['Ctrl-W', 'cut a word'],
+        ['Backspace, Ctrl-D', 'delete'],
+        ['Enter/Esc', 'apply/cancel'],
+      ],
+    ],
   ];
-  for (const v of props.views) {
-    if (v.keys.length === 0) continue;
-    lines.push(`${v.title}: ${v.keys.map(([k, what]) => `${k} ${what}`).join(', ')}`);
+  const keyWidth = Math.max(...sections.flatMap(([, keys]) => keys.map(([k]) => k.length)));
+  const lines: string[] = [];
+  for (const [title, keys] of sections) {
+    lines.push(`${title}:`);
+    for (const [k, what] of keys) lines.push(`  ${k.padEnd(keyWidth)}  ${what}`);
   }
+  // The box's border and title take three rows; the rest scrolls.
+  const inner = Math.max(1, props.height - 3);
+  const from = Math.min(props.from, Math.max(0, lines.length - inner));
+  const shown = lines.slice(from, from + inner);
+  const more = lines.length > inner ? ` (lines ${from + 1}-${from + shown.length} of ${lines.length}, j/k scroll)` : '';
   return (
     <Box
       flexDirection="column"
@@ -217,10 +270,10 @@ function HelpOverlay(props: { views: readonly ViewDefinition[]; width: number; h
       overflow="hidden"
     >
       <Text bold color={colour('cyan')}>
-        evtrace-view keys
+        {`evtrace-view keys${more}`}
       </Text>
-      {lines.map((l) => (
-        <Text key={l} wrap="truncate">
+      {shown.map((l, k) => (
+        <Text key={k} wrap="truncate">
           {l}
         </Text>
       ))}

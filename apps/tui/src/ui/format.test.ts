@@ -3,8 +3,9 @@ import { countText, fit, gauge, sparkline, taskText, timeText } from './format.t
 import { colourWanted } from './theme.ts';
 
 describe('cell text', () => {
-  it('prints time stamps as seconds and microseconds, like trace-cmd report', () => {
-    expect(timeText(9280458592964n)).toBe('9280.458592');
+  it('prints time stamps as seconds and microseconds rounded to nearest, like trace-cmd report and evtrace cat', () => {
+    expect(timeText(9280458592964n)).toBe('9280.458593');
+    expect(timeText(9280458592464n)).toBe('9280.458592');
     expect(timeText(5_000_001_000n)).toBe('5.000001');
   });
   it('cuts and pads to the column width', () => {

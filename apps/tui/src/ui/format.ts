@@ -1,12 +1,21 @@
-/** Text of the Events view's cells: pure functions, each cut to a width. */
-import { fieldsText, type TraceEvent } from '@evtrace/trace-format';
+/**
+ * Text of the viewer's cells: pure functions, each cut to a width. Event values are printed by @evtrace/trace-format's
+ * ftrace formatter, the one `evtrace cat` uses, so the viewer and cat show the same text for the same event.
+ */
+import {
+  createFtraceBodyFormatter,
+  type EventClass,
+  type FieldClass,
+  type FieldValue,
+  fieldValueText,
+  ftraceTimestamp,
+  type Kallsyms,
+  type TraceEvent,
+} from '@evtrace/trace-format';
 
-const NS = 1_000_000_000n;
-
-/** `seconds.microseconds`, as trace-cmd report prints time stamps. */
+/** `seconds.microseconds` rounded to nearest, as `evtrace cat` and trace-cmd report print time stamps. */
 export function timeText(tsNs: bigint): string {
-  const us = (tsNs % NS) / 1000n;
-  return `${tsNs / NS}.${String(us).padStart(6, '0')}`;
+  return ftraceTimestamp(tsNs);
 }
 
 /** `comm-pid`, or the pid alone when the name is unknown, `-` without one. */
@@ -16,6 +25,11 @@ export function taskText(pid: number, name: string | undefined): string {
   return name === undefined ? String(pid) : `${name}-${pid}`;
 }
 
+/** The event's name as cat prints it: ftrace's without its system, else the full name. */
+export function eventText(e: Pick<TraceEvent, 'eventClass'>): string {
+  return e.eventClass.ftrace?.event ?? e.eventClass.name;
+}
+
 /** `text` cut or padded to exactly `width` columns (a cut ends in `…`). */
 export function fit(text: string, width: number): string {
   if (width <= 0) return '';
@@ -23,31 +37,146 @@ export function fit(text: string, width: number): string {
   return text.padEnd(width);
 }
 
-/** The payload fields as `name=value` pairs. */
-export function fieldsLine(e: TraceEvent): string {
-  return fieldsText(e);
+/** Where the formatters find task names and kernel symbols. */
+export interface EventContext {
+  taskName(pid: number): string | undefined;
+  kallsyms(): Kallsyms | undefined;
 }
 
-/** Every field of an event for the detail pane: payload, then the other scopes, one `name: value` per line. */
-export function detailLines(e: TraceEvent): string[] {
+/** The text after `EVENT:` on cat's line for an event: its print format, a plugin's text, or its fields. */
+export function bodyFormatter(context: EventContext): (e: TraceEvent) => string {
+  return createFtraceBodyFormatter({
+    kallsyms: () => context.kallsyms(),
+    tasks: { get: (pid) => context.taskName(pid), learn: () => {} },
+  });
+}
+
+/**
+ * Every field of an event for the detail pane, typed: `name  type  value` per line (the C type where the trace's
+ * format states it), the value as cat prints a field (hex for addresses, followed by the symbol when known); payload
+ * first, then the other scopes.
+ */
+export function detailLines(e: TraceEvent, kallsyms: Kallsyms | undefined): string[] {
   const lines = [`event: ${e.eventClass.name}`, `time:  ${timeText(e.tsNs)} (${e.tsNs} ns)`, `cpu:   ${e.cpu ?? '-'}`];
-  for (const [k, v] of Object.entries(e.fields)) lines.push(`  ${k} = ${valueText(v)}`);
+  const hex = addressFields(e.eventClass);
+  const types = new Map(
+    e.eventClass.payload.members.map((m) => [
+      m.name,
+      hex.has(m.name) && m.type.kind === 'int' ? { ...m.type, base: 16 as const } : m.type,
+    ]),
+  );
+  const cTypes = new Map(e.eventClass.ftrace?.fields.map((f) => [f.name, f.cType]));
+  const row = (name: string, k: string, v: FieldValue) => {
+    const [text, type] = [valueText(v, types.get(k), kallsyms), cTypes.get(k) ?? typeText(types.get(k), v)];
+    return [name, type, text] as [string, string, string];
+  };
+  const rows = Object.entries(e.fields).map(([k, v]) => row(k, k, v));
   for (const [scope, fields] of Object.entries(e.scopes ?? {})) {
-    lines.push(`${scope}:`);
-    for (const [k, v] of Object.entries(fields)) lines.push(`  ${k} = ${valueText(v)}`);
+    rows.push([`${scope}:`, '', '']);
+    for (const [k, v] of Object.entries(fields)) rows.push(row(`  ${k}`, k, v as FieldValue));
   }
+  const nameWidth = Math.max(0, ...rows.filter((r) => r[1] !== '').map((r) => r[0].length));
+  const typeWidth = Math.max(0, ...rows.map((r) => r[1].length));
+  for (const [name, type, value] of rows)
+    lines.push(type === '' && value === '' ? name : `  ${name.padEnd(nameWidth)}  ${type.padEnd(typeWidth)}  ${value}`);
   return lines;
 }
 
-function valueText(v: unknown): string {
-  if (typeof v === 'bigint') return v > 0xffffn ? `${v} (0x${v.toString(16)})` : String(v);
-  if (typeof v === 'string') return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(valueText).join(', ')}]`;
-  if (v !== null && typeof v === 'object')
-    return `{${Object.entries(v)
-      .map(([k, x]) => `${k}: ${valueText(x)}`)
-      .join(', ')}}`;
-  return String(v);
+const ADDRESS_FIELDS = new WeakMap<EventClass, ReadonlySet<string>>();
+
+/**
+ * The fields of a class that hold addresses, to show in hex: pointers by their C type, and the fields its print
+ * format shows with `%p` or `%x` (a `call_site` declared `unsigned long` is printed `%pS`).
+ */
+export function addressFields(cls: EventClass): ReadonlySet<string> {
+  let found = ADDRESS_FIELDS.get(cls);
+  if (found !== undefined) return found;
+  const set = new Set<string>();
+  for (const f of cls.ftrace?.fields ?? []) if (f.cType.includes('*') && !/\bchar\b/.test(f.cType)) set.add(f.name);
+  const fmt = cls.printFormat ?? '';
+  const quoted = /^\s*"((?:[^"\\]|\\.)*)"/.exec(fmt);
+  if (quoted !== null) {
+    const conversions = [
+      ...quoted[1]!.replaceAll('%%', '').matchAll(/%[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[hljzt]*([a-zA-Z])/g),
+    ];
+    const args = splitArguments(fmt.slice(quoted[0].length));
+    let arg = 0;
+    for (const c of conversions) {
+      // A `*` width or precision takes an argument of its own, before the value's.
+      arg += c[0].split('*').length - 1;
+      const field = /REC->(\w+)/.exec(args[arg++] ?? '')?.[1];
+      if (field !== undefined && /[pxX]/.test(c[1]!)) set.add(field);
+    }
+  }
+  found = set;
+  ADDRESS_FIELDS.set(cls, found);
+  return found;
+}
+
+/** The comma-separated arguments after a print format's string, split at the top level only. */
+function splitArguments(rest: string): string[] {
+  const args: string[] = [];
+  let depth = 0;
+  let quote = false;
+  let current = '';
+  for (let i = 0; i < rest.length; i++) {
+    const ch = rest[i]!;
+    if (quote) {
+      if (ch === '\\') current += rest[i++] ?? '';
+      else if (ch === '"') quote = false;
+    } else if (ch === '"') quote = true;
+    else if (ch === '(' || ch === '{' || ch === '[') depth++;
+    else if (ch === ')' || ch === '}' || ch === ']') depth--;
+    else if (ch === ',' && depth === 0) {
+      args.push(current);
+      current = '';
+      continue;
+    }
+    current += ch;
+  }
+  args.push(current);
+  // The text before the first comma is what follows the string: nothing.
+  return args.slice(1);
+}
+
+/** A field's value as cat prints it, an address followed by its symbol when known (cat prints one or the other). */
+function valueText(v: FieldValue, type: FieldClass | undefined, kallsyms: Kallsyms | undefined): string {
+  const text = fieldValueText(v, type);
+  if (type?.kind !== 'int' || type.base !== 16 || (typeof v !== 'bigint' && typeof v !== 'number')) return text;
+  const symbol = kallsyms?.format(BigInt.asUintN(type.size, BigInt(v)));
+  return symbol === undefined ? text : `${text} ${symbol}`;
+}
+
+/** A field's type in C's words where the trace says it (`u64 hex`, `char[16]`), else the value's JavaScript kind. */
+export function typeText(type: FieldClass | undefined, v?: FieldValue): string {
+  if (type === undefined)
+    return v === null || v === undefined
+      ? ''
+      : Array.isArray(v)
+        ? 'array'
+        : typeof v === 'bigint'
+          ? 'integer'
+          : typeof v;
+  switch (type.kind) {
+    case 'int':
+      return `${type.signed ? 's' : 'u'}${type.size}${type.base === 16 ? ' hex' : ''}`;
+    case 'float':
+      return type.mantDig > 24 ? 'double' : 'float';
+    case 'enum':
+      return `enum ${typeText(type.container)}`;
+    case 'string':
+      return 'string';
+    case 'array':
+      return type.element.kind === 'int' && type.element.size === 8 && type.element.encoding !== 'none'
+        ? `char[${type.length}]`
+        : `${typeText(type.element)}[${type.length}]`;
+    case 'sequence':
+      return `${typeText(type.element)}[]`;
+    case 'dynamic':
+      return type.isString ? 'string' : `${typeText(type.element)}[]`;
+    default:
+      return type.kind;
+  }
 }
 
 /** `1234567` → `1.23M`, `12345` → `12.3k`. */

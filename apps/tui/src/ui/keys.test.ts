@@ -11,5 +11,14 @@ describe('keyPresses', () => {
     expect(keyPresses('\t', { tab: true, shift: true })).toEqual(['shift-tab']);
     expect(keyPresses('c', { ctrl: true })).toEqual(['ctrl-c']);
     expect(keyPresses('a\rb\x7f\x03', {})).toEqual(['a', 'enter', 'b', 'backspace', 'ctrl-c']);
+    expect(keyPresses('x\x01\x05\x15\x17\x0by', {})).toEqual([
+      'x',
+      'ctrl-a',
+      'ctrl-e',
+      'ctrl-u',
+      'ctrl-w',
+      'ctrl-k',
+      'y',
+    ]);
   });
 });

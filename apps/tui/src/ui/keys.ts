@@ -49,6 +49,8 @@ export function keyPresses(input: string, key: SpecialKeys): KeyPress[] {
     else if (ch === '\x03') out.push('ctrl-c');
     else if (ch === '\x1b') out.push('escape');
     else if (ch >= ' ') out.push(ch);
+    // Other control characters are Ctrl and a letter (Ctrl-A is 0x01): readline's keys in a burst of typing.
+    else if (ch >= '\x01' && ch <= '\x1a') out.push(`ctrl-${String.fromCharCode(ch.charCodeAt(0) + 96)}`);
   }
   return out;
 }

@@ -153,4 +153,5 @@ export const branchesView: ViewDefinition = {
   title: 'Branches',
   keys: [['[ ]', 'previous/next task']],
   Component: BranchesView,
+  shows: (classes) => classes.some((c) => c.name === 'bts:branch'),
 };

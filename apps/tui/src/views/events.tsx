@@ -1,6 +1,8 @@
 /**
  * The Events view: a virtualized list (only the rows on screen are decoded and rendered, whatever the trace's
- * length), a detail pane for the selected event, and the filter bar with the kernel's verdict as you type.
+ * length) in the columns the user chose, values printed as `evtrace cat` prints them; a detail pane with every field
+ * typed; search (`/`, `n`/`N`), the ftrace filter (`:`, with the kernel's verdict as you type), a jump to a time
+ * (`t`), marks A and B with their delta (`m`), and a per-CPU density timeline (`T`).
  */
 import { Box, Text } from 'ink';
 import { useEffect, useMemo, useRef, useState } from 'react';
@@ -12,14 +14,32 @@ import {
   scanFilter,
   validateFilter,
 } from '../data/filter.ts';
+import {
+  deltaText,
+  parseTime,
+  positionAtTime,
+  type SearchProgress,
+  searchPattern,
+  searchStore,
+} from '../data/navigate.ts';
+import type { ViewerSource } from '../data/source.ts';
 import { type EventStore, subsetStore } from '../data/store.ts';
-import { countText, detailLines, fieldsLine, fit, taskText, timeText } from '../ui/format.ts';
+import {
+  COLUMN_HEADERS,
+  COLUMN_IDS,
+  type ColumnChoice,
+  type ColumnId,
+  layoutColumns,
+  loadColumns,
+  saveColumns,
+  settingsPath,
+} from '../ui/columns.ts';
+import { bodyFormatter, countText, detailLines, eventText, fit, taskText, timeText } from '../ui/format.ts';
 import { useKeys } from '../ui/keys.ts';
-import { useColour } from '../ui/theme.ts';
+import { LineText } from '../ui/line-box.tsx';
+import { editLine, type LineState, line } from '../ui/line-edit.ts';
+import { useColour, useTheme } from '../ui/theme.ts';
 import type { ViewDefinition, ViewProps } from './registry.ts';
-
-/** Column widths of the list (the fields take the rest). */
-const W = { time: 17, cpu: 4, task: 20, event: 24 } as const;
 
 /** Where the list is: the selected row and the first row on screen. */
 export interface ListPosition {
@@ -71,18 +91,50 @@ export function scrollTo(cursor: number, top: number, length: number, rows: numb
   return { cursor, top: Math.min(maxTop, Math.max(0, top)) };
 }
 
+/** The text boxes of the view: what each is for and its prompt. */
+type PromptKind = 'filter' | 'search' | 'time';
+const PROMPTS: Record<PromptKind, string> = { filter: ': ', search: '/ ', time: 't ' };
+
+/** Symbols for values: a file's own kallsyms only (as cat uses), this machine's too for live sources. */
+function eventContext(source: ViewerSource) {
+  return {
+    taskName: (pid: number) => source.taskName(pid),
+    kallsyms: () => {
+      const known = source.symbols?.();
+      return known !== undefined && (source.live || known.origin === 'trace') ? known.kallsyms : undefined;
+    },
+  };
+}
+
 function EventsView(props: ViewProps) {
   const { source, store: base, active, width, height, paused, onStatus } = props;
   const colour = useColour();
+  const { colour: fancy } = useTheme();
   const [pos, setPos] = useState<ListPosition>({ cursor: 0, top: 0 });
   /** Live sources: the selection follows the newest event until the user moves up (like `less +F`). */
   const [follow, setFollow] = useState(source.live);
   const [detail, setDetail] = useState(false);
-  /** The filter bar while editing: its text and the verdict on it. */
-  const [editing, setEditing] = useState<string | undefined>(undefined);
+  /** The open text box: what it is for and its line. */
+  const [prompt, setPrompt] = useState<{ kind: PromptKind; line: LineState } | undefined>(undefined);
   const [applied, setApplied] = useState<CompiledFilter | undefined>(undefined);
   const [scan, setScan] = useState<FilterScan | undefined>(undefined);
+  const [search, setSearch] = useState<{ text: string; pattern: RegExp } | undefined>(undefined);
+  /** A search under way: from where, which way; its progress. */
+  const [seek, setSeek] = useState<{ from: number; step: 1 | -1; id: number } | undefined>(undefined);
+  const [seekProgress, setSeekProgress] = useState<SearchProgress | undefined>(undefined);
+  const [note, setNote] = useState<string | undefined>(undefined);
+  const [marks, setMarks] = useState<{ a?: bigint; b?: bigint }>({});
+  const [hscroll, setHscroll] = useState(0);
+  const [timeline, setTimeline] = useState<boolean | undefined>(undefined);
+  const configPath = useMemo(() => settingsPath(), []);
+  const [columns, setColumns] = useState<ColumnChoice>(() => loadColumns(configPath));
+  /** The column chooser while open: the choice being edited and its selected row. */
+  const [chooser, setChooser] = useState<{ order: ColumnId[]; shown: Set<ColumnId>; at: number } | undefined>();
+
   const taskName = source.taskName;
+  const context = useMemo(() => eventContext(source), [source]);
+  const body = useMemo(() => bodyFormatter(context), [context]);
+  const editing = prompt?.kind === 'filter' ? prompt.line.text : undefined;
   const verdict = useMemo<CompiledFilter | FilterProblem | undefined>(
     () =>
       editing === undefined || editing.trim() === ''
@@ -103,14 +155,53 @@ function EventsView(props: ViewProps) {
     [applied, base, scan],
   );
 
-  const filterRows = editing !== undefined ? (verdict?.ok === false ? 3 : 2) : 0;
+  /** The whole line of position `i` as text, whatever columns are shown: what the search reads. */
+  const lineText = (i: number) => {
+    const e = store.event(i);
+    const pid = store.pid(i);
+    return `${timeText(e.tsNs)} ${e.cpu ?? '-'} ${taskText(pid, taskName(pid))} ${eventText(e)} ${body(e)}`;
+  };
+  const lineTextRef = useRef(lineText);
+  lineTextRef.current = lineText;
+
+  // A search runs in slices; its result moves the selection.
+  useEffect(() => {
+    setSeekProgress(undefined);
+    if (seek === undefined || search === undefined || store.length === 0) return;
+    return searchStore(
+      store,
+      seek.from,
+      seek.step,
+      (i) => search.pattern.test(lineTextRef.current(i)),
+      (p) => {
+        setSeekProgress(p);
+        if (!p.done) return;
+        setSeek(undefined);
+        if (p.found === undefined) setNote(`no match for /${search.text}/`);
+        else {
+          setNote(undefined);
+          jump(p.found);
+        }
+      },
+    );
+  }, [seek, search, store]);
+
+  const shownMarks = marks.a !== undefined ? 1 : 0;
+  const timelineRows = (timeline ?? height >= 30) ? timelineHeight(source, height) : 0;
+  const promptRows = prompt === undefined ? 0 : prompt.kind === 'filter' ? (verdict?.ok === false ? 3 : 2) : 2;
+  const infoRows = shownMarks > 0 || note !== undefined || seek !== undefined ? 1 : 0;
   const detailRows = detail ? Math.max(4, Math.floor((height - 1) / 2)) : 0;
-  const rows = Math.max(1, height - 1 - filterRows - detailRows);
+  const rows = Math.max(1, height - 1 - promptRows - detailRows - timelineRows - infoRows);
 
   // Keep the selection inside the store; follow the newest event on live sources.
   const shown = follow && store.length > 0 ? scrollTo(store.length - 1, store.length, store.length, rows) : pos;
   const cursor = Math.min(shown.cursor, Math.max(0, store.length - 1));
   const top = Math.min(shown.top, Math.max(0, store.length - rows));
+
+  function jump(to: number) {
+    setPos(scrollTo(to, top, store.length, rows));
+    if (source.live) setFollow(false);
+  }
 
   const statusRef = useRef('');
   useEffect(() => {
@@ -126,36 +217,129 @@ function EventsView(props: ViewProps) {
     onStatus(applied === undefined ? {} : { filter: applied.expression, ...(filterNote ? { filterNote } : {}) });
   });
 
+  // The layout: the fixed columns as wide as their widest content on screen, the fields column the rest.
+  const visible: number[] = [];
+  for (let i = top; i < Math.min(store.length, top + rows); i++) visible.push(i);
+  const laid = layoutColumns(columns, width - 1, {
+    time: Math.max(0, ...visible.map((i) => timeText(store.tsNs(i)).length)),
+    cpu: Math.max(0, ...visible.map((i) => String(store.cpu(i) ?? '-').length)),
+    task: Math.max(0, ...visible.map((i) => taskText(store.pid(i), taskName(store.pid(i))).length)),
+    event: Math.max(0, ...visible.map((i) => eventText({ eventClass: store.eventClass(i) }).length)),
+  });
+  const fieldsWidth = laid.find((c) => c.id === 'fields')?.width ?? 0;
+  const scrollStep = Math.max(8, Math.floor(fieldsWidth / 2));
+
+  const submit = (kind: PromptKind, text: string) => {
+    if (kind === 'filter') {
+      if (text.trim() === '') setApplied(undefined);
+      else if (verdict?.ok) {
+        setApplied(verdict);
+        setPos({ cursor: 0, top: 0 });
+      } else return;
+    } else if (kind === 'search') {
+      if (text === '') setSearch(undefined);
+      else {
+        const next = { text, pattern: searchPattern(text) };
+        setSearch(next);
+        setSeek({ from: cursor, step: 1, id: Date.now() });
+      }
+    } else {
+      const t = parseTime(text, store.length > 0 ? store.tsNs(cursor) : 0n);
+      if ('error' in t) {
+        setNote(t.error);
+      } else if (store.length > 0) {
+        setNote(undefined);
+        jump(positionAtTime(store, t.ns));
+      }
+    }
+    setPrompt(undefined);
+  };
+
   useKeys(
     (key) => {
-      if (editing !== undefined) {
-        if (key === 'escape') setEditing(undefined);
+      if (prompt !== undefined) {
+        if (key === 'escape') setPrompt(undefined);
+        else if (key === 'enter') submit(prompt.kind, prompt.line.text);
+        else {
+          const next = editLine(prompt.line, key);
+          if (next !== undefined) setPrompt({ kind: prompt.kind, line: next });
+        }
+        return true;
+      }
+      if (chooser !== undefined) {
+        const { order, shown: on, at } = chooser;
+        if (key === 'escape') setChooser(undefined);
         else if (key === 'enter') {
-          if (editing.trim() === '') {
-            setApplied(undefined);
-            setEditing(undefined);
-          } else if (verdict?.ok) {
-            setApplied(verdict);
-            setEditing(undefined);
-            setPos({ cursor: 0, top: 0 });
+          const choice = order.filter((c) => on.has(c));
+          if (choice.length > 0) {
+            setColumns(choice);
+            setNote(saveColumns(configPath, choice));
           }
-        } else if (key === 'backspace') setEditing(editing.slice(0, -1));
-        else if (key.length === 1) setEditing(editing + key);
+          setChooser(undefined);
+        } else if (key === 'j' || key === 'down') setChooser({ ...chooser, at: Math.min(order.length - 1, at + 1) });
+        else if (key === 'k' || key === 'up') setChooser({ ...chooser, at: Math.max(0, at - 1) });
+        else if (key === ' ' || key === 'x') {
+          const next = new Set(on);
+          if (!next.delete(order[at]!)) next.add(order[at]!);
+          setChooser({ ...chooser, shown: next });
+        } else if (key === 'J' || key === 'K') {
+          const to = key === 'J' ? at + 1 : at - 1;
+          if (to < 0 || to >= order.length) return true;
+          const next = [...order];
+          [next[at], next[to]] = [next[to]!, next[at]!];
+          setChooser({ ...chooser, order: next, at: to });
+        }
         return true;
       }
-      if (key === '/') {
-        setEditing(applied?.expression ?? '');
-        return true;
-      }
-      if (key === 'enter') {
-        setDetail(!detail);
-        return true;
-      }
-      if (key === 'escape') {
-        if (detail) setDetail(false);
-        else if (applied !== undefined) setApplied(undefined);
-        else return false;
-        return true;
+      switch (key) {
+        case ':':
+          setPrompt({ kind: 'filter', line: line(applied?.expression ?? '') });
+          return true;
+        case '/':
+          setPrompt({ kind: 'search', line: line() });
+          return true;
+        case 't':
+          setPrompt({ kind: 'time', line: line() });
+          return true;
+        case 'n':
+        case 'N':
+          if (search === undefined) setNote('no search yet: / starts one');
+          else setSeek({ from: cursor, step: key === 'n' ? 1 : -1, id: Date.now() });
+          return true;
+        case 'm': {
+          const ts = store.length > 0 ? store.tsNs(cursor) : undefined;
+          if (ts === undefined) return true;
+          setMarks(marks.a === undefined || marks.b !== undefined ? { a: ts } : { a: marks.a, b: ts });
+          return true;
+        }
+        case 'M':
+          setMarks({});
+          return true;
+        case 'T':
+          setTimeline(!(timeline ?? height >= 30));
+          return true;
+        case 'c': {
+          const order = [...columns, ...COLUMN_IDS.filter((c) => !columns.includes(c))];
+          setChooser({ order, shown: new Set(columns), at: 0 });
+          return true;
+        }
+        case '<':
+        case 'left':
+          setHscroll(Math.max(0, hscroll - scrollStep));
+          return true;
+        case '>':
+        case 'right':
+          setHscroll(hscroll + scrollStep);
+          return true;
+        case 'enter':
+          setDetail(!detail);
+          return true;
+        case 'escape':
+          if (detail) setDetail(false);
+          else if (note !== undefined) setNote(undefined);
+          else if (applied !== undefined) setApplied(undefined);
+          else return false;
+          return true;
       }
       const next = moveCursor({ cursor, top }, key, store.length, rows);
       if (next === undefined) return false;
@@ -164,19 +348,37 @@ function EventsView(props: ViewProps) {
       return true;
     },
     active,
-    editing !== undefined,
+    prompt !== undefined,
   );
 
-  const fieldsWidth = Math.max(0, width - W.time - W.cpu - W.task - W.event - 4);
-  const header = `${fit('TIME', W.time)} ${fit('CPU', W.cpu)} ${fit('TASK', W.task)} ${fit('EVENT', W.event)} ${fit('FIELDS', fieldsWidth)}`;
-  const lines: { key: number; text: string; selected: boolean }[] = [];
+  const cell = (id: ColumnId, w: number, i: number): string => {
+    switch (id) {
+      case 'time':
+        return fit(timeText(store.tsNs(i)), w);
+      case 'cpu':
+        return String(store.cpu(i) ?? '-').padStart(w);
+      case 'task': {
+        const pid = store.pid(i);
+        return fit(taskText(pid, taskName(pid)), w);
+      }
+      case 'event':
+        return fit(eventText({ eventClass: store.eventClass(i) }), w);
+      case 'fields': {
+        const text = body(store.event(i));
+        return fit(hscroll > 0 ? `«${text.slice(hscroll + 1)}` : text, w);
+      }
+    }
+  };
+  const header = laid
+    .map((c) => fit(c.id === 'fields' && hscroll > 0 ? `FIELDS +${hscroll}` : COLUMN_HEADERS[c.id], c.width))
+    .join(' ');
   // Virtualized: only rows top..top+rows are read from the store (and so decoded).
-  for (let i = top; i < Math.min(store.length, top + rows); i++) {
-    const e = store.event(i);
-    const pid = store.pid(i);
-    const text = `${fit(timeText(e.tsNs), W.time)} ${fit(String(e.cpu ?? '-'), W.cpu)} ${fit(taskText(pid, taskName(pid)), W.task)} ${fit(e.eventClass.name, W.event)} ${fit(fieldsLine(e), fieldsWidth)}`;
-    lines.push({ key: i, text, selected: i === cursor });
-  }
+  const lines = visible.map((i) => ({
+    key: i,
+    text: laid.map((c) => cell(c.id, c.width, i)).join(' '),
+    selected: i === cursor,
+    marked: marks.a === store.tsNs(i) ? 'A' : marks.b === store.tsNs(i) ? 'B' : undefined,
+  }));
   const empty =
     store.length === 0
       ? applied !== undefined
@@ -189,30 +391,187 @@ function EventsView(props: ViewProps) {
             : 'waiting for events…'
           : 'the trace holds no events'
       : undefined;
+  const info =
+    seek !== undefined
+      ? `searching /${search?.text}/ ${store.length === 0 ? 0 : Math.floor(((seekProgress?.scanned ?? 0) / store.length) * 100)}%`
+      : (note ?? marksText(marks));
   return (
     <Box flexDirection="column" width={width} height={height}>
-      <Text bold color={colour('cyan')}>
-        {fit(header, width)}
-      </Text>
-      {empty !== undefined ? <Text dimColor>{empty}</Text> : null}
-      {lines.map((l) => (
-        <Text key={l.key} inverse={l.selected} wrap="truncate">
-          {l.selected ? '>' : ' '}
-          {fit(l.text, width - 1)}
-        </Text>
-      ))}
-      {Array.from({ length: Math.max(0, rows - lines.length - (empty !== undefined ? 1 : 0)) }, (_, k) => (
-        <Text key={`pad${k}`}> </Text>
-      ))}
-      {detail && store.length > 0 ? <DetailPane store={store} index={cursor} rows={detailRows} width={width} /> : null}
-      {editing !== undefined ? <FilterBar text={editing} verdict={verdict} width={width} /> : null}
+      {timelineRows > 0 ? (
+        <Timeline
+          store={store}
+          width={width}
+          rows={timelineRows}
+          cursor={store.length > 0 ? store.tsNs(cursor) : undefined}
+          marks={marks}
+          ascii={!fancy}
+        />
+      ) : null}
+      {chooser !== undefined ? (
+        <ColumnChooser {...chooser} width={width} height={height - timelineRows} />
+      ) : (
+        <>
+          <Text bold color={colour('cyan')}>
+            {fit(` ${header}`, width)}
+          </Text>
+          {empty !== undefined ? <Text dimColor>{empty}</Text> : null}
+          {lines.map((l) => (
+            <Text key={l.key} inverse={l.selected} wrap="truncate">
+              {l.marked ?? (l.selected ? '>' : ' ')}
+              {fit(l.text, width - 1)}
+            </Text>
+          ))}
+          {Array.from({ length: Math.max(0, rows - lines.length - (empty !== undefined ? 1 : 0)) }, (_, k) => (
+            <Text key={`pad${k}`}> </Text>
+          ))}
+          {infoRows > 0 ? (
+            <Text color={colour(note !== undefined ? 'yellow' : 'magenta')} wrap="truncate">
+              {fit(info ?? '', width)}
+            </Text>
+          ) : null}
+          {detail && store.length > 0 ? (
+            <DetailPane store={store} index={cursor} rows={detailRows} width={width} kallsyms={context.kallsyms} />
+          ) : null}
+          {prompt !== undefined ? (
+            <PromptBar kind={prompt.kind} line={prompt.line} verdict={verdict} width={width} />
+          ) : null}
+        </>
+      )}
     </Box>
   );
 }
 
-function DetailPane(props: { store: EventStore; index: number; rows: number; width: number }) {
+/** `A 12.524003  B 12.530001  B-A +5.998 ms`, or undefined without marks. */
+function marksText(marks: { a?: bigint; b?: bigint }): string | undefined {
+  if (marks.a === undefined) return undefined;
+  const a = `A ${timeText(marks.a)}`;
+  if (marks.b === undefined) return `${a}  (m marks B)`;
+  return `${a}  B ${timeText(marks.b)}  B-A ${deltaText(marks.b - marks.a)}`;
+}
+
+/** Rows the timeline takes: one per CPU (at most a quarter of the view) and its time ruler. */
+function timelineHeight(source: ViewerSource, height: number): number {
+  const cpus = source.stats().cpus.length;
+  return Math.min(Math.max(1, cpus), Math.max(1, Math.floor(height / 4))) + 1;
+}
+
+const DENSITY = ' ▁▂▃▄▅▆▇█';
+const DENSITY_ASCII = ' .:-=+*#%';
+
+/**
+ * Events per CPU over the store's time span, one character per slice, darker where denser (the scale is the
+ * busiest slice of any CPU); the ruler under it places the selection (`^`) and the marks (`A`, `B`).
+ */
+function Timeline(props: {
+  store: EventStore;
+  width: number;
+  rows: number;
+  cursor: bigint | undefined;
+  marks: { a?: bigint; b?: bigint };
+  ascii: boolean;
+}) {
+  const { store, width, rows, cursor, marks, ascii } = props;
   const colour = useColour();
-  const lines = detailLines(props.store.event(props.index));
+  const label = 7;
+  const slices = Math.max(1, width - label);
+  const density = useMemo(() => cpuDensity(store, slices), [store, slices]);
+  const glyphs = ascii ? DENSITY_ASCII : DENSITY;
+  const cpus = [...density.counts.keys()].sort((a, b) => a - b);
+  const shown = cpus.slice(0, rows - 1);
+  const at = (ts: bigint | undefined) =>
+    ts === undefined || density.span === 0n
+      ? -1
+      : Math.min(slices - 1, Math.max(0, Number(((ts - density.first) * BigInt(slices)) / density.span)));
+  const ruler = Array<string>(slices).fill(ascii ? '-' : '─');
+  for (const [mark, ch] of [
+    [cursor, '^'],
+    [marks.a, 'A'],
+    [marks.b, 'B'],
+  ] as const) {
+    const x = at(mark);
+    if (x >= 0) ruler[x] = ch;
+  }
+  const more = cpus.length - shown.length;
+  return (
+    <Box flexDirection="column">
+      {shown.map((cpu, k) => (
+        <Text key={cpu} wrap="truncate">
+          <Text color={colour('cyan')}>
+            {fit(k === shown.length - 1 && more > 0 ? `+${more + 1}cpu` : `cpu${cpu}`, label)}
+          </Text>
+          {Array.from(density.counts.get(cpu)!, (n) =>
+            n === 0 ? ' ' : glyphs[1 + Math.min(7, Math.floor((n / density.max) * 7.999))],
+          ).join('')}
+        </Text>
+      ))}
+      <Text wrap="truncate" color={colour('gray')}>
+        {fit('', label)}
+        {ruler.join('')}
+      </Text>
+    </Box>
+  );
+}
+
+/** Events read per slice of the timeline at most: beyond, every k-th event stands for k (the view stays instant). */
+const DENSITY_SAMPLES = 256;
+
+/**
+ * Event counts per CPU in `slices` equal slices of the store's time span, from the summary columns only (no
+ * decoding); a long store is sampled evenly, each sample counting for the events it stands for.
+ */
+export function cpuDensity(
+  store: EventStore,
+  slices: number,
+): { counts: Map<number, Float64Array>; max: number; first: bigint; span: bigint } {
+  const counts = new Map<number, Float64Array>();
+  if (store.length === 0) return { counts, max: 0, first: 0n, span: 0n };
+  const first = store.tsNs(0);
+  const span = store.tsNs(store.length - 1) - first;
+  const perSlice = Number(span) / slices;
+  const step = Math.max(1, Math.floor(store.length / (slices * DENSITY_SAMPLES)));
+  let max = 0;
+  for (let i = 0; i < store.length; i += step) {
+    const cpu = store.cpu(i) ?? -1;
+    let row = counts.get(cpu);
+    if (row === undefined) counts.set(cpu, (row = new Float64Array(slices)));
+    const x = perSlice === 0 ? 0 : Math.min(slices - 1, Math.floor(Number(store.tsNs(i) - first) / perSlice));
+    row[x]! += step;
+    if (row[x]! > max) max = row[x]!;
+  }
+  return { counts, max, first, span };
+}
+
+function ColumnChooser(props: {
+  order: readonly ColumnId[];
+  shown: ReadonlySet<ColumnId>;
+  at: number;
+  width: number;
+  height: number;
+}) {
+  const colour = useColour();
+  return (
+    <Box flexDirection="column" width={props.width} height={props.height}>
+      <Text bold color={colour('cyan')}>
+        {fit('COLUMNS: space shows/hides, J/K move down/up, Enter keeps (remembered), Esc cancels', props.width)}
+      </Text>
+      {props.order.map((c, k) => (
+        <Text key={c} inverse={k === props.at}>
+          {`${k === props.at ? '>' : ' '} [${props.shown.has(c) ? 'x' : ' '}] ${COLUMN_HEADERS[c]}`}
+        </Text>
+      ))}
+    </Box>
+  );
+}
+
+function DetailPane(props: {
+  store: EventStore;
+  index: number;
+  rows: number;
+  width: number;
+  kallsyms: ReturnType<typeof eventContext>['kallsyms'];
+}) {
+  const colour = useColour();
+  const lines = detailLines(props.store.event(props.index), props.kallsyms());
   const title = `event ${(props.index + 1).toLocaleString('en-US')} of ${props.store.length.toLocaleString('en-US')} (Esc closes)`;
   return (
     <Box flexDirection="column" height={props.rows}>
@@ -226,19 +585,31 @@ function DetailPane(props: { store: EventStore; index: number; rows: number; wid
   );
 }
 
-function FilterBar(props: { text: string; verdict: CompiledFilter | FilterProblem | undefined; width: number }) {
+const HINTS: Record<PromptKind, string> = {
+  filter: 'ftrace filter, e.g. bytes_req > 256 && COMM ~ "demo-*" (Enter applies, Esc cancels)',
+  search: 'search: text or a regular expression (Enter finds, then n/N next/previous; Esc cancels)',
+  time: 'go to time: seconds as shown, e.g. 12.524003, or +0.5 / -0.5 from the selection (Enter goes)',
+};
+
+function PromptBar(props: {
+  kind: PromptKind;
+  line: LineState;
+  verdict: CompiledFilter | FilterProblem | undefined;
+  width: number;
+}) {
   const colour = useColour();
-  const v = props.verdict;
-  const prompt = '/ ';
+  const prompt = PROMPTS[props.kind];
+  const v = props.kind === 'filter' ? props.verdict : undefined;
   return (
     <Box flexDirection="column">
-      <Text>
+      <Text wrap="truncate">
         <Text color={colour('yellow')}>{prompt}</Text>
-        {props.text}
-        <Text inverse> </Text>
+        <LineText line={props.line} />
       </Text>
       {v === undefined ? (
-        <Text dimColor>ftrace filter, e.g. bytes_req {'>'} 256 && COMM ~ "demo-*" (Enter applies, Esc cancels)</Text>
+        <Text dimColor wrap="truncate">
+          {HINTS[props.kind]}
+        </Text>
       ) : v.ok ? (
         <Text color={colour('green')}>{fit(`ok: applies to ${v.applies.join(', ')}`, props.width)}</Text>
       ) : (
@@ -258,7 +629,15 @@ export const eventsView: ViewDefinition = {
     ['g/G', 'first/last'],
     ['PgUp/PgDn', 'page'],
     ['Enter', 'details'],
-    ['/', 'filter'],
+    ['/', 'search'],
+    ['n/N', 'next/previous match'],
+    [':', 'filter'],
+    ['t', 'go to time'],
+    ['m', 'mark A, B'],
+    ['M', 'clear marks'],
+    ['T', 'timeline'],
+    ['</> ←/→', 'scroll fields'],
+    ['c', 'columns'],
     ['Esc', 'back'],
   ],
   Component: EventsView,

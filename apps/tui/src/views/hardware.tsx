@@ -178,4 +178,6 @@ export const hardwareView: ViewDefinition = {
     ['Enter', 'decoded record'],
   ],
   Component: HardwareView,
+  shows: (classes) =>
+    classes.some((c) => c.name === 'mce:mce_record' || c.name === 'ras:mc_event' || c.name === 'evtrace:mce_threshold'),
 };

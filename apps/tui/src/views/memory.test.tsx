@@ -74,7 +74,7 @@ describe('Memory view', () => {
     app.unmount();
   }, 30_000);
 
-  it('says what to record when the trace has no kmem events', async () => {
+  it('is left out of the tabs of a trace without kmem events (its key does nothing), and says what to record', async () => {
     const { writeTraceDat, parseFormatFile } = await import('@evtrace/trace-format');
     const cls = parseFormatFile(
       'name: sched_wakeup\nID: 9\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:int pid;\toffset:4;\tsize:4;\tsigned:1;\n\nprint fmt: "pid=%d", REC->pid\n',
@@ -82,12 +82,32 @@ describe('Memory view', () => {
     );
     const file = `${dir}/sched.dat`;
     writeTraceDat(file, [cls], [{ tsNs: 1n, cpu: 0, eventClass: cls, fields: { pid: 1 } }]);
+    const source = openFileSource(file);
     const app = render(
-      <App source={openFileSource(file)} views={VIEWS} size={{ columns: 140, rows: 20 }} theme={{ colour: false }} />,
+      <App source={source} views={VIEWS} size={{ columns: 140, rows: 20 }} theme={{ colour: false }} />,
     );
+    const tabs = (await until(app, (f) => f.includes('[1 Events]'))).split('\n')[0]!;
+    expect(tabs).toContain('2 CPUs');
+    for (const hidden of ['Memory', 'Branches', 'Hardware']) expect(tabs).not.toContain(hidden);
     app.stdin.write(String(VIEWS.indexOf(memoryView) + 1));
-    expect(await until(app, (f) => f.includes('no kmem allocator events'))).toMatch(/evtrace kmem record/);
+    app.stdin.write('2');
+    await until(app, (f) => f.includes('[2 CPUs]'));
     app.unmount();
+    // The view itself, as a live source shows it before any kmem event came.
+    const alone = render(
+      <memoryView.Component
+        source={source}
+        store={source.store()}
+        tick={0}
+        paused={false}
+        active
+        width={140}
+        height={18}
+        onStatus={() => {}}
+      />,
+    );
+    expect(await until(alone, (f) => f.includes('no kmem allocator events'))).toMatch(/evtrace kmem record/);
+    alone.unmount();
   });
 });
 

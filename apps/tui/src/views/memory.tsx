@@ -196,4 +196,5 @@ export const memoryView: ViewDefinition = {
   title: 'Memory',
   keys: [['s', 'sort call sites: bytes, hits, fragmentation, ping-pong']],
   Component: MemoryView,
+  shows: (classes) => classes.some((c) => kmemKind(c) !== undefined),
 };

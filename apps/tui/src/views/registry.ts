@@ -3,6 +3,7 @@
  * the list in `views/index.ts` (one line) gives it a number key, a place in the Tab order, its keys in the footer and
  * in the help overlay.
  */
+import type { EventClass } from '@evtrace/trace-format';
 import type { ReactElement } from 'react';
 import type { ViewerSource } from '../data/source.ts';
 import type { EventStore } from '../data/store.ts';
@@ -36,4 +37,9 @@ export interface ViewDefinition {
   /** The view's own keys for the footer and the help overlay: [key, what it does]. */
   readonly keys: readonly (readonly [string, string])[];
   readonly Component: (props: ViewProps) => ReactElement;
+  /**
+   * Whether the view has anything to show for a source with these event classes; a view that has not is left out of
+   * the tabs (the Branches view on a kmem trace). Absent: always shown.
+   */
+  readonly shows?: (classes: readonly EventClass[]) => boolean;
 }

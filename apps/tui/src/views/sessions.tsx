@@ -7,6 +7,8 @@ import { useCallback, useEffect, useState } from 'react';
 import type { SessionControl, SessionInfo } from '../data/source.ts';
 import { countText, fit } from '../ui/format.ts';
 import { useKeys } from '../ui/keys.ts';
+import { LineText } from '../ui/line-box.tsx';
+import { editLine, type LineState, line } from '../ui/line-edit.ts';
 import { useColour } from '../ui/theme.ts';
 import { PERSISTENT_ROWS, PersistentBuffers } from './persistent.tsx';
 import type { ViewDefinition, ViewProps } from './registry.ts';
@@ -50,7 +52,7 @@ function NoAgent(props: { width: number; live: boolean }) {
   );
 }
 
-type Prompt = { kind: 'name'; text: string } | { kind: 'destroy'; name: string };
+type Prompt = { kind: 'name'; line: LineState } | { kind: 'destroy'; name: string };
 
 function SessionList(props: ViewProps & { control: SessionControl }) {
   const { control, active, width, height } = props;
@@ -88,9 +90,13 @@ function SessionList(props: ViewProps & { control: SessionControl }) {
         if (key === 'escape') setPrompt(undefined);
         else if (key === 'enter') {
           setPrompt(undefined);
-          if (prompt.text !== '') run(`create ${prompt.text}`, control.create(prompt.text, NEW_SESSION_EVENTS));
-        } else if (key === 'backspace') setPrompt({ kind: 'name', text: prompt.text.slice(0, -1) });
-        else if (key.length === 1 && /[\w.-]/.test(key)) setPrompt({ kind: 'name', text: prompt.text + key });
+          const name = prompt.line.text;
+          if (name !== '') run(`create ${name}`, control.create(name, NEW_SESSION_EVENTS));
+        } else {
+          // Session names are words, dots and dashes: other characters are not typed in.
+          const next = key.length === 1 && !/[\w.-]/.test(key) ? undefined : editLine(prompt.line, key);
+          if (next !== undefined) setPrompt({ kind: 'name', line: next });
+        }
         return true;
       }
       if (prompt?.kind === 'destroy') {
@@ -116,7 +122,7 @@ function SessionList(props: ViewProps & { control: SessionControl }) {
           setCursor(Math.max(0, n - 1));
           return true;
         case 'c':
-          setPrompt({ kind: 'name', text: '' });
+          setPrompt({ kind: 'name', line: line() });
           return true;
         case 'x':
           if (selected) run(`stop ${selected.name}`, control.stop(selected.name));
@@ -153,8 +159,8 @@ function SessionList(props: ViewProps & { control: SessionControl }) {
       <Box flexGrow={1} />
       {prompt?.kind === 'name' ? (
         <Text>
-          new session name: {prompt.text}
-          <Text inverse> </Text> (records {NEW_SESSION_EVENTS.join(', ')}; Enter creates, Esc cancels)
+          new session name: <LineText line={prompt.line} /> (records {NEW_SESSION_EVENTS.join(', ')}; Enter creates, Esc
+          cancels)
         </Text>
       ) : prompt?.kind === 'destroy' ? (
         <Text color={colour('red')}>destroy session {prompt.name}? y to confirm, any other key cancels</Text>

@@ -7,6 +7,7 @@ import { hexFields } from '../ftrace/hex-fields.ts';
 import type { TraceEvent } from '../model/types.ts';
 import { createJsonFormatter, eventClassSchema, eventToJsonLine, jsonValue } from './json.ts';
 import { writePerfettoJson } from './perfetto-json.ts';
+import { ftraceTimestamp } from './text.ts';
 
 const SWITCH = parseFormatFile(
   `name: sched_switch
@@ -188,5 +189,14 @@ describe('Perfetto JSON', () => {
         [0x7fff0000, 'CPU 0'],
       ]),
     );
+  });
+});
+
+describe('ftrace text pieces', () => {
+  it('rounds time stamps to the nearest microsecond as trace-cmd does, carrying into the seconds', () => {
+    expect(ftraceTimestamp(12_524_002_600n)).toBe('12.524003');
+    expect(ftraceTimestamp(12_524_002_499n)).toBe('12.524002');
+    expect(ftraceTimestamp(1_999_999_700n)).toBe('2.000000');
+    expect(ftraceTimestamp(1_999_999_700n, true)).toBe('1.999999700');
   });
 });

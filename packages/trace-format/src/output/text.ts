@@ -36,8 +36,6 @@ export interface FtraceTextOptions {
 interface ClassPrinter {
   readonly format: PrintFormatter | undefined;
   readonly plugin: EventPlugin | undefined;
-  /** The event's name column (`name:` padded), the same for every event of the class. */
-  readonly column: string;
 }
 
 const NS = 1_000_000_000n;
@@ -78,8 +76,6 @@ function timeText(nanoseconds: boolean): (tsNs: bigint) => string {
 
 /** A line formatter (without the final newline; a lost-events line comes first, with its own). */
 export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (event: TraceEvent) => string {
-  const printers = new Map<EventClass, ClassPrinter>();
-  const usePlugins = options.plugins !== false && !options.raw;
   // Saved cmdlines, then the names the sched plugins learn as they print (trace-cmd's table of task names).
   let learnt: Map<number, string> | undefined;
   const tasks: TaskNames = {
@@ -89,16 +85,10 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
       learnt.set(pid, comm);
     },
   };
-  let symbols: Kallsyms | undefined;
-  let symbolsLoaded = false;
-  const kallsyms = () => {
-    if (!symbolsLoaded) {
-      symbols = options.kallsyms?.();
-      symbolsLoaded = true;
-    }
-    return symbols;
-  };
+  const bodyOf = createFtraceBodyFormatter({ ...options, tasks });
   const time = timeText(options.nanoseconds === true);
+  /** The event's name column (`name:` padded), the same for every event of a class. */
+  const columns = new Map<EventClass, string>();
   // The `comm-pid` column per pid, kept while the task's name stays what it was.
   const whoColumns = new Map<number, { readonly comm: string; readonly text: string }>();
   const who = (pid: FieldValue | undefined): string => {
@@ -112,30 +102,14 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
   };
   return (event) => {
     const cls = event.eventClass;
-    let printer = printers.get(cls);
-    if (printer === undefined) {
-      printer = {
-        format: options.raw ? undefined : compilePrintFormat(cls),
-        plugin: usePlugins ? compileEventPlugin(cls) : undefined,
-        column: `${cls.ftrace?.event ?? cls.name}:`.padEnd(21),
-      };
-      printers.set(cls, printer);
+    let column = columns.get(cls);
+    if (column === undefined) {
+      column = `${cls.ftrace?.event ?? cls.name}:`.padEnd(21);
+      columns.set(cls, column);
     }
     // Before the body: a sched plugin may learn this task's name while printing, for later lines.
     const task = who(event.scopes?.['event.context']?.common_pid);
-    let body: string | undefined;
-    if (!options.raw) {
-      const plugin = printer.plugin;
-      const { printk } = options;
-      if (plugin === undefined) body = printer.format?.(event, kallsyms(), 'trace-cmd', printk);
-      else if (plugin.prefix) {
-        const before = plugin.print(event, kallsyms(), tasks) ?? '';
-        const after = printer.format?.(event, kallsyms(), 'trace-cmd', printk) ?? fieldsText(event, kallsyms());
-        body = before + after;
-      } else body = plugin.print(event, kallsyms(), tasks) ?? printer.format?.(event, kallsyms(), 'trace-cmd', printk);
-    }
-    body ??= fieldsText(event, kallsyms());
-    const line = `${task} [${cpuColumn(event.cpu)}] ${time(event.tsNs)}: ${printer.column} ${body}`;
+    const line = `${task} [${cpuColumn(event.cpu)}] ${time(event.tsNs)}: ${column} ${bodyOf(event)}`;
     // The kernel lost events before this one's page: trace-cmd says so on a line of its own, before the event.
     const lost = event.scopes?.lost;
     if (lost === undefined) return line;
@@ -143,15 +117,72 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
   };
 }
 
+/**
+ * A time stamp as `trace-cmd report` prints it: `SECS.USECS`, microseconds rounded to nearest, or `SECS.NSECS`
+ * with `nanoseconds` (the text formatter's own rule, for a viewer that prints times one at a time).
+ */
+export function ftraceTimestamp(tsNs: bigint, nanoseconds = false): string {
+  return timeText(nanoseconds)(tsNs).trimStart();
+}
+
+/** Options of {@link createFtraceBodyFormatter}. */
+export interface FtraceBodyOptions extends Pick<FtraceTextOptions, 'kallsyms' | 'printk' | 'raw' | 'plugins'> {
+  /** Task names for the plugins that print them (sched_switch...), which also learn names as they print. */
+  readonly tasks?: TaskNames;
+}
+
+/**
+ * The body of an event's line as {@link createFtraceTextFormatter} prints it after `EVENT:` (its `print fmt`
+ * evaluated, a plugin's text, or its fields): for viewers that lay out the task, CPU and time themselves.
+ */
+export function createFtraceBodyFormatter(options: FtraceBodyOptions = {}): (event: TraceEvent) => string {
+  const printers = new Map<EventClass, ClassPrinter>();
+  const usePlugins = options.plugins !== false && !options.raw;
+  const tasks: TaskNames = options.tasks ?? { get: () => undefined, learn: () => {} };
+  const { printk } = options;
+  let symbols: Kallsyms | undefined;
+  let symbolsLoaded = false;
+  const kallsyms = () => {
+    if (!symbolsLoaded) {
+      symbols = options.kallsyms?.();
+      symbolsLoaded = true;
+    }
+    return symbols;
+  };
+  return (event) => {
+    const cls = event.eventClass;
+    let printer = printers.get(cls);
+    if (printer === undefined) {
+      printer = {
+        format: options.raw ? undefined : compilePrintFormat(cls),
+        plugin: usePlugins ? compileEventPlugin(cls) : undefined,
+      };
+      printers.set(cls, printer);
+    }
+    let body: string | undefined;
+    if (!options.raw) {
+      const plugin = printer.plugin;
+      if (plugin === undefined) body = printer.format?.(event, kallsyms(), 'trace-cmd', printk);
+      else if (plugin.prefix) {
+        const before = plugin.print(event, kallsyms(), tasks) ?? '';
+        const after = printer.format?.(event, kallsyms(), 'trace-cmd', printk) ?? fieldsText(event, kallsyms());
+        body = before + after;
+      } else body = plugin.print(event, kallsyms(), tasks) ?? printer.format?.(event, kallsyms(), 'trace-cmd', printk);
+    }
+    return body ?? fieldsText(event, kallsyms());
+  };
+}
+
 /** `name=value` for every payload field, integers in their class's base, addresses as symbols when known. */
 export function fieldsText(event: TraceEvent, kallsyms?: Kallsyms): string {
   const types = new Map(event.eventClass.payload.members.map((m) => [m.name, m.type]));
   return Object.entries(event.fields)
-    .map(([k, v]) => `${k}=${valueText(v, types.get(k), kallsyms)}`)
+    .map(([k, v]) => `${k}=${fieldValueText(v, types.get(k), kallsyms)}`)
     .join(' ');
 }
 
-function valueText(v: FieldValue, type: FieldClass | undefined, kallsyms: Kallsyms | undefined): string {
+/** One field's value as {@link fieldsText} prints it: integers in their class's base, addresses as symbols when known. */
+export function fieldValueText(v: FieldValue, type: FieldClass | undefined, kallsyms?: Kallsyms): string {
   if (typeof v === 'bigint' || typeof v === 'number') {
     if (type?.kind === 'int' && type.base === 16) {
       const a = BigInt.asUintN(type.size, BigInt(v));
@@ -165,9 +196,9 @@ function valueText(v: FieldValue, type: FieldClass | undefined, kallsyms: Kallsy
   if (Array.isArray(v)) {
     const element =
       type?.kind === 'array' || type?.kind === 'sequence' || type?.kind === 'dynamic' ? type.element : undefined;
-    return `[${v.map((x) => valueText(x, element, kallsyms)).join(',')}]`;
+    return `[${v.map((x) => fieldValueText(x, element, kallsyms)).join(',')}]`;
   }
   return `{${Object.entries(v)
-    .map(([k, x]) => `${k}=${valueText(x as FieldValue, undefined, kallsyms)}`)
+    .map(([k, x]) => `${k}=${fieldValueText(x as FieldValue, undefined, kallsyms)}`)
     .join(' ')}}`;
 }
