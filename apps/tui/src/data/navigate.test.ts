@@ -7,9 +7,11 @@ const store = { length: times.length, tsNs: (i: number) => times[i]! } as EventS
 
 describe('navigation', () => {
   it('reads times as the column prints them, or relative to the selection', () => {
-    expect(parseTime('12.524003', 0n)).toEqual({ ns: 12_524_003_000n });
-    expect(parseTime('3', 0n)).toEqual({ ns: 3_000_000_000n });
-    expect(parseTime('.5', 0n)).toEqual({ ns: 500_000_000n });
+    // Shown times are rounded to the microsecond: 12.524003 is shown for 12.5240025 on.
+    expect(parseTime('12.524003', 0n)).toEqual({ ns: 12_524_002_500n });
+    expect(parseTime('12.524002500', 0n)).toEqual({ ns: 12_524_002_500n });
+    expect(parseTime('3', 0n)).toEqual({ ns: 2_999_999_500n });
+    expect(parseTime('.5', 0n)).toEqual({ ns: 499_999_500n });
     expect(parseTime('+0.000001', 100n)).toEqual({ ns: 1_100n });
     expect(parseTime('-1', 2_000_000_000n)).toEqual({ ns: 1_000_000_000n });
     expect(parseTime('12:30', 0n)).toEqual({ error: expect.stringContaining('not a time: "12:30"') });

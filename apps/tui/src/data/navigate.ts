@@ -63,7 +63,8 @@ export function searchStore(
 
 /**
  * A time the user typed, in nanoseconds: `SECS[.FRACTION]` as the time column prints it, or `+SECS`/`-SECS` from
- * `relativeTo`; the reason when it is not one.
+ * `relativeTo`; the reason when it is not one. The column rounds to the nearest microsecond, as trace-cmd does, so an
+ * absolute time of at most six decimals starts half a microsecond earlier: its first event is one shown at that time.
  */
 export function parseTime(text: string, relativeTo: bigint): { ns: bigint } | { error: string } {
   const m = /^\s*([+-]?)(\d*)(?:\.(\d{0,9}))?\s*$/.exec(text);
@@ -72,7 +73,7 @@ export function parseTime(text: string, relativeTo: bigint): { ns: bigint } | { 
   const ns = BigInt(m[2] || '0') * 1_000_000_000n + BigInt((m[3] ?? '').padEnd(9, '0') || '0');
   if (m[1] === '+') return { ns: relativeTo + ns };
   if (m[1] === '-') return { ns: relativeTo - ns };
-  return { ns };
+  return { ns: (m[3] ?? '').length <= 6 && ns >= 500n ? ns - 500n : ns };
 }
 
 /** The first position whose time is at or after `ns` (the last one when every event is earlier); stores are in time order. */
