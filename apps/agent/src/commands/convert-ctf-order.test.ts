@@ -14,7 +14,8 @@ afterAll(() => rmSync(inputs.dir, { recursive: true, force: true }));
 
 describe('convert --to ctf on a CPU whose events go back in time', () => {
   it('cat prints it; convert names the input, the event, its CPU and time', async () => {
-    // CPU 0's fourth event 5 ms before the first: pages keep the kernel's order, whatever the times say.
+    // The input: CPU 0's fourth event stamped earlier than its first (tsNs below); pages keep the order they are
+    // written in, whatever the times say.
     const records = sampleEvents()
       .filter((e) => e.cpu === 0)
       .map((e, i) => ({

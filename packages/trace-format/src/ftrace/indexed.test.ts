@@ -5,8 +5,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
 import type { EventClass, TraceEvent } from '../model/types.ts';
-import { RECORD_ARGS, recordTraceDat } from '../testing/tracecmd.ts';
-import { findTracefs, hasTool } from '../testing/tracefs.ts';
+import { RECORD_ARGS, recordTraceDat, traceCmdRecording } from '../testing/tracecmd.ts';
 import { indexFtrace, mergeOrder } from './indexed.ts';
 import { openTraceDat, readTraceDat } from './tracedat/read.ts';
 import { encodeTraceDat } from './tracedat/write.ts';
@@ -108,22 +107,14 @@ describe('indexFtrace', () => {
   });
 });
 
-const tracefs = findTracefs();
-const why =
-  process.getuid?.() !== 0
-    ? 'not root'
-    : 'why' in tracefs
-      ? tracefs.why
-      : !hasTool('trace-cmd')
-        ? 'trace-cmd is not installed (apt install trace-cmd)'
-        : '';
+const { why, root } = traceCmdRecording();
 
 describe.skipIf(why !== '')(`indexFtrace on a trace-cmd recording${why ? ` (skipped: ${why})` : ''}`, () => {
   const dir = mkdtempSync(join(tmpdir(), 'evtrace-indexed-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   it('matches the sequential reader event for event', { timeout: 60_000 }, async () => {
     const file = join(dir, 'k.dat');
-    await recordTraceDat((tracefs as { path: string }).path, file, RECORD_ARGS, 500);
+    await recordTraceDat(root, file, RECORD_ARGS, 500);
     const sequential = [...openTraceDat(file).events()];
     const index = indexFtrace(openTraceDat(file));
     expect(index.length).toBe(sequential.length);

@@ -6,8 +6,7 @@ import { createTextFormatter, openTrace } from '../detect.ts';
 import { openTraceDat } from '../ftrace/tracedat/read.ts';
 import { writeTraceDat, writeTraceDatPages } from '../ftrace/tracedat/write.ts';
 import { countByEvent, differingLines, isTimerStartFlags, lineEvent, reportLines } from '../testing/report-diff.ts';
-import { recordTraceDat } from '../testing/tracecmd.ts';
-import { findTracefs, hasTool } from '../testing/tracefs.ts';
+import { recordTraceDat, traceCmdRecording } from '../testing/tracecmd.ts';
 
 /** Our text of a file, as `evtrace cat` prints it, split into lines. */
 function ourLines(file: string): string[] {
@@ -18,16 +17,7 @@ function ourLines(file: string): string[] {
   return out;
 }
 
-const tracefs = findTracefs();
-const why =
-  process.getuid?.() !== 0
-    ? 'not root'
-    : 'why' in tracefs
-      ? tracefs.why
-      : !hasTool('trace-cmd')
-        ? 'trace-cmd is not installed (apt install trace-cmd)'
-        : '';
-const root = 'path' in tracefs ? tracefs.path : '';
+const { why, root } = traceCmdRecording();
 /** The systems libtraceevent's plugins and print-format helpers touch most, where this kernel has them. */
 const SYSTEMS = ['kmem', 'sched', 'irq', 'timer', 'workqueue', 'syscalls', 'tlb', 'rcu'].filter((s) =>
   existsSync(`${root}/events/${s}`),

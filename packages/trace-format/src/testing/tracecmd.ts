@@ -9,6 +9,24 @@ import { expect } from 'vitest';
 import type { Kallsyms } from '../ftrace/symbols.ts';
 import type { TraceEvent } from '../model/types.ts';
 import { smallWorkload } from './capture.ts';
+import { findTracefs, hasTool } from './tracefs.ts';
+
+/**
+ * Whether trace-cmd can record the kernel here: `why` not (empty when it can, for a `describe.skipIf` title) and the
+ * tracefs mount it records from.
+ */
+export function traceCmdRecording(): { readonly why: string; readonly root: string } {
+  const tracefs = findTracefs();
+  const why =
+    process.getuid?.() !== 0
+      ? 'not root'
+      : 'why' in tracefs
+        ? tracefs.why
+        : !hasTool('trace-cmd')
+          ? 'trace-cmd is not installed (apt install trace-cmd)'
+          : '';
+  return { why, root: 'path' in tracefs ? tracefs.path : '' };
+}
 
 /**
  * Runs `trace-cmd record --no-filter -d ARGS` on the top-level buffer for `ms` while a small workload runs, restoring

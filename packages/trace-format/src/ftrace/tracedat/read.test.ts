@@ -7,8 +7,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createTextFormatter } from '../../detect.ts';
 import { TraceFormatError } from '../../errors.ts';
 import { createFtraceTextFormatter } from '../../output/text.ts';
-import { expectSameAsReport, RECORD_ARGS, recordTraceDat, reportRaw } from '../../testing/tracecmd.ts';
-import { findTracefs, hasTool } from '../../testing/tracefs.ts';
+import {
+  expectSameAsReport,
+  RECORD_ARGS,
+  recordTraceDat,
+  reportRaw,
+  traceCmdRecording,
+} from '../../testing/tracecmd.ts';
 import { decodeCpuPages, wholePages } from '../events.ts';
 import { indexFtrace } from '../indexed.ts';
 import { openTraceDat, readTraceDat, type TraceDatReader } from './read.ts';
@@ -129,15 +134,7 @@ function keepsWholePagesBefore(ref: ReturnType<typeof reference>, bytes: Buffer,
   }
 }
 
-const tracefs = findTracefs();
-const why =
-  process.getuid?.() !== 0
-    ? 'not root'
-    : 'why' in tracefs
-      ? tracefs.why
-      : !hasTool('trace-cmd')
-        ? 'trace-cmd is not installed (apt install trace-cmd)'
-        : '';
+const { why, root } = traceCmdRecording();
 
 describe.skipIf(why !== '')(
   `trace.dat recorded by trace-cmd record --no-filter -d${why ? ` (skipped: ${why})` : ''}`,
@@ -148,7 +145,7 @@ describe.skipIf(why !== '')(
     const v6 = join(dir, 'v6.dat');
     const v7none = join(dir, 'v7-none.dat');
     beforeAll(async () => {
-      await recordTraceDat((tracefs as { path: string }).path, v7, RECORD_ARGS, 1000);
+      await recordTraceDat(root, v7, RECORD_ARGS, 1000);
       execFileSync('trace-cmd', ['convert', '--file-version', '6', '-i', v7, '-o', v6], { stdio: 'ignore' });
       execFileSync('trace-cmd', ['convert', '--compression', 'none', '-i', v7, '-o', v7none], { stdio: 'ignore' });
     }, 60_000);
@@ -377,7 +374,6 @@ describe.skipIf(why !== '')(
   `trace.dat with an instance buffer (record -B)${why ? ` (skipped: ${why})` : ''}`,
   { timeout: 60_000 },
   () => {
-    const root = (tracefs as { path: string }).path;
     const name = `evtrace-b${process.pid}`;
     const file = join(mkdtempSync(join(tmpdir(), 'evtrace-dat-b-')), 'b.dat');
     const v6 = `${file}.v6`;
