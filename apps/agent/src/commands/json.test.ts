@@ -188,14 +188,20 @@ describe.skipIf(why !== '')(`evtrace cat --json on a kernel recording${why ? ` (
       saw(e.fields.prev_pid, e.fields.prev_comm);
       saw(e.fields.next_pid, e.fields.next_comm);
     }
+    // How many events are of such tasks depends on what else ran during the recording, so the bound is on the
+    // events of tasks seen under one name, not on all events.
+    let eligible = 0;
     let compared = 0;
     events.forEach((e, i) => {
       const seen = names.get(e.pid!);
-      if (e.pid === 0 || seen?.size !== 1 || !seen.has(comms[i])) return;
+      if (e.pid === 0 || seen?.size !== 1) return;
+      eligible++;
+      if (!seen.has(comms[i])) return;
       expect(e.comm, JSON.stringify(e)).toBe(comms[i]);
       compared++;
     });
-    expect(compared).toBeGreaterThan(events.length / 4);
+    expect(compared).toBeGreaterThan(20);
+    expect(compared / eligible).toBeGreaterThan(0.9);
     // The kernel's own record of a switch names the task switching out: the name evtrace gives its event.
     const switches = events.filter((e) => e.event === 'sched:sched_switch' && e.pid !== 0);
     const agree = switches.filter((e) => e.comm === e.fields.prev_comm);
