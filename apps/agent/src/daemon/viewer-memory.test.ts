@@ -43,7 +43,11 @@ afterAll(async () => {
 
 /** The agent's gauges of that name, read from its metrics endpoint. */
 async function gauge(name: string): Promise<number> {
-  const text = await (await fetch(metricsUrl)).text();
+  // A kept-alive connection the server closes as the next request leaves is HTTP's known race (a loaded machine widens
+  // it); an idempotent GET is sent again on a new connection, as HTTP clients do.
+  const text = await fetch(metricsUrl)
+    .catch(() => fetch(metricsUrl))
+    .then((r) => r.text());
   const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
   if (m === null) throw new Error(`no ${name} in the metrics:\n${text}`);
   return Number(m[1]);

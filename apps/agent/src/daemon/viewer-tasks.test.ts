@@ -153,14 +153,11 @@ describe.skipIf(why !== '')(
         const events = await liveEvents(agent, 'k', 400);
         expect(events.every((e) => e.event === 'sched:sched_switch')).toBe(true);
         for (const e of events) expect(e.pid, JSON.stringify(e)).toBe(e.fields.prev_pid);
-        // A task can exec between its event and our look at /proc (other builds run here): judged over the whole.
-        const named = events.filter((e) => e.comm !== null);
-        const agree = named.filter((e) => e.comm === e.fields.prev_comm);
-        expect(named.length / events.length).toBeGreaterThan(0.9);
-        expect(agree.length / named.length).toBeGreaterThan(0.9);
+        // A switch names the task switching out: that name, not a later look at /proc (the task may be gone).
+        for (const e of events) expect(e.comm, JSON.stringify(e)).toBe(e.fields.prev_comm);
         // The agent's own thread switches out all the time; its name is what /proc says.
         const self = readFileSync(`/proc/${agent.proc.pid}/comm`, 'utf8').trim();
-        expect(named.some((e) => e.pid === agent.proc.pid && e.comm === self)).toBe(true);
+        expect(events.some((e) => e.pid === agent.proc.pid && e.comm === self)).toBe(true);
       } finally {
         await agent.stop();
       }

@@ -132,7 +132,7 @@ export class TaskNames {
   readonly #gone = new Set<number>();
 
   /** Events as JSON lines (with the newline), each with its task's name when it fired. */
-  readonly json = createJsonFormatter({ comm: (pid, e) => this.#comm(pid, e.cpu) });
+  readonly json = createJsonFormatter({ comm: (pid, e) => this.#comm(pid, e) });
 
   constructor(cmdlines: ReadonlyMap<number, string>, readProc: boolean) {
     for (const [pid, comm] of cmdlines) this.#tracker.seed(pid, comm);
@@ -144,8 +144,10 @@ export class TaskNames {
     this.#tracker.observe(e);
   }
 
-  #comm(pid: number, cpu: number | null): string | undefined {
-    let comm = this.#tracker.commOf(pid, cpu ?? undefined);
+  #comm(pid: number, e: TraceEvent): string | undefined {
+    // What the event itself says of its task (a switch's prev_comm) comes first: a task first seen in its own switch
+    // may be gone from /proc by the time it is looked up.
+    let comm = this.#tracker.resolve(e) ?? this.#tracker.commOf(pid, e.cpu ?? undefined);
     if (comm === undefined && this.#proc && !this.#gone.has(pid)) {
       try {
         comm = readFileSync(`/proc/${pid}/comm`, 'utf8').replace(/\n$/, '');
