@@ -32,6 +32,17 @@ export {
 export { type RawDirTraceDatOptions, writeTraceDatFromRawDir } from './output/tracedat.ts';
 export { countPageRecords, type PageCount, parseCpuStats } from './pages/pages.ts';
 export {
+  closeRawPipes,
+  kernelLoss,
+  MAX_PAGES_PER_DRAIN,
+  openRawPipe,
+  type RawPageHandler,
+  type RawPipe,
+  RawPipeDrain,
+  rawPipeCpus,
+  withoutStackTraces,
+} from './pages/raw-pipe.ts';
+export {
   DEFAULT_NICE,
   type Raised,
   REALTIME_PRIORITY,

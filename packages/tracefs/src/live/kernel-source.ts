@@ -7,13 +7,12 @@
  * Several consumers can share one instance through {@link KernelSource.tap}: the kernel writes and the agent reads
  * each event once, and every page read is handed to each running tap's own sinks, with per-tap counters.
  */
-import { closeSync, constants, mkdirSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   type EventClass,
   type EventSource,
   FTRACE_PAGE_RECORD,
-  type PageLayout,
   type PageSink,
   parseHeaderPage,
   type SourceCpuCounters,
@@ -23,7 +22,15 @@ import { type EventFilterPlan, planEventFilter, writeKernelFilter } from '../fil
 import { listEvents, matchEvents, readEventFormat } from '../instance/catalog.ts';
 import { createInstance, type Instance, OWN_INSTANCE, removeInstanceDir } from '../instance/instance.ts';
 import { findTracefs } from '../instance/mount.ts';
-import { countPageRecords, type PageCount, parseCpuStats } from '../pages/pages.ts';
+import {
+  closeRawPipes,
+  kernelLoss,
+  openRawPipe,
+  type RawPipe,
+  RawPipeDrain,
+  rawPipeCpus,
+  withoutStackTraces,
+} from '../pages/raw-pipe.ts';
 
 /** Options of {@link KernelSource}. */
 export interface KernelSourceOptions {
@@ -42,12 +49,6 @@ export interface KernelSourceOptions {
   readonly adopt?: string;
   /** Tag new instances with this owner (8 hex digits) so that other evtrace processes leave them to it. */
   readonly owner?: string;
-}
-
-interface Cpu {
-  readonly cpu: number;
-  readonly fd: number;
-  lastTs: number;
 }
 
 /** One consumer of the pages: its sinks (one per CPU) and what it got, by CPU index, over all its runs. */
@@ -83,9 +84,6 @@ const read = (file: string): Buffer => {
   }
 };
 
-/** Pages one poll takes from a CPU at most: a burst is spread over polls rather than stalling the loop. */
-const MAX_PAGES_PER_POLL = 256;
-
 /** The live kernel source. */
 export class KernelSource implements EventSource {
   readonly kind = 'kernel';
@@ -98,18 +96,15 @@ export class KernelSource implements EventSource {
   readonly #options: KernelSourceOptions;
   #tracefs = '';
   #instance: Instance | undefined;
-  #layout: PageLayout | undefined;
+  #drain: RawPipeDrain | undefined;
   #selected: { system: string; event: string }[] = [];
-  #cpus: Cpu[] = [];
+  #cpus: RawPipe[] = [];
   /** Who gets the pages: the taps that run, or the one consumer of {@link start}. */
   #consumers: Consumer[] = [];
   #own: Consumer | undefined;
   /** Taps that have prepared and not closed yet: the last one to close releases the instance. */
   #refs = 0;
   #prepared = false;
-  #page = Buffer.alloc(0);
-  readonly #count: PageCount = { records: 0, dataBytes: 0, missed: false, corruptAt: -1 };
-  readonly #byType = new Float64Array(65536);
 
   constructor(options: KernelSourceOptions) {
     this.#options = options;
@@ -200,21 +195,9 @@ export class KernelSource implements EventSource {
         set(join(p, 'events', e.system, e.event, 'enable'), '1', `cannot enable ${e.system}:${e.event}`);
     }
     this.pageSize = Number(read(join(p, 'buffer_subbuf_size_kb')).toString().trim()) * 1024;
-    this.#layout = parseHeaderPage(read(join(p, 'events', 'header_page')).toString(), { pageSize: this.pageSize });
-    this.#page = Buffer.alloc(this.pageSize);
-    for (const name of readdirSync(join(p, 'per_cpu'))) {
-      const m = /^cpu(\d+)$/.exec(name);
-      if (m === null) continue;
-      const file = join(p, 'per_cpu', name, 'trace_pipe_raw');
-      let fd: number;
-      try {
-        fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
-      } catch (error) {
-        throw ioError(file, error, 'cannot open the raw pipe');
-      }
-      this.#cpus.push({ cpu: Number(m[1]), fd, lastTs: 0 });
-    }
-    this.#cpus.sort((a, b) => a.cpu - b.cpu);
+    const layout = parseHeaderPage(read(join(p, 'events', 'header_page')).toString(), { pageSize: this.pageSize });
+    this.#drain = new RawPipeDrain(layout);
+    for (const cpu of rawPipeCpus(p)) this.#cpus.push(openRawPipe(p, cpu));
     this.cpus = this.#cpus.map((c) => c.cpu);
   }
 
@@ -297,38 +280,17 @@ export class KernelSource implements EventSource {
 
   poll(): number {
     if (this.#consumers.length === 0) return 0;
-    const limit = Error.stackTraceLimit;
-    // Every drained CPU ends in an EAGAIN, which Node throws: without a stack trace the error is cheap.
-    Error.stackTraceLimit = 0;
-    try {
+    return withoutStackTraces(() => {
       let fastest = 0;
-      for (let i = 0; i < this.#cpus.length; i++) fastest = Math.max(fastest, this.#drain(i));
+      for (let i = 0; i < this.#cpus.length; i++) fastest = Math.max(fastest, this.#drainCpu(i));
       return fastest;
-    } finally {
-      Error.stackTraceLimit = limit;
-    }
+    });
   }
 
-  #drain(i: number): number {
-    const c = this.#cpus[i]!;
+  /** Hands every running consumer the pages CPU `i` has ready, then flushes the sinks that took any. */
+  #drainCpu(i: number): number {
     const consumers = this.#consumers;
-    const page = this.#page;
-    const layout = this.#layout!;
-    let bytes = 0;
-    for (let n = 0; n < MAX_PAGES_PER_POLL; n++) {
-      let got: number;
-      try {
-        got = readSync(c.fd, page, 0, page.length, null);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') break;
-        throw ioError(`per_cpu/cpu${c.cpu}/trace_pipe_raw`, error, 'reading the raw pipe failed');
-      }
-      if (got === 0) break;
-      if (got < page.length) page.fill(0, got);
-      const count = countPageRecords(page, 0, layout, this.#byType, this.#count);
-      // The page's base time (u64 ns); kept non-decreasing as ring-buffer timestamps must be.
-      const ts = Math.max(c.lastTs, Number(page.readBigUInt64LE(0)));
-      c.lastTs = ts;
+    const bytes = this.#drain!.drain(this.#cpus[i]!, (page, ts, count) => {
       // Every consumer copies the page into its own sink: the kernel wrote it once and it was read once.
       for (let k = 0; k < consumers.length; k++) {
         const s = consumers[k]!;
@@ -338,9 +300,7 @@ export class KernelSource implements EventSource {
           s.pending[i]! += count.dataBytes;
         } else s.refused[i]! += count.records;
       }
-      bytes += count.dataBytes;
-      if (count.dataBytes < (page.length - layout.dataOffset) / 2) break;
-    }
+    });
     for (let k = 0; k < consumers.length; k++) {
       const s = consumers[k]!;
       if (s.pending[i]! > 0) {
@@ -358,15 +318,7 @@ export class KernelSource implements EventSource {
   /** The kernel's overruns and drops per CPU index, as its `stats` files say now. */
   #kernelLoss(): number[] {
     const p = this.#instance?.path;
-    return this.#cpus.map((c) => {
-      if (p === undefined) return 0;
-      try {
-        const s = parseCpuStats(readFileSync(join(p, 'per_cpu', `cpu${c.cpu}`, 'stats'), 'utf8'));
-        return (s.overrun ?? 0) + (s['dropped events'] ?? 0) + (s['commit overrun'] ?? 0);
-      } catch {
-        return 0;
-      }
-    });
+    return this.#cpus.map((c) => (p === undefined ? 0 : kernelLoss(p, c.cpu)));
   }
 
   #countersOf(consumer: Consumer | undefined): readonly SourceCpuCounters[] {
@@ -388,11 +340,7 @@ export class KernelSource implements EventSource {
   }
 
   close(): void {
-    for (const c of this.#cpus) {
-      try {
-        closeSync(c.fd);
-      } catch {}
-    }
+    closeRawPipes(this.#cpus);
     this.#cpus = [];
     this.#consumers = [];
     this.#own = undefined;

@@ -13,6 +13,7 @@ import type { PageLayout } from '@evtrace/trace-format';
 import { ioError, outputError } from '../errors.ts';
 import { PageCounter } from '../pages/page-counter.ts';
 import type { PagesCount } from '../pages/pages.ts';
+import { withoutStackTraces } from '../pages/raw-pipe.ts';
 
 /** One CPU's descriptors. */
 export interface CpuFds {
@@ -99,15 +100,11 @@ export class PageReader {
   /** Drains every CPU once (at most one buffer's worth each); returns the most record bytes one CPU gave. */
   drainAll(): number {
     // An idle CPU answers EAGAIN, which Node throws: without a stack trace the error is cheap.
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    try {
+    return withoutStackTraces(() => {
       let fastest = 0;
       for (let i = 0; i < this.#cpus.length; i++) fastest = Math.max(fastest, this.#drain(this.#cpus[i]!, i));
       return fastest;
-    } finally {
-      Error.stackTraceLimit = limit;
-    }
+    });
   }
 
   /** Drains every CPU until all are empty (after tracing stopped). */
