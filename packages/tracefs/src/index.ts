@@ -42,6 +42,7 @@ export {
   rawPipeCpus,
   withoutStackTraces,
 } from './pages/raw-pipe.ts';
+export type { CpuLoss, RecordOptions, RecordResult } from './record/options.ts';
 export {
   DEFAULT_NICE,
   type Raised,
@@ -50,4 +51,4 @@ export {
   restorePriority,
   type ThreadPolicy,
 } from './record/priority.ts';
-export { type CpuLoss, type RecordOptions, type RecordResult, record } from './record/recorder.ts';
+export { record } from './record/recorder.ts';

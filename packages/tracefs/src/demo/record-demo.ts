@@ -19,7 +19,8 @@ import {
 } from '@evtrace/trace-format';
 import { outputError } from '../errors.ts';
 import { matchEvents, parseAvailableEvents } from '../instance/catalog.ts';
-import { createOutputDir, type RecordResult } from '../record/recorder.ts';
+import type { RecordResult } from '../record/options.ts';
+import { createOutputDir } from '../record/raw-dir.ts';
 
 /** What every demo output carries to say it is one. */
 export const DEMO_LABEL = 'evtrace demo: synthetic events, not recorded from a kernel';

@@ -23,7 +23,8 @@ import { finalizeRecording } from '../output/output.ts';
 import { regionsSupported } from '../output/regions.ts';
 import { countPageRecords } from '../pages/pages.ts';
 import { hasTool, smallWorkload, threadsScheduling, tracefsForTests } from '../testing/env.ts';
-import { type RecordOptions, record } from './recorder.ts';
+import type { RecordOptions } from './options.ts';
+import { record } from './recorder.ts';
 
 const env = tracefsForTests();
 const tracefs = env.path!;
