@@ -1,6 +1,6 @@
 /**
- * @evtrace/filters, loaded on first use: most recordings have no filter, and loading the filter language cost every
- * `evtrace record` a median 1.6 ms of start-up CPU (ten interleaved runs of a record that fails after loading).
+ * @evtrace/filters, loaded on first use: most recordings have no filter, and loading the filter language added to
+ * every `evtrace record`'s start-up CPU (figures: the README's benchmark section).
  * require(esm) loads it synchronously, so the functions that take a filter stay synchronous.
  */
 import { createRequire } from 'node:module';

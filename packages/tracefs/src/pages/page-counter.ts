@@ -1,8 +1,7 @@
 /**
  * The read loop's record count, in WebAssembly (count-pages.wat): pages are read straight into the module's memory
- * and counted there. The same walk in JavaScript (`countPages`, pages.ts) cost more to compile than to run in a
- * recording: V8's optimizing compilers took 10-16 ms of CPU on it per recording (its OSR, Maglev and TurboFan
- * compiles, measured here with --trace-opt), against about 6 ms of walking; this module compiles in microseconds.
+ * and counted there. The same walk in JavaScript (`countPages`, pages.ts) cost V8's optimizing compilers more per
+ * recording than the walking itself; this module compiles at once (figures: the README's benchmark section).
  */
 import type { PageLayout } from '@evtrace/trace-format';
 import { COUNT_PAGES_WASM } from './count-pages.wasm.ts';

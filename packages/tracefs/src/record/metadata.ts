@@ -30,9 +30,9 @@ function readTracefs(file: string): Buffer {
 
 /**
  * Copies a file whose size is unknown (procfs, tracefs) as bytes, gathering reads into `chunk` before each write:
- * procfs hands out /proc/kallsyms (5 MB, 120k symbols) a page per read, and writing each page out cost a thousand
- * write calls (measured: a fifth of a short recording's system time). A failed read is an `ERR_TRACEFS_IO`, a failed
- * write an `ERR_TRACEFS_OUTPUT`.
+ * procfs hands out /proc/kallsyms a page per read, and writing each page out cost a write call per page, a large
+ * share of a short recording's system time. A failed read is an `ERR_TRACEFS_IO`, a failed write an
+ * `ERR_TRACEFS_OUTPUT`.
  */
 function copyUnsized(from: string, to: string, chunk: Buffer): void {
   let input: number;
@@ -83,8 +83,8 @@ export function writeMetadata(tracefs: string, inst: string, dir: string, select
   }
   put(join(dir, 'buffer_subbuf_size_kb'), readTracefs(join(inst, 'buffer_subbuf_size_kb')));
   put(join(dir, 'trace_clock'), readTracefs(join(inst, 'trace_clock')));
-  // 256 KiB, not 1 MiB: each new page of the buffer costs a page fault on first use, and 1 MiB took 1 ms more CPU
-  // for the same copy of /proc/kallsyms (measured here: 26.1-27.6 ms against 27.1-29.3, four runs each).
+  // Not larger: each new page of the buffer costs a page fault on first use, more than fewer writes save
+  // (figures: the README's benchmark section).
   const chunk = Buffer.allocUnsafe(256 << 10);
   copyUnsized(join(tracefs, 'saved_cmdlines'), join(dir, 'saved_cmdlines'), chunk);
   // The kernel's printk strings, which some fields point into (rcu_utilization's): readers print them as trace-cmd.

@@ -41,16 +41,16 @@ export interface RecordOptions {
   readonly priority?: number | false;
   /**
    * Readers: `single` (default) reads all CPUs in one loop on the calling thread; `per-cpu` reads each CPU in its
-   * own worker thread, sleeping on an Atomics wait. Measured under a hackbench load on 2 CPUs (record.bench.ts), both
-   * lose about as much; the single loop uses less CPU (no thread start-up).
+   * own worker thread, sleeping on an Atomics wait. Under the benchmark's load (record.bench.ts) both lose about as
+   * much; the single loop uses less CPU (no thread start-up).
    */
   readonly threads?: 'per-cpu' | 'single';
   /**
    * How the single reader sleeps between passes. `event-loop` (default): on a timer, so the calling thread keeps
    * serving its other work. `blocking`: in `Atomics.wait` on the calling thread, returning to the event loop every
    * 100 ms so that signals, child exits and the abort signal are still seen (that late at most). A
-   * futex wake-up costs a third of a timer's under load (measured here: about 0.1 ms of CPU against 0.3 ms), so a
-   * program with nothing else to do on that thread (the `evtrace record` command) records for less CPU. Where
+   * futex wake-up costs less than a timer's under load, so a program with nothing else to do on that thread (the
+   * `evtrace record` command) records for less CPU (figures: the README's benchmark section). Where
    * poll(2) can be called, `blocking` waits in it instead: the kernel wakes the reader when a CPU's buffer is 18%
    * full (the instance's `buffer_percent`), so an idle recording wakes ten times a second, not fifty, and a
    * burst is read at once rather than at the next timer.

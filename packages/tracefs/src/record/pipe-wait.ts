@@ -1,17 +1,15 @@
 /**
  * Waiting for trace data as trace-cmd does: in poll(2) on the raw pipes, which the kernel wakes when a CPU's buffer
  * has filled to the instance's `buffer_percent`. A reader that sleeps on timers alone must wake often enough for the
- * fastest burst it may meet (every 20 ms, 50 passes a second, mostly over near-empty pages when idle); one woken by
- * the kernel sleeps as long as it likes when idle and is woken at once by a burst.
+ * fastest burst it may meet (at its shortest sleep, mostly over near-empty pages when idle); one woken by the kernel
+ * sleeps as long as it likes when idle and is woken at once by a burst.
  */
 import { loadLibc, type Poll } from '../libc.ts';
 
 /**
  * The instance's `buffer_percent` while a {@link PipeWaiter} waits: a CPU's buffer 18% full wakes it, leaving 82%
- * for what comes before the reader has drained it. Measured under the benchmark's load (two CPUs, 1.4 MiB buffers,
- * nice -20), medians of interleaved runs: 12% cost 206 ms of CPU per recording against 199 ms for 18% (8 runs each)
- * and 191 ms for 25% (10 runs, where 18% gave 192). Events were dropped twice in about 55 runs at 25% (0.3% and
- * 0.6% of them, in bursts), never in 18 runs at 18% or about 50 at 12%; 50% dropped 11,520 in one run of 6.
+ * for what comes before the reader has drained it: a lower fill wakes the reader more often for no fewer losses, a
+ * higher one dropped events in bursts under the benchmark's load (figures: the README's benchmark section).
  */
 export const WAKE_PERCENT = 18;
 

@@ -5,11 +5,9 @@
  * it for tens of milliseconds). Raised only where allowed (root or CAP_SYS_NICE), and put back afterwards.
  *
  * By default the threads become SCHED_FIFO at priority 1, the lowest real-time one: a woken real-time thread takes
- * the CPU from ordinary tasks at once, where nice -20 still waited behind them. Measured under the benchmark's load
- * (perf bench sched messaging, 1.4 MiB per-CPU buffers, the kernel waking the reader at 18% of a buffer): at nice -20
- * the busiest CPU's buffer was 31-50% full by the time the reader drained it (its wake-up came up to 12 ms late), as
- * SCHED_FIFO 20-29%, for the same CPU (183-199 ms against 182-194 ms, five interleaved runs each). The kernel keeps
- * 5% of every second for ordinary tasks (`sched_rt_runtime_us`), and the reader sleeps in poll(2) between passes.
+ * the CPU from ordinary tasks at once, where nice -20 still waited behind them, so under load a busy CPU's buffer is
+ * drained at a lower fill for the same CPU (figures: the README's benchmark section). The kernel keeps a share of every second for ordinary tasks
+ * (`sched_rt_runtime_us`), and the reader sleeps in poll(2) between passes.
  * Where real-time scheduling is refused or cannot be asked for (no FFI), nice -20 is used as before.
  */
 import { readdirSync } from 'node:fs';

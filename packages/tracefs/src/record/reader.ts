@@ -46,8 +46,8 @@ export interface ReaderTotals {
 const BATCH_PAGES = 64;
 export const MIN_POLL_MS = 2;
 /**
- * The longest sleep, even when idle: a burst must not fill a buffer before the next pass (20 ms lets a default
- * 1.4 MiB buffer absorb 70 MB/s per CPU; a hackbench load writes about 25 MB/s per CPU).
+ * The longest sleep, even when idle: a burst must not fill a buffer before the next pass (at this sleep a default
+ * buffer absorbs several times what the benchmark's load writes per CPU).
  */
 export const MAX_POLL_MS = 20;
 /** The share of a CPU buffer the busiest CPU may fill between passes. */
