@@ -3,6 +3,7 @@ import { packageConfig } from '../../tooling/build/tsup-config.ts';
 
 export default defineConfig(
   packageConfig({
-    entry: ['src/index.ts', 'src/reader-worker.ts'],
+    // The reader thread's module ships beside index.js, where the recorder looks for it.
+    entry: { index: 'src/index.ts', 'reader-worker': 'src/record/reader-worker.ts' },
   }),
 );

@@ -18,6 +18,7 @@ export {
   listKernelBuffers,
   openKernelBuffer,
 } from './kernel.ts';
+export { KernelBufferSource } from './kernel-source.ts';
 export {
   deleteBuffer,
   type ListOptions,
@@ -28,6 +29,7 @@ export {
 export type { BufferMeta, EventClass } from './meta.ts';
 export { KERNEL_PREFIX, kernelInstanceName, MAX_NAME_DEPTH, MAX_NAME_LENGTH, parseName } from './name.ts';
 export type { Mappers } from './procmaps.ts';
+export { isPersistentSource, type PersistentSource, type PersistentTarget } from './source.ts';
 export {
   BUFFER_SUFFIX,
   type BufferInfo,
@@ -41,4 +43,5 @@ export {
   openPersistent,
   PersistentBuffer,
 } from './user.ts';
+export { UserBufferSource } from './user-source.ts';
 export { groupName, userName } from './users.ts';

@@ -1,12 +1,12 @@
-// Assembles src/count-pages.wat into src/count-pages.wasm.ts (the module's bytes as base64), which the package ships
+// Assembles src/pages/count-pages.wat into src/pages/count-pages.wasm.ts (the module's bytes as base64), which the package ships
 // so that it needs no assembler at run time. Run after editing the .wat: node scripts/assemble-wasm.ts
-// (count-pages.test.ts fails while the two disagree).
+// (page-counter.test.ts fails while the two disagree).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import wabt from 'wabt';
 
 export async function assembleCountPages(): Promise<Uint8Array> {
-  const source = readFileSync(fileURLToPath(new URL('../src/count-pages.wat', import.meta.url)), 'utf8');
+  const source = readFileSync(fileURLToPath(new URL('../src/pages/count-pages.wat', import.meta.url)), 'utf8');
   const module = (await wabt()).parseWat('count-pages.wat', source);
   try {
     module.validate();
@@ -18,7 +18,7 @@ export async function assembleCountPages(): Promise<Uint8Array> {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const bytes = await assembleCountPages();
-  const out = fileURLToPath(new URL('../src/count-pages.wasm.ts', import.meta.url));
+  const out = fileURLToPath(new URL('../src/pages/count-pages.wasm.ts', import.meta.url));
   writeFileSync(
     out,
     `// Generated from count-pages.wat by scripts/assemble-wasm.ts: do not edit.\nexport const COUNT_PAGES_WASM = '${Buffer.from(bytes).toString('base64')}';\n`,

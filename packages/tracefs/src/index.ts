@@ -1,3 +1,8 @@
+export { DemoSource, type DemoSourceOptions } from './demo/demo-source.ts';
+export { DEMO_EVENTS, DEMO_LABEL, type DemoOptions, recordDemo } from './demo/record-demo.ts';
+export { TracefsError, type TracefsErrorCode } from './errors.ts';
+export { type EventFilters, planEventFilters, type ScopedFilter } from './filter/event-filters.ts';
+export { type EventFilterPlan, lastErrorLogEntry, planEventFilter, writeKernelFilter } from './filter/filter.ts';
 export {
   type EventName,
   globToRegExp,
@@ -5,11 +10,7 @@ export {
   matchEvents,
   parseAvailableEvents,
   readEventFormat,
-} from './catalog.ts';
-export { DEMO_EVENTS, DEMO_LABEL, type DemoOptions, recordDemo } from './demo.ts';
-export { TracefsError, type TracefsErrorCode } from './errors.ts';
-export { type EventFilters, planEventFilters, type ScopedFilter } from './event-filters.ts';
-export { type EventFilterPlan, lastErrorLogEntry, planEventFilter, writeKernelFilter } from './filter.ts';
+} from './instance/catalog.ts';
 export {
   cleanStaleInstances,
   createInstance,
@@ -19,17 +20,29 @@ export {
   listInstances,
   OWN_INSTANCE,
   removeInstanceDir,
-} from './instance.ts';
-export { KernelSource, type KernelSourceOptions, KernelTap } from './live.ts';
-export { DemoSource, type DemoSourceOptions } from './live-demo.ts';
-export { type FindTracefsOptions, findTracefs, TRACEFS_MOUNT_POINT, tracefsInMounts } from './mount.ts';
+} from './instance/instance.ts';
+export { type FindTracefsOptions, findTracefs, TRACEFS_MOUNT_POINT, tracefsInMounts } from './instance/mount.ts';
+export { KernelSource, type KernelSourceOptions, KernelTap } from './live/kernel-source.ts';
 export {
   type FinalizeOptions,
   type FinalizeResult,
   finalizeRecording,
   type OutputFormat,
-} from './output.ts';
-export { countPageRecords, type PageCount, parseCpuStats } from './pages.ts';
+} from './output/output.ts';
+export { type RawDirTraceDatOptions, writeTraceDatFromRawDir } from './output/tracedat.ts';
+export { countPageRecords, type PageCount, parseCpuStats } from './pages/pages.ts';
+export {
+  closeRawPipes,
+  kernelLoss,
+  MAX_PAGES_PER_DRAIN,
+  openRawPipe,
+  type RawPageHandler,
+  type RawPipe,
+  RawPipeDrain,
+  rawPipeCpus,
+  withoutStackTraces,
+} from './pages/raw-pipe.ts';
+export type { CpuLoss, RecordOptions, RecordResult } from './record/options.ts';
 export {
   DEFAULT_NICE,
   type Raised,
@@ -37,6 +50,5 @@ export {
   raisePriority,
   restorePriority,
   type ThreadPolicy,
-} from './priority.ts';
-export { type CpuLoss, type RecordOptions, type RecordResult, record } from './recorder.ts';
-export { type RawDirTraceDatOptions, writeTraceDatFromRawDir } from './tracedat.ts';
+} from './record/priority.ts';
+export { record } from './record/recorder.ts';

@@ -43,6 +43,7 @@ import {
   attachName,
   isAttached,
   listBuffers,
+  prepareAttached,
 } from './persistent.ts';
 import { Session } from './session.ts';
 import { isAlive, readRecords, type SessionRecord, sessionsDir, writeRecord } from './state.ts';
@@ -395,7 +396,7 @@ export class Agent implements MetricsProvider {
   #prepareAttached(target: AttachTarget, caller: Caller | undefined): AttachedSource {
     this.#mayRead(target, caller);
     const source = attachedSource(target, this.#o.tracefs);
-    asCaller(caller, () => source.prepare());
+    asCaller(caller, () => prepareAttached(source));
     return source;
   }
 

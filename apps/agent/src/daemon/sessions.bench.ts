@@ -1,5 +1,5 @@
 /**
- * Sessions under load, beside trace-cmd in the same run: the kmem load of packages/tracefs/src/record.bench.ts
+ * Sessions under load, beside trace-cmd in the same run: the kmem load of packages/tracefs/src/record/record.bench.ts
  * (`perf bench sched messaging -g 4 -l 500`, about 1.7 M kmem:kmalloc + kmem:kfree events) recorded by one agent
  * session, by three sessions at once sharing one tracefs instance (the same configuration; each its own ring
  * buffers and trace.dat output), by three sessions that do not share (buffer sizes differ by a page, so each has

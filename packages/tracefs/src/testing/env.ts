@@ -1,7 +1,7 @@
 /** Test support: whether the real tracefs (as root) and peer tools are here, and why not. */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { findTracefs } from '../mount.ts';
+import { findTracefs } from '../instance/mount.ts';
 
 /** The tracefs mount point, or why tests that need it skip. */
 export function tracefsForTests(): { path: string; why?: undefined } | { path?: undefined; why: string } {

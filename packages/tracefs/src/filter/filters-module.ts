@@ -1,0 +1,15 @@
+/**
+ * @evtrace/filters, loaded on first use: most recordings have no filter, and loading the filter language added to
+ * every `evtrace record`'s start-up CPU (figures: the README's benchmark section).
+ * require(esm) loads it synchronously, so the functions that take a filter stay synchronous.
+ */
+import { createRequire } from 'node:module';
+import type * as Filters from '@evtrace/filters';
+
+let loaded: typeof Filters | undefined;
+
+/** The @evtrace/filters module, loaded on the first call. */
+export function filtersModule(): typeof Filters {
+  loaded ??= createRequire(import.meta.url)('@evtrace/filters') as typeof Filters;
+  return loaded;
+}
