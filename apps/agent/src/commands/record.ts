@@ -18,7 +18,7 @@ import {
 import type { Command } from 'commander';
 import { addCommand, type CliIO } from '../command.ts';
 import { autoSource } from '../daemon/sources.ts';
-import { CliExit, usageError } from '../exit-codes.ts';
+import { CliCode, CliExit, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { onStopSignals } from '../signals.ts';
 import { durationOption } from '../units.ts';
@@ -232,7 +232,7 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
           if (command.length === 0) return;
           child = spawn(command[0]!, command.slice(1), { stdio: 'inherit' });
           child.on('error', (error) => {
-            io.stderr(`evtrace: cannot run ${command[0]}: ${error.message}\n`);
+            io.stderr(`evtrace: ${CliCode.Child}: cannot run ${command[0]}: ${error.message}\n`);
             stop();
           });
           child.on('exit', (code) => {
