@@ -1,5 +1,5 @@
 /**
- * A trace file opened for a command (`cat`, `convert`, `kmem`...): its reader, its events after `--filter`, the name
+ * A trace file opened for a command (`cat`, `convert`): its reader, its events after `--filter`, the name
  * each task had when an event fired, and the notes to print on stderr.
  */
 import { CommTracker, compileFilter, type EventPredicate, FilterError, parseKallsyms } from '@evtrace/filters';
