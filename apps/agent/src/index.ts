@@ -1,3 +1,4 @@
+export type { CliIO } from './command.ts';
 export {
   type AgentConfig,
   type AgentFlags,
@@ -11,7 +12,7 @@ export {
   type RotatePolicy,
   type SessionConfig,
 } from './config/index.ts';
-export { EXIT_STATUS_HELP, ExitCode } from './exit-codes.ts';
+export { CliExit, EXIT_STATUS_HELP, ExitCode, exitCodeOf } from './exit-codes.ts';
 export {
   type AgentHealth,
   type CollectedMetric,
@@ -25,4 +26,4 @@ export {
   type SessionCounters,
   startMetricsServer,
 } from './metrics/index.ts';
-export { CliExit, type CliIO, createProgram, runCli } from './program.ts';
+export { createProgram, runCli } from './program.ts';

@@ -1,14 +1,9 @@
 import { Command, CommanderError } from 'commander';
 import pkg from '../package.json' with { type: 'json' };
-import { ExitCode } from './exit-codes.ts';
+import type { CliIO } from './command.ts';
+import { CliCode, ExitCode, errorLine, exitCodeOf } from './exit-codes.ts';
 import { manPageHelp, setExamples } from './help.ts';
 import { descriptorWriter } from './stdio.ts';
-
-/** Where a command writes; tests pass their own. */
-export interface CliIO {
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-}
 
 const processIO: CliIO = {
   // A reader that goes away ends the output, not the program with a stack trace; nobody is left to tell on stderr.
@@ -24,14 +19,9 @@ const processIO: CliIO = {
   ),
 };
 
-/** Thrown by command actions to end with a given exit status and message. */
-export class CliExit extends Error {
-  readonly exitCode: ExitCode;
-  constructor(exitCode: ExitCode, message: string) {
-    super(message);
-    this.name = 'CliExit';
-    this.exitCode = exitCode;
-  }
+/** Commander's own errors (`error: unknown option '--x'`) in the form of every other: `evtrace: ERR_USAGE: ...`. */
+function usageText(text: string): string {
+  return text.replace(/^error: /, `evtrace: ${CliCode.Usage}: `);
 }
 
 /** Builds the `evtrace` command tree. Each verb registers itself here. */
@@ -47,7 +37,11 @@ export function createProgram(io: CliIO = processIO): Command {
     .helpOption('-h, --help', 'show this help')
     .helpCommand('help [command]', 'show the help of a command')
     .configureHelp({ formatHelp: manPageHelp, sortSubcommands: true })
-    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    .configureOutput({
+      writeOut: io.stdout,
+      writeErr: io.stderr,
+      outputError: (text, write) => write(usageText(text)),
+    })
     .showSuggestionAfterError(true)
     .exitOverride();
   setExamples(
@@ -59,13 +53,6 @@ evtrace help demo                  the manual of one command`,
   return program;
 }
 
-/** Registers a subcommand inheriting the program's help and output settings. */
-export function addCommand(program: Command, name: string): Command {
-  const cmd = program.command(name);
-  cmd.configureHelp({ formatHelp: manPageHelp }).exitOverride();
-  return cmd;
-}
-
 /** Runs the CLI and resolves to its exit status; never throws and never calls process.exit. */
 export async function runCli(argv: readonly string[], io: CliIO = processIO): Promise<ExitCode> {
   const program = createProgram(io);
@@ -75,17 +62,10 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO): Pr
     await program.parseAsync(argv as string[], { from: 'user' });
     return ExitCode.Ok;
   } catch (error) {
-    if (error instanceof CommanderError) {
-      // Commander already printed help or its message; every parse error is a usage error.
-      return error.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage;
-    }
-    if (error instanceof CliExit) {
-      if (error.message) io.stderr(`evtrace: ${error.message}\n`);
-      return error.exitCode;
-    }
-    // Loaded here: the program's start does not wait for trace-format.
-    const { errorText } = await import('@evtrace/trace-format');
-    io.stderr(`evtrace: ${errorText(error)}\n`);
-    return ExitCode.Failure;
+    // Commander already printed help or its message.
+    if (error instanceof CommanderError) return exitCodeOf(error);
+    const line = await errorLine(error);
+    if (line !== '') io.stderr(`evtrace: ${line}\n`);
+    return exitCodeOf(error);
   }
 }

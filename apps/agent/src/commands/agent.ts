@@ -2,17 +2,16 @@ import type { Socket } from 'node:net';
 import { homedir, setPriority } from 'node:os';
 import { join } from 'node:path';
 import { defaultSocketPath } from '@evtrace/agent-protocol';
-import { errorText } from '@evtrace/trace-format';
 import type { Command } from 'commander';
+import { addCommand, type CliIO } from '../command.ts';
 import { bootSessions } from '../config/boot.ts';
 import { type AgentConfigCliOptions, addConfigOptions, agentConfigFromCli, configReport } from '../config/cli.ts';
 import { Agent } from '../daemon/agent.ts';
 import { addHardwareOptions, HARDWARE_OPTION_NAMES, Hardware, type HardwareCliOptions } from '../daemon/hardware.ts';
 import { listen } from '../daemon/server.ts';
-import { ExitCode } from '../exit-codes.ts';
+import { CliExit, ExitCode, errorCodeOf, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { type MetricsServer, startMetricsServer } from '../metrics/server.ts';
-import { addCommand, CliExit, type CliIO } from '../program.ts';
 import { onStopSignals } from '../signals.ts';
 
 /** Options of `evtrace agent`; the config layer fills the same names. */
@@ -36,8 +35,7 @@ function definedOnly<T extends object>(options: T, names: readonly (keyof T)[]):
 
 function count(name: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
-  if (!/^\d+$/.test(text) || Number(text) === 0)
-    throw new CliExit(ExitCode.Usage, `${name} must be a positive integer, not '${text}'`);
+  if (!/^\d+$/.test(text) || Number(text) === 0) throw usageError(`${name} must be a positive integer, not '${text}'`);
   return Number(text);
 }
 
@@ -120,7 +118,8 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
         ...(options.tracefs !== undefined ? { tracefs: options.tracefs } : {}),
       });
   } catch (error) {
-    throw new CliExit(ExitCode.Usage, (error as Error).message);
+    // The hardware options are the command line's: a usage error, with the code of the package that refused them.
+    throw new CliExit(errorCodeOf(error), (error as Error).message, ExitCode.Usage);
   }
   const agent = new Agent({
     stateDir,
@@ -141,7 +140,7 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
   } catch (error) {
     agent.close();
     await metrics?.close();
-    throw new CliExit(ExitCode.Failure, errorText(error));
+    throw error;
   }
   const connections = new Set<Socket>();
   server.on('connection', (c) => {

@@ -23,10 +23,10 @@ import {
 } from '@evtrace/hw-bts';
 import { Kallsyms, readInput, TraceFormatError } from '@evtrace/trace-format';
 import type { Command } from 'commander';
-import { ExitCode } from '../exit-codes.ts';
+import { addCommand, type CliIO } from '../command.ts';
+import { CliCode, CliExit, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { addCommand, CliExit, type CliIO } from '../program.ts';
-import { bufferedWriter } from './cat.ts';
+import { bufferedWriter } from '../output/buffered-writer.ts';
 
 interface ReportOptions {
   last?: string;
@@ -125,7 +125,7 @@ evtrace bts report trace.bts --user --coverage --json      raw 24-byte BTS recor
 }
 
 function usage(message: string): never {
-  throw new CliExit(ExitCode.Usage, message);
+  throw usageError(message);
 }
 
 function report(input: string, o: ReportOptions, io: CliIO): void {
@@ -135,16 +135,10 @@ function report(input: string, o: ReportOptions, io: CliIO): void {
   if (o.last !== undefined && !/^\d+$/.test(o.last)) usage(`--last must be a non-negative integer, not '${o.last}'`);
   if (o.task !== undefined && !/^\d+$/.test(o.task)) usage(`--task must be a thread id, not '${o.task}'`);
   if (last === undefined && !o.calls && !o.hot && !o.coverage) last = 20;
-  let decoded: BranchInput;
-  try {
-    decoded = readBranchInput(input, {
-      ...(o.format !== undefined ? { format: o.format } : {}),
-      ...(o.lenient ? { lenient: true } : {}),
-    });
-  } catch (error) {
-    if (error instanceof BtsError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
-    throw error;
-  }
+  const decoded: BranchInput = readBranchInput(input, {
+    ...(o.format !== undefined ? { format: o.format } : {}),
+    ...(o.lenient ? { lenient: true } : {}),
+  });
   for (const p of decoded.problems) io.stderr(`evtrace: warning: ${p.code}: ${p.message}\n`);
   for (const n of decoded.notes) io.stderr(`evtrace: ${n}\n`);
   const out = bufferedWriter(io.stdout);
@@ -156,7 +150,7 @@ function report(input: string, o: ReportOptions, io: CliIO): void {
     else out.put(formatCallHistory(decoded.segments));
     out.flush();
     if (decoded.segments.length === 0 && decoded.problems.length > 0)
-      throw new CliExit(ExitCode.Failure, `no call history could be read from ${input} (read as ${decoded.format})`);
+      throw new CliExit(CliCode.NoData, `no call history could be read from ${input} (read as ${decoded.format})`);
     return;
   }
   let symbols = o.symbols === undefined && o.kallsyms === undefined ? undefined : loadSymbols(o, decoded.branches, io);
@@ -165,14 +159,11 @@ function report(input: string, o: ReportOptions, io: CliIO): void {
     symbols = (symbols ?? new Symbolizer()).setKallsyms(decoded.kallsyms);
   let list: BranchList = decoded.branches;
   if (list.length === 0 && decoded.problems.length > 0)
-    throw new CliExit(ExitCode.Failure, `no branches could be read from ${input} (read as ${decoded.format})`);
+    throw new CliExit(CliCode.NoData, `no branches could be read from ${input} (read as ${decoded.format})`);
   if (o.task !== undefined) {
     const tid = Number(o.task);
     if (list.length > 0 && !list.tid.subarray(0, list.length).some((t) => t >= 0))
-      throw new CliExit(
-        ExitCode.Failure,
-        `--task: ${input} (${decoded.format}) does not say which task ran each branch`,
-      );
+      throw new CliExit(CliCode.NoData, `--task: ${input} (${decoded.format}) does not say which task ran each branch`);
     list = list.filter((i) => list.tid[i] === tid);
   }
   if (o.user || o.kernel) {
@@ -261,8 +252,7 @@ function loadSymbols(o: ReportOptions, list: BranchList, io: CliIO): Symbolizer 
       }
       s.addElfBytes(bytes, path, bias ?? 0n);
     } catch (error) {
-      if (error instanceof BtsError || error instanceof TraceFormatError)
-        throw new CliExit(ExitCode.Failure, `--symbols: ${error.code}: ${error.message}`);
+      if (error instanceof BtsError || error instanceof TraceFormatError) throw CliExit.around(error, '--symbols: ');
       throw error;
     }
   }
@@ -272,7 +262,7 @@ function loadSymbols(o: ReportOptions, list: BranchList, io: CliIO): Symbolizer 
       text = readInput(o.kallsyms).toString('utf8');
     } catch (error) {
       if (!(error instanceof TraceFormatError)) throw error;
-      throw new CliExit(ExitCode.Failure, `--kallsyms: ${error.message}`);
+      throw CliExit.around(error, '--kallsyms: ');
     }
     s.setKallsyms(Kallsyms.parse(text));
   }
@@ -341,29 +331,24 @@ QEMU otherwise, and says which and why on stderr. The exit status is 1 when the 
         usage(`--source must be auto, hardware or qemu, not '${source}'`);
       const hw = detectHardware();
       const useHw = source === 'hardware' || (source === 'auto' && hw.bts);
-      if (source === 'hardware' && !hw.bts) throw new CliExit(ExitCode.Failure, `ERR_BTS_UNSUPPORTED: ${hw.why}`);
-      try {
-        if (useHw) {
-          const output = o.output ?? 'bts.perf.data';
-          io.stderr(`evtrace: hardware source: intel_bts through perf record -> ${output}\n`);
-          const r = await captureHardware(prog, args, { output });
-          if (r.status !== 0) throw new CliExit(ExitCode.Failure, `perf record exited with status ${r.status}`);
-          return;
-        }
-        const output = o.output ?? 'bts.qemu.log';
-        if (source === 'auto')
-          io.stderr(`evtrace: software source (QEMU user mode): ${hw.why}; ${describeProbe(probeLbr())}\n`);
-        const r = await captureQemu(prog, args, { log: output });
-        const decoded = readBranchInput(output, { format: 'qemu-log' });
-        io.stderr(
-          `evtrace: ${decoded.format === 'gdb-call-history' ? 0 : decoded.branches.length} branches of ${prog} in ${output} (read it with: evtrace bts report ${output} --symbols ${prog})\n`,
-        );
-        if (r.signal !== null) throw new CliExit(ExitCode.Failure, `${prog} was killed by ${r.signal}`);
-        if (r.status !== 0) throw new CliExit(ExitCode.Failure, `${prog} exited with status ${r.status}`);
-      } catch (error) {
-        if (error instanceof BtsError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
-        throw error;
+      if (source === 'hardware' && !hw.bts) throw new CliExit('ERR_BTS_UNSUPPORTED', `${hw.why}`);
+      if (useHw) {
+        const output = o.output ?? 'bts.perf.data';
+        io.stderr(`evtrace: hardware source: intel_bts through perf record -> ${output}\n`);
+        const r = await captureHardware(prog, args, { output });
+        if (r.status !== 0) throw new CliExit(CliCode.Child, `perf record exited with status ${r.status}`);
+        return;
       }
+      const output = o.output ?? 'bts.qemu.log';
+      if (source === 'auto')
+        io.stderr(`evtrace: software source (QEMU user mode): ${hw.why}; ${describeProbe(probeLbr())}\n`);
+      const r = await captureQemu(prog, args, { log: output });
+      const decoded = readBranchInput(output, { format: 'qemu-log' });
+      io.stderr(
+        `evtrace: ${decoded.format === 'gdb-call-history' ? 0 : decoded.branches.length} branches of ${prog} in ${output} (read it with: evtrace bts report ${output} --symbols ${prog})\n`,
+      );
+      if (r.signal !== null) throw new CliExit(CliCode.Child, `${prog} was killed by ${r.signal}`);
+      if (r.status !== 0) throw new CliExit(CliCode.Child, `${prog} exited with status ${r.status}`);
     });
   setExamples(
     cmd,

@@ -1,168 +1,9 @@
-import type { LiveEvent } from '@evtrace/agent-protocol';
-import { CommTracker, compileFilter, type EventPredicate, FilterError, parseKallsyms } from '@evtrace/filters';
-import {
-  createJsonFormatter,
-  createTextFormatter,
-  type EventClass,
-  type FtraceMetadata,
-  openTrace,
-  type TraceEvent,
-  TraceFormatError,
-  type TraceReader,
-} from '@evtrace/trace-format';
 import type { Command } from 'commander';
-import { ExitCode } from '../exit-codes.ts';
+import { addCommand, type CliIO } from '../command.ts';
+import { usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { addCommand, CliExit, type CliIO } from '../program.ts';
-
-/** A trace opened for a command: the reader and its events after `--filter`. */
-export interface OpenedInput {
-  readonly reader: TraceReader & { metadata?: FtraceMetadata };
-  readonly events: () => Iterable<TraceEvent>;
-  /**
-   * Each task's name when the event being handled fired: it learns from every event read (filtered out or not) once
-   * the event has been handled, as the kernel names a task_rename's task by its old name.
-   */
-  readonly tasks: CommTracker;
-  /** Problems met while reading or filtering, for stderr. */
-  readonly notes: string[];
-}
-
-/** Opens INPUT (CTF directory, trace.dat, raw-pages directory), turning format errors into exit status 1. */
-export function openInput(
-  input: string,
-  options: { filter?: string; lenient?: boolean; buffer?: string; allBuffers?: boolean },
-): OpenedInput {
-  const open = () => {
-    try {
-      return openTrace(input, {
-        lenient: options.lenient === true,
-        ...(options.buffer !== undefined ? { buffer: options.buffer } : {}),
-        ...(options.allBuffers === true ? { allBuffers: true } : {}),
-      }) as OpenedInput['reader'];
-    } catch (error) {
-      throw asCliExit(error);
-    }
-  };
-  const reader = open();
-  const notes: string[] = [];
-  // COMM is the name a task had when the event fired, as the kernel evaluates it: names are replayed over the
-  // recording (switches, forks, execs, renames); saved_cmdlines, which holds each task's last name, only seeds tasks
-  // the recording has not named yet.
-  const tasks = new CommTracker();
-  for (const [pid, name] of reader.metadata?.cmdlines ?? []) tasks.seed(pid, name);
-  const filter = options.filter;
-  // The read-ahead for COMM goes through a reader of its own, so that the input's warnings are reported once.
-  const readAgain = function* () {
-    try {
-      yield* open().events();
-    } catch (error) {
-      throw asCliExit(error);
-    }
-  };
-  const predicate = filter === undefined ? undefined : eventFilter(filter, reader, tasks, notes, readAgain);
-  return {
-    reader,
-    events: function* () {
-      try {
-        for (const e of reader.events()) {
-          if (predicate === undefined || predicate(e)) yield e;
-          // After the event was handled: a task_rename fires while the old name is still current.
-          tasks.observe(e);
-        }
-      } catch (error) {
-        throw asCliExit(error);
-      }
-      predicate?.finish();
-    },
-    tasks,
-    notes,
-  };
-}
-
-function asCliExit(error: unknown): unknown {
-  if (error instanceof TraceFormatError) return new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
-  return error;
-}
-
-/**
- * `--filter` over every event class: compiled per class on first use. A class the expression does not fit (a field
- * it lacks) is left out with a note, as the kernel refuses such a filter on that event; an expression that fits no
- * class at all is a usage error.
- */
-function eventFilter(
-  expr: string,
-  reader: OpenedInput['reader'],
-  tasks: CommTracker,
-  notes: string[],
-  readAgain: () => Iterable<TraceEvent>,
-): ((e: TraceEvent) => boolean) & { finish(): void } {
-  const meta = reader.metadata;
-  const symbols = meta?.kallsymsText !== undefined ? parseKallsyms(meta.kallsymsText) : undefined;
-  // A task's events before anything named it take the first name the recording shows it had (a rename's oldcomm),
-  // read ahead in a second pass over the input once COMM is first needed.
-  let readAhead = false;
-  const comm = (e: TraceEvent) => {
-    if (!readAhead) {
-      readAhead = true;
-      tasks.seedFirstNames(readAgain());
-    }
-    return tasks.resolve(e);
-  };
-  const compiled = new Map<EventClass, EventPredicate | undefined>();
-  let firstError: FilterError | undefined;
-  let accepted = 0;
-  const predicate = (e: TraceEvent) => {
-    let p = compiled.get(e.eventClass);
-    if (p === undefined && !compiled.has(e.eventClass)) {
-      try {
-        p = compileFilter(expr, e.eventClass, { ...(symbols ? { symbols } : {}), comm });
-        accepted++;
-      } catch (error) {
-        if (!(error instanceof FilterError)) throw error;
-        firstError ??= error;
-        notes.push(`filter does not apply to ${e.eventClass.name} (its events are left out): ${error.message}`);
-      }
-      compiled.set(e.eventClass, p);
-    }
-    return p?.(e) === true;
-  };
-  return Object.assign(predicate, {
-    finish() {
-      if (accepted === 0 && firstError !== undefined) {
-        throw new CliExit(ExitCode.Usage, `--filter: ${firstError.format(expr)}`);
-      }
-    },
-  });
-}
-
-/**
- * Collects output text into large writes. Appended to one string (V8 links the pieces and copies them once, when the
- * write encodes it), which costs less than collecting them in an array and joining it.
- */
-export function bufferedWriter(write: (text: string) => void): { put(text: string): void; flush(): void } {
-  let pending = '';
-  return {
-    put(text) {
-      pending += text;
-      if (pending.length >= 1 << 16) this.flush();
-    },
-    flush() {
-      if (pending.length > 0) write(pending);
-      pending = '';
-    },
-  };
-}
-
-/** Writes warnings and notes to stderr. */
-export function reportNotes(io: CliIO, opened: OpenedInput, allBuffersFlag?: string): void {
-  for (const w of opened.reader.warnings) {
-    // The reader names its options; the command line has flags for them.
-    const hint = allBuffersFlag !== undefined ? `--buffer NAME, or all with ${allBuffersFlag}` : '--buffer NAME';
-    io.stderr(`evtrace: warning: ${w.replace(/the buffer option, or read them all with allBuffers/, hint)}\n`);
-  }
-  for (const n of opened.notes) io.stderr(`evtrace: ${n}\n`);
-}
+import { bufferedWriter } from '../output/buffered-writer.ts';
+import { jsonLines, openInput, reportNotes, textLines } from '../trace-input.ts';
 
 interface CatOptions {
   json?: boolean;
@@ -213,10 +54,10 @@ with --lenient every whole page before the damage is printed, per CPU, and the d
     .action(async (input: string | undefined, options: CatOptions) => {
       const limit = options.limit === undefined ? Number.POSITIVE_INFINITY : Number(options.limit);
       if (options.limit !== undefined && !/^\d+$/.test(options.limit))
-        throw new CliExit(ExitCode.Usage, `--limit must be a non-negative integer, not '${options.limit}'`);
+        throw usageError(`--limit must be a non-negative integer, not '${options.limit}'`);
       if (options.live !== undefined) {
         if (input !== undefined || options.filter !== undefined)
-          throw new CliExit(ExitCode.Usage, '--live takes no INPUT and no --filter (the session has its own)');
+          throw usageError('--live takes no INPUT and no --filter (the session has its own)');
         const { catLive } = await import('./session.ts');
         return catLive(
           options.live,
@@ -224,9 +65,9 @@ with --lenient every whole page before the damage is printed, per CPU, and the d
           io,
         );
       }
-      if (input === undefined) throw new CliExit(ExitCode.Usage, 'cat needs INPUT (or --live SESSION)');
+      if (input === undefined) throw usageError('cat needs INPUT (or --live SESSION)');
       if (options.allBuffers && options.buffer !== undefined)
-        throw new CliExit(ExitCode.Usage, '--buffer and --all-buffers contradict each other');
+        throw usageError('--buffer and --all-buffers contradict each other');
       const opened = openInput(input, options);
       const format = options.json ? jsonLines(opened) : textLines(opened.reader);
       const out = bufferedWriter(io.stdout);
@@ -251,27 +92,4 @@ evtrace cat ./raw                                raw pages: raw/cpu0.raw, raw/ev
 evtrace cat ./ctf-trace                          babeltrace2 style text
 evtrace cat --live flight                        a running agent session's events (losses of this viewer on stderr)`,
   );
-}
-
-/**
- * One event of `cat --live` as text, in the style of the file output: the task (`comm-pid`, as trace-cmd prints it)
- * when the agent sent one, CPU, time, event, fields.
- */
-export function liveEventText(e: LiveEvent): string {
-  const ts = e.ts_ns.padStart(10, '0');
-  const task = e.pid === undefined ? '' : `${(e.comm ?? '<...>').padStart(16)}-${String(e.pid).padEnd(7)} `;
-  const fields = Object.entries(e.fields)
-    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
-    .join(' ');
-  return `${task}[${String(e.cpu ?? '-').padStart(3, '0')}] ${ts.slice(0, -9)}.${ts.slice(-9)}: ${e.event}: ${fields}\n`;
-}
-
-/** `--json` lines: each event with its task's name when it fired (`pid` 0 is `swapper/CPU`, as the kernel names it). */
-export function jsonLines(opened: OpenedInput): (e: TraceEvent) => string {
-  return createJsonFormatter({ comm: (pid, e) => opened.tasks.commOf(pid, e.cpu ?? undefined) });
-}
-
-function textLines(reader: OpenedInput['reader']): (e: TraceEvent) => string {
-  const line = createTextFormatter(reader);
-  return (e) => `${line(e)}\n`;
 }

@@ -13,10 +13,11 @@ import {
   writeTraceDatPages,
 } from '@evtrace/trace-format';
 import type { Command } from 'commander';
-import { ExitCode } from '../exit-codes.ts';
+import { addCommand, type CliIO } from '../command.ts';
+import { CliExit, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { addCommand, CliExit, type CliIO } from '../program.ts';
-import { bufferedWriter, jsonLines, openInput, reportNotes } from './cat.ts';
+import { bufferedWriter } from '../output/buffered-writer.ts';
+import { jsonLines, openInput, reportNotes } from '../trace-input.ts';
 
 const TARGETS = ['ctf', 'tracedat', 'text', 'jsonl', 'perfetto', 'perfetto-json'] as const;
 type Target = (typeof TARGETS)[number];
@@ -82,16 +83,15 @@ function withFile(
 
 function checkOptions(options: ConvertOptions): { to: Target; version: 6 | 7; compression: 'none' | 'zstd' | 'zlib' } {
   if (!(TARGETS as readonly string[]).includes(options.to)) {
-    throw new CliExit(ExitCode.Usage, `--to must be one of ${TARGETS.join(', ')}, not '${options.to}'`);
+    throw usageError(`--to must be one of ${TARGETS.join(', ')}, not '${options.to}'`);
   }
   const version = Number(options.fileVersion ?? 7);
-  if (version !== 6 && version !== 7) throw new CliExit(ExitCode.Usage, '--file-version must be 6 or 7');
+  if (version !== 6 && version !== 7) throw usageError('--file-version must be 6 or 7');
   const compression = options.compression ?? (version === 7 ? 'zstd' : 'none');
   if (compression !== 'none' && compression !== 'zstd' && compression !== 'zlib') {
-    throw new CliExit(ExitCode.Usage, '--compression must be none, zstd or zlib');
+    throw usageError('--compression must be none, zstd or zlib');
   }
-  if (version === 6 && compression !== 'none')
-    throw new CliExit(ExitCode.Usage, 'trace.dat version 6 is never compressed');
+  if (version === 6 && compression !== 'none') throw usageError('trace.dat version 6 is never compressed');
   return { to: options.to as Target, version, compression };
 }
 
@@ -135,18 +135,13 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
     .action((input: string, options: ConvertOptions) => {
       const { to, version, compression } = checkOptions(options);
       if (options.output === '-' && !STREAMED.includes(to)) {
-        throw new CliExit(
-          ExitCode.Usage,
+        throw usageError(
           `-o -: --to ${to} cannot go to standard output (${NOT_STREAMED[to]}); give a path (standard output takes ${STREAMED.join(', ')})`,
         );
       }
       const access: OutputAccess = options.share === true ? { share: true } : {};
-      try {
-        // Refused before any input is read, as it would be after.
-        if (to === 'ctf') checkOutputDir(options.output, { force: options.force === true });
-      } catch (error) {
-        throw new CliExit(ExitCode.Failure, `${(error as TraceFormatError).code}: ${(error as Error).message}`);
-      }
+      // Refused before any input is read, as it would be after.
+      if (to === 'ctf') checkOutputDir(options.output, { force: options.force === true });
       const opened = openInput(input, options);
       const { reader } = opened;
       let n = 0;
@@ -250,11 +245,9 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
             break;
         }
       } catch (error) {
-        if (error instanceof TraceFormatError) {
-          // A write error is about an event of the input: name the input, as the readers' own errors do.
-          const where = error.code === 'ERR_CTF_WRITE' ? `${input}: ` : '';
-          throw new CliExit(ExitCode.Failure, `${error.code}: ${where}${error.message}`);
-        }
+        // A write error is about an event of the input: name the input, as the readers' own errors do.
+        if (error instanceof TraceFormatError && error.code === 'ERR_CTF_WRITE')
+          throw CliExit.around(error, `${input}: `);
         throw error;
       } finally {
         reportNotes(io, opened);

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { runCli } from '../program.ts';
 import { expectValid } from '../testing/schemas.ts';
-import { parseSize } from './demo.ts';
+import { parseSize } from '../units.ts';
 
 const run = promisify(execFile);
 const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;

@@ -1,9 +1,10 @@
 import { Worker } from 'node:worker_threads';
 import { Merge, type Reader, RingBuffer, RingbufError, type WriterStats } from '@evtrace/ringbuf';
 import type { Command } from 'commander';
-import { ExitCode } from '../exit-codes.ts';
+import { addCommand, type CliIO } from '../command.ts';
+import { usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { addCommand, CliExit, type CliIO } from '../program.ts';
+import { sizeOption } from '../units.ts';
 import { DEMO_TYPE_NAMES, DemoType, type DemoWorkerData } from './demo-events.ts';
 
 /** Pages per producer buffer. */
@@ -18,18 +19,10 @@ interface DemoOptions {
   json?: boolean;
 }
 
-/** Parses a byte size such as 4096, 16k, 64KiB or 1M. */
-export function parseSize(text: string): number | undefined {
-  const m = /^(\d+)\s*(k|kib|kb|m|mib|mb)?$/i.exec(text.trim());
-  if (m === null) return undefined;
-  const unit = (m[2] ?? '').toLowerCase();
-  return Number(m[1]) * (unit.startsWith('k') ? 1024 : unit.startsWith('m') ? 1024 * 1024 : 1);
-}
-
 function integer(text: string, name: string, min: number, max: number): number {
   const n = Number(text);
   if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < min || n > max) {
-    throw new CliExit(ExitCode.Usage, `${name} must be an integer from ${min} to ${max}, got '${text}'`);
+    throw usageError(`${name} must be an integer from ${min} to ${max}, got '${text}'`);
   }
   return n;
 }
@@ -64,17 +57,16 @@ async function runDemo(options: DemoOptions, io: CliIO): Promise<void> {
   // Every event is still read and counted; only the printing stops (large runs measure the buffer, not the terminal).
   const limit = options.limit === undefined ? Number.POSITIVE_INFINITY : integer(options.limit, '--limit', 0, 1e9);
   if (options.mode !== 'overwrite' && options.mode !== 'discard') {
-    throw new CliExit(ExitCode.Usage, `--mode must be overwrite or discard, got '${options.mode}'`);
+    throw usageError(`--mode must be overwrite or discard, got '${options.mode}'`);
   }
-  const pageSize = parseSize(options.pageSize);
-  if (pageSize === undefined) throw new CliExit(ExitCode.Usage, `--page-size: '${options.pageSize}' is not a size`);
+  const pageSize = sizeOption('--page-size', options.pageSize);
   let bufs: RingBuffer[];
   try {
     bufs = Array.from({ length: producers }, () =>
       RingBuffer.create({ pageSize, pageCount: PAGES, mode: options.mode as 'overwrite' }),
     );
   } catch (error) {
-    if (error instanceof RingbufError) throw new CliExit(ExitCode.Usage, `--page-size: ${error.message}`);
+    if (error instanceof RingbufError) throw usageError(`--page-size: ${error.message}`);
     throw error;
   }
   const readers = bufs.map((b) => b.reader());
@@ -106,7 +98,7 @@ async function runDemo(options: DemoOptions, io: CliIO): Promise<void> {
   let out: string[] = [];
   let shown = 0;
   while (!merge.ended) {
-    if (failure !== undefined) throw new CliExit(ExitCode.Failure, String((failure as Error).message ?? failure));
+    if (failure !== undefined) throw failure;
     while (merge.next()) {
       const r = merge.current;
       if (t0 < 0) t0 = r.timestamp;

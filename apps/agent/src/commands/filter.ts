@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { FilterError, type ParseOptions, parseCpuList, parseFilter, parseKallsyms } from '@evtrace/filters';
 import { type EventClass, parseFormatFile, readInput } from '@evtrace/trace-format';
 import type { Command } from 'commander';
-import { ExitCode } from '../exit-codes.ts';
+import { addCommand, type CliIO } from '../command.ts';
+import { CliCode, CliExit, ExitCode, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { addCommand, CliExit, type CliIO } from '../program.ts';
 
 interface CheckOptions {
   event: string;
@@ -29,14 +29,14 @@ function tracefsRoot(): string | undefined {
 
 function loadEventClass(event: string, formats: string | undefined): EventClass {
   const m = /^([A-Za-z0-9_.-]+):([A-Za-z0-9_.-]+)$/.exec(event);
-  if (m === null) throw new CliExit(ExitCode.Usage, `--event must be SYSTEM:EVENT, got '${event}'`);
+  if (m === null) throw usageError(`--event must be SYSTEM:EVENT, got '${event}'`);
   const [, system, name] = m as unknown as [string, string, string];
   let dir = formats;
   if (dir === undefined) {
     const root = tracefsRoot();
     if (root === undefined) {
       throw new CliExit(
-        ExitCode.Failure,
+        'ERR_TRACEFS_NOT_FOUND',
         'tracefs is not mounted: mount it or pass --formats DIR (laid out like events/)',
       );
     }
@@ -48,7 +48,7 @@ function loadEventClass(event: string, formats: string | undefined): EventClass 
     text = readFileSync(file, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new CliExit(ExitCode.Failure, `${file}: ${code === 'ENOENT' ? `no event ${event}` : String(code)}`);
+    throw new CliExit(CliCode.Io, `${file}: ${code === 'ENOENT' ? `no event ${event}` : String(code)}`);
   }
   return parseFormatFile(text, { file, system });
 }
@@ -63,15 +63,13 @@ function parseOptions(expr: string, options: CheckOptions): ParseOptions {
       // Without privileges every address reads 0: no symbol table then.
       if (!/^0+ /.test(text)) symbols = parseKallsyms(text);
     } catch (error) {
-      if (options.kallsyms !== undefined)
-        throw new CliExit(ExitCode.Failure, `${kallsyms}: ${(error as Error).message}`);
+      if (options.kallsyms !== undefined) throw CliExit.around(error, `${kallsyms}: `);
     }
   }
   let nrCpuIds: number | undefined;
   if (options.nrCpus !== undefined) {
     nrCpuIds = Number(options.nrCpus);
-    if (!Number.isInteger(nrCpuIds) || nrCpuIds < 1)
-      throw new CliExit(ExitCode.Usage, '--nr-cpus must be a positive integer');
+    if (!Number.isInteger(nrCpuIds) || nrCpuIds < 1) throw usageError('--nr-cpus must be a positive integer');
   } else {
     try {
       const cpus = parseCpuList(readFileSync('/sys/devices/system/cpu/possible', 'utf8').trim(), 1 << 16);
@@ -121,7 +119,7 @@ CPU lists are checked against this machine's CPUs unless --nr-cpus is given.`,
         } else {
           io.stdout(`${error.format(expr)}\n`);
         }
-        throw new CliExit(ExitCode.Rejected, '');
+        throw CliExit.quiet(ExitCode.Rejected);
       }
       io.stdout(options.json ? `${JSON.stringify({ ok: true })}\n` : 'ok\n');
     });

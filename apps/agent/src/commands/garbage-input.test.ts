@@ -153,7 +153,7 @@ describe("an input with nothing of the decoder's kind is refused by the CLI", ()
     expect(text.stderr).toBe(
       `evtrace: ${hello}:1:1: not a machine-check line, ignored: hello\n` +
         `evtrace: ${hello}:2:1: not a machine-check line, ignored: world\n` +
-        `evtrace: no machine-check record in ${hello} (read as mcelog-ascii): expected machine-check records or EDAC memory errors\n`,
+        `evtrace: ERR_NO_DATA: no machine-check record in ${hello} (read as mcelog-ascii): expected machine-check records or EDAC memory errors\n`,
     );
     const trace = await run('mce', 'decode', sched);
     expect(trace.code).toBe(ExitCode.Failure);
@@ -161,7 +161,7 @@ describe("an input with nothing of the decoder's kind is refused by the CLI", ()
     expect(trace.stderr).toMatch(
       new RegExp(
         `^evtrace: ${sched}: [1-9]\\d* events other than mce_record and mc_event were skipped\\n` +
-          `evtrace: no machine-check record in ${sched} \\(read as trace\\): expected machine-check records or EDAC memory errors\\n$`,
+          `evtrace: ERR_NO_DATA: no machine-check record in ${sched} \\(read as trace\\): expected machine-check records or EDAC memory errors\\n$`,
       ),
     );
   });

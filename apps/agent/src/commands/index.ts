@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
-import type { CliIO } from '../program.ts';
-
-type Register = (program: Command, io: CliIO) => void;
+import type { CliIO, Register } from '../command.ts';
 
 /**
  * Every verb and how to load it: one module per verb under commands/, imported only when the command line needs it,

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type AgentClient, connectAgent, defaultSocketPath, ProtocolError } from '@evtrace/agent-protocol';
+import { type AgentClient, connectAgent, defaultSocketPath } from '@evtrace/agent-protocol';
 import {
   analyze,
   buildReport,
@@ -10,7 +10,6 @@ import {
   formatDiffText,
   formatReportText,
   type GfpTable,
-  KmemError,
   type KmemReport,
   type KmemSource,
   LiveKmemAnalysis,
@@ -20,13 +19,13 @@ import {
   perfScriptSource,
   type ReportOptions,
 } from '@evtrace/kmemtrace';
-import { Kallsyms, readInput, TraceFormatError } from '@evtrace/trace-format';
+import { Kallsyms, readInput } from '@evtrace/trace-format';
 import { tracefsInMounts } from '@evtrace/tracefs';
-import type { Command } from 'commander';
-import { ExitCode } from '../exit-codes.ts';
+import { Command } from 'commander';
+import { addCommand, type CliIO } from '../command.ts';
+import { CliCode, CliExit, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { addCommand, CliExit, type CliIO } from '../program.ts';
-import { parseDuration } from './record.ts';
+import { durationOption } from '../units.ts';
 
 interface KmemReportOptions {
   caller?: boolean;
@@ -91,10 +90,10 @@ function reportOptions(options: KmemReportOptions): ReportOptions {
   try {
     sort = options.sort === undefined ? undefined : parseSortKeys(options.sort);
   } catch (error) {
-    throw new CliExit(ExitCode.Usage, `--sort: ${(error as Error).message}`);
+    throw usageError(`--sort: ${(error as Error).message}`);
   }
   if (options.lines !== undefined && !/^\d+$/.test(options.lines))
-    throw new CliExit(ExitCode.Usage, `--lines must be a non-negative integer, not '${options.lines}'`);
+    throw usageError(`--lines must be a non-negative integer, not '${options.lines}'`);
   return {
     ...(options.caller ? { caller: true } : {}),
     ...(options.alloc ? { alloc: true } : {}),
@@ -107,62 +106,37 @@ function reportOptions(options: KmemReportOptions): ReportOptions {
   };
 }
 
-/** Opens INPUT for analysis; a perf.data file goes through `perf script`. Errors become exit status 1. */
+/** Opens INPUT for analysis; a perf.data file goes through `perf script`. */
 function openSource(input: string, options: { lenient?: boolean; kallsyms?: string }): KmemSource {
-  try {
-    const kallsyms =
-      options.kallsyms === undefined ? undefined : Kallsyms.parse(readInput(options.kallsyms).toString('latin1'));
-    if (detectKmemInput(input) === 'perf-data') {
-      let text: string;
-      try {
-        text = execFileSync('perf', ['script', '-i', input], {
-          maxBuffer: 2 ** 31,
-          stdio: ['ignore', 'pipe', 'pipe'],
-        }).toString();
-      } catch (error) {
-        const e = error as { code?: string; stderr?: Buffer; message: string };
-        const why = e.code === 'ENOENT' ? 'perf is not installed' : e.stderr?.toString().trim() || e.message;
-        throw new CliExit(ExitCode.Failure, `${input}: a perf.data file, and perf script failed on it: ${why}`);
-      }
-      const file = `${input} (perf script)`;
-      return perfScriptSource(text, file, options.lenient === true);
+  const kallsyms =
+    options.kallsyms === undefined ? undefined : Kallsyms.parse(readInput(options.kallsyms).toString('latin1'));
+  if (detectKmemInput(input) === 'perf-data') {
+    let text: string;
+    try {
+      text = execFileSync('perf', ['script', '-i', input], {
+        maxBuffer: 2 ** 31,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }).toString();
+    } catch (error) {
+      const e = error as { code?: string; stderr?: Buffer; message: string };
+      const why = e.code === 'ENOENT' ? 'perf is not installed' : e.stderr?.toString().trim() || e.message;
+      throw new CliExit(CliCode.Child, `${input}: a perf.data file, and perf script failed on it: ${why}`);
     }
-    return openKmemInput(input, {
-      lenient: options.lenient === true,
-      ...(kallsyms !== undefined ? { kallsyms } : {}),
-    });
-  } catch (error) {
-    throw asCliExit(error);
+    const file = `${input} (perf script)`;
+    return perfScriptSource(text, file, options.lenient === true);
   }
-}
-
-function asCliExit(error: unknown): unknown {
-  if (error instanceof KmemError || error instanceof TraceFormatError)
-    return new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
-  if ((error as NodeJS.ErrnoException).code === 'ENOENT')
-    return new CliExit(ExitCode.Failure, (error as Error).message);
-  return error;
+  return openKmemInput(input, {
+    lenient: options.lenient === true,
+    ...(kallsyms !== undefined ? { kallsyms } : {}),
+  });
 }
 
 function analyseInput(input: string, options: KmemReportOptions, report: ReportOptions, io: CliIO): KmemReport {
   const source = openSource(input, options);
-  const intervalNs = options.interval === undefined ? undefined : duration('--interval', options.interval) * 1e6;
-  let result: KmemReport;
-  try {
-    result = buildReport(analyze(source.events, intervalNs !== undefined ? { intervalNs } : {}), source, report);
-  } catch (error) {
-    throw asCliExit(error);
-  }
+  const intervalNs = options.interval === undefined ? undefined : durationOption('--interval', options.interval) * 1e6;
+  const result = buildReport(analyze(source.events, intervalNs !== undefined ? { intervalNs } : {}), source, report);
   for (const d of source.diagnostics) io.stderr(`evtrace: warning: ${d}\n`);
   return result;
-}
-
-/** A positive duration flag in ms. */
-function duration(flag: string, text: string): number {
-  const ms = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.test(text.trim()) ? parseDuration(text) : Number.NaN;
-  if (!(ms > 0))
-    throw new CliExit(ExitCode.Usage, `${flag} must be a positive duration (e.g. 1s, 500ms), not '${text}'`);
-  return ms;
 }
 
 /** This machine's symbols, when readable with addresses (a local agent's kernel is this kernel). */
@@ -197,8 +171,8 @@ async function reportLive(
   options: KmemReportOptions & { report: ReportOptions },
   io: CliIO,
 ): Promise<void> {
-  const intervalMs = options.interval === undefined ? 1000 : duration('--interval', options.interval);
-  const durationMs = options.duration === undefined ? undefined : duration('--duration', options.duration);
+  const intervalMs = options.interval === undefined ? 1000 : durationOption('--interval', options.interval);
+  const durationMs = options.duration === undefined ? undefined : durationOption('--duration', options.duration);
   let kallsyms: Kallsyms | undefined;
   try {
     kallsyms =
@@ -206,7 +180,7 @@ async function reportLive(
         ? runningKallsyms()
         : Kallsyms.parse(readInput(options.kallsyms).toString('latin1'));
   } catch (error) {
-    throw new CliExit(ExitCode.Failure, `--kallsyms: ${(error as Error).message}`);
+    throw CliExit.around(error, '--kallsyms: ');
   }
   const gfpTable = runningGfpTable();
   const socket = options.socket ?? defaultSocketPath();
@@ -257,12 +231,6 @@ async function reportLive(
         `${tty ? '\x1b[H\x1b[2J' : ''}-- session ${name}, final: ${s.analysed} kmem events${s.lost > 0 ? `, ${s.lost} lost by this reader` : ''} --\n${formatReportText(report)}`,
       );
     }
-  } catch (error) {
-    if (error instanceof ProtocolError) {
-      const usage = error.code === 'ERR_BAD_MESSAGE';
-      throw new CliExit(usage ? ExitCode.Usage : ExitCode.Failure, `${error.code}: ${error.message}`);
-    }
-    throw error;
   } finally {
     agent?.close();
   }
@@ -315,13 +283,13 @@ With --json one object: {"summary": {...}, "callers": [{"site": "symbol+0xoff", 
     .action(async (input: string | undefined, options: KmemReportOptions) => {
       const sections = reportOptions(options);
       if (options.live !== undefined) {
-        if (input !== undefined) throw new CliExit(ExitCode.Usage, '--live takes no INPUT');
+        if (input !== undefined) throw usageError('--live takes no INPUT');
         return reportLive(options.live, { ...options, report: sections }, io);
       }
       for (const flag of ['socket', 'duration'] as const)
-        if (options[flag] !== undefined) throw new CliExit(ExitCode.Usage, `--${flag} goes with --live`);
-      if (options.window === false) throw new CliExit(ExitCode.Usage, '--no-window goes with --live');
-      if (input === undefined) throw new CliExit(ExitCode.Usage, 'kmem report needs INPUT (or --live SESSION)');
+        if (options[flag] !== undefined) throw usageError(`--${flag} goes with --live`);
+      if (options.window === false) throw usageError('--no-window goes with --live');
+      if (input === undefined) throw usageError('kmem report needs INPUT (or --live SESSION)');
       const report = analyseInput(input, options, sections, io);
       io.stdout(options.json ? `${JSON.stringify(report)}\n` : formatReportText(report));
     });
@@ -391,9 +359,11 @@ evtrace record); then "evtrace kmem report OUTPUT".`,
         ...(options.force ? ['--force'] : []),
         ...(command.length > 0 ? ['--', ...command] : []),
       ];
-      const { runCli } = await import('../program.ts');
-      const status = await runCli(argv, io);
-      if (status !== ExitCode.Ok) throw new CliExit(status, '');
+      // `evtrace record` itself, on a program of its own: its errors end this command as they end `evtrace record`.
+      const { registerRecord } = await import('./record.ts');
+      const record = new Command('evtrace').exitOverride().configureOutput(cmd.configureOutput());
+      registerRecord(record, io);
+      await record.parseAsync(argv, { from: 'user' });
     });
   setExamples(
     cmd,

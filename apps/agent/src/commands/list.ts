@@ -1,8 +1,8 @@
 import { type EventName, findTracefs, listEvents, matchEvents, readEventFormat, TracefsError } from '@evtrace/tracefs';
 import type { Command } from 'commander';
-import { ExitCode } from '../exit-codes.ts';
+import { addCommand, type CliIO } from '../command.ts';
+import { CliExit, ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { addCommand, CliExit, type CliIO } from '../program.ts';
 
 interface ListOptions {
   fields?: boolean;
@@ -53,7 +53,8 @@ its format file declares them; --json prints one JSON array.`,
         const all = listEvents(tracefs);
         events = glob === undefined ? all : matchEvents(all, [glob]);
       } catch (error) {
-        if (error instanceof TracefsError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
+        // A glob that lists nothing is an answer about this kernel, not a command-line mistake as `record -e` makes.
+        if (error instanceof TracefsError) throw new CliExit(error.code, error.message, ExitCode.Failure);
         throw error;
       }
       if (options.json) {

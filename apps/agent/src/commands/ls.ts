@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
+import { addCommand, type CliIO } from '../command.ts';
 import { setExamples } from '../help.ts';
-import { addCommand, type CliIO } from '../program.ts';
 import { formatListing, type ListVia, listBuffers } from './persistent.ts';
 
 /** `evtrace ls [--json]`: the persistent buffers of both backends, through the running agent when there is one. */

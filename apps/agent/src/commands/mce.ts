@@ -30,10 +30,10 @@ import {
 } from '@evtrace/hw-mce';
 import { readInput, TraceFormatError } from '@evtrace/trace-format';
 import type { Command } from 'commander';
-import { ExitCode } from '../exit-codes.ts';
+import { addCommand, type CliIO } from '../command.ts';
+import { CliCode, CliExit, ExitCode, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { addCommand, CliExit, type CliIO } from '../program.ts';
-import { bufferedWriter } from './cat.ts';
+import { bufferedWriter } from '../output/buffered-writer.ts';
 
 const KINDS: readonly InputKind[] = [
   'mcelog-ascii',
@@ -98,34 +98,31 @@ severity, class, summary, and the decoded details.`,
       try {
         cpu = options.cpu === undefined ? undefined : cpuTypeByName(options.cpu);
       } catch (error) {
-        throw new CliExit(ExitCode.Usage, `--cpu: ${(error as Error).message}`);
+        throw usageError(`--cpu: ${(error as Error).message}`);
       }
       const kind = options.inputFormat as InputKind | undefined;
       if (kind !== undefined && !KINDS.includes(kind)) {
-        throw new CliExit(ExitCode.Usage, `--input-format must be one of ${KINDS.join(', ')}, not '${kind}'`);
+        throw usageError(`--input-format must be one of ${KINDS.join(', ')}, not '${kind}'`);
       }
       let recordLength: number | undefined;
       if (options.recordLength !== undefined) {
         recordLength = Number(options.recordLength);
         if (!/^\d+$/.test(options.recordLength) || recordLength < 88) {
-          throw new CliExit(ExitCode.Usage, '--record-length must be an integer of at least 88 (bytes)');
+          throw usageError('--record-length must be an integer of at least 88 (bytes)');
         }
       }
       const stdin = file === undefined || file === '-';
       if (options.follow) {
         if (kind !== undefined && !FOLLOW_KINDS.includes(kind)) {
-          throw new CliExit(ExitCode.Usage, `--follow reads text inputs (${FOLLOW_KINDS.join(', ')}), not '${kind}'`);
+          throw usageError(`--follow reads text inputs (${FOLLOW_KINDS.join(', ')}), not '${kind}'`);
         }
         await follow(stdin ? undefined : file, kind as BufferKind | undefined, options.json === true, cpu, io);
         return;
       }
-      let result: ReturnType<typeof readMceFile>;
-      try {
-        result = readMceFile(file ?? '-', { ...(kind ? { kind } : {}), ...(recordLength ? { recordLength } : {}) });
-      } catch (error) {
-        if (error instanceof MceError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
-        throw error;
-      }
+      const result = readMceFile(file ?? '-', {
+        ...(kind ? { kind } : {}),
+        ...(recordLength ? { recordLength } : {}),
+      });
       const out = bufferedWriter(io.stdout);
       const format: (d: DecodedMce) => string = options.json ? toJsonLine : toText;
       const edac = result.edac ?? [];
@@ -152,7 +149,7 @@ severity, class, summary, and the decoded details.`,
       }
       if (result.records.length === 0 && edac.length === 0 && counters.length === 0) {
         throw new CliExit(
-          ExitCode.Failure,
+          CliCode.NoData,
           `no machine-check record in ${stdin ? 'stdin' : file} (read as ${result.kind}): expected machine-check records or EDAC memory errors`,
         );
       }
@@ -184,10 +181,10 @@ async function follow(
 ): Promise<void> {
   if (file !== undefined) {
     try {
-      if (!statSync(file).isFile()) throw new CliExit(ExitCode.Usage, `--follow reads a file or stdin, not ${file}`);
+      if (!statSync(file).isFile()) throw usageError(`--follow reads a file or stdin, not ${file}`);
     } catch (error) {
       if (error instanceof CliExit) throw error;
-      throw new CliExit(ExitCode.Failure, `cannot follow ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`);
+      throw new CliExit(CliCode.Io, `cannot follow ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`);
     }
   }
   const batches = new LineBatches({ ...(kind ? { kind } : {}), file: file ?? '<stdin>' });
@@ -240,9 +237,7 @@ async function follow(
         f();
       } catch (error) {
         clearTimeout(timer);
-        reject(
-          new CliExit(ExitCode.Failure, `cannot follow ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`),
-        );
+        reject(new CliExit(CliCode.Io, `cannot follow ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`));
       }
     };
     process.on('SIGINT', stop);
@@ -286,7 +281,7 @@ function writeTextfile(dir: string, text: string): void {
   } catch (error) {
     rmSync(temporary, { force: true });
     const e = error as NodeJS.ErrnoException;
-    throw new CliExit(ExitCode.Failure, `--textfile: cannot write ${join(dir, TEXTFILE_NAME)}: ${e.code ?? e.message}`);
+    throw new CliExit(CliCode.Io, `--textfile: cannot write ${join(dir, TEXTFILE_NAME)}: ${e.code ?? e.message}`);
   }
 }
 
@@ -318,28 +313,22 @@ textfile collector (--collector.textfile.directory DIR), replacing the file in o
         config = parsed.config;
         for (const n of parsed.notes) io.stderr(`evtrace: ${noteText(n)}\n`);
       } catch (error) {
+        // The configuration is the command line's: a usage error, with the package's code when it has one.
         const e = error as NodeJS.ErrnoException;
-        throw new CliExit(
-          ExitCode.Usage,
-          `--config: ${e instanceof MceError || e instanceof TraceFormatError ? e.message : `${options.config}: ${e.code ?? e.message}`}`,
-        );
+        if (e instanceof MceError || e instanceof TraceFormatError)
+          throw new CliExit(e.code, `--config: ${e.message}`, ExitCode.Usage);
+        throw usageError(`--config: ${options.config}: ${e.code ?? e.message}`);
       }
       const kind = options.inputFormat as InputKind | undefined;
       if (kind !== undefined && !KINDS.includes(kind)) {
-        throw new CliExit(ExitCode.Usage, `--input-format must be one of ${KINDS.join(', ')}, not '${kind}'`);
+        throw usageError(`--input-format must be one of ${KINDS.join(', ')}, not '${kind}'`);
       }
-      let result: ReturnType<typeof readMceFile>;
-      try {
-        result = readMceFile(file ?? '-', kind ? { kind } : {});
-      } catch (error) {
-        if (error instanceof MceError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
-        throw error;
-      }
+      const result = readMceFile(file ?? '-', kind ? { kind } : {});
       if (
         options.textfile !== undefined &&
         statSync(options.textfile, { throwIfNoEntry: false })?.isDirectory() !== true
       ) {
-        throw new CliExit(ExitCode.Usage, `--textfile: ${options.textfile} is not a directory`);
+        throw usageError(`--textfile: ${options.textfile} is not a directory`);
       }
       for (const n of result.notes) io.stderr(`evtrace: ${noteText(n)}\n`);
       const tracker = new Tracker(config);
@@ -386,7 +375,7 @@ textfile collector (--collector.textfile.directory DIR), replacing the file in o
         };
         writeTextfile(options.textfile, exposition([...counters.metrics(), crossed]));
       }
-      if (failed > 0) throw new CliExit(ExitCode.Failure, `${failed} action(s) failed`);
+      if (failed > 0) throw new CliExit('ERR_MCE_ACTION', `${failed} action(s) failed`);
     });
   setExamples(
     track,

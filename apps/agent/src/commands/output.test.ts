@@ -122,7 +122,7 @@ describe.skipIf(!existsSync(CLI))(
       // A raw system error elsewhere in the CLI: the agent's socket directory is a file.
       const agent = await evtrace('agent', '--state-dir', join(dir, 'state'), '--socket', join(dat, 'agent.sock'));
       expect(agent.code).toBe(ExitCode.Failure);
-      expect(agent.stderr).toBe(`evtrace: cannot mkdir ${dat}: EEXIST (already exists)\n`);
+      expect(agent.stderr).toBe(`evtrace: ERR_IO: cannot mkdir ${dat}: EEXIST (already exists)\n`);
     });
 
     it.skipIf(!hasTool('babeltrace2'))(

@@ -146,7 +146,7 @@ describe('evtrace persistent (user-space buffers)', () => {
     expect(bad.stderr).toMatch(/ERR_NAME: name "\.\.\/etc\/x", column 1: \.\. would leave the namespace/);
     const size = await run('persistent', 'create', 'x', '--size', '12Q', '--dir', dir);
     expect(size.code).toBe(ExitCode.Usage);
-    expect(size.stderr).toMatch(/--size "12Q" is not a size/);
+    expect(size.stderr).toBe('evtrace: ERR_USAGE: --size: "12Q" is not a size (e.g. 16m, 1g, 4096)\n');
   });
 });
 
@@ -204,7 +204,7 @@ describe.skipIf(why !== '')(`evtrace persistent --kernel${why ? ` (skipped: ${wh
 describe('the session --persistent verbs', () => {
   it('session create|ls|cat|snapshot|rm --persistent, with the session flags', async () => {
     const { Command } = await import('commander');
-    const { addCommand } = await import('../program.ts');
+    const { addCommand } = await import('../command.ts');
     const { addPersistentSessionVerbs, persistentSessionCreate, persistentSessionSnapshot } = await import(
       './persistent.ts'
     );

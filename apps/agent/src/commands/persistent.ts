@@ -19,14 +19,14 @@ import {
   listPersistent,
   openKernelBuffer,
   openPersistent,
-  PersistentError,
   type PersistentListing,
 } from '@evtrace/persistent-events';
-import { TraceFormatError, writeBytesAtomically } from '@evtrace/trace-format';
+import { writeBytesAtomically } from '@evtrace/trace-format';
 import type { Command } from 'commander';
-import { ExitCode } from '../exit-codes.ts';
+import { addCommand, type CliIO } from '../command.ts';
+import { usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { addCommand, CliExit, type CliIO } from '../program.ts';
+import { sizeOption } from '../units.ts';
 
 /** Options every persistent subcommand takes. */
 export interface PersistentTarget {
@@ -46,71 +46,48 @@ export interface PersistentCreateOptions extends PersistentTarget {
   groupWrite?: boolean;
 }
 
-/** `64K`, `16M`, `1G` or bytes. */
-export function parseSize(text: string, what: string): number {
-  const m = /^(\d+)([kKmMgG]?)(i?[bB])?$/.exec(text.trim());
-  if (!m) throw new CliExit(ExitCode.Usage, `${what} ${JSON.stringify(text)} is not a size such as 4096, 64K, 16M, 1G`);
-  const unit = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2]!.toLowerCase() as '' | 'k' | 'm' | 'g'];
-  return Number(m[1]) * unit;
-}
-
-/** Runs a handler, turning PersistentErrors into exit status 1 (2 for bad names and arguments). */
-function guard<T>(fn: () => T): T {
-  try {
-    return fn();
-  } catch (error) {
-    if (error instanceof PersistentError) {
-      const usage = error.code === 'ERR_NAME' || error.code === 'ERR_ARGUMENT';
-      throw new CliExit(usage ? ExitCode.Usage : ExitCode.Failure, `${error.code}: ${error.message}`);
-    }
-    throw error;
-  }
-}
-
 /** The agent opens paths from its own directory: the client's relative one is resolved here. */
 const dirOf = (o: PersistentTarget) => (o.dir !== undefined ? { dir: resolve(o.dir) } : {});
 
 /** Creates a buffer; returns what it is now. */
 export function persistentCreate(name: string, o: PersistentCreateOptions): BufferInfo {
-  const size = parseSize(o.size, '--size');
-  const pageSize = o.pageSize === undefined ? undefined : parseSize(o.pageSize, '--page-size');
+  const size = sizeOption('--size', o.size);
+  const pageSize = o.pageSize === undefined ? undefined : sizeOption('--page-size', o.pageSize);
   if (o.mode !== undefined && o.mode !== 'overwrite' && o.mode !== 'discard') {
-    throw new CliExit(ExitCode.Usage, `--mode ${o.mode}: overwrite or discard`);
+    throw usageError(`--mode ${o.mode}: overwrite or discard`);
   }
   const mode = o.mode as 'overwrite' | 'discard' | undefined;
-  return guard(() => {
-    if (o.kernel) {
-      return createKernelBuffer(name, {
-        size,
-        ...(pageSize !== undefined ? { pageSize } : {}),
-        ...(mode ? { mode } : {}),
-        ...(o.event ? { events: o.event } : {}),
-        ...(o.filter !== undefined ? { filter: o.filter } : {}),
-      }).info();
-    }
-    if (o.filter !== undefined) throw new CliExit(ExitCode.Usage, '--filter applies to --kernel buffers only');
-    const buf = openPersistent(name, {
-      ...dirOf(o),
-      create: {
-        size,
-        ...(pageSize !== undefined ? { pageSize } : {}),
-        ...(mode ? { mode } : {}),
-        ...(o.event ? { classes: o.event } : {}),
-        ...(o.group !== undefined ? { group: o.group } : {}),
-        ...(o.groupWrite ? { groupWrite: true } : {}),
-      },
-    });
-    try {
-      return buf.info();
-    } finally {
-      buf.close();
-    }
+  if (o.kernel) {
+    return createKernelBuffer(name, {
+      size,
+      ...(pageSize !== undefined ? { pageSize } : {}),
+      ...(mode ? { mode } : {}),
+      ...(o.event ? { events: o.event } : {}),
+      ...(o.filter !== undefined ? { filter: o.filter } : {}),
+    }).info();
+  }
+  if (o.filter !== undefined) throw usageError('--filter applies to --kernel buffers only');
+  const buf = openPersistent(name, {
+    ...dirOf(o),
+    create: {
+      size,
+      ...(pageSize !== undefined ? { pageSize } : {}),
+      ...(mode ? { mode } : {}),
+      ...(o.event ? { classes: o.event } : {}),
+      ...(o.group !== undefined ? { group: o.group } : {}),
+      ...(o.groupWrite ? { groupWrite: true } : {}),
+    },
   });
+  try {
+    return buf.info();
+  } finally {
+    buf.close();
+  }
 }
 
 /** Every persistent buffer of both backends. */
 export function persistentList(o: PersistentTarget = {}): PersistentListing {
-  return guard(() => listPersistent(dirOf(o)));
+  return listPersistent(dirOf(o));
 }
 
 /** Options of {@link listBuffers}: the agent to ask (default: the one at the default socket, if it answers). */
@@ -146,8 +123,7 @@ export async function listBuffers(o: ListVia): Promise<BufferListing> {
     try {
       client = await connectAgent(socket, { client: 'evtrace ls' });
     } catch (error) {
-      if (!(error instanceof ProtocolError) || o.socket !== undefined)
-        throw new CliExit(ExitCode.Failure, `${(error as ProtocolError).code}: ${(error as Error).message}`);
+      if (!(error instanceof ProtocolError) || o.socket !== undefined) throw error;
       direct = `no agent answered at ${socket}`;
     }
     if (client !== undefined) {
@@ -160,8 +136,7 @@ export async function listBuffers(o: ListVia): Promise<BufferListing> {
           ...(sessions !== undefined ? { sessions } : {}),
         };
       } catch (error) {
-        if (!(error instanceof ProtocolError && error.code === 'ERR_UNKNOWN_OP'))
-          throw new CliExit(ExitCode.Failure, `${(error as ProtocolError).code}: ${(error as Error).message}`);
+        if (!(error instanceof ProtocolError && error.code === 'ERR_UNKNOWN_OP')) throw error;
         direct = `the agent at ${socket} does not list persistent buffers (protocol ${client.agent.protocol})`;
       } finally {
         client.close();
@@ -173,7 +148,7 @@ export async function listBuffers(o: ListVia): Promise<BufferListing> {
 
 /** Deletes a buffer. */
 export function persistentRemove(name: string, o: PersistentTarget & { force?: boolean }): void {
-  guard(() => deleteBuffer(name, { backend: o.kernel ? 'kernel' : 'user', ...dirOf(o), force: !!o.force }));
+  deleteBuffer(name, { backend: o.kernel ? 'kernel' : 'user', ...dirOf(o), force: !!o.force });
 }
 
 function hex(bytes: Uint8Array): string {
@@ -198,14 +173,12 @@ export interface PersistentCatOptions extends PersistentTarget {
  */
 export async function persistentCat(name: string, o: PersistentCatOptions, io: CliIO): Promise<number> {
   if (o.kernel) {
-    if (o.follow) throw new CliExit(ExitCode.Usage, '--follow applies to user-space buffers only');
-    return guard(() => {
-      const text = openKernelBuffer(name).text();
-      io.stdout(text);
-      return text.split('\n').filter((l) => l && !l.startsWith('#')).length;
-    });
+    if (o.follow) throw usageError('--follow applies to user-space buffers only');
+    const text = openKernelBuffer(name).text();
+    io.stdout(text);
+    return text.split('\n').filter((l) => l && !l.startsWith('#')).length;
   }
-  const buf = guard(() => openPersistent(name, { ...dirOf(o), readOnly: true }));
+  const buf = openPersistent(name, { ...dirOf(o), readOnly: true });
   try {
     const classes = new Map(buf.meta.classes.map((c) => [c.type, c.name]));
     const follower = buf.follow();
@@ -216,19 +189,17 @@ export async function persistentCat(name: string, o: PersistentCatOptions, io: C
       out.length = 0;
     };
     const drain = () => {
-      const r = guard(() =>
-        follower.poll((rec) => {
-          const payload = hex(rec.bytes.subarray(rec.offset, rec.offset + rec.length));
-          const cls = classes.get(rec.type) ?? `type${rec.type}`;
-          out.push(
-            o.json
-              ? JSON.stringify({ ts: String(rec.timestamp), type: rec.type, class: cls, payload })
-              : `${(rec.timestamp / 1e9).toFixed(9).padStart(18)} ${cls.padEnd(16)} ${payload}`,
-          );
-          n++;
-          if (out.length >= 4096) flush();
-        }),
-      );
+      const r = follower.poll((rec) => {
+        const payload = hex(rec.bytes.subarray(rec.offset, rec.offset + rec.length));
+        const cls = classes.get(rec.type) ?? `type${rec.type}`;
+        out.push(
+          o.json
+            ? JSON.stringify({ ts: String(rec.timestamp), type: rec.type, class: cls, payload })
+            : `${(rec.timestamp / 1e9).toFixed(9).padStart(18)} ${cls.padEnd(16)} ${payload}`,
+        );
+        n++;
+        if (out.length >= 4096) flush();
+      });
       flush();
       if (r.lost > 0) io.stderr(`evtrace: ${r.lost} records were overwritten before they could be read\n`);
     };
@@ -255,29 +226,24 @@ export function persistentSnapshot(
   output: string,
   o: PersistentTarget,
 ): { records: number; bytes: number } {
-  return guard(() => {
-    if (o.kernel) {
-      const text = openKernelBuffer(name).text();
-      writeBytesAtomically(output, text);
-      return { records: text.split('\n').filter((l) => l && !l.startsWith('#')).length, bytes: text.length };
-    }
-    const buf = openPersistent(name, { ...dirOf(o), readOnly: true });
-    try {
-      const snap = buf.snapshot();
-      const pages: Uint8Array[] = [];
-      for (let i = 0; i < snap.pageCount; i++) pages.push(snap.page(i));
-      let records = 0;
-      while (snap.next()) records++;
-      const bytes = Buffer.concat(pages);
-      writeBytesAtomically(output, bytes);
-      return { records, bytes: bytes.length };
-    } catch (error) {
-      if (error instanceof TraceFormatError) throw new CliExit(ExitCode.Failure, `${error.code}: ${error.message}`);
-      throw error;
-    } finally {
-      buf.close();
-    }
-  });
+  if (o.kernel) {
+    const text = openKernelBuffer(name).text();
+    writeBytesAtomically(output, text);
+    return { records: text.split('\n').filter((l) => l && !l.startsWith('#')).length, bytes: text.length };
+  }
+  const buf = openPersistent(name, { ...dirOf(o), readOnly: true });
+  try {
+    const snap = buf.snapshot();
+    const pages: Uint8Array[] = [];
+    for (let i = 0; i < snap.pageCount; i++) pages.push(snap.page(i));
+    let records = 0;
+    while (snap.next()) records++;
+    const bytes = Buffer.concat(pages);
+    writeBytesAtomically(output, bytes);
+    return { records, bytes: bytes.length };
+  } finally {
+    buf.close();
+  }
 }
 
 const pct = (f: number | null) => (f === null ? '-' : `${Math.round(f * 100)}%`);
@@ -489,10 +455,7 @@ export function persistentSessionSnapshot(name: string, o: PersistentSessionOpti
 }
 
 const needPersistent = (verb: string, instead: string) =>
-  new CliExit(
-    ExitCode.Usage,
-    `session ${verb} works on persistent buffers: add --persistent (agent sessions: session ${instead})`,
-  );
+  usageError(`session ${verb} works on persistent buffers: add --persistent (agent sessions: session ${instead})`);
 
 /** Adds `session ls|rm|cat --persistent` (the agent's sessions have list, destroy and cat --live). */
 export function addPersistentSessionVerbs(session: Command, io: CliIO): void {

@@ -5,9 +5,10 @@ import { join } from 'node:path';
 import { listRawCpuFiles, openRawPagesDir, openTraceDat } from '@evtrace/trace-format';
 import { findTracefs, listInstances } from '@evtrace/tracefs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { autoSource } from '../daemon/sources.ts';
 import { ExitCode } from '../exit-codes.ts';
 import { runCli } from '../program.ts';
-import { autoSource, parseDuration } from './record.ts';
+import { durationOption } from '../units.ts';
 
 const CLI = new URL('../cli.ts', import.meta.url).pathname;
 
@@ -73,12 +74,11 @@ async function until(check: () => boolean, ms = 10_000): Promise<void> {
   }
 }
 
-describe('parseDuration', () => {
+describe('--duration', () => {
   it('reads ms, s, m, h and bare seconds, and refuses anything else', () => {
-    expect([parseDuration('250ms'), parseDuration('1.5s'), parseDuration('2m'), parseDuration('3')]).toEqual([
-      250, 1500, 120_000, 3000,
-    ]);
-    expect(() => parseDuration('10 parsecs')).toThrow(/not a duration/);
+    const duration = (text: string) => durationOption('--duration', text);
+    expect([duration('250ms'), duration('1.5s'), duration('2m'), duration('3')]).toEqual([250, 1500, 120_000, 3000]);
+    expect(() => duration('10 parsecs')).toThrow(/--duration: "10 parsecs" is not a duration/);
   });
 });
 

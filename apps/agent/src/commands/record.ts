@@ -1,13 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
-import { checkOutputDir, type TraceFormatError } from '@evtrace/trace-format';
+import { checkOutputDir } from '@evtrace/trace-format';
 import {
   DEMO_EVENTS,
   DEMO_LABEL,
   type EventFilterPlan,
   type FinalizeResult,
   finalizeRecording,
-  findTracefs,
   type OutputFormat,
   planEventFilters,
   type RecordResult,
@@ -17,10 +16,12 @@ import {
   TracefsError,
 } from '@evtrace/tracefs';
 import type { Command } from 'commander';
-import { ExitCode } from '../exit-codes.ts';
+import { addCommand, type CliIO } from '../command.ts';
+import { autoSource } from '../daemon/sources.ts';
+import { CliCode, CliExit, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { addCommand, CliExit, type CliIO } from '../program.ts';
 import { onStopSignals } from '../signals.ts';
+import { durationOption } from '../units.ts';
 
 interface RecordCliOptions {
   event: string[];
@@ -40,47 +41,13 @@ interface RecordCliOptions {
 /** Where `evtrace record` takes its events from. */
 export type RecordSource = 'kernel' | 'demo';
 
-/** What {@link autoSource} asks of the machine (replaceable in tests). */
-export interface SourceProbe {
-  /** The effective user id, undefined where there is none (not POSIX). */
-  readonly uid: () => number | undefined;
-  /** The tracefs mount point (mounting it when root); throws when it cannot be reached. */
-  readonly tracefs: () => string;
-}
-
-const machine: SourceProbe = { uid: () => process.getuid?.(), tracefs: () => findTracefs() };
-
-/**
- * `--source auto`: the live kernel when we are root and tracefs is reachable (mounted, or mountable by us), the demo
- * source otherwise. Returns the choice and why, for the one line the CLI prints.
- */
-export function autoSource(probe: SourceProbe = machine): { readonly source: RecordSource; readonly reason: string } {
-  const uid = probe.uid();
-  if (uid !== 0)
-    return { source: 'demo', reason: `not root (uid ${uid ?? 'unknown'}): the kernel's tracefs needs root` };
-  try {
-    return { source: 'kernel', reason: `root, tracefs at ${probe.tracefs()}` };
-  } catch (error) {
-    return { source: 'demo', reason: `tracefs unavailable: ${(error as Error).message}` };
-  }
-}
-
 const SOURCES = ['kernel', 'demo', 'auto'] as const;
 
 const FORMATS: readonly OutputFormat[] = ['tracedat', 'ctf'];
 
-/** Parses `10s`, `500ms`, `2m`, `1h` or a bare number of seconds into milliseconds. */
-export function parseDuration(text: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (m === null) throw new CliExit(ExitCode.Usage, `--duration: '${text}' is not a duration (e.g. 10s, 500ms, 2m)`);
-  const scale = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] ?? 's']!;
-  return Number(m[1]) * scale;
-}
-
 function positiveInt(name: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
-  if (!/^\d+$/.test(text) || Number(text) === 0)
-    throw new CliExit(ExitCode.Usage, `${name} must be a positive integer, not '${text}'`);
+  if (!/^\d+$/.test(text) || Number(text) === 0) throw usageError(`${name} must be a positive integer, not '${text}'`);
   return Number(text);
 }
 
@@ -114,8 +81,7 @@ function filterOrder() {
   const filter = (value: string) => {
     if (state.pending.length === 0) {
       if (state.sawFilter || state.all !== undefined)
-        throw new CliExit(
-          ExitCode.Usage,
+        throw usageError(
           `--filter '${value}' has no -e before it since the previous --filter (a --filter applies to the -e options before it)`,
         );
       state.all = value;
@@ -220,42 +186,35 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
     )
     .action(async (command: string[], options: RecordCliOptions) => {
       if (!(FORMATS as readonly string[]).includes(options.format)) {
-        throw new CliExit(ExitCode.Usage, `--format must be one of ${FORMATS.join(', ')}, not '${options.format}'`);
+        throw usageError(`--format must be one of ${FORMATS.join(', ')}, not '${options.format}'`);
       }
       const format = options.format as OutputFormat;
       // trace-cmd's default name; a CTF trace is a directory of its own.
       const output = options.output ?? (format === 'ctf' ? 'trace.ctf' : 'trace.dat');
       if (output === '-') {
-        throw new CliExit(
-          ExitCode.Usage,
+        throw usageError(
           '-o -: record cannot write to standard output (pages go to OUTPUT.part/ first and become OUTPUT at the end); give a path, then evtrace cat OUTPUT',
         );
       }
       if (options.readerThreads !== 'per-cpu' && options.readerThreads !== 'single') {
-        throw new CliExit(ExitCode.Usage, `--reader-threads must be single or per-cpu, not '${options.readerThreads}'`);
+        throw usageError(`--reader-threads must be single or per-cpu, not '${options.readerThreads}'`);
       }
       const threads = options.readerThreads;
       if (!(SOURCES as readonly string[]).includes(options.source ?? 'kernel'))
-        throw new CliExit(ExitCode.Usage, `--source must be one of ${SOURCES.join(', ')}, not '${options.source}'`);
+        throw usageError(`--source must be one of ${SOURCES.join(', ')}, not '${options.source}'`);
       if (options.demo && options.source !== undefined && options.source !== 'kernel' && options.source !== 'demo')
-        throw new CliExit(ExitCode.Usage, `--demo and --source ${options.source} contradict each other`);
+        throw usageError(`--demo and --source ${options.source} contradict each other`);
       let source: RecordSource = options.demo || options.source === 'demo' ? 'demo' : 'kernel';
       if (!options.demo && options.source === 'auto') {
         const chosen = autoSource();
         source = chosen.source;
         io.stderr(`evtrace: source: ${chosen.source} (${chosen.reason})\n`);
       }
-      const durationMs = options.duration === undefined ? undefined : parseDuration(options.duration);
+      const durationMs = options.duration === undefined ? undefined : durationOption('--duration', options.duration);
       const share = options.share === true;
       const force = options.force === true;
       // Refused now rather than after the recording, which would then stay in OUTPUT.part.
-      if (format === 'ctf') {
-        try {
-          checkOutputDir(output, { force });
-        } catch (error) {
-          throw new CliExit(ExitCode.Failure, `${(error as TraceFormatError).code}: ${(error as Error).message}`);
-        }
-      }
+      if (format === 'ctf') checkOutputDir(output, { force });
       const bufferKb = positiveInt('--buffer-kb', options.bufferKb);
       const subbufKb = positiveInt('--subbuf-kb', options.subbufKb);
       const controller = new AbortController();
@@ -273,7 +232,7 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
           if (command.length === 0) return;
           child = spawn(command[0]!, command.slice(1), { stdio: 'inherit' });
           child.on('error', (error) => {
-            io.stderr(`evtrace: cannot run ${command[0]}: ${error.message}\n`);
+            io.stderr(`evtrace: ${CliCode.Child}: cannot run ${command[0]}: ${error.message}\n`);
             stop();
           });
           child.on('exit', (code) => {
@@ -318,17 +277,13 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
       } catch (error) {
         signals.dispose();
         if (error instanceof TracefsError) {
-          const status =
-            error.code === 'ERR_TRACEFS_EVENT' || error.code === 'ERR_TRACEFS_FILTER'
-              ? ExitCode.Usage
-              : ExitCode.Failure;
           const hint =
             error.code === 'ERR_TRACEFS_NOT_FOUND' || error.code === 'ERR_TRACEFS_PERMISSION'
               ? ' (--demo records synthetic events without tracefs)'
               : '';
           // A recording that failed after it started (a full disk) keeps its pages: say where and what next.
           const kept = existsSync(rawDir) ? `; ${keptPagesText(rawDir, output, format)}` : '';
-          throw new CliExit(status, `${error.code}: ${error.message}${hint}${kept}`);
+          throw CliExit.around(error, '', `${hint}${kept}`);
         }
         throw error;
       } finally {
@@ -343,11 +298,7 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
           force,
         });
       } catch (error) {
-        const code = (error as { code?: string }).code;
-        throw new CliExit(
-          ExitCode.Failure,
-          `${code ? `${code}: ` : ''}${(error as Error).message}; ${keptPagesText(rawDir, output, format)}`,
-        );
+        throw CliExit.around(error, '', `; ${keptPagesText(rawDir, output, format)}`);
       } finally {
         signals.dispose();
       }

@@ -4,16 +4,16 @@ import {
   connectAgent,
   defaultSocketPath,
   type OutputFormat,
-  ProtocolError,
   type SessionSpec,
   type SessionStatus,
   type TriggerSpec,
 } from '@evtrace/agent-protocol';
 import type { Command } from 'commander';
-import { ExitCode } from '../exit-codes.ts';
+import { addCommand, type CliIO } from '../command.ts';
+import { usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { addCommand, CliExit, type CliIO } from '../program.ts';
-import { liveEventText } from './cat.ts';
+import { liveEventText } from '../output/live-text.ts';
+import { rotateOption, sizeOption } from '../units.ts';
 import {
   addPersistentSessionVerbs,
   type PersistentSessionOptions,
@@ -23,61 +23,21 @@ import {
   sessionsTable,
 } from './persistent.ts';
 
-const UNITS: Readonly<Record<string, number>> = {
-  '': 1,
-  B: 1,
-  K: 1024,
-  KiB: 1024,
-  M: 1 << 20,
-  MiB: 1 << 20,
-  G: 1 << 30,
-  GiB: 1 << 30,
-};
-
-/** `64K`, `1M`, `2GiB`, `4096`: bytes. Units are upper-case (`m` is minutes in --rotate). */
-export function parseSize(text: string, flag: string): number {
-  const m = /^(\d+)(B|K|KiB|M|MiB|G|GiB)?$/.exec(text.trim());
-  if (m === null) throw new CliExit(ExitCode.Usage, `${flag}: '${text}' is not a size (e.g. 4096, 512K, 16M, 1G)`);
-  return Number(m[1]) * UNITS[m[2] ?? '']!;
-}
-
-/** `--rotate SIZE|TIME`: `64M` (bytes) or `30s`, `5m`, `1h` (seconds). */
-export function parseRotate(text: string): { bytes: number } | { seconds: number } {
-  const t = /^(\d+)(s|m|h)$/.exec(text.trim());
-  if (t !== null) {
-    const seconds = Number(t[1]) * { s: 1, m: 60, h: 3600 }[t[2] as 's' | 'm' | 'h'];
-    if (seconds === 0) throw new CliExit(ExitCode.Usage, '--rotate must be positive');
-    return { seconds };
-  }
-  const bytes = parseSize(text, '--rotate');
-  if (bytes === 0) throw new CliExit(ExitCode.Usage, '--rotate must be positive');
-  return { bytes };
-}
-
 /** `--trigger` / `session trigger` text: `event:EXPR`, `signal:SIGUSR1`, or a bare `SIGUSR1`/`USR2`. */
 export function parseTrigger(text: string): TriggerSpec {
   const signal = /^(?:signal:)?(?:SIG)?(USR[12])$/.exec(text.trim());
   if (signal !== null) return { kind: 'signal', signal: `SIG${signal[1]}` as 'SIGUSR1' | 'SIGUSR2' };
   if (text.startsWith('event:') && text.length > 6) return { kind: 'event', filter: text.slice(6) };
-  throw new CliExit(ExitCode.Usage, `--trigger: '${text}' is neither event:EXPRESSION nor a signal (SIGUSR1, SIGUSR2)`);
+  throw usageError(`--trigger: '${text}' is neither event:EXPRESSION nor a signal (SIGUSR1, SIGUSR2)`);
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
-
-/** Exit status for an error from the agent. */
-function cliError(error: unknown): unknown {
-  if (!(error instanceof ProtocolError)) return error;
-  const usage = ['ERR_EVENT', 'ERR_FILTER', 'ERR_BAD_MESSAGE'].includes(error.code);
-  return new CliExit(usage ? ExitCode.Usage : ExitCode.Failure, `${error.code}: ${error.message}`);
-}
 
 async function withAgent<T>(socket: string | undefined, fn: (agent: AgentClient) => Promise<T>): Promise<T> {
   let agent: AgentClient | undefined;
   try {
     agent = await connectAgent(socket ?? defaultSocketPath(), { client: 'evtrace session' });
     return await fn(agent);
-  } catch (error) {
-    throw cliError(error);
   } finally {
     agent?.close();
   }
@@ -163,21 +123,19 @@ keeps the oldest and counts what does not fit as lost. With --output, files are 
   persistentSessionOptions(create).action(
     async (name: string, command: string[], o: CreateOptions & PersistentSessionOptions) => {
       if (o.persistent) return persistentSessionCreate(name, o, io);
-      if (o.events === undefined)
-        throw new CliExit(ExitCode.Usage, "required option '--events <patterns>' not specified");
+      if (o.events === undefined) throw usageError("required option '--events <patterns>' not specified");
       if (o.mode !== 'overwrite' && o.mode !== 'discard')
-        throw new CliExit(ExitCode.Usage, `--mode must be overwrite or discard, not '${o.mode}'`);
+        throw usageError(`--mode must be overwrite or discard, not '${o.mode}'`);
       if (!['kernel', 'demo', 'auto', 'bts', 'bts-qemu'].includes(o.source))
-        throw new CliExit(ExitCode.Usage, `--source must be kernel, demo, auto, bts or bts-qemu, not '${o.source}'`);
+        throw usageError(`--source must be kernel, demo, auto, bts or bts-qemu, not '${o.source}'`);
       const branches = o.source === 'bts' || o.source === 'bts-qemu';
       if (branches && command.length === 0)
-        throw new CliExit(ExitCode.Usage, `--source ${o.source} needs the program to trace: -- PROGRAM ARGS...`);
+        throw usageError(`--source ${o.source} needs the program to trace: -- PROGRAM ARGS...`);
       if (!branches && command.length > 0)
-        throw new CliExit(ExitCode.Usage, `unexpected arguments ${command.join(' ')} (a program is for --source bts)`);
+        throw usageError(`unexpected arguments ${command.join(' ')} (a program is for --source bts)`);
       if (o.format !== undefined && o.format !== 'tracedat' && o.format !== 'ctf')
-        throw new CliExit(ExitCode.Usage, `--format must be tracedat or ctf, not '${o.format}'`);
-      if (o.rotate !== undefined && o.output === undefined)
-        throw new CliExit(ExitCode.Usage, '--rotate needs --output');
+        throw usageError(`--format must be tracedat or ctf, not '${o.format}'`);
+      if (o.rotate !== undefined && o.output === undefined) throw usageError('--rotate needs --output');
       const spec: SessionSpec = {
         name,
         events: o.events
@@ -188,11 +146,11 @@ keeps the oldest and counts what does not fit as lost. With --output, files are 
         source: o.source as SessionSpec['source'] & string,
         ...(branches ? { command } : {}),
         ...(o.filter !== undefined ? { filter: o.filter } : {}),
-        ...(o.bufferSize !== undefined ? { bufferSize: parseSize(o.bufferSize, '--buffer-size') } : {}),
+        ...(o.bufferSize !== undefined ? { bufferSize: sizeOption('--buffer-size', o.bufferSize) } : {}),
         ...(o.output !== undefined
           ? { output: { dir: resolve(o.output), format: (o.format ?? 'tracedat') as OutputFormat } }
           : {}),
-        ...(o.rotate !== undefined ? { rotate: parseRotate(o.rotate) } : {}),
+        ...(o.rotate !== undefined ? { rotate: rotateOption('--rotate', o.rotate) } : {}),
         ...(o.trigger !== undefined ? { triggers: o.trigger.map(parseTrigger) } : {}),
       };
       const status = await withAgent(o.socket, (a) => a.createSession(spec));
@@ -236,7 +194,7 @@ evtrace session create br --events bts:branch --mode overwrite --source bts-qemu
     async (name: string, o: PersistentSessionOptions & { format?: string; socket?: string }) => {
       if (o.persistent) return persistentSessionSnapshot(name, o, io);
       if (o.format !== undefined && o.format !== 'tracedat' && o.format !== 'ctf')
-        throw new CliExit(ExitCode.Usage, `--format must be tracedat or ctf, not '${o.format}'`);
+        throw usageError(`--format must be tracedat or ctf, not '${o.format}'`);
       const r = await withAgent(o.socket, (a) =>
         a.snapshot(sessionArg(name), {
           ...(o.output !== undefined ? { dir: resolve(o.output) } : {}),

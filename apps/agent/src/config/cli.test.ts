@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ExitCode } from '../exit-codes.ts';
-import { CliExit } from '../program.ts';
+import { ExitCode, errorLine, exitCodeOf } from '../exit-codes.ts';
 import { addConfigOptions, agentConfigFromCli, configReport } from './cli.ts';
+import { ConfigError } from './errors.ts';
 
 const EXAMPLE = new URL('../../examples/agent.toml', import.meta.url).pathname;
 const work = mkdtempSync(join(tmpdir(), 'evtrace-config-cli-'));
@@ -29,7 +29,7 @@ describe('evtrace agent configuration flags', () => {
     expect(config.stateDir).toBe(join(process.cwd(), 'st'));
   });
 
-  it('a configuration error is a usage error (exit status 2) with its place in the message', () => {
+  it('a configuration error is a usage error (exit status 2) with its place in the message', async () => {
     const bad = join(work, 'bad.toml');
     writeFileSync(bad, '[sessions.x]\nevents = ["a:b"]\nmode = "fast"\n');
     let error: unknown;
@@ -38,9 +38,9 @@ describe('evtrace agent configuration flags', () => {
     } catch (e) {
       error = e;
     }
-    expect(error).toBeInstanceOf(CliExit);
-    expect((error as CliExit).exitCode).toBe(ExitCode.Usage);
-    expect((error as CliExit).message).toBe(
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(exitCodeOf(error)).toBe(ExitCode.Usage);
+    expect(await errorLine(error)).toBe(
       `ERR_CONFIG_VALUE: ${bad}:3:8: sessions.x.mode: expected overwrite or discard, got "fast"`,
     );
   });

@@ -3,9 +3,7 @@
  * configuration errors as usage errors (exit status 2), and the `--check-config` report.
  */
 import type { Command } from 'commander';
-import { ExitCode } from '../exit-codes.ts';
-import { CliExit } from '../program.ts';
-import { ConfigError, describeOrigin } from './errors.ts';
+import { describeOrigin } from './errors.ts';
 import { type AgentFlags, loadAgentConfig } from './load.ts';
 import { type AgentConfig, type AgentSetting, DEFAULT_CONFIG_FILE, DEFAULTS, SETTINGS } from './schema.ts';
 import { formatListenAddress } from './units.ts';
@@ -47,7 +45,7 @@ export function addConfigOptions(cmd: Command): Command {
 /**
  * Loads the agent's configuration from the parsed options, the environment and the default config file.
  *
- * @throws {CliExit} with exit status 2 and the configuration error's message (file:line:column: key: what).
+ * @throws {ConfigError} naming the place (file:line:column: key: what); {@link exitCodeOf} makes it exit status 2.
  */
 export function agentConfigFromCli(
   options: AgentConfigCliOptions,
@@ -59,17 +57,12 @@ export function agentConfigFromCli(
     const value = options[name as keyof AgentFlags];
     if (typeof value === 'string') flags[name] = value;
   }
-  try {
-    return loadAgentConfig({
-      flags,
-      env,
-      file: defaults.file ?? DEFAULT_CONFIG_FILE,
-      ...(defaults.settings !== undefined ? { defaults: defaults.settings } : {}),
-    });
-  } catch (error) {
-    if (error instanceof ConfigError) throw new CliExit(ExitCode.Usage, `${error.code}: ${error.message}`);
-    throw error;
-  }
+  return loadAgentConfig({
+    flags,
+    env,
+    file: defaults.file ?? DEFAULT_CONFIG_FILE,
+    ...(defaults.settings !== undefined ? { defaults: defaults.settings } : {}),
+  });
 }
 
 const SIZE_UNITS: [number, string][] = [

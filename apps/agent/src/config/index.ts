@@ -1,3 +1,4 @@
+export { parseDuration, parseSize } from '../units.ts';
 export { ConfigError, type ConfigErrorCode, type ConfigOrigin, describeOrigin } from './errors.ts';
 export {
   type AgentFlags,
@@ -25,4 +26,4 @@ export {
   type SessionMode,
   type SessionSource,
 } from './schema.ts';
-export { formatListenAddress, type ListenAddress, parseDuration, parseListenAddress, parseSize } from './units.ts';
+export { formatListenAddress, type ListenAddress, parseListenAddress } from './units.ts';

@@ -3,16 +3,9 @@
  * flag. One table of top-level settings drives all three sources, so a setting cannot exist in one and not another.
  */
 import { isAbsolute, resolve } from 'node:path';
+import { DURATION_SYNTAX, parseRotate, parseSize, SIZE_SYNTAX } from '../units.ts';
 import { ConfigError, type ConfigOrigin } from './errors.ts';
-import {
-  DURATION_SYNTAX,
-  LISTEN_SYNTAX,
-  type ListenAddress,
-  parseDuration,
-  parseListenAddress,
-  parseSize,
-  SIZE_SYNTAX,
-} from './units.ts';
+import { LISTEN_SYNTAX, type ListenAddress, parseListenAddress } from './units.ts';
 
 /** How a session treats a full buffer, as `evtrace session create --mode`. */
 export type SessionMode = 'overwrite' | 'discard';
@@ -257,14 +250,13 @@ export function eventsValue(value: unknown, site: Site): string[] {
 
 function rotateValue(value: unknown, site: Site): RotatePolicy {
   if (typeof value === 'number') return { bytes: sizeValue(value, site) };
-  if (isText(value)) {
-    // `1m` is a minute, `1M` a MiB; a bare number could be either and is refused.
-    const ms = parseDuration(value);
-    if (ms !== undefined) {
-      if (ms < 1000) bad(site, `rotating more than once a second (${show(value)}) is not supported`);
-      return { seconds: ms / 1000 };
+  const rotate = isText(value) ? parseRotate(value) : undefined;
+  if (rotate !== undefined) {
+    if ('seconds' in rotate) {
+      if (rotate.seconds < 1) bad(site, `rotating more than once a second (${show(value)}) is not supported`);
+      return rotate;
     }
-    if (/[A-Za-z]$/.test(value.trim()) && parseSize(value) !== undefined) return { bytes: sizeValue(value, site) };
+    return { bytes: sizeValue(value, site) };
   }
   return bad(site, `expected a size with a unit (100MiB) or ${DURATION_SYNTAX}, got ${show(value)}`);
 }

@@ -1,53 +1,8 @@
 /**
- * The value syntaxes of the configuration, shared by the file, the environment and the flags. Each parser returns
- * undefined for text it does not accept; callers name the setting in their error.
+ * The listen address of the configuration, shared by the file, the environment and the flags (sizes and durations
+ * are ../units.ts, shared with every command). Each parser returns undefined for text it does not accept; callers
+ * name the setting in their error.
  */
-
-const SIZE_UNITS: Readonly<Record<string, number>> = {
-  '': 1,
-  B: 1,
-  K: 1024,
-  KB: 1000,
-  KiB: 1024,
-  M: 1024 ** 2,
-  MB: 1000 ** 2,
-  MiB: 1024 ** 2,
-  G: 1024 ** 3,
-  GB: 1000 ** 3,
-  GiB: 1024 ** 3,
-  T: 1024 ** 4,
-  TB: 1000 ** 4,
-  TiB: 1024 ** 4,
-};
-
-/** What {@link parseSize} accepts, for messages. */
-export const SIZE_SYNTAX = 'a size such as 64MiB, 512KiB, 1G or a number of bytes';
-
-/**
- * A byte count: `64MiB`, `512 KiB`, `1G` (K, M, G, T alone are binary, as in `evtrace record --buffer-kb`), `10MB`
- * (decimal), or a bare number of bytes. Fractions are allowed when the result is a whole number of bytes.
- */
-export function parseSize(text: string): number | undefined {
-  const m = /^(\d+(?:\.\d+)?)\s*([KMGT]i?B|[KMGT]|B)?$/.exec(text.trim());
-  if (m === null) return undefined;
-  const scale = SIZE_UNITS[m[2] ?? ''];
-  if (scale === undefined) return undefined;
-  const bytes = Number(m[1]) * scale;
-  return Number.isSafeInteger(bytes) ? bytes : undefined;
-}
-
-const DURATION_UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** What {@link parseDuration} accepts, for messages. */
-export const DURATION_SYNTAX = 'a duration such as 30s, 500ms, 10m, 1h or 1d';
-
-/** A duration in milliseconds: `30s`, `500ms`, `10m`, `1h`, `1d`. A unit is required: `30` alone is ambiguous. */
-export function parseDuration(text: string): number | undefined {
-  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/.exec(text.trim());
-  if (m === null) return undefined;
-  const ms = Number(m[1]) * DURATION_UNITS[m[2]!]!;
-  return Number.isFinite(ms) && ms > 0 ? ms : undefined;
-}
 
 /** A TCP address to listen on. */
 export interface ListenAddress {

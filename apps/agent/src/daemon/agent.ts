@@ -28,7 +28,6 @@ import {
   raisePriority,
   removeInstanceDir,
 } from '@evtrace/tracefs';
-import { autoSource } from '../commands/record.ts';
 import type { AgentHealth, MetricsProvider, SessionCounters } from '../metrics/types.ts';
 import { actsAsItself, asCaller, type Caller, callerName } from './caller.ts';
 import { AgentError, asAgentError } from './errors.ts';
@@ -46,6 +45,7 @@ import {
   prepareAttached,
 } from './persistent.ts';
 import { Session } from './session.ts';
+import { autoSource } from './sources.ts';
 import { isAlive, readRecords, type SessionRecord, sessionsDir, writeRecord } from './state.ts';
 import { Viewer, type ViewerOutput } from './viewer.ts';
 

@@ -1,0 +1,138 @@
+/**
+ * A trace file opened for a command (`cat`, `convert`): its reader, its events after `--filter`, the name
+ * each task had when an event fired, and the notes to print on stderr.
+ */
+import { CommTracker, compileFilter, type EventPredicate, FilterError, parseKallsyms } from '@evtrace/filters';
+import {
+  createJsonFormatter,
+  createTextFormatter,
+  type EventClass,
+  type FtraceMetadata,
+  openTrace,
+  type TraceEvent,
+  type TraceReader,
+} from '@evtrace/trace-format';
+import type { CliIO } from './command.ts';
+import { usageError } from './exit-codes.ts';
+
+/** A trace opened for a command: the reader and its events after `--filter`. */
+export interface OpenedInput {
+  readonly reader: TraceReader & { metadata?: FtraceMetadata };
+  readonly events: () => Iterable<TraceEvent>;
+  /**
+   * Each task's name when the event being handled fired: it learns from every event read (filtered out or not) once
+   * the event has been handled, as the kernel names a task_rename's task by its old name.
+   */
+  readonly tasks: CommTracker;
+  /** Problems met while reading or filtering, for stderr. */
+  readonly notes: string[];
+}
+
+/** Opens INPUT (CTF directory, trace.dat, raw-pages directory); a damaged one throws its TraceFormatError. */
+export function openInput(
+  input: string,
+  options: { filter?: string; lenient?: boolean; buffer?: string; allBuffers?: boolean },
+): OpenedInput {
+  const open = () =>
+    openTrace(input, {
+      lenient: options.lenient === true,
+      ...(options.buffer !== undefined ? { buffer: options.buffer } : {}),
+      ...(options.allBuffers === true ? { allBuffers: true } : {}),
+    }) as OpenedInput['reader'];
+  const reader = open();
+  const notes: string[] = [];
+  // COMM is the name a task had when the event fired, as the kernel evaluates it: names are replayed over the
+  // recording (switches, forks, execs, renames); saved_cmdlines, which holds each task's last name, only seeds tasks
+  // the recording has not named yet.
+  const tasks = new CommTracker();
+  for (const [pid, name] of reader.metadata?.cmdlines ?? []) tasks.seed(pid, name);
+  const filter = options.filter;
+  // The read-ahead for COMM goes through a reader of its own, so that the input's warnings are reported once.
+  const readAgain = () => open().events();
+  const predicate = filter === undefined ? undefined : eventFilter(filter, reader, tasks, notes, readAgain);
+  return {
+    reader,
+    events: function* () {
+      for (const e of reader.events()) {
+        if (predicate === undefined || predicate(e)) yield e;
+        // After the event was handled: a task_rename fires while the old name is still current.
+        tasks.observe(e);
+      }
+      predicate?.finish();
+    },
+    tasks,
+    notes,
+  };
+}
+
+/**
+ * `--filter` over every event class: compiled per class on first use. A class the expression does not fit (a field
+ * it lacks) is left out with a note, as the kernel refuses such a filter on that event; an expression that fits no
+ * class at all is a usage error.
+ */
+function eventFilter(
+  expr: string,
+  reader: OpenedInput['reader'],
+  tasks: CommTracker,
+  notes: string[],
+  readAgain: () => Iterable<TraceEvent>,
+): ((e: TraceEvent) => boolean) & { finish(): void } {
+  const meta = reader.metadata;
+  const symbols = meta?.kallsymsText !== undefined ? parseKallsyms(meta.kallsymsText) : undefined;
+  // A task's events before anything named it take the first name the recording shows it had (a rename's oldcomm),
+  // read ahead in a second pass over the input once COMM is first needed.
+  let readAhead = false;
+  const comm = (e: TraceEvent) => {
+    if (!readAhead) {
+      readAhead = true;
+      tasks.seedFirstNames(readAgain());
+    }
+    return tasks.resolve(e);
+  };
+  const compiled = new Map<EventClass, EventPredicate | undefined>();
+  let firstError: FilterError | undefined;
+  let accepted = 0;
+  const predicate = (e: TraceEvent) => {
+    let p = compiled.get(e.eventClass);
+    if (p === undefined && !compiled.has(e.eventClass)) {
+      try {
+        p = compileFilter(expr, e.eventClass, { ...(symbols ? { symbols } : {}), comm });
+        accepted++;
+      } catch (error) {
+        if (!(error instanceof FilterError)) throw error;
+        firstError ??= error;
+        notes.push(`filter does not apply to ${e.eventClass.name} (its events are left out): ${error.message}`);
+      }
+      compiled.set(e.eventClass, p);
+    }
+    return p?.(e) === true;
+  };
+  return Object.assign(predicate, {
+    finish() {
+      if (accepted === 0 && firstError !== undefined) {
+        throw usageError(`--filter: ${firstError.format(expr)}`);
+      }
+    },
+  });
+}
+
+/** Writes warnings and notes to stderr. */
+export function reportNotes(io: CliIO, opened: OpenedInput, allBuffersFlag?: string): void {
+  for (const w of opened.reader.warnings) {
+    // The reader names its options; the command line has flags for them.
+    const hint = allBuffersFlag !== undefined ? `--buffer NAME, or all with ${allBuffersFlag}` : '--buffer NAME';
+    io.stderr(`evtrace: warning: ${w.replace(/the buffer option, or read them all with allBuffers/, hint)}\n`);
+  }
+  for (const n of opened.notes) io.stderr(`evtrace: ${n}\n`);
+}
+
+/** `--json` lines: each event with its task's name when it fired (`pid` 0 is `swapper/CPU`, as the kernel names it). */
+export function jsonLines(opened: OpenedInput): (e: TraceEvent) => string {
+  return createJsonFormatter({ comm: (pid, e) => opened.tasks.commOf(pid, e.cpu ?? undefined) });
+}
+
+/** Text lines, as trace-cmd report (ftrace data) or babeltrace2 (CTF) prints them. */
+export function textLines(reader: OpenedInput['reader']): (e: TraceEvent) => string {
+  const line = createTextFormatter(reader);
+  return (e) => `${line(e)}\n`;
+}
