@@ -57,6 +57,7 @@ export function setExamples(cmd: Command, text: string): Command {
   return cmd;
 }
 
-function examplesOf(cmd: Command): string | undefined {
+/** The EXAMPLES text of a command, if it has one. */
+export function examplesOf(cmd: Command): string | undefined {
   return EXAMPLES.get(cmd);
 }

@@ -10,6 +10,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   agent: async () => (await import('./agent.ts')).registerAgent,
   bts: async () => (await import('./bts.ts')).registerBts,
   cat: async () => (await import('./cat.ts')).registerCat,
+  completion: async () => (await import('./completion.ts')).completionCommand(registerCommands),
   convert: async () => (await import('./convert.ts')).registerConvert,
   demo: async () => (await import('./demo.ts')).registerDemo,
   filter: async () => (await import('./filter.ts')).registerFilter,
@@ -33,9 +34,10 @@ export function commandsFor(argv: readonly string[]): readonly string[] {
   return Object.keys(COMMANDS);
 }
 
-/** Adds the verbs `argv` needs (every verb without `argv`) to the program. */
+/** Adds the verbs `argv` needs (every verb without `argv`) that the program does not have yet. */
 export async function registerCommands(program: Command, io: CliIO, argv?: readonly string[]): Promise<void> {
-  const names = argv === undefined ? Object.keys(COMMANDS) : commandsFor(argv);
+  const have = new Set(program.commands.map((c) => c.name()));
+  const names = (argv === undefined ? Object.keys(COMMANDS) : commandsFor(argv)).filter((n) => !have.has(n));
   const registers = await Promise.all(names.map((name) => COMMANDS[name]!()));
   for (const register of registers) register(program, io);
 }
