@@ -6,6 +6,7 @@ const ALL = [
   'agent',
   'bts',
   'cat',
+  'completion',
   'convert',
   'demo',
   'filter',
