@@ -9,6 +9,8 @@ import { manPageHelp } from './help.ts';
 export interface CliIO {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
+  /** stderr is a terminal a command may draw progress on (never a pipe or a file; never with -q). */
+  readonly progress?: boolean;
 }
 
 /** How a verb's module adds its command (and subcommands) to the program. */

@@ -17,6 +17,7 @@ const processIO: CliIO = {
     () => process.stderr,
     () => {},
   ),
+  progress: process.stderr.isTTY === true,
 };
 
 /** Commander's own errors (`error: unknown option '--x'`) in the form of every other: `evtrace: ERR_USAGE: ...`. */
@@ -68,6 +69,9 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO): Pr
     stdout: io.stdout,
     stderr: (text) => {
       if (!quiet || ERROR_LINE.test(text)) io.stderr(text);
+    },
+    get progress() {
+      return io.progress === true && !quiet;
     },
   };
   program.hook('preAction', () => {

@@ -17,6 +17,7 @@ import { addCommand, type CliIO } from '../command.ts';
 import { CliExit, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { bufferedWriter } from '../output/buffered-writer.ts';
+import { withProgress } from '../output/progress.ts';
 import { jsonLines, openInput, reportNotes } from '../trace-input.ts';
 
 const TARGETS = ['ctf', 'tracedat', 'text', 'jsonl', 'perfetto', 'perfetto-json'] as const;
@@ -144,12 +145,13 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
       if (to === 'ctf') checkOutputDir(options.output, { force: options.force === true });
       const opened = openInput(input, options);
       const { reader } = opened;
+      const events = withProgress(opened.events, io, `convert --to ${to}`);
       let n = 0;
       try {
         switch (to) {
           case 'ctf':
             // Spread, not rebuilt: a CTF reader's `trace` carries the env and stream event context the writer keeps.
-            n = writeCtfTrace({ ...reader, events: opened.events }, options.output, {
+            n = writeCtfTrace({ ...reader, events }, options.output, {
               ...access,
               force: options.force === true,
             });
@@ -174,7 +176,7 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
             if (copy !== undefined)
               opened.notes.push(`pages not copied as they are (${copy.reason}): events re-encoded`);
             const meta = reader.metadata;
-            n = writeTraceDat(options.output, reader.eventClasses, opened.events(), {
+            n = writeTraceDat(options.output, reader.eventClasses, events(), {
               version,
               compression,
               ...access,
@@ -197,7 +199,7 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
               access,
               (write) => {
                 let k = 0;
-                for (const e of opened.events()) {
+                for (const e of events()) {
                   write(`${line(e)}\n`);
                   k++;
                 }
@@ -214,7 +216,7 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
               (write) => {
                 const line = jsonLines(opened);
                 let k = 0;
-                for (const e of opened.events()) {
+                for (const e of events()) {
                   write(line(e));
                   k++;
                 }
@@ -226,7 +228,7 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
           case 'perfetto': {
             const cmdlines = reader.metadata?.cmdlines;
             n = withFile(options.output, access, (_, writeBytes) =>
-              writePerfettoTrace(opened.events(), writeBytes, cmdlines !== undefined ? { cmdlines } : {}),
+              writePerfettoTrace(events(), writeBytes, cmdlines !== undefined ? { cmdlines } : {}),
             );
             break;
           }
@@ -235,11 +237,7 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
               options.output,
               access,
               (write) =>
-                writePerfettoJson(
-                  opened.events(),
-                  write,
-                  reader.metadata ? { cmdlines: reader.metadata.cmdlines } : {},
-                ),
+                writePerfettoJson(events(), write, reader.metadata ? { cmdlines: reader.metadata.cmdlines } : {}),
               io,
             );
             break;
