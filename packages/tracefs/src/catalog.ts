@@ -37,8 +37,8 @@ function readCatalogue(tracefs: string): string {
 
 /**
  * {@link matchEvents} over the catalogue of `tracefs`. Exact `system:event` names are looked up in its text, which
- * spares parsing its 2,300 lines into objects and testing each against every pattern (3-4 ms of CPU at a
- * recording's start, measured here, against 0.8-1.9 ms); any glob or bare system takes the full path.
+ * spares parsing its thousands of lines into objects and testing each against every pattern at a recording's start;
+ * any glob or bare system takes the full path.
  */
 export function selectEvents(tracefs: string, patterns: readonly string[]): EventName[] {
   const text = readCatalogue(tracefs);

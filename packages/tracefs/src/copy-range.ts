@@ -1,7 +1,7 @@
 /**
  * `copy_file_range(2)` through the koffi FFI (Node's fs has no offset-taking form of it): the kernel copies between
- * two files' page caches without the bytes passing through user space, which halves the system time of moving a
- * recording's pages into its trace.dat (measured: 80 MB in 43 ms of CPU, against 74 ms through a read/write loop).
+ * two files' page caches without the bytes passing through user space, so moving a recording's pages into its
+ * trace.dat costs less system time than a read/write loop (packages/tracefs/src/record.bench.ts prints it).
  */
 import { loadLibc, systemError } from './libc.ts';
 

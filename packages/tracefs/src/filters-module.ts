@@ -1,7 +1,7 @@
 /**
- * @evtrace/filters, loaded on first use: most recordings have no filter, and loading the filter language cost every
- * `evtrace record` a median 1.6 ms of start-up CPU (ten interleaved runs of a record that fails after loading).
- * require(esm) loads it synchronously, so the functions that take a filter stay synchronous.
+ * @evtrace/filters, loaded on first use: most recordings have no filter, and loading the filter language is start-up
+ * CPU every `evtrace record` would pay (apps/agent/src/commands/end-to-end.bench.ts prints a command's CPU, start
+ * included). require(esm) loads it synchronously, so the functions that take a filter stay synchronous.
  */
 import { createRequire } from 'node:module';
 import type * as Filters from '@evtrace/filters';

@@ -49,8 +49,8 @@ type Koffi = typeof import('koffi');
 /**
  * koffi's native module, taken from the platform package koffi installs with it (`@koromix/koffi-linux-x64`) when
  * it is there and of the same version: koffi's own entry point probes the platform and wraps deprecated names
- * around the same functions, which took 8.4 ms of CPU against 1.8 ms for the native module alone (measured here,
- * a tenth of an idle recording's start-up). Anything unexpected falls back to that entry point.
+ * around the same functions, start-up CPU the native module alone does not spend (record.bench.ts prints a
+ * recording's CPU). Anything unexpected falls back to that entry point.
  */
 function loadKoffi(): Koffi {
   const require = createRequire(import.meta.url);

@@ -1,8 +1,8 @@
 /**
  * The read loop's record count, in WebAssembly (count-pages.wat): pages are read straight into the module's memory
- * and counted there. The same walk in JavaScript (`countPages`, pages.ts) cost more to compile than to run in a
- * recording: V8's optimizing compilers took 10-16 ms of CPU on it per recording (its OSR, Maglev and TurboFan
- * compiles, measured here with --trace-opt), against about 6 ms of walking; this module compiles in microseconds.
+ * and counted there. The same walk in JavaScript (`countPages`, pages.ts) costs more to compile than to run in a
+ * recording (V8's optimizing compilers, `--trace-opt` shows them), where this module compiles at once
+ * (packages/tracefs/src/record.bench.ts prints a recording's CPU).
  */
 import type { PageLayout } from '@evtrace/trace-format';
 import { COUNT_PAGES_WASM } from './count-pages.wasm.ts';

@@ -7,11 +7,9 @@
 import { loadLibc, type Poll } from './libc.ts';
 
 /**
- * The instance's `buffer_percent` while a {@link PipeWaiter} waits: a CPU's buffer 18% full wakes it, leaving 82%
- * for what comes before the reader has drained it. Measured under the benchmark's load (two CPUs, 1.4 MiB buffers,
- * nice -20), medians of interleaved runs: 12% cost 206 ms of CPU per recording against 199 ms for 18% (8 runs each)
- * and 191 ms for 25% (10 runs, where 18% gave 192). Events were dropped twice in about 55 runs at 25% (0.3% and
- * 0.6% of them, in bursts), never in 18 runs at 18% or about 50 at 12%; 50% dropped 11,520 in one run of 6.
+ * The instance's `buffer_percent` while a {@link PipeWaiter} waits: a CPU's buffer this full wakes it, leaving the
+ * rest for what comes before the reader has drained it. Lower wakes the reader more often for the same pages; higher
+ * dropped events in bursts under load (packages/tracefs/src/record.bench.ts prints loss and CPU for a setting).
  */
 export const WAKE_PERCENT = 18;
 

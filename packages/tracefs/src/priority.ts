@@ -1,15 +1,13 @@
 /**
  * The recorder's scheduling priority while it reads. Loss under load is mostly the reader not getting a CPU in time
  * after the kernel woke it, so every thread of the process is raised once tracing is on (not only the reader: it
- * waits on V8's helper threads, garbage collection and compilation, and a helper left at nice 0 under load stalled
- * it for tens of milliseconds). Raised only where allowed (root or CAP_SYS_NICE), and put back afterwards.
+ * waits on V8's helper threads, garbage collection and compilation, which a helper left at nice 0 delays under load).
+ * Raised only where allowed (root or CAP_SYS_NICE), and put back afterwards.
  *
  * By default the threads become SCHED_FIFO at priority 1, the lowest real-time one: a woken real-time thread takes
- * the CPU from ordinary tasks at once, where nice -20 still waited behind them. Measured under the benchmark's load
- * (perf bench sched messaging, 1.4 MiB per-CPU buffers, the kernel waking the reader at 18% of a buffer): at nice -20
- * the busiest CPU's buffer was 31-50% full by the time the reader drained it (its wake-up came up to 12 ms late), as
- * SCHED_FIFO 20-29%, for the same CPU (183-199 ms against 182-194 ms, five interleaved runs each). The kernel keeps
- * 5% of every second for ordinary tasks (`sched_rt_runtime_us`), and the reader sleeps in poll(2) between passes.
+ * the CPU from ordinary tasks at once, where nice -20 still waits behind them, so buffers are drained emptier for the
+ * same CPU (packages/tracefs/src/record.bench.ts prints a recording's loss and CPU under load). The kernel keeps a
+ * share of every second for ordinary tasks (`sched_rt_runtime_us`), and the reader sleeps in poll(2) between passes.
  * Where real-time scheduling is refused or cannot be asked for (no FFI), nice -20 is used as before.
  */
 import { readdirSync } from 'node:fs';

@@ -1,10 +1,9 @@
 /**
  * The regions layout for a recording that becomes a trace.dat (see @evtrace/trace-format's raw-regions): every CPU's
  * pages go into one file, each CPU from its own offset, as far apart as the file system allows. Finalizing then
- * closes the holes between them with `fallocate(FALLOC_FL_COLLAPSE_RANGE)`, which moves extents instead of bytes.
- * Measured here on ext4 with 20 MB of freshly written pages behind a 1 TiB hole: 3.7 ms of CPU for the whole
- * `fallocate -c` command, against 8.4 ms to copy the 20 MB into another file (copy_file_range) and 2.5-3 ms more
- * to unlink the file they came from.
+ * closes the holes between them with `fallocate(FALLOC_FL_COLLAPSE_RANGE)`, which moves extents instead of bytes:
+ * cheaper than copying the pages into another file and unlinking this one (packages/tracefs/src/record.bench.ts
+ * prints a recording's CPU).
  */
 import { ftruncateSync, statfsSync } from 'node:fs';
 import type { RegionExtent } from '@evtrace/trace-format';
@@ -34,7 +33,7 @@ export function regionsSupported(dir: string): boolean {
  * The largest size the open file `fd` can take here (the file system's limit, or a lower RLIMIT_FSIZE), probed by
  * extending it, in powers of two from 2^52 down to 2^30; undefined below that. Leaves the file `size` bytes long:
  * not 0, because ext4 takes a truncation to 0 for a file being replaced and, at its close, starts writing out every
- * page written since, in the closing process (measured: 5 ms more CPU for a recording).
+ * page written since, in the closing process (CPU that record.bench.ts counts in a recording's).
  */
 export function largestFileSize(fd: number, size: number): number | undefined {
   let found: number | undefined;

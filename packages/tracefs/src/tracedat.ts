@@ -76,8 +76,8 @@ function formatsBySystem(eventsDir: string): [string, string[]][] {
 }
 
 /**
- * The recording's copy of /proc/kallsyms (5 MB): copied by the kernel into the trace.dat where it can, which took
- * 1.7 ms of CPU against 4-9 ms to read it into memory and write it out (measured here). An empty text when absent.
+ * The recording's copy of /proc/kallsyms: copied by the kernel into the trace.dat where it can, cheaper than reading
+ * it into memory and writing it out (record.bench.ts prints a recording's CPU). An empty text when absent.
  */
 function kallsymsBytes(dir: string, out: string): TraceDatFileBytes | string {
   const file = join(dir, 'kallsyms');
