@@ -4,13 +4,13 @@
  *
  * Why: an ESM import of a built-in builds a module namespace from every export, which runs every lazy getter on the
  * module: `node:fs` loads fs/promises and readline, `node:util` its diff and argument parsers, `node:process` the
- * report and finalization modules. Measured on Node 24 here: `import('node:process')` costs 5.1 ms of CPU,
- * `node:fs` 3.8 ms, `node:util` 2.6 ms, against under 0.1 ms each through `getBuiltinModule`. Commander alone
- * imports all three, so every `evtrace` command paid about 10 ms before doing anything. A bundle reads only the
- * names it uses (the rest is tree-shaken), so no getter runs that the code does not reach.
+ * report and finalization modules, start-up CPU that `getBuiltinModule` does not spend; commander alone imports all
+ * three, so every `evtrace` command paid it before doing anything (apps/agent/src/commands/end-to-end.bench.ts prints
+ * a command's CPU). A bundle reads only the names it uses (the rest is tree-shaken), so no getter runs that the code
+ * does not reach.
  *
  * Modules listed as `lazy` load on first use instead of at start-up: commander imports `node:child_process` for
- * executable subcommands, which evtrace never runs (about 2.5 ms per command).
+ * executable subcommands, which evtrace never runs.
  */
 import { builtinModules, createRequire } from 'node:module';
 import type { Plugin } from 'esbuild';

@@ -14,9 +14,9 @@ const { wroteThroughStream } = await import('./stdio.ts');
 const code = await runCli(process.argv.slice(2));
 process.exitCode = code;
 // When nothing is left but the standard streams and everything was written synchronously (stdio.ts), end here:
-// letting the event loop run dry first tears down the heap and V8's platform, about 5 ms of CPU per command
-// (measured on a short recording). A command that left a child, a server, a timer or queued output behind still ends
-// when they do.
+// letting the event loop run dry first tears down the heap and V8's platform, CPU spent on nothing (end-to-end.bench.ts
+// in commands/ prints a command's CPU). A command that left a child, a server, a timer or queued output behind still
+// ends when they do.
 const idle = (resource: string) => resource === 'PipeWrap' || resource === 'TTYWrap';
 if (process.platform === 'linux' && !wroteThroughStream() && process.getActiveResourcesInfo().every(idle)) {
   process.exit(code);

@@ -1,7 +1,7 @@
 /**
  * The command line's output, written to descriptors 1 and 2 directly. Node's `process.stdout` and `process.stderr`
- * are streams that load `net` (pipes) or `tty` when first touched: 2-5 ms of CPU per command when the standard
- * streams are pipes, as under a benchmark or a supervisor (measured here with `perf stat`).
+ * are streams that load `net` (pipes) or `tty` when first touched, CPU every command would pay when the standard
+ * streams are pipes, as under a supervisor (apps/agent/src/commands/end-to-end.bench.ts prints a command's CPU).
  */
 import { writeSync } from 'node:fs';
 

@@ -17,6 +17,7 @@ import {
   compileRecordEncoder,
   type EventClass,
   type EventSource,
+  FTRACE_COMMON_FIELDS_TEXT,
   FTRACE_PAGE_RECORD,
   HEADER_EVENT_TEXT,
   headerPageText,
@@ -50,11 +51,7 @@ export interface BtsSourceOptions {
 export const BTS_BRANCH_FORMAT = `name: branch
 ID: 2001
 format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-
+${FTRACE_COMMON_FIELDS_TEXT}
 \tfield:unsigned long from;\toffset:8;\tsize:8;\tsigned:0;
 \tfield:unsigned long to;\toffset:16;\tsize:8;\tsigned:0;
 \tfield:unsigned long flags;\toffset:24;\tsize:8;\tsigned:0;

@@ -10,14 +10,12 @@
  * and layouts are the ones its pages use.
  */
 
+import { FTRACE_COMMON_FIELDS_TEXT } from '@evtrace/trace-format';
+
 export const MCE_RECORD_FORMAT = `name: mce_record
 ID: 1501
 format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-
+${FTRACE_COMMON_FIELDS_TEXT}
 \tfield:u64 mcgcap;\toffset:8;\tsize:8;\tsigned:0;
 \tfield:u64 mcgstatus;\toffset:16;\tsize:8;\tsigned:0;
 \tfield:u64 status;\toffset:24;\tsize:8;\tsigned:0;
@@ -45,11 +43,7 @@ print fmt: "CPU: %d, MCGc/s: %llx/%llx, MC%d: %016llx, IPID: %016llx, ADDR: %016
 export const MC_EVENT_FORMAT = `name: mc_event
 ID: 2206
 format:
-	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
-	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
-	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
-	field:int common_pid;	offset:4;	size:4;	signed:1;
-
+${FTRACE_COMMON_FIELDS_TEXT}
 	field:unsigned int error_type;	offset:8;	size:4;	signed:0;
 	field:__data_loc char[] msg;	offset:12;	size:4;	signed:0;
 	field:__data_loc char[] label;	offset:16;	size:4;	signed:0;
@@ -76,11 +70,7 @@ print fmt: "%d %s error%s:%s%s on %s (mc:%d location:%d:%d:%d address:0x%08lx gr
 export const MCE_THRESHOLD_FORMAT = `name: mce_threshold
 ID: 65101
 format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-
+${FTRACE_COMMON_FIELDS_TEXT}
 \tfield:__data_loc char[] kind;\toffset:8;\tsize:4;\tsigned:0;
 \tfield:__data_loc char[] location;\toffset:12;\tsize:4;\tsigned:0;
 \tfield:__data_loc char[] message;\toffset:16;\tsize:4;\tsigned:0;

@@ -1,10 +1,10 @@
 /**
- * Kernel addresses as exact JavaScript numbers. The analysis keys maps by pointer and call site millions of times a
- * second; bigint keys are several times slower. In a canonical 64-bit address (x86-64 with 4- or 5-level paging,
- * arm64 without pointer tags) bits 52..63 are all zeros or all ones, so one bit for them plus the low 52 bits identify
- * it and fit a double exactly: keys below 2^52 for the low half, 2^52 + low bits for the high (kernel) half, which
- * keeps the unsigned order. Anything else is interned and keyed by a negative number, so every distinct address keeps
- * a distinct key.
+ * Kernel addresses as exact JavaScript numbers. The analysis keys maps by pointer and call site for every event, and
+ * bigint keys are slower (packages/kmemtrace/src/analyze.bench.ts prints its speed). In a canonical 64-bit address
+ * (x86-64 with 4- or 5-level paging, arm64 without pointer tags) bits 52..63 are all zeros or all ones, so one bit for
+ * them plus the low 52 bits identify it and fit a double exactly: keys below 2^52 for the low half, 2^52 + low bits
+ * for the high (kernel) half, which keeps the unsigned order. Anything else is interned and keyed by a negative
+ * number, so every distinct address keeps a distinct key.
  */
 
 const LOW52 = 0xf_ffff_ffff_ffffn;

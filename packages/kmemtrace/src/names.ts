@@ -1,9 +1,9 @@
 /**
  * Cache names shared by the events that carry them. Decoders give every event its own copy of a name (a slice of
  * the line or page it was read from), and the analysis compares the cache names of each object's allocation and
- * free: identical strings compare by pointer, copies by content, which cost a third of the analysis (measured on a
- * `perf kmem record` of hackbench). Kernels have a few hundred caches; the table stops growing at 4096 names so
- * hostile input cannot grow it without bound.
+ * free: identical strings compare by pointer, copies by content, a large share of the analysis otherwise
+ * (packages/kmemtrace/src/analyze.bench.ts prints its speed). Kernels have a few hundred caches; the table stops
+ * growing at 4096 names so hostile input cannot grow it without bound.
  */
 const names = new Map<string, string>();
 const MAX_NAMES = 4096;

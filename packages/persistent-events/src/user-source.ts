@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import {
   compileRecordEncoder,
   type EventClass,
+  FTRACE_COMMON_FIELDS_TEXT,
   FTRACE_PAGE_RECORD,
   HEADER_EVENT_TEXT,
   headerPageText,
@@ -25,15 +26,9 @@ import type { Follower } from './follow.ts';
 import type { PersistentSource, PersistentTarget } from './source.ts';
 import { bufferPath, openPersistent, type PersistentBuffer } from './user.ts';
 
-const COMMON = `\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-`;
-
 /** The format file of one record class of a user-space buffer. */
 function recordFormat(event: string, id: number): string {
-  return `name: ${event}\nID: ${id}\nformat:\n${COMMON}
+  return `name: ${event}\nID: ${id}\nformat:\n${FTRACE_COMMON_FIELDS_TEXT}
 \tfield:unsigned int type;\toffset:8;\tsize:4;\tsigned:0;
 \tfield:unsigned int length;\toffset:12;\tsize:4;\tsigned:0;
 \tfield:__data_loc u8[] payload;\toffset:16;\tsize:4;\tsigned:0;

@@ -7,7 +7,7 @@ import { H, MAX_READERS, READER_SLOT_SIZE, SLOT } from './header.ts';
  * True on x86 and x86-64, whose total store order makes plain stores visible to other threads in program order (V8
  * emits typed-array stores in program order): a commit there is a plain store of the commit word, as the kernel's own
  * ring buffer relies on `smp_wmb()` being a compiler barrier on x86. Elsewhere commits stay `Atomics.store`. In V8 every
- * Atomics call is a builtin call (about 10 ns here, measured), half the cost of a small record.
+ * Atomics call is a builtin call, a large share of a small record's cost (src/ringbuf.bench.ts prints it).
  */
 export const ORDERED_STORES: boolean =
   typeof process === 'object' && (process.arch === 'x64' || process.arch === 'ia32');

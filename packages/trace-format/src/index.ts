@@ -32,6 +32,7 @@ export {
 } from './ctf/writer.ts';
 export { createTextFormatter, detectTraceKind, type OpenTraceOptions, openTrace } from './detect.ts';
 export { type InputLocation, TraceFormatError, type TraceFormatErrorCode } from './errors.ts';
+export { FTRACE_COMMON_FIELDS, FTRACE_COMMON_FIELDS_TEXT } from './ftrace/common-fields.ts';
 export {
   compileRecordEncoder,
   type PackOptions,
@@ -92,6 +93,7 @@ export {
   type RecordDecoder,
 } from './ftrace/record.ts';
 export { Kallsyms, parseCmdlines, parsePrintkFormats } from './ftrace/symbols.ts';
+export type { TraceDatCpuPages, TraceDatFileBytes, TraceDatPagesInput } from './ftrace/tracedat/pages.ts';
 export {
   isTraceDat,
   openTraceDat,
@@ -102,22 +104,21 @@ export {
   type TraceDatReader,
   type TraceDatReadOptions,
 } from './ftrace/tracedat/read.ts';
+export { synthesizeFtraceClass } from './ftrace/tracedat/synthesize.ts';
 export {
-  completeTraceDatPages,
   encodeTraceDat,
-  synthesizeFtraceClass,
-  type TraceDatAnchor,
-  type TraceDatCpuPages,
-  type TraceDatFileBytes,
-  type TraceDatPagesInput,
-  type TraceDatPagesOptions,
   type TraceDatWriteOptions,
   type TraceDatWriteResult,
-  traceDatPagesHeadSize,
   writeTraceDat,
+} from './ftrace/tracedat/write-events.ts';
+export {
+  completeTraceDatPages,
+  type TraceDatAnchor,
+  type TraceDatPagesOptions,
+  traceDatPagesHeadSize,
   writeTraceDatHead,
   writeTraceDatPages,
-} from './ftrace/tracedat/write.ts';
+} from './ftrace/tracedat/write-pages.ts';
 export {
   FIFO_WRITER_WAIT_MS,
   type InputFileKind,

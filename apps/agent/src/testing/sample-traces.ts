@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import {
   compileRecordEncoder,
   type EventClass,
+  FTRACE_COMMON_FIELDS_TEXT,
   HEADER_EVENT_TEXT,
   headerPageText,
   kernelPageLayout,
@@ -18,11 +19,7 @@ import { runCli } from '../program.ts';
 export const KMALLOC_FORMAT = `name: kmalloc
 ID: 658
 format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-
+${FTRACE_COMMON_FIELDS_TEXT}
 \tfield:unsigned long call_site;\toffset:8;\tsize:8;\tsigned:0;
 \tfield:const void * ptr;\toffset:16;\tsize:8;\tsigned:0;
 \tfield:size_t bytes_req;\toffset:24;\tsize:8;\tsigned:0;
@@ -36,11 +33,7 @@ print fmt: "call_site=%pS ptr=%p bytes_req=%zu bytes_alloc=%zu node=%d", (void *
 export const EXEC_FORMAT = `name: sched_process_exec
 ID: 311
 format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-
+${FTRACE_COMMON_FIELDS_TEXT}
 \tfield:__data_loc char[] filename;\toffset:8;\tsize:4;\tsigned:0;
 \tfield:pid_t pid;\toffset:12;\tsize:4;\tsigned:1;
 \tfield:pid_t old_pid;\toffset:16;\tsize:4;\tsigned:1;

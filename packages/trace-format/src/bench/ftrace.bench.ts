@@ -9,11 +9,13 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Comparison, consume, fromTotal, type Measurement, measure, printComparisons } from '@evtrace/bench';
+import { FTRACE_COMMON_FIELDS_TEXT } from '../ftrace/common-fields.ts';
 import { cpuEvents, EventTable } from '../ftrace/events.ts';
 import { parseFormatFile } from '../ftrace/format-file.ts';
 import { readPage } from '../ftrace/page.ts';
 import { readTraceDat } from '../ftrace/tracedat/read.ts';
-import { encodeTraceDat, writeTraceDatPages } from '../ftrace/tracedat/write.ts';
+import { encodeTraceDat } from '../ftrace/tracedat/write-events.ts';
+import { writeTraceDatPages } from '../ftrace/tracedat/write-pages.ts';
 import type { EventClass, FieldValue, TraceEvent } from '../model/types.ts';
 import { writePerfettoTrace } from '../output/perfetto-proto.ts';
 import { createFtraceTextFormatter } from '../output/text.ts';
@@ -23,11 +25,7 @@ const EVENTS = 400_000;
 const KMALLOC = `name: kmalloc
 ID: 658
 format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-
+${FTRACE_COMMON_FIELDS_TEXT}
 \tfield:unsigned long call_site;\toffset:8;\tsize:8;\tsigned:0;
 \tfield:const void * ptr;\toffset:16;\tsize:8;\tsigned:0;
 \tfield:size_t bytes_req;\toffset:24;\tsize:8;\tsigned:0;
@@ -41,11 +39,7 @@ print fmt: "call_site=%pS ptr=%p bytes_req=%zu bytes_alloc=%zu gfp_flags=%lx nod
 const SCHED_SWITCH = `name: sched_switch
 ID: 372
 format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-
+${FTRACE_COMMON_FIELDS_TEXT}
 \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;
 \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;
 \tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;

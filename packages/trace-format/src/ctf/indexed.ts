@@ -8,7 +8,7 @@
 import type { EventClass, TraceEvent } from '../model/types.ts';
 import type { CtfEvent } from './event.ts';
 import { Merger } from './merge.ts';
-import type { PacketStart, StreamFileCursor } from './reader.ts';
+import type { PacketCursor, PacketStart } from './packet-cursor.ts';
 
 /** Events of a CTF trace in the order `events()` yields them, addressed by position, indexed progressively. */
 export interface IndexedCtfTrace {
@@ -69,8 +69,8 @@ type Pending = { packet: number; ordinal: number }[];
  * second set of cursors, used to decode packets again.
  */
 export function indexCtfStreams(
-  cursors: readonly StreamFileCursor[],
-  seekers: () => readonly StreamFileCursor[],
+  cursors: readonly PacketCursor[],
+  seekers: () => readonly PacketCursor[],
   eventClasses: readonly EventClass[],
   byCycles: boolean,
 ): IndexedCtfTrace {
@@ -133,7 +133,7 @@ export function indexCtfStreams(
     return true;
   };
 
-  let seekerSet: readonly StreamFileCursor[] | undefined;
+  let seekerSet: readonly PacketCursor[] | undefined;
   /** Decoded packets, most recently used last. */
   const cache = new Map<number, CtfEvent[]>();
   const decodePacket = (id: number): CtfEvent[] => {

@@ -12,6 +12,7 @@ import { type IndexedCtfTrace, indexCtfStreams } from './indexed.ts';
 import { type LttngIndexEntry, parseLttngIndex } from './lttng-index.ts';
 import { Merger } from './merge.ts';
 import { readMetadataText } from './metadata.ts';
+import type { PacketCursor, PacketStart } from './packet-cursor.ts';
 import {
   asNumber,
   type CompiledStream,
@@ -60,18 +61,8 @@ function uuidOf(value: FieldValue | undefined): string | undefined {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-/** Where a packet starts and the decoder state it starts from: enough to decode it again on its own. */
-export interface PacketStart {
-  /** Byte offset in the stream file. */
-  readonly offset: number;
-  /** 1-based ordinal in the file. */
-  readonly number: number;
-  /** The clock after the packet's context (its `timestamp_begin`, else the previous packet's last value). */
-  readonly clock: number | bigint;
-}
-
 /** Reads the events of one data stream file, packet by packet, in file order. */
-export class StreamFileCursor {
+export class StreamFileCursor implements PacketCursor {
   private readonly source: ByteSource;
   private chunk: Uint8Array = new Uint8Array(0);
   private chunkStart = 0;

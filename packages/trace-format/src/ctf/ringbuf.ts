@@ -1,5 +1,6 @@
 import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { PAGE_HEADER_SIZE } from '@evtrace/ringbuf';
 import { BitReader } from '../codec/bit-reader.ts';
 import { compileScope, type DecodeContext, type FieldDecoder } from '../codec/decoder.ts';
 import { TraceFormatError } from '../errors.ts';
@@ -14,8 +15,6 @@ import { type CtfWriterOptions, createCtfWriter } from './writer.ts';
  * write and no copy.
  */
 
-/** Bytes of a ringbuf page header, where records start. */
-export const RINGBUF_PAGE_HEADER_SIZE = 80;
 /** Record type the ringbuf layout reserves for padding records (tag 30). */
 export const RINGBUF_PADDING_TYPE = 30;
 
@@ -119,15 +118,15 @@ function recordTypes(page: Uint8Array, file: string, offset: number, into: Set<n
   const fail = (message: string, at: number): never => {
     throw new TraceFormatError('ERR_CTF_WRITE', `ringbuf page: ${message}`, { file, offset: offset + at });
   };
-  if (page.length < RINGBUF_PAGE_HEADER_SIZE) fail(`page of ${page.length} bytes is shorter than its header`, 0);
+  if (page.length < PAGE_HEADER_SIZE) fail(`page of ${page.length} bytes is shorter than its header`, 0);
   const contentBits = Number(view.getBigUint64(16, true));
   const packetBits = Number(view.getBigUint64(24, true));
   if (packetBits !== page.length * 8) fail(`packet_size ${packetBits} bits is not the page's ${page.length * 8}`, 24);
-  if (contentBits % 32 !== 0 || contentBits < RINGBUF_PAGE_HEADER_SIZE * 8 || contentBits > packetBits) {
+  if (contentBits % 32 !== 0 || contentBits < PAGE_HEADER_SIZE * 8 || contentBits > packetBits) {
     fail(`content_size ${contentBits} bits is impossible (an open page not closed by a snapshot?)`, 16);
   }
   const end = contentBits / 8;
-  let at = RINGBUF_PAGE_HEADER_SIZE;
+  let at = PAGE_HEADER_SIZE;
   while (at < end) {
     if (at + 8 > end) fail('truncated record header', at);
     const tag = view.getUint32(at, true) & 31;
@@ -212,7 +211,7 @@ function walkRecords(page: Uint8Array, file: string, offset: number, visit: (r: 
   const view = new DataView(page.buffer, page.byteOffset, page.byteLength);
   const end = Number(view.getBigUint64(16, true)) / 8;
   let prev = view.getBigUint64(0, true);
-  for (let at = RINGBUF_PAGE_HEADER_SIZE; at < end; ) {
+  for (let at = PAGE_HEADER_SIZE; at < end; ) {
     const word = view.getUint32(at, true);
     const tag = word & 31;
     let length = view.getUint32(at + 4, true);

@@ -1,5 +1,5 @@
 /** Text of tracefs metadata files as the kernel prints them, for writers that must embed them (trace.dat). */
-import type { EventClass } from '../model/types.ts';
+import type { EventClass, FtraceFieldInfo } from '../model/types.ts';
 import { declarationText } from './encode.ts';
 import type { PageLayout } from './headers.ts';
 
@@ -7,17 +7,20 @@ import type { PageLayout } from './headers.ts';
 export function formatFileText(event: EventClass): string {
   const info = event.ftrace;
   if (info === undefined) throw new TypeError(`${event.name} has no ftrace field info`);
-  const line = (f: (typeof info.fields)[number]) =>
-    `\tfield:${declarationText(f)};\toffset:${f.offset};\tsize:${f.size};\tsigned:${f.signed ? 1 : 0};\n`;
   const common = info.fields
     .filter((f) => f.common)
-    .map(line)
+    .map(fieldLineText)
     .join('');
   const own = info.fields
     .filter((f) => !f.common)
-    .map(line)
+    .map(fieldLineText)
     .join('');
   return `name: ${info.event}\nID: ${event.id}\nformat:\n${common}\n${own}\nprint fmt: ${event.printFormat ?? '""'}\n`;
+}
+
+/** One field's line of a `format` file, as the kernel prints it (tab-indented, newline-terminated). */
+export function fieldLineText(f: FtraceFieldInfo): string {
+  return `\tfield:${declarationText(f)};\toffset:${f.offset};\tsize:${f.size};\tsigned:${f.signed ? 1 : 0};\n`;
 }
 
 /** `events/header_page` for a layout. */

@@ -8,7 +8,7 @@ import type { EventClass, TraceEvent } from '../model/types.ts';
 import { RECORD_ARGS, recordTraceDat, traceCmdRecording } from '../testing/tracecmd.ts';
 import { indexFtrace, mergeOrder } from './indexed.ts';
 import { openTraceDat, readTraceDat } from './tracedat/read.ts';
-import { encodeTraceDat } from './tracedat/write.ts';
+import { encodeTraceDat } from './tracedat/write-events.ts';
 
 const u = (size: number) =>
   ({ kind: 'int', size, signed: false, align: 8, byteOrder: 'le', base: 10, encoding: 'none' }) as const;

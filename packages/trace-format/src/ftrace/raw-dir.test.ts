@@ -11,7 +11,7 @@ import { findTracefs, hasTool } from '../testing/tracefs.ts';
 import { cpuEvents, EventTable } from './events.ts';
 import { compilePrintFormat } from './print-fmt.ts';
 import { listRawCpuFiles, openRawPagesDir, RAW_FINALIZING_FILE, RAW_HEAD_ROOM_FILE } from './raw-dir.ts';
-import { writeTraceDat } from './tracedat/write.ts';
+import { writeTraceDat } from './tracedat/write-events.ts';
 
 function sameValue(ours: unknown, theirs: string, size: number): boolean {
   if (typeof ours === 'string') return ours === theirs;

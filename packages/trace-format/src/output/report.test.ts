@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createTextFormatter, openTrace } from '../detect.ts';
 import { openTraceDat } from '../ftrace/tracedat/read.ts';
-import { writeTraceDat, writeTraceDatPages } from '../ftrace/tracedat/write.ts';
+import { writeTraceDat } from '../ftrace/tracedat/write-events.ts';
+import { writeTraceDatPages } from '../ftrace/tracedat/write-pages.ts';
 import { countByEvent, differingLines, isTimerStartFlags, lineEvent, reportLines } from '../testing/report-diff.ts';
 import { recordTraceDat, traceCmdRecording } from '../testing/tracecmd.ts';
 

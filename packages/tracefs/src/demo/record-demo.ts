@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import {
   compileRecordEncoder,
   type EventClass,
+  FTRACE_COMMON_FIELDS_TEXT,
   HEADER_EVENT_TEXT,
   headerPageText,
   kernelPageLayout,
@@ -25,15 +26,9 @@ import { createOutputDir } from '../record/raw-dir.ts';
 /** What every demo output carries to say it is one. */
 export const DEMO_LABEL = 'evtrace demo: synthetic events, not recorded from a kernel';
 
-const COMMON = `\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-`;
-
 /** Format files with the field layouts of Linux 6.18 (print formats shortened). */
 const FORMATS: Record<string, string> = {
-  'kmem:kmalloc': `name: kmalloc\nID: 658\nformat:\n${COMMON}
+  'kmem:kmalloc': `name: kmalloc\nID: 658\nformat:\n${FTRACE_COMMON_FIELDS_TEXT}
 \tfield:unsigned long call_site;\toffset:8;\tsize:8;\tsigned:0;
 \tfield:const void * ptr;\toffset:16;\tsize:8;\tsigned:0;
 \tfield:size_t bytes_req;\toffset:24;\tsize:8;\tsigned:0;
@@ -43,13 +38,13 @@ const FORMATS: Record<string, string> = {
 
 print fmt: "call_site=%pS ptr=%p bytes_req=%zu bytes_alloc=%zu gfp_flags=0x%lx node=%d", (void *)REC->call_site, REC->ptr, REC->bytes_req, REC->bytes_alloc, REC->gfp_flags, REC->node
 `,
-  'kmem:kfree': `name: kfree\nID: 657\nformat:\n${COMMON}
+  'kmem:kfree': `name: kfree\nID: 657\nformat:\n${FTRACE_COMMON_FIELDS_TEXT}
 \tfield:unsigned long call_site;\toffset:8;\tsize:8;\tsigned:0;
 \tfield:const void * ptr;\toffset:16;\tsize:8;\tsigned:0;
 
 print fmt: "call_site=%pS ptr=%p", (void *)REC->call_site, REC->ptr
 `,
-  'sched:sched_switch': `name: sched_switch\nID: 372\nformat:\n${COMMON}
+  'sched:sched_switch': `name: sched_switch\nID: 372\nformat:\n${FTRACE_COMMON_FIELDS_TEXT}
 \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;
 \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;
 \tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;
@@ -60,7 +55,7 @@ print fmt: "call_site=%pS ptr=%p", (void *)REC->call_site, REC->ptr
 
 print fmt: "prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%ld ==> next_comm=%s next_pid=%d next_prio=%d", REC->prev_comm, REC->prev_pid, REC->prev_prio, REC->prev_state, REC->next_comm, REC->next_pid, REC->next_prio
 `,
-  'sched:sched_wakeup': `name: sched_wakeup\nID: 374\nformat:\n${COMMON}
+  'sched:sched_wakeup': `name: sched_wakeup\nID: 374\nformat:\n${FTRACE_COMMON_FIELDS_TEXT}
 \tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;
 \tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;
 \tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;
@@ -69,7 +64,7 @@ print fmt: "prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%ld ==> next_comm=%
 print fmt: "comm=%s pid=%d prio=%d target_cpu=%03d", REC->comm, REC->pid, REC->prio, REC->target_cpu
 `,
   // include/trace/events/mce.h since PPIN and microcode were added (6.10), before the vendor data array.
-  'mce:mce_record': `name: mce_record\nID: 97\nformat:\n${COMMON}
+  'mce:mce_record': `name: mce_record\nID: 97\nformat:\n${FTRACE_COMMON_FIELDS_TEXT}
 \tfield:u64 mcgcap;\toffset:8;\tsize:8;\tsigned:0;
 \tfield:u64 mcgstatus;\toffset:16;\tsize:8;\tsigned:0;
 \tfield:u64 status;\toffset:24;\tsize:8;\tsigned:0;
@@ -94,7 +89,7 @@ print fmt: "CPU: %d, MCGc/s: %llx/%llx, MC%d: %016Lx, IPID: %016Lx, ADDR: %016Lx
 `,
   // evtrace's own class, not a kernel tracepoint: one Branch Trace Store record (source, destination, and the
   // record's third quadword, whose bit 4 says the branch was predicted).
-  'bts:branch': `name: branch\nID: 2001\nformat:\n${COMMON}
+  'bts:branch': `name: branch\nID: 2001\nformat:\n${FTRACE_COMMON_FIELDS_TEXT}
 \tfield:unsigned long from;\toffset:8;\tsize:8;\tsigned:0;
 \tfield:unsigned long to;\toffset:16;\tsize:8;\tsigned:0;
 \tfield:unsigned long flags;\toffset:24;\tsize:8;\tsigned:0;

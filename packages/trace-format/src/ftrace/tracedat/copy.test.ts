@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../../errors.ts';
 import type { EventClass, TraceEvent } from '../../model/types.ts';
 import { readTraceDat } from './read.ts';
-import { encodeTraceDat, writeTraceDatPages } from './write.ts';
+import { encodeTraceDat } from './write-events.ts';
+import { writeTraceDatPages } from './write-pages.ts';
 
 const u64 = { kind: 'int', size: 64, signed: false, align: 8, byteOrder: 'le', base: 10, encoding: 'none' } as const;
 const tick: EventClass = {

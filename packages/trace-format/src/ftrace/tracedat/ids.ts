@@ -1,3 +1,6 @@
+/** The bytes every trace.dat starts with. */
+export const TRACEDAT_MAGIC = Buffer.from([0x17, 0x08, 0x44, ...Buffer.from('tracing')]);
+
 /** Option and section ids of trace.dat (trace-cmd.dat.v7(5)); v7 sections share their option's id. */
 export const OPTION = {
   done: 0,

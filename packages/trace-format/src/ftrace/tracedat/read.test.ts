@@ -17,7 +17,7 @@ import {
 import { decodeCpuPages, wholePages } from '../events.ts';
 import { indexFtrace } from '../indexed.ts';
 import { openTraceDat, readTraceDat, type TraceDatReader } from './read.ts';
-import { writeTraceDatPages } from './write.ts';
+import { writeTraceDatPages } from './write-pages.ts';
 
 /** Every CPU's pages of a reader, decompressed, by CPU number. */
 function pagesByCpu(r: TraceDatReader): Map<number, Buffer> {

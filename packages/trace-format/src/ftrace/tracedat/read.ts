@@ -21,10 +21,8 @@ import type { FtraceReader, FtraceReadOptions } from '../raw-dir.ts';
 import { compileRecordCheck } from '../record.ts';
 import { Kallsyms, parseCmdlines, parsePrintkFormats } from '../symbols.ts';
 import { Cursor } from './cursor.ts';
-import { OPTION, SECTION_COMPRESSED } from './ids.ts';
-import type { TraceDatCpuPages, TraceDatPagesInput } from './write.ts';
-
-export const TRACEDAT_MAGIC = Buffer.from([0x17, 0x08, 0x44, ...Buffer.from('tracing')]);
+import { OPTION, SECTION_COMPRESSED, TRACEDAT_MAGIC } from './ids.ts';
+import type { TraceDatCpuPages, TraceDatPagesInput } from './pages.ts';
 
 /** One flyrecord buffer (the top-level one or an instance) and where its CPU data lies. */
 export interface TraceDatBuffer {

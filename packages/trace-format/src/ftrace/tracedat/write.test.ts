@@ -8,17 +8,11 @@ import { expectSameAsReport, RECORD_ARGS, recordTraceDat, reportRaw } from '../.
 import { findTracefs, hasTool } from '../../testing/tracefs.ts';
 import { withLoss } from '../events.ts';
 import { formatFileText, HEADER_EVENT_TEXT, headerPageText } from '../format-text.ts';
+import type { TraceDatPagesInput } from './pages.ts';
 import { openTraceDat, readTraceDat } from './read.ts';
-import {
-  completeTraceDatPages,
-  encodeTraceDat,
-  synthesizeFtraceClass,
-  type TraceDatPagesInput,
-  traceDatPagesHeadSize,
-  writeTraceDat,
-  writeTraceDatHead,
-  writeTraceDatPages,
-} from './write.ts';
+import { synthesizeFtraceClass } from './synthesize.ts';
+import { encodeTraceDat, writeTraceDat } from './write-events.ts';
+import { completeTraceDatPages, traceDatPagesHeadSize, writeTraceDatHead, writeTraceDatPages } from './write-pages.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'evtrace-write-'));
 
