@@ -111,7 +111,8 @@ describe('evtrace-view on a running agent, in a pseudo-terminal', { timeout: 120
       expect(names.size).toBeGreaterThan(0);
       const v = startViewer(['--session', 'tasks'], { env: { EVTRACE_AGENT_SOCKET: agent.socket } });
       try {
-        const taskOf = (l: string) => /^[ >]\d+\.\d{6}\s+\d+\s+(\S+)-(\d+)\s+kmem:kmalloc/.exec(l);
+        // Typed by the session's formats, the event is named as a file's is (ftrace's name, without its system).
+        const taskOf = (l: string) => /^[ >]\d+\.\d{6}\s+\d+\s+(\S+)-(\d+)\s+kmalloc\s/.exec(l);
         const text = await v.waitFor((t) => t.split('\n').filter((l) => taskOf(l)).length >= 10);
         const rows = text.split('\n').flatMap((l) => {
           const m = taskOf(l);

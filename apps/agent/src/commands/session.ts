@@ -9,11 +9,12 @@ import {
   type SessionStatus,
   type TriggerSpec,
 } from '@evtrace/agent-protocol';
+import { encodeJsonEvent } from '@evtrace/trace-format';
 import type { Command } from 'commander';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { addCommand, CliExit, type CliIO } from '../program.ts';
-import { liveEventText } from './cat.ts';
+import { liveTextFormatter } from './cat.ts';
 import {
   addPersistentSessionVerbs,
   type PersistentSessionOptions,
@@ -347,6 +348,7 @@ export async function catLive(
 ): Promise<void> {
   await withAgent(options.socket, async (agent) => {
     const view = await agent.subscribe(sessionArg(name));
+    const text = liveTextFormatter();
     let printed = 0;
     const stop = () => void view.close();
     process.once('SIGINT', stop);
@@ -355,9 +357,8 @@ export async function catLive(
         if (item.kind === 'loss') io.stderr(`evtrace: this viewer lost ${item.lost} events (${item.total} in all)\n`);
         else if (item.kind === 'live') io.stderr('evtrace: -- live --\n');
         else {
-          const e = item.event;
-          if (options.json) io.stdout(`${JSON.stringify(e)}\n`);
-          else io.stdout(liveEventText(e));
+          // The line the agent sent: the codec writes back what it decoded.
+          io.stdout(options.json ? encodeJsonEvent(item.event) : text(item.event));
           if (++printed >= (options.limit ?? Number.POSITIVE_INFINITY)) await view.close();
         }
       }

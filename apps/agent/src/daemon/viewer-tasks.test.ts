@@ -7,7 +7,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LiveEvent } from '@evtrace/agent-protocol';
 import { CommTracker } from '@evtrace/filters';
-import { eventToJsonLine, openRawPagesDir, type TraceEvent } from '@evtrace/trace-format';
+import { encodeJsonEvent, eventToJsonLine, openRawPagesDir, type TraceEvent } from '@evtrace/trace-format';
 import { findTracefs, recordDemo } from '@evtrace/tracefs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cli, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
@@ -24,13 +24,13 @@ const fresh = () => {
   return d;
 };
 
-/** The first `n` events a new viewer of `session` gets. */
+/** The first `n` events a new viewer of `session` gets, as the agent sent them (the codec writes back what it read). */
 async function liveEvents(agent: RunningAgent, session: string, n: number): Promise<LiveEvent[]> {
   const client = await agent.connect();
   const view = await client.subscribe(session, { queue: 20_000 });
   const events: LiveEvent[] = [];
   for await (const item of view) {
-    if (item.kind === 'event') events.push(item.event);
+    if (item.kind === 'event') events.push(JSON.parse(encodeJsonEvent(item.event)) as LiveEvent);
     if (events.length >= n) break;
   }
   await view.close();
