@@ -70,12 +70,21 @@ class Mismatch {
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Reads one JSON value of a field class at a path. */
-type ValueReader = (v: unknown, path: JsonPath) => FieldValue;
+/**
+ * Reads one JSON value of a field class. A value that does not fit throws a {@link Mismatch} whose path is relative
+ * to it: each enclosing reader puts its key in front (the happy path builds no paths).
+ */
+type ValueReader = (v: unknown) => FieldValue;
 
 interface ClassReader {
   readonly cls: EventClass;
-  readonly fields: (v: unknown, path: JsonPath) => Record<string, FieldValue>;
+  readonly fields: (v: unknown) => Record<string, FieldValue>;
+}
+
+/** Rethrows a mismatch found inside `key`, with `key` in front of its path. */
+function within(error: unknown, key: string | number): never {
+  if (error instanceof Mismatch) throw new Mismatch([key, ...error.path], error.message);
+  throw error;
 }
 
 // ftrace's trace_entry flags (include/linux/trace_events.h), as the JSON writer decodes them.
@@ -188,7 +197,12 @@ export class JsonEventDecoder {
     if (v.flags !== null) Object.assign(context, flagFields(v.flags));
     const buffer = v.buffer;
     if (buffer !== undefined && typeof buffer !== 'string') throw new Mismatch(['buffer'], 'expected a string');
-    const fields = reader.fields(v.fields, ['fields']);
+    let fields: Record<string, FieldValue>;
+    try {
+      fields = reader.fields(v.fields);
+    } catch (error) {
+      within(error, 'fields');
+    }
     const scopes: Record<string, Record<string, FieldValue>> = {};
     if (Object.keys(context).length > 0) scopes['event.context'] = context;
     if (comm !== null) scopes[TASK_SCOPE] = { comm: comm as string };
@@ -236,21 +250,24 @@ function classReader(cls: EventClass): ClassReader {
 }
 
 /** The fields of a struct class: every member, no other. */
-function structReader(
-  struct: StructClass,
-  hex: ReadonlySet<string>,
-): (v: unknown, path: JsonPath) => Record<string, FieldValue> {
+function structReader(struct: StructClass, hex: ReadonlySet<string>): (v: unknown) => Record<string, FieldValue> {
   const members = struct.members.map((m) => ({ name: m.name, read: valueReader(m.type, hex.has(m.name)) }));
   const known = new Set(members.map((m) => m.name));
-  return (v, path) => {
-    if (!isObj(v)) throw new Mismatch(path, 'expected an object of the fields');
+  return (v) => {
+    if (!isObj(v)) throw new Mismatch([], 'expected an object of the fields');
     const out: Record<string, FieldValue> = {};
     for (const m of members) {
-      if (!(m.name in v)) throw new Mismatch([...path, m.name], 'missing');
-      out[m.name] = m.read(v[m.name], [...path, m.name]);
+      if (!Object.hasOwn(v, m.name)) throw new Mismatch([m.name], 'missing');
+      try {
+        out[m.name] = m.read(v[m.name]);
+      } catch (error) {
+        within(error, m.name);
+      }
     }
-    if (Object.keys(v).length !== members.length)
-      for (const k of Object.keys(v)) if (!known.has(k)) throw new Mismatch([...path, k], 'not a field of the class');
+    let count = 0;
+    for (const _ in v) count++;
+    if (count !== members.length)
+      for (const k in v) if (!known.has(k)) throw new Mismatch([k], 'not a field of the class');
     return out;
   };
 }
@@ -263,14 +280,14 @@ function valueReader(type: FieldClass, hex: boolean): ValueReader {
     case 'enum':
       return intReader(type.container, hex || type.container.base === 16);
     case 'float':
-      return (v, path) => {
+      return (v) => {
         if (v === null || typeof v === 'number') return v;
-        throw new Mismatch(path, 'expected a number or null');
+        throw new Mismatch([], 'expected a number or null');
       };
     case 'string':
-      return (v, path) => {
+      return (v) => {
         if (v === null || typeof v === 'string') return v;
-        throw new Mismatch(path, 'expected a string or null');
+        throw new Mismatch([], 'expected a string or null');
       };
     case 'array':
     case 'sequence':
@@ -278,19 +295,27 @@ function valueReader(type: FieldClass, hex: boolean): ValueReader {
       const element = valueReader(type.element, hex);
       const text =
         type.kind === 'dynamic' ? type.isString : type.element.kind === 'int' && type.element.encoding !== 'none';
-      return (v, path) => {
+      return (v) => {
         if (v === null) return null;
         if (typeof v === 'string' && text) return v;
         if (!Array.isArray(v))
-          throw new Mismatch(path, text ? 'expected text, an array or null' : 'expected an array or null');
+          throw new Mismatch([], text ? 'expected text, an array or null' : 'expected an array or null');
         if (type.kind === 'array' && !text && v.length !== type.length)
-          throw new Mismatch(path, `expected ${type.length} elements, not ${v.length}`);
-        return v.map((x, i) => element(x, [...path, i]));
+          throw new Mismatch([], `expected ${type.length} elements, not ${v.length}`);
+        const out: FieldValue[] = [];
+        for (let i = 0; i < v.length; i++) {
+          try {
+            out.push(element(v[i]));
+          } catch (error) {
+            within(error, i);
+          }
+        }
+        return out;
       };
     }
     case 'struct': {
       const read = structReader(type, new Set());
-      return (v, path) => (v === null ? null : read(v, path));
+      return (v) => (v === null ? null : read(v));
     }
     case 'variant':
       // The writer types a variant by its value: read back as the JSON says.
@@ -309,32 +334,37 @@ function intReader(int: IntegerClass, hex: boolean): ValueReader {
   const max = int.signed ? (1n << BigInt(size - 1)) - 1n : (1n << BigInt(size)) - 1n;
   const range = `${int.signed ? 'signed' : 'unsigned'} ${size}-bit`;
   const result = (n: bigint): number | bigint => (size > 53 ? n : Number(n));
-  const check = (n: bigint, path: JsonPath): number | bigint => {
-    if (n < min || n > max) throw new Mismatch(path, `${n} does not fit a ${range} integer`);
-    return result(n);
-  };
   if (hex)
-    return (v, path) => {
+    return (v) => {
       if (v === null) return null;
-      if (typeof v !== 'string' || !/^0x[0-9a-f]{1,16}$/.test(v))
-        throw new Mismatch(path, `expected a "0x..." string (a ${range} integer the format shows in hex) or null`);
+      if (typeof v !== 'string' || !HEX_TEXT.test(v))
+        throw new Mismatch([], `expected a "0x..." string (a ${range} integer the format shows in hex) or null`);
       const u = BigInt(v);
-      if (u >> BigInt(size) !== 0n) throw new Mismatch(path, `${v} does not fit ${size} bits`);
+      if (u >> BigInt(size) !== 0n) throw new Mismatch([], `${v} does not fit ${size} bits`);
       return result(int.signed ? BigInt.asIntN(size, u) : u);
     };
   if (size > 32)
-    return (v, path) => {
+    return (v) => {
       if (v === null) return null;
-      if (typeof v !== 'string' || !/^-?\d{1,20}$/.test(v))
-        throw new Mismatch(path, `expected a decimal string (a ${range} integer) or null`);
-      return check(BigInt(v), path);
+      if (typeof v !== 'string' || !DECIMAL_TEXT.test(v))
+        throw new Mismatch([], `expected a decimal string (a ${range} integer) or null`);
+      const n = BigInt(v);
+      if (n < min || n > max) throw new Mismatch([], `${n} does not fit a ${range} integer`);
+      return result(n);
     };
-  return (v, path) => {
+  // Numbers: compared as numbers (every bound of 32 bits or fewer is exact).
+  const low = Number(min);
+  const high = Number(max);
+  return (v) => {
     if (v === null) return null;
-    if (!Number.isInteger(v)) throw new Mismatch(path, `expected an integer (${range}) or null`);
-    return check(BigInt(v as number), path);
+    if (!Number.isInteger(v)) throw new Mismatch([], `expected an integer (${range}) or null`);
+    if ((v as number) < low || (v as number) > high) throw new Mismatch([], `${v} does not fit a ${range} integer`);
+    return v as number;
   };
 }
+
+const HEX_TEXT = /^0x[0-9a-f]{1,16}$/;
+const DECIMAL_TEXT = /^-?\d{1,20}$/;
 
 /** A JSON value as a field value, typed by itself (variants, inferred text). */
 function plainValue(v: unknown): FieldValue {
