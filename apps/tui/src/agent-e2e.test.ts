@@ -4,6 +4,7 @@
  * account (`evtrace session list --json`) must agree with the screen. The Events view of a live session shows each
  * event's task as the agent names it.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import type { SessionStatus } from '@evtrace/agent-protocol';
 import { openTrace } from '@evtrace/trace-format';
@@ -111,7 +112,8 @@ describe('evtrace-view on a running agent, in a pseudo-terminal', { timeout: 120
       expect(names.size).toBeGreaterThan(0);
       const v = startViewer(['--session', 'tasks'], { env: { EVTRACE_AGENT_SOCKET: agent.socket } });
       try {
-        const taskOf = (l: string) => /^[ >]\d+\.\d{6}\s+\d+\s+(\S+)-(\d+)\s+kmem:kmalloc/.exec(l);
+        // Typed by the session's formats, the event is named as a file's is (ftrace's name, without its system).
+        const taskOf = (l: string) => /^[ >]\d+\.\d{6}\s+\d+\s+(\S+)-(\d+)\s+kmalloc\s/.exec(l);
         const text = await v.waitFor((t) => t.split('\n').filter((l) => taskOf(l)).length >= 10);
         const rows = text.split('\n').flatMap((l) => {
           const m = taskOf(l);
@@ -125,6 +127,54 @@ describe('evtrace-view on a running agent, in a pseudo-terminal', { timeout: 120
       }
     } finally {
       await agent.evtrace(['session', 'destroy', 'tasks']);
+    }
+  });
+});
+
+describe('evtrace-view without a terminal on an agent session', { timeout: 60_000 }, () => {
+  it('writes the events as the agent sent them: each with the name its task had, its flags, its typed fields', async () => {
+    await agent.evtrace([
+      'session',
+      'create',
+      'lines',
+      '--events',
+      'kmem:kmalloc',
+      '--mode',
+      'overwrite',
+      '--source',
+      'demo',
+    ]);
+    await agent.evtrace(['session', 'start', 'lines']);
+    try {
+      const names = new Map<number, string>();
+      for (const line of (await agent.evtrace(['cat', '--live', 'lines', '--json', '-n', '100'])).trim().split('\n')) {
+        const e = JSON.parse(line) as { pid: number; comm: string | null };
+        if (e.comm !== null) names.set(e.pid, e.comm);
+      }
+      expect(names.size).toBeGreaterThan(0);
+      const cli = new URL('../dist/cli.js', import.meta.url).pathname;
+      const run = spawnSync(process.execPath, [cli, '--session', 'lines', '-n', '50'], {
+        encoding: 'utf8',
+        env: { ...process.env, EVTRACE_AGENT_SOCKET: agent.socket },
+        timeout: 30_000,
+      });
+      expect(run.status, run.stderr).toBe(0);
+      const events = run.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { pid: number; comm: string; flags: unknown; fields: Record<string, unknown> });
+      expect(events).toHaveLength(50);
+      for (const e of events) {
+        expect(e.comm, `pid ${e.pid}`).toBe(names.get(e.pid));
+        expect(e.flags).not.toBeNull();
+        // kmalloc's format: call_site an address, bytes_req a size_t (a 64-bit decimal string).
+        expect(e.fields).toMatchObject({
+          call_site: expect.stringMatching(/^0x[0-9a-f]+$/),
+          bytes_req: expect.stringMatching(/^\d+$/),
+        });
+      }
+    } finally {
+      await agent.evtrace(['session', 'destroy', 'lines']);
     }
   });
 });

@@ -3,7 +3,13 @@
  * prints), so `evtrace-view trace.dat | jq` and a non-interactive `npm run demo` work.
  */
 import { CommTracker } from '@evtrace/filters';
-import { createJsonFormatter, type FtraceMetadata, openTrace, TraceFormatError } from '@evtrace/trace-format';
+import {
+  createJsonFormatter,
+  eventComm,
+  type FtraceMetadata,
+  openTrace,
+  TraceFormatError,
+} from '@evtrace/trace-format';
 import type { ViewerSource } from './data/source.ts';
 import { ViewerError } from './errors.ts';
 
@@ -58,7 +64,8 @@ export function liveToJsonLines(
       unsubscribe();
       resolve(printed);
     };
-    const line = createJsonFormatter({ comm: (pid) => source.taskName(pid) });
+    // An agent's events carry the name their task had then; the demo's are named by the source.
+    const line = createJsonFormatter({ comm: (pid, e) => eventComm(e) ?? source.taskName(pid) });
     const unsubscribe = source.subscribe(() => {
       const store = source.store();
       let start = 0;

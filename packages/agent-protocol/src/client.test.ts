@@ -2,11 +2,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { encodeJsonEvent, eventComm, parseFormatFile, type TraceEvent } from '@evtrace/trace-format';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { connectAgent, type SubscriptionItem } from './client.ts';
 import { ProtocolError } from './errors.ts';
 import { encodeLine, LineDecoder, MAX_REQUEST_BYTES } from './framing.ts';
 import type { Request } from './messages.ts';
+import { endMessage, eventsMessage, liveMessage, lossMessage, subscribeResult } from './stream.ts';
 import { parseRequest } from './validate.ts';
 
 /**
@@ -48,7 +50,7 @@ afterEach(async () => {
 });
 
 describe('connectAgent', () => {
-  it('speaks version 1 to an agent from before version 2 (and the persistent ops get ERR_UNKNOWN_OP there)', async () => {
+  it('speaks version 1 to an agent from before versions 2 and 3 (and the persistent ops get ERR_UNKNOWN_OP there)', async () => {
     const path = join(dir, 'old.sock');
     const hellos: number[] = [];
     server = createServer((socket) => {
@@ -70,7 +72,7 @@ describe('connectAgent', () => {
     });
     await new Promise<void>((r) => server!.listen(path, r));
     const client = await connectAgent(path);
-    expect(hellos).toEqual([2, 1]);
+    expect(hellos).toEqual([3, 2, 1]);
     expect(client.agent).toEqual({ protocol: 1, agent: 'old', pid: 7 });
     await expect(client.buffers()).rejects.toMatchObject({ code: 'ERR_UNKNOWN_OP', remote: true });
     client.close();
@@ -127,7 +129,13 @@ describe('connectAgent', () => {
     const sub = await client.subscribe('s');
     const items: SubscriptionItem[] = [];
     for await (const item of sub) items.push(item);
-    expect(items.map((i) => (i.kind === 'event' ? i.event.ts_ns : i.kind))).toEqual(['1', '2', 'live', 'loss', '3']);
+    expect(items.map((i) => (i.kind === 'event' ? String(i.event.tsNs) : i.kind))).toEqual([
+      '1',
+      '2',
+      'live',
+      'loss',
+      '3',
+    ]);
     expect(sub.endReason).toBe('session stopped');
     client.close();
   });
@@ -150,5 +158,89 @@ describe('connectAgent', () => {
     for await (const item of sub) items.push(item);
     expect(items).toEqual([]);
     expect(sub.endReason).toBe('connection closed');
+  });
+});
+
+/** kmem:kmalloc's format file as tracefs prints it: call_site and ptr are printed as addresses. */
+const KMALLOC = `name: kmalloc
+ID: 512
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:unsigned long call_site;\toffset:8;\tsize:8;\tsigned:0;
+\tfield:const void * ptr;\toffset:16;\tsize:8;\tsigned:0;
+\tfield:size_t bytes_req;\toffset:24;\tsize:8;\tsigned:0;
+\tfield:int node;\toffset:32;\tsize:4;\tsigned:1;
+
+print fmt: "call_site=%pS ptr=%p bytes_req=%zu node=%d", (void *)REC->call_site, REC->ptr, REC->bytes_req, REC->node
+`;
+
+describe('subscriptions of protocol 3', () => {
+  const kmalloc = parseFormatFile(KMALLOC, { system: 'kmem' });
+  const event = (n: number): TraceEvent => ({
+    tsNs: BigInt(n),
+    cpu: n % 2,
+    eventClass: kmalloc,
+    fields: { call_site: 0xffffffff819af340n, ptr: 0xffff888003a2b000n + BigInt(n), bytes_req: 96n, node: -1 },
+    scopes: { 'event.context': { common_pid: 4102, common_flags: 1, common_preempt_count: 0 }, task: { comm: 'w' } },
+  });
+  const json = (e: TraceEvent) => encodeJsonEvent(e).slice(0, -1);
+
+  it("type events by the session's format files from the reply, as the agent's builders wrote them", async () => {
+    const path = join(dir, 'v3.sock');
+    server = await peer(path, (r) => {
+      if (r.op !== 'subscribe') return undefined;
+      return [
+        encodeLine({ id: r.id, ok: true, result: subscribeResult(4, [kmalloc]) }),
+        eventsMessage(4, [json(event(1)), json(event(2))]),
+        liveMessage(4),
+        lossMessage(4, 2, 2),
+        eventsMessage(4, [json(event(3))]),
+        endMessage(4, 'session stopped'),
+      ].join('');
+    });
+    const client = await connectAgent(path);
+    const sub = await client.subscribe('s');
+    expect(sub.eventClasses).toEqual([kmalloc]);
+    const items: SubscriptionItem[] = [];
+    for await (const item of sub) items.push(item);
+    const events = items.flatMap((i) => (i.kind === 'event' ? [i.event] : []));
+    expect(events).toEqual([1, 2, 3].map((n) => ({ ...event(n), eventClass: sub.eventClasses[0] })));
+    // The class from the reply, not one guessed from values: ptr is an address, bytes_req a size_t.
+    expect(events[0]!.eventClass.printFormat).toBe(kmalloc.printFormat);
+    expect(eventComm(events[0]!)).toBe('w');
+    expect(items.map((i) => i.kind)).toEqual(['event', 'event', 'live', 'loss', 'event']);
+    expect(sub.endReason).toBe('session stopped');
+    client.close();
+  });
+
+  it('fail the connection, naming the member, when an event does not fit its class or a format does not parse', async () => {
+    const path = join(dir, 'bad.sock');
+    server = await peer(path, (r) => {
+      if (r.op !== 'subscribe') return undefined;
+      if (r.name === 'badformat')
+        return encodeLine({
+          id: r.id,
+          ok: true,
+          result: { stream: 1, formats: [{ system: 'kmem', format: 'ID: x' }] },
+        });
+      const bad = json(event(1)).replace('"bytes_req":"96"', '"bytes_req":96');
+      return encodeLine({ id: r.id, ok: true, result: subscribeResult(2, [kmalloc]) }) + eventsMessage(2, [bad]);
+    });
+    const client = await connectAgent(path);
+    const sub = await client.subscribe('badevent');
+    const error = await (async () => {
+      for await (const _ of sub);
+    })().catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'ERR_PROTOCOL_MESSAGE' });
+    expect((error as Error).message).toMatch(/stream 2\): events\[0\]\.fields\.bytes_req: expected a decimal string/);
+    const other = await connectAgent(path);
+    await expect(other.subscribe('badformat')).rejects.toMatchObject({
+      code: 'ERR_PROTOCOL_MESSAGE',
+      message: expect.stringMatching(/formats\[0\].*bad event ID/),
+    });
   });
 });

@@ -4,6 +4,7 @@
  * per-viewer queue fills and the agent counts this viewer's loss (sent as `loss` items), never the session's.
  */
 import { createConnection, type Socket } from 'node:net';
+import { type EventClass, type JsonEventDecoder, type TraceEvent, TraceFormatError } from '@evtrace/trace-format';
 import { ProtocolError } from './errors.ts';
 import { encodeLine, LineDecoder, MAX_SERVER_MESSAGE_BYTES } from './framing.ts';
 import {
@@ -11,9 +12,9 @@ import {
   type BufferList,
   type DetachResult,
   type HelloResult,
-  type LiveEvent,
   type OutputFormat,
   PROTOCOL_VERSION,
+  PROTOCOL_VERSIONS,
   type Request,
   type SessionSpec,
   type SessionStatus,
@@ -23,11 +24,16 @@ import {
   type TriggerSpec,
 } from './messages.ts';
 import { defaultSocketPath } from './paths.ts';
+import { streamDecoder } from './stream.ts';
 import { parseServerMessage } from './validate.ts';
 
 /** What a subscription yields. */
 export type SubscriptionItem =
-  | { readonly kind: 'event'; readonly event: LiveEvent }
+  /**
+   * One event, decoded by the session's event classes (trace-format's `JsonEventDecoder`): `pid` and `flags` in
+   * `scopes['event.context']` (`common_pid`...), `comm` through trace-format's `eventComm(event)`.
+   */
+  | { readonly kind: 'event'; readonly event: TraceEvent }
   /** Everything before this was the session's recent window; what follows arrives live. */
   | { readonly kind: 'live' }
   /** This viewer lost `lost` events (it read too slowly); `total` since it subscribed. */
@@ -36,6 +42,11 @@ export type SubscriptionItem =
 /** A live view of a session. Iterate it once; it ends when the session stops or {@link close} is called. */
 export interface Subscription extends AsyncIterable<SubscriptionItem> {
   readonly stream: number;
+  /**
+   * The classes of the session's events (from its format files; an agent older than protocol 3 sends none, and then
+   * they are inferred from each class's first event, so this grows as they arrive).
+   */
+  readonly eventClasses: readonly EventClass[];
   /** Why the stream ended, once it has. */
   readonly endReason: string | undefined;
   /** Unsubscribes; the iteration ends. */
@@ -89,9 +100,11 @@ class StreamQueue {
   #failure: ProtocolError | undefined;
   #discarding = false;
   readonly #paced: (backlog: number) => void;
+  readonly decoder: JsonEventDecoder;
 
-  constructor(stream: number, paced: (backlog: number) => void) {
+  constructor(stream: number, decoder: JsonEventDecoder, paced: (backlog: number) => void) {
     this.stream = stream;
+    this.decoder = decoder;
     this.#paced = paced;
   }
 
@@ -105,10 +118,13 @@ class StreamQueue {
     this.#items.length = 0;
   }
 
+  /** @throws TraceFormatError for an event its class does not describe. */
   push(m: StreamMessage): void {
     if (this.#discarding && m.kind !== 'end') return;
-    if (m.kind === 'events') for (const event of m.events) this.#items.push({ kind: 'event', event });
-    else if (m.kind === 'live') this.#items.push({ kind: 'live' });
+    if (m.kind === 'events') {
+      for (const [i, e] of m.events.entries())
+        this.#items.push({ kind: 'event', event: this.decoder.decode(e, `events[${i}]`) });
+    } else if (m.kind === 'live') this.#items.push({ kind: 'live' });
     else if (m.kind === 'loss') this.#items.push({ kind: 'loss', lost: m.lost, total: m.total });
     else {
       this.endReason = m.reason;
@@ -204,12 +220,16 @@ class Client implements AgentClient {
   }
 
   async hello(name: string): Promise<void> {
-    try {
-      this.agent = (await this.#request({ op: 'hello', version: PROTOCOL_VERSION, client: name })) as HelloResult;
-    } catch (error) {
-      // An agent from before version 2 still serves every version 1 op; the new ones get ERR_UNKNOWN_OP there.
-      if (!(error instanceof ProtocolError && error.code === 'ERR_VERSION')) throw error;
-      this.agent = (await this.#request({ op: 'hello', version: 1, client: name })) as HelloResult;
+    // An older agent refuses the newer versions and serves the ops of its own (the newer ones get ERR_UNKNOWN_OP
+    // there): ask for each version this package speaks, newest first.
+    const versions = [...PROTOCOL_VERSIONS].filter((v) => v <= PROTOCOL_VERSION).sort((a, b) => b - a);
+    for (const [i, version] of versions.entries()) {
+      try {
+        this.agent = (await this.#request({ op: 'hello', version, client: name })) as HelloResult;
+        return;
+      } catch (error) {
+        if (!(error instanceof ProtocolError && error.code === 'ERR_VERSION') || i === versions.length - 1) throw error;
+      }
     }
   }
 
@@ -233,7 +253,18 @@ class Client implements AgentClient {
       if ('stream' in m) {
         const q = this.#streams.get(m.stream);
         if (q === undefined) continue;
-        q.push(m);
+        try {
+          q.push(m);
+        } catch (error) {
+          if (!(error instanceof TraceFormatError)) throw error;
+          this.#fatal(
+            new ProtocolError(
+              'ERR_PROTOCOL_MESSAGE',
+              `bad event from the agent (stream ${m.stream}): ${error.message}`,
+            ),
+          );
+          return;
+        }
         if (m.kind === 'end') this.#streams.delete(m.stream);
         else if (q.backlog > HIGH_WATER && !this.#paused) {
           this.#paused = true;
@@ -316,15 +347,30 @@ class Client implements AgentClient {
   async subscribe(name: string, options: SubscribeOptions = {}): Promise<Subscription> {
     let queue: StreamQueue | undefined;
     // Registered while the reply line is handled, before any of the stream's messages that follow it in the same read.
+    let refused: ProtocolError | undefined;
     const result = (await this.#request({ op: 'subscribe', name, ...options }, (r) => {
       const stream = (r as SubscribeResult).stream;
-      queue = new StreamQueue(stream, this.#paced);
+      let decoder: JsonEventDecoder;
+      try {
+        decoder = streamDecoder(r);
+      } catch (error) {
+        refused = error as ProtocolError;
+        return;
+      }
+      queue = new StreamQueue(stream, decoder, this.#paced);
       this.#streams.set(stream, queue);
     })) as SubscribeResult;
+    if (refused !== undefined) {
+      this.#fatal(refused);
+      throw refused;
+    }
     const q = queue!;
     const iterator = q.items();
     return {
       stream: result.stream,
+      get eventClasses() {
+        return q.decoder.eventClasses;
+      },
       get endReason() {
         return q.endReason;
       },

@@ -18,6 +18,7 @@ export {
   type BufferList,
   type CpuStatus,
   type DetachResult,
+  type EventFormat,
   type HelloResult,
   type LiveEvent,
   type LiveEventFlags,
@@ -45,6 +46,7 @@ export {
   V2_OPS,
 } from './messages.ts';
 export { defaultSocketPath } from './paths.ts';
+export { endMessage, eventsMessage, liveMessage, lossMessage, streamDecoder, subscribeResult } from './stream.ts';
 export {
   BUFFER_NAME,
   MAX_ITEMS,

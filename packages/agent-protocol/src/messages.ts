@@ -6,9 +6,12 @@
 import type { AgentErrorCode } from './errors.ts';
 
 /** The protocol version this package speaks; `hello` negotiates it. */
-export const PROTOCOL_VERSION = 2;
-/** Every version an agent of this package speaks: 2 adds the persistent-buffer ops (`buffers`, `attach`, `detach`). */
-export const PROTOCOL_VERSIONS: readonly number[] = [1, 2];
+export const PROTOCOL_VERSION = 3;
+/**
+ * Every version an agent of this package speaks: 2 adds the persistent-buffer ops (`buffers`, `attach`, `detach`),
+ * 3 the session's event formats in the `subscribe` reply.
+ */
+export const PROTOCOL_VERSIONS: readonly number[] = [1, 2, 3];
 /** Ops a connection may use only after a `hello` of version 2 or later. */
 export const V2_OPS: readonly RequestOp[] = ['buffers', 'attach', 'detach'];
 
@@ -234,6 +237,17 @@ export interface SnapshotResult {
 export interface SubscribeResult {
   /** The stream id that the stream messages carry. */
   readonly stream: number;
+  /**
+   * Version 3: the session's event classes, as the text of their ftrace `format` files: what the stream's events are
+   * decoded by. Absent from older agents.
+   */
+  readonly formats?: readonly EventFormat[];
+}
+
+/** One event class of a session: `events/SYSTEM/EVENT/format` as tracefs prints it. */
+export interface EventFormat {
+  readonly system: string;
+  readonly format: string;
 }
 
 /** A reply. */

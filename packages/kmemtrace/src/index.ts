@@ -35,8 +35,6 @@ export {
   type KmemtraceLayout,
 } from './kmemtrace-abi.ts';
 export {
-  fromJsonEvent,
-  type JsonEvent,
   LiveKmemAnalysis,
   type LiveKmemOptions,
   type LiveKmemStats,

@@ -2,13 +2,13 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { eventToJsonLine, openTrace, type TraceEvent } from '@evtrace/trace-format';
+import { eventToJsonLine, JsonEventDecoder, openTrace, type TraceEvent, TraceFormatError } from '@evtrace/trace-format';
 import { record, recordDemo } from '@evtrace/tracefs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { analyze } from './analyze.ts';
 import { openKmemInput } from './inputs.ts';
-import { type JsonEvent, LiveKmemAnalysis } from './live.ts';
+import { LiveKmemAnalysis } from './live.ts';
 import { buildReport } from './report.ts';
 import { hasTool, tracefsMount } from './testing/env.ts';
 import { gfpTableOf } from './tracepoints.ts';
@@ -16,22 +16,30 @@ import { gfpTableOf } from './tracepoints.ts';
 const dir = mkdtempSync(join(tmpdir(), 'kmem-live-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** A recording's events per CPU, as the agent streams them (JSON lines, parsed). */
+/** A recording's events per CPU, as a subscription yields them (JSON lines, decoded by the recording's classes). */
 interface Streams {
   readonly raw: string;
   readonly cpus: number[];
-  readonly perCpu: JsonEvent[][];
+  readonly perCpu: TraceEvent[][];
+  /** The lines they were decoded from. */
+  readonly lines: string[];
+  readonly decoder: JsonEventDecoder;
 }
 
 function streams(raw: string): Streams {
-  const byCpu = new Map<number, JsonEvent[]>();
-  for (const e of openTrace(raw).events()) {
+  const reader = openTrace(raw);
+  const decoder = new JsonEventDecoder(reader.eventClasses);
+  const byCpu = new Map<number, TraceEvent[]>();
+  const lines: string[] = [];
+  for (const e of reader.events()) {
     let list = byCpu.get(e.cpu!);
     if (list === undefined) byCpu.set(e.cpu!, (list = []));
-    list.push(JSON.parse(eventToJsonLine(e)) as JsonEvent);
+    const line = eventToJsonLine(e);
+    lines.push(line);
+    list.push(decoder.decodeLine(line));
   }
   const cpus = [...byCpu.keys()].sort((a, b) => a - b);
-  return { raw, cpus, perCpu: cpus.map((c) => byCpu.get(c)!) };
+  return { raw, cpus, perCpu: cpus.map((c) => byCpu.get(c)!), lines, decoder };
 }
 
 /** The offline report of the recording: what `evtrace kmem report` prints for it. */
@@ -70,7 +78,7 @@ function checkAnyDelivery(s: Streams, numRuns: number): void {
         const deliver = (cpu: number, n: number) => {
           const list = s.perCpu[cpu]!;
           const end = Math.min(list.length, next[cpu]! + n);
-          for (let i = next[cpu]!; i < end; i++) live.pushJson(list[i]!);
+          for (let i = next[cpu]!; i < end; i++) live.push(list[i]!);
           next[cpu] = end;
         };
         for (const step of steps) {
@@ -178,22 +186,27 @@ describe('LiveKmemAnalysis', () => {
   it('holds back events another CPU may still precede, until that CPU passes them or falls idle', () => {
     let now = 0;
     const live = new LiveKmemAnalysis({ cpus: [0, 1], idleMs: 1000, now: () => now });
-    const alloc: JsonEvent = {
+    // Lines without their formats: classes inferred from the values.
+    const decoder = new JsonEventDecoder([], { infer: true });
+    const task = { pid: null, comm: null, flags: null };
+    const alloc = decoder.decode({
       ts_ns: '1000',
       cpu: 0,
       event: 'kmem:kmalloc',
+      ...task,
       fields: { call_site: '18446744071589000000', ptr: '18446612682702000000', bytes_req: 100, bytes_alloc: 128 },
-    };
-    const free: JsonEvent = {
+    });
+    const free = decoder.decode({
       ts_ns: '2000',
       cpu: 1,
       event: 'kmem:kfree',
+      ...task,
       fields: { call_site: '18446744071589000100', ptr: '18446612682702000000' },
-    };
+    });
     // CPU 1's free arrives first: analysing it now would call it a free of an unknown pointer.
-    live.pushJson(free);
+    live.push(free);
     expect(live.release()).toBe(0);
-    live.pushJson(alloc);
+    live.push(alloc);
     // CPU 0 reached 1000 only: the alloc goes, the free at 2000 waits for CPU 0 to pass it.
     expect(live.release()).toBe(1);
     expect(live.stats().pending).toBe(1);
@@ -218,74 +231,85 @@ describe('LiveKmemAnalysis', () => {
 
   it('names a gfp_flags value no kernel writes instead of throwing (a counterexample the fuzz below found)', () => {
     const live = new LiveKmemAnalysis({ now: () => 0 });
-    live.pushJson({
-      ts_ns: '31774312515381',
-      cpu: 0,
-      event: 'kmem:mm_page_alloc',
-      fields: {
-        call_site: '18446744071589335600',
-        ptr: '18446612686364999680',
-        bytes_req: 6,
-        bytes_alloc: 8,
-        gfp_flags: -5e-324,
-        node: 0,
-      },
-    } as unknown as JsonEvent);
+    live.push(
+      new JsonEventDecoder([], { infer: true }).decode({
+        ts_ns: '31774312515381',
+        cpu: 0,
+        event: 'kmem:mm_page_alloc',
+        pid: null,
+        comm: null,
+        flags: null,
+        fields: {
+          call_site: '18446744071589335600',
+          ptr: '18446612686364999680',
+          bytes_req: 6,
+          bytes_alloc: 8,
+          gfp_flags: -5e-324,
+          node: 0,
+        },
+      }),
+    );
     live.release(true);
     expect(JSON.stringify(live.report())).toContain('"gfp_flags":"invalid (-5e-324)"');
   });
 
-  it('fuzz: mutated real events and arbitrary JSON never throw; the report stays buildable', () => {
-    const real = demo.perCpu.flat().filter((e) => e.event.startsWith('kmem:'));
-    const names = [...new Set(real.map((e) => e.event))];
-    const mutated = fc.record({
-      base: fc.constantFrom(...real.slice(0, 200)),
-      event: fc.oneof(fc.constantFrom(...names, 'kmem:mm_page_alloc', 'kmem_kmalloc'), fc.string()),
-      field: fc.constantFrom(
-        'call_site',
-        'ptr',
-        'bytes_req',
-        'bytes_alloc',
-        'gfp_flags',
-        'node',
-        'name',
-        'pfn',
-        'order',
-      ),
-      value: fc.oneof(fc.jsonValue(), fc.bigInt().map(String), fc.constantFrom('18446744073709551615', '-1', '0x10')),
-      ts: fc.oneof(fc.constant(undefined), fc.jsonValue()),
-      cpu: fc.oneof(fc.constant(undefined), fc.jsonValue()),
-    });
-    fc.assert(
-      fc.property(fc.array(fc.oneof(mutated, fc.anything()), { maxLength: 50 }), (items) => {
-        const live = new LiveKmemAnalysis({ now: () => 0 });
-        for (const item of items) {
-          const m = item as {
-            base?: JsonEvent;
-            event?: unknown;
-            field?: string;
-            value?: unknown;
-            ts?: unknown;
-            cpu?: unknown;
-          };
-          const e =
-            m !== null && typeof m === 'object' && m.base !== undefined && typeof m.field === 'string'
-              ? ({
-                  ...m.base,
-                  event: m.event,
-                  fields: { ...m.base.fields, [m.field]: m.value },
-                  ...(m.ts !== undefined ? { ts_ns: m.ts } : {}),
-                  ...(m.cpu !== undefined ? { cpu: m.cpu } : {}),
-                } as unknown as JsonEvent)
-              : (item as JsonEvent);
-          live.pushJson(e);
-          if (items.length % 3 === 0) live.release();
+  it('fuzz: mutated real lines are refused by the codec or analysed, never thrown on; the report stays buildable', () => {
+    const real = demo.lines.filter((l) => l.includes('"event":"kmem:')).slice(0, 200);
+    const mutated = fc
+      .tuple(
+        fc.constantFrom(...real),
+        fc.array(
+          fc.tuple(
+            fc.nat(),
+            fc.nat(6),
+            fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom('"18446744073709551615"', '-1', '"0x10"', 'null')),
+          ),
+          { maxLength: 4 },
+        ),
+      )
+      .map(([seed, edits]) => {
+        let s = seed;
+        for (const [at, cut, insert] of edits) {
+          const i = at % (s.length + 1);
+          s = s.slice(0, i) + insert + s.slice(i + cut);
         }
-        live.release(true);
-        expect(live.stats().pending).toBe(0);
-        expect(() => JSON.stringify(live.report())).not.toThrow();
-      }),
+        return s;
+      });
+    let analysed = 0;
+    let refused = 0;
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            mutated,
+            fc.jsonValue().map((v) => JSON.stringify(v)),
+          ),
+          { maxLength: 50 },
+        ),
+        (lines) => {
+          const live = new LiveKmemAnalysis({ now: () => 0 });
+          for (const line of lines) {
+            let e: TraceEvent;
+            try {
+              e = demo.decoder.decodeLine(line);
+            } catch (error) {
+              expect(error).toBeInstanceOf(TraceFormatError);
+              refused++;
+              continue;
+            }
+            live.push(e);
+            if (lines.length % 3 === 0) live.release();
+          }
+          live.release(true);
+          analysed += live.stats().analysed;
+          expect(live.stats().pending).toBe(0);
+          expect(() => JSON.stringify(live.report())).not.toThrow();
+        },
+      ),
       { numRuns: 300 },
     );
+    // Both paths were taken: mutations the classes accept (other values of a field) and lines they refuse.
+    expect(analysed).toBeGreaterThan(0);
+    expect(refused).toBeGreaterThan(0);
   });
 });

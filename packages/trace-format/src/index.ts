@@ -130,6 +130,16 @@ export {
   STREAM_INPUT_LIMIT,
 } from './input.ts';
 export {
+  createJsonEventEncoder,
+  encodeJsonEvent,
+  eventComm,
+  JsonEventDecoder,
+  type JsonEventDecoderOptions,
+  type JsonLineLocation,
+  TASK_SCOPE,
+} from './live/json-event.ts';
+export { LiveMerge, type LiveMergeOptions, type Timed } from './live/merge.ts';
+export {
   type EventSource,
   FTRACE_PAGE_RECORD,
   type PageSink,

@@ -210,7 +210,7 @@ async function reportLive(
     process.once('SIGINT', stop);
     try {
       for await (const item of view) {
-        if (item.kind === 'event') live.pushJson(item.event);
+        if (item.kind === 'event') live.push(item.event);
         else if (item.kind === 'loss') {
           live.noteLost(item.lost);
           io.stderr(`evtrace: this reader lost ${item.lost} events (${item.total} in all): the report misses them\n`);

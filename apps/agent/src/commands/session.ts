@@ -8,11 +8,12 @@ import {
   type SessionStatus,
   type TriggerSpec,
 } from '@evtrace/agent-protocol';
+import { encodeJsonEvent } from '@evtrace/trace-format';
 import type { Command } from 'commander';
 import { addCommand, type CliIO } from '../command.ts';
 import { usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { liveEventText } from '../output/live-text.ts';
+import { liveTextFormatter } from '../output/live-text.ts';
 import { rotateOption, sizeOption } from '../units.ts';
 import {
   addPersistentSessionVerbs,
@@ -305,6 +306,7 @@ export async function catLive(
 ): Promise<void> {
   await withAgent(options.socket, async (agent) => {
     const view = await agent.subscribe(sessionArg(name));
+    const text = liveTextFormatter();
     let printed = 0;
     const stop = () => void view.close();
     process.once('SIGINT', stop);
@@ -313,9 +315,8 @@ export async function catLive(
         if (item.kind === 'loss') io.stderr(`evtrace: this viewer lost ${item.lost} events (${item.total} in all)\n`);
         else if (item.kind === 'live') io.stderr('evtrace: -- live --\n');
         else {
-          const e = item.event;
-          if (options.json) io.stdout(`${JSON.stringify(e)}\n`);
-          else io.stdout(liveEventText(e));
+          // The line the agent sent: the codec writes back what it decoded.
+          io.stdout(options.json ? encodeJsonEvent(item.event) : text(item.event));
           if (++printed >= (options.limit ?? Number.POSITIVE_INFINITY)) await view.close();
         }
       }

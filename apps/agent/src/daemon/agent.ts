@@ -480,7 +480,12 @@ export class Agent implements MetricsProvider {
   }
 
   /** A viewer of the session; of an attached session only for a caller who may read its buffer. */
-  subscribe(name: string, out: ViewerOutput, options: { window?: boolean; queue?: number }, caller?: Caller): Viewer {
+  subscribe(
+    name: string,
+    out: ViewerOutput,
+    options: { window?: boolean; queue?: number },
+    caller?: Caller,
+  ): Viewer & { readonly session: Session } {
     const s = this.#get(name);
     if (isAttached(s.source)) this.#mayRead(s.source.target, caller);
     if (s.state !== 'running') throw new AgentError('ERR_SESSION_STATE', `session ${name} is ${s.state}, not running`);

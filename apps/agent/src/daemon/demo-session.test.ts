@@ -112,16 +112,42 @@ describe('the agent with demo sessions', () => {
     client.close();
     const live = items.findIndex((i) => i.kind === 'live');
     expect(live).toBeGreaterThan(100); // the window: what the buffers held when it joined
-    const window = items.slice(0, live).filter((i) => i.kind === 'event');
-    const after = items.slice(live + 1).filter((i) => i.kind === 'event');
+    const events = (list: SubscriptionItem[]) => list.flatMap((i) => (i.kind === 'event' ? [i.event] : []));
+    const window = events(items.slice(0, live));
+    const after = events(items.slice(live + 1));
     expect(after.length).toBeGreaterThan(100);
-    const lastWindow = BigInt((window.at(-1) as { event: { ts_ns: string } }).event.ts_ns);
-    const firstLive = (after as { event: { ts_ns: string; event: string } }[]).map((i) => BigInt(i.event.ts_ns));
+    const lastWindow = window.at(-1)!.tsNs;
+    const firstLive = after.map((e) => e.tsNs);
     expect(Math.min(...firstLive.map(Number))).toBeGreaterThanOrEqual(Number(lastWindow) - 1e9);
-    for (const i of window as { event: { event: string; fields: Record<string, unknown> } }[]) {
-      expect(['kmem:kmalloc', 'kmem:kfree']).toContain(i.event.event);
-      expect(i.event.fields).toHaveProperty('ptr');
+    for (const e of window) {
+      expect(['kmem:kmalloc', 'kmem:kfree']).toContain(e.eventClass.name);
+      expect(e.fields).toHaveProperty('ptr');
     }
+  });
+
+  it("types a viewer's events by the session's format files, sent with the subscribe reply (protocol 3)", async () => {
+    const client = await agent.connect();
+    const view = await client.subscribe('d1', { queue: 100 });
+    const classes = view.eventClasses;
+    expect(classes.map((c) => c.name).sort()).toEqual(['kmem:kfree', 'kmem:kmalloc']);
+    // The session's own formats: print fmt and ftrace's fields, not classes guessed from the first values.
+    const meta = openTrace(join(agent.stateDir, 'sessions', 'd1', 'meta')).eventClasses;
+    for (const c of classes) {
+      const own = meta.find((m) => m.name === c.name)!;
+      expect([c.printFormat, c.ftrace?.fields]).toEqual([own.printFormat, own.ftrace?.fields]);
+    }
+    let kmalloc = 0;
+    for await (const item of view) {
+      if (item.kind !== 'event') continue;
+      expect(classes).toContain(item.event.eventClass);
+      if (item.event.eventClass.name !== 'kmem:kmalloc') continue;
+      // An unsigned long the format prints with %pS, and a size_t: exact integers of their class.
+      expect(typeof item.event.fields.call_site).toBe('bigint');
+      expect(typeof item.event.fields.bytes_req).toBe('bigint');
+      if (++kmalloc === 20) break;
+    }
+    await view.close();
+    client.close();
   });
 
   it('writes trace-shots while recording continues, readable by evtrace cat, trace-cmd and babeltrace2', async () => {

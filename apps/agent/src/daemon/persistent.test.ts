@@ -9,7 +9,7 @@ import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_pr
 import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
-import { encodeLine, type SessionStatus } from '@evtrace/agent-protocol';
+import { encodeLine, PROTOCOL_VERSION, type SessionStatus } from '@evtrace/agent-protocol';
 import {
   createKernelBuffer,
   deleteKernelBuffer,
@@ -373,7 +373,7 @@ describe('the agent lists and attaches to user-space persistent buffers', () => 
       expect(buffers).toMatchObject({ id: 2, ok: false, error: { code: 'ERR_UNKNOWN_OP' } });
       expect(list).toEqual({ id: 3, ok: true, result: [] });
       const client = await agent.connect();
-      expect(client.agent.protocol).toBe(2);
+      expect(client.agent.protocol).toBe(PROTOCOL_VERSION);
       client.close();
     } finally {
       await agent.stop();

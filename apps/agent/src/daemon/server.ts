@@ -14,6 +14,7 @@ import {
   PROTOCOL_VERSIONS,
   parseRequest,
   type Request,
+  subscribeResult,
   V2_OPS,
 } from '@evtrace/agent-protocol';
 import pkg from '../../package.json' with { type: 'json' };
@@ -178,7 +179,8 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
       case 'subscribe': {
         const v = agent.subscribe(r.name, out, { ...(r.queue !== undefined ? { queue: r.queue } : {}) }, caller);
         viewers.set(v.stream, v);
-        reply(r.id, { stream: v.stream });
+        // Version 3 types the stream: the session's format files come with the reply.
+        reply(r.id, version >= 3 ? subscribeResult(v.stream, v.session.eventClasses) : { stream: v.stream });
         agent.attach(v, r.window !== false);
         return;
       }

@@ -460,6 +460,11 @@ export class Session {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
+  /** The classes of the session's events (its format files), which type them for viewers. */
+  get eventClasses(): readonly EventClass[] {
+    return this.#meta?.eventClasses ?? [];
+  }
+
   /** Output files finished so far and the `.part` being written. */
   get files(): readonly string[] {
     return [...(this.#output?.files ?? this.#files)];

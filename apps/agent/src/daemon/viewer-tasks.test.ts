@@ -7,9 +7,18 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LiveEvent } from '@evtrace/agent-protocol';
 import { CommTracker } from '@evtrace/filters';
-import { eventToJsonLine, openRawPagesDir, type TraceEvent } from '@evtrace/trace-format';
+import {
+  createFtraceTextFormatter,
+  encodeJsonEvent,
+  eventToJsonLine,
+  ftraceTimestamp,
+  JsonEventDecoder,
+  openRawPagesDir,
+  type TraceEvent,
+} from '@evtrace/trace-format';
 import { findTracefs, recordDemo } from '@evtrace/tracefs';
 import { afterAll, describe, expect, it } from 'vitest';
+import { liveTextFormatter } from '../output/live-text.ts';
 import { cli, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
 import { expectValid } from '../testing/schemas.ts';
 import { liveEventJson, TaskNames } from './viewer.ts';
@@ -24,13 +33,13 @@ const fresh = () => {
   return d;
 };
 
-/** The first `n` events a new viewer of `session` gets. */
+/** The first `n` events a new viewer of `session` gets, as the agent sent them (the codec writes back what it read). */
 async function liveEvents(agent: RunningAgent, session: string, n: number): Promise<LiveEvent[]> {
   const client = await agent.connect();
   const view = await client.subscribe(session, { queue: 20_000 });
   const events: LiveEvent[] = [];
   for await (const item of view) {
-    if (item.kind === 'event') events.push(item.event);
+    if (item.kind === 'event') events.push(JSON.parse(encodeJsonEvent(item.event)) as LiveEvent);
     if (events.length >= n) break;
   }
   await view.close();
@@ -79,6 +88,43 @@ describe('liveEventJson', () => {
     const line = liveEventJson(e, new TaskNames(new Map(), false));
     expect(line).toBe(eventToJsonLine(e).slice(0, -1));
     expect(JSON.parse(line)).toMatchObject({ pid: null, comm: null, flags: null });
+  });
+});
+
+describe("cat --live's text", () => {
+  it("is cat's line for the file's event, from the event decoded by its class: task, CPU, time in ns, system:event", async () => {
+    const dir = fresh();
+    const raw = join(dir, 'raw');
+    await recordDemo({ events: ['kmem:*', 'sched:*'], dir: raw, durationMs: 100, rate: 5000, cpus: 2 });
+    const reader = openRawPagesDir(raw);
+    const decoder = new JsonEventDecoder(reader.eventClasses);
+    const tasks = new TaskNames(reader.metadata.cmdlines, false);
+    const file = createFtraceTextFormatter({ cmdlines: reader.metadata.cmdlines, nanoseconds: true });
+    const live = liveTextFormatter();
+    let n = 0;
+    let switches = 0;
+    for (const e of reader.events()) {
+      const text = live(decoder.decodeLine(liveEventJson(e, tasks)));
+      const line = file(e);
+      const name = e.eventClass.ftrace!.event;
+      // The file's line: `comm-pid [CPU] secs.ns: name:` padded to a column, then the body.
+      const body = line.slice(line.indexOf(`: ${name}:`) + 2 + Math.max(21, name.length + 1) + 1);
+      const m = /^\s*(\S+)-(\d+)\s+\[(\d{3})\] (\d+\.\d{9}): (\S+): (.*)\n$/.exec(text);
+      expect(m, text).not.toBeNull();
+      expect([m![1], Number(m![2]), Number(m![3]), m![4], m![5], m![6]]).toEqual([
+        /^\s*(\S+)-/.exec(line)![1],
+        e.scopes!['event.context']!.common_pid,
+        e.cpu,
+        ftraceTimestamp(e.tsNs, true),
+        e.eventClass.name,
+        body,
+      ]);
+      n++;
+      if (text.includes(' ==> ')) switches++;
+    }
+    expect(n).toBeGreaterThan(100);
+    // sched_switch through trace-cmd's plugin, as cat prints it.
+    expect(switches).toBeGreaterThan(0);
   });
 });
 

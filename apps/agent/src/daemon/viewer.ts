@@ -6,8 +6,9 @@
  * events it asked for) plus its connection's buffer; a viewer that leaves gives its queue up at once.
  */
 import { readFileSync } from 'node:fs';
+import { endMessage, eventsMessage, liveMessage, lossMessage } from '@evtrace/agent-protocol';
 import { CommTracker } from '@evtrace/filters';
-import { createJsonFormatter, type TraceEvent } from '@evtrace/trace-format';
+import { createJsonEventEncoder, type TraceEvent } from '@evtrace/trace-format';
 
 /** What a viewer writes to: the client's connection. */
 export interface ViewerOutput {
@@ -79,7 +80,7 @@ export class Viewer {
     while ((all || this.#out.writable) && this.queued > 0) {
       if (this.#queue[this.#head] === LIVE) {
         this.#head++;
-        this.#out.write(`{"stream":${this.stream},"kind":"live"}\n`);
+        this.#out.write(liveMessage(this.stream));
         continue;
       }
       let end = this.#head;
@@ -88,7 +89,7 @@ export class Viewer {
       const events = this.#queue.slice(this.#head, end);
       for (const e of events) this.#bytes -= e.length;
       this.#head = end;
-      this.#out.write(`{"stream":${this.stream},"kind":"events","events":[${events.join(',')}]}\n`);
+      this.#out.write(eventsMessage(this.stream, events));
     }
     if (this.#head > 4096 && this.#head * 2 > this.#queue.length) {
       this.#queue = this.#queue.slice(this.#head);
@@ -96,9 +97,7 @@ export class Viewer {
     }
     if (this.queued > 0 || (!all && !this.#out.writable)) return;
     if (this.#lostSinceNotice > 0) {
-      this.#out.write(
-        `${JSON.stringify({ stream: this.stream, kind: 'loss', lost: this.#lostSinceNotice, total: this.lost })}\n`,
-      );
+      this.#out.write(lossMessage(this.stream, this.#lostSinceNotice, this.lost));
       this.#lostSinceNotice = 0;
     }
   }
@@ -116,7 +115,7 @@ export class Viewer {
     this.#queue = [];
     this.#head = 0;
     this.#bytes = 0;
-    this.#out.write(`${JSON.stringify({ stream: this.stream, kind: 'end', reason })}\n`);
+    this.#out.write(endMessage(this.stream, reason));
   }
 }
 
@@ -132,7 +131,7 @@ export class TaskNames {
   readonly #gone = new Set<number>();
 
   /** Events as JSON lines (with the newline), each with its task's name when it fired. */
-  readonly json = createJsonFormatter({ comm: (pid, e) => this.#comm(pid, e) });
+  readonly json = createJsonEventEncoder({ comm: (pid, e) => this.#comm(pid, e) });
 
   constructor(cmdlines: ReadonlyMap<number, string>, readProc: boolean) {
     for (const [pid, comm] of cmdlines) this.#tracker.seed(pid, comm);

@@ -7,15 +7,13 @@ import {
   type AgentClient,
   connectAgent,
   defaultSocketPath,
-  type LiveEvent,
   ProtocolError,
   type SessionStatus,
   type Subscription,
 } from '@evtrace/agent-protocol';
-import type { EventClass, FieldClass, FieldValue, IntegerClass, StructMember, TraceEvent } from '@evtrace/trace-format';
+import { eventComm, LiveMerge, type TraceEvent } from '@evtrace/trace-format';
 import { ViewerError } from '../errors.ts';
 import { LiveWindow } from './live-window.ts';
-import { CpuMerger } from './merge.ts';
 import type { SessionControl, SessionInfo, SourceStats, ViewerSource } from './source.ts';
 import { lazySymbols } from './symbols.ts';
 
@@ -73,7 +71,6 @@ async function followSession(
 ): Promise<ViewerSource> {
   const window = new LiveWindow(options.window ?? 100_000);
   const timers: NodeJS.Timeout[] = [];
-  const classes = new ClassTable();
   /** Task names as the agent sent them with the events: the last one per pid. */
   const tasks = new Map<number, string>();
   const listeners = new Set<() => void>();
@@ -86,7 +83,7 @@ async function followSession(
     // is consumed (its backlog pauses the socket), and the stream is consumed only below.
     status = await client.status(name);
     // The agent sends each CPU's events in order; they are merged across CPUs at each refresh.
-    const merger = new CpuMerger(status.cpus.map((c) => c.cpu));
+    const merger = new LiveMerge<TraceEvent>({ cpus: status.cpus.map((c) => c.cpu) });
     subscription = await client.subscribe(name, { queue: 100_000 });
     const sub = subscription;
     const flush = (all = false) => {
@@ -96,9 +93,12 @@ async function followSession(
     (async () => {
       for await (const item of sub) {
         if (item.kind === 'event') {
-          const { pid, comm } = item.event;
-          if (pid !== null && comm !== null) tasks.set(pid, comm);
-          const e = classes.event(item.event);
+          // Typed by the session's format files (the subscription decodes them): filters compile and print fmt
+          // prints as for a file.
+          const e = item.event;
+          const pid = e.scopes?.['event.context']?.common_pid;
+          const comm = eventComm(e);
+          if (typeof pid === 'number' && comm !== undefined) tasks.set(pid, comm);
           merger.add(e.cpu ?? 0, [e]);
         } else if (item.kind === 'loss') viewerLost = item.total;
       }
@@ -152,7 +152,7 @@ async function followSession(
         : `agent session ${name}${status?.demo ? ' (DEMO source)' : ''}`,
     live: true,
     store: () => window.snapshot(),
-    eventClasses: () => classes.all(),
+    eventClasses: () => [...(subscription?.eventClasses ?? [])],
     stats,
     lost: () => stats().lost,
     taskName: (pid) => tasks.get(pid),
@@ -182,83 +182,4 @@ function sessionInfo(s: SessionStatus): SessionInfo {
     bytes: s.bytes,
     source: s.demo ? 'demo' : s.source,
   };
-}
-
-const INT64: IntegerClass = {
-  kind: 'int',
-  size: 64,
-  signed: true,
-  align: 8,
-  byteOrder: 'le',
-  base: 10,
-  encoding: 'none',
-};
-const ADDRESS: IntegerClass = { ...INT64, signed: false, base: 16 };
-const TEXT: FieldClass = { kind: 'string', encoding: 'utf8' };
-
-/** What the agent's JSON says a field is (trace-format's `schemas/event.json`): its class and value. */
-type Typed = [FieldClass, FieldValue];
-
-/**
- * Event classes for the JSON events the agent streams: named as the events, with a member per field typed from
- * the first event's JSON (the agent types fields by their format, so every event of a class agrees): numbers and
- * decimal strings (64-bit integers) as integers, `"0x..."` strings as addresses shown in hex, other strings as text;
- * so filters compile and addresses print as the file sources print them.
- */
-class ClassTable {
-  readonly #byName = new Map<string, EventClass>();
-
-  all(): EventClass[] {
-    return [...this.#byName.values()];
-  }
-
-  event(e: LiveEvent): TraceEvent {
-    let ec = this.#byName.get(e.event);
-    const fields: Record<string, FieldValue> = {};
-    if (ec === undefined) {
-      const members: StructMember[] = [];
-      for (const [k, v] of Object.entries(e.fields)) {
-        const [type, value] = typed(v);
-        members.push({ name: k, type });
-        fields[k] = value;
-      }
-      ec = { id: this.#byName.size + 1, name: e.event, streamId: 0, payload: { kind: 'struct', members, minAlign: 8 } };
-      this.#byName.set(e.event, ec);
-    } else {
-      for (const m of ec.payload.members) fields[m.name] = fieldOfClass(m.type, e.fields[m.name]);
-    }
-    const event: TraceEvent = { tsNs: BigInt(e.ts_ns), cpu: e.cpu, eventClass: ec, fields };
-    // Where the file sources keep it: the Events view's TASK column and COMM in filters read common_pid there.
-    return e.pid === null ? event : { ...event, scopes: { 'event.context': { common_pid: e.pid } } };
-  }
-}
-
-const DECIMAL = /^-?\d+$/;
-const HEX = /^0x[\da-f]+$/;
-
-function typed(v: unknown): Typed {
-  if (typeof v === 'string') {
-    if (HEX.test(v)) return [ADDRESS, BigInt(v)];
-    if (DECIMAL.test(v)) return [INT64, BigInt(v)];
-    return [TEXT, v];
-  }
-  if (typeof v === 'number') return [INT64, v];
-  return [TEXT, other(v)];
-}
-
-/** A value of a class typed from an earlier event (this one agrees, as the agent types fields by their format). */
-function fieldOfClass(type: FieldClass, v: unknown): FieldValue {
-  if (type.kind === 'int' && typeof v === 'string' && (HEX.test(v) || DECIMAL.test(v))) return BigInt(v);
-  return typeof v === 'number' || typeof v === 'string' ? v : other(v);
-}
-
-function other(v: unknown): FieldValue {
-  if (typeof v === 'boolean' || v === null || v === undefined) return v ?? null;
-  if (Array.isArray(v)) return v.map((x) => typed(x)[1]);
-  if (typeof v === 'object') {
-    const o: Record<string, FieldValue> = {};
-    for (const [k, x] of Object.entries(v as object)) o[k] = typed(x)[1];
-    return o;
-  }
-  return String(v);
 }

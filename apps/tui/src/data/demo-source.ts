@@ -7,10 +7,16 @@ import { closeSync, existsSync, fstatSync, mkdtempSync, openSync, readSync, rmSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { decodeCpuPages, type FtraceMetadata, openRawPagesDir, readPage } from '@evtrace/trace-format';
+import {
+  decodeCpuPages,
+  type FtraceMetadata,
+  LiveMerge,
+  openRawPagesDir,
+  readPage,
+  type TraceEvent,
+} from '@evtrace/trace-format';
 import { DEMO_EVENTS } from '@evtrace/tracefs';
 import { LiveWindow } from './live-window.ts';
-import { CpuMerger } from './merge.ts';
 import type { ViewerSource } from './source.ts';
 import { lazySymbols } from './symbols.ts';
 
@@ -89,7 +95,7 @@ export async function startDemoSource(options: DemoSourceOptions = {}): Promise<
   const listeners = new Set<() => void>();
   const warnings: string[] = [];
   // A CPU's pages may reach its file a moment after another's: events are shown once every CPU has gone past them.
-  const merger = new CpuMerger(files.map((f) => f.cpu));
+  const merger = new LiveMerge<TraceEvent>({ cpus: files.map((f) => f.cpu) });
   const types = new Map(meta.eventClasses.map((c) => [c.id, c.name]));
   const poll = () => {
     for (const f of files) {

@@ -1,10 +1,9 @@
 import { rmSync } from 'node:fs';
-import { openRawPagesDir, openTrace, type TraceEvent } from '@evtrace/trace-format';
+import { LiveMerge, openRawPagesDir, openTrace, type TraceEvent } from '@evtrace/trace-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordDemoTrace, tempDir } from '../testing/traces.ts';
 import { countRecords } from './demo-source.ts';
 import { LiveWindow } from './live-window.ts';
-import { CpuMerger, watermark } from './merge.ts';
 
 const dir = tempDir();
 let events: TraceEvent[];
@@ -42,11 +41,11 @@ describe('LiveWindow', () => {
   });
 });
 
-describe('CpuMerger', () => {
+describe("trace-format's LiveMerge, as the live sources use it", () => {
   it('releases events in time order once every CPU has gone past them', () => {
     const byCpu = [0, 1].map((cpu) => events.filter((e) => e.cpu === cpu));
     let now = 0;
-    const m = new CpuMerger([0, 1], 1000, () => now);
+    const m = new LiveMerge<TraceEvent>({ cpus: [0, 1], idleMs: 1000, now: () => now });
     const out: TraceEvent[] = [];
     // CPU 0 delivers its first half before CPU 1 delivers anything, then the rest arrives in uneven pieces.
     m.add(0, byCpu[0]!.slice(0, 500));
@@ -66,13 +65,6 @@ describe('CpuMerger', () => {
     m.add(0, [later(2000n)]);
     expect(m.take()).toHaveLength(2);
     for (let i = 1; i < out.length; i++) expect(out[i]!.tsNs >= out[i - 1]!.tsNs).toBe(true);
-  });
-});
-
-describe('watermark', () => {
-  it('is the least time every producing CPU has reached', () => {
-    expect(watermark([5n, 3n, undefined])).toBe(3n);
-    expect(watermark([undefined])).toBeUndefined();
   });
 });
 
