@@ -46,6 +46,15 @@ export {
 } from './messages.ts';
 export { defaultSocketPath } from './paths.ts';
 export {
+  type BufferStats,
+  type BufferStatsOrigin,
+  type BufferStatsSample,
+  type CpuBufferStats,
+  checkBufferStats,
+  STATS_HISTORY,
+  type StatsRequest,
+} from './stats.ts';
+export {
   BUFFER_NAME,
   MAX_ITEMS,
   MAX_TEXT,

@@ -460,6 +460,11 @@ export class Session {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
+  /** Each CPU's ring buffer, for the gauges (buffer-stats.ts). */
+  get rings(): readonly { readonly cpu: number; readonly ring: RingBuffer }[] {
+    return this.#cpus;
+  }
+
   /** Output files finished so far and the `.part` being written. */
   get files(): readonly string[] {
     return [...(this.#output?.files ?? this.#files)];
