@@ -40,7 +40,6 @@ function CpusView(props: ViewProps) {
         );
       })}
       {buffers.map((row, k) => (
-        // biome-ignore lint/suspicious/noArrayIndexKey: rows of a fixed layout, in place
         <Text key={k} wrap="truncate" bold={row.head} color={row.head ? colour('cyan') : undefined}>
           {row.text}
           {row.loss !== undefined ? <Text color={colour('red')}>{row.loss}</Text> : null}
