@@ -26,7 +26,7 @@ describe('buffer gauges over time', () => {
       sample(2, [cpu(0, 0.9, 5), cpu(1, 0.5, 40)]),
       sample(3, [cpu(0, 1, 105), cpu(1, 0.25, 40)]),
     ]);
-    expect(v.origin).toBe('kernel per-CPU stats, tracefs instance evtrace-x');
+    expect(v.origin).toBe('kernel per-CPU stats of instance evtrace-x');
     expect(v.cpus.map((c) => [c.cpu, c.fill, c.lost])).toEqual([
       [0, 1, 105],
       [1, 0.25, 40],
@@ -41,7 +41,7 @@ describe('buffer gauges over time', () => {
     const buffers = gaugeView(meta, [sample(1, [cpu(0, 0, 0)]), sample(2, [cpu(0, 0.5, 30)])]);
     const stats: SourceStats = { cpus: [], types: [], eventsPerSec: 0, lost: 30, total: 0, buffers };
     const rows = bufferRows(stats, true, 80, true, 4);
-    expect(rows[0]!.text).toContain('BUFFERS  kernel per-CPU stats, tracefs instance evtrace-x, every 1 s');
+    expect(rows[0]!.text).toContain('BUFFERS  kernel per-CPU stats of instance evtrace-x, every 1 s');
     const line = `${rows[2]!.text}${rows[2]!.loss}${rows[2]!.tail}`;
     expect(line.length).toBeLessThanOrEqual(80);
     // Half full: half the gauge, and the history's last mark at the middle of the scale, not its top.

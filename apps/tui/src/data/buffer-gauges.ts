@@ -101,7 +101,7 @@ export function gaugeView(
   return {
     origin:
       meta.origin === 'tracefs'
-        ? `kernel per-CPU stats, tracefs instance ${meta.instance ?? '?'}`
+        ? `kernel per-CPU stats of instance ${meta.instance ?? '?'}`
         : 'the session ring buffers (headers)',
     unit: meta.unit,
     intervalMs: meta.interval,
