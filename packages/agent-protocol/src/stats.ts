@@ -30,7 +30,7 @@ export interface CpuBufferStats {
   readonly written: number;
   /** The read position: events read (tracefs `read events`) or the oldest ring page still unread (ringbuf). */
   readonly read: number;
-  /** The write position: events written (tracefs) or ring pages started (ringbuf); `head - read` is unread. */
+  /** The write position: events written (tracefs) or the ring page being written (ringbuf); `head - read` is unread. */
   readonly head: number;
 }
 

@@ -124,25 +124,25 @@ function kernelGauges(dir: string, rings: GaugedSession['rings']): CpuBufferStat
 }
 
 /**
- * The header of each ring: pages between the oldest one a reader still needs and the one being written are the
- * unread part; `head` is -1 before the first page.
+ * The header of each ring: the whole pages between the oldest one a reader still needs and the one being written are
+ * the unread part (the page being written is not full yet); the header's `head` is -1 before the first page.
  */
 function ringGauges(s: GaugedSession): CpuBufferStats[] {
   return s.rings.map(({ cpu, ring }) => {
     const h = ring.stats();
-    const started = h.head + 1;
-    const read = Math.max(0, Math.min(h.tail, h.head));
+    const head = Math.max(0, h.head);
+    const read = Math.max(0, Math.min(h.tail, head));
     return {
       cpu,
       size: ring.pageSize * ring.pageCount,
-      fill: started === 0 ? 0 : Math.min(1, Math.max(0, h.head - read) / ring.pageCount),
+      fill: Math.min(1, (head - read) / ring.pageCount),
       entries: null,
       overrun: h.overwritten,
       dropped: h.discarded,
       lost: h.overwritten + h.discarded,
       written: h.written,
       read,
-      head: Math.max(0, started),
+      head,
     };
   });
 }

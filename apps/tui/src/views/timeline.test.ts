@@ -5,7 +5,7 @@ import { histogramRows, taskDensity } from './timeline.tsx';
 /** `n` events one per microsecond: task 7 throughout, task 9 on every fourth event of the second half only. */
 function store(n: number): EventStore {
   const pid = (i: number) => (i >= n / 2 && i % 4 === 0 ? 9 : 7);
-  return { length: n, tsNs: (i) => BigInt(i) * 1000n, cpu: () => 0, pid } as unknown as EventStore;
+  return { length: n, tsNs: (i: number) => BigInt(i) * 1000n, cpu: () => 0, pid } as unknown as EventStore;
 }
 
 describe('the task strips and the rate histogram', () => {
