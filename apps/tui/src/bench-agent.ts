@@ -44,6 +44,11 @@ export interface AgentLiveFigures {
   readonly viewerLost: number;
   /** Events the session itself lost (its buffers). */
   readonly sessionLost: number;
+  /**
+   * Pages the session's ring buffers reused before the agent's own reader had them (the agent's loop fell behind its
+   * source): their events reached no viewer and count in neither loss above.
+   */
+  readonly lappedPages: number;
   /** Frames drawn per second: the median over the seconds of the run, and the lowest. */
   readonly fps: number;
   readonly fpsMin: number;
@@ -126,6 +131,7 @@ export async function measureAgentLive(
       producedPerSec: produced / elapsed,
       viewerLost: after.viewerLost - before.viewerLost,
       sessionLost: after.lost - before.lost,
+      lappedPages: after.overwrittenPages - before.overwrittenPages,
       fps: sorted[sorted.length >> 1] ?? 0,
       fpsMin: sorted[0] ?? 0,
       rssStart: rss[0] ?? 0,

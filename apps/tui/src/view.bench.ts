@@ -346,7 +346,8 @@ try {
   process.stdout.write(
     `\nlive over the agent, 100 000 events/s asked (demo session, evtrace-view --session in a pseudo-terminal) for ${live.seconds.toFixed(1)} s: ` +
       `produced ${n(live.produced)} (${n(live.producedPerSec)}/s), the viewer lost ${n(live.viewerLost)} ` +
-      `(${((live.viewerLost / Math.max(1, live.produced)) * 100).toFixed(1)}%), the session lost ${n(live.sessionLost)}; ` +
+      `(${((live.viewerLost / Math.max(1, live.produced)) * 100).toFixed(1)}%), the session lost ${n(live.sessionLost)}, ` +
+      `its ring buffers went round ${n(live.lappedPages)} pages ahead of the agent's reader; ` +
       `status bar ${live.shownRate} ev/s; frames/s median ${live.fps}, lowest ${live.fpsMin}; ` +
       `RSS ${live.rssStart.toFixed(0)} MB after 1 s, at most ${live.rssMax.toFixed(0)} MB\n` +
       (embedded === '' ? '' : `beside the embedded path: ${embedded}\n`),
