@@ -173,6 +173,8 @@ describe('buffer gauges in the CPUs view, in a pseudo-terminal', { timeout: 180_
           );
           const during = await v.waitFor((t) => gaugeRows(t).some((r) => r.lost !== '0' && /[1-7]/.test(r.losses)));
           expect(during).toMatch(/BUFFERS {2}kernel per-CPU stats of instance evtrace-[0-9a-f]+-\d+-\d+, every 1 s/);
+          // The burst filled the buffer between two reads: a peak above half in some CPU's fill history.
+          await v.waitFor((t) => gaugeRows(t).some((r) => /[4-7]/.test(r.fills)));
           if (burst.exitCode === null) await new Promise<void>((resolve) => burst!.once('exit', () => resolve()));
           // After the burst the kernel's counts stay: the screen comes to show them for every CPU, with the fill
           // and the unread events the kernel's files give (the agent has drained the buffer by then).

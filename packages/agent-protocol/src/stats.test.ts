@@ -18,6 +18,7 @@ const good: BufferStats = {
           cpu: 0,
           size: 19456,
           fill: 0.25,
+          peakFill: 0.75,
           entries: 40,
           overrun: 0,
           dropped: 3,
@@ -53,6 +54,7 @@ describe('the stats op', () => {
     const bad = (c: object) =>
       checkBufferStats({ ...good, samples: [{ ...good.samples[0]!, cpus: [{ ...cpu, ...c }] }] });
     expect(bad({ fill: 1.5 })).toBe('stats.samples[0].cpus[0].fill: must be a number 0..1');
+    expect(bad({ peakFill: undefined })).toBe('stats.samples[0].cpus[0].peakFill: must be a number 0..1');
     expect(bad({ lost: -1 })).toBe('stats.samples[0].cpus[0].lost: must be a non-negative integer');
     expect(bad({ entries: null })).toBeUndefined();
     expect(bad({ entries: '4' })).toBe('stats.samples[0].cpus[0].entries: must be a non-negative integer or null');

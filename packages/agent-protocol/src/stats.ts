@@ -18,6 +18,12 @@ export interface CpuBufferStats {
   readonly size: number;
   /** Unread part of the buffer, 0..1: what is left before the writer loses events (discard) or overwrites (overwrite). */
   readonly fill: number;
+  /**
+   * The fullest the buffer was when the agent read it since the previous sample, 0..1: the most page data one read
+   * took, over `size`. The agent drains its buffers every few milliseconds, so `fill` at the sample is mostly near
+   * zero; this shows how close a burst came to losing events.
+   */
+  readonly peakFill: number;
   /** Events in the buffer not read yet; null where the origin does not count them (ringbuf counts pages). */
   readonly entries: number | null;
   /** Events overwritten before they were read (overwrite mode; tracefs: `overrun`). */
@@ -98,7 +104,10 @@ export function checkBufferStats(v: unknown): string | undefined {
       if (!isObj(c)) return `${cat}: must be an object`;
       for (const key of ['cpu', 'size', 'overrun', 'dropped', 'lost', 'written', 'read', 'head'] as const)
         if (!count(c[key])) return `${cat}.${key}: must be a non-negative integer`;
-      if (typeof c.fill !== 'number' || !(c.fill >= 0 && c.fill <= 1)) return `${cat}.fill: must be a number 0..1`;
+      for (const key of ['fill', 'peakFill'] as const) {
+        const f = c[key];
+        if (typeof f !== 'number' || !(f >= 0 && f <= 1)) return `${cat}.${key}: must be a number 0..1`;
+      }
       if (c.entries !== null && !count(c.entries)) return `${cat}.entries: must be a non-negative integer or null`;
     }
   }

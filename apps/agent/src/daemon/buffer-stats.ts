@@ -17,6 +17,8 @@ export interface GaugedSession {
   readonly source: { readonly kind: string; readonly resource?: string | undefined };
   /** The session's own ring buffer of each CPU. */
   readonly rings: readonly { readonly cpu: number; readonly ring: RingBuffer }[];
+  /** The most page data one read of the source gave each CPU (by index) since the last call. */
+  takeReadPeaks(): readonly number[];
 }
 
 /** Options of {@link BufferGauges}. */
@@ -68,8 +70,11 @@ export class BufferGauges {
       h = { origin: instance !== undefined ? 'tracefs' : 'ringbuf', instance, samples: [], seq: 0 };
       this.#histories.set(s, h);
     }
+    const peaks = s.takeReadPeaks();
     const cpus =
-      h.instance !== undefined ? kernelGauges(join(this.#tracefs(), 'instances', h.instance), s.rings) : ringGauges(s);
+      h.instance !== undefined
+        ? kernelGauges(join(this.#tracefs(), 'instances', h.instance), s.rings, peaks)
+        : ringGauges(s, peaks);
     h.samples.push({ seq: ++h.seq, time: Date.now(), cpus });
     if (h.samples.length > STATS_HISTORY) h.samples.splice(0, h.samples.length - STATS_HISTORY);
   }
@@ -94,8 +99,8 @@ export class BufferGauges {
  * The kernel's counters of each CPU of a tracefs instance. `bytes` in `stats` are the bytes of unread events, so
  * over `buffer_size_kb` they are the fill; a CPU whose files cannot be read (the instance went away) reads as empty.
  */
-function kernelGauges(dir: string, rings: GaugedSession['rings']): CpuBufferStats[] {
-  return rings.map(({ cpu }) => {
+function kernelGauges(dir: string, rings: GaugedSession['rings'], peaks: readonly number[]): CpuBufferStats[] {
+  return rings.map(({ cpu }, i) => {
     const perCpu = join(dir, 'per_cpu', `cpu${cpu}`);
     let s: Record<string, number> = {};
     let size = 0;
@@ -112,6 +117,7 @@ function kernelGauges(dir: string, rings: GaugedSession['rings']): CpuBufferStat
       cpu,
       size,
       fill: size > 0 ? Math.min(1, (s.bytes ?? 0) / size) : 0,
+      peakFill: size > 0 ? Math.min(1, (peaks[i] ?? 0) / size) : 0,
       entries,
       overrun,
       dropped,
@@ -124,18 +130,20 @@ function kernelGauges(dir: string, rings: GaugedSession['rings']): CpuBufferStat
 }
 
 /**
- * The header of each ring: the whole pages between the oldest one a reader still needs and the one being written are
+ * The header of each ring (`peaks`: what one read of the source wrote into it): the whole pages between the oldest one a reader still needs and the one being written are
  * the unread part (the page being written is not full yet); the header's `head` is -1 before the first page.
  */
-function ringGauges(s: GaugedSession): CpuBufferStats[] {
-  return s.rings.map(({ cpu, ring }) => {
+function ringGauges(s: GaugedSession, peaks: readonly number[]): CpuBufferStats[] {
+  return s.rings.map(({ cpu, ring }, i) => {
     const h = ring.stats();
     const head = Math.max(0, h.head);
     const read = Math.max(0, Math.min(h.tail, head));
+    const size = ring.pageSize * ring.pageCount;
     return {
       cpu,
-      size: ring.pageSize * ring.pageCount,
+      size,
       fill: Math.min(1, (head - read) / ring.pageCount),
+      peakFill: Math.min(1, (peaks[i] ?? 0) / size),
       entries: null,
       overrun: h.overwritten,
       dropped: h.discarded,

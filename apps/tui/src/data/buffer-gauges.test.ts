@@ -8,6 +8,7 @@ const cpu = (cpu: number, fill: number, lost: number): CpuBufferStats => ({
   cpu,
   size: 16384,
   fill,
+  peakFill: Math.min(1, fill * 2),
   entries: 10,
   overrun: 0,
   dropped: lost,
@@ -20,7 +21,7 @@ const sample = (seq: number, cpus: CpuBufferStats[]): BufferStatsSample => ({ se
 const meta = { origin: 'tracefs', instance: 'evtrace-x', interval: 1000, unit: 'events' } as const;
 
 describe('buffer gauges over time', () => {
-  it('keeps each CPU fill per sample and turns the lost counter into the loss of each interval', () => {
+  it('keeps each CPU peak fill per sample and turns the lost counter into the loss of each interval', () => {
     const v = gaugeView(meta, [
       sample(1, [cpu(0, 0.1, 5), cpu(1, 0, 0)]),
       sample(2, [cpu(0, 0.9, 5), cpu(1, 0.5, 40)]),
@@ -31,21 +32,23 @@ describe('buffer gauges over time', () => {
       [0, 1, 105],
       [1, 0.25, 40],
     ]);
-    expect(v.cpus[0]!.fills).toEqual([0.1, 0.9, 1]);
+    // The history is each interval's peak; the gauge the fill at the sample.
+    expect(v.cpus[0]!.fills).toEqual([0.2, 1, 1]);
     // The first sample's loss happened before the viewer looked: counted in `lost`, not as an interval's.
     expect(v.cpus[0]!.losses).toEqual([0, 0, 100]);
     expect(v.cpus[1]!.losses).toEqual([0, 40, 0]);
   });
 
   it('draws fill against a full buffer and the loss in its own column, within the width', () => {
-    const buffers = gaugeView(meta, [sample(1, [cpu(0, 0, 0)]), sample(2, [cpu(0, 0.5, 30)])]);
+    const buffers = gaugeView(meta, [sample(1, [cpu(0, 0, 0)]), sample(2, [cpu(0, 0.25, 30)])]);
     const stats: SourceStats = { cpus: [], types: [], eventsPerSec: 0, lost: 30, total: 0, buffers };
     const rows = bufferRows(stats, true, 80, true, 4);
     expect(rows[0]!.text).toContain('BUFFERS  kernel per-CPU stats of instance evtrace-x, every 1 s');
     const line = `${rows[2]!.text}${rows[2]!.loss}${rows[2]!.tail}`;
     expect(line.length).toBeLessThanOrEqual(80);
-    // Half full: half the gauge, and the history's last mark at the middle of the scale, not its top.
-    expect(line).toMatch(/^cpu0 {2}\[#####-----\] 50% +03 +30 +07 +10 ev/);
+    // A quarter full (rounded to the gauge's cells), and the history's last mark, a peak of half, at the middle of
+    // the scale, not its top.
+    expect(line).toMatch(/^cpu0 {2}\[###-------\] 25% +03 +30 +07 +10 ev/);
   });
 
   it('says why a live source has no gauges, and what a file tells instead', () => {

@@ -67,7 +67,10 @@ export class BufferGaugeFeed {
   }
 }
 
-/** Per CPU: fill now and per sample; lost in total and per interval (the first sample's loss counts from zero). */
+/**
+ * Per CPU: fill now, and the fullest the buffer was when read in each interval; lost in total and per interval (the
+ * first sample's loss counts from zero).
+ */
 export function gaugeView(
   meta: Pick<BufferStats, 'origin' | 'instance' | 'interval' | 'unit'>,
   samples: readonly BufferStatsSample[],
@@ -79,7 +82,7 @@ export function gaugeView(
     for (const c of s.cpus) {
       let h = byCpu.get(c.cpu);
       if (h === undefined) byCpu.set(c.cpu, (h = { fills: [], losses: [], prev: undefined }));
-      h.fills.push(c.fill);
+      h.fills.push(c.peakFill);
       h.losses.push(Math.max(0, c.lost - (h.prev ?? c.lost)));
       h.prev = c.lost;
     }

@@ -29,7 +29,7 @@ export interface CpuGauge {
   readonly cpu: number;
   /** Bytes the buffer holds at most. */
   readonly size: number;
-  /** Unread part of the buffer now, 0..1, and at each sample (oldest first). */
+  /** Unread part of the buffer now, 0..1, and the fullest it was when read in each interval (oldest first). */
   readonly fill: number;
   readonly fills: readonly number[];
   /** Lost in total, and in each interval between samples (oldest first). */

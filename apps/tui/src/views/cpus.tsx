@@ -98,14 +98,15 @@ export function bufferRows(stats: SourceStats, live: boolean, width: number, asc
     const why = stats.buffersUnavailable ?? "waiting for the agent's first sample";
     return [{ text: fit(`BUFFERS  n/a: ${why}`, width), head: true }];
   }
-  // cpu, gauge and percentage, lost, unread take 46 columns; the two histories share the rest.
+  // cpu, gauge and percentage, lost, unread take 46 columns; the two histories share the rest. The fill history is
+  // each interval's peak (the agent drains its buffers within milliseconds: the fill at a sample is mostly empty).
   const hist = Math.max(4, Math.floor((width - 46) / 2));
   const every = g.intervalMs % 1000 === 0 ? `${g.intervalMs / 1000} s` : `${g.intervalMs} ms`;
   const rows: Row[] = [
     { text: fit(`BUFFERS  ${g.origin}, every ${every}`, width), head: true },
     {
       text: fit(
-        `${fit('CPU', 5)} ${fit('fill', 18)} ${fit('fill over time', hist)} ${fit('lost', 8)} ${fit(`lost/${every}`, hist)} unread`,
+        `${fit('CPU', 5)} ${fit('fill', 18)} ${fit('peak fill when read', hist)} ${fit('lost', 8)} ${fit(`lost/${every}`, hist)} unread`,
         width,
       ),
       head: true,
