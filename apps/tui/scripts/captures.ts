@@ -84,7 +84,10 @@ try {
     await a.waitFor('PAUSED');
     capture('1 Events, following the agent session `flight` (paused with space)', a.screen.text());
     a.type(' ');
-    await views(a, [['3', '3 Sessions (evtrace-view --session flight)', 'flight ']]);
+    await views(a, [
+      ['2', '2 CPUs (evtrace-view --session flight: the session ring buffers, sampled by the agent)', 'BUFFERS  the'],
+      ['3', '3 Sessions (evtrace-view --session flight)', 'flight '],
+    ]);
     a.type('q');
     await a.exited;
   } finally {

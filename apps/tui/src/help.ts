@@ -11,11 +11,12 @@ DESCRIPTION
   the local agent; when none answers it starts the embedded demo source and says so in the status bar.
 
   Views (Tab or number keys): Events (every event as evtrace cat prints it, in columns you choose; the selected
-  one's fields typed; search, an ftrace filter checked as you type, go to a time, marks with their delta, a per-CPU
-  timeline), CPUs (per-CPU event rates, buffer fill, lost events, rates per event type), Sessions (the agent's
-  sessions: create, stop, snapshot, destroy), and Branches, Memory, Hardware where the trace has their events. Only
-  the rows on screen are decoded: traces of millions of events open at once. The chosen columns are remembered in
-  $XDG_CONFIG_HOME/evtrace/view.json.
+  one's fields typed; search, an ftrace filter checked as you type, go to a time, marks with their delta, density
+  strips per CPU or per task, a histogram of the event rate), CPUs (per-CPU event rates and lost events; a live
+  session's buffer fill and loss per CPU over time, from the kernel or the session's ring buffers; what a file
+  tells of each CPU; rates per event type), Sessions (the agent's sessions: create, stop, snapshot, destroy), and
+  Branches, Memory, Hardware where the trace has their events. Only the rows on screen are decoded: traces of
+  millions of events open at once. The chosen columns are remembered in $XDG_CONFIG_HOME/evtrace/view.json.
 
   Without a terminal on stdin or stdout it draws nothing and writes the events as JSON lines, as
   evtrace cat --json does: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "pid": N|null,
@@ -30,8 +31,9 @@ KEYS
   /            search (text or regex)     n/N          next/previous match
   :            filter (ftrace syntax)     t TIME       go to a time (+S/-S from the selection)
   m            mark A, then B (B-A shown) M            clear the marks
-  T            per-CPU timeline           c            choose and order the columns
-  < > ← →      scroll the fields          Esc          back: close details, cancel or clear the filter
+  T            timeline: CPUs, tasks, off i            histogram of the event rate
+  c            choose and order columns   < > ← →      scroll the fields
+  Esc          back: close details, cancel or clear the filter
   Text boxes:  Ctrl-A/E start/end, Ctrl-U/K cut before/after, Ctrl-W cut a word, ←/→ move
   Sessions:    c create, x stop, s snapshot, d destroy
 

@@ -12,6 +12,8 @@ export {
 } from './data/filter.ts';
 export { LiveWindow } from './data/live-window.ts';
 export type {
+  BufferGaugeView,
+  CpuGauge,
   CpuStats,
   SessionControl,
   SessionInfo,

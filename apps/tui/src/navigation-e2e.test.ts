@@ -184,6 +184,7 @@ describe.each([
       'go to time',
       'mark A, B',
       'timeline',
+      'rate histogram',
       'scroll fields',
       'columns',
       'Ctrl-W',

@@ -24,6 +24,7 @@ import {
   type TriggerSpec,
 } from './messages.ts';
 import { defaultSocketPath } from './paths.ts';
+import { type BufferStats, checkBufferStats } from './stats.ts';
 import { streamDecoder } from './stream.ts';
 import { parseServerMessage } from './validate.ts';
 
@@ -82,6 +83,11 @@ export interface AgentClient {
   attach(spec: AttachSpec): Promise<SessionStatus>;
   /** Protocol 2: ends a session attached to a persistent buffer; the buffer stays. */
   detach(name: string): Promise<DetachResult>;
+  /**
+   * The gauges of a session's buffers per CPU: the samples the agent took after `since` (default: all it keeps).
+   * @throws ProtocolError `ERR_PROTOCOL_MESSAGE` when the reply is not well-formed gauges.
+   */
+  stats(name: string, since?: number): Promise<BufferStats>;
   /** Closes the connection; pending requests fail with `ERR_AGENT_CLOSED`. */
   close(): void;
 }
@@ -393,6 +399,13 @@ class Client implements AgentClient {
   }
   detach(name: string): Promise<DetachResult> {
     return this.#request({ op: 'detach', name }) as Promise<DetachResult>;
+  }
+
+  async stats(name: string, since?: number): Promise<BufferStats> {
+    const result = await this.#request({ op: 'stats', name, ...(since !== undefined ? { since } : {}) });
+    const wrong = checkBufferStats(result);
+    if (wrong !== undefined) throw new ProtocolError('ERR_PROTOCOL_MESSAGE', `bad stats from the agent: ${wrong}`);
+    return result as BufferStats;
   }
 
   close(): void {

@@ -46,6 +46,15 @@ export {
   V2_OPS,
 } from './messages.ts';
 export { defaultSocketPath } from './paths.ts';
+export {
+  type BufferStats,
+  type BufferStatsOrigin,
+  type BufferStatsSample,
+  type CpuBufferStats,
+  checkBufferStats,
+  STATS_HISTORY,
+  type StatsRequest,
+} from './stats.ts';
 export { endMessage, eventsMessage, liveMessage, lossMessage, streamDecoder, subscribeResult } from './stream.ts';
 export {
   BUFFER_NAME,

@@ -4,6 +4,7 @@
  * `id`, and sends {@link StreamMessage}s for the subscriptions a client opened.
  */
 import type { AgentErrorCode } from './errors.ts';
+import type { StatsRequest } from './stats.ts';
 
 /** The protocol version this package speaks; `hello` negotiates it. */
 export const PROTOCOL_VERSION = 3;
@@ -78,7 +79,9 @@ export type Request =
   /** Version 2: makes a persistent buffer the source of a new session (running at once). */
   | ({ readonly id: number; readonly op: 'attach' } & AttachSpec)
   /** Version 2: ends an attached session; the buffer stays. */
-  | { readonly id: number; readonly op: 'detach'; readonly name: string };
+  | { readonly id: number; readonly op: 'detach'; readonly name: string }
+  /** The gauges of a session's buffers, sampled by the agent (stats.ts). */
+  | ({ readonly id: number; readonly op: 'stats' } & StatsRequest);
 
 export type RequestOp = Request['op'];
 
@@ -98,6 +101,7 @@ export const REQUEST_OPS: readonly RequestOp[] = [
   'buffers',
   'attach',
   'detach',
+  'stats',
 ];
 
 export type PersistentBackend = 'user' | 'kernel';

@@ -227,6 +227,10 @@ function request(o: Obj): Request {
     }
     case 'detach':
       return { id, op, name: name(o, p) };
+    case 'stats': {
+      const since = uint(o, 'since', p, true);
+      return { id, op, name: name(o, p), ...(since !== undefined ? { since } : {}) };
+    }
     default:
       throw new UnknownOp(op);
   }

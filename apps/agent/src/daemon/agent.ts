@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import type {
   AttachSpec,
   BufferList,
+  BufferStats,
   DetachResult,
   SessionSpec,
   SessionStatus,
@@ -29,6 +30,7 @@ import {
   removeInstanceDir,
 } from '@evtrace/tracefs';
 import type { AgentHealth, MetricsProvider, SessionCounters } from '../metrics/types.ts';
+import { BufferGauges } from './buffer-stats.ts';
 import { actsAsItself, asCaller, type Caller, callerName } from './caller.ts';
 import { AgentError, asAgentError } from './errors.ts';
 import { extension, finishInto } from './files.ts';
@@ -64,6 +66,8 @@ export interface AgentOptions {
   readonly demoRate?: number;
   /** More source kinds (`mce`: the hardware session), by the kind saved in a session's state. */
   readonly sources?: Readonly<Record<string, (spec: SessionSpec) => EventSource>>;
+  /** Milliseconds between two samples of the sessions' buffer gauges (`stats`). Default 1000. */
+  readonly statsIntervalMs?: number;
 }
 
 const SIGNALS: readonly TriggerSignal[] = ['SIGUSR1', 'SIGUSR2'];
@@ -79,6 +83,7 @@ export class Agent implements MetricsProvider {
   readonly #signalHandlers = new Map<TriggerSignal, () => void>();
   #closed = false;
   readonly #instances: SharedInstances;
+  readonly #gauges: BufferGauges;
   /** Tags this agent's tracefs instances, so that only an agent of the same state directory re-adopts or removes them. */
   readonly #owner: string;
 
@@ -89,6 +94,11 @@ export class Agent implements MetricsProvider {
       owner: this.#owner,
       ...(options.tracefs !== undefined ? { tracefs: options.tracefs } : {}),
     });
+    this.#gauges = new BufferGauges({
+      tracefs: () => options.tracefs ?? findTracefs(),
+      ...(options.statsIntervalMs !== undefined ? { intervalMs: options.statsIntervalMs } : {}),
+    });
+    this.#gauges.start(() => this.sessionsByName.values());
     mkdirSync(sessionsDir(options.stateDir), { recursive: true, mode: 0o750 });
     mkdirSync(join(options.stateDir, 'snapshots'), { recursive: true, mode: 0o750 });
     for (const signal of SIGNALS) {
@@ -460,6 +470,11 @@ export class Agent implements MetricsProvider {
     return this.#get(name).status();
   }
 
+  /** The gauges of the session's buffers per CPU, sampled every interval: those after `since`. */
+  stats(name: string, since?: number): BufferStats {
+    return this.#gauges.stats(this.#get(name), since);
+  }
+
   list(): SessionStatus[] {
     return [...this.sessionsByName.values()].map((s) => s.status());
   }
@@ -570,6 +585,7 @@ export class Agent implements MetricsProvider {
     this.#closed = true;
     this.sessionsByName.clear();
     clearTimeout(this.#timer);
+    this.#gauges.stop();
     for (const [signal, handler] of this.#signalHandlers) process.removeListener(signal, handler);
   }
 

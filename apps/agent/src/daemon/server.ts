@@ -192,6 +192,8 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
         return void reply(r.id, await agent.attachBuffer(r, caller));
       case 'detach':
         return void reply(r.id, agent.detachBuffer(r.name));
+      case 'stats':
+        return void reply(r.id, agent.stats(r.name, r.since));
       case 'unsubscribe': {
         const v = viewers.get(r.stream);
         if (v === undefined) throw new AgentError('ERR_BAD_MESSAGE', `no stream ${r.stream} on this connection`);

@@ -22,6 +22,7 @@ import {
   type FtraceMetadata,
   mergeByTime,
   openRawPagesDir,
+  type PageLayout,
   type PageSink,
   type TraceEvent,
 } from '@evtrace/trace-format';
@@ -67,6 +68,18 @@ interface CpuState {
 function drainEvery(geometry: { pageSize: number; pageCount: number }, recordSize: number): number {
   const perPage = Math.max(1, Math.floor((geometry.pageSize - PAGE_HEADER_SIZE) / (recordSize + EXTENDED_HEADER_SIZE)));
   return Math.max(1, Math.floor((perPage * geometry.pageCount) / 2));
+}
+
+/** Data bytes of an ftrace page: the length in its header's commit word, without the missed-events flags. */
+function pageDataBytes(layout: PageLayout): (page: Uint8Array) => number {
+  const le = layout.byteOrder === 'le';
+  // A big-endian 8-byte commit keeps its low half in the second word.
+  const at = layout.commitOffset + (layout.commitSize === 8 && !le ? 4 : 0);
+  const room = layout.pageSize - layout.dataOffset;
+  return (page) =>
+    page.byteLength < at + 4
+      ? 0
+      : Math.min(room, new DataView(page.buffer, page.byteOffset + at, 4).getUint32(0, le) & 0x3fffffff);
 }
 
 /** What a session tells the agent. */
@@ -116,6 +129,9 @@ export class Session {
   readonly #count: PageCount = { records: 0, dataBytes: 0, missed: false, corruptAt: -1 };
   /** Classes the filter does not fit (sources without a kernel): left out, as the kernel would refuse them. */
   readonly #excluded = new Set<string>();
+  /** Page data each CPU's sink took since the last note, and the most taken between two notes (one read of the source). */
+  #polled: number[] = [];
+  #readPeaks: number[] = [];
 
   constructor(
     spec: SessionSpec,
@@ -151,12 +167,16 @@ export class Session {
       const size = this.spec.bufferSize ?? DEFAULT_BUFFER_SIZE;
       const geometry = ringGeometry(size, this.source.pageSize);
       const every = drainEvery(geometry, this.source.pageSize);
+      const dataBytes = pageDataBytes(this.#meta.page);
+      this.#polled = this.source.cpus.map(() => 0);
+      this.#readPeaks = this.source.cpus.map(() => 0);
       this.#cpus = this.source.cpus.map((cpu, i) => {
         const ring = RingBuffer.create({ ...geometry, mode: this.spec.mode, clock: { name: 'trace_clock' } });
         const writer = ring.writer({ streamId: cpu });
         let written = 0;
         const sink: PageSink = {
           writeBytes: (type, payload, ts) => {
+            this.#polled[i]! += dataBytes(payload);
             const ok = writer.writeBytes(type, payload, ts);
             if (++written >= every && this.#sinkError === undefined) {
               written = 0;
@@ -268,7 +288,10 @@ export class Session {
     if (this.state !== 'running') return 0;
     let fastest = 0;
     try {
+      // A source shared with another session may have been read in that session's poll: its pages count as one read.
+      this.#notePolled();
       fastest = this.source.poll();
+      this.#notePolled();
       if (this.#sinkError !== undefined) throw this.#sinkError;
       this.#pump();
       this.#output?.tick(now);
@@ -463,6 +486,29 @@ export class Session {
   /** The classes of the session's events (its format files), which type them for viewers. */
   get eventClasses(): readonly EventClass[] {
     return this.#meta?.eventClasses ?? [];
+  }
+
+  #notePolled(): void {
+    for (let i = 0; i < this.#polled.length; i++) {
+      if (this.#polled[i]! > this.#readPeaks[i]!) this.#readPeaks[i] = this.#polled[i]!;
+      this.#polled[i] = 0;
+    }
+  }
+
+  /**
+   * The most page data one read of the source gave each CPU since the last call (by CPU index): how full the source's
+   * buffer was when the agent read it, for the gauges (buffer-stats.ts).
+   */
+  takeReadPeaks(): number[] {
+    this.#notePolled();
+    const peaks = this.#readPeaks;
+    this.#readPeaks = peaks.map(() => 0);
+    return peaks;
+  }
+
+  /** Each CPU's ring buffer, for the gauges (buffer-stats.ts). */
+  get rings(): readonly { readonly cpu: number; readonly ring: RingBuffer }[] {
+    return this.#cpus;
   }
 
   /** Output files finished so far and the `.part` being written. */

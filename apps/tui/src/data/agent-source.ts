@@ -13,6 +13,7 @@ import {
 } from '@evtrace/agent-protocol';
 import { eventComm, LiveMerge, type TraceEvent } from '@evtrace/trace-format';
 import { ViewerError } from '../errors.ts';
+import { BufferGaugeFeed, gaugeStats } from './buffer-gauges.ts';
 import { LiveWindow } from './live-window.ts';
 import type { SessionControl, SessionInfo, SourceStats, ViewerSource } from './source.ts';
 import { lazySymbols } from './symbols.ts';
@@ -78,6 +79,8 @@ async function followSession(
   let status: SessionStatus | undefined;
   let viewerLost = 0;
   let subscription: Subscription | undefined;
+  const gauges = name !== undefined ? new BufferGaugeFeed(client, name) : undefined;
+  gauges?.start();
   if (name !== undefined) {
     // Asked before subscribing: once the recent window arrives, the client stops reading replies until the stream
     // is consumed (its backlog pauses the socket), and the stream is consumed only below.
@@ -143,6 +146,7 @@ async function followSession(
       lost: status?.lost ?? 0,
       viewerLost,
       total: status?.events ?? s.total,
+      ...gaugeStats(gauges),
     };
   };
   return {
@@ -166,6 +170,7 @@ async function followSession(
     warnings: () => warnings,
     async close() {
       for (const t of timers.splice(0)) clearInterval(t);
+      gauges?.close();
       await subscription?.close().catch(() => {});
       client.close();
     },

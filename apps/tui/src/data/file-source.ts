@@ -51,6 +51,7 @@ export function openFileSource(path: string): ViewerSource {
     throw inputError(error);
   }
   const lostByCpu = 'lost' in store ? (store as IndexedTrace).lost : new Map<number, number>();
+  const bytesByCpu = 'bytes' in store ? (store as IndexedTrace).bytes : undefined;
   const cmdlines = reader.metadata?.cmdlines;
   const name = `${basename(path)} (${reader.kind})`;
   let stats: SourceStats | undefined;
@@ -73,7 +74,7 @@ export function openFileSource(path: string): ViewerSource {
     live: false,
     store: () => store,
     eventClasses: () => reader.eventClasses,
-    stats: () => (stats ??= fileStats(store, lostByCpu)),
+    stats: () => (stats ??= fileStats(store, lostByCpu, bytesByCpu)),
     lost: () => [...lostByCpu.values()].reduce((a, b) => a + b, 0),
     taskName: (pid) => cmdlines?.get(pid),
     symbols: lazySymbols(() => reader.metadata?.kallsyms(), true),
@@ -138,8 +139,16 @@ function indexInBackground(
   };
 }
 
-/** Per-CPU counts and rates over the trace's span, per-type counts: one pass over the summary columns. */
-export function fileStats(store: EventStore, lostByCpu: ReadonlyMap<number, number>): SourceStats {
+/**
+ * Per-CPU counts and rates over the trace's span, per-type counts: one pass over the summary columns. A file has no
+ * buffer fill: what it tells of each CPU is its events, its bytes (`bytesByCpu`, where the format says) and the losses
+ * it marks.
+ */
+export function fileStats(
+  store: EventStore,
+  lostByCpu: ReadonlyMap<number, number>,
+  bytesByCpu?: ReadonlyMap<number, number>,
+): SourceStats {
   const n = store.length;
   const first = n > 0 ? store.tsNs(0) : 0n;
   const last = n > 0 ? store.tsNs(n - 1) : 0n;
@@ -166,8 +175,7 @@ export function fileStats(store: EventStore, lostByCpu: ReadonlyMap<number, numb
       events: c.events,
       lost: lostByCpu.get(cpu) ?? 0,
       rates: [...c.slices].map((k) => k / (sliceNs / 1e9)),
-      fill: n > 0 ? c.events / n : 0,
-      fillLabel: 'share of events',
+      ...(bytesByCpu?.has(cpu) ? { bytes: bytesByCpu.get(cpu)! } : {}),
     }));
   let lost = 0;
   for (const v of lostByCpu.values()) lost += v;

@@ -20,6 +20,37 @@ export interface CpuStats {
   readonly fill?: number;
   /** What `fill` measures, e.g. "ring buffer" or "viewer window". */
   readonly fillLabel?: string;
+  /** A file: bytes of this CPU's data in it, when the format says. */
+  readonly bytes?: number;
+}
+
+/** One CPU's buffer as the agent's gauges show it over time. */
+export interface CpuGauge {
+  readonly cpu: number;
+  /** Bytes the buffer holds at most. */
+  readonly size: number;
+  /** Unread part of the buffer now, 0..1, and the fullest it was when read in each interval (oldest first). */
+  readonly fill: number;
+  readonly fills: readonly number[];
+  /** Lost in total, and in each interval between samples (oldest first). */
+  readonly lost: number;
+  readonly losses: readonly number[];
+  /** Events in the buffer not read yet, where counted. */
+  readonly entries: number | null;
+  /** Read and write positions (events for the kernel's buffers, pages for ring buffers). */
+  readonly read: number;
+  readonly head: number;
+}
+
+/** The buffers of a live session, per CPU over time. */
+export interface BufferGaugeView {
+  /** Where the gauges come from, e.g. `kernel per-CPU stats, tracefs instance evtrace-...`. */
+  readonly origin: string;
+  /** What the loss counts: kernel `events` or ring `records` (pages of events). */
+  readonly unit: 'events' | 'records';
+  /** Milliseconds between two samples. */
+  readonly intervalMs: number;
+  readonly cpus: readonly CpuGauge[];
 }
 
 /** Counts of one event type. */
@@ -40,6 +71,10 @@ export interface SourceStats {
   readonly viewerLost?: number;
   /** Events seen in total (file: the trace's length). */
   readonly total: number;
+  /** A live session's buffer gauges, once the agent sent them. */
+  readonly buffers?: BufferGaugeView;
+  /** Why a live source has no buffer gauges, when it is known. */
+  readonly buffersUnavailable?: string;
 }
 
 /** One session as the agent lists it. */

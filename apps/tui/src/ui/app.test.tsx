@@ -180,7 +180,10 @@ describe('frame', () => {
     expect(app.lastFrame()).toContain('Enter details');
     app.stdin.write('\t');
     expect(await until(app, has('[2 CPUs]'))).toContain('[2 CPUs]');
-    expect(app.lastFrame()).toMatch(/cpu0 .*\[#+-*\]/);
+    // A file has no buffer fill: what it tells of each CPU, labelled as the file's.
+    expect(app.lastFrame()).toContain('FROM THE FILE');
+    expect(app.lastFrame()).not.toMatch(/\[#+-*\]/);
+    expect(app.lastFrame()).toMatch(/\ncpu0 +\d+ +[\d.]+ KiB +0\n/);
     expect(app.lastFrame()).toContain('kmem:kmalloc');
     app.stdin.write('3');
     expect(await until(app, has('[3 Sessions]'))).toContain('[3 Sessions]');

@@ -189,13 +189,24 @@ export function countText(n: number): string {
 
 const BARS = '▁▂▃▄▅▆▇█';
 
-/** A sparkline of the last `width` values, scaled to their maximum (ASCII digits 0-7 when `ascii`). */
-export function sparkline(values: readonly number[], width: number, ascii = false): string {
+/**
+ * A sparkline of the last `width` values, scaled to their maximum or to `scale` (a fill's 1) when given (ASCII
+ * digits 0-7 when `ascii`).
+ */
+export function sparkline(values: readonly number[], width: number, ascii = false, scale?: number): string {
   const shown = values.slice(-width);
-  const max = Math.max(0, ...shown);
+  const max = scale ?? Math.max(0, ...shown);
   const marks = ascii ? '01234567' : BARS;
   const line = shown.map((v) => (max === 0 ? marks[0] : marks[Math.min(7, Math.floor((v / max) * 7.999))])).join('');
   return line.padStart(width, ' ');
+}
+
+/** `1536` → `1.5 KiB`: bytes in binary units. */
+export function bytesText(n: number): string {
+  if (n >= 1 << 30) return `${(n / (1 << 30)).toFixed(2)} GiB`;
+  if (n >= 1 << 20) return `${(n / (1 << 20)).toFixed(2)} MiB`;
+  if (n >= 1 << 10) return `${(n / (1 << 10)).toFixed(1)} KiB`;
+  return `${n} B`;
 }
 
 /** A gauge `[#####-----]` of `fraction` in `width` columns, brackets included. */

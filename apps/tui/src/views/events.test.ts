@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { EventStore } from '../data/store.ts';
-import { cpuDensity } from './events.tsx';
+import { cpuDensity } from './timeline.tsx';
 
 /** A store of `n` events one per microsecond, on cpu0 in the first half of the span and cpu1 in the second. */
 function store(n: number): EventStore {

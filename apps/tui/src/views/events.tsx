@@ -2,7 +2,8 @@
  * The Events view: a virtualized list (only the rows on screen are decoded and rendered, whatever the trace's
  * length) in the columns the user chose, values printed as `evtrace cat` prints them; a detail pane with every field
  * typed; search (`/`, `n`/`N`), the ftrace filter (`:`, with the kernel's verdict as you type), a jump to a time
- * (`t`), marks A and B with their delta (`m`), and a per-CPU density timeline (`T`).
+ * (`t`), marks A and B with their delta (`m`), density strips per CPU or per task (`T`) and a histogram of the
+ * event rate (`i`) over the span (timeline.tsx).
  */
 import { Box, Text } from 'ink';
 import { useEffect, useMemo, useRef, useState } from 'react';
@@ -40,6 +41,7 @@ import { LineText } from '../ui/line-box.tsx';
 import { editLine, type LineState, line } from '../ui/line-edit.ts';
 import { useColour, useTheme } from '../ui/theme.ts';
 import type { ViewDefinition, ViewProps } from './registry.ts';
+import { histogramHeight, type StripKind, Timeline } from './timeline.tsx';
 
 /** Where the list is: the selected row and the first row on screen. */
 export interface ListPosition {
@@ -125,7 +127,9 @@ function EventsView(props: ViewProps) {
   const [note, setNote] = useState<string | undefined>(undefined);
   const [marks, setMarks] = useState<{ a?: bigint; b?: bigint }>({});
   const [hscroll, setHscroll] = useState(0);
-  const [timeline, setTimeline] = useState<boolean | undefined>(undefined);
+  /** The density strips: per CPU, per task, or none ('off'); undefined: per CPU where the view has room. */
+  const [timeline, setTimeline] = useState<StripKind | 'off' | undefined>(undefined);
+  const [histogram, setHistogram] = useState(false);
   const configPath = useMemo(() => settingsPath(), []);
   const [columns, setColumns] = useState<ColumnChoice>(() => loadColumns(configPath));
   /** The column chooser while open: the choice being edited and its selected row. */
@@ -187,7 +191,11 @@ function EventsView(props: ViewProps) {
   }, [seek, search, store]);
 
   const shownMarks = marks.a !== undefined ? 1 : 0;
-  const timelineRows = (timeline ?? height >= 30) ? timelineHeight(source, height) : 0;
+  const chosen = timeline ?? (height >= 30 ? 'cpu' : 'off');
+  const strips = chosen === 'off' ? undefined : chosen;
+  const stripRows = strips === undefined ? 0 : stripHeight(source, strips, height);
+  const histogramRows = histogram ? histogramHeight(height) : 0;
+  const timelineRows = stripRows + histogramRows > 0 ? stripRows + histogramRows + 1 : 0;
   const promptRows = prompt === undefined ? 0 : prompt.kind === 'filter' ? (verdict?.ok === false ? 3 : 2) : 2;
   const infoRows = shownMarks > 0 || note !== undefined || seek !== undefined ? 1 : 0;
   const detailRows = detail ? Math.max(4, Math.floor((height - 1) / 2)) : 0;
@@ -316,7 +324,11 @@ function EventsView(props: ViewProps) {
           setMarks({});
           return true;
         case 'T':
-          setTimeline(!(timeline ?? height >= 30));
+          // Per CPU, per task, hidden, and round again.
+          setTimeline(strips === undefined ? 'cpu' : strips === 'cpu' ? 'task' : 'off');
+          return true;
+        case 'i':
+          setHistogram(!histogram);
           return true;
         case 'c': {
           const order = [...columns, ...COLUMN_IDS.filter((c) => !columns.includes(c))];
@@ -401,10 +413,13 @@ function EventsView(props: ViewProps) {
         <Timeline
           store={store}
           width={width}
-          rows={timelineRows}
+          strips={strips}
+          stripRows={stripRows}
+          histogram={histogramRows}
           cursor={store.length > 0 ? store.tsNs(cursor) : undefined}
           marks={marks}
           ascii={!fancy}
+          taskName={taskName}
         />
       ) : null}
       {chooser !== undefined ? (
@@ -449,96 +464,10 @@ function marksText(marks: { a?: bigint; b?: bigint }): string | undefined {
   return `${a}  B ${timeText(marks.b)}  B-A ${deltaText(marks.b - marks.a)}`;
 }
 
-/** Rows the timeline takes: one per CPU (at most a quarter of the view) and its time ruler. */
-function timelineHeight(source: ViewerSource, height: number): number {
-  const cpus = source.stats().cpus.length;
-  return Math.min(Math.max(1, cpus), Math.max(1, Math.floor(height / 4))) + 1;
-}
-
-const DENSITY = ' ▁▂▃▄▅▆▇█';
-const DENSITY_ASCII = ' .:-=+*#%';
-
-/**
- * Events per CPU over the store's time span, one character per slice, darker where denser (the scale is the
- * busiest slice of any CPU); the ruler under it places the selection (`^`) and the marks (`A`, `B`).
- */
-function Timeline(props: {
-  store: EventStore;
-  width: number;
-  rows: number;
-  cursor: bigint | undefined;
-  marks: { a?: bigint; b?: bigint };
-  ascii: boolean;
-}) {
-  const { store, width, rows, cursor, marks, ascii } = props;
-  const colour = useColour();
-  const label = 7;
-  const slices = Math.max(1, width - label);
-  const density = useMemo(() => cpuDensity(store, slices), [store, slices]);
-  const glyphs = ascii ? DENSITY_ASCII : DENSITY;
-  const cpus = [...density.counts.keys()].sort((a, b) => a - b);
-  const shown = cpus.slice(0, rows - 1);
-  const at = (ts: bigint | undefined) =>
-    ts === undefined || density.span === 0n
-      ? -1
-      : Math.min(slices - 1, Math.max(0, Number(((ts - density.first) * BigInt(slices)) / density.span)));
-  const ruler = Array<string>(slices).fill(ascii ? '-' : '─');
-  for (const [mark, ch] of [
-    [cursor, '^'],
-    [marks.a, 'A'],
-    [marks.b, 'B'],
-  ] as const) {
-    const x = at(mark);
-    if (x >= 0) ruler[x] = ch;
-  }
-  const more = cpus.length - shown.length;
-  return (
-    <Box flexDirection="column">
-      {shown.map((cpu, k) => (
-        <Text key={cpu} wrap="truncate">
-          <Text color={colour('cyan')}>
-            {fit(k === shown.length - 1 && more > 0 ? `+${more + 1}cpu` : `cpu${cpu}`, label)}
-          </Text>
-          {Array.from(density.counts.get(cpu)!, (n) =>
-            n === 0 ? ' ' : glyphs[1 + Math.min(7, Math.floor((n / density.max) * 7.999))],
-          ).join('')}
-        </Text>
-      ))}
-      <Text wrap="truncate" color={colour('gray')}>
-        {fit('', label)}
-        {ruler.join('')}
-      </Text>
-    </Box>
-  );
-}
-
-/** Events read per slice of the timeline at most: beyond, every k-th event stands for k (the view stays instant). */
-const DENSITY_SAMPLES = 256;
-
-/**
- * Event counts per CPU in `slices` equal slices of the store's time span, from the summary columns only (no
- * decoding); a long store is sampled evenly, each sample counting for the events it stands for.
- */
-export function cpuDensity(
-  store: EventStore,
-  slices: number,
-): { counts: Map<number, Float64Array>; max: number; first: bigint; span: bigint } {
-  const counts = new Map<number, Float64Array>();
-  if (store.length === 0) return { counts, max: 0, first: 0n, span: 0n };
-  const first = store.tsNs(0);
-  const span = store.tsNs(store.length - 1) - first;
-  const perSlice = Number(span) / slices;
-  const step = Math.max(1, Math.floor(store.length / (slices * DENSITY_SAMPLES)));
-  let max = 0;
-  for (let i = 0; i < store.length; i += step) {
-    const cpu = store.cpu(i) ?? -1;
-    let row = counts.get(cpu);
-    if (row === undefined) counts.set(cpu, (row = new Float64Array(slices)));
-    const x = perSlice === 0 ? 0 : Math.min(slices - 1, Math.floor(Number(store.tsNs(i) - first) / perSlice));
-    row[x]! += step;
-    if (row[x]! > max) max = row[x]!;
-  }
-  return { counts, max, first, span };
+/** Rows the strips take: one per CPU, or per task, at most a quarter of the view. */
+function stripHeight(source: ViewerSource, strips: StripKind, height: number): number {
+  const quarter = Math.max(1, Math.floor(height / 4));
+  return strips === 'task' ? quarter : Math.min(Math.max(1, source.stats().cpus.length), quarter);
 }
 
 function ColumnChooser(props: {
@@ -635,7 +564,8 @@ export const eventsView: ViewDefinition = {
     ['t', 'go to time'],
     ['m', 'mark A, B'],
     ['M', 'clear marks'],
-    ['T', 'timeline'],
+    ['T', 'timeline: CPUs, tasks, off'],
+    ['i', 'rate histogram'],
     ['</> ←/→', 'scroll fields'],
     ['c', 'columns'],
     ['Esc', 'back'],

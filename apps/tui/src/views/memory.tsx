@@ -21,7 +21,7 @@ import { Kallsyms } from '@evtrace/trace-format';
 import { Box, Text } from 'ink';
 import { useMemo, useRef, useState } from 'react';
 import type { EventStore } from '../data/store.ts';
-import { countText, fit, sparkline } from '../ui/format.ts';
+import { bytesText, countText, fit, sparkline } from '../ui/format.ts';
 import { useKeys } from '../ui/keys.ts';
 import { useColour, useTheme } from '../ui/theme.ts';
 import type { ViewDefinition, ViewProps } from './registry.ts';
@@ -104,13 +104,6 @@ function runningKallsyms(): Kallsyms | undefined {
     }
   }
   return running ?? undefined;
-}
-
-function bytesText(n: number): string {
-  if (n >= 1 << 30) return `${(n / (1 << 30)).toFixed(2)} GiB`;
-  if (n >= 1 << 20) return `${(n / (1 << 20)).toFixed(2)} MiB`;
-  if (n >= 1 << 10) return `${(n / (1 << 10)).toFixed(1)} KiB`;
-  return `${n} B`;
 }
 
 function MemoryView(props: ViewProps) {

@@ -23,6 +23,8 @@ export interface IndexedTrace {
   readonly length: number;
   /** Events lost before pages, per CPU, as the kernel counted them (an unknown count counts as 1). */
   readonly lost: ReadonlyMap<number, number>;
+  /** Bytes of each CPU's pages in the trace. */
+  readonly bytes: ReadonlyMap<number, number>;
   /** Timestamp of the event at `i`, in ns (the trace's offset applied). */
   tsNs(i: number): bigint;
   cpu(i: number): number;
@@ -154,6 +156,7 @@ export function indexFtrace(reader: FtraceReader, options: IndexFtraceOptions = 
   return {
     length: which.length,
     lost,
+    bytes: new Map(cpus.map((c) => [c.cpu, c.bytes.byteLength])),
     tsNs(i) {
       check(i);
       return cpus[which[i]!]!.ts[at[i]!]! + offset;
