@@ -112,6 +112,7 @@ const exited = (p: ChildProcess) =>
   new Promise<void>((r) => (p.exitCode !== null || p.signalCode !== null ? r() : p.once('exit', () => r())));
 
 describe('the agent lists and attaches to user-space persistent buffers', () => {
+  // A dozen CLI processes and three agent starts: a loaded machine takes minutes where a quiet one takes seconds.
   it('streams a live writer to cat --live, survives the writer kill -9, snapshots, detaches, and re-attaches after restarts', async () => {
     const dir = fresh('agent-persistent-');
     const bufs = join(dir, 'bufs');
@@ -156,12 +157,13 @@ describe('the agent lists and attaches to user-space persistent buffers', () => 
       expect(missing.stderr).toMatch(/ERR_NO_BUFFER: ERR_NOT_FOUND: no buffer named t\/app\/none/);
 
       // A live viewer receives the writer's records in order, the buffer's content first.
+      // Caught up with what was committed when it started (a moving target may stay ahead of a viewer on a loaded
+      // machine, the writer being a process of its own).
       const cat = startCatLive(agent, 't/app/flight');
+      const target = Math.max(writer.committed(), 400);
       const seen = await eventually(() => {
         const e = cat.events();
-        return e.length > 0 && value(e.at(-1)!.fields.payload) > writer.committed() - 50 && e.length >= 400
-          ? e
-          : undefined;
+        return e.length > 0 && value(e.at(-1)!.fields.payload) >= target - 1 ? e : undefined;
       });
       expect(seen.map((e) => value(e.fields.payload))).toEqual(Array.from({ length: seen.length }, (_, i) => i));
       for (const e of seen.slice(0, 10)) {
@@ -298,7 +300,7 @@ describe('the agent lists and attaches to user-space persistent buffers', () => 
     } finally {
       await agent.stop();
     }
-  });
+  }, 180_000);
 
   it('reports buffers it cannot open as such, refuses to attach them with the reason, and keeps serving', async () => {
     const dir = fresh('agent-persistent-bad-');
