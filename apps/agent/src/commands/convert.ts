@@ -1,4 +1,5 @@
-import { writeSync } from 'node:fs';
+import { readdirSync, statSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   checkOutputDir,
   createTextFormatter,
@@ -33,6 +34,16 @@ interface ConvertOptions {
   buffer?: string;
   share?: boolean;
   force?: boolean;
+  json?: boolean;
+}
+
+/** The bytes a finished output holds: a file's size, a CTF directory's files summed. */
+function outputBytes(path: string): number {
+  const st = statSync(path);
+  if (!st.isDirectory()) return st.size;
+  let total = 0;
+  for (const name of readdirSync(path)) total += outputBytes(join(path, name));
+  return total;
 }
 
 /** Runs `fn` with functions writing text or bytes to `file`, which is replaced only once `fn` returns (see writeFileAtomically). */
@@ -133,8 +144,22 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
     .option('--compression <alg>', 'trace.dat v7 compression: zstd (default), zlib or none')
     .option('--share', 'make OUTPUT readable by every user (default: its owner only, as it holds kernel addresses)')
     .option('--force', 'replace a non-empty OUTPUT directory (--to ctf), all it holds, once the new trace is complete')
+    .option('--json', 'print the summary as one JSON object on stdout (schemas/convert.json) instead of text on stderr')
     .action((input: string, options: ConvertOptions) => {
       const { to, version, compression } = checkOptions(options);
+      if (options.output === '-' && options.json === true)
+        throw usageError('--json: the summary goes to standard output, which -o - takes for the events; give a path');
+      // What --json prints at the end: the text summary's facts.
+      const summary = (events: number | null, copied?: { bytes: number; skipped: number }) =>
+        `${JSON.stringify({
+          input,
+          output: options.output,
+          to,
+          events,
+          pagesCopied: copied !== undefined,
+          skippedPages: copied?.skipped ?? 0,
+          bytes: copied?.bytes ?? (options.output === '-' ? null : outputBytes(options.output)),
+        })}\n`;
       if (options.output === '-' && !STREAMED.includes(to)) {
         throw usageError(
           `-o -: --to ${to} cannot go to standard output (${NOT_STREAMED[to]}); give a path (standard output takes ${STREAMED.join(', ')})`,
@@ -168,9 +193,11 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
               const bytes = writeTraceDatPages(options.output, copy.input, { version, compression, ...access });
               const cpus = copy.input.cpus.filter((c) => c.size > 0).length;
               const skipped = copy.skipped > 0 ? `; ${copy.skipped} corrupt pages left out` : '';
-              io.stderr(
-                `evtrace: pages of ${cpus} CPUs copied to ${options.output} (tracedat v${version}, ${bytes} bytes${skipped})\n`,
-              );
+              if (options.json === true) io.stdout(summary(null, { bytes, skipped: copy.skipped }));
+              else
+                io.stderr(
+                  `evtrace: pages of ${cpus} CPUs copied to ${options.output} (tracedat v${version}, ${bytes} bytes${skipped})\n`,
+                );
               return;
             }
             if (copy !== undefined)
@@ -250,9 +277,11 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
       } finally {
         reportNotes(io, opened);
       }
-      io.stderr(
-        `evtrace: ${n} events written to ${options.output === '-' ? 'standard output' : options.output} (${to})\n`,
-      );
+      if (options.json === true) io.stdout(summary(n));
+      else
+        io.stderr(
+          `evtrace: ${n} events written to ${options.output === '-' ? 'standard output' : options.output} (${to})\n`,
+        );
     });
   setExamples(
     cmd,

@@ -36,6 +36,7 @@ interface RecordCliOptions {
   source?: string;
   share?: boolean;
   force?: boolean;
+  json?: boolean;
 }
 
 /** Where `evtrace record` takes its events from. */
@@ -136,6 +137,36 @@ export function summaryText(
   return `${lines.join('\n')}\n`;
 }
 
+/** The summary as `--json` prints it (schemas/record.json): what the text summary says, as one object. */
+export function summaryJson(
+  result: RecordResult,
+  written: FinalizeResult,
+  output: string,
+  format: OutputFormat,
+  childStatus: number | null,
+): string {
+  const counts = written.byEvent ?? result.events;
+  return `${JSON.stringify({
+    output,
+    format,
+    source: result.demo ? 'demo' : 'kernel',
+    durationMs: Math.round(result.durationMs),
+    events: written.byEvent === undefined ? result.total : written.events,
+    byEvent: Object.fromEntries(counts),
+    lost: result.lost.map((l) => ({
+      cpu: l.cpu,
+      lost: l.overrun + l.dropped + l.commitOverrun,
+      overrun: l.overrun,
+      dropped: l.dropped,
+      commitOverrun: l.commitOverrun,
+    })),
+    bytes: written.bytes,
+    pages: result.pages,
+    userSpaceFilters: Object.fromEntries([...result.userSpaceFilters].map(([name, plan]) => [name, plan.userSpace])),
+    childStatus,
+  })}\n`;
+}
+
 /** `evtrace record -e SYSTEM:EVENT ... -o OUTPUT [--duration D | -- COMMAND ARGS...]`. */
 export function registerRecord(program: Command, io: CliIO): void {
   const order = filterOrder();
@@ -184,6 +215,7 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
       '--force',
       'replace a non-empty OUTPUT directory (--format ctf), all it holds, once the recording is complete',
     )
+    .option('--json', 'print the summary as one JSON object on stdout (schemas/record.json) instead of text on stderr')
     .action(async (command: string[], options: RecordCliOptions) => {
       if (!(FORMATS as readonly string[]).includes(options.format)) {
         throw usageError(`--format must be one of ${FORMATS.join(', ')}, not '${options.format}'`);
@@ -302,7 +334,8 @@ perf.data, since they hold kernel addresses; --share makes them readable by ever
       } finally {
         signals.dispose();
       }
-      io.stderr(summaryText(result, written, output, format));
+      if (options.json === true) io.stdout(summaryJson(result, written, output, format, childStatus));
+      else io.stderr(summaryText(result, written, output, format));
       if (childStatus !== null && childStatus !== 0)
         io.stderr(`evtrace: ${command[0]} exited with status ${childStatus}\n`);
     });
