@@ -5,7 +5,13 @@ import { defaultSocketPath } from '@evtrace/agent-protocol';
 import type { Command } from 'commander';
 import { addCommand, type CliIO } from '../command.ts';
 import { bootSessions } from '../config/boot.ts';
-import { type AgentConfigCliOptions, addConfigOptions, agentConfigFromCli, configReport } from '../config/cli.ts';
+import {
+  type AgentConfigCliOptions,
+  addConfigOptions,
+  agentConfigFromCli,
+  configReport,
+  configReportJson,
+} from '../config/cli.ts';
 import { Agent } from '../daemon/agent.ts';
 import { addHardwareOptions, HARDWARE_OPTION_NAMES, Hardware, type HardwareCliOptions } from '../daemon/hardware.ts';
 import { listen } from '../daemon/server.ts';
@@ -99,8 +105,9 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
   const config = agentConfigFromCli(options, process.env, {
     settings: { socket: defaultSocketPath(), stateDir: defaultStateDir() },
   });
+  if (options.json === true && options.checkConfig !== true) throw usageError('--json goes with --check-config');
   if (options.checkConfig === true) {
-    io.stdout(configReport(config));
+    io.stdout(options.json === true ? configReportJson(config) : configReport(config));
     return;
   }
   const { socket, stateDir } = config;

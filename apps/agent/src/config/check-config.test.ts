@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { expectValid } from '../testing/schemas.ts';
 
 const CLI = new URL('../cli.ts', import.meta.url).pathname;
 const EXAMPLE = new URL('../../examples/agent.toml', import.meta.url).pathname;
@@ -35,6 +36,37 @@ describe('evtrace agent --check-config', () => {
     expect(r.stdout).toMatch(new RegExp(`^ {2}socket +${socket} +\\(--socket\\)$`, 'm'));
     expect(r.stdout).toMatch(/^ {2}metrics +127\.0\.0\.1:9464 +\(.*agent\.toml:8:11\)$/m);
     expect(r.stdout).toMatch(/^ {2}flight: /m);
+  });
+
+  it('--json: the same report as one object, valid against its schema, each value typed and placed', async () => {
+    const socket = join(work, 'never.sock');
+    const env = { EVTRACE_CONFIG: EXAMPLE, EVTRACE_MODE: 'overwrite' };
+    const r = await evtrace(['agent', '--check-config', '--json', '--socket', socket], env);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout);
+    expectValid('@evtrace/agent/schemas/check-config.json', report);
+    expect(report.file).toBe(EXAMPLE);
+    expect(report.settings.socket).toEqual({ value: socket, origin: { kind: 'flag', flag: '--socket' } });
+    expect(report.settings.metrics).toEqual({
+      value: '127.0.0.1:9464',
+      origin: { kind: 'file', file: EXAMPLE, line: 8, column: 11 },
+    });
+    expect(report.settings.mode).toEqual({ value: 'overwrite', origin: { kind: 'env', variable: 'EVTRACE_MODE' } });
+    expect(report.settings.buffer_size.value).toBe(4 * 1024 * 1024);
+    // The text report says the same of each setting.
+    const text = await evtrace(['agent', '--check-config', '--socket', socket], env);
+    expect(text.stdout).toMatch(/^ {2}mode +overwrite +\(environment variable EVTRACE_MODE\)$/m);
+    expect(report.sessions.map((s: { name: string }) => s.name)).toEqual(['flight', 'kmem', 'mce']);
+    expect(report.sessions[1]).toMatchObject({
+      filter: 'bytes_req > 256',
+      output: { format: 'ctf' },
+      rotate: { seconds: 3600 },
+    });
+    expect(report.hardware).toMatchObject({ enabled: true, pageOffline: 'soft', runTriggers: true });
+    const alone = await evtrace(['agent', '--json', '--socket', socket]);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toBe('evtrace: ERR_USAGE: --json goes with --check-config\n');
   });
 
   it('exits 2 naming the file, line, column and key of a mistake', async () => {

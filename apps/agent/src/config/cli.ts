@@ -11,6 +11,7 @@ import { formatListenAddress } from './units.ts';
 /** The options `evtrace agent` parses that concern the configuration. */
 export interface AgentConfigCliOptions extends AgentFlags {
   readonly checkConfig?: boolean;
+  readonly json?: boolean;
 }
 
 /**
@@ -39,6 +40,7 @@ export function addConfigOptions(cmd: Command): Command {
     'overwrite or discard, for config-file sessions that name none (default discard; env EVTRACE_MODE)',
   );
   add('--check-config', 'check the configuration, print the effective settings and where each came from, and exit');
+  add('--json', 'with --check-config: print the report as one JSON object (schemas/check-config.json)');
   return cmd;
 }
 
@@ -87,6 +89,34 @@ function formatSetting(config: AgentConfig, name: AgentSetting): string {
     default:
       return String(config[name]);
   }
+}
+
+/** A setting's value as `--check-config --json` gives it: sizes in bytes, the metrics address as HOST:PORT, none as null. */
+function settingValue(config: AgentConfig, name: AgentSetting): string | number | null {
+  switch (name) {
+    case 'metrics':
+      return config.metrics === undefined ? null : formatListenAddress(config.metrics);
+    case 'group':
+      return config.group ?? null;
+    default:
+      return config[name];
+  }
+}
+
+/** The `--check-config --json` report (schemas/check-config.json): the text report's facts, each value typed. */
+export function configReportJson(config: AgentConfig): string {
+  const settings = Object.fromEntries(
+    (Object.keys(SETTINGS) as AgentSetting[]).map((n) => [
+      SETTINGS[n].key,
+      { value: settingValue(config, n), origin: config.origins[n] },
+    ]),
+  );
+  return `${JSON.stringify({
+    file: config.file ?? null,
+    settings,
+    sessions: config.sessions,
+    hardware: config.hardware ?? null,
+  })}\n`;
 }
 
 /** The `--check-config` report: every setting, its value and its origin, then the sessions declared. */
