@@ -62,6 +62,8 @@ describe.skipIf(env.why !== undefined)(`a shared kernel source${env.why ? ` (ski
       // a stops: b goes on alone, a's counters stay where they were.
       a.stop();
       const aDone = events(a);
+      // What a lost is its own count too (the kernel's, while a read; other jobs on a loaded machine may make some).
+      const aLost = a.counters().map((c) => c.lost);
       const bBefore = events(b);
       for (let i = 0; i < 20 && events(b) === bBefore; i++) {
         smallWorkload();
@@ -69,7 +71,7 @@ describe.skipIf(env.why !== undefined)(`a shared kernel source${env.why ? ` (ski
       }
       expect(events(b)).toBeGreaterThan(bBefore);
       expect(events(a)).toBe(aDone);
-      expect(a.counters().every((c) => c.lost === 0)).toBe(true);
+      expect(a.counters().map((c) => c.lost)).toEqual(aLost);
       a.close();
       expect(listInstances(env.path!)).toContain(b.resource);
       b.close();
