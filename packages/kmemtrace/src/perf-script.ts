@@ -171,7 +171,7 @@ interface LineContext {
   readonly siteKey: (s: string) => number;
   readonly fields: LineFields;
   /** Each event name met, with its kind (null: not a kmem allocation event); few, compared in place. */
-  readonly kinds: { readonly name: string; readonly kind: ReturnType<typeof kmemKind> | null }[];
+  readonly kinds: { readonly name: string; readonly kind: NonNullable<ReturnType<typeof kmemKind>> | null }[];
   readonly gfps: Map<string, { readonly value: number | undefined; readonly text: string }>;
   /** The line's header, reused from line to line. */
   readonly header: Header;
