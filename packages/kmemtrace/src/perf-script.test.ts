@@ -119,4 +119,44 @@ describe('perf script text', () => {
       { numRuns: 500 },
     );
   });
+
+  it('headers read by hand and by the header expression agree: COMM with blanks, digits and brackets, odd blanks', () => {
+    // The expression perf-script.ts falls back to, written out here as the reference.
+    const header = /^\s*(.*?)\s+(-?\d+)(?:\/(-?\d+))?\s+\[(\d+)\]\s+(\d+)\.(\d+):\s+(\w+):(\w+):[ \t]*/;
+    const blank = fc.constantFrom(' ', '  ', '\t', ' \u00a0');
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom('a', ' ', '1', '[', ']', '-', '/', '\t', ':'), { maxLength: 10 }),
+        fc.oneof(blank, fc.constant('')),
+        fc.oneof(fc.constant('42'), fc.constant('-1'), fc.constant('977/978'), fc.constant('x')),
+        blank,
+        fc.nat(3),
+        blank,
+        fc.stringMatching(/^\d{1,5}\.\d{1,12}$/),
+        fc.constantFrom('kmem:kfree', 'kmem:kmalloc', 'sched:sched_switch', 'kmem:mm_page_free'),
+        (comm, b1, pid, b2, cpu, b3, ts, event) => {
+          const head = `${comm.join('')}${b1}${pid}${b2}[${String(cpu).padStart(3, '0')}]${b3}${ts}: ${event}: `;
+          const line = `${head}call_site=f+0x1 ptr=0xffff888100869000 page=0x1 pfn=0x1 order=0 bytes_req=8 bytes_alloc=8`;
+          const m = header.exec(line);
+          let events: ReturnType<typeof parsePerfScript>['events'] | undefined;
+          try {
+            events = parsePerfScript(line).events;
+          } catch (error) {
+            expect(error).toBeInstanceOf(KmemError);
+          }
+          if (m === null) {
+            expect(events).toBeUndefined();
+            return;
+          }
+          const frac = m[6]!.slice(0, 9).padEnd(9, '0');
+          expect(events).toEqual(
+            m[7] !== 'kmem'
+              ? []
+              : [expect.objectContaining({ cpu: Number(m[4]), tsNs: Number(m[5]) * 1e9 + Number(frac) })],
+          );
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
 });

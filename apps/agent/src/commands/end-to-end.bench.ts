@@ -8,7 +8,8 @@
  * Each figure is the median of the rounds (EVTRACE_BENCH_ROUNDS, default 2), the peer and evtrace run one after the
  * other within a round, in alternating order, so that a change in the machine's load falls on both; the ratio is
  * the peer's wall time over evtrace's. Time, CPU and peak RSS come from GNU time (`/usr/bin/time`), the load average
- * from /proc/loadavg before each case. Run with `node src/commands/end-to-end.bench.ts` after a build. Not a test.
+ * from /proc/loadavg before each case. evtrace runs as users run it, by its shebang (with its V8 flags). Run with
+ * `node src/commands/end-to-end.bench.ts` after a build. Not a test.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -74,7 +75,7 @@ function measure(c: Case, work: string): Row {
       rmSync(out, { recursive: true, force: true });
       const p = run(c.peer.argv(out));
       rmSync(out, { recursive: true, force: true });
-      const o = run(['node', CLI, ...c.ours(out)]);
+      const o = run([CLI, ...c.ours(out)]);
       return [p, o] as const;
     };
     // Alternating order: the one that runs second in a round runs first in the next.
@@ -83,7 +84,7 @@ function measure(c: Case, work: string): Row {
     if (round % 2 === 0) [p, o] = pair();
     else {
       rmSync(out, { recursive: true, force: true });
-      o = run(['node', CLI, ...c.ours(out)]);
+      o = run([CLI, ...c.ours(out)]);
       rmSync(out, { recursive: true, force: true });
       p = run(c.peer.argv(out));
     }

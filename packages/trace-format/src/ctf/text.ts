@@ -251,50 +251,84 @@ export function createBabeltraceTextFormatter(options: BabeltraceTextOptions = {
     classes.set(cls, text);
     return text;
   };
-  // The time of day of the second the last event fell in: within it, only the nanoseconds change.
+  // The time of day of the second the last event fell in: within it, only the nanoseconds change, counted as a
+  // number from one event's step to the next (one bigint subtraction per event).
   let second = -1n;
   let secondText = '';
+  let within = 0;
   let last: bigint | undefined;
+  // Steps repeat (periodic events): the last one's text is kept.
+  let lastStep = -1;
+  let lastStepText = '';
   return (event) => {
     let line = '';
     if (timestamps) {
       const ts = event.tsNs;
       let delta = '+?.?????????';
+      let step = -1;
       if (last !== undefined) {
         const d = ts - last;
         const abs = d < 0n ? -d : d;
         const sign = d < 0n ? '-' : '+';
         if (abs < 9_000_000_000_000_000n) {
           const n = Number(abs);
-          const frac = n % 1e9;
-          delta = `${sign}${(n - frac) / 1e9}.${String(frac).padStart(9, '0')}`;
+          if (d >= 0n) step = n;
+          if (n === lastStep && d >= 0n) delta = lastStepText;
+          else {
+            const frac = n % 1e9;
+            delta = `${sign}${(n - frac) / 1e9}.${String(frac).padStart(9, '0')}`;
+            if (d >= 0n) {
+              lastStep = n;
+              lastStepText = delta;
+            }
+          }
         } else delta = `${sign}${abs / NS_PER_S}.${String(abs % NS_PER_S).padStart(9, '0')}`;
       }
       last = ts;
-      const within = ts - second;
-      if (second < 0n || within < 0n || within >= NS_PER_S) {
-        const text = clockTime(ts, localTime);
-        // Whole seconds only from the epoch on; earlier times are formatted one by one.
-        if (ts >= 0n) {
-          second = ts - (ts % NS_PER_S);
-          secondText = text.slice(0, -9);
-        } else second = -1n;
-        line = `[${text}] (${delta}) `;
-      } else line = `[${secondText}${String(Number(within)).padStart(9, '0')}] (${delta}) `;
+      const at = step >= 0 && second >= 0n ? within + step : -1;
+      if (at >= 0 && at < 1e9) {
+        within = at;
+        line = `[${secondText}${String(at).padStart(9, '0')}] (${delta}) `;
+      } else {
+        const w = ts - second;
+        if (second >= 0n && w >= 0n && w < NS_PER_S) {
+          within = Number(w);
+          line = `[${secondText}${String(within).padStart(9, '0')}] (${delta}) `;
+        } else {
+          const text = clockTime(ts, localTime);
+          // Whole seconds only from the epoch on; earlier times are formatted one by one.
+          if (ts >= 0n) {
+            second = ts - (ts % NS_PER_S);
+            secondText = text.slice(0, -9);
+            within = Number(ts - second);
+          } else second = -1n;
+          line = `[${text}] (${delta}) `;
+        }
+      }
     }
     const cls = event.eventClass;
     const text = classes.get(cls) ?? classText(cls);
     line += text.name;
-    const parts: string[] = [];
+    // The scopes present, separated by `, `.
+    let sep = '';
     const scopes = event.scopes;
     const packetContext = scopes?.['stream.packet.context'];
-    if (packetContext && text.packetContext) parts.push(text.packetContext(packetContext));
+    if (packetContext && text.packetContext) {
+      line += text.packetContext(packetContext);
+      sep = ', ';
+    }
     const streamContext = scopes?.['stream.event.context'];
-    if (streamContext && text.streamContext) parts.push(text.streamContext(streamContext));
+    if (streamContext && text.streamContext) {
+      line += sep + text.streamContext(streamContext);
+      sep = ', ';
+    }
     const eventContext = scopes?.['event.context'];
-    if (eventContext && text.eventContext) parts.push(text.eventContext(eventContext));
-    if (text.payload) parts.push(text.payload(event.fields));
-    return line + parts.join(', ');
+    if (eventContext && text.eventContext) {
+      line += sep + text.eventContext(eventContext);
+      sep = ', ';
+    }
+    if (text.payload) line += sep + text.payload(event.fields);
+    return line;
   };
 }
 

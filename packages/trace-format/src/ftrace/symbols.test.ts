@@ -53,6 +53,12 @@ describe('Kallsyms', () => {
       types: 'all',
     });
     expect(moduleFirst.lookupName('f')).toBe(0xffffffff82000000n);
+    // The first lookups scan the names, later ones a map of them: the same answers either way.
+    for (let i = 0; i < 12; i++) {
+      expect(moduleFirst.lookupName('f')).toBe(0xffffffff82000000n);
+      expect(moduleFirst.lookupName('g')).toBe(0xffffffff81000000n);
+      expect(moduleFirst.lookupName('h')).toBeUndefined();
+    }
   });
 
   it('sizes a symbol up to the next symbol of any kept type', () => {

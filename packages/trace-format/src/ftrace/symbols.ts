@@ -15,6 +15,7 @@ export class Kallsyms {
   /** Indices of the text symbols, or undefined when every kept symbol is text. */
   readonly #textIndex: Uint32Array | undefined;
   readonly #textAddrs: BigUint64Array;
+  #nameScans = 0;
   #byName: Map<string, bigint> | undefined;
   readonly #found = new Map<
     bigint,
@@ -122,6 +123,18 @@ export class Kallsyms {
    * before a module's. Undefined when no kept symbol has that name.
    */
   lookupName(name: string): bigint | undefined {
+    // A print format names a symbol or two (`vmemmap_base`): scanned for, until enough names are asked for that a
+    // map of every name costs less.
+    if (this.#byName === undefined && this.#nameScans < 8) {
+      this.#nameScans++;
+      let module: bigint | undefined;
+      for (let i = 0; i < this.#names.length; i++) {
+        if (this.#names[i] !== name) continue;
+        if (this.#modules[i] === undefined) return this.#addrs[i]!;
+        module ??= this.#addrs[i]!;
+      }
+      return module;
+    }
     if (this.#byName === undefined) {
       // Addresses ascend, so the first one recorded for a name is its lowest; module symbols go in second.
       const map = new Map<string, bigint>();

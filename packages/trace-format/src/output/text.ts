@@ -52,10 +52,31 @@ const cpuColumn = (cpu: number | null): string =>
 function timeText(nanoseconds: boolean): (tsNs: bigint) => string {
   let base = -1n;
   let secs = '';
+  // The last time, and how far into its second (rounding included) it lay: the next time within that second is a
+  // step from it in numbers, one bigint subtraction per event.
+  let last = 0n;
+  let lastWithin = -1;
+  let lastText = '';
+  const text = (within: number) =>
+    nanoseconds
+      ? `${secs}.${String(within).padStart(9, '0')}`
+      : `${secs}.${String(Math.floor(within / 1000)).padStart(6, '0')}`;
   return (tsNs) => {
+    if (lastWithin >= 0) {
+      const step = Number(tsNs - last);
+      const within = lastWithin + step;
+      if (step >= 0 && within < 1e9) {
+        last = tsNs;
+        if (step === 0) return lastText;
+        lastWithin = within;
+        lastText = text(within);
+        return lastText;
+      }
+    }
     // Microseconds are rounded to nearest, as trace-cmd does.
     const t = nanoseconds ? tsNs : tsNs + 500n;
     if (t < 0n) {
+      lastWithin = -1;
       // Before the clock's origin: C's truncating division, as trace-cmd's.
       const ts = nanoseconds ? t : (t / 1000n) * 1000n;
       const frac = nanoseconds ? String(ts % NS).padStart(9, '0') : String((ts % NS) / 1000n).padStart(6, '0');
@@ -68,9 +89,10 @@ function timeText(nanoseconds: boolean): (tsNs: bigint) => string {
       secs = String(s).padStart(5);
       within = Number(t - base);
     }
-    return nanoseconds
-      ? `${secs}.${String(within).padStart(9, '0')}`
-      : `${secs}.${String(Math.floor(within / 1000)).padStart(6, '0')}`;
+    last = tsNs;
+    lastWithin = within;
+    lastText = text(within);
+    return lastText;
   };
 }
 

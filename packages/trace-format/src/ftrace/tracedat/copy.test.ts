@@ -109,3 +109,54 @@ describe('trace.dat page copy (pagesInput) checks every page it copies', () => {
     );
   });
 });
+
+describe('trace.dat page copy of compressed pages, chunk by chunk', () => {
+  // Enough pages for several compressed chunks (of ten pages each).
+  const many = encodeTraceDat(
+    [tick],
+    Array.from({ length: 8000 }, (_, i) => ({
+      ...events[i % 2000]!,
+      tsNs: 1_000_000n + BigInt(i) * 1000n,
+      cpu: i % 2,
+    })),
+    { version: 6 },
+  ).bytes;
+
+  /** A v7 zstd file of `many`'s pages, with CPU 0's page `corrupt` given a commit past its end. */
+  function v7(corrupt?: number): { bytes: Buffer; pageSize: number; pages: number } {
+    const copy = readTraceDat(many).pagesInput();
+    if (!('input' in copy)) throw new Error(copy.reason);
+    const { pageSize } = copy.input;
+    const cpu0 = Buffer.concat([...copy.input.cpus[0]!.chunks()]);
+    if (corrupt !== undefined) cpu0.writeUInt32LE(0x00ffffff, corrupt * pageSize + 8);
+    const cpus = copy.input.cpus.map((c, i) => (i === 0 ? { size: cpu0.length, chunks: () => [cpu0] } : c));
+    const out = join(dir, `v7-${corrupt}.dat`);
+    writeTraceDatPages(out, { ...copy.input, cpus }, { version: 7, compression: 'zstd' });
+    return { bytes: readFileSync(out), pageSize, pages: cpu0.length / pageSize };
+  }
+
+  it('copies every page: the copy reads the same events', () => {
+    const { bytes, pages } = v7();
+    // More pages than one compressed chunk holds, so the copy goes through several.
+    expect(pages).toBeGreaterThan(10);
+    const copy = readTraceDat(bytes).pagesInput();
+    if (!('input' in copy)) throw new Error(copy.reason);
+    const out = join(dir, 'v7-copy.dat');
+    writeTraceDatPages(out, copy.input, { version: 7, compression: 'zstd' });
+    const times = (b: Buffer) => [...readTraceDat(b).events()].map((e) => `${e.cpu} ${e.tsNs} ${e.fields.n}`);
+    expect(times(readFileSync(out))).toEqual(times(many));
+  });
+
+  it("refuses a corrupt page in a later chunk, naming its offset in the CPU's decompressed data", () => {
+    const { bytes, pageSize, pages } = v7(12);
+    expect(pages).toBeGreaterThan(12);
+    const copy = readTraceDat(bytes, { file: 'bad7.dat' }).pagesInput();
+    if (!('input' in copy)) throw new Error(copy.reason);
+    expect(() => writeTraceDatPages(join(dir, 'v7-bad-copy.dat'), copy.input, { version: 7 })).toThrow(
+      new TraceFormatError('ERR_FTRACE_PAGE', 'commit says 16777215 bytes of data, the page holds 4080', {
+        file: 'bad7.dat:cpu0(decompressed)',
+        offset: 12 * pageSize + 8,
+      }),
+    );
+  });
+});

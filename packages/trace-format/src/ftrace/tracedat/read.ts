@@ -15,8 +15,8 @@ import {
   wholePages,
 } from '../events.ts';
 import { parseFormatFile } from '../format-file.ts';
-import { parseHeaderEvent, parseHeaderPage } from '../headers.ts';
-import { checkPages } from '../page.ts';
+import { type PageLayout, parseHeaderEvent, parseHeaderPage } from '../headers.ts';
+import { checkPages, type PageSource } from '../page.ts';
 import type { FtraceReader, FtraceReadOptions } from '../raw-dir.ts';
 import { compileRecordCheck } from '../record.ts';
 import { Kallsyms, parseCmdlines, parsePrintkFormats } from '../symbols.ts';
@@ -261,9 +261,19 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
     // Records of unknown events are skipped by readers: only known ones must fit their class.
     const record = (view: DataView, start: number, length: number) =>
       checks.get(table.typeOf(view, start, length))?.(view, start, length);
-    for (const pages of pagesOf(buffer)) {
-      // Compressed pages come in chunks of unknown total size; v6's head states each CPU's size before its pages.
+    const cpuList = pagesOf(buffer);
+    for (const [k, pages] of cpuList.entries()) {
       // Each page is checked as a reader walks it, so the copy reads; a corrupt one fails it, or is left out.
+      const chunked = pages.bytes;
+      if (!options.lenient && typeof chunked === 'function') {
+        // Compressed and strict: every page is kept, so the size is what the chunk list states, and each chunk is
+        // decompressed and checked as the writer takes it, never all of a CPU's pages at once.
+        const size = chunkList(bytes, c, buffer.cpus[k]!).chunks.reduce((n, chunk) => n + chunk.usize, 0);
+        while (cpus.length < pages.cpu) cpus.push({ size: 0, chunks: () => [] });
+        cpus[pages.cpu] = { size, chunks: () => checkedPageChunks(chunked(), pages, page, record) };
+        continue;
+      }
+      // Lenient: pages may be left out, so the size is known once all are checked (v6's head states it first).
       const onCorrupt = (e: TraceFormatError) => {
         skipped++;
         warnings.push(`${e.message}; CPU ${pages.cpu}: page left out of the copy`);
@@ -327,6 +337,33 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
       return tsOffset === 0n ? merged : shift(merged, tsOffset);
     },
   };
+}
+
+/**
+ * A CPU's compressed pages, chunk by chunk, each page checked as {@link checkPages} checks it: errors name the byte
+ * offset in the CPU's decompressed data as they would if all of it were checked at once. A page split between chunks
+ * is checked and given whole with the next.
+ */
+function* checkedPageChunks(
+  chunks: Iterable<Buffer>,
+  source: PageSource,
+  layout: PageLayout,
+  record: (view: DataView, start: number, length: number) => void,
+): Generator<Buffer> {
+  let offset = 0;
+  let tail: Buffer | undefined;
+  const check = (part: Buffer) => {
+    checkPages(part, layout, { ...source, fileOffset: (source.fileOffset ?? 0) + offset }, { record });
+    offset += part.length;
+    return part;
+  };
+  for (const chunk of chunks) {
+    const joined = tail === undefined ? chunk : Buffer.concat([tail, chunk]);
+    const whole = joined.length - (joined.length % layout.pageSize);
+    tail = whole < joined.length ? joined.subarray(whole) : undefined;
+    if (whole > 0) yield check(joined.subarray(0, whole));
+  }
+  if (tail !== undefined) yield check(tail);
 }
 
 /** Tags every event of an instance buffer's batches with the buffer's name (`scopes.buffer.name`). */

@@ -156,16 +156,20 @@ class Arena {
     this.#used += n;
   }
 
-  /** The records in time order (stable for equal times). */
-  records(): TimedRecord[] {
-    const order = this.#ts.map((_, i) => i);
-    if (!this.#sorted)
+  /** The records in time order (stable for equal times), each made as it is taken: never all at once. */
+  *records(): Generator<TimedRecord> {
+    const n = this.#ts.length;
+    let order: number[] | undefined;
+    if (!this.#sorted) {
+      order = this.#ts.map((_, i) => i);
       order.sort((a, b) => (this.#ts[a]! < this.#ts[b]! ? -1 : this.#ts[a]! > this.#ts[b]! ? 1 : a - b));
-    return order.map((i) => {
+    }
+    for (let k = 0; k < n; k++) {
+      const i = order === undefined ? k : order[k]!;
       const record = { tsNs: this.#ts[i]!, data: this.#buf.subarray(this.#at[i]!, this.#at[i]! + this.#len[i]!) };
       const missed = this.#missed.get(i);
-      return missed === undefined ? record : { ...record, missed };
-    });
+      yield missed === undefined ? record : { ...record, missed };
+    }
   }
 }
 
