@@ -2,6 +2,7 @@
  * Errors of @evtrace/agent-protocol. Local failures (framing, parsing, the connection) and the agent's error replies
  * are both a {@link ProtocolError}; `remote` says which side decided.
  */
+import { EvtraceError } from '@evtrace/errors';
 
 /** Codes the agent sends in error replies (see PROTOCOL.md). Never reuse a code for another meaning. */
 export type AgentErrorCode =
@@ -54,14 +55,12 @@ export type LocalErrorCode =
 export type ProtocolErrorCode = AgentErrorCode | LocalErrorCode;
 
 /** Every error of this package. */
-export class ProtocolError extends Error {
-  readonly code: ProtocolErrorCode;
+export class ProtocolError extends EvtraceError<ProtocolErrorCode> {
   /** True when the agent sent this error in a reply; false when the client detected it. */
   readonly remote: boolean;
   constructor(code: ProtocolErrorCode, message: string, options: { remote?: boolean; cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, { cause: options.cause });
     this.name = 'ProtocolError';
-    this.code = code;
     this.remote = options.remote ?? false;
   }
 }

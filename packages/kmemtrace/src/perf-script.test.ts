@@ -89,8 +89,8 @@ describe('perf script text', () => {
     const s = parsePerfScript(text, { lenient: true, file: 'x' });
     expect(s.events.map((e) => e.op)).toEqual(['alloc', 'free']);
     expect(s.diagnostics).toEqual([
-      expect.stringMatching(/^x: 2:\d+: expected \[CPU\]/),
-      expect.stringMatching(/^x: 4:\d+: bytes_req: '' is not a decimal integer/),
+      expect.stringMatching(/^x:2:\d+: expected \[CPU\]/),
+      expect.stringMatching(/^x:4:\d+: bytes_req: '' is not a decimal integer/),
     ]);
   });
 

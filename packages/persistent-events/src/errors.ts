@@ -2,6 +2,7 @@
  * Errors of @evtrace/persistent-events. Every failure raises a {@link PersistentError} whose `code` says what kind of
  * failure it is; `path` names the file or tracefs directory involved and `offset` the byte offset in that file.
  */
+import { EvtraceError } from '@evtrace/errors';
 
 /** Error codes of @evtrace/persistent-events. Never reuse a code for another meaning. */
 export type PersistentErrorCode =
@@ -27,11 +28,10 @@ export type PersistentErrorCode =
   /** Any other system call failure. */
   | 'ERR_IO';
 
-export class PersistentError extends Error {
-  readonly code: PersistentErrorCode;
+export class PersistentError extends EvtraceError<PersistentErrorCode> {
   /** The file or directory involved, when there is one. */
   readonly path: string | undefined;
-  /** Byte offset in `path` where the damage was found (ERR_CORRUPT). */
+  /** Byte offset in `path` where the damage was found (ERR_CORRUPT); the message starts `path: byte N:` then. */
   readonly offset: number | undefined;
   /** The errno name of a failed system call (EACCES, ENOENT...). */
   readonly errno: string | undefined;
@@ -40,9 +40,11 @@ export class PersistentError extends Error {
     message: string,
     options: { path?: string; offset?: number; errno?: string; cause?: unknown } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, {
+      location: options.offset === undefined ? undefined : { file: options.path, offset: options.offset },
+      cause: options.cause,
+    });
     this.name = 'PersistentError';
-    this.code = code;
     this.path = options.path;
     this.offset = options.offset;
     this.errno = options.errno;

@@ -72,7 +72,7 @@ export function encodeMeta(meta: BufferMeta): Uint8Array {
  */
 export function decodeMeta(page: Uint8Array, base: number, path: string): BufferMeta {
   const bad = (at: number, why: string) =>
-    new PersistentError('ERR_CORRUPT', `${path}: byte ${base + at}: metadata page ${why}`, { path, offset: base + at });
+    new PersistentError('ERR_CORRUPT', `metadata page ${why}`, { path, offset: base + at });
   if (page.length < META_SIZE) throw bad(page.length, `is truncated (${page.length} of ${META_SIZE} bytes)`);
   const dv = new DataView(page.buffer, page.byteOffset, page.length);
   const magic = dv.getUint32(0, true);

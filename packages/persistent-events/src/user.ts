@@ -398,7 +398,7 @@ export function openFile(name: string, path: string, fd: number, writable: boole
   if (size < HEADER_SIZE) {
     throw new PersistentError(
       'ERR_CORRUPT',
-      `${path}: byte ${size}: truncated: the file has ${size} bytes, the header page needs ${HEADER_SIZE}`,
+      `truncated: the file has ${size} bytes, the header page needs ${HEADER_SIZE}`,
       { path, offset: size },
     );
   }
@@ -421,14 +421,14 @@ export function openFile(name: string, path: string, fd: number, writable: boole
       // Geometry is checked last, without an offset: page size (16) or page count (20).
       const at = error.offset ?? (/page size/.test(error.message) ? 16 : 20);
       const why = error.message.replace(/^byte \d+: /, '');
-      throw new PersistentError('ERR_CORRUPT', `${path}: byte ${at}: ${why}`, { path, offset: at, cause: error });
+      throw new PersistentError('ERR_CORRUPT', why, { path, offset: at, cause: error });
     }
     throw error;
   }
   if (size < regionBytes + META_SIZE) {
     throw new PersistentError(
       'ERR_CORRUPT',
-      `${path}: byte ${size}: truncated: the header describes ${pageCount} pages of ${pageSize} bytes (${regionBytes + META_SIZE} bytes with the metadata page) but the file has ${size}`,
+      `truncated: the header describes ${pageCount} pages of ${pageSize} bytes (${regionBytes + META_SIZE} bytes with the metadata page) but the file has ${size}`,
       { path, offset: size },
     );
   }
@@ -440,7 +440,7 @@ export function openFile(name: string, path: string, fd: number, writable: boole
   } catch (error) {
     mapping.unmap();
     const at = error instanceof RingbufError ? (error.offset ?? 0) : 0;
-    throw new PersistentError('ERR_CORRUPT', `${path}: byte ${at}: ${(error as Error).message}`, {
+    throw new PersistentError('ERR_CORRUPT', (error as Error).message.replace(/^byte \d+: /, ''), {
       path,
       offset: at,
       cause: error,

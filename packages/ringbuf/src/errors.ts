@@ -1,3 +1,5 @@
+import { EvtraceError } from '@evtrace/errors';
+
 /** Error codes of @evtrace/ringbuf. Never reuse a code for another meaning. */
 export type RingbufErrorCode =
   /** Options or arguments out of range (page size, page count, type, size, timestamp). */
@@ -26,13 +28,11 @@ export type RingbufErrorCode =
   | 'ERR_CLOSED';
 
 /** Every error thrown by @evtrace/ringbuf. `offset` is the byte offset in the region when one applies. */
-export class RingbufError extends Error {
-  readonly code: RingbufErrorCode;
+export class RingbufError extends EvtraceError<RingbufErrorCode> {
   readonly offset: number | undefined;
   constructor(code: RingbufErrorCode, message: string, offset?: number) {
-    super(offset === undefined ? message : `byte ${offset}: ${message}`);
+    super(code, message, offset === undefined ? {} : { location: { offset } });
     this.name = 'RingbufError';
-    this.code = code;
     this.offset = offset;
   }
 }

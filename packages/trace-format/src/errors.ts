@@ -1,3 +1,5 @@
+import { EvtraceError, type Location } from '@evtrace/errors';
+
 /** Error codes of @evtrace/trace-format. Add codes as decoders need them; never reuse one for another meaning. */
 export type TraceFormatErrorCode =
   | 'ERR_TRACE_FORMAT'
@@ -18,20 +20,11 @@ export type TraceFormatErrorCode =
   /** An output file or directory cannot be written (the message names it and says why). */
   | 'ERR_OUTPUT';
 
-/** Where in an input a problem was found. */
-export interface InputLocation {
-  /** File path (or a label such as `<stdin>`). */
-  readonly file?: string;
-  /** Byte offset in that file. */
-  readonly offset?: number;
-  /** 1-based line and column, for text inputs such as TSDL or format files. */
-  readonly line?: number;
-  readonly column?: number;
-}
+/** Where in an input a problem was found: file, byte offset, 1-based line and column (@evtrace/errors' Location). */
+export type InputLocation = Location;
 
-export class TraceFormatError extends Error {
-  readonly code: TraceFormatErrorCode;
-  readonly location: InputLocation;
+export class TraceFormatError extends EvtraceError<TraceFormatErrorCode> {
+  declare readonly location: InputLocation;
   /** The output file or directory an `ERR_OUTPUT` is about (its message names it too). */
   readonly path: string | undefined;
   constructor(
@@ -40,18 +33,8 @@ export class TraceFormatError extends Error {
     location: InputLocation = {},
     options: { readonly path?: string; readonly cause?: unknown } = {},
   ) {
-    super(`${formatLocation(location)}${message}`, options.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, { location, cause: options.cause });
     this.name = 'TraceFormatError';
-    this.code = code;
-    this.location = location;
     this.path = options.path;
   }
-}
-
-function formatLocation(at: InputLocation): string {
-  const parts: string[] = [];
-  if (at.file !== undefined) parts.push(at.file);
-  if (at.line !== undefined) parts.push(`${at.line}:${at.column ?? 1}`);
-  if (at.offset !== undefined) parts.push(`byte ${at.offset}`);
-  return parts.length > 0 ? `${parts.join(': ')}: ` : '';
 }

@@ -2,6 +2,7 @@
  * Errors of @evtrace/tracefs. Every failure raises a {@link TracefsError} whose `code` says what kind of failure it
  * is and whose `path` names the tracefs file (or output path) involved.
  */
+import { EvtraceError } from '@evtrace/errors';
 import { errnoText, TraceFormatError } from '@evtrace/trace-format';
 
 /** Error codes of @evtrace/tracefs. Never reuse a code for another meaning. */
@@ -21,8 +22,7 @@ export type TracefsErrorCode =
   /** Any other I/O failure on a tracefs file. */
   | 'ERR_TRACEFS_IO';
 
-export class TracefsError extends Error {
-  readonly code: TracefsErrorCode;
+export class TracefsError extends EvtraceError<TracefsErrorCode> {
   /** The file involved, when there is one. */
   readonly path: string | undefined;
   /** The errno name of the failed system call, when there is one (EACCES, ENOENT...). */
@@ -32,9 +32,8 @@ export class TracefsError extends Error {
     message: string,
     options: { path?: string; errno?: string; cause?: unknown } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, { cause: options.cause });
     this.name = 'TracefsError';
-    this.code = code;
     this.path = options.path;
     this.errno = options.errno;
   }

@@ -3,14 +3,13 @@
  * failure into a clear error reply without guessing.
  */
 import type { AgentErrorCode } from '@evtrace/agent-protocol';
+import { EvtraceError } from '@evtrace/errors';
 import { errorText } from '@evtrace/trace-format';
 
-export class AgentError extends Error {
-  readonly code: AgentErrorCode;
+export class AgentError extends EvtraceError<AgentErrorCode> {
   constructor(code: AgentErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, options);
     this.name = 'AgentError';
-    this.code = code;
   }
 }
 
