@@ -146,7 +146,7 @@ class StreamQueue {
 /**
  * Connects to the agent at `socketPath` (default {@link defaultSocketPath}) and performs the `hello` handshake.
  *
- * @throws ProtocolError `ERR_AGENT_CONNECT` when nothing listens there or access is refused; `ERR_VERSION` (remote)
+ * @throws ProtocolError `ERR_AGENT_CONNECT` when nothing listens there or access is refused; `ERR_AGENT_VERSION` (remote)
  * when the agent speaks another protocol version.
  */
 export async function connectAgent(
@@ -207,8 +207,8 @@ class Client implements AgentClient {
     try {
       this.agent = (await this.#request({ op: 'hello', version: PROTOCOL_VERSION, client: name })) as HelloResult;
     } catch (error) {
-      // An agent from before version 2 still serves every version 1 op; the new ones get ERR_UNKNOWN_OP there.
-      if (!(error instanceof ProtocolError && error.code === 'ERR_VERSION')) throw error;
+      // An agent from before version 2 still serves every version 1 op; the new ones get ERR_AGENT_UNKNOWN_OP there.
+      if (!(error instanceof ProtocolError && error.code === 'ERR_AGENT_VERSION')) throw error;
       this.agent = (await this.#request({ op: 'hello', version: 1, client: name })) as HelloResult;
     }
   }
@@ -218,7 +218,7 @@ class Client implements AgentClient {
       if ('oversize' in frame) {
         this.#fatal(
           new ProtocolError(
-            'ERR_PROTOCOL_TOO_LARGE',
+            'ERR_AGENT_REPLY_TOO_LARGE',
             `a message of ${frame.oversize} bytes from the agent exceeds ${MAX_SERVER_MESSAGE_BYTES}`,
           ),
         );
@@ -226,7 +226,7 @@ class Client implements AgentClient {
       }
       const parsed = parseServerMessage(frame.line);
       if (!parsed.ok) {
-        this.#fatal(new ProtocolError('ERR_PROTOCOL_MESSAGE', `bad message from the agent: ${parsed.message}`));
+        this.#fatal(new ProtocolError('ERR_AGENT_BAD_REPLY', `bad message from the agent: ${parsed.message}`));
         return;
       }
       const m = parsed.value;

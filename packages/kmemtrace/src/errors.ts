@@ -3,11 +3,11 @@ import { EvtraceError, type Location } from '@evtrace/errors';
 /** Error codes of @evtrace/kmemtrace. Never reuse a code for another meaning. */
 export type KmemErrorCode =
   /** A kmemtrace binary declares an ABI version this decoder does not implement. */
-  | 'ERR_KMEMTRACE_ABI'
+  | 'ERR_KMEM_RELAY_ABI'
   /** A kmemtrace binary record is truncated or impossible (event size below the header, beyond the data). */
-  | 'ERR_KMEMTRACE_RECORD'
+  | 'ERR_KMEM_RELAY_RECORD'
   /** A `perf script` line does not parse as a kmem tracepoint event. */
-  | 'ERR_PERF_SCRIPT'
+  | 'ERR_KMEM_PERF_SCRIPT'
   /** An input is missing or is none of the kinds the analysis reads. */
   | 'ERR_KMEM_INPUT'
   /** An option is out of range (an unknown sort key, a negative line count). */

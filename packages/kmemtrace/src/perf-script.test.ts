@@ -72,7 +72,7 @@ describe('perf script text', () => {
     ];
     for (const [line, column, message] of cases) {
       const e = thrown(() => parsePerfScript(`${LINES[1]}\n\n${line}\n`, { file: 'k.txt' }));
-      expect(e.code).toBe('ERR_PERF_SCRIPT');
+      expect(e.code).toBe('ERR_KMEM_PERF_SCRIPT');
       expect(e.message).toMatch(message);
       expect(e.location.file).toBe('k.txt');
       expect(e.location.line).toBe(3);

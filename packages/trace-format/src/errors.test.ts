@@ -7,7 +7,7 @@ describe('TraceFormatError', () => {
     expect(e.message).toBe('a/b: byte 12: bad magic');
     expect(e.code).toBe('ERR_TRACE_FORMAT');
     expect(new TraceFormatError('ERR_TRACE_FORMAT', 'x', { line: 3, column: 4 }).message).toBe('line 3:4: x');
-    expect(new TraceFormatError('ERR_TSDL', 'x', { file: 'metadata', line: 3, column: 4 }).message).toBe(
+    expect(new TraceFormatError('ERR_TRACE_TSDL', 'x', { file: 'metadata', line: 3, column: 4 }).message).toBe(
       'metadata:3:4: x',
     );
     expect(new TraceFormatError('ERR_TRACE_FORMAT', 'x').location).toEqual({});

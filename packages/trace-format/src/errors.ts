@@ -4,28 +4,28 @@ import { EvtraceError, type Location } from '@evtrace/errors';
 export type TraceFormatErrorCode =
   | 'ERR_TRACE_FORMAT'
   /** CTF metadata (TSDL text or metadata packets) does not parse or describes an impossible trace. */
-  | 'ERR_TSDL'
+  | 'ERR_TRACE_TSDL'
   /** A CTF data stream is corrupt: bad magic, impossible packet size, truncated field, unknown event id. */
-  | 'ERR_CTF_PACKET'
+  | 'ERR_TRACE_CTF_PACKET'
   /** A CTF writer was given an event that does not match its class, or used after close. */
-  | 'ERR_CTF_WRITE'
+  | 'ERR_TRACE_CTF_WRITE'
   /** An ftrace `format`, `header_page` or `header_event` file does not parse. */
-  | 'ERR_FTRACE_FORMAT'
+  | 'ERR_TRACE_FTRACE_FORMAT'
   /** A raw ring-buffer page (from `trace_pipe_raw` or a trace.dat CPU section) is corrupt. */
-  | 'ERR_FTRACE_PAGE'
+  | 'ERR_TRACE_FTRACE_PAGE'
   /** A trace.dat file is malformed, truncated or of an unsupported version or compression. */
   | 'ERR_TRACE_DAT'
   /** An input is missing or not a trace evtrace recognises. */
   | 'ERR_TRACE_INPUT'
   /** An output file or directory cannot be written (the message names it and says why). */
-  | 'ERR_OUTPUT';
+  | 'ERR_TRACE_OUTPUT';
 
 /** Where in an input a problem was found: file, byte offset, 1-based line and column (@evtrace/errors' Location). */
 export type InputLocation = Location;
 
 export class TraceFormatError extends EvtraceError<TraceFormatErrorCode> {
   declare readonly location: InputLocation;
-  /** The output file or directory an `ERR_OUTPUT` is about (its message names it too). */
+  /** The output file or directory an `ERR_TRACE_OUTPUT` is about (its message names it too). */
   readonly path: string | undefined;
   constructor(
     code: TraceFormatErrorCode,

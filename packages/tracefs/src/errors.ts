@@ -52,11 +52,11 @@ export function ioError(path: string, error: unknown, what: string): TracefsErro
 
 /**
  * Wraps a failed write of an output file in a TracefsError `ERR_TRACEFS_OUTPUT` naming the file and the errno
- * (`cannot write /x/out.part/cpu1.raw: ENOSPC (no space left on device)`); trace-format's `ERR_OUTPUT` keeps the
+ * (`cannot write /x/out.part/cpu1.raw: ENOSPC (no space left on device)`); trace-format's `ERR_TRACE_OUTPUT` keeps the
  * path and message it has.
  */
 export function outputError(path: string, error: unknown, what = 'cannot write'): TracefsError {
-  if (error instanceof TraceFormatError && error.code === 'ERR_OUTPUT') {
+  if (error instanceof TraceFormatError && error.code === 'ERR_TRACE_OUTPUT') {
     const errno = (error.cause as NodeJS.ErrnoException | undefined)?.code;
     return new TracefsError('ERR_TRACEFS_OUTPUT', error.message, {
       path: error.path ?? path,

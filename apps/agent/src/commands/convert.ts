@@ -252,7 +252,7 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
       } catch (error) {
         if (error instanceof TraceFormatError) {
           // A write error is about an event of the input: name the input, as the readers' own errors do.
-          const where = error.code === 'ERR_CTF_WRITE' ? `${input}: ` : '';
+          const where = error.code === 'ERR_TRACE_CTF_WRITE' ? `${input}: ` : '';
           throw new CliExit(ExitCode.Failure, `${error.code}: ${where}${error.message}`);
         }
         throw error;

@@ -178,7 +178,7 @@ describe("an input with nothing of the decoder's kind is refused by the CLI", ()
     mkdirSync(relay);
     writeFileSync(join(relay, 'cpu0'), 'hello\nworld\n');
     const [record, lenientRelay] = await refused('kmem', 'report', relay);
-    expect(record).toMatch(new RegExp(`^evtrace: ERR_KMEMTRACE_RECORD: ${relay}/cpu0: byte 0: truncated record`));
+    expect(record).toMatch(new RegExp(`^evtrace: ERR_KMEM_RELAY_RECORD: ${relay}/cpu0: byte 0: truncated record`));
     expect(lenientRelay).toBe(
       `evtrace: ERR_KMEM_INPUT: ${relay}: no kmem event (1 problem skipped): ${KMEM_EXPECTED}\n`,
     );

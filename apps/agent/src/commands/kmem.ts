@@ -259,7 +259,7 @@ async function reportLive(
     }
   } catch (error) {
     if (error instanceof ProtocolError) {
-      const usage = error.code === 'ERR_BAD_MESSAGE';
+      const usage = error.code === 'ERR_AGENT_BAD_MESSAGE';
       throw new CliExit(usage ? ExitCode.Usage : ExitCode.Failure, `${error.code}: ${error.message}`);
     }
     throw error;

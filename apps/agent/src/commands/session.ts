@@ -67,7 +67,7 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 /** Exit status for an error from the agent. */
 function cliError(error: unknown): unknown {
   if (!(error instanceof ProtocolError)) return error;
-  const usage = ['ERR_EVENT', 'ERR_FILTER', 'ERR_BAD_MESSAGE'].includes(error.code);
+  const usage = ['ERR_AGENT_EVENT', 'ERR_AGENT_FILTER', 'ERR_AGENT_BAD_MESSAGE'].includes(error.code);
   return new CliExit(usage ? ExitCode.Usage : ExitCode.Failure, `${error.code}: ${error.message}`);
 }
 

@@ -21,14 +21,14 @@ export function asAgentError(error: unknown): AgentError {
   const tagged = errorText(error);
   switch (code) {
     case 'ERR_TRACEFS_EVENT':
-      return new AgentError('ERR_EVENT', tagged, { cause: error });
+      return new AgentError('ERR_AGENT_EVENT', tagged, { cause: error });
     case 'ERR_TRACEFS_FILTER':
-      return new AgentError('ERR_FILTER', tagged, { cause: error });
+      return new AgentError('ERR_AGENT_FILTER', tagged, { cause: error });
     case 'EACCES':
     case 'EPERM':
-      return new AgentError('ERR_PERMISSION', tagged, { cause: error });
+      return new AgentError('ERR_AGENT_PERMISSION', tagged, { cause: error });
     case 'ERR_TRACEFS_OUTPUT':
-    case 'ERR_OUTPUT':
+    case 'ERR_TRACE_OUTPUT':
     case 'ENOSPC':
     case 'EDQUOT':
     case 'ENOENT':
@@ -37,7 +37,7 @@ export function asAgentError(error: unknown): AgentError {
     case 'ELOOP':
     case 'ENOTDIR':
     case 'EISDIR':
-      return new AgentError('ERR_OUTPUT', tagged, { cause: error });
+      return new AgentError('ERR_AGENT_OUTPUT', tagged, { cause: error });
     case 'ERR_TRACEFS_NOT_FOUND':
     case 'ERR_TRACEFS_PERMISSION':
     case 'ERR_TRACEFS_SETTING':
@@ -45,10 +45,10 @@ export function asAgentError(error: unknown): AgentError {
     case 'ERR_BTS_UNSUPPORTED':
     case 'ERR_BTS_CAPTURE':
     case 'ERR_BTS_ARGUMENT':
-      return new AgentError('ERR_SOURCE', tagged, { cause: error });
+      return new AgentError('ERR_AGENT_SOURCE', tagged, { cause: error });
     default:
       if ((error as { name?: string })?.name === 'FilterError')
-        return new AgentError('ERR_FILTER', message, { cause: error });
-      return new AgentError('ERR_INTERNAL', tagged, { cause: error });
+        return new AgentError('ERR_AGENT_FILTER', message, { cause: error });
+      return new AgentError('ERR_AGENT_INTERNAL', tagged, { cause: error });
   }
 }

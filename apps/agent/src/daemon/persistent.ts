@@ -80,16 +80,16 @@ export function attachError(error: unknown): AgentError {
   if (!(error instanceof PersistentError)) return asAgentError(error);
   const message = `${error.code}: ${error.message}`;
   switch (error.code) {
-    case 'ERR_NOT_FOUND':
-      return new AgentError('ERR_NO_BUFFER', message, { cause: error });
-    case 'ERR_NAME':
-    case 'ERR_ARGUMENT':
-      return new AgentError('ERR_BAD_MESSAGE', message, { cause: error });
-    case 'ERR_PERMISSION':
-      // The same code and message as opening the buffer directly.
-      return new AgentError('ERR_PERMISSION', error.message, { cause: error });
+    case 'ERR_PERSISTENT_NOT_FOUND':
+      return new AgentError('ERR_AGENT_NO_BUFFER', message, { cause: error });
+    case 'ERR_PERSISTENT_NAME':
+    case 'ERR_PERSISTENT_ARGUMENT':
+      return new AgentError('ERR_AGENT_BAD_MESSAGE', message, { cause: error });
+    case 'ERR_PERSISTENT_PERMISSION':
+      // The message of opening the buffer directly, under the agent's code for it.
+      return new AgentError('ERR_AGENT_PERMISSION', error.message, { cause: error });
     default:
-      return new AgentError('ERR_SOURCE', message, { cause: error });
+      return new AgentError('ERR_AGENT_SOURCE', message, { cause: error });
   }
 }
 
@@ -98,7 +98,7 @@ export function attachName(spec: AttachSpec): string {
   if (spec.name !== undefined) return spec.name;
   const name = spec.buffer.split('/').join('.');
   if (!SESSION_NAME.test(name))
-    throw new AgentError('ERR_BAD_MESSAGE', `${spec.buffer} makes no session name (${name}): give one with name`);
+    throw new AgentError('ERR_AGENT_BAD_MESSAGE', `${spec.buffer} makes no session name (${name}): give one with name`);
   return name;
 }
 
@@ -447,7 +447,7 @@ export class KernelBufferSource implements AttachedSource {
       });
       if (this.#events.length === 0)
         throw new AgentError(
-          'ERR_SOURCE',
+          'ERR_AGENT_SOURCE',
           `kernel buffer ${this.target.buffer} records no events (its set_event is empty)`,
         );
       this.eventClasses = this.#events.map((e) => readEventFormat(this.#root, e).eventClass);
@@ -468,7 +468,7 @@ export class KernelBufferSource implements AttachedSource {
         const lostBefore = kernelLost(kb.path, cpu);
         this.#cpus.push({ cpu, fd, events: 0, refused: 0, bytes: 0, lastTs: 0, lostBefore });
       }
-      if (this.#cpus.length === 0) throw new AgentError('ERR_SOURCE', `cannot open the raw pipes of ${kb.path}`);
+      if (this.#cpus.length === 0) throw new AgentError('ERR_AGENT_SOURCE', `cannot open the raw pipes of ${kb.path}`);
       this.cpus = this.#cpus.map((c) => c.cpu);
     } catch (error) {
       this.close();
@@ -523,7 +523,7 @@ export class KernelBufferSource implements AttachedSource {
         got = readSync(c.fd, page, 0, page.length, null);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === 'EAGAIN') break;
-        throw new AgentError('ERR_SOURCE', `reading ${this.path}/per_cpu/cpu${c.cpu}/trace_pipe_raw failed`, {
+        throw new AgentError('ERR_AGENT_SOURCE', `reading ${this.path}/per_cpu/cpu${c.cpu}/trace_pipe_raw failed`, {
           cause: error,
         });
       }

@@ -100,7 +100,7 @@ describe('parseFormatFile on literal texts', () => {
       }
     })();
     expect(err).toBeInstanceOf(TraceFormatError);
-    expect(err?.code).toBe('ERR_FTRACE_FORMAT');
+    expect(err?.code).toBe('ERR_TRACE_FTRACE_FORMAT');
     expect(err?.location.line).toBe(4);
     expect(() => parseFormatFile('ID: 3\nformat:\n')).toThrow(/missing "name:"/);
     expect(() => parseFormatFile('name: a\nformat:\n')).toThrow(/missing "ID:"/);

@@ -61,7 +61,7 @@ describe('trace.dat page copy (pagesInput) checks every page it copies', () => {
     const { at } = secondPage(bytes);
     bytes.writeUInt32LE(0x00ffffff, at + 8);
     expect(() => readTraceDat(bytes, { file: 'bad.dat' }).pagesInput()).toThrow(
-      new TraceFormatError('ERR_FTRACE_PAGE', 'commit says 16777215 bytes of data, the page holds 4080', {
+      new TraceFormatError('ERR_TRACE_FTRACE_PAGE', 'commit says 16777215 bytes of data, the page holds 4080', {
         file: 'bad.dat',
         offset: at + 8,
       }),
