@@ -3,7 +3,7 @@
  * failure into a clear error reply without guessing.
  */
 import type { AgentErrorCode } from '@evtrace/agent-protocol';
-import { EvtraceError } from '@evtrace/errors';
+import { codeOf, EvtraceError } from '@evtrace/errors';
 import { errorText } from '@evtrace/trace-format';
 
 export class AgentError extends EvtraceError<AgentErrorCode> {
@@ -16,7 +16,7 @@ export class AgentError extends EvtraceError<AgentErrorCode> {
 /** Maps an error of the layers below (tracefs, filters, trace-format, the file system) to an AgentError. */
 export function asAgentError(error: unknown): AgentError {
   if (error instanceof AgentError) return error;
-  const code = (error as { code?: unknown })?.code;
+  const code = codeOf(error);
   const message = error instanceof Error ? error.message : String(error);
   const tagged = errorText(error);
   switch (code) {
