@@ -4,8 +4,9 @@ import { codeOf, EvtraceError, formatLocation, located } from './index.ts';
 describe('formatLocation', () => {
   it('writes text positions as file:line:column and binary ones as a byte offset', () => {
     expect(formatLocation({ file: 'kern.log', line: 12, column: 5 })).toBe('kern.log:12:5');
-    expect(formatLocation({ file: 'kern.log', line: 12 })).toBe('kern.log:12:1');
+    expect(formatLocation({ file: 'kern.log', line: 12 })).toBe('kern.log:12');
     expect(formatLocation({ line: 3, column: 4 })).toBe('line 3:4');
+    expect(formatLocation({ line: 3 })).toBe('line 3');
     expect(formatLocation({ file: 'k.dat', offset: 4096 })).toBe('k.dat: byte 4096');
     expect(formatLocation({ offset: 0 })).toBe('byte 0');
     expect(formatLocation({ file: '<stdin>' })).toBe('<stdin>');
@@ -57,7 +58,7 @@ describe('EvtraceError', () => {
 
 describe('located and codeOf', () => {
   it('located writes where: what', () => {
-    expect(located('no such event', { file: 'events/kmem', line: 1 })).toBe('events/kmem:1:1: no such event');
+    expect(located('no such event', { file: 'events/kmem', line: 1 })).toBe('events/kmem:1: no such event');
     expect(located('no such event', {})).toBe('no such event');
   });
 

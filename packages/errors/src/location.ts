@@ -11,19 +11,19 @@ export interface Location {
   readonly offset?: number | undefined;
   /** 1-based line, for text input. */
   readonly line?: number | undefined;
-  /** 1-based column in `line` (1 when only the line is known). */
+  /** 1-based column in `line`, when known. */
   readonly column?: number | undefined;
 }
 
 /**
- * Writes a location: `trace.dat: byte 4096`, `kern.log:12:5`, `line 3:1`, `byte 24`, or `''` when it names nothing.
- * A line wins over an offset when both are known: it is what a reader of text looks for.
+ * Writes a location: `trace.dat: byte 4096`, `kern.log:12:5`, `kern.log:12` (no column known), `line 3:1`, `byte 24`,
+ * or `''` when it names nothing. A line wins over an offset when both are known: it is what a reader of text looks for.
  */
 export function formatLocation(at: Location | undefined): string {
   if (at === undefined) return '';
   const { file, line, offset } = at;
   if (line !== undefined) {
-    const position = `${line}:${at.column ?? 1}`;
+    const position = at.column === undefined ? `${line}` : `${line}:${at.column}`;
     return file === undefined ? `line ${position}` : `${file}:${position}`;
   }
   if (offset !== undefined) return file === undefined ? `byte ${offset}` : `${file}: byte ${offset}`;

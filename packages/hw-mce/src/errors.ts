@@ -1,9 +1,8 @@
-import { EvtraceError, type Location, located } from '@evtrace/errors';
-
 /**
  * Errors of @evtrace/hw-mce. Every failure raises an {@link MceError} whose `code` says what kind it is and whose
  * location names the input (file, byte offset or line and column) where that makes sense.
  */
+import { EvtraceError, type Location, located } from '@evtrace/errors';
 
 /** Error codes of @evtrace/hw-mce. Never reuse a code for another meaning. */
 export type MceErrorCode =
