@@ -66,12 +66,12 @@ describe('evtrace (built CLI)', () => {
   it('exits 2 on an unknown option and names it', async () => {
     const r = await evtrace('--no-such-flag');
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe("evtrace: ERR_USAGE: unknown option '--no-such-flag'\n");
+    expect(r.stderr).toBe("evtrace: ERR_CLI_USAGE: unknown option '--no-such-flag'\n");
   });
 
   it('exits 2 on an unknown command', async () => {
     const r = await evtrace('frobnicate');
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^evtrace: ERR_USAGE: unknown command 'frobnicate'\n/);
+    expect(r.stderr).toMatch(/^evtrace: ERR_CLI_USAGE: unknown command 'frobnicate'\n/);
   });
 });

@@ -12,10 +12,12 @@ describe('exitCodeOf', () => {
   it('gives the command line errors of every package status 2, the rest 1', () => {
     expect(exitCodeOf(new TracefsError('ERR_TRACEFS_EVENT', 'unknown event'))).toBe(ExitCode.Usage);
     expect(exitCodeOf(new TracefsError('ERR_TRACEFS_PERMISSION', 'not root'))).toBe(ExitCode.Failure);
-    expect(exitCodeOf(new PersistentError('ERR_NAME', 'bad name'))).toBe(ExitCode.Usage);
-    expect(exitCodeOf(new PersistentError('ERR_CORRUPT', 'bad page'))).toBe(ExitCode.Failure);
-    expect(exitCodeOf(new ProtocolError('ERR_FILTER', 'no such field', { remote: true }))).toBe(ExitCode.Usage);
-    expect(exitCodeOf(new ProtocolError('ERR_NO_SESSION', 'no session x', { remote: true }))).toBe(ExitCode.Failure);
+    expect(exitCodeOf(new PersistentError('ERR_PERSISTENT_NAME', 'bad name'))).toBe(ExitCode.Usage);
+    expect(exitCodeOf(new PersistentError('ERR_PERSISTENT_CORRUPT', 'bad page'))).toBe(ExitCode.Failure);
+    expect(exitCodeOf(new ProtocolError('ERR_AGENT_FILTER', 'no such field', { remote: true }))).toBe(ExitCode.Usage);
+    expect(exitCodeOf(new ProtocolError('ERR_AGENT_NO_SESSION', 'no session x', { remote: true }))).toBe(
+      ExitCode.Failure,
+    );
     expect(exitCodeOf(new ConfigError('ERR_CONFIG_VALUE', 'bad', { origin: { kind: 'default' } }))).toBe(
       ExitCode.Usage,
     );
@@ -35,9 +37,9 @@ describe('exitCodeOf', () => {
 });
 
 describe('errorLine', () => {
-  it('is CODE: message, a system call failure ERR_IO naming the call, the path and errno', async () => {
+  it('is CODE: message, a system call failure ERR_CLI_IO naming the call, the path and errno', async () => {
     expect(await errorLine(usageError('--limit must be a non-negative integer'))).toBe(
-      'ERR_USAGE: --limit must be a non-negative integer',
+      'ERR_CLI_USAGE: --limit must be a non-negative integer',
     );
     expect(await errorLine(new TracefsError('ERR_TRACEFS_EVENT', "unknown event 'a:b'"))).toBe(
       "ERR_TRACEFS_EVENT: unknown event 'a:b'",
@@ -49,9 +51,9 @@ describe('errorLine', () => {
       enoent = error;
     }
     expect(await errorLine(enoent)).toBe(
-      'ERR_IO: cannot open /nonexistent/evtrace: ENOENT (no such file or directory)',
+      'ERR_CLI_IO: cannot open /nonexistent/evtrace: ENOENT (no such file or directory)',
     );
-    expect(await errorLine(new Error('a bug'))).toBe('ERR_INTERNAL: a bug');
+    expect(await errorLine(new Error('a bug'))).toBe('ERR_CLI_INTERNAL: a bug');
     expect(await errorLine(CliExit.quiet(ExitCode.Failure))).toBe('');
   });
 

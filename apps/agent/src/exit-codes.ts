@@ -27,15 +27,15 @@ export const EXIT_STATUS_HELP = `EXIT STATUS
 /** Codes the CLI gives its own errors (the packages' errors keep theirs). */
 export const CliCode = {
   /** The command line is wrong: an unknown command or option (commander's), a missing or malformed argument. */
-  Usage: 'ERR_USAGE',
+  Usage: 'ERR_CLI_USAGE',
   /** A file or descriptor the command reads or writes failed; the message names it and the errno. */
-  Io: 'ERR_IO',
+  Io: 'ERR_CLI_IO',
   /** The input holds nothing the command can use (no machine-check record, no branch, no task ids). */
-  NoData: 'ERR_NO_DATA',
+  NoData: 'ERR_CLI_NO_DATA',
   /** A program the command runs (perf, the traced program) failed. */
-  Child: 'ERR_CHILD',
+  Child: 'ERR_CLI_CHILD',
   /** An error that carried no code of its own: a bug, the message says what. */
-  Internal: 'ERR_INTERNAL',
+  Internal: 'ERR_CLI_INTERNAL',
 } as const;
 
 /**
@@ -53,12 +53,14 @@ const EXIT_BY_CODE: Readonly<Record<string, ExitCode>> = {
   ERR_TRACEFS_EVENT: ExitCode.Usage,
   ERR_TRACEFS_FILTER: ExitCode.Usage,
   // The agent's replies: an event pattern, a filter or a request the command line gave.
-  ERR_EVENT: ExitCode.Usage,
-  ERR_FILTER: ExitCode.Usage,
-  ERR_BAD_MESSAGE: ExitCode.Usage,
+  ERR_AGENT_EVENT: ExitCode.Usage,
+  ERR_AGENT_FILTER: ExitCode.Usage,
+  ERR_AGENT_BAD_MESSAGE: ExitCode.Usage,
   // persistent-events and ringbuf (and the protocol client's refusal to send): a bad name or argument.
-  ERR_NAME: ExitCode.Usage,
-  ERR_ARGUMENT: ExitCode.Usage,
+  ERR_PERSISTENT_NAME: ExitCode.Usage,
+  ERR_PERSISTENT_ARGUMENT: ExitCode.Usage,
+  ERR_RINGBUF_ARGUMENT: ExitCode.Usage,
+  ERR_AGENT_ARGUMENT: ExitCode.Usage,
 };
 
 /** Thrown by command actions to end with a given code, message and exit status. */
@@ -85,7 +87,7 @@ export class CliExit extends Error {
   }
 }
 
-/** A usage error (exit status 2): `evtrace: ERR_USAGE: message`. */
+/** A usage error (exit status 2): `evtrace: ERR_CLI_USAGE: message`. */
 export function usageError(message: string): CliExit {
   return new CliExit(CliCode.Usage, message);
 }
@@ -125,7 +127,7 @@ export function exitCodeOf(error: unknown): ExitCode {
 
 /**
  * The line printed for an error, without the `evtrace: ` in front; empty for an exit that prints nothing. A system
- * call's failure names the call, the path and the errno (`ERR_IO: cannot open x: ENOENT (no such file or directory)`).
+ * call's failure names the call, the path and the errno (`ERR_CLI_IO: cannot open x: ENOENT (no such file or directory)`).
  */
 export async function errorLine(error: unknown): Promise<string> {
   if (error instanceof CliExit && error.message === '') return '';

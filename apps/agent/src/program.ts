@@ -20,7 +20,7 @@ const processIO: CliIO = {
   progress: process.stderr.isTTY === true,
 };
 
-/** Commander's own errors (`error: unknown option '--x'`) in the form of every other: `evtrace: ERR_USAGE: ...`. */
+/** Commander's own errors (`error: unknown option '--x'`) in the form of every other: `evtrace: ERR_CLI_USAGE: ...`. */
 function commanderErrorText(text: string): string {
   return text.replace(/^error: /, `evtrace: ${CliCode.Usage}: `);
 }

@@ -44,7 +44,7 @@ describe('-q and -v', () => {
     const r = evtrace('-q', 'cat', join(dir, 'missing.dat'));
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^evtrace: ERR_[A-Z_]+: .*missing\.dat.*\n$/);
-    expect(evtrace('-q', 'cat', '--no-such').stderr).toMatch(/^evtrace: ERR_USAGE: unknown option '--no-such'/);
+    expect(evtrace('-q', 'cat', '--no-such').stderr).toMatch(/^evtrace: ERR_CLI_USAGE: unknown option '--no-such'/);
   });
 
   it("-v ends with the command's wall and CPU times and its peak RSS, as GNU time measures the same process", () => {

@@ -147,6 +147,6 @@ describe('descriptorWriter on a failing descriptor', () => {
     const cli = new URL('../dist/cli.js', import.meta.url).pathname;
     const r = spawnSync('sh', ['-c', `"${process.execPath}" "${cli}" --version > /dev/full`], { encoding: 'utf8' });
     expect(r.status).toBe(1);
-    expect(r.stderr).toBe('evtrace: ERR_IO: cannot write standard output: ENOSPC (no space left on device)\n');
+    expect(r.stderr).toBe('evtrace: ERR_CLI_IO: cannot write standard output: ENOSPC (no space left on device)\n');
   });
 });

@@ -1,3 +1,5 @@
+import { EvtraceError } from '@evtrace/errors';
+
 /** Codes of {@link ViewerError}. */
 export type ViewerErrorCode =
   /** The command line is wrong (exit status 2). */
@@ -8,11 +10,9 @@ export type ViewerErrorCode =
   | 'ERR_VIEW_AGENT';
 
 /** Every error evtrace-view reports on purpose: a code and a message that says what and where. */
-export class ViewerError extends Error {
-  readonly code: ViewerErrorCode;
+export class ViewerError extends EvtraceError<ViewerErrorCode> {
   constructor(code: ViewerErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(code, message, options);
     this.name = 'ViewerError';
-    this.code = code;
   }
 }

@@ -50,7 +50,7 @@ afterEach(async () => {
 });
 
 describe('connectAgent', () => {
-  it('speaks version 1 to an agent from before versions 2 and 3 (and the persistent ops get ERR_UNKNOWN_OP there)', async () => {
+  it('speaks version 1 to an agent from before versions 2 and 3 (and the persistent ops get ERR_AGENT_UNKNOWN_OP there)', async () => {
     const path = join(dir, 'old.sock');
     const hellos: number[] = [];
     server = createServer((socket) => {
@@ -64,8 +64,8 @@ describe('connectAgent', () => {
             r.op === 'hello' && r.version === 1
               ? { id: r.id, ok: true, result: { protocol: 1, agent: 'old', pid: 7 } }
               : r.op === 'hello'
-                ? { id: r.id, ok: false, error: { code: 'ERR_VERSION', message: `speaks 1 only` } }
-                : { id: r.id, ok: false, error: { code: 'ERR_UNKNOWN_OP', message: `unknown op '${r.op}'` } };
+                ? { id: r.id, ok: false, error: { code: 'ERR_AGENT_VERSION', message: `speaks 1 only` } }
+                : { id: r.id, ok: false, error: { code: 'ERR_AGENT_UNKNOWN_OP', message: `unknown op '${r.op}'` } };
           socket.write(`${JSON.stringify(reply)}\n`);
         }
       });
@@ -74,7 +74,7 @@ describe('connectAgent', () => {
     const client = await connectAgent(path);
     expect(hellos).toEqual([3, 2, 1]);
     expect(client.agent).toEqual({ protocol: 1, agent: 'old', pid: 7 });
-    await expect(client.buffers()).rejects.toMatchObject({ code: 'ERR_UNKNOWN_OP', remote: true });
+    await expect(client.buffers()).rejects.toMatchObject({ code: 'ERR_AGENT_UNKNOWN_OP', remote: true });
     client.close();
   });
 
@@ -91,13 +91,13 @@ describe('connectAgent', () => {
     server = await peer(path, (r) => {
       seen.push(r);
       if (r.op === 'list') return encodeLine({ id: r.id, ok: true, result: [] });
-      return encodeLine({ id: r.id, ok: false, error: { code: 'ERR_NO_SESSION', message: 'no session x' } });
+      return encodeLine({ id: r.id, ok: false, error: { code: 'ERR_AGENT_NO_SESSION', message: 'no session x' } });
     });
     const client = await connectAgent(path);
     expect(client.agent).toEqual({ protocol: 1, agent: 'test', pid: 1 });
     expect(await client.list()).toEqual([]);
     const error = (await client.status('x').catch((e: unknown) => e)) as ProtocolError;
-    expect([error.code, error.remote, error.message]).toEqual(['ERR_NO_SESSION', true, 'no session x']);
+    expect([error.code, error.remote, error.message]).toEqual(['ERR_AGENT_NO_SESSION', true, 'no session x']);
     expect(seen.map((r) => r.op)).toEqual(['list', 'status']);
     client.close();
     await expect(client.list()).rejects.toMatchObject({ code: 'ERR_AGENT_CLOSED' });
@@ -151,7 +151,7 @@ describe('connectAgent', () => {
       return undefined;
     });
     const bad = await connectAgent(path);
-    await expect(bad.status('x')).rejects.toMatchObject({ code: 'ERR_PROTOCOL_MESSAGE' });
+    await expect(bad.status('x')).rejects.toMatchObject({ code: 'ERR_AGENT_BAD_REPLY' });
     const client = await connectAgent(path);
     const sub = await client.subscribe('s');
     const items: SubscriptionItem[] = [];
@@ -235,11 +235,11 @@ describe('subscriptions of protocol 3', () => {
     const error = await (async () => {
       for await (const _ of sub);
     })().catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'ERR_PROTOCOL_MESSAGE' });
+    expect(error).toMatchObject({ code: 'ERR_AGENT_BAD_REPLY' });
     expect((error as Error).message).toMatch(/stream 2\): events\[0\]\.fields\.bytes_req: expected a decimal string/);
     const other = await connectAgent(path);
     await expect(other.subscribe('badformat')).rejects.toMatchObject({
-      code: 'ERR_PROTOCOL_MESSAGE',
+      code: 'ERR_AGENT_BAD_REPLY',
       message: expect.stringMatching(/formats\[0\].*bad event ID/),
     });
   });

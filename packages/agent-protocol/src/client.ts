@@ -85,7 +85,7 @@ export interface AgentClient {
   detach(name: string): Promise<DetachResult>;
   /**
    * The gauges of a session's buffers per CPU: the samples the agent took after `since` (default: all it keeps).
-   * @throws ProtocolError `ERR_PROTOCOL_MESSAGE` when the reply is not well-formed gauges.
+   * @throws ProtocolError `ERR_AGENT_BAD_REPLY` when the reply is not well-formed gauges.
    */
   stats(name: string, since?: number): Promise<BufferStats>;
   /** Closes the connection; pending requests fail with `ERR_AGENT_CLOSED`. */
@@ -168,7 +168,7 @@ class StreamQueue {
 /**
  * Connects to the agent at `socketPath` (default {@link defaultSocketPath}) and performs the `hello` handshake.
  *
- * @throws ProtocolError `ERR_AGENT_CONNECT` when nothing listens there or access is refused; `ERR_VERSION` (remote)
+ * @throws ProtocolError `ERR_AGENT_CONNECT` when nothing listens there or access is refused; `ERR_AGENT_VERSION` (remote)
  * when the agent speaks another protocol version.
  */
 export async function connectAgent(
@@ -226,7 +226,7 @@ class Client implements AgentClient {
   }
 
   async hello(name: string): Promise<void> {
-    // An older agent refuses the newer versions and serves the ops of its own (the newer ones get ERR_UNKNOWN_OP
+    // An older agent refuses the newer versions and serves the ops of its own (the newer ones get ERR_AGENT_UNKNOWN_OP
     // there): ask for each version this package speaks, newest first.
     const versions = [...PROTOCOL_VERSIONS].filter((v) => v <= PROTOCOL_VERSION).sort((a, b) => b - a);
     for (const [i, version] of versions.entries()) {
@@ -234,7 +234,8 @@ class Client implements AgentClient {
         this.agent = (await this.#request({ op: 'hello', version, client: name })) as HelloResult;
         return;
       } catch (error) {
-        if (!(error instanceof ProtocolError && error.code === 'ERR_VERSION') || i === versions.length - 1) throw error;
+        if (!(error instanceof ProtocolError && error.code === 'ERR_AGENT_VERSION') || i === versions.length - 1)
+          throw error;
       }
     }
   }
@@ -244,7 +245,7 @@ class Client implements AgentClient {
       if ('oversize' in frame) {
         this.#fatal(
           new ProtocolError(
-            'ERR_PROTOCOL_TOO_LARGE',
+            'ERR_AGENT_REPLY_TOO_LARGE',
             `a message of ${frame.oversize} bytes from the agent exceeds ${MAX_SERVER_MESSAGE_BYTES}`,
           ),
         );
@@ -252,7 +253,7 @@ class Client implements AgentClient {
       }
       const parsed = parseServerMessage(frame.line);
       if (!parsed.ok) {
-        this.#fatal(new ProtocolError('ERR_PROTOCOL_MESSAGE', `bad message from the agent: ${parsed.message}`));
+        this.#fatal(new ProtocolError('ERR_AGENT_BAD_REPLY', `bad message from the agent: ${parsed.message}`));
         return;
       }
       const m = parsed.value;
@@ -264,10 +265,7 @@ class Client implements AgentClient {
         } catch (error) {
           if (!(error instanceof TraceFormatError)) throw error;
           this.#fatal(
-            new ProtocolError(
-              'ERR_PROTOCOL_MESSAGE',
-              `bad event from the agent (stream ${m.stream}): ${error.message}`,
-            ),
+            new ProtocolError('ERR_AGENT_BAD_REPLY', `bad event from the agent (stream ${m.stream}): ${error.message}`),
           );
           return;
         }
@@ -404,7 +402,7 @@ class Client implements AgentClient {
   async stats(name: string, since?: number): Promise<BufferStats> {
     const result = await this.#request({ op: 'stats', name, ...(since !== undefined ? { since } : {}) });
     const wrong = checkBufferStats(result);
-    if (wrong !== undefined) throw new ProtocolError('ERR_PROTOCOL_MESSAGE', `bad stats from the agent: ${wrong}`);
+    if (wrong !== undefined) throw new ProtocolError('ERR_AGENT_BAD_REPLY', `bad stats from the agent: ${wrong}`);
     return result as BufferStats;
   }
 

@@ -157,7 +157,7 @@ export interface UnreadableBuffer {
   readonly owner: string;
   readonly group: string;
   readonly permissions: number;
-  /** @evtrace/persistent-events' error code (`ERR_PERMISSION`, `ERR_CORRUPT`...). */
+  /** @evtrace/persistent-events' error code (`ERR_PERSISTENT_PERMISSION`, `ERR_PERSISTENT_CORRUPT`...). */
   readonly code: string;
   readonly error: string;
 }

@@ -38,7 +38,7 @@ describe('subscription messages', () => {
     expect(decoder.decode(wire, 'events[0]')).toEqual({ ...event, eventClass: decoder.eventClasses[0] });
   });
 
-  it('fuzz: a mutated subscribe reply gives a decoder or ERR_PROTOCOL_MESSAGE, never another error', () => {
+  it('fuzz: a mutated subscribe reply gives a decoder or ERR_AGENT_BAD_REPLY, never another error', () => {
     const seed = JSON.stringify(subscribeResult(3, [kfree]));
     const mutated = fc
       .tuple(fc.constant(seed), fc.array(fc.tuple(fc.nat(), fc.nat(4), fc.string({ maxLength: 6 })), { maxLength: 4 }))
@@ -69,7 +69,7 @@ describe('subscription messages', () => {
             decoders++;
           } catch (error) {
             expect(error).toBeInstanceOf(ProtocolError);
-            expect((error as ProtocolError).code).toBe('ERR_PROTOCOL_MESSAGE');
+            expect((error as ProtocolError).code).toBe('ERR_AGENT_BAD_REPLY');
             refused++;
           }
         },

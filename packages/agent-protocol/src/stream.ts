@@ -48,12 +48,12 @@ export function endMessage(stream: number, reason: string): string {
  * The decoder of a stream's events, from the `subscribe` reply: typed by the session's formats, or (an agent older
  * than protocol 3 sends none) by classes inferred from each event's first line.
  *
- * @throws ProtocolError `ERR_PROTOCOL_MESSAGE` when the reply's formats are not format files.
+ * @throws ProtocolError `ERR_AGENT_BAD_REPLY` when the reply's formats are not format files.
  */
 export function streamDecoder(result: unknown): JsonEventDecoder {
   const formats = (result as { formats?: unknown } | null)?.formats;
   if (formats === undefined) return new JsonEventDecoder([], { infer: true });
-  const bad = (why: string) => new ProtocolError('ERR_PROTOCOL_MESSAGE', `bad subscribe reply from the agent: ${why}`);
+  const bad = (why: string) => new ProtocolError('ERR_AGENT_BAD_REPLY', `bad subscribe reply from the agent: ${why}`);
   if (!Array.isArray(formats)) throw bad('formats: must be an array');
   const classes = formats.map((f: unknown, i) => {
     const { system, format } = (f ?? {}) as { system?: unknown; format?: unknown };

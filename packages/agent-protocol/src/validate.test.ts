@@ -51,73 +51,73 @@ describe('parseRequest', () => {
   });
 
   it.each([
-    ['{', 'ERR_BAD_MESSAGE', null, /not JSON/],
-    ['[1]', 'ERR_BAD_MESSAGE', null, /JSON object/],
-    ['{"op":"list"}', 'ERR_BAD_MESSAGE', null, /id/],
-    ['{"id":-1,"op":"list"}', 'ERR_BAD_MESSAGE', null, /id/],
-    ['{"id":3,"op":"explode"}', 'ERR_UNKNOWN_OP', 3, /unknown op 'explode'/],
-    ['{"id":4,"op":"start","name":"../etc"}', 'ERR_BAD_MESSAGE', 4, /request\.name/],
+    ['{', 'ERR_AGENT_BAD_MESSAGE', null, /not JSON/],
+    ['[1]', 'ERR_AGENT_BAD_MESSAGE', null, /JSON object/],
+    ['{"op":"list"}', 'ERR_AGENT_BAD_MESSAGE', null, /id/],
+    ['{"id":-1,"op":"list"}', 'ERR_AGENT_BAD_MESSAGE', null, /id/],
+    ['{"id":3,"op":"explode"}', 'ERR_AGENT_UNKNOWN_OP', 3, /unknown op 'explode'/],
+    ['{"id":4,"op":"start","name":"../etc"}', 'ERR_AGENT_BAD_MESSAGE', 4, /request\.name/],
     [
       '{"id":5,"op":"create","session":{"name":"a","events":[],"mode":"overwrite"}}',
-      'ERR_BAD_MESSAGE',
+      'ERR_AGENT_BAD_MESSAGE',
       5,
       /session\.events/,
     ],
     [
       '{"id":6,"op":"create","session":{"name":"a","events":["x:y"],"mode":"ring"}}',
-      'ERR_BAD_MESSAGE',
+      'ERR_AGENT_BAD_MESSAGE',
       6,
       /session\.mode/,
     ],
     [
       '{"id":8,"op":"create","session":{"name":"a","events":["x:y"],"mode":"discard","rotate":{"bytes":10}}}',
-      'ERR_BAD_MESSAGE',
+      'ERR_AGENT_BAD_MESSAGE',
       8,
       /needs output/,
     ],
-    ['{"id":9,"op":"subscribe","name":"a","queue":0}', 'ERR_BAD_MESSAGE', 9, /queue/],
+    ['{"id":9,"op":"subscribe","name":"a","queue":0}', 'ERR_AGENT_BAD_MESSAGE', 9, /queue/],
     [
       '{"id":30,"op":"create","session":{"name":"a","events":["x:y"],"mode":"discard","filter":"pid > 1\\u0000|| pid == 0"}}',
-      'ERR_BAD_MESSAGE',
+      'ERR_AGENT_BAD_MESSAGE',
       30,
       /^session\.filter: NUL character at column 7 \(the kernel would apply only the text before it\)$/,
     ],
     [
       '{"id":31,"op":"trigger","name":"a","trigger":{"kind":"event","filter":"comm == \\"\u00e9\\u0000\\""}}',
-      'ERR_BAD_MESSAGE',
+      'ERR_AGENT_BAD_MESSAGE',
       31,
       /^trigger\.filter: NUL character at column 11 /,
     ],
     [
       '{"id":32,"op":"create","session":{"name":"a","events":["x:y"],"mode":"discard","triggers":[{"kind":"event","filter":"\\u0000"}]}}',
-      'ERR_BAD_MESSAGE',
+      'ERR_AGENT_BAD_MESSAGE',
       32,
       /^session\.triggers\[0\]\.filter: NUL character at column 0 /,
     ],
     [
       '{"id":10,"op":"trigger","name":"a","trigger":{"kind":"signal","signal":"SIGKILL"}}',
-      'ERR_BAD_MESSAGE',
+      'ERR_AGENT_BAD_MESSAGE',
       10,
       /signal/,
     ],
-    ['{"id":11,"op":"hello","version":"1"}', 'ERR_BAD_MESSAGE', 11, /version/],
-    ['{"id":12,"op":"attach","buffer":"../etc/passwd"}', 'ERR_BAD_MESSAGE', 12, /request\.buffer/],
-    ['{"id":13,"op":"attach","buffer":"a//b"}', 'ERR_BAD_MESSAGE', 13, /request\.buffer/],
-    [`{"id":14,"op":"attach","buffer":"${'a/'.repeat(100)}a"}`, 'ERR_BAD_MESSAGE', 14, /request\.buffer/],
-    ['{"id":15,"op":"attach","buffer":"a/b","backend":"disk"}', 'ERR_BAD_MESSAGE', 15, /request\.backend/],
-    ['{"id":16,"op":"attach","buffer":"a/b","name":"x/y"}', 'ERR_BAD_MESSAGE', 16, /request\.name/],
-    ['{"id":17,"op":"attach"}', 'ERR_BAD_MESSAGE', 17, /request\.buffer: missing/],
-    ['{"id":18,"op":"detach","name":"a/b"}', 'ERR_BAD_MESSAGE', 18, /request\.name/],
-    ['{"id":19,"op":"buffers","dir":7}', 'ERR_BAD_MESSAGE', 19, /request\.dir/],
+    ['{"id":11,"op":"hello","version":"1"}', 'ERR_AGENT_BAD_MESSAGE', 11, /version/],
+    ['{"id":12,"op":"attach","buffer":"../etc/passwd"}', 'ERR_AGENT_BAD_MESSAGE', 12, /request\.buffer/],
+    ['{"id":13,"op":"attach","buffer":"a//b"}', 'ERR_AGENT_BAD_MESSAGE', 13, /request\.buffer/],
+    [`{"id":14,"op":"attach","buffer":"${'a/'.repeat(100)}a"}`, 'ERR_AGENT_BAD_MESSAGE', 14, /request\.buffer/],
+    ['{"id":15,"op":"attach","buffer":"a/b","backend":"disk"}', 'ERR_AGENT_BAD_MESSAGE', 15, /request\.backend/],
+    ['{"id":16,"op":"attach","buffer":"a/b","name":"x/y"}', 'ERR_AGENT_BAD_MESSAGE', 16, /request\.name/],
+    ['{"id":17,"op":"attach"}', 'ERR_AGENT_BAD_MESSAGE', 17, /request\.buffer: missing/],
+    ['{"id":18,"op":"detach","name":"a/b"}', 'ERR_AGENT_BAD_MESSAGE', 18, /request\.name/],
+    ['{"id":19,"op":"buffers","dir":7}', 'ERR_AGENT_BAD_MESSAGE', 19, /request\.dir/],
     [
       '{"id":20,"op":"create","session":{"name":"a","events":["bts:branch"],"mode":"discard","source":"bts-qemu","command":"./prog"}}',
-      'ERR_BAD_MESSAGE',
+      'ERR_AGENT_BAD_MESSAGE',
       20,
       /session\.command: must be an array of 1 to 256 strings/,
     ],
     [
       '{"id":21,"op":"create","session":{"name":"a","events":["bts:branch"],"mode":"discard","source":"bts","command":[""]}}',
-      'ERR_BAD_MESSAGE',
+      'ERR_AGENT_BAD_MESSAGE',
       21,
       /session\.command: must name a program/,
     ],
@@ -166,8 +166,8 @@ describe('parseServerMessage', () => {
       ok: true,
       value: { id: 1, ok: true, result: { stream: 3 } },
     });
-    const err = parseServerMessage('{"id":null,"ok":false,"error":{"code":"ERR_TOO_LARGE","message":"big"}}');
-    expect(err.ok && !('stream' in err.value) && !err.value.ok && err.value.error.code).toBe('ERR_TOO_LARGE');
+    const err = parseServerMessage('{"id":null,"ok":false,"error":{"code":"ERR_AGENT_TOO_LARGE","message":"big"}}');
+    expect(err.ok && !('stream' in err.value) && !err.value.ok && err.value.error.code).toBe('ERR_AGENT_TOO_LARGE');
     const ev = parseServerMessage(
       '{"stream":3,"kind":"events","events":[{"ts_ns":"12","cpu":0,"event":"kmem:kfree","pid":null,"comm":null,"flags":null,"fields":{"ptr":"0x1"}}]}',
     );
@@ -202,11 +202,24 @@ describe('parseServerMessage', () => {
     });
   });
 
-  it('maps an error code it does not know to ERR_INTERNAL and rejects malformed stream messages', () => {
+  it('maps an error code it does not know to ERR_AGENT_INTERNAL and rejects malformed stream messages', () => {
     const r = parseServerMessage('{"id":2,"ok":false,"error":{"code":"ERR_FUTURE","message":"m"}}');
-    expect(r.ok && !('stream' in r.value) && !r.value.ok && r.value.error.code).toBe('ERR_INTERNAL');
+    expect(r.ok && !('stream' in r.value) && !r.value.ok && r.value.error.code).toBe('ERR_AGENT_INTERNAL');
     expect(parseServerMessage('{"stream":1,"kind":"events","events":[{"cpu":0}]}').ok).toBe(false);
     expect(parseServerMessage('{"stream":1,"kind":"teleport"}').ok).toBe(false);
     expect(parseServerMessage('{"hello":1}').ok).toBe(false);
+  });
+
+  it("reads an older agent's codes, which had no ERR_AGENT_ tag, as the tagged ones", () => {
+    const code = (sent: string) => {
+      const r = parseServerMessage(JSON.stringify({ id: 1, ok: false, error: { code: sent, message: 'm' } }));
+      return r.ok && !('stream' in r.value) && !r.value.ok ? r.value.error.code : undefined;
+    };
+    // Written in pieces: tooling/scripts/rename-error-codes.mjs would rename the whole old codes.
+    expect(code(['ERR', 'VERSION'].join('_'))).toBe('ERR_AGENT_VERSION');
+    expect(code(['ERR', 'NO_SESSION'].join('_'))).toBe('ERR_AGENT_NO_SESSION');
+    expect(code('ERR_AGENT_LIMIT')).toBe('ERR_AGENT_LIMIT');
+    expect(code('ERR_CONNECT')).toBe('ERR_AGENT_INTERNAL');
+    expect(code('ERR_AGENT_CONNECT')).toBe('ERR_AGENT_INTERNAL');
   });
 });

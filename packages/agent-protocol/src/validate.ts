@@ -2,7 +2,7 @@
  * Validation of both directions. Parsers take untrusted text and never throw: they return the message or a
  * verdict saying what is wrong and where (the JSON path of the offending member).
  */
-import { AGENT_ERROR_CODES, type AgentErrorCode } from './errors.ts';
+import { type AgentErrorCode, agentErrorCode } from './errors.ts';
 import {
   type OutputFormat,
   REQUEST_OPS,
@@ -244,13 +244,13 @@ export function parseRequest(line: string): Parsed<Request> {
   try {
     value = JSON.parse(line);
   } catch (error) {
-    return { ok: false, code: 'ERR_BAD_MESSAGE', message: `not JSON: ${(error as Error).message}`, id: null };
+    return { ok: false, code: 'ERR_AGENT_BAD_MESSAGE', message: `not JSON: ${(error as Error).message}`, id: null };
   }
   if (!isObj(value))
-    return { ok: false, code: 'ERR_BAD_MESSAGE', message: 'a request must be a JSON object', id: null };
+    return { ok: false, code: 'ERR_AGENT_BAD_MESSAGE', message: 'a request must be a JSON object', id: null };
   const id = value.id;
   if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 0)
-    return { ok: false, code: 'ERR_BAD_MESSAGE', message: 'id: must be a non-negative integer', id: null };
+    return { ok: false, code: 'ERR_AGENT_BAD_MESSAGE', message: 'id: must be a non-negative integer', id: null };
   try {
     return { ok: true, value: request(value) };
   } catch (error) {
@@ -258,13 +258,13 @@ export function parseRequest(line: string): Parsed<Request> {
       const op = error.message.slice(0, 64);
       return {
         ok: false,
-        code: 'ERR_UNKNOWN_OP',
+        code: 'ERR_AGENT_UNKNOWN_OP',
         message: `unknown op '${op}' (known: ${REQUEST_OPS.join(', ')})`,
         id,
       };
     }
-    if (error instanceof Invalid) return { ok: false, code: 'ERR_BAD_MESSAGE', message: error.message, id };
-    return { ok: false, code: 'ERR_BAD_MESSAGE', message: String(error), id };
+    if (error instanceof Invalid) return { ok: false, code: 'ERR_AGENT_BAD_MESSAGE', message: error.message, id };
+    return { ok: false, code: 'ERR_AGENT_BAD_MESSAGE', message: String(error), id };
   }
 }
 
@@ -274,9 +274,14 @@ export function parseServerMessage(line: string): Parsed<ServerMessage> {
   try {
     value = JSON.parse(line);
   } catch (error) {
-    return { ok: false, code: 'ERR_BAD_MESSAGE', message: `not JSON: ${(error as Error).message}`, id: null };
+    return { ok: false, code: 'ERR_AGENT_BAD_MESSAGE', message: `not JSON: ${(error as Error).message}`, id: null };
   }
-  const bad = (message: string): Parsed<ServerMessage> => ({ ok: false, code: 'ERR_BAD_MESSAGE', message, id: null });
+  const bad = (message: string): Parsed<ServerMessage> => ({
+    ok: false,
+    code: 'ERR_AGENT_BAD_MESSAGE',
+    message,
+    id: null,
+  });
   if (!isObj(value)) return bad('a message must be a JSON object');
   if ('stream' in value) {
     const { stream, kind } = value;
@@ -306,10 +311,7 @@ export function parseServerMessage(line: string): Parsed<ServerMessage> {
     const error = value.error;
     if (!isObj(error) || typeof error.message !== 'string' || typeof error.code !== 'string')
       return bad('error: needs code and message');
-    const code = (AGENT_ERROR_CODES as readonly string[]).includes(error.code)
-      ? (error.code as AgentErrorCode)
-      : 'ERR_INTERNAL';
-    return { ok: true, value: { id, ok, error: { code, message: error.message } } };
+    return { ok: true, value: { id, ok, error: { code: agentErrorCode(error.code), message: error.message } } };
   }
   return bad('neither a reply (ok) nor a stream message (stream)');
 }

@@ -3,6 +3,7 @@
  * exactly what Linux writes to tracefs's `error_log` for the same expression, so a check here predicts the kernel's
  * answer. `detail` adds evtrace's own explanation (which field, which type) and `span` the exact source range.
  */
+import { EvtraceError, type Location } from '@evtrace/errors';
 
 /** The kernel's parse error kinds (`FILT_ERR_*` in kernel/trace/trace_events_filter.c) and their texts. */
 export const KERNEL_MESSAGES = {
@@ -91,8 +92,12 @@ export interface FilterErrorInit {
   readonly errno?: string;
 }
 
-export class FilterError extends Error {
-  readonly code: FilterErrorCode;
+/**
+ * The message is the kernel's text alone: the place is the caret {@link FilterError.format} draws under the
+ * expression, as the kernel's `error_log` does, and `location.offset` (the caret's byte column).
+ */
+export class FilterError extends EvtraceError<FilterErrorCode> {
+  declare readonly location: Location;
   /** Kernel error kind (`FIELD_NOT_FOUND`...), or undefined for evtrace-only errors. */
   readonly kind: KernelErrorKind | undefined;
   /** 0-based byte column of the caret, as in tracefs's `error_log`. */
@@ -101,9 +106,10 @@ export class FilterError extends Error {
   readonly span: Span | undefined;
   readonly errno: string | undefined;
   constructor(code: FilterErrorCode, init: FilterErrorInit) {
-    super(init.message ?? (init.kind !== undefined ? KERNEL_MESSAGES[init.kind] : 'invalid filter'));
+    super(code, init.message ?? (init.kind !== undefined ? KERNEL_MESSAGES[init.kind] : 'invalid filter'));
     this.name = 'FilterError';
-    this.code = code;
+    // Set after the message is made: the kernel's message has no place in front.
+    this.location = { offset: init.column };
     this.kind = init.kind;
     this.column = init.column;
     this.detail = init.detail;

@@ -1,3 +1,4 @@
+import { EvtraceError } from '@evtrace/errors';
 import { describe, expect, it } from 'vitest';
 import { FilterError } from './errors.ts';
 import { parseFilter } from './parser.ts';
@@ -62,6 +63,9 @@ describe('parseFilter: grammar', () => {
   it('refuses a NUL character at its byte column, which the kernel would take as the end of the filter', () => {
     const e = reject('bytes_req > 1 \0|| node == 0');
     expect([e.code, e.message, e.column]).toEqual(['ERR_FILTER_NUL', 'NUL character in filter', 14]);
+    // evtrace's one error shape: the caret's byte column is the location, the message stays the kernel's alone.
+    expect(e).toBeInstanceOf(EvtraceError);
+    expect(e.location).toEqual({ offset: 14 });
     expect(reject('comm == "\u00e9\0"').column).toBe(11);
     expect(reject('\0').code).toBe('ERR_FILTER_NUL');
   });

@@ -37,7 +37,7 @@ describe.skipIf(why !== '')(`ELF symbol tables${why ? ` (skipped: ${why})` : ''}
 
   it('rejects non-ELF and cut ELF files with ERR_BTS_ELF and a byte offset', () => {
     expect(() => readElfSymbols(new TextEncoder().encode('#!/bin/sh\necho hi\n'.repeat(4)), 'x.sh')).toThrow(
-      /x\.sh, byte 0: not an ELF file/,
+      /x\.sh: byte 0: not an ELF file/,
     );
     const cut = bytes.subarray(0, 4096);
     try {

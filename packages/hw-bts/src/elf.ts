@@ -30,7 +30,7 @@ const STT_GNU_IFUNC = 10;
 
 /** Reads the function symbols (STT_FUNC, STT_GNU_IFUNC, defined, non-zero address) of an ELF image. */
 export function readElfSymbols(bytes: Uint8Array, source = 'ELF'): ElfSymbols {
-  const fail = (message: string, offset: number) => new BtsError('ERR_BTS_ELF', message, { source, offset });
+  const fail = (message: string, offset: number) => new BtsError('ERR_BTS_ELF', message, { file: source, offset });
   if (bytes.length < 52 || bytes[0] !== 0x7f || bytes[1] !== 0x45 || bytes[2] !== 0x4c || bytes[3] !== 0x46)
     throw fail('not an ELF file (no \\x7fELF magic)', 0);
   const cls = bytes[4];

@@ -1,3 +1,5 @@
+import { EvtraceError, type Location } from '@evtrace/errors';
+
 /**
  * Errors of @evtrace/hw-bts. Every failure is a {@link BtsError} whose `code` says what kind it is and which names
  * where: a byte offset in binary input, a line and column in text input.
@@ -20,17 +22,12 @@ export type BtsErrorCode =
   /** A bad argument (negative count, empty budget...). */
   | 'ERR_BTS_ARGUMENT';
 
-/** Where a problem is: a byte offset in binary input, or a 1-based line and column in text input. */
-export interface BtsLocation {
-  /** The file or source, when known. */
-  readonly source?: string;
-  readonly offset?: number;
-  readonly line?: number;
-  readonly column?: number;
-}
+/** Where a problem is: the file, and a byte offset in binary input or a 1-based line and column in text input. */
+export type BtsLocation = Location;
 
-export class BtsError extends Error {
-  readonly code: BtsErrorCode;
+export class BtsError extends EvtraceError<BtsErrorCode> {
+  declare readonly location: BtsLocation;
+  /** The file or source, when known (`location.file`). */
   readonly source: string | undefined;
   /** Byte offset in binary input. */
   readonly offset: number | undefined;
@@ -39,20 +36,11 @@ export class BtsError extends Error {
   /** 1-based column in text input. */
   readonly column: number | undefined;
   constructor(code: BtsErrorCode, message: string, where: BtsLocation = {}, cause?: unknown) {
-    super(`${describe(where)}${message}`, cause === undefined ? undefined : { cause });
+    super(code, message, { location: where, cause });
     this.name = 'BtsError';
-    this.code = code;
-    this.source = where.source;
+    this.source = where.file;
     this.offset = where.offset;
     this.line = where.line;
     this.column = where.column;
   }
-}
-
-function describe(where: BtsLocation): string {
-  const parts: string[] = [];
-  if (where.source !== undefined) parts.push(where.source);
-  if (where.line !== undefined) parts.push(`line ${where.line}${where.column !== undefined ? `:${where.column}` : ''}`);
-  if (where.offset !== undefined) parts.push(`byte ${where.offset}`);
-  return parts.length > 0 ? `${parts.join(', ')}: ` : '';
 }

@@ -24,12 +24,12 @@ describe('random bytes', () => {
           d = decodeBranchInput(bytes, { source: 'random' });
         } catch (error) {
           expect(error).toBeInstanceOf(BtsError);
-          expect((error as BtsError).message).toMatch(/^random, (byte|line) \d+/);
+          expect((error as BtsError).message).toMatch(/^random(: byte \d+|:\d+:\d+)/);
           return;
         }
         expect(d.format === 'gdb-call-history' ? d.segments.length : d.branches.length).toBe(0);
         expect(d.problems.length).toBeGreaterThan(0);
-        for (const p of d.problems) expect(p.message).toMatch(/^random, (byte|line) \d+/);
+        for (const p of d.problems) expect(p.message).toMatch(/^random(: byte \d+|:\d+:\d+)/);
       }),
       { numRuns: 80 },
     );
@@ -39,7 +39,7 @@ describe('random bytes', () => {
     const path = join(dir, 'empty');
     writeFileSync(path, '');
     expect(() => readBranchInput(path)).toThrow(
-      `${path}, byte 0: empty: expected raw BTS records, perf.data, perf script, QEMU log or gdb record text, or a trace`,
+      `${path}: byte 0: empty: expected raw BTS records, perf.data, perf script, QEMU log or gdb record text, or a trace`,
     );
   });
 });
@@ -72,7 +72,7 @@ describe('corrupted raw BTS records', () => {
             return;
           }
           expect(() => decodeBranchInput(bytes, { source: 'c.bts', format: 'bts64' })).toThrow(
-            new RegExp(`^c\\.bts, byte ${bad[0]}: not a BTS record`),
+            new RegExp(`^c\\.bts: byte ${bad[0]}: not a BTS record`),
           );
           expect(lenient.notes).toContain(
             `${bad.length} records with non-canonical addresses skipped (not BTS records)`,

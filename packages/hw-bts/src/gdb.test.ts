@@ -60,7 +60,7 @@ describe("gdb's histories (hand-written samples)", () => {
     const c = parseGdbCallHistory('1\tmain\nx\tfib\n', { source: 'h.txt' });
     expect(c.segments).toHaveLength(1);
     expect(c.problems[0]!.message).toBe(
-      'h.txt, line 2:1: malformed function-call-history line: expected "N<TAB>[indent]FUNCTION"',
+      'h.txt:2:1: malformed function-call-history line: expected "N<TAB>[indent]FUNCTION"',
     );
   });
 

@@ -37,7 +37,7 @@ export function parseGdbCallHistory(text: string, options: { source?: string } =
       const column = /^\d+\t/.test(line) ? line.indexOf('\t') + 2 : 1;
       problems.push(
         new BtsError('ERR_BTS_SYNTAX', 'malformed function-call-history line: expected "N<TAB>[indent]FUNCTION"', {
-          ...(options.source !== undefined ? { source: options.source } : {}),
+          file: options.source,
           line: l + 1,
           column,
         }),
@@ -83,7 +83,7 @@ export function parseGdbInstructionHistory(text: string, options: { source?: str
             'ERR_BTS_SYNTAX',
             'malformed instruction-history line: expected "N<TAB>0xADDR <func+off>:<TAB>insn"',
             {
-              ...(options.source !== undefined ? { source: options.source } : {}),
+              file: options.source,
               line: l + 1,
               column: line.indexOf('\t') + 2,
             },

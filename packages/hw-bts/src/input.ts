@@ -50,10 +50,7 @@ const TRACE_DAT_MAGIC = Buffer.from([0x17, 0x08, 0x44, 0x74, 0x72, 0x61, 0x63, 0
 
 /** The shared input reader's errors in this package's shape. */
 function inputError(message: string, at: InputLocation): BtsError {
-  return new BtsError('ERR_BTS_FORMAT', message, {
-    ...(at.file !== undefined ? { source: at.file } : {}),
-    ...(at.offset !== undefined ? { offset: at.offset } : {}),
-  });
+  return new BtsError('ERR_BTS_FORMAT', message, at);
 }
 
 /** Guesses the format: perf.data magic, binary (raw 64-bit BTS records), or by the first meaningful text lines. */
@@ -82,10 +79,10 @@ export function readBranchInput(path: string, options: ReadBranchOptions = {}): 
     return { format: 'trace', ...readTraceBranches(path) };
   const bytes = readInput(path, { error: inputError });
   if (bytes.length === 0)
-    throw new BtsError('ERR_BTS_FORMAT', `empty: expected ${EXPECTED}`, { source: inputLabel(path), offset: 0 });
+    throw new BtsError('ERR_BTS_FORMAT', `empty: expected ${EXPECTED}`, { file: inputLabel(path), offset: 0 });
   if (bytes.subarray(0, TRACE_DAT_MAGIC.length).equals(TRACE_DAT_MAGIC))
     throw new BtsError('ERR_BTS_FORMAT', 'a trace.dat from a stream: save it to a file, a trace is read at offsets', {
-      source: inputLabel(path),
+      file: inputLabel(path),
     });
   return decodeBranchInput(bytes, { ...options, source: inputLabel(path) });
 }
@@ -113,7 +110,7 @@ export function decodeBranchInput(
   if (found === 0 && decoded.problems.length === 0) {
     const notes = decoded.notes.length > 0 ? ` (${decoded.notes.join('; ')})` : '';
     throw new BtsError('ERR_BTS_FORMAT', `no branch read as ${format}${notes}: expected ${EXPECTED}`, {
-      ...src,
+      file: options.source,
       offset: 0,
     });
   }
@@ -137,8 +134,10 @@ function decodeAs(format: BranchFormat, bytes: Uint8Array, src: { source?: strin
     case 'gdb-call-history':
       return { format, ...parseGdbCallHistory(text(), src) };
     case 'trace':
-      throw new BtsError('ERR_BTS_FORMAT', 'a trace is read from its path (readBranchInput), not from bytes', src);
+      throw new BtsError('ERR_BTS_FORMAT', 'a trace is read from its path (readBranchInput), not from bytes', {
+        file: src.source,
+      });
     default:
-      throw new BtsError('ERR_BTS_FORMAT', `unknown format ${String(format)}`, src);
+      throw new BtsError('ERR_BTS_FORMAT', `unknown format ${String(format)}`, { file: src.source });
   }
 }

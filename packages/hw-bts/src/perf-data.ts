@@ -24,7 +24,7 @@ export function isPerfData(bytes: Uint8Array): boolean {
 
 /** Decodes the BTS records of every AUXTRACE payload, stamped with the payload's CPU and thread. */
 export function decodePerfData(bytes: Uint8Array, options: { source?: string } = {}): Decoded {
-  const where = (offset: number) => ({ ...(options.source !== undefined ? { source: options.source } : {}), offset });
+  const where = (offset: number) => ({ file: options.source, offset });
   if (!isPerfData(bytes)) throw new BtsError('ERR_BTS_FORMAT', 'not a perf.data file (no PERFILE2 magic)', where(0));
   if (bytes.length < 104) throw new BtsError('ERR_BTS_TRUNCATED', 'perf.data header cut short', where(bytes.length));
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);

@@ -77,7 +77,7 @@ describe('perf script branch stacks', () => {
       ['ERR_BTS_SYNTAX', 3, lines[2]!.indexOf('BOGUS') + 1],
     ]);
     expect(d.problems[0]!.message).toMatch(/malformed address in branch entry '0x4011zz\/0x401136'/);
-    expect(d.problems[2]!.message).toBe(`p.txt, line 3:${lines[2]!.indexOf('BOGUS') + 1}: unknown branch type 'BOGUS'`);
+    expect(d.problems[2]!.message).toBe(`p.txt:3:${lines[2]!.indexOf('BOGUS') + 1}: unknown branch type 'BOGUS'`);
   });
 
   it('fuzz: mutated perf lines give only typed problems and never more branches than entries', () => {

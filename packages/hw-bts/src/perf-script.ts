@@ -65,7 +65,7 @@ export function parsePerfScript(text: string, options: PerfScriptOptions = {}): 
   const problem = (message: string, column: number) =>
     problems.push(
       new BtsError('ERR_BTS_SYNTAX', message, {
-        ...(options.source !== undefined ? { source: options.source } : {}),
+        file: options.source,
         line: lineNo,
         column,
       }),

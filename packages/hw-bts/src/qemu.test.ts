@@ -95,7 +95,7 @@ describe('QEMU log problems', () => {
     ].join('\n');
     const d = parseQemuLog(log, { source: 'x.log' });
     expect(d.problems.map((p) => [p.code, p.line, p.column])).toEqual([['ERR_BTS_SYNTAX', 9, 18]]);
-    expect(d.problems[0]!.message).toMatch(/^x\.log, line 9:18: malformed QEMU exec line/);
+    expect(d.problems[0]!.message).toMatch(/^x\.log:9:18: malformed QEMU exec line/);
     expect(d.branches.toArray().map((b) => [b.from, b.to, b.kind])).toEqual([
       [0x401000n, 0x402000n, 'call'],
       [0x402000n, 0x401005n, 'return'],

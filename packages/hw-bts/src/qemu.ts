@@ -55,7 +55,7 @@ export function parseQemuLog(text: string, options: QemuLogOptions = {}): Decode
   let listing: { pc: number; block: Block } | undefined;
   let lineNo = 0;
   const where = (line: number, column: number) => ({
-    ...(options.source !== undefined ? { source: options.source } : {}),
+    file: options.source,
     line,
     column,
   });

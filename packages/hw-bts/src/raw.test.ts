@@ -62,7 +62,7 @@ describe('raw BTS records', () => {
     expect(d.problems[0]!.code).toBe('ERR_BTS_TRUNCATED');
     expect(d.problems[0]!.offset).toBe(48);
     expect(d.problems[0]!.message).toBe(
-      'x.bts, byte 48: truncated 24-byte BTS record: 10 bytes at the end (2 whole records kept)',
+      'x.bts: byte 48: truncated 24-byte BTS record: 10 bytes at the end (2 whole records kept)',
     );
   });
 
@@ -114,7 +114,7 @@ describe('raw BTS records', () => {
     })();
     expect(e?.code).toBe('ERR_BTS_FORMAT');
     expect(e?.offset).toBe(24);
-    expect(e?.message).toMatch(/^x\.bts, byte 24: not a BTS record: from 0x123456789abcdef0 to 0x401000/);
+    expect(e?.message).toMatch(/^x\.bts: byte 24: not a BTS record: from 0x123456789abcdef0 to 0x401000/);
     const d = decodeBts(bytes, { lenient: true });
     expect(d.branches.length).toBe(1);
     expect(d.notes).toEqual(['1 records with non-canonical addresses skipped (not BTS records)']);
@@ -135,7 +135,7 @@ describe('raw BTS records', () => {
             expect(lenient || format === 'bts32').toBe(false);
             expect((error as BtsError).code).toBe('ERR_BTS_FORMAT');
             expect((error as BtsError).offset! % size).toBe(0);
-            expect((error as BtsError).message).toMatch(/^f, byte \d+: not a BTS record/);
+            expect((error as BtsError).message).toMatch(/^f: byte \d+: not a BTS record/);
             return;
           }
           expect(d.branches.length).toBeLessThanOrEqual(Math.floor(bytes.length / size));

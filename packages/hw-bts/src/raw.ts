@@ -78,7 +78,7 @@ export function decodeBts(bytes: Uint8Array, options: DecodeBtsOptions = {}): De
         throw new BtsError(
           'ERR_BTS_FORMAT',
           `not a BTS record: from ${hex(fh, fl)} to ${hex(th, tl)}, and an x86-64 branch has canonical addresses (--lenient skips such records)`,
-          { ...(options.source !== undefined ? { source: options.source } : {}), offset: w << 2 },
+          { file: options.source, offset: w << 2 },
         );
       }
       implausible++;
@@ -101,7 +101,7 @@ export function decodeBts(bytes: Uint8Array, options: DecodeBtsOptions = {}): De
       new BtsError(
         'ERR_BTS_TRUNCATED',
         `truncated ${size}-byte BTS record: ${bytes.length - whole} bytes at the end (${whole / size} whole records kept)`,
-        { ...(options.source !== undefined ? { source: options.source } : {}), offset: whole },
+        { file: options.source, offset: whole },
       ),
     );
   }

@@ -63,7 +63,7 @@ export class Symbolizer {
    */
   addElf(path: string, bias = 0n): this {
     const bytes = readInput(path, {
-      error: (message, at) => new BtsError('ERR_BTS_ELF', message, { ...(at.file ? { source: at.file } : {}) }),
+      error: (message, at) => new BtsError('ERR_BTS_ELF', message, at),
     });
     return this.addElfBytes(bytes, path, bias);
   }

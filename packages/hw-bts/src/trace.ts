@@ -126,9 +126,7 @@ export function readTraceBranches(path: string): TraceBranches {
     throw new BtsError(
       'ERR_BTS_FORMAT',
       `no bts:branch event in this trace${skipped}: expected a trace of bts:branch events`,
-      {
-        source: path,
-      },
+      { file: path },
     );
   }
   const meta = (reader as { metadata?: FtraceMetadata }).metadata;
@@ -147,5 +145,5 @@ function traceError(error: unknown, path: string): unknown {
   if (!(error instanceof TraceFormatError)) return error;
   const source = error.location.file ?? path;
   const message = error.message.startsWith(`${source}: `) ? error.message.slice(source.length + 2) : error.message;
-  return new BtsError('ERR_BTS_FORMAT', message, { source }, error);
+  return new BtsError('ERR_BTS_FORMAT', message, { file: source }, error);
 }

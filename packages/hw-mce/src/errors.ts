@@ -2,6 +2,7 @@
  * Errors of @evtrace/hw-mce. Every failure raises an {@link MceError} whose `code` says what kind it is and whose
  * location names the input (file, byte offset or line and column) where that makes sense.
  */
+import { EvtraceError, type Location, located } from '@evtrace/errors';
 
 /** Error codes of @evtrace/hw-mce. Never reuse a code for another meaning. */
 export type MceErrorCode =
@@ -18,36 +19,16 @@ export type MceErrorCode =
   /** A trigger action that failed (command not found, soft-offline refused). */
   | 'ERR_MCE_ACTION';
 
-/** Where in an input a problem lies. */
-export interface MceLocation {
-  readonly file?: string | undefined;
-  /** Byte offset in binary inputs. */
-  readonly offset?: number | undefined;
-  /** 1-based line in text inputs. */
-  readonly line?: number | undefined;
-  /** 1-based column in text inputs. */
-  readonly column?: number | undefined;
-}
+/** Where in an input a problem lies: file, byte offset in binary inputs, line and column in text inputs. */
+export type MceLocation = Location;
 
-/** Formats a location as `file:line:column` or `file at byte N`. */
-export function formatLocation(at: MceLocation): string {
-  const file = at.file ?? '<input>';
-  if (at.line !== undefined) return `${file}:${at.line}${at.column !== undefined ? `:${at.column}` : ''}`;
-  if (at.offset !== undefined) return `${file} at byte ${at.offset}`;
-  return file;
-}
+/** Formats a location as `file:line:column` or `file: byte N`, as every evtrace package does. */
+export { formatLocation } from '@evtrace/errors';
 
-export class MceError extends Error {
-  readonly code: MceErrorCode;
-  readonly location: MceLocation | undefined;
+export class MceError extends EvtraceError<MceErrorCode> {
   constructor(code: MceErrorCode, message: string, options: { location?: MceLocation; cause?: unknown } = {}) {
-    super(
-      options.location ? `${formatLocation(options.location)}: ${message}` : message,
-      options.cause === undefined ? undefined : { cause: options.cause },
-    );
+    super(code, message, options);
     this.name = 'MceError';
-    this.code = code;
-    this.location = options.location;
   }
 }
 
@@ -61,5 +42,5 @@ export interface InputNote {
 }
 
 export function noteText(n: InputNote): string {
-  return `${formatLocation(n.location)}: ${n.message}`;
+  return located(n.message, n.location);
 }

@@ -33,7 +33,7 @@ describe('random bytes', () => {
         expect(e?.code).toBe('ERR_MCE_INPUT');
         expect(e?.location?.file).toBe('random.bin');
         expect(e?.location?.offset).toBeTypeOf('number');
-        expect(e?.message).toMatch(/^random\.bin at byte \d+: .*expected struct mce records/);
+        expect(e?.message).toMatch(/^random\.bin: byte \d+: .*expected struct mce records/);
       }),
       { numRuns: 60 },
     );
@@ -79,15 +79,15 @@ describe('the evidence of struct mce records', () => {
     const noVal = Buffer.from(good);
     noVal.writeBigUInt64LE(0x1c00000000000090n, STRUCT_MCE.status);
     expect(refusal(() => readMceBuffer(noVal, { file: 'f' }))?.message).toBe(
-      'f at byte 0: not a machine-check record (MCi_STATUS.VAL clear): expected struct mce records (finished = 1, MCi_STATUS.VAL set, no reserved MCG_STATUS bit)',
+      'f: byte 0: not a machine-check record (MCi_STATUS.VAL clear): expected struct mce records (finished = 1, MCi_STATUS.VAL set, no reserved MCG_STATUS bit)',
     );
     const reserved = Buffer.concat([Buffer.alloc(128), good]);
     reserved.writeBigUInt64LE(0x100n, 128 + STRUCT_MCE.mcgstatus);
     expect(
       refusal(() => readMceBuffer(reserved, { file: 'f', kind: 'struct-mce', recordLength: 128 }))?.message,
-    ).toMatch(/^f at byte 128: not a machine-check record \(MCG_STATUS 0x100\)/);
+    ).toMatch(/^f: byte 128: not a machine-check record \(MCG_STATUS 0x100\)/);
     expect(refusal(() => readMceBuffer(Buffer.alloc(256), { file: 'f' }))?.message).toMatch(
-      /^f at byte 0: no finished 128-byte record: expected struct mce records/,
+      /^f: byte 0: no finished 128-byte record: expected struct mce records/,
     );
   });
 });

@@ -52,7 +52,7 @@ describe('garbage given to kmem report', () => {
         const path = file(`${lines.join('\n')}\n`);
         const e = refusal(() => openKmemInput(path));
         expect(e.location.file).toBe(path);
-        if (e.code === 'ERR_PERF_SCRIPT') expect(e.location.line).toBeGreaterThan(0);
+        if (e.code === 'ERR_KMEM_PERF_SCRIPT') expect(e.location.line).toBeGreaterThan(0);
         else expect(e.message).toMatch(/: (no kmem event|empty)/);
       }),
       { numRuns: 60 },

@@ -90,14 +90,14 @@ export function requireKmemEvents<S extends KmemSource & { readonly events: read
 /**
  * perf script text as a kmem source. A text with no kmem event at all is refused as such (`ERR_KMEM_INPUT`: what was
  * expected, how many lines were not), not by the syntax error of its first line; one with kmem events fails at its
- * first malformed line (`ERR_PERF_SCRIPT`) unless `lenient`.
+ * first malformed line (`ERR_KMEM_PERF_SCRIPT`) unless `lenient`.
  */
 export function perfScriptSource(text: string, file: string, lenient = false) {
   try {
     return requireKmemEvents(parsePerfScript(text, { file, lenient }), file);
   } catch (error) {
     // Only on failure is the text read again, leniently, to tell a wrong input from a damaged one.
-    if (lenient || !(error instanceof KmemError) || error.code !== 'ERR_PERF_SCRIPT') throw error;
+    if (lenient || !(error instanceof KmemError) || error.code !== 'ERR_KMEM_PERF_SCRIPT') throw error;
     requireKmemEvents(parsePerfScript(text, { file, lenient: true }), file);
     throw error;
   }
@@ -133,7 +133,7 @@ export function readKmemtrace(
   if (abiFile !== undefined && existsSync(abiFile)) {
     const text = readInput(abiFile, { error: inputError }).toString('utf8').trim();
     if (!/^\d+$/.test(text))
-      throw new KmemError('ERR_KMEMTRACE_ABI', `abi_version holds '${text}', not a number`, { file: abiFile });
+      throw new KmemError('ERR_KMEM_RELAY_ABI', `abi_version holds '${text}', not a number`, { file: abiFile });
     abiVersion = Number(text);
   }
   const perCpu: KmemEvent[][] = [];

@@ -83,7 +83,7 @@ describe('kmemtrace v1, original layout (56-byte records)', () => {
   it('a truncated record is an error at its byte offset; lenient mode keeps the events before it', () => {
     const bytes = encodeKmemtrace(records).subarray(0, 2 * 56 + 30);
     const e = thrown(() => decodeKmemtrace(bytes, { file: 'cpu0' }));
-    expect(e.code).toBe('ERR_KMEMTRACE_RECORD');
+    expect(e.code).toBe('ERR_KMEM_RELAY_RECORD');
     expect(e.location).toEqual({ file: 'cpu0', offset: 112 });
     expect(e.message).toMatch(/^cpu0: byte 112: truncated record: event size 56, 30 bytes left/);
     const d = decodeKmemtrace(bytes, { lenient: true });
@@ -106,7 +106,7 @@ describe('kmemtrace v1, original layout (56-byte records)', () => {
   it('honours the ABI version: 1 is read, any other refused', () => {
     expect(decodeKmemtrace(encodeKmemtrace(records), { abiVersion: 1 }).events.length).toBe(3);
     const e = thrown(() => decodeKmemtrace(encodeKmemtrace(records), { abiVersion: 2 }));
-    expect(e.code).toBe('ERR_KMEMTRACE_ABI');
+    expect(e.code).toBe('ERR_KMEM_RELAY_ABI');
     expect(e.message).toMatch(/ABI version 2 is not supported/);
   });
 });
@@ -141,7 +141,7 @@ describe('kmemtrace relay directories', () => {
     ]);
     expect(source.siteName([...source.events][0]!.callSite)).toBe('0xffffffff81234560');
     writeFileSync(join(dir, 'abi_version'), '3\n');
-    expect(thrown(() => readKmemtrace(dir)).code).toBe('ERR_KMEMTRACE_ABI');
+    expect(thrown(() => readKmemtrace(dir)).code).toBe('ERR_KMEM_RELAY_ABI');
     const other = join(dir, 'sub');
     mkdirSync(other);
     writeFileSync(join(other, 'abi_version'), 'one');

@@ -55,7 +55,7 @@ export interface KmemtraceDecoded {
 
 /**
  * Decodes one relay file of kmemtrace v1 records.
- * @throws KmemError `ERR_KMEMTRACE_ABI` for another ABI version; `ERR_KMEMTRACE_RECORD` (with the byte offset) for
+ * @throws KmemError `ERR_KMEM_RELAY_ABI` for another ABI version; `ERR_KMEM_RELAY_RECORD` (with the byte offset) for
  * a truncated record or an event size below its layout's, unless `lenient`.
  */
 export function decodeKmemtrace(bytes: Uint8Array, options: KmemtraceDecodeOptions = {}): KmemtraceDecoded {
@@ -63,7 +63,7 @@ export function decodeKmemtrace(bytes: Uint8Array, options: KmemtraceDecodeOptio
   const abi = options.abiVersion ?? KMEMTRACE_ABI_VERSION;
   if (abi !== KMEMTRACE_ABI_VERSION)
     throw new KmemError(
-      'ERR_KMEMTRACE_ABI',
+      'ERR_KMEM_RELAY_ABI',
       `kmemtrace ABI version ${abi} is not supported (this decoder implements version ${KMEMTRACE_ABI_VERSION})`,
       file !== undefined ? { file } : {},
     );
@@ -76,7 +76,7 @@ export function decodeKmemtrace(bytes: Uint8Array, options: KmemtraceDecodeOptio
   let skipped = 0;
   let at = 0;
   const fail = (message: string) => {
-    const error = new KmemError('ERR_KMEMTRACE_RECORD', message, {
+    const error = new KmemError('ERR_KMEM_RELAY_RECORD', message, {
       ...(file !== undefined ? { file } : {}),
       offset: at,
     });

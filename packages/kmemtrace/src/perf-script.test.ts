@@ -72,7 +72,7 @@ describe('perf script text', () => {
     ];
     for (const [line, column, message] of cases) {
       const e = thrown(() => parsePerfScript(`${LINES[1]}\n\n${line}\n`, { file: 'k.txt' }));
-      expect(e.code).toBe('ERR_PERF_SCRIPT');
+      expect(e.code).toBe('ERR_KMEM_PERF_SCRIPT');
       expect(e.message).toMatch(message);
       expect(e.location.file).toBe('k.txt');
       expect(e.location.line).toBe(3);
@@ -89,8 +89,8 @@ describe('perf script text', () => {
     const s = parsePerfScript(text, { lenient: true, file: 'x' });
     expect(s.events.map((e) => e.op)).toEqual(['alloc', 'free']);
     expect(s.diagnostics).toEqual([
-      expect.stringMatching(/^x: 2:\d+: expected \[CPU\]/),
-      expect.stringMatching(/^x: 4:\d+: bytes_req: '' is not a decimal integer/),
+      expect.stringMatching(/^x:2:\d+: expected \[CPU\]/),
+      expect.stringMatching(/^x:4:\d+: bytes_req: '' is not a decimal integer/),
     ]);
   });
 

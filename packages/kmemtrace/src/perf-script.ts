@@ -55,7 +55,7 @@ class LineError extends Error {
 /**
  * Parses perf script text. Lines of other events are ignored (counted in `ignored`); blank lines and `#` comments
  * too.
- * @throws KmemError `ERR_PERF_SCRIPT` with line and column for a malformed line, unless `lenient`.
+ * @throws KmemError `ERR_KMEM_PERF_SCRIPT` with line and column for a malformed line, unless `lenient`.
  */
 export function parsePerfScript(
   text: string,
@@ -103,7 +103,7 @@ export function parsePerfScript(
         line: lineNo,
         column: error.column + 1,
       };
-      const err = new KmemError('ERR_PERF_SCRIPT', error.message, where);
+      const err = new KmemError('ERR_KMEM_PERF_SCRIPT', error.message, where);
       if (!options.lenient) throw err;
       diagnostics.push(err.message);
     }

@@ -43,7 +43,7 @@ function patch(at: number, value: number): Uint8Array {
   return b;
 }
 
-describe('damaged buffer files give ERR_CORRUPT with the file and byte offset', () => {
+describe('damaged buffer files give ERR_PERSISTENT_CORRUPT with the file and byte offset', () => {
   const cases: Array<[string, Uint8Array, number, RegExp]> = [
     ['magic', patch(0, 0x12345678), 0, /not an evtrace ring buffer: magic 0x12345678/],
     ['version', patch(4, 9), 4, /layout version 9 is newer/],
@@ -57,7 +57,7 @@ describe('damaged buffer files give ERR_CORRUPT with the file and byte offset', 
   for (const [what, bytes, offset, message] of cases) {
     it(`corrupt ${what}`, () => {
       const open = withBytes(`bad-${what}`, bytes);
-      expect(open).toThrow(expect.objectContaining({ code: 'ERR_CORRUPT', offset }));
+      expect(open).toThrow(expect.objectContaining({ code: 'ERR_PERSISTENT_CORRUPT', offset }));
       expect(open).toThrow(message);
       expect(open).toThrow(new RegExp(`bad-${what}\\.evrb: byte ${offset}: `));
     });
@@ -65,7 +65,7 @@ describe('damaged buffer files give ERR_CORRUPT with the file and byte offset', 
 
   it('a header page cut short', () => {
     const open = withBytes('short-header', source.bytes.subarray(0, 1000));
-    expect(open).toThrow(expect.objectContaining({ code: 'ERR_CORRUPT', offset: 1000 }));
+    expect(open).toThrow(expect.objectContaining({ code: 'ERR_PERSISTENT_CORRUPT', offset: 1000 }));
     expect(open).toThrow(/byte 1000: truncated: the file has 1000 bytes, the header page needs 4096/);
   });
 
@@ -74,14 +74,16 @@ describe('damaged buffer files give ERR_CORRUPT with the file and byte offset', 
     writeFileSync(file, source.bytes);
     truncateSync(file, 4096 + 3 * 4096 + 100);
     const open = () => openPersistent('c/short-pages', { dir, readOnly: true });
-    expect(open).toThrow(expect.objectContaining({ code: 'ERR_CORRUPT', offset: 4096 + 3 * 4096 + 100 }));
+    expect(open).toThrow(expect.objectContaining({ code: 'ERR_PERSISTENT_CORRUPT', offset: 4096 + 3 * 4096 + 100 }));
     expect(open).toThrow(
       /truncated: the header describes 4 pages of 4096 bytes \(24576 bytes with the metadata page\)/,
     );
   });
 
   it('an empty file', () => {
-    expect(withBytes('empty', new Uint8Array(0))).toThrow(expect.objectContaining({ code: 'ERR_CORRUPT', offset: 0 }));
+    expect(withBytes('empty', new Uint8Array(0))).toThrow(
+      expect.objectContaining({ code: 'ERR_PERSISTENT_CORRUPT', offset: 0 }),
+    );
   });
 
   it('a damaged data page still opens; the snapshot names the page', () => {
@@ -135,7 +137,7 @@ describe('damaged buffer files give ERR_CORRUPT with the file and byte offset', 
             }
           } catch (error) {
             if (!(error instanceof PersistentError)) throw error;
-            expect(error.code).toBe('ERR_CORRUPT');
+            expect(error.code).toBe('ERR_PERSISTENT_CORRUPT');
             expect(error.offset).toBeTypeOf('number');
           }
         },

@@ -92,7 +92,10 @@ describe('a writer killed with SIGKILL loses nothing it committed', () => {
       const buf = openPersistent('crash/busy', { dir });
       try {
         expect(() => buf.writer()).toThrow(
-          expect.objectContaining({ code: 'ERR_WRITER_BUSY', message: expect.stringContaining(String(writer.pid)) }),
+          expect.objectContaining({
+            code: 'ERR_PERSISTENT_WRITER_BUSY',
+            message: expect.stringContaining(String(writer.pid)),
+          }),
         );
         expect(buf.mappers().writers).toContain(writer.pid);
       } finally {
@@ -229,8 +232,8 @@ describe('concurrent readers in other processes', () => {
     w.close();
     buf.close();
     const ro = openPersistent('crash/ro', { dir, readOnly: true });
-    expect(() => ro.writer()).toThrow(expect.objectContaining({ code: 'ERR_READ_ONLY' }));
-    expect(() => ro.reader()).toThrow(expect.objectContaining({ code: 'ERR_READ_ONLY' }));
+    expect(() => ro.writer()).toThrow(expect.objectContaining({ code: 'ERR_PERSISTENT_READ_ONLY' }));
+    expect(() => ro.reader()).toThrow(expect.objectContaining({ code: 'ERR_PERSISTENT_READ_ONLY' }));
     ro.close();
   });
 });

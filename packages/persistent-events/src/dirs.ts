@@ -28,7 +28,7 @@ function openDirectory(path: string, via: string, what: string): number {
     const errno = (error as NodeJS.ErrnoException).code;
     if (errno === 'ELOOP' || errno === 'ENOTDIR')
       throw new PersistentError(
-        'ERR_PERMISSION',
+        'ERR_PERSISTENT_PERMISSION',
         `${what} ${path} is a symbolic link or not a directory: refused, since whoever made it could send the buffer elsewhere`,
         { path, errno },
       );
@@ -41,13 +41,13 @@ function checkBase(path: string, st: Stats, uid: number): void {
   if (st.uid === uid) return;
   if (st.uid !== 0)
     throw new PersistentError(
-      'ERR_PERMISSION',
+      'ERR_PERSISTENT_PERMISSION',
       `buffer directory ${path} belongs to ${userName(st.uid)}, not to root or you (${userName(uid)}): its owner could remove or replace your buffers; use a directory of your own (--dir, EVTRACE_PERSISTENT_DIR) or have root make this one (install -d -m 1777 ${path})`,
       { path },
     );
   if ((st.mode & 0o022) !== 0 && (st.mode & 0o1000) === 0)
     throw new PersistentError(
-      'ERR_PERMISSION',
+      'ERR_PERSISTENT_PERMISSION',
       `buffer directory ${path} is writable by others but not sticky (mode ${octal(st.mode)}): anyone could remove or replace your buffers; make it sticky (chmod +t ${path}) or use a directory of your own`,
       { path },
     );
@@ -58,8 +58,8 @@ function checkBase(path: string, st: Stats, uid: number): void {
  * for the caller to create the buffer's file through ({@link entryOf}) and close. A buffer directory made here is
  * sticky and world-writable like /tmp; namespace directories are the caller's, mode 0755.
  *
- * @throws PersistentError `ERR_PERMISSION` for a symbolic link, a buffer directory of another user (or root's,
- *   writable by others and not sticky), or a namespace directory of another user; `ERR_IO` and others from the system.
+ * @throws PersistentError `ERR_PERSISTENT_PERMISSION` for a symbolic link, a buffer directory of another user (or root's,
+ *   writable by others and not sticky), or a namespace directory of another user; `ERR_PERSISTENT_IO` and others from the system.
  */
 export function openNamespace(base: string, parts: readonly string[]): number {
   const uid = process.geteuid?.() ?? 0;
@@ -92,7 +92,7 @@ export function openNamespace(base: string, parts: readonly string[]): number {
       const owner = fstatSync(fd).uid;
       if (owner !== uid)
         throw new PersistentError(
-          'ERR_PERMISSION',
+          'ERR_PERSISTENT_PERMISSION',
           `namespace directory ${path} belongs to ${userName(owner)}, not to you (${userName(uid)}): its owner could remove or replace your buffer; choose another name`,
           { path },
         );

@@ -66,8 +66,8 @@ export class KernelBufferSource implements PersistentSource {
   /**
    * Opens the instance's raw pipes; a second call does nothing.
    *
-   * @throws PersistentError as {@link openKernelBuffer} does, `ERR_UNSUPPORTED` for a buffer that records no events,
-   * `ERR_IO` when no raw pipe opens; TracefsError when tracefs or an event format cannot be read.
+   * @throws PersistentError as {@link openKernelBuffer} does, `ERR_PERSISTENT_UNSUPPORTED` for a buffer that records no events,
+   * `ERR_PERSISTENT_IO` when no raw pipe opens; TracefsError when tracefs or an event format cannot be read.
    */
   prepare(): void {
     if (this.#cpus.length > 0) return;
@@ -85,7 +85,7 @@ export class KernelBufferSource implements PersistentSource {
       });
       if (this.#events.length === 0)
         throw new PersistentError(
-          'ERR_UNSUPPORTED',
+          'ERR_PERSISTENT_UNSUPPORTED',
           `kernel buffer ${this.target.buffer} records no events (its set_event is empty)`,
           { path: kb.path },
         );
@@ -107,7 +107,7 @@ export class KernelBufferSource implements PersistentSource {
         this.#cpus.push({ pipe, events: 0, refused: 0, bytes: 0, lostBefore: kernelLoss(kb.path, cpu) });
       }
       if (this.#cpus.length === 0)
-        throw new PersistentError('ERR_IO', `cannot open the raw pipes of ${kb.path}`, {
+        throw new PersistentError('ERR_PERSISTENT_IO', `cannot open the raw pipes of ${kb.path}`, {
           path: kb.path,
           cause: failure,
         });

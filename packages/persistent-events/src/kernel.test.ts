@@ -64,7 +64,7 @@ describe.skipIf(env.why !== '')(`kernel buffers in tracefs instances${env.why ? 
         .trim(),
     ).toBe('pid > 0');
     expect(() => createKernelBuffer(NAME, { tracefs: env.path! })).toThrow(
-      expect.objectContaining({ code: 'ERR_EXISTS' }),
+      expect.objectContaining({ code: 'ERR_PERSISTENT_EXISTS' }),
     );
     // The creating process is gone as far as the kernel cares: a program runs, the instance records its exec.
     execFileSync('/bin/true');
@@ -97,20 +97,20 @@ describe.skipIf(env.why !== '')(`kernel buffers in tracefs instances${env.why ? 
     expect(del.stdout.trim()).toBe('deleted');
     expect(existsSync(p)).toBe(false);
     expect(() => openKernelBuffer(NAME, { tracefs: env.path! })).toThrow(
-      expect.objectContaining({ code: 'ERR_NOT_FOUND' }),
+      expect.objectContaining({ code: 'ERR_PERSISTENT_NOT_FOUND' }),
     );
   });
 
   it('refuses unknown events and bad filters before creating anything', () => {
     expect(() => createKernelBuffer(`${NAME}2`, { events: ['nosuch:event'], tracefs: env.path! })).toThrow(
       expect.objectContaining({
-        code: 'ERR_ARGUMENT',
+        code: 'ERR_PERSISTENT_ARGUMENT',
         message: expect.stringContaining("unknown event 'nosuch:event'"),
       }),
     );
     expect(() =>
       createKernelBuffer(`${NAME}2`, { events: ['sched:sched_switch'], filter: 'prev_pid >', tracefs: env.path! }),
-    ).toThrow(expect.objectContaining({ code: 'ERR_ARGUMENT' }));
+    ).toThrow(expect.objectContaining({ code: 'ERR_PERSISTENT_ARGUMENT' }));
     expect(listInstances(env.path!)).not.toContain(`evtrace.p.test${process.pid}:kernel:flight2`);
   });
 

@@ -47,9 +47,13 @@ function tracefsOf(options: KernelOptions): string {
   try {
     return findTracefs();
   } catch (error) {
-    throw new PersistentError('ERR_UNSUPPORTED', `kernel buffers need tracefs: ${(error as Error).message}`, {
-      cause: error,
-    });
+    throw new PersistentError(
+      'ERR_PERSISTENT_UNSUPPORTED',
+      `kernel buffers need tracefs: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
   }
 }
 
@@ -61,12 +65,12 @@ function wrap<T>(fn: () => T): T {
     if (!(error instanceof TracefsError)) throw error;
     const code =
       error.code === 'ERR_TRACEFS_PERMISSION'
-        ? 'ERR_PERMISSION'
+        ? 'ERR_PERSISTENT_PERMISSION'
         : error.code === 'ERR_TRACEFS_EVENT' ||
             error.code === 'ERR_TRACEFS_FILTER' ||
             error.code === 'ERR_TRACEFS_SETTING'
-          ? 'ERR_ARGUMENT'
-          : 'ERR_IO';
+          ? 'ERR_PERSISTENT_ARGUMENT'
+          : 'ERR_PERSISTENT_IO';
     throw new PersistentError(code, error.message, {
       ...(error.path !== undefined ? { path: error.path } : {}),
       ...(error.errno !== undefined ? { errno: error.errno } : {}),
@@ -81,7 +85,7 @@ function put(file: string, value: string, what: string): void {
   } catch (error) {
     const errno = (error as NodeJS.ErrnoException).code;
     throw new PersistentError(
-      errno === 'EACCES' || errno === 'EPERM' ? 'ERR_PERMISSION' : 'ERR_ARGUMENT',
+      errno === 'EACCES' || errno === 'EPERM' ? 'ERR_PERSISTENT_PERMISSION' : 'ERR_PERSISTENT_ARGUMENT',
       `${what}: the kernel refused ${JSON.stringify(value)} for ${file} (${errno})`,
       { path: file, ...(errno ? { errno } : {}), cause: error },
     );
@@ -125,7 +129,7 @@ export class KernelBuffer {
     try {
       return readFileSync(file, 'utf8');
     } catch (error) {
-      throw new PersistentError('ERR_IO', `cannot read ${file}: ${(error as NodeJS.ErrnoException).code}`, {
+      throw new PersistentError('ERR_PERSISTENT_IO', `cannot read ${file}: ${(error as NodeJS.ErrnoException).code}`, {
         path: file,
         cause: error,
       });
@@ -175,7 +179,7 @@ export class KernelBuffer {
   delete(): void {
     if (this.boot) {
       throw new PersistentError(
-        'ERR_PERMISSION',
+        'ERR_PERSISTENT_PERMISSION',
         `${this.name} is the kernel's boot-time persistent buffer: not deleted`,
         {
           path: this.path,
@@ -188,7 +192,7 @@ export class KernelBuffer {
 
 /**
  * Creates the kernel buffer `name`: a tracefs instance with its size, page size, mode, events and filter, recording
- * from the moment it returns. Refused with ERR_EXISTS when the instance exists.
+ * from the moment it returns. Refused with ERR_PERSISTENT_EXISTS when the instance exists.
  */
 export function createKernelBuffer(name: string, options: KernelCreateOptions = {}): KernelBuffer {
   const instance = kernelInstanceName(name);
@@ -198,13 +202,16 @@ export function createKernelBuffer(name: string, options: KernelCreateOptions = 
     options.pageSize !== undefined &&
     (options.pageSize < 4096 || (options.pageSize & (options.pageSize - 1)) !== 0)
   ) {
-    throw new PersistentError('ERR_ARGUMENT', `page size ${options.pageSize} must be a power of two >= 4096`);
+    throw new PersistentError(
+      'ERR_PERSISTENT_ARGUMENT',
+      `page size ${options.pageSize} must be a power of two >= 4096`,
+    );
   }
   if (options.size !== undefined && !(Number.isInteger(options.size) && options.size > 0)) {
-    throw new PersistentError('ERR_ARGUMENT', `size ${options.size} must be a positive number of bytes`);
+    throw new PersistentError('ERR_PERSISTENT_ARGUMENT', `size ${options.size} must be a positive number of bytes`);
   }
   if (options.mode !== undefined && options.mode !== 'overwrite' && options.mode !== 'discard') {
-    throw new PersistentError('ERR_ARGUMENT', `mode ${String(options.mode)} must be overwrite or discard`);
+    throw new PersistentError('ERR_PERSISTENT_ARGUMENT', `mode ${String(options.mode)} must be overwrite or discard`);
   }
   // Check events and filter against the catalogue before touching the kernel.
   const selected = wrap(() => (options.events?.length ? matchEvents(listEvents(tracefs), options.events) : []));
@@ -216,7 +223,7 @@ export function createKernelBuffer(name: string, options: KernelCreateOptions = 
   for (const { e, plan } of filters) {
     if (plan.userSpace !== undefined) {
       throw new PersistentError(
-        'ERR_ARGUMENT',
+        'ERR_PERSISTENT_ARGUMENT',
         `the filter cannot run in the kernel for ${e.system}:${e.event} (${plan.userSpace}); a persistent kernel buffer has no user-space reader to finish it`,
       );
     }
@@ -226,10 +233,12 @@ export function createKernelBuffer(name: string, options: KernelCreateOptions = 
   } catch (error) {
     const errno = (error as NodeJS.ErrnoException).code;
     if (errno === 'EEXIST') {
-      throw new PersistentError('ERR_EXISTS', `a kernel buffer named ${name} already exists (${path})`, { path });
+      throw new PersistentError('ERR_PERSISTENT_EXISTS', `a kernel buffer named ${name} already exists (${path})`, {
+        path,
+      });
     }
     throw new PersistentError(
-      errno === 'EACCES' || errno === 'EPERM' ? 'ERR_PERMISSION' : 'ERR_IO',
+      errno === 'EACCES' || errno === 'EPERM' ? 'ERR_PERSISTENT_PERMISSION' : 'ERR_PERSISTENT_IO',
       `cannot create the tracefs instance ${path}: ${errno}`,
       { path, ...(errno ? { errno } : {}), cause: error },
     );
@@ -268,7 +277,7 @@ export function openKernelBuffer(name: string, options: KernelOptions & { cmdlin
   try {
     if (!statSync(path).isDirectory()) throw new Error('not a directory');
   } catch {
-    throw new PersistentError('ERR_NOT_FOUND', `no kernel buffer named ${name} (${path})`, { path });
+    throw new PersistentError('ERR_PERSISTENT_NOT_FOUND', `no kernel buffer named ${name} (${path})`, { path });
   }
   return new KernelBuffer(name, instance, path);
 }

@@ -87,7 +87,7 @@ export function listPersistent(options: ListOptions = {}): PersistentListing {
           owner: userName(st.uid),
           group: groupName(st.gid),
           permissions: st.mode & 0o7777,
-          code: (error as PersistentError).code ?? 'ERR_IO',
+          code: (error as PersistentError).code ?? 'ERR_PERSISTENT_IO',
           error: (error as Error).message,
         });
       }
@@ -107,7 +107,7 @@ export function listPersistent(options: ListOptions = {}): PersistentListing {
             owner: '',
             group: '',
             permissions: 0,
-            code: 'ERR_IO',
+            code: 'ERR_PERSISTENT_IO',
             error: (error as Error).message,
           });
         }

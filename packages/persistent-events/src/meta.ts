@@ -34,14 +34,18 @@ export function normalizeClasses(classes: ReadonlyArray<string | EventClass> | u
     const cls = typeof c === 'string' ? { type: i, name: c } : { type: c?.type, name: c?.name };
     if (!Number.isInteger(cls.type) || cls.type < 0 || cls.type > 0xffff_ffff) {
       throw new PersistentError(
-        'ERR_ARGUMENT',
+        'ERR_PERSISTENT_ARGUMENT',
         `event class ${i}: type ${String(cls.type)} must be an integer 0..2^32-1`,
       );
     }
     if (typeof cls.name !== 'string' || !/^[\x21-\x7e]{1,128}$/.test(cls.name)) {
-      throw new PersistentError('ERR_ARGUMENT', `event class ${i}: name must be 1..128 printable ASCII characters`);
+      throw new PersistentError(
+        'ERR_PERSISTENT_ARGUMENT',
+        `event class ${i}: name must be 1..128 printable ASCII characters`,
+      );
     }
-    if (seen.has(cls.type)) throw new PersistentError('ERR_ARGUMENT', `event class ${i}: type ${cls.type} given twice`);
+    if (seen.has(cls.type))
+      throw new PersistentError('ERR_PERSISTENT_ARGUMENT', `event class ${i}: type ${cls.type} given twice`);
     seen.add(cls.type);
     out.push(cls as EventClass);
   });
@@ -53,7 +57,7 @@ export function encodeMeta(meta: BufferMeta): Uint8Array {
   const json = new TextEncoder().encode(JSON.stringify(meta));
   if (json.length > META_SIZE - META_HEADER) {
     throw new PersistentError(
-      'ERR_ARGUMENT',
+      'ERR_PERSISTENT_ARGUMENT',
       `buffer metadata (event classes) takes ${json.length} bytes; at most ${META_SIZE - META_HEADER}`,
     );
   }
@@ -68,11 +72,11 @@ export function encodeMeta(meta: BufferMeta): Uint8Array {
 
 /**
  * Decodes the metadata page found at file offset `base` of `path`.
- * @throws PersistentError `ERR_CORRUPT` with the file offset of the bad field.
+ * @throws PersistentError `ERR_PERSISTENT_CORRUPT` with the file offset of the bad field.
  */
 export function decodeMeta(page: Uint8Array, base: number, path: string): BufferMeta {
   const bad = (at: number, why: string) =>
-    new PersistentError('ERR_CORRUPT', `${path}: byte ${base + at}: metadata page ${why}`, { path, offset: base + at });
+    new PersistentError('ERR_PERSISTENT_CORRUPT', `metadata page ${why}`, { path, offset: base + at });
   if (page.length < META_SIZE) throw bad(page.length, `is truncated (${page.length} of ${META_SIZE} bytes)`);
   const dv = new DataView(page.buffer, page.byteOffset, page.length);
   const magic = dv.getUint32(0, true);

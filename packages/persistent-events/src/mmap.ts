@@ -26,7 +26,7 @@ function load(): Libc {
     koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
   } catch (error) {
     throw new PersistentError(
-      'ERR_UNSUPPORTED',
+      'ERR_PERSISTENT_UNSUPPORTED',
       `user-space persistent buffers need the koffi package (shared file mappings): ${(error as Error).message}`,
       { cause: error },
     );
@@ -60,7 +60,7 @@ export function mapFile(fd: number, length: number, writable: boolean, path: str
     const errno = koffi.errno();
     const name = Object.entries(koffi.os.errno).find(([, v]) => v === errno)?.[0] ?? `errno ${errno}`;
     throw new PersistentError(
-      name === 'EACCES' || name === 'EPERM' ? 'ERR_PERMISSION' : 'ERR_IO',
+      name === 'EACCES' || name === 'EPERM' ? 'ERR_PERSISTENT_PERMISSION' : 'ERR_PERSISTENT_IO',
       `cannot map ${path} (${length} bytes, ${writable ? 'read-write' : 'read-only'}): ${name}`,
       { path, errno: name },
     );

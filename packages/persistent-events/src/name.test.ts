@@ -29,7 +29,7 @@ describe('buffer names', () => {
     ['a/'.repeat(9).slice(0, -1), /9 segments/],
     [`${'abcdefgh/'.repeat(25)}x`, new RegExp(`limit is ${MAX_NAME_LENGTH}`)],
   ])('refuses %j', (name, message) => {
-    expect(() => parseName(name)).toThrow(expect.objectContaining({ code: 'ERR_NAME' }));
+    expect(() => parseName(name)).toThrow(expect.objectContaining({ code: 'ERR_PERSISTENT_NAME' }));
     expect(() => parseName(name)).toThrow(message);
   });
 
@@ -41,7 +41,7 @@ describe('buffer names', () => {
           segments = parseName(name);
         } catch (error) {
           expect(error).toBeInstanceOf(PersistentError);
-          expect((error as PersistentError).code).toBe('ERR_NAME');
+          expect((error as PersistentError).code).toBe('ERR_PERSISTENT_NAME');
           return;
         }
         const path = bufferPath(name, '/base');

@@ -19,19 +19,22 @@ const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
  * Checks a buffer name and returns its segments. Segments are 1..64 of `A-Z a-z 0-9 _ . -`, not starting with `.` or
  * `-` (so `.`, `..` and option-like names are impossible); at most 8 segments and 200 characters in all.
  *
- * @throws PersistentError `ERR_NAME` naming the offending segment and its column (1-based).
+ * @throws PersistentError `ERR_PERSISTENT_NAME` naming the offending segment and its column (1-based).
  */
 export function parseName(name: string): string[] {
   if (typeof name !== 'string' || name.length === 0) {
-    throw new PersistentError('ERR_NAME', 'a buffer name must be a non-empty string');
+    throw new PersistentError('ERR_PERSISTENT_NAME', 'a buffer name must be a non-empty string');
   }
   if (name.length > MAX_NAME_LENGTH) {
-    throw new PersistentError('ERR_NAME', `name is ${name.length} characters long; the limit is ${MAX_NAME_LENGTH}`);
+    throw new PersistentError(
+      'ERR_PERSISTENT_NAME',
+      `name is ${name.length} characters long; the limit is ${MAX_NAME_LENGTH}`,
+    );
   }
   const segments = name.split('/');
   if (segments.length > MAX_NAME_DEPTH) {
     throw new PersistentError(
-      'ERR_NAME',
+      'ERR_PERSISTENT_NAME',
       `name ${JSON.stringify(name)} has ${segments.length} segments; at most ${MAX_NAME_DEPTH}`,
     );
   }
@@ -39,18 +42,19 @@ export function parseName(name: string): string[] {
   for (const s of segments) {
     const where = `name ${JSON.stringify(name)}, column ${column}`;
     if (s.length === 0)
-      throw new PersistentError('ERR_NAME', `${where}: empty segment (leading, trailing or double /)`);
+      throw new PersistentError('ERR_PERSISTENT_NAME', `${where}: empty segment (leading, trailing or double /)`);
     if (s.length > MAX_SEGMENT_LENGTH) {
       throw new PersistentError(
-        'ERR_NAME',
+        'ERR_PERSISTENT_NAME',
         `${where}: segment is ${s.length} characters; at most ${MAX_SEGMENT_LENGTH}`,
       );
     }
-    if (s === '.' || s === '..') throw new PersistentError('ERR_NAME', `${where}: ${s} would leave the namespace`);
+    if (s === '.' || s === '..')
+      throw new PersistentError('ERR_PERSISTENT_NAME', `${where}: ${s} would leave the namespace`);
     if (!SEGMENT.test(s)) {
       const bad = [...s].findIndex((c, i) => !(i === 0 ? /[A-Za-z0-9_]/ : /[A-Za-z0-9_.-]/).test(c));
       throw new PersistentError(
-        'ERR_NAME',
+        'ERR_PERSISTENT_NAME',
         `name ${JSON.stringify(name)}, column ${column + bad}: character ${JSON.stringify(s[bad])} is not allowed (segments are A-Z a-z 0-9 _ . -, not starting with . or -)`,
       );
     }

@@ -61,7 +61,7 @@ describe.skipIf(skip !== '')(`permissions${skip ? ` (skipped: ${skip})` : ''}`, 
     const stranger = await runNode(reader('perm/app/flight'), { user: STRANGER });
     expect(stranger.code).toBe(1);
     expect(stranger.stdout).toContain(
-      'ERR_PERMISSION: permission denied: cannot open buffer perm/app/flight for reading',
+      'ERR_PERSISTENT_PERMISSION: permission denied: cannot open buffer perm/app/flight for reading',
     );
     expect(stranger.stdout).toContain(`owner root, group ${GROUP}, mode 0640; you are ${STRANGER}`);
     // The group may not write (read-only group access by default).
@@ -71,7 +71,7 @@ describe.skipIf(skip !== '')(`permissions${skip ? ` (skipped: ${skip})` : ''}`, 
        catch (e) { console.log(e.code); }`,
       { user: MEMBER },
     );
-    expect(write.stdout.trim()).toBe('ERR_PERMISSION');
+    expect(write.stdout.trim()).toBe('ERR_PERSISTENT_PERMISSION');
     w.close();
     buf.close();
   });
@@ -81,7 +81,7 @@ describe.skipIf(skip !== '')(`permissions${skip ? ` (skipped: ${skip})` : ''}`, 
     expect(statSync(buf.path).mode & 0o777).toBe(0o600);
     buf.close();
     const member = await runNode(reader('perm/private'), { user: MEMBER });
-    expect(member.stdout).toMatch(/^ERR_PERMISSION: permission denied/);
+    expect(member.stdout).toMatch(/^ERR_PERSISTENT_PERMISSION: permission denied/);
   });
 
   it('a buffer directory evtrace makes is shared like /tmp (sticky, world-writable); namespaces are not writable by others', () => {
@@ -127,7 +127,7 @@ describe.skipIf(skip !== '')(`permissions${skip ? ` (skipped: ${skip})` : ''}`, 
       as(STRANGER, `ln -s ${target} ${base}/team`);
       for (const user of [undefined, MEMBER]) {
         expect(await creator('team/flight', base, user)).toBe(
-          `ERR_PERMISSION: namespace directory ${base}/team is a symbolic link or not a directory: refused, since whoever made it could send the buffer elsewhere`,
+          `ERR_PERSISTENT_PERMISSION: namespace directory ${base}/team is a symbolic link or not a directory: refused, since whoever made it could send the buffer elsewhere`,
         );
       }
       expect(readdirSync(target)).toEqual([]);
@@ -137,7 +137,7 @@ describe.skipIf(skip !== '')(`permissions${skip ? ` (skipped: ${skip})` : ''}`, 
       const base = join(shm, 'shared');
       as(STRANGER, `mkdir -m 0777 ${base}/trap`);
       const refusal = (user: string) =>
-        `ERR_PERMISSION: namespace directory ${base}/trap belongs to ${STRANGER}, not to you (${user}): its owner could remove or replace your buffer; choose another name`;
+        `ERR_PERSISTENT_PERMISSION: namespace directory ${base}/trap belongs to ${STRANGER}, not to you (${user}): its owner could remove or replace your buffer; choose another name`;
       expect(await creator('trap/flight', base, MEMBER)).toBe(refusal(MEMBER));
       expect(await creator('trap/flight', base)).toBe(refusal('root'));
       expect(readdirSync(join(base, 'trap'))).toEqual([]);
@@ -148,7 +148,7 @@ describe.skipIf(skip !== '')(`permissions${skip ? ` (skipped: ${skip})` : ''}`, 
     it('a buffer directory that is a symbolic link is refused', async () => {
       as(STRANGER, `ln -s ${target} ${shm}/evtrace`);
       expect(await creator('app/flight', join(shm, 'evtrace'))).toBe(
-        `ERR_PERMISSION: buffer directory ${shm}/evtrace is a symbolic link or not a directory: refused, since whoever made it could send the buffer elsewhere`,
+        `ERR_PERSISTENT_PERMISSION: buffer directory ${shm}/evtrace is a symbolic link or not a directory: refused, since whoever made it could send the buffer elsewhere`,
       );
       expect(readdirSync(target)).toEqual([]);
     });
@@ -157,7 +157,7 @@ describe.skipIf(skip !== '')(`permissions${skip ? ` (skipped: ${skip})` : ''}`, 
       const base = join(shm, 'first');
       expect(await creator(`${STRANGER}/flight`, base, STRANGER)).toBe('created');
       const refusal = (user: string) =>
-        `ERR_PERMISSION: buffer directory ${base} belongs to ${STRANGER}, not to root or you (${user}): its owner could remove or replace your buffers; use a directory of your own (--dir, EVTRACE_PERSISTENT_DIR) or have root make this one (install -d -m 1777 ${base})`;
+        `ERR_PERSISTENT_PERMISSION: buffer directory ${base} belongs to ${STRANGER}, not to root or you (${user}): its owner could remove or replace your buffers; use a directory of your own (--dir, EVTRACE_PERSISTENT_DIR) or have root make this one (install -d -m 1777 ${base})`;
       expect(await creator(`${MEMBER}/flight`, base, MEMBER)).toBe(refusal(MEMBER));
       expect(await creator('root/flight', base)).toBe(refusal('root'));
       expect(readdirSync(base)).toEqual([STRANGER]);
@@ -167,7 +167,7 @@ describe.skipIf(skip !== '')(`permissions${skip ? ` (skipped: ${skip})` : ''}`, 
       const base = join(shm, 'loose');
       execFileSync('install', ['-d', '-m', '0777', base]);
       expect(await creator(`${MEMBER}/flight`, base, MEMBER)).toBe(
-        `ERR_PERMISSION: buffer directory ${base} is writable by others but not sticky (mode 0777): anyone could remove or replace your buffers; make it sticky (chmod +t ${base}) or use a directory of your own`,
+        `ERR_PERSISTENT_PERMISSION: buffer directory ${base} is writable by others but not sticky (mode 0777): anyone could remove or replace your buffers; make it sticky (chmod +t ${base}) or use a directory of your own`,
       );
       execFileSync('chmod', ['+t', base]);
       expect(await creator(`${MEMBER}/flight`, base, MEMBER)).toBe('created');

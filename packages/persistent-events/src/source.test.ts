@@ -100,13 +100,13 @@ describe('a user-space buffer as a source', () => {
     buf.close();
   });
 
-  it('fails to prepare with the buffer error: a missing buffer is ERR_NOT_FOUND, a bad name ERR_NAME', () => {
+  it('fails to prepare with the buffer error: a missing buffer is ERR_PERSISTENT_NOT_FOUND, a bad name ERR_PERSISTENT_NAME', () => {
     const dir = fresh('persistent-source-missing-');
     expect(() => new UserBufferSource({ buffer: 'no/such/buffer', backend: 'user', dir }).prepare()).toThrow(
-      expect.objectContaining({ name: 'PersistentError', code: 'ERR_NOT_FOUND' }),
+      expect.objectContaining({ name: 'PersistentError', code: 'ERR_PERSISTENT_NOT_FOUND' }),
     );
     expect(() => new UserBufferSource({ buffer: '../escape', backend: 'user', dir })).toThrow(
-      expect.objectContaining({ name: 'PersistentError', code: 'ERR_NAME' }),
+      expect.objectContaining({ name: 'PersistentError', code: 'ERR_PERSISTENT_NAME' }),
     );
   });
 });
@@ -161,7 +161,7 @@ describe.skipIf(env.why !== '')(`a kernel buffer as a source${env.why ? ` (skipp
       const source = new KernelBufferSource({ buffer: name, backend: 'kernel' }, env.path!);
       expect(() => source.prepare()).toThrow(
         expect.objectContaining({
-          code: 'ERR_UNSUPPORTED',
+          code: 'ERR_PERSISTENT_UNSUPPORTED',
           message: expect.stringContaining(`${name} records no events`),
         }),
       );

@@ -88,7 +88,7 @@ export class UserBufferSource implements PersistentSource {
   readonly #count: PageCount = { records: 0, dataBytes: 0, missed: false, corruptAt: -1 };
   readonly #countByType = new Float64Array(65536);
 
-  /** @throws PersistentError `ERR_NAME` for a buffer name that is not allowed. */
+  /** @throws PersistentError `ERR_PERSISTENT_NAME` for a buffer name that is not allowed. */
   constructor(target: PersistentTarget) {
     this.target = target;
     this.path = bufferPath(target.buffer, target.dir);
@@ -97,7 +97,7 @@ export class UserBufferSource implements PersistentSource {
   /**
    * Opens the buffer read-only and derives the classes; a second call does nothing.
    *
-   * @throws PersistentError as {@link openPersistent} does (`ERR_NOT_FOUND`, `ERR_PERMISSION`, `ERR_CORRUPT`...).
+   * @throws PersistentError as {@link openPersistent} does (`ERR_PERSISTENT_NOT_FOUND`, `ERR_PERSISTENT_PERMISSION`, `ERR_PERSISTENT_CORRUPT`...).
    */
   prepare(): void {
     if (this.#buf !== undefined) return;

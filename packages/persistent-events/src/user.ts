@@ -70,7 +70,7 @@ export interface CreateBufferOptions {
 
 /** Options of {@link openPersistent}. */
 export interface OpenPersistentOptions {
-  /** Create the buffer; refused with ERR_EXISTS when the name is taken (unless {@link reuse}). */
+  /** Create the buffer; refused with ERR_PERSISTENT_EXISTS when the name is taken (unless {@link reuse}). */
   create?: CreateBufferOptions;
   /** With `create`: open the existing buffer instead of failing when the name is taken. */
   reuse?: boolean;
@@ -162,27 +162,33 @@ export class PersistentBuffer {
 
   private live(what: string): void {
     if (this.closed)
-      throw new PersistentError('ERR_CLOSED', `${this.name}: ${what} after close()`, { path: this.path });
+      throw new PersistentError('ERR_PERSISTENT_CLOSED', `${this.name}: ${what} after close()`, { path: this.path });
   }
 
   private writable(what: string): RingBuffer {
     this.live(what);
     if (this.readOnly) {
-      throw new PersistentError('ERR_READ_ONLY', `${this.name} is open read-only: ${what} needs a read-write open`, {
-        path: this.path,
-      });
+      throw new PersistentError(
+        'ERR_PERSISTENT_READ_ONLY',
+        `${this.name} is open read-only: ${what} needs a read-write open`,
+        {
+          path: this.path,
+        },
+      );
     }
     return this.ring;
   }
 
   /**
    * The buffer's writer (ringbuf's Writer API). A writer left attached by a process that died (its mapping is gone)
-   * is taken over and its open page closed; a live writer in another process is refused with ERR_WRITER_BUSY.
+   * is taken over and its open page closed; a live writer in another process is refused with ERR_PERSISTENT_WRITER_BUSY.
    */
   writer(options: Omit<WriterOptions, 'force'> = {}): Writer {
     const ring = this.writable('writer()');
     if (writing.has(this.path)) {
-      throw new PersistentError('ERR_WRITER_BUSY', `${this.name}: this process already writes it`, { path: this.path });
+      throw new PersistentError('ERR_PERSISTENT_WRITER_BUSY', `${this.name}: this process already writes it`, {
+        path: this.path,
+      });
     }
     let force = false;
     if (ring.writerAttached) {
@@ -190,7 +196,7 @@ export class PersistentBuffer {
       const others = findMappers(st.dev, st.ino).writers.filter((pid) => pid !== process.pid);
       if (others.length > 0) {
         throw new PersistentError(
-          'ERR_WRITER_BUSY',
+          'ERR_PERSISTENT_WRITER_BUSY',
           `${this.name}: process ${others.join(', ')} has it mapped for writing`,
           { path: this.path },
         );
@@ -305,20 +311,20 @@ function describe(
 function checkCreate(c: CreateBufferOptions): { pageSize: number; pageCount: number } {
   const pageSize = c.pageSize ?? 4096;
   if (!Number.isInteger(c.size) || c.size <= 0) {
-    throw new PersistentError('ERR_ARGUMENT', `size ${String(c.size)} must be a positive number of bytes`);
+    throw new PersistentError('ERR_PERSISTENT_ARGUMENT', `size ${String(c.size)} must be a positive number of bytes`);
   }
   if (!Number.isInteger(pageSize) || pageSize < 4096 || pageSize > 1 << 26 || (pageSize & (pageSize - 1)) !== 0) {
     throw new PersistentError(
-      'ERR_ARGUMENT',
+      'ERR_PERSISTENT_ARGUMENT',
       `page size ${String(pageSize)} must be a power of two from 4096 to 64 MiB`,
     );
   }
   const pageCount = Math.max(2, Math.ceil(c.size / pageSize));
   if (pageSize * pageCount > 2 ** 31 - HEADER_SIZE) {
-    throw new PersistentError('ERR_ARGUMENT', `size ${c.size} exceeds the 2 GiB a buffer can hold`);
+    throw new PersistentError('ERR_PERSISTENT_ARGUMENT', `size ${c.size} exceeds the 2 GiB a buffer can hold`);
   }
   if (c.mode !== undefined && c.mode !== 'overwrite' && c.mode !== 'discard') {
-    throw new PersistentError('ERR_ARGUMENT', `mode ${String(c.mode)} must be overwrite or discard`);
+    throw new PersistentError('ERR_PERSISTENT_ARGUMENT', `mode ${String(c.mode)} must be overwrite or discard`);
   }
   return { pageSize, pageCount };
 }
@@ -364,7 +370,7 @@ function create(name: string, path: string, base: string, c: CreateBufferOptions
       linkSync(entryOf(dirFd, tmpName), entryOf(dirFd, basename(path)));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
-        throw new PersistentError('ERR_EXISTS', `a buffer named ${name} already exists (${path})`, { path });
+        throw new PersistentError('ERR_PERSISTENT_EXISTS', `a buffer named ${name} already exists (${path})`, { path });
       }
       throw fsError(path, error, 'cannot create the buffer');
     }
@@ -397,8 +403,8 @@ export function openFile(name: string, path: string, fd: number, writable: boole
   const size = fstatSync(fd).size;
   if (size < HEADER_SIZE) {
     throw new PersistentError(
-      'ERR_CORRUPT',
-      `${path}: byte ${size}: truncated: the file has ${size} bytes, the header page needs ${HEADER_SIZE}`,
+      'ERR_PERSISTENT_CORRUPT',
+      `truncated: the file has ${size} bytes, the header page needs ${HEADER_SIZE}`,
       { path, offset: size },
     );
   }
@@ -421,14 +427,14 @@ export function openFile(name: string, path: string, fd: number, writable: boole
       // Geometry is checked last, without an offset: page size (16) or page count (20).
       const at = error.offset ?? (/page size/.test(error.message) ? 16 : 20);
       const why = error.message.replace(/^byte \d+: /, '');
-      throw new PersistentError('ERR_CORRUPT', `${path}: byte ${at}: ${why}`, { path, offset: at, cause: error });
+      throw new PersistentError('ERR_PERSISTENT_CORRUPT', why, { path, offset: at, cause: error });
     }
     throw error;
   }
   if (size < regionBytes + META_SIZE) {
     throw new PersistentError(
-      'ERR_CORRUPT',
-      `${path}: byte ${size}: truncated: the header describes ${pageCount} pages of ${pageSize} bytes (${regionBytes + META_SIZE} bytes with the metadata page) but the file has ${size}`,
+      'ERR_PERSISTENT_CORRUPT',
+      `truncated: the header describes ${pageCount} pages of ${pageSize} bytes (${regionBytes + META_SIZE} bytes with the metadata page) but the file has ${size}`,
       { path, offset: size },
     );
   }
@@ -440,7 +446,7 @@ export function openFile(name: string, path: string, fd: number, writable: boole
   } catch (error) {
     mapping.unmap();
     const at = error instanceof RingbufError ? (error.offset ?? 0) : 0;
-    throw new PersistentError('ERR_CORRUPT', `${path}: byte ${at}: ${(error as Error).message}`, {
+    throw new PersistentError('ERR_PERSISTENT_CORRUPT', (error as Error).message.replace(/^byte \d+: /, ''), {
       path,
       offset: at,
       cause: error,
@@ -459,20 +465,20 @@ export function openFile(name: string, path: string, fd: number, writable: boole
  * const at = w.reserve(1, 8); w.view.setFloat64(at, 42, true); w.commit();
  * ```
  *
- * @throws PersistentError ERR_NAME, ERR_EXISTS, ERR_NOT_FOUND, ERR_PERMISSION (with the file's owner, group and
- * mode), ERR_CORRUPT (file and byte offset).
+ * @throws PersistentError ERR_PERSISTENT_NAME, ERR_PERSISTENT_EXISTS, ERR_PERSISTENT_NOT_FOUND, ERR_PERSISTENT_PERMISSION (with the file's owner, group and
+ * mode), ERR_PERSISTENT_CORRUPT (file and byte offset).
  */
 export function openPersistent(name: string, options: OpenPersistentOptions = {}): PersistentBuffer {
   const base = bufferDir(options.dir);
   const path = bufferPath(name, base);
   if (options.create && options.readOnly) {
-    throw new PersistentError('ERR_ARGUMENT', 'create and readOnly exclude each other');
+    throw new PersistentError('ERR_PERSISTENT_ARGUMENT', 'create and readOnly exclude each other');
   }
   if (options.create) {
     try {
       create(name, path, base, options.create);
     } catch (error) {
-      if (!(options.reuse && error instanceof PersistentError && error.code === 'ERR_EXISTS')) throw error;
+      if (!(options.reuse && error instanceof PersistentError && error.code === 'ERR_PERSISTENT_EXISTS')) throw error;
     }
   }
   const writable = !options.readOnly;
@@ -482,7 +488,7 @@ export function openPersistent(name: string, options: OpenPersistentOptions = {}
   } catch (error) {
     const errno = (error as NodeJS.ErrnoException).code;
     if (errno === 'ENOENT') {
-      throw new PersistentError('ERR_NOT_FOUND', `no buffer named ${name} (${path})`, { path, errno });
+      throw new PersistentError('ERR_PERSISTENT_NOT_FOUND', `no buffer named ${name} (${path})`, { path, errno });
     }
     if (errno === 'EACCES' || errno === 'EPERM') throw permissionError(name, path, writable, errno, error);
     throw fsError(path, error, `cannot open buffer ${name}`);
@@ -508,7 +514,7 @@ function permissionError(
     whose = ` (owner ${userName(st.uid)}, group ${groupName(st.gid)}, mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}; you are ${userName(process.getuid?.() ?? -1)})`;
   } catch {}
   return new PersistentError(
-    'ERR_PERMISSION',
+    'ERR_PERSISTENT_PERMISSION',
     `permission denied: cannot open buffer ${name} for ${writable ? 'writing' : 'reading'}: ${path}${whose}`,
     { path, errno, cause },
   );
@@ -530,7 +536,7 @@ export function deletePersistent(name: string, options: DeleteOptions = {}): voi
     st = statSync(path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new PersistentError('ERR_NOT_FOUND', `no buffer named ${name} (${path})`, { path });
+      throw new PersistentError('ERR_PERSISTENT_NOT_FOUND', `no buffer named ${name} (${path})`, { path });
     }
     throw fsError(path, error, `cannot delete buffer ${name}`);
   }
@@ -538,7 +544,7 @@ export function deletePersistent(name: string, options: DeleteOptions = {}): voi
     const w = findMappers(Number(st.dev), Number(st.ino)).writers.filter((p) => p !== process.pid);
     if (w.length > 0) {
       throw new PersistentError(
-        'ERR_WRITER_BUSY',
+        'ERR_PERSISTENT_WRITER_BUSY',
         `${name}: process ${w.join(', ')} writes it (force deletes anyway)`,
         {
           path,

@@ -23,14 +23,15 @@ export function groupName(gid: number): string {
   return table('/etc/group').find((f) => Number(f[2]) === gid)?.[0] ?? String(gid);
 }
 
-/** The gid of a group given by name or number. @throws PersistentError ERR_ARGUMENT for an unknown group. */
+/** The gid of a group given by name or number. @throws PersistentError ERR_PERSISTENT_ARGUMENT for an unknown group. */
 export function groupId(group: string | number): number {
   if (typeof group === 'number' || /^\d+$/.test(group)) {
     const gid = Number(group);
-    if (!Number.isInteger(gid) || gid < 0) throw new PersistentError('ERR_ARGUMENT', `group ${group} is not a gid`);
+    if (!Number.isInteger(gid) || gid < 0)
+      throw new PersistentError('ERR_PERSISTENT_ARGUMENT', `group ${group} is not a gid`);
     return gid;
   }
   const row = table('/etc/group').find((f) => f[0] === group);
-  if (!row) throw new PersistentError('ERR_ARGUMENT', `no group named ${JSON.stringify(group)}`);
+  if (!row) throw new PersistentError('ERR_PERSISTENT_ARGUMENT', `no group named ${JSON.stringify(group)}`);
   return Number(row[2]);
 }

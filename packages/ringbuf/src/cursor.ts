@@ -109,6 +109,6 @@ export abstract class RecordCursor {
 
   /** The error for a page whose records do not add up. */
   protected corrupt(what: string, regionOffset: number): RingbufError {
-    return new RingbufError('ERR_CORRUPT_PAGE', what, regionOffset);
+    return new RingbufError('ERR_RINGBUF_CORRUPT_PAGE', what, regionOffset);
   }
 }

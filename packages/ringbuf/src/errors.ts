@@ -1,38 +1,38 @@
+import { EvtraceError } from '@evtrace/errors';
+
 /** Error codes of @evtrace/ringbuf. Never reuse a code for another meaning. */
 export type RingbufErrorCode =
   /** Options or arguments out of range (page size, page count, type, size, timestamp). */
-  | 'ERR_ARGUMENT'
+  | 'ERR_RINGBUF_ARGUMENT'
   /** The region is too small, misaligned, or not an ArrayBuffer/SharedArrayBuffer. */
-  | 'ERR_REGION'
+  | 'ERR_RINGBUF_REGION'
   /** The region does not start with the ringbuf magic: it holds something else. */
-  | 'ERR_BAD_MAGIC'
+  | 'ERR_RINGBUF_BAD_MAGIC'
   /** The header was written by a newer layout version than this library reads. */
-  | 'ERR_VERSION'
+  | 'ERR_RINGBUF_VERSION'
   /** The header was written in the other byte order. */
-  | 'ERR_BYTE_ORDER'
+  | 'ERR_RINGBUF_BYTE_ORDER'
   /** The header carries impossible values (page size, page count, mode, sizes). */
-  | 'ERR_CORRUPT_HEADER'
+  | 'ERR_RINGBUF_CORRUPT_HEADER'
   /** A page's records do not add up (length past the committed end, unknown tag). */
-  | 'ERR_CORRUPT_PAGE'
+  | 'ERR_RINGBUF_CORRUPT_PAGE'
   /** A record can never fit in one page of this buffer. */
-  | 'ERR_RECORD_TOO_LARGE'
+  | 'ERR_RINGBUF_RECORD_TOO_LARGE'
   /** Another single writer is attached to this buffer. */
-  | 'ERR_WRITER_BUSY'
+  | 'ERR_RINGBUF_WRITER_BUSY'
   /** Every reader registration slot is taken. */
-  | 'ERR_READERS_FULL'
+  | 'ERR_RINGBUF_READERS_FULL'
   /** The operation needs another writer model (single vs multi) than the buffer was created with. */
-  | 'ERR_WRITER_MODEL'
+  | 'ERR_RINGBUF_WRITER_MODEL'
   /** The writer or reader was closed. */
-  | 'ERR_CLOSED';
+  | 'ERR_RINGBUF_CLOSED';
 
 /** Every error thrown by @evtrace/ringbuf. `offset` is the byte offset in the region when one applies. */
-export class RingbufError extends Error {
-  readonly code: RingbufErrorCode;
+export class RingbufError extends EvtraceError<RingbufErrorCode> {
   readonly offset: number | undefined;
   constructor(code: RingbufErrorCode, message: string, offset?: number) {
-    super(offset === undefined ? message : `byte ${offset}: ${message}`);
+    super(code, message, offset === undefined ? {} : { location: { offset } });
     this.name = 'RingbufError';
-    this.code = code;
     this.offset = offset;
   }
 }

@@ -74,7 +74,7 @@ describe('header page', () => {
     const sab = new SharedArrayBuffer(8192);
     new Uint8Array(sab).set(new TextEncoder().encode('\x7fELF'));
     expect(() => RingBuffer.attach(sab)).toThrow(/not an evtrace ring buffer: magic 0x464c457f/);
-    expect(codeOf(() => RingBuffer.attach(sab))).toBe('ERR_BAD_MAGIC');
+    expect(codeOf(() => RingBuffer.attach(sab))).toBe('ERR_RINGBUF_BAD_MAGIC');
   });
 
   it('refuses a newer layout version, naming both versions', () => {
@@ -83,13 +83,13 @@ describe('header page', () => {
     expect(() => RingBuffer.attach(buf.buffer)).toThrow(
       `layout version ${LAYOUT_VERSION + 1} is newer than the version ${LAYOUT_VERSION}`,
     );
-    expect(codeOf(() => RingBuffer.attach(buf.buffer))).toBe('ERR_VERSION');
+    expect(codeOf(() => RingBuffer.attach(buf.buffer))).toBe('ERR_RINGBUF_VERSION');
   });
 
   it('refuses the other byte order', () => {
     const buf = RingBuffer.create();
     new DataView(buf.buffer).setUint32(H.byteOrder, 0x01020304, false);
-    expect(codeOf(() => RingBuffer.attach(buf.buffer))).toBe('ERR_BYTE_ORDER');
+    expect(codeOf(() => RingBuffer.attach(buf.buffer))).toBe('ERR_RINGBUF_BYTE_ORDER');
   });
 
   it.each([

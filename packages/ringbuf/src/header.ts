@@ -80,7 +80,11 @@ export function regionSize(pageSize: number, pageCount: number): number {
   return HEADER_SIZE + pageSize * pageCount;
 }
 
-export function checkGeometry(pageSize: number, pageCount: number, code: 'ERR_ARGUMENT' | 'ERR_CORRUPT_HEADER'): void {
+export function checkGeometry(
+  pageSize: number,
+  pageCount: number,
+  code: 'ERR_RINGBUF_ARGUMENT' | 'ERR_RINGBUF_CORRUPT_HEADER',
+): void {
   if (
     !Number.isInteger(pageSize) ||
     pageSize < MIN_PAGE_SIZE ||
@@ -90,14 +94,14 @@ export function checkGeometry(pageSize: number, pageCount: number, code: 'ERR_AR
     throw new RingbufError(
       code,
       `page size ${pageSize} must be a power of two from ${MIN_PAGE_SIZE} to ${MAX_PAGE_SIZE}`,
-      code === 'ERR_CORRUPT_HEADER' ? H.pageSize : undefined,
+      code === 'ERR_RINGBUF_CORRUPT_HEADER' ? H.pageSize : undefined,
     );
   }
   if (!Number.isInteger(pageCount) || pageCount < MIN_PAGE_COUNT || pageSize * pageCount > 2 ** 31 - HEADER_SIZE) {
     throw new RingbufError(
       code,
       `page count ${pageCount} must be an integer >= ${MIN_PAGE_COUNT} with at most 2 GiB of pages`,
-      code === 'ERR_CORRUPT_HEADER' ? H.pageCount : undefined,
+      code === 'ERR_RINGBUF_CORRUPT_HEADER' ? H.pageCount : undefined,
     );
   }
 }
@@ -117,7 +121,7 @@ export function writeHeader(dv: DataView, info: HeaderInfo, pageHeaderSize: numb
   const name = new TextEncoder().encode(info.clockName);
   if (name.length >= CLOCK_NAME_SIZE || !/^[\x21-\x7e]+$/.test(info.clockName)) {
     throw new RingbufError(
-      'ERR_ARGUMENT',
+      'ERR_RINGBUF_ARGUMENT',
       `clock name ${JSON.stringify(info.clockName)} must be 1..31 printable ASCII`,
     );
   }
@@ -133,14 +137,14 @@ export function writeHeader(dv: DataView, info: HeaderInfo, pageHeaderSize: numb
 export function readHeader(dv: DataView, regionBytes: number, pageHeaderSize: number): HeaderInfo {
   if (regionBytes < HEADER_SIZE) {
     throw new RingbufError(
-      'ERR_REGION',
+      'ERR_RINGBUF_REGION',
       `region of ${regionBytes} bytes is smaller than the ${HEADER_SIZE}-byte header`,
     );
   }
   const magic = dv.getUint32(H.magic, true);
   if (magic !== MAGIC) {
     throw new RingbufError(
-      'ERR_BAD_MAGIC',
+      'ERR_RINGBUF_BAD_MAGIC',
       `not an evtrace ring buffer: magic 0x${magic.toString(16).padStart(8, '0')}, expected 0x${MAGIC.toString(16)} ("EVRB")`,
       H.magic,
     );
@@ -148,7 +152,7 @@ export function readHeader(dv: DataView, regionBytes: number, pageHeaderSize: nu
   const bom = dv.getUint32(H.byteOrder, true);
   if (bom !== BYTE_ORDER_MARK) {
     throw new RingbufError(
-      bom === 0x04030201 ? 'ERR_BYTE_ORDER' : 'ERR_CORRUPT_HEADER',
+      bom === 0x04030201 ? 'ERR_RINGBUF_BYTE_ORDER' : 'ERR_RINGBUF_CORRUPT_HEADER',
       bom === 0x04030201
         ? 'buffer was written in big-endian byte order; this reader is little-endian'
         : `byte-order mark 0x${bom.toString(16)} is neither 0x01020304 nor 0x04030201`,
@@ -158,15 +162,15 @@ export function readHeader(dv: DataView, regionBytes: number, pageHeaderSize: nu
   const version = dv.getUint32(H.version, true);
   if (version > LAYOUT_VERSION) {
     throw new RingbufError(
-      'ERR_VERSION',
+      'ERR_RINGBUF_VERSION',
       `layout version ${version} is newer than the version ${LAYOUT_VERSION} this library reads; upgrade @evtrace/ringbuf`,
       H.version,
     );
   }
-  if (version === 0) throw new RingbufError('ERR_CORRUPT_HEADER', 'layout version 0 does not exist', H.version);
+  if (version === 0) throw new RingbufError('ERR_RINGBUF_CORRUPT_HEADER', 'layout version 0 does not exist', H.version);
   const expect = (at: number, want: number, what: string) => {
     const got = dv.getUint32(at, true);
-    if (got !== want) throw new RingbufError('ERR_CORRUPT_HEADER', `${what} is ${got}, expected ${want}`, at);
+    if (got !== want) throw new RingbufError('ERR_RINGBUF_CORRUPT_HEADER', `${what} is ${got}, expected ${want}`, at);
   };
   expect(H.headerSize, HEADER_SIZE, 'header size');
   expect(H.pageHeaderSize, pageHeaderSize, 'page header size');
@@ -174,23 +178,23 @@ export function readHeader(dv: DataView, regionBytes: number, pageHeaderSize: nu
   expect(H.readerSlotSize, READER_SLOT_SIZE, 'reader slot size');
   const pageSize = dv.getUint32(H.pageSize, true);
   const pageCount = dv.getUint32(H.pageCount, true);
-  checkGeometry(pageSize, pageCount, 'ERR_CORRUPT_HEADER');
+  checkGeometry(pageSize, pageCount, 'ERR_RINGBUF_CORRUPT_HEADER');
   if (regionSize(pageSize, pageCount) > regionBytes) {
     throw new RingbufError(
-      'ERR_REGION',
+      'ERR_RINGBUF_REGION',
       `header describes ${pageCount} pages of ${pageSize} bytes (${regionSize(pageSize, pageCount)} bytes) but the region has ${regionBytes}`,
     );
   }
   const modeValue = dv.getUint32(H.mode, true);
   const mode = modeValue === Mode.overwrite ? 'overwrite' : modeValue === Mode.discard ? 'discard' : undefined;
-  if (mode === undefined) throw new RingbufError('ERR_CORRUPT_HEADER', `unknown mode ${modeValue}`, H.mode);
+  if (mode === undefined) throw new RingbufError('ERR_RINGBUF_CORRUPT_HEADER', `unknown mode ${modeValue}`, H.mode);
   const flags = dv.getUint32(H.flags, true);
   if ((flags & ~FLAG_MULTI_WRITER) !== 0) {
-    throw new RingbufError('ERR_CORRUPT_HEADER', `unknown flags 0x${flags.toString(16)}`, H.flags);
+    throw new RingbufError('ERR_RINGBUF_CORRUPT_HEADER', `unknown flags 0x${flags.toString(16)}`, H.flags);
   }
   const clockId = dv.getUint32(H.clockId, true);
   if (clockId !== ClockId.external && clockId !== ClockId.monotonic) {
-    throw new RingbufError('ERR_CORRUPT_HEADER', `unknown clock id ${clockId}`, H.clockId);
+    throw new RingbufError('ERR_RINGBUF_CORRUPT_HEADER', `unknown clock id ${clockId}`, H.clockId);
   }
   const nameBytes = new Uint8Array(dv.buffer, dv.byteOffset + H.clockName, CLOCK_NAME_SIZE);
   const end = nameBytes.indexOf(0);
@@ -200,7 +204,7 @@ export function readHeader(dv: DataView, regionBytes: number, pageHeaderSize: nu
     nameBytes.subarray(0, end).some((b) => b < 0x21 || b > 0x7e)
   ) {
     throw new RingbufError(
-      'ERR_CORRUPT_HEADER',
+      'ERR_RINGBUF_CORRUPT_HEADER',
       'clock name is not 1..31 printable ASCII bytes then NULs',
       H.clockName,
     );
@@ -208,7 +212,11 @@ export function readHeader(dv: DataView, regionBytes: number, pageHeaderSize: nu
   const head = dv.getInt32(H.head, true);
   const tail = dv.getInt32(H.tail, true);
   if (head < -1 || tail < 0 || tail > head + 1) {
-    throw new RingbufError('ERR_CORRUPT_HEADER', `head page ${head} and tail page ${tail} are inconsistent`, H.head);
+    throw new RingbufError(
+      'ERR_RINGBUF_CORRUPT_HEADER',
+      `head page ${head} and tail page ${tail} are inconsistent`,
+      H.head,
+    );
   }
   return {
     pageSize,

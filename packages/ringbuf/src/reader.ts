@@ -90,7 +90,7 @@ export class Reader extends RecordCursor {
       const at = (H.readerSlots + s * READER_SLOT_SIZE + SLOT.state) >> 2;
       if (Atomics.compareExchange(i32, at, 0, 2) === 0) slot = s;
     }
-    if (slot < 0) throw new RingbufError('ERR_READERS_FULL', `all ${MAX_READERS} reader slots are taken`);
+    if (slot < 0) throw new RingbufError('ERR_RINGBUF_READERS_FULL', `all ${MAX_READERS} reader slots are taken`);
     raiseReaderHigh(i32, slot);
     this.slot = H.readerSlots + slot * READER_SLOT_SIZE;
     const head = Atomics.load(i32, H.head >> 2);
@@ -186,7 +186,7 @@ export class Reader extends RecordCursor {
       return;
     }
     throw new RingbufError(
-      'ERR_CORRUPT_PAGE',
+      'ERR_RINGBUF_CORRUPT_PAGE',
       `page ${this.cursor}: record at page offset ${this.pos - this.viewBase} runs past the committed end ${this.end - this.viewBase}`,
       this.regionBase + (this.pos - this.viewBase),
     );
@@ -335,7 +335,7 @@ export class Reader extends RecordCursor {
       if (Atomics.load(i32, si) !== gen) return -1;
       if (commit === 0) return 0;
       throw new RingbufError(
-        'ERR_CORRUPT_PAGE',
+        'ERR_RINGBUF_CORRUPT_PAGE',
         `page ${this.cursor}: committed size ${commit} is outside ${PAGE_HEADER_SIZE}..${this.pageSize}`,
         base + P.commit,
       );

@@ -16,10 +16,10 @@ export interface Region {
 export function openRegion(buffer: ArrayBufferLike, byteOffset: number, byteLength?: number): Region {
   const isShared = typeof SharedArrayBuffer !== 'undefined' && buffer instanceof SharedArrayBuffer;
   if (!(buffer instanceof ArrayBuffer) && !isShared) {
-    throw new RingbufError('ERR_REGION', 'the region must be an ArrayBuffer or a SharedArrayBuffer');
+    throw new RingbufError('ERR_RINGBUF_REGION', 'the region must be an ArrayBuffer or a SharedArrayBuffer');
   }
   if (!Number.isInteger(byteOffset) || byteOffset < 0 || byteOffset % 8 !== 0 || byteOffset > buffer.byteLength) {
-    throw new RingbufError('ERR_REGION', `byte offset ${byteOffset} must be a multiple of 8 inside the buffer`);
+    throw new RingbufError('ERR_RINGBUF_REGION', `byte offset ${byteOffset} must be a multiple of 8 inside the buffer`);
   }
   const length = byteLength ?? buffer.byteLength - byteOffset;
   if (
@@ -29,7 +29,7 @@ export function openRegion(buffer: ArrayBufferLike, byteOffset: number, byteLeng
     length % 4 !== 0
   ) {
     throw new RingbufError(
-      'ERR_REGION',
+      'ERR_RINGBUF_REGION',
       `region of ${length} bytes at offset ${byteOffset} must fit the buffer, be a multiple of 4 and hold the ${HEADER_SIZE}-byte header`,
     );
   }

@@ -98,7 +98,7 @@ describe('records', () => {
     try {
       w.reserveAt(1, 5000, 1);
     } catch (error) {
-      expect((error as RingbufError).code).toBe('ERR_RECORD_TOO_LARGE');
+      expect((error as RingbufError).code).toBe('ERR_RINGBUF_RECORD_TOO_LARGE');
     }
     expect(w.writeBytes(40, new Uint8Array(buf.maxPayload).fill(9), 1)).toBe(true);
   });
@@ -133,14 +133,14 @@ describe('records', () => {
     const w = buf.writer();
     expect(w.reserveAt(1, 4, 10)).toBeGreaterThan(0);
     for (const type of [-1, 1.5, Number.NaN, 2 ** 32 + 1]) {
-      expect(() => w.reserveAt(type, 4, 11)).toThrow(expect.objectContaining({ code: 'ERR_ARGUMENT' }));
+      expect(() => w.reserveAt(type, 4, 11)).toThrow(expect.objectContaining({ code: 'ERR_RINGBUF_ARGUMENT' }));
     }
     for (const size of [-4, 0.5, Number.NaN]) {
-      expect(() => w.reserveAt(1, size, 11)).toThrow(expect.objectContaining({ code: 'ERR_ARGUMENT' }));
+      expect(() => w.reserveAt(1, size, 11)).toThrow(expect.objectContaining({ code: 'ERR_RINGBUF_ARGUMENT' }));
     }
     // Sizes whose padded length wraps 32-bit arithmetic must not slip past the page end.
     for (const size of [2 ** 31 - 1, 2 ** 32 - 1, 2 ** 26]) {
-      expect(() => w.reserveAt(1, size, 11)).toThrow(expect.objectContaining({ code: 'ERR_RECORD_TOO_LARGE' }));
+      expect(() => w.reserveAt(1, size, 11)).toThrow(expect.objectContaining({ code: 'ERR_RINGBUF_RECORD_TOO_LARGE' }));
     }
     expect(() => w.reserveAt(1, 4, 10.5)).toThrow(/timestamp 10.5/);
     expect(() => w.reserveAt(1, 4, Number.NaN)).toThrow(/timestamp NaN/);
@@ -157,8 +157,8 @@ describe('records', () => {
     const buf = RingBuffer.create({ mode: 'discard', clock: { name: 't' } });
     const r = buf.reader();
     const w = buf.writer();
-    expect(() => buf.writer()).toThrow(expect.objectContaining({ code: 'ERR_WRITER_BUSY' }));
-    expect(() => buf.sharedWriter()).toThrow(expect.objectContaining({ code: 'ERR_WRITER_MODEL' }));
+    expect(() => buf.writer()).toThrow(expect.objectContaining({ code: 'ERR_RINGBUF_WRITER_BUSY' }));
+    expect(() => buf.sharedWriter()).toThrow(expect.objectContaining({ code: 'ERR_RINGBUF_WRITER_MODEL' }));
     for (let i = 0; i < 10; i++) w.writeBytes(1, new Uint8Array([i]), i);
     // The first writer "crashes" (never closes); another takes over.
     const w2 = buf.writer({ force: true });

@@ -69,7 +69,7 @@ export interface BufferStats {
 function externalClock(name: string): () => number {
   return () => {
     throw new RingbufError(
-      'ERR_ARGUMENT',
+      'ERR_RINGBUF_ARGUMENT',
       `this buffer's clock is ${name}, supplied by the producer: pass timestamps to reserveAt/writeBytes`,
     );
   };
@@ -117,7 +117,7 @@ export class RingBuffer {
   static byteLength(options: Pick<CreateOptions, 'pageSize' | 'pageCount'> = {}): number {
     const pageSize = options.pageSize ?? 4096;
     const pageCount = options.pageCount ?? 16;
-    checkGeometry(pageSize, pageCount, 'ERR_ARGUMENT');
+    checkGeometry(pageSize, pageCount, 'ERR_RINGBUF_ARGUMENT');
     return regionSize(pageSize, pageCount);
   }
 
@@ -127,16 +127,16 @@ export class RingBuffer {
     const pageCount = options.pageCount ?? 16;
     const mode = options.mode ?? 'overwrite';
     const writers = options.writers ?? 'single';
-    checkGeometry(pageSize, pageCount, 'ERR_ARGUMENT');
+    checkGeometry(pageSize, pageCount, 'ERR_RINGBUF_ARGUMENT');
     if (mode !== 'overwrite' && mode !== 'discard') {
-      throw new RingbufError('ERR_ARGUMENT', `mode ${String(mode)} must be overwrite or discard`);
+      throw new RingbufError('ERR_RINGBUF_ARGUMENT', `mode ${String(mode)} must be overwrite or discard`);
     }
     if (writers !== 'single' && writers !== 'multi') {
-      throw new RingbufError('ERR_ARGUMENT', `writers ${String(writers)} must be single or multi`);
+      throw new RingbufError('ERR_RINGBUF_ARGUMENT', `writers ${String(writers)} must be single or multi`);
     }
     if (writers === 'multi' && mode === 'overwrite') {
       throw new RingbufError(
-        'ERR_ARGUMENT',
+        'ERR_RINGBUF_ARGUMENT',
         'multi-writer buffers support discard mode only; for a flight recorder give each thread its own buffer and merge them',
       );
     }
@@ -144,7 +144,10 @@ export class RingBuffer {
     const buffer = options.buffer ?? new SharedArrayBuffer(size);
     const region = openRegion(buffer, options.byteOffset ?? 0, options.buffer ? undefined : size);
     if (region.byteLength < size) {
-      throw new RingbufError('ERR_REGION', `the region has ${region.byteLength} bytes; these options need ${size}`);
+      throw new RingbufError(
+        'ERR_RINGBUF_REGION',
+        `the region has ${region.byteLength} bytes; these options need ${size}`,
+      );
     }
     region.u8.fill(0, 0, size);
     const clock = options.clock ?? 'monotonic';
@@ -192,10 +195,10 @@ export class RingBuffer {
     };
   }
 
-  /** The buffer's single writer. Throws ERR_WRITER_BUSY while another is attached, ERR_WRITER_MODEL on multi buffers. */
+  /** The buffer's single writer. Throws ERR_RINGBUF_WRITER_BUSY while another is attached, ERR_RINGBUF_WRITER_MODEL on multi buffers. */
   writer(options?: WriterOptions): Writer {
     if (this.writers === 'multi') {
-      throw new RingbufError('ERR_WRITER_MODEL', 'this buffer takes several writers: use sharedWriter()');
+      throw new RingbufError('ERR_RINGBUF_WRITER_MODEL', 'this buffer takes several writers: use sharedWriter()');
     }
     return ORDERED_STORES ? new Writer(this.context(), options) : new AtomicCommitWriter(this.context(), options);
   }
@@ -203,7 +206,10 @@ export class RingBuffer {
   /** One of several writers of a `writers: 'multi'` buffer (one per thread). */
   sharedWriter(streamId = 0): SharedWriter {
     if (this.writers !== 'multi') {
-      throw new RingbufError('ERR_WRITER_MODEL', "this buffer has a single writer: create it with writers: 'multi'");
+      throw new RingbufError(
+        'ERR_RINGBUF_WRITER_MODEL',
+        "this buffer has a single writer: create it with writers: 'multi'",
+      );
     }
     return new SharedWriter(this.context(), streamId);
   }

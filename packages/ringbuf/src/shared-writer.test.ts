@@ -73,14 +73,14 @@ describe('SharedWriter (several writers, atomic reservation)', () => {
 
   it('refuses the wrong writer model and impossible records', () => {
     const buf = multi();
-    expect(() => buf.writer()).toThrow(expect.objectContaining({ code: 'ERR_WRITER_MODEL' }));
+    expect(() => buf.writer()).toThrow(expect.objectContaining({ code: 'ERR_RINGBUF_WRITER_MODEL' }));
     const w = buf.sharedWriter();
     expect(() => w.reserveAt(1, buf.maxPayload + 1, 0)).toThrow(
-      expect.objectContaining({ code: 'ERR_RECORD_TOO_LARGE' }),
+      expect.objectContaining({ code: 'ERR_RINGBUF_RECORD_TOO_LARGE' }),
     );
     expect(() => w.reserve(1, 4)).toThrow(/clock is t/);
     expect(() => w.reserveAt(-2, 4, 0)).toThrow(/record type -2/);
     w.close();
-    expect(() => w.reserveAt(1, 4, 0)).toThrow(expect.objectContaining({ code: 'ERR_CLOSED' }));
+    expect(() => w.reserveAt(1, 4, 0)).toThrow(expect.objectContaining({ code: 'ERR_RINGBUF_CLOSED' }));
   });
 });

@@ -53,19 +53,20 @@ export class SharedWriter {
 
   /** Reserves a record with a caller-supplied timestamp. Returns the payload offset, or -1 when dropped. */
   reserveAt(type: number, size: number, ts: number): number {
-    if (this.closed) throw new RingbufError('ERR_CLOSED', 'the writer is closed');
+    if (this.closed) throw new RingbufError('ERR_RINGBUF_CLOSED', 'the writer is closed');
     if (!Number.isInteger(type) || type < 0 || type > MAX_TYPE) {
-      throw new RingbufError('ERR_ARGUMENT', `record type ${type} must be an integer from 0 to ${MAX_TYPE}`);
+      throw new RingbufError('ERR_RINGBUF_ARGUMENT', `record type ${type} must be an integer from 0 to ${MAX_TYPE}`);
     }
-    if (!Number.isInteger(size) || size < 0) throw new RingbufError('ERR_ARGUMENT', `record size ${size} is invalid`);
+    if (!Number.isInteger(size) || size < 0)
+      throw new RingbufError('ERR_RINGBUF_ARGUMENT', `record size ${size} is invalid`);
     if (size > this.maxPayload) {
       throw new RingbufError(
-        'ERR_RECORD_TOO_LARGE',
+        'ERR_RINGBUF_RECORD_TOO_LARGE',
         `a record of ${size} bytes can never fit: pages of this buffer hold at most ${this.maxPayload} payload bytes`,
       );
     }
     if (!Number.isSafeInteger(ts) || ts < 0) {
-      throw new RingbufError('ERR_ARGUMENT', `timestamp ${ts} must be a non-negative integer below 2^53`);
+      throw new RingbufError('ERR_RINGBUF_ARGUMENT', `timestamp ${ts} must be a non-negative integer below 2^53`);
     }
     const need = EXTENDED_HEADER_SIZE + padded(size);
     const i32 = this.i32;

@@ -10,7 +10,7 @@ import { walkRecords } from './walk.ts';
 /**
  * A sequence of whole pages held in memory, each a verbatim CTF packet: a snapshot of a live buffer, or pages read
  * back from disk. Iterate records with next() (decoded in place), or take pages with {@link page}.
- * Every page is validated as it is reached; a page whose records do not add up throws ERR_CORRUPT_PAGE with the
+ * Every page is validated as it is reached; a page whose records do not add up throws ERR_RINGBUF_CORRUPT_PAGE with the
  * byte offset in {@link bytes}.
  */
 export class Snapshot extends RecordCursor {
@@ -30,11 +30,11 @@ export class Snapshot extends RecordCursor {
    */
   constructor(bytes: Uint8Array, pageSize: number, lostBefore?: number) {
     if (!Number.isInteger(pageSize) || pageSize < 4096 || (pageSize & (pageSize - 1)) !== 0) {
-      throw new RingbufError('ERR_ARGUMENT', `page size ${pageSize} must be a power of two >= 4096`);
+      throw new RingbufError('ERR_RINGBUF_ARGUMENT', `page size ${pageSize} must be a power of two >= 4096`);
     }
     if (bytes.length % pageSize !== 0) {
       throw new RingbufError(
-        'ERR_CORRUPT_PAGE',
+        'ERR_RINGBUF_CORRUPT_PAGE',
         `${bytes.length} bytes is not a whole number of ${pageSize}-byte pages`,
         bytes.length - (bytes.length % pageSize),
       );
@@ -56,7 +56,7 @@ export class Snapshot extends RecordCursor {
   /** The i-th page, a view on the snapshot's bytes (a complete CTF packet). */
   page(i: number): Uint8Array {
     if (!Number.isInteger(i) || i < 0 || i >= this.pageCount) {
-      throw new RingbufError('ERR_ARGUMENT', `page ${i} is outside 0..${this.pageCount - 1}`);
+      throw new RingbufError('ERR_RINGBUF_ARGUMENT', `page ${i} is outside 0..${this.pageCount - 1}`);
     }
     return this.bytes.subarray(i * this.pageSize, (i + 1) * this.pageSize);
   }
@@ -104,7 +104,7 @@ export class Snapshot extends RecordCursor {
         if (r === 1) return true;
         if (r === 0) continue;
         throw new RingbufError(
-          'ERR_CORRUPT_PAGE',
+          'ERR_RINGBUF_CORRUPT_PAGE',
           `page ${this.pageIndex}: record at page offset ${this.pos - this.pageBase} runs past the content end ${this.end - this.pageBase}`,
           this.pos,
         );
@@ -123,7 +123,7 @@ export class Snapshot extends RecordCursor {
     const packet = getU64(u32, base + P.packetSize);
     if (packet !== this.pageSize * 8) {
       throw new RingbufError(
-        'ERR_CORRUPT_PAGE',
+        'ERR_RINGBUF_CORRUPT_PAGE',
         `page ${index}: packet_size ${packet} bits, expected ${this.pageSize * 8}`,
         base + P.packetSize,
       );
@@ -131,7 +131,7 @@ export class Snapshot extends RecordCursor {
     const content = getU64(u32, base + P.contentSize);
     if (content % 32 !== 0 || content < PAGE_HEADER_SIZE * 8 || content > packet) {
       throw new RingbufError(
-        'ERR_CORRUPT_PAGE',
+        'ERR_RINGBUF_CORRUPT_PAGE',
         `page ${index}: content_size ${content} bits is not a multiple of 32 between ${PAGE_HEADER_SIZE * 8} and ${packet}`,
         base + P.contentSize,
       );
@@ -202,7 +202,7 @@ export function takeSnapshot(ctx: SnapshotContext): Snapshot {
       );
       if (walked.stop !== dst + commit) {
         throw new RingbufError(
-          'ERR_CORRUPT_PAGE',
+          'ERR_RINGBUF_CORRUPT_PAGE',
           `page ${s}: records do not add up to its committed size ${commit}`,
           base,
         );

@@ -46,19 +46,19 @@ const SCRATCH = new Uint32Array(new SharedArrayBuffer(4));
 
 function checkRecord(type: number, size: number, ts: number, maxPayload: number): void {
   if (!Number.isInteger(type) || type < 0 || type > MAX_TYPE) {
-    throw new RingbufError('ERR_ARGUMENT', `record type ${type} must be an integer from 0 to ${MAX_TYPE}`);
+    throw new RingbufError('ERR_RINGBUF_ARGUMENT', `record type ${type} must be an integer from 0 to ${MAX_TYPE}`);
   }
   if (!Number.isInteger(size) || size < 0) {
-    throw new RingbufError('ERR_ARGUMENT', `record size ${size} must be a non-negative integer`);
+    throw new RingbufError('ERR_RINGBUF_ARGUMENT', `record size ${size} must be a non-negative integer`);
   }
   if (size > maxPayload) {
     throw new RingbufError(
-      'ERR_RECORD_TOO_LARGE',
+      'ERR_RINGBUF_RECORD_TOO_LARGE',
       `a record of ${size} bytes can never fit: pages of this buffer hold at most ${maxPayload} payload bytes (use a larger page size)`,
     );
   }
   if (!Number.isSafeInteger(ts) || ts < 0) {
-    throw new RingbufError('ERR_ARGUMENT', `timestamp ${ts} must be a non-negative integer below 2^53`);
+    throw new RingbufError('ERR_RINGBUF_ARGUMENT', `timestamp ${ts} must be a non-negative integer below 2^53`);
   }
 }
 
@@ -124,15 +124,18 @@ export class Writer {
     this.maxPayload = ctx.pageSize - PAGE_HEADER_SIZE - EXTENDED_HEADER_SIZE;
     this.streamId = options.streamId ?? 0;
     if (!Number.isInteger(this.streamId) || this.streamId < 0 || this.streamId > 0xffffffff) {
-      throw new RingbufError('ERR_ARGUMENT', `stream id ${this.streamId} must be a u32`);
+      throw new RingbufError('ERR_RINGBUF_ARGUMENT', `stream id ${this.streamId} must be a u32`);
     }
     const stateIndex = H.state >> 2;
     const prev = Atomics.load(this.i32, stateIndex);
     if ((prev & STATE_WRITER_ATTACHED) !== 0 && !options.force) {
-      throw new RingbufError('ERR_WRITER_BUSY', 'another writer is attached to this buffer (pass force to take over)');
+      throw new RingbufError(
+        'ERR_RINGBUF_WRITER_BUSY',
+        'another writer is attached to this buffer (pass force to take over)',
+      );
     }
     if (Atomics.compareExchange(this.i32, stateIndex, prev, STATE_WRITER_ATTACHED) !== prev) {
-      throw new RingbufError('ERR_WRITER_BUSY', 'another writer attached to this buffer at the same time');
+      throw new RingbufError('ERR_RINGBUF_WRITER_BUSY', 'another writer attached to this buffer at the same time');
     }
     this.resume();
   }
@@ -199,7 +202,7 @@ export class Writer {
   }
 
   private reserveSlow(type: number, size: number, ts: number): number {
-    if (this.closed) throw new RingbufError('ERR_CLOSED', 'the writer is closed');
+    if (this.closed) throw new RingbufError('ERR_RINGBUF_CLOSED', 'the writer is closed');
     checkRecord(type, size, ts, this.maxPayload);
     if (this.end !== 0) {
       const d = ts - this.lastTs;

@@ -2,6 +2,7 @@
  * Errors of @evtrace/tracefs. Every failure raises a {@link TracefsError} whose `code` says what kind of failure it
  * is and whose `path` names the tracefs file (or output path) involved.
  */
+import { EvtraceError } from '@evtrace/errors';
 import { errnoText, TraceFormatError } from '@evtrace/trace-format';
 
 /** Error codes of @evtrace/tracefs. Never reuse a code for another meaning. */
@@ -21,8 +22,7 @@ export type TracefsErrorCode =
   /** Any other I/O failure on a tracefs file. */
   | 'ERR_TRACEFS_IO';
 
-export class TracefsError extends Error {
-  readonly code: TracefsErrorCode;
+export class TracefsError extends EvtraceError<TracefsErrorCode> {
   /** The file involved, when there is one. */
   readonly path: string | undefined;
   /** The errno name of the failed system call, when there is one (EACCES, ENOENT...). */
@@ -32,9 +32,8 @@ export class TracefsError extends Error {
     message: string,
     options: { path?: string; errno?: string; cause?: unknown } = {},
   ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, { cause: options.cause });
     this.name = 'TracefsError';
-    this.code = code;
     this.path = options.path;
     this.errno = options.errno;
   }
@@ -53,11 +52,11 @@ export function ioError(path: string, error: unknown, what: string): TracefsErro
 
 /**
  * Wraps a failed write of an output file in a TracefsError `ERR_TRACEFS_OUTPUT` naming the file and the errno
- * (`cannot write /x/out.part/cpu1.raw: ENOSPC (no space left on device)`); trace-format's `ERR_OUTPUT` keeps the
+ * (`cannot write /x/out.part/cpu1.raw: ENOSPC (no space left on device)`); trace-format's `ERR_TRACE_OUTPUT` keeps the
  * path and message it has.
  */
 export function outputError(path: string, error: unknown, what = 'cannot write'): TracefsError {
-  if (error instanceof TraceFormatError && error.code === 'ERR_OUTPUT') {
+  if (error instanceof TraceFormatError && error.code === 'ERR_TRACE_OUTPUT') {
     const errno = (error.cause as NodeJS.ErrnoException | undefined)?.code;
     return new TracefsError('ERR_TRACEFS_OUTPUT', error.message, {
       path: error.path ?? path,

@@ -240,7 +240,7 @@ describe('evtrace bts report on other inputs', () => {
       ['0x401000', 1],
       ['0x401010', 0],
     ]);
-    expect(r.stderr).toMatch(/warning: ERR_BTS_SYNTAX: .*perf\.txt, line 3:26: /);
+    expect(r.stderr).toMatch(/warning: ERR_BTS_SYNTAX: .*perf\.txt:3:26: /);
   });
 
   it('raw records: a truncated file keeps its whole records and warns with the byte offset', async () => {
@@ -260,7 +260,7 @@ describe('evtrace bts report on other inputs', () => {
       ['0xffffffff81000010', ['predicted']],
       ['0x401000', ['mispredicted']],
     ]);
-    expect(r.stderr).toMatch(/ERR_BTS_TRUNCATED: .*x\.bts, byte 48: truncated 24-byte BTS record/);
+    expect(r.stderr).toMatch(/ERR_BTS_TRUNCATED: .*x\.bts: byte 48: truncated 24-byte BTS record/);
     const user = JSON.parse((await run('bts', 'report', file, '--json', '--user')).stdout);
     expect(user.last.map((x: { from: string }) => x.from)).toEqual(['0x401000']);
   });

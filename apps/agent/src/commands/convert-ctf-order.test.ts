@@ -30,7 +30,7 @@ describe('convert --to ctf on a CPU whose events go back in time', () => {
     expect(r.code).toBe(ExitCode.Failure);
     expect(r.stderr).toMatch(
       new RegExp(
-        `^evtrace: ERR_CTF_WRITE: ${inputs.raw}: event \\d+ \\(kmem:kmalloc, CPU 0, 995006000 ns\\): timestamp 995006000 ns`,
+        `^evtrace: ERR_TRACE_CTF_WRITE: ${inputs.raw}: event \\d+ \\(kmem:kmalloc, CPU 0, 995006000 ns\\): timestamp 995006000 ns`,
       ),
     );
   });

@@ -271,7 +271,7 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
         }
       } catch (error) {
         // A write error is about an event of the input: name the input, as the readers' own errors do.
-        if (error instanceof TraceFormatError && error.code === 'ERR_CTF_WRITE')
+        if (error instanceof TraceFormatError && error.code === 'ERR_TRACE_CTF_WRITE')
           throw CliExit.around(error, `${input}: `);
         throw error;
       } finally {

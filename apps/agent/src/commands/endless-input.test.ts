@@ -92,7 +92,7 @@ describe('endless inputs end with an error naming the file, under the memory bou
     const r = await evtrace(['bts', 'report', '/dev/zero']);
     endsCleanly(r, STREAM_BOUND);
     expect(r.stderr).toContain(
-      `ERR_BTS_FORMAT: /dev/zero, byte ${STREAM_INPUT_LIMIT}: a character device longer than ${STREAM_INPUT_LIMIT} bytes`,
+      `ERR_BTS_FORMAT: /dev/zero: byte ${STREAM_INPUT_LIMIT}: a character device longer than ${STREAM_INPUT_LIMIT} bytes`,
     );
   });
 
@@ -100,7 +100,7 @@ describe('endless inputs end with an error naming the file, under the memory bou
     const r = await evtrace(['mce', 'decode', '-'], { stdin: '/dev/zero' });
     endsCleanly(r, STREAM_BOUND);
     expect(r.stderr).toContain(
-      `ERR_MCE_INPUT: <stdin> at byte ${STREAM_INPUT_LIMIT}: a character device longer than ${STREAM_INPUT_LIMIT} bytes`,
+      `ERR_MCE_INPUT: <stdin>: byte ${STREAM_INPUT_LIMIT}: a character device longer than ${STREAM_INPUT_LIMIT} bytes`,
     );
   });
 
@@ -120,7 +120,7 @@ describe('endless inputs end with an error naming the file, under the memory bou
     const r = await evtrace(['bts', 'report', path]);
     writer.kill();
     endsCleanly(r, STREAM_BOUND);
-    expect(r.stderr).toContain(`ERR_BTS_FORMAT: ${path}, byte ${STREAM_INPUT_LIMIT}: a FIFO longer than`);
+    expect(r.stderr).toContain(`ERR_BTS_FORMAT: ${path}: byte ${STREAM_INPUT_LIMIT}: a FIFO longer than`);
   });
 });
 

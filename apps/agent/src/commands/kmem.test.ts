@@ -96,11 +96,11 @@ describe('evtrace kmem report', () => {
     writeFileSync(bad, `${SCRIPT.replace('bytes_req=64 ', 'bytes_req=6x4 ')}\n`);
     const broken = await run('kmem', 'report', bad);
     expect(broken.code).toBe(ExitCode.Failure);
-    expect(broken.stderr).toMatch(/ERR_PERF_SCRIPT: .*bad\.txt: 2:\d+: bytes_req: '6x4' is not a decimal integer/);
+    expect(broken.stderr).toMatch(/ERR_KMEM_PERF_SCRIPT: .*bad\.txt:2:\d+: bytes_req: '6x4' is not a decimal integer/);
     const lenient = await run('kmem', 'report', bad, '--lenient', '--json', '--caller');
     expect(lenient.code).toBe(ExitCode.Ok);
     expect(JSON.parse(lenient.stdout).summary.allocs).toBe(2);
-    expect(lenient.stderr).toMatch(/warning: .*bad\.txt: 2:\d+/);
+    expect(lenient.stderr).toMatch(/warning: .*bad\.txt:2:\d+/);
   });
 
   it('reads kmemtrace v1 relay files, symbolized with --kallsyms', async () => {
@@ -133,7 +133,7 @@ describe('evtrace kmem report', () => {
     writeFileSync(file, rec(1, 1n, 1, 1, 1).subarray(0, 40));
     const cut = await run('kmem', 'report', file);
     expect(cut.code).toBe(ExitCode.Failure);
-    expect(cut.stderr).toMatch(/ERR_KMEMTRACE_RECORD: .*cpu0: byte 0: truncated record/);
+    expect(cut.stderr).toMatch(/ERR_KMEM_RELAY_RECORD: .*cpu0: byte 0: truncated record/);
   });
 });
 

@@ -77,7 +77,7 @@ describe.skipIf(!existsSync(CLI))(
         const r = await evtrace('convert', corrupt, '-o', target, '--to', to);
         expect(r.code, to).toBe(ExitCode.Failure);
         expect(r.stderr).toContain(
-          `evtrace: ERR_FTRACE_PAGE: ${corrupt}: byte ${commitAt}: commit says 16777215 bytes`,
+          `evtrace: ERR_TRACE_FTRACE_PAGE: ${corrupt}: byte ${commitAt}: commit says 16777215 bytes`,
         );
         expect(readFileSync(target, 'utf8')).toBe('an earlier conversion\n');
       }
@@ -113,16 +113,16 @@ describe.skipIf(!existsSync(CLI))(
     it('names the path and the reason of every output error', async () => {
       const full = await evtrace('convert', dat, '-o', '/dev/full', '--to', 'jsonl');
       expect(full.code).toBe(ExitCode.Failure);
-      expect(full.stderr).toBe('evtrace: ERR_OUTPUT: cannot write /dev/full: ENOSPC (no space left on device)\n');
+      expect(full.stderr).toBe('evtrace: ERR_TRACE_OUTPUT: cannot write /dev/full: ENOSPC (no space left on device)\n');
       const missing = join(dir, 'no-such-dir', 'out.dat');
       const r = await evtrace('convert', dat, '-o', missing, '--to', 'tracedat');
-      expect(r.stderr).toBe(`evtrace: ERR_OUTPUT: cannot write ${missing}: ENOENT (no such file or directory)\n`);
+      expect(r.stderr).toBe(`evtrace: ERR_TRACE_OUTPUT: cannot write ${missing}: ENOENT (no such file or directory)\n`);
       const into = await evtrace('convert', dat, '-o', dir, '--to', 'jsonl');
-      expect(into.stderr).toBe(`evtrace: ERR_OUTPUT: cannot write ${dir}: EISDIR (is a directory)\n`);
+      expect(into.stderr).toBe(`evtrace: ERR_TRACE_OUTPUT: cannot write ${dir}: EISDIR (is a directory)\n`);
       // A raw system error elsewhere in the CLI: the agent's socket directory is a file.
       const agent = await evtrace('agent', '--state-dir', join(dir, 'state'), '--socket', join(dat, 'agent.sock'));
       expect(agent.code).toBe(ExitCode.Failure);
-      expect(agent.stderr).toBe(`evtrace: ERR_IO: cannot mkdir ${dat}: EEXIST (already exists)\n`);
+      expect(agent.stderr).toBe(`evtrace: ERR_CLI_IO: cannot mkdir ${dat}: EEXIST (already exists)\n`);
     });
 
     it.skipIf(!hasTool('babeltrace2'))(
@@ -134,7 +134,7 @@ describe.skipIf(!existsSync(CLI))(
         const refused = await evtrace('convert', dat, '-o', ctf, '--to', 'ctf');
         expect(refused.code).toBe(ExitCode.Failure);
         expect(refused.stderr).toBe(
-          `evtrace: ERR_OUTPUT: cannot write ${ctf}: the directory is not empty (--force replaces it)\n`,
+          `evtrace: ERR_TRACE_OUTPUT: cannot write ${ctf}: the directory is not empty (--force replaces it)\n`,
         );
         expect(readdirSync(ctf)).toEqual(['stream_9']);
         // A failed forced conversion leaves the old directory as it was too.
@@ -232,7 +232,7 @@ describe.skipIf(!existsSync(CLI))(
       );
       expect(r.code).toBe(ExitCode.Failure);
       expect(r.stderr).toBe(
-        `evtrace: ERR_OUTPUT: cannot write ${ctf}: the directory is not empty (--force replaces it)\n`,
+        `evtrace: ERR_TRACE_OUTPUT: cannot write ${ctf}: the directory is not empty (--force replaces it)\n`,
       );
       expect(existsSync(`${ctf}.part`)).toBe(false);
       expect(readdirSync(ctf)).toEqual(['stream_3']);

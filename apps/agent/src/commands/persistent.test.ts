@@ -108,12 +108,12 @@ describe('evtrace persistent (user-space buffers)', () => {
 
     const again = await run('persistent', 'create', 'cli/app/flight', '--size', '64K', '--dir', dir);
     expect(again.code).toBe(ExitCode.Failure);
-    expect(again.stderr).toMatch(/ERR_EXISTS: a buffer named cli\/app\/flight already exists/);
+    expect(again.stderr).toMatch(/ERR_PERSISTENT_EXISTS: a buffer named cli\/app\/flight already exists/);
 
     const rm = await run('persistent', 'rm', 'cli/app/flight', '--dir', dir);
     expect(rm.code).toBe(ExitCode.Ok);
     expect(existsSync(join(dir, 'cli'))).toBe(false);
-    expect((await run('persistent', 'cat', 'cli/app/flight', '--dir', dir)).stderr).toMatch(/ERR_NOT_FOUND/);
+    expect((await run('persistent', 'cat', 'cli/app/flight', '--dir', dir)).stderr).toMatch(/ERR_PERSISTENT_NOT_FOUND/);
   });
 
   it('cat --follow prints records as another process commits them, and ends when it closes the stream', async () => {
@@ -143,10 +143,10 @@ describe('evtrace persistent (user-space buffers)', () => {
   it('bad names and sizes are usage errors', async () => {
     const bad = await run('persistent', 'create', '../etc/x', '--size', '64K', '--dir', dir);
     expect(bad.code).toBe(ExitCode.Usage);
-    expect(bad.stderr).toMatch(/ERR_NAME: name "\.\.\/etc\/x", column 1: \.\. would leave the namespace/);
+    expect(bad.stderr).toMatch(/ERR_PERSISTENT_NAME: name "\.\.\/etc\/x", column 1: \.\. would leave the namespace/);
     const size = await run('persistent', 'create', 'x', '--size', '12Q', '--dir', dir);
     expect(size.code).toBe(ExitCode.Usage);
-    expect(size.stderr).toBe('evtrace: ERR_USAGE: --size: "12Q" is not a size (e.g. 16m, 1g, 4096)\n');
+    expect(size.stderr).toBe('evtrace: ERR_CLI_USAGE: --size: "12Q" is not a size (e.g. 16m, 1g, 4096)\n');
   });
 });
 
@@ -197,7 +197,7 @@ describe.skipIf(why !== '')(`evtrace persistent --kernel${why ? ` (skipped: ${wh
       const rm = await run('persistent', 'rm', name, '--kernel');
       expect(rm.code).toBe(ExitCode.Ok);
     }
-    expect((await run('persistent', 'cat', name, '--kernel')).stderr).toMatch(/ERR_NOT_FOUND/);
+    expect((await run('persistent', 'cat', name, '--kernel')).stderr).toMatch(/ERR_PERSISTENT_NOT_FOUND/);
   });
 });
 

@@ -136,7 +136,7 @@ export async function listBuffers(o: ListVia): Promise<BufferListing> {
           ...(sessions !== undefined ? { sessions } : {}),
         };
       } catch (error) {
-        if (!(error instanceof ProtocolError && error.code === 'ERR_UNKNOWN_OP')) throw error;
+        if (!(error instanceof ProtocolError && error.code === 'ERR_AGENT_UNKNOWN_OP')) throw error;
         direct = `the agent at ${socket} does not list persistent buffers (protocol ${client.agent.protocol})`;
       } finally {
         client.close();
@@ -324,7 +324,7 @@ export function addPersistentSubcommands(parent: Command, io: CliIO): void {
       .description(
         `Creates NAME (namespaces with /, e.g. team/app/flight). User-space buffers are files in a shared mapping
 readable by the owner (and --group) only; kernel buffers (--kernel) are tracefs instances that record at once.
-A taken name is refused, and so is a place another user could redirect or empty (exit 1, ERR_PERMISSION, naming the
+A taken name is refused, and so is a place another user could redirect or empty (exit 1, ERR_PERSISTENT_PERMISSION, naming the
 directory and its owner): a symbolic link as the buffer directory or a namespace, a buffer directory that is neither
 yours nor root's (or root's, writable by others and not sticky), a namespace directory of another user.`,
       )

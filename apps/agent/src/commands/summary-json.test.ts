@@ -82,6 +82,6 @@ describe('--json summaries', () => {
   it('convert --json with -o - is a usage error: standard output holds the events', () => {
     const r = evtrace('convert', dat, '--to', 'jsonl', '-o', '-', '--json');
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^evtrace: ERR_USAGE: --json: /);
+    expect(r.stderr).toMatch(/^evtrace: ERR_CLI_USAGE: --json: /);
   });
 });

@@ -66,7 +66,7 @@ describe('evtrace agent --check-config', () => {
     expect(report.hardware).toMatchObject({ enabled: true, pageOffline: 'soft', runTriggers: true });
     const alone = await evtrace(['agent', '--json', '--socket', socket]);
     expect(alone.code).toBe(2);
-    expect(alone.stderr).toBe('evtrace: ERR_USAGE: --json goes with --check-config\n');
+    expect(alone.stderr).toBe('evtrace: ERR_CLI_USAGE: --json goes with --check-config\n');
   });
 
   it('exits 2 naming the file, line, column and key of a mistake', async () => {

@@ -2,6 +2,7 @@
  * Errors of the agent's configuration. Every problem raises a {@link ConfigError} whose `code` says what kind it is
  * and which names where it is: the config file with line and column, an environment variable, or a flag.
  */
+import { EvtraceError, formatLocation } from '@evtrace/errors';
 
 /** Error codes of the configuration. Never reuse a code for another meaning. */
 export type ConfigErrorCode =
@@ -25,7 +26,7 @@ export type ConfigOrigin =
 export function describeOrigin(origin: ConfigOrigin): string {
   switch (origin.kind) {
     case 'file':
-      return origin.line === undefined ? origin.file : `${origin.file}:${origin.line}:${origin.column ?? 1}`;
+      return formatLocation(origin);
     case 'env':
       return `environment variable ${origin.variable}`;
     case 'flag':
@@ -35,8 +36,7 @@ export function describeOrigin(origin: ConfigOrigin): string {
   }
 }
 
-export class ConfigError extends Error {
-  readonly code: ConfigErrorCode;
+export class ConfigError extends EvtraceError<ConfigErrorCode> {
   /** Where the offending setting is. */
   readonly origin: ConfigOrigin;
   /** The dotted key (`sessions.flight.buffer_size`), when the problem is one key's. */
@@ -46,11 +46,14 @@ export class ConfigError extends Error {
     message: string,
     options: { origin: ConfigOrigin; key?: string; cause?: unknown },
   ) {
-    const where = describeOrigin(options.origin);
-    const what = options.key !== undefined && options.origin.kind === 'file' ? `${options.key}: ` : '';
-    super(`${where}: ${what}${message}`, options.cause === undefined ? undefined : { cause: options.cause });
+    const { origin } = options;
+    const what = options.key !== undefined && origin.kind === 'file' ? `${options.key}: ` : '';
+    // A file is a location; an environment variable or a flag is named in front of the message instead.
+    super(code, origin.kind === 'file' ? `${what}${message}` : `${describeOrigin(origin)}: ${message}`, {
+      location: origin.kind === 'file' ? { file: origin.file, line: origin.line, column: origin.column } : undefined,
+      cause: options.cause,
+    });
     this.name = 'ConfigError';
-    this.code = code;
     this.origin = options.origin;
     this.key = options.key;
   }

@@ -135,7 +135,7 @@ export class Agent implements MetricsProvider {
     for (const { dir, record } of records) {
       if (record.pid !== process.pid && isAlive(record.pid))
         throw new AgentError(
-          'ERR_LIMIT',
+          'ERR_AGENT_LIMIT',
           `the state directory ${this.#o.stateDir} is in use by a running agent (pid ${record.pid})`,
         );
       const name = record.spec.name;
@@ -245,7 +245,7 @@ export class Agent implements MetricsProvider {
     const make = this.#o.sources?.[kind];
     if (make !== undefined) return make(spec);
     if (kind !== 'demo')
-      throw new AgentError('ERR_SOURCE', `no ${kind} source in this agent (evtrace agent --hardware)`);
+      throw new AgentError('ERR_AGENT_SOURCE', `no ${kind} source in this agent (evtrace agent --hardware)`);
     return new DemoSource({ events: spec.events, cpus: Math.min(osCpus().length, 4), rate: this.#o.demoRate ?? 5000 });
   }
 
@@ -292,7 +292,7 @@ export class Agent implements MetricsProvider {
 
   #get(name: string): Session {
     const s = this.sessionsByName.get(name);
-    if (s === undefined) throw new AgentError('ERR_NO_SESSION', `no session named ${name}`);
+    if (s === undefined) throw new AgentError('ERR_AGENT_NO_SESSION', `no session named ${name}`);
     return s;
   }
 
@@ -302,13 +302,13 @@ export class Agent implements MetricsProvider {
    */
   async create(spec: SessionSpec, source?: string, caller?: Caller): Promise<SessionStatus> {
     if (this.sessionsByName.has(spec.name))
-      throw new AgentError('ERR_SESSION_EXISTS', `a session named ${spec.name} exists`);
+      throw new AgentError('ERR_AGENT_SESSION_EXISTS', `a session named ${spec.name} exists`);
     if (this.sessionsByName.size >= (this.#o.maxSessions ?? 32))
-      throw new AgentError('ERR_LIMIT', `at most ${this.#o.maxSessions ?? 32} sessions`);
+      throw new AgentError('ERR_AGENT_LIMIT', `at most ${this.#o.maxSessions ?? 32} sessions`);
     // The program of a branch-trace session would run as the agent.
     if (spec.command !== undefined && !actsAsItself(caller))
       throw new AgentError(
-        'ERR_PERMISSION',
+        'ERR_AGENT_PERMISSION',
         `a session with a command runs it as the agent: only root or the agent's user may create one (you are ${callerName(caller!)})`,
       );
     let kind: string = source ?? spec.source ?? 'auto';
@@ -317,7 +317,7 @@ export class Agent implements MetricsProvider {
     const dir = join(sessionsDir(this.#o.stateDir), spec.name);
     // Reserved at once: a second create of the same name while this one prepares is refused.
     if (existsSync(dir))
-      throw new AgentError('ERR_SESSION_EXISTS', `a session named ${spec.name} exists (state in ${dir})`);
+      throw new AgentError('ERR_AGENT_SESSION_EXISTS', `a session named ${spec.name} exists (state in ${dir})`);
     mkdirSync(dir, { recursive: true });
     let session: Session;
     try {
@@ -338,9 +338,10 @@ export class Agent implements MetricsProvider {
    */
   async attachBuffer(spec: AttachSpec, caller?: Caller): Promise<SessionStatus> {
     const name = attachName(spec);
-    if (this.sessionsByName.has(name)) throw new AgentError('ERR_SESSION_EXISTS', `a session named ${name} exists`);
+    if (this.sessionsByName.has(name))
+      throw new AgentError('ERR_AGENT_SESSION_EXISTS', `a session named ${name} exists`);
     if (this.sessionsByName.size >= (this.#o.maxSessions ?? 32))
-      throw new AgentError('ERR_LIMIT', `at most ${this.#o.maxSessions ?? 32} sessions`);
+      throw new AgentError('ERR_AGENT_LIMIT', `at most ${this.#o.maxSessions ?? 32} sessions`);
     const target = {
       buffer: spec.buffer,
       backend: spec.backend ?? 'user',
@@ -353,12 +354,13 @@ export class Agent implements MetricsProvider {
         s.source.target.buffer === target.buffer
       )
         throw new AgentError(
-          'ERR_SESSION_EXISTS',
+          'ERR_AGENT_SESSION_EXISTS',
           `${target.backend} buffer ${target.buffer} is attached as session ${s.name}`,
         );
     }
     const dir = join(sessionsDir(this.#o.stateDir), name);
-    if (existsSync(dir)) throw new AgentError('ERR_SESSION_EXISTS', `a session named ${name} exists (state in ${dir})`);
+    if (existsSync(dir))
+      throw new AgentError('ERR_AGENT_SESSION_EXISTS', `a session named ${name} exists (state in ${dir})`);
     const source = this.#prepareAttached(target, caller);
     mkdirSync(dir, { recursive: true });
     // Prepared once: the session's open prepares again, which the attached sources take as a no-op.
@@ -372,15 +374,15 @@ export class Agent implements MetricsProvider {
   }
 
   /**
-   * Refuses `caller` a buffer they could not open themselves, with the ERR_PERMISSION a direct open gives: an attached
-   * session shows its buffer's content, so attaching, viewing and trace-shots all ask. Kernel buffers are tracefs
+   * Refuses `caller` a buffer they could not open themselves (ERR_AGENT_PERMISSION, the message a direct open gives): an
+   * attached session shows its buffer's content, so attaching, viewing and trace-shots all ask. Kernel buffers are tracefs
    * instances, root's alone.
    */
   #mayRead(target: AttachTarget, caller: Caller | undefined): void {
     if (actsAsItself(caller)) return;
     if (target.backend === 'kernel')
       throw new AgentError(
-        'ERR_PERMISSION',
+        'ERR_AGENT_PERMISSION',
         `permission denied: kernel buffer ${target.buffer} is a tracefs instance, which only root reads (you are ${callerName(caller!)})`,
       );
     try {
@@ -392,13 +394,13 @@ export class Agent implements MetricsProvider {
       );
     } catch (error) {
       const e = attachError(error);
-      if (e.code !== 'ERR_PERMISSION') throw e;
+      if (e.code !== 'ERR_AGENT_PERMISSION') throw e;
       // The buffer's message names the process's user; the identity checked was the caller's.
       const message = e.message.replace(
         `; you are ${userName(process.getuid?.() ?? 0)})`,
         `; you are ${userName(caller!.uid)})`,
       );
-      throw new AgentError('ERR_PERMISSION', message, { cause: error });
+      throw new AgentError('ERR_AGENT_PERMISSION', message, { cause: error });
     }
   }
 
@@ -415,7 +417,7 @@ export class Agent implements MetricsProvider {
     const s = this.#get(name);
     if (!isAttached(s.source))
       throw new AgentError(
-        'ERR_SESSION_STATE',
+        'ERR_AGENT_SESSION_STATE',
         `session ${name} is not attached to a persistent buffer (destroy ends it)`,
       );
     const { buffer, backend } = s.source.target;
@@ -503,9 +505,10 @@ export class Agent implements MetricsProvider {
   ): Viewer & { readonly session: Session } {
     const s = this.#get(name);
     if (isAttached(s.source)) this.#mayRead(s.source.target, caller);
-    if (s.state !== 'running') throw new AgentError('ERR_SESSION_STATE', `session ${name} is ${s.state}, not running`);
+    if (s.state !== 'running')
+      throw new AgentError('ERR_AGENT_SESSION_STATE', `session ${name} is ${s.state}, not running`);
     if (this.viewerCount >= (this.#o.maxViewers ?? 64))
-      throw new AgentError('ERR_LIMIT', `at most ${this.#o.maxViewers ?? 64} viewers`);
+      throw new AgentError('ERR_AGENT_LIMIT', `at most ${this.#o.maxViewers ?? 64} viewers`);
     const viewer = new Viewer(this.#nextStream++, options.queue ?? 10_000, out);
     return Object.assign(viewer, { session: s });
   }

@@ -58,7 +58,7 @@ describe('branch sessions', () => {
           '/bin/true',
         ]);
         expect(r.code).toBe(1);
-        expect(r.stderr).toContain('ERR_SOURCE');
+        expect(r.stderr).toContain('ERR_AGENT_SOURCE');
         expect(r.stderr).toContain(describeProbe(bts));
         expect((await cli(agent, ['session', 'list', '--json'])).stdout.trim()).toBe('[]');
         const usage = await cli(agent, [

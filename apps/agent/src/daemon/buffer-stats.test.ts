@@ -88,9 +88,9 @@ describe('buffer gauges (stats)', () => {
   }, 30_000);
 
   it('names a session that does not exist, and refuses a malformed since', async () => {
-    await expect(client.stats('nope')).rejects.toMatchObject({ code: 'ERR_NO_SESSION' });
+    await expect(client.stats('nope')).rejects.toMatchObject({ code: 'ERR_AGENT_NO_SESSION' });
     await expect(client.stats('g1', -1)).rejects.toMatchObject({
-      code: 'ERR_BAD_MESSAGE',
+      code: 'ERR_AGENT_BAD_MESSAGE',
       message: expect.stringContaining('request.since'),
     });
   });

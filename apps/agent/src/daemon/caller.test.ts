@@ -91,7 +91,7 @@ describe.skipIf(!root || !hasUseradd)(
       rmSync(dir, { recursive: true, force: true });
     }, 30_000);
 
-    it('refuses output and trace-shots into a directory the member may not write (ERR_PERMISSION, path named)', async () => {
+    it('refuses output and trace-shots into a directory the member may not write (ERR_AGENT_PERMISSION, path named)', async () => {
       const create = await as(['session', 'create', 'denied', '--events', 'kmem:*', '--mode', 'overwrite']);
       expect(create.code).toBe(0);
       const output = await as([
@@ -109,7 +109,7 @@ describe.skipIf(!root || !hasUseradd)(
       ]);
       expect(output.code).toBe(1);
       expect(output.stderr).toMatch(
-        new RegExp(`ERR_PERMISSION: cannot mkdir ${rootOnly}/sub: EACCES \\(permission denied\\)`),
+        new RegExp(`ERR_AGENT_PERMISSION: cannot mkdir ${rootOnly}/sub: EACCES \\(permission denied\\)`),
       );
       // An existing root directory: created nothing, refused at create rather than at the first page.
       const existing = await as([
@@ -125,13 +125,15 @@ describe.skipIf(!root || !hasUseradd)(
       ]);
       expect(existing.code).toBe(1);
       expect(existing.stderr).toMatch(
-        new RegExp(`ERR_PERMISSION: cannot \\w+ ${rootOnly}/\\.evtrace-\\w+: EACCES \\(permission denied\\)`),
+        new RegExp(`ERR_AGENT_PERMISSION: cannot \\w+ ${rootOnly}/\\.evtrace-\\w+: EACCES \\(permission denied\\)`),
       );
       expect(await as(['session', 'start', 'denied'])).toMatchObject({ code: 0 });
       const shot = await as(['session', 'snapshot', 'denied', '-o', rootOnly]);
       expect(shot.code).toBe(1);
       expect(shot.stderr).toMatch(
-        new RegExp(`ERR_PERMISSION: cannot \\w+ ${rootOnly}/denied-shot-0001\\.dat: EACCES \\(permission denied\\)`),
+        new RegExp(
+          `ERR_AGENT_PERMISSION: cannot \\w+ ${rootOnly}/denied-shot-0001\\.dat: EACCES \\(permission denied\\)`,
+        ),
       );
       expect(readdirSync(rootOnly)).toEqual([]);
       // Root asking for the same directory is served: the rights are the caller's, not a rule about paths.
@@ -140,7 +142,7 @@ describe.skipIf(!root || !hasUseradd)(
       expect(statSync(rootShot.stdout.trim()).uid).toBe(0);
       // A file where a directory is named: the error names it, in words (no raw `EEXIST: EEXIST: ...`).
       const notDir = await cli(agent, ['session', 'snapshot', 'denied', '-o', precious]);
-      expect(notDir.stderr).toBe(`evtrace: ERR_OUTPUT: cannot mkdir ${precious}: EEXIST (already exists)\n`);
+      expect(notDir.stderr).toBe(`evtrace: ERR_AGENT_OUTPUT: cannot mkdir ${precious}: EEXIST (already exists)\n`);
       expect(await as(['session', 'destroy', 'denied'])).toMatchObject({ code: 0 });
     }, 30_000);
 
@@ -203,7 +205,7 @@ describe.skipIf(!root || !hasUseradd)(
         expect(stop.code).toBe(1);
         expect(stop.stderr).toMatch(
           new RegExp(
-            `ERR_OUTPUT: cannot write ${shared}/${name}-0001\\.dat: a symbolic link appeared at that name while recording \\(it is left alone\\); the recording is kept as `,
+            `ERR_AGENT_OUTPUT: cannot write ${shared}/${name}-0001\\.dat: a symbolic link appeared at that name while recording \\(it is left alone\\); the recording is kept as `,
           ),
         );
         expect(readFileSync(precious, 'utf8')).toBe('root data\n');
@@ -216,24 +218,29 @@ describe.skipIf(!root || !hasUseradd)(
       }
     }, 30_000);
 
-    it('refuses the member a root-only persistent buffer with the ERR_PERMISSION a direct open gives', async () => {
+    it('refuses the member a root-only persistent buffer as a direct open does: ERR_AGENT_PERMISSION, the same message', async () => {
       const bufs = join(dir, 'bufs');
       openPersistent('root/secret', { dir: bufs, create: { size: 8192 } }).close();
       const direct = await as(['persistent', 'cat', 'root/secret', '--dir', bufs]);
       const through = await as(['session', 'attach', 'root/secret', '--persistent', '--dir', bufs]);
       expect(through.code).toBe(1);
       const denied =
-        /ERR_PERMISSION: permission denied: cannot open buffer root\/secret for reading: \S+ \(owner root, group root, mode 0600; you are (\w+)\)/;
+        /ERR_AGENT_PERMISSION: permission denied: cannot open buffer root\/secret for reading: \S+ \(owner root, group root, mode 0600; you are (\w+)\)/;
       expect(through.stderr).toMatch(denied);
       expect(denied.exec(through.stderr)![1]).toBe(user);
-      expect(direct.stderr.trim()).toBe(through.stderr.trim());
+      // The direct open's code is persistent-events' own; the agent's reply says the same under its code.
+      expect(direct.stderr.trim()).toBe(
+        through.stderr.trim().replace('ERR_AGENT_PERMISSION', 'ERR_PERSISTENT_PERMISSION'),
+      );
       // Not listed as readable through the agent either; kernel buffers are refused to the member outright.
       const ls = JSON.parse((await as(['session', 'ls', '--json', '--dir', bufs])).stdout);
       expect(ls.buffers.filter((b: { name: string }) => b.name === 'root/secret')).toEqual([]);
-      expect(ls.unreadable).toEqual([expect.objectContaining({ name: 'root/secret', code: 'ERR_PERMISSION' })]);
+      expect(ls.unreadable).toEqual([
+        expect.objectContaining({ name: 'root/secret', code: 'ERR_PERSISTENT_PERMISSION' }),
+      ]);
       const kernel = await as(['session', 'attach', 'anything', '--kernel', '--persistent']);
       expect(kernel.stderr).toMatch(
-        /ERR_PERMISSION: permission denied: kernel buffer anything is a tracefs instance, which only root reads/,
+        /ERR_AGENT_PERMISSION: permission denied: kernel buffer anything is a tracefs instance, which only root reads/,
       );
       // Root, for whom the buffer is readable, attaches it.
       expect((await cli(agent, ['session', 'attach', 'root/secret', '--persistent', '--dir', bufs])).code).toBe(0);
@@ -299,7 +306,7 @@ describe.skipIf(!root || !hasUseradd)(
       });
       expect(r.stdout.trim()).toMatch(
         new RegExp(
-          `^ERR_PERMISSION the agent \\(uid ${member.uid}\\) cannot act for \\w+ \\(uid 65534\\): only an agent running as root`,
+          `^ERR_AGENT_PERMISSION the agent \\(uid ${member.uid}\\) cannot act for \\w+ \\(uid 65534\\): only an agent running as root`,
         ),
       );
     }, 30_000);
@@ -325,7 +332,9 @@ describe.skipIf(!root || !hasUseradd)(
         // The same member without that group (spawned as uid:gid alone) is refused.
         const alone = await as(['session', 'snapshot', 'team', '-o', shared]);
         expect(alone.stderr).toMatch(
-          new RegExp(`ERR_PERMISSION: cannot \\w+ ${shared}/team-shot-\\d{4}\\.dat: EACCES \\(permission denied\\)`),
+          new RegExp(
+            `ERR_AGENT_PERMISSION: cannot \\w+ ${shared}/team-shot-\\d{4}\\.dat: EACCES \\(permission denied\\)`,
+          ),
         );
         expect(viaSu('session destroy team').status).toBe(0);
       } finally {
@@ -349,7 +358,7 @@ describe.skipIf(!root || !hasUseradd)(
         '/bin/true',
       ]);
       expect(bts.code).toBe(1);
-      expect(bts.stderr).toMatch(/ERR_PERMISSION: a session with a command runs it as the agent/);
+      expect(bts.stderr).toMatch(/ERR_AGENT_PERMISSION: a session with a command runs it as the agent/);
     }, 30_000);
   },
 );

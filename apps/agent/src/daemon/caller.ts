@@ -71,14 +71,14 @@ let switched: Caller | undefined;
 
 /**
  * Runs `fn` with the caller's file-system identity and umask on this thread (directly when the agent's own rights
- * are the caller's: root, or its own user). @throws AgentError ERR_PERMISSION when the kernel does not let the
+ * are the caller's: root, or its own user). @throws AgentError ERR_AGENT_PERMISSION when the kernel does not let the
  * agent take that identity (an agent that is not root cannot act for another user).
  */
 export function asCaller<T>(caller: Caller | undefined, fn: () => T): T {
   if (caller === undefined) return fn();
   if (switched !== undefined) {
     if (switched === caller) return fn();
-    throw new AgentError('ERR_INTERNAL', `acting for uid ${caller.uid} while acting for uid ${switched.uid}`);
+    throw new AgentError('ERR_AGENT_INTERNAL', `acting for uid ${caller.uid} while acting for uid ${switched.uid}`);
   }
   const umask = process.umask(caller.umask);
   try {
@@ -90,7 +90,7 @@ export function asCaller<T>(caller: Caller | undefined, fn: () => T): T {
       f.setfsgid(own.gid);
       setGroups(f, own.groups);
       if (f.setfsuid(NO_ID) !== own.uid || f.setfsgid(NO_ID) !== own.gid)
-        throw new AgentError('ERR_INTERNAL', 'cannot take the agent its own file-system identity back');
+        throw new AgentError('ERR_AGENT_INTERNAL', 'cannot take the agent its own file-system identity back');
     };
     try {
       switched = caller;
@@ -100,7 +100,7 @@ export function asCaller<T>(caller: Caller | undefined, fn: () => T): T {
       // set*fsid report failure only by leaving the value unchanged: read both back.
       if (!ok || f.setfsgid(NO_ID) !== caller.gid || f.setfsuid(NO_ID) !== caller.uid)
         throw new AgentError(
-          'ERR_PERMISSION',
+          'ERR_AGENT_PERMISSION',
           `the agent (uid ${own.uid}) cannot act for ${callerName(caller)}: only an agent running as root opens paths for other users`,
         );
       return fn();

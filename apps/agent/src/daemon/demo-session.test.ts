@@ -83,7 +83,7 @@ describe('the agent with demo sessions', () => {
       'demo',
     ]);
     expect(dup.code).toBe(1);
-    expect(dup.stderr).toMatch(/ERR_SESSION_EXISTS/);
+    expect(dup.stderr).toMatch(/ERR_AGENT_SESSION_EXISTS/);
     const bad = await cli(agent, [
       'session',
       'create',
@@ -96,7 +96,7 @@ describe('the agent with demo sessions', () => {
       'demo',
     ]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/ERR_EVENT/);
+    expect(bad.stderr).toMatch(/ERR_AGENT_EVENT/);
   });
 
   it('gives a late viewer the recent window first, then live events in time order', async () => {
@@ -190,7 +190,7 @@ describe('the agent with demo sessions', () => {
     expect(countEvents(join(shotsDir, 'd1-shot-0003.dat'))).toBeGreaterThan(100);
     const bad = await cli(agent, ['session', 'trigger', 'd1', 'event:no_such_field > 3']);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/ERR_FILTER/);
+    expect(bad.stderr).toMatch(/ERR_AGENT_FILTER/);
     expect((await cli(agent, ['session', 'trigger', 'd1', 'event:bytes_req > 4090'])).code).toBe(0);
     await agent.waitForLog(/event matched bytes_req > 4090: trace-shot/);
     // Matching events go on triggering shots: one may be in progress (`.part`) as we look.
@@ -241,7 +241,7 @@ describe('the agent with demo sessions', () => {
     expect(s.lost).toBe(0);
     const live = await cli(agent, ['cat', '--live', 'rot']);
     expect(live.code).toBe(1);
-    expect(live.stderr).toMatch(/ERR_SESSION_STATE/);
+    expect(live.stderr).toMatch(/ERR_AGENT_SESSION_STATE/);
   });
 
   it('lists and destroys sessions; a destroyed session is gone', async () => {
@@ -252,6 +252,6 @@ describe('the agent with demo sessions', () => {
     expect((await cli(agent, ['session', 'list'])).stdout).toBe('no sessions\n');
     const gone = await cli(agent, ['session', 'status', 'd1']);
     expect(gone.code).toBe(1);
-    expect(gone.stderr).toMatch(/ERR_NO_SESSION: no session named d1/);
+    expect(gone.stderr).toMatch(/ERR_AGENT_NO_SESSION: no session named d1/);
   });
 });

@@ -3,33 +3,32 @@
  * failure into a clear error reply without guessing.
  */
 import type { AgentErrorCode } from '@evtrace/agent-protocol';
+import { codeOf, EvtraceError } from '@evtrace/errors';
 import { errorText } from '@evtrace/trace-format';
 
-export class AgentError extends Error {
-  readonly code: AgentErrorCode;
+export class AgentError extends EvtraceError<AgentErrorCode> {
   constructor(code: AgentErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, options);
     this.name = 'AgentError';
-    this.code = code;
   }
 }
 
 /** Maps an error of the layers below (tracefs, filters, trace-format, the file system) to an AgentError. */
 export function asAgentError(error: unknown): AgentError {
   if (error instanceof AgentError) return error;
-  const code = (error as { code?: unknown })?.code;
+  const code = codeOf(error);
   const message = error instanceof Error ? error.message : String(error);
   const tagged = errorText(error);
   switch (code) {
     case 'ERR_TRACEFS_EVENT':
-      return new AgentError('ERR_EVENT', tagged, { cause: error });
+      return new AgentError('ERR_AGENT_EVENT', tagged, { cause: error });
     case 'ERR_TRACEFS_FILTER':
-      return new AgentError('ERR_FILTER', tagged, { cause: error });
+      return new AgentError('ERR_AGENT_FILTER', tagged, { cause: error });
     case 'EACCES':
     case 'EPERM':
-      return new AgentError('ERR_PERMISSION', tagged, { cause: error });
+      return new AgentError('ERR_AGENT_PERMISSION', tagged, { cause: error });
     case 'ERR_TRACEFS_OUTPUT':
-    case 'ERR_OUTPUT':
+    case 'ERR_TRACE_OUTPUT':
     case 'ENOSPC':
     case 'EDQUOT':
     case 'ENOENT':
@@ -38,7 +37,7 @@ export function asAgentError(error: unknown): AgentError {
     case 'ELOOP':
     case 'ENOTDIR':
     case 'EISDIR':
-      return new AgentError('ERR_OUTPUT', tagged, { cause: error });
+      return new AgentError('ERR_AGENT_OUTPUT', tagged, { cause: error });
     case 'ERR_TRACEFS_NOT_FOUND':
     case 'ERR_TRACEFS_PERMISSION':
     case 'ERR_TRACEFS_SETTING':
@@ -46,10 +45,10 @@ export function asAgentError(error: unknown): AgentError {
     case 'ERR_BTS_UNSUPPORTED':
     case 'ERR_BTS_CAPTURE':
     case 'ERR_BTS_ARGUMENT':
-      return new AgentError('ERR_SOURCE', tagged, { cause: error });
+      return new AgentError('ERR_AGENT_SOURCE', tagged, { cause: error });
     default:
       if ((error as { name?: string })?.name === 'FilterError')
-        return new AgentError('ERR_FILTER', message, { cause: error });
-      return new AgentError('ERR_INTERNAL', tagged, { cause: error });
+        return new AgentError('ERR_AGENT_FILTER', message, { cause: error });
+      return new AgentError('ERR_AGENT_INTERNAL', tagged, { cause: error });
   }
 }

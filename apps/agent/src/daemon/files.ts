@@ -115,7 +115,7 @@ export function finishInto(
       what = lstatSync(out).isSymbolicLink() ? 'a symbolic link' : 'a file';
     } catch {}
     throw new AgentError(
-      'ERR_OUTPUT',
+      'ERR_AGENT_OUTPUT',
       `cannot write ${out}: ${what} appeared at that name while recording (it is left alone); the recording is kept as ${built}`,
       { cause: error },
     );
@@ -135,7 +135,7 @@ export function appendWhole(fd: number, file: string, bytes: Uint8Array, pageSiz
     } catch {}
     const errno = (error as NodeJS.ErrnoException).code ?? 'EIO';
     throw new AgentError(
-      'ERR_OUTPUT',
+      'ERR_AGENT_OUTPUT',
       `cannot write ${file}: ${errno}${errno === 'ENOSPC' ? ' (no space left on device)' : ''}`,
       {
         cause: error,

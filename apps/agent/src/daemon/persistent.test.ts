@@ -150,11 +150,11 @@ describe('the agent lists and attaches to user-space persistent buffers', () => 
       const again = await cli(agent, ['session', 'attach', 't/app/flight', '--as', 'other', '--dir', bufs]);
       expect(again.code).toBe(1);
       expect(again.stderr).toMatch(
-        /ERR_SESSION_EXISTS: user buffer t\/app\/flight is attached as session t\.app\.flight/,
+        /ERR_AGENT_SESSION_EXISTS: user buffer t\/app\/flight is attached as session t\.app\.flight/,
       );
       const missing = await cli(agent, ['session', 'attach', 't/app/none', '--persistent', '--dir', bufs]);
       expect(missing.code).toBe(1);
-      expect(missing.stderr).toMatch(/ERR_NO_BUFFER: ERR_NOT_FOUND: no buffer named t\/app\/none/);
+      expect(missing.stderr).toMatch(/ERR_AGENT_NO_BUFFER: ERR_PERSISTENT_NOT_FOUND: no buffer named t\/app\/none/);
 
       // A live viewer receives the writer's records in order, the buffer's content first.
       // Caught up with what was committed when it started (a moving target may stay ahead of a viewer on a loaded
@@ -278,7 +278,7 @@ describe('the agent lists and attaches to user-space persistent buffers', () => 
       expect(entry).toMatchObject({ readers: 0, writers: 0 });
       expect(entry.session).toBeUndefined();
       const destroyed = await cli(agent, ['session', 'detach', 't.app.flight']);
-      expect(destroyed.stderr).toMatch(/ERR_NO_SESSION/);
+      expect(destroyed.stderr).toMatch(/ERR_AGENT_NO_SESSION/);
 
       // The buffer outlives the agent: a new agent attaches to it again and finds every record.
       expect(await agent.stop()).toBe(0);
@@ -321,22 +321,22 @@ describe('the agent lists and attaches to user-space persistent buffers', () => 
         expect.objectContaining({
           backend: 'user',
           name: 'bad/cut',
-          code: 'ERR_CORRUPT',
+          code: 'ERR_PERSISTENT_CORRUPT',
           error: expect.stringMatching(/truncated/),
         }),
       ]);
       const text = (await cli(agent, ['ls', '--dir', bufs])).stdout;
-      expect(text).toMatch(/^user bad\/cut: ERR_CORRUPT: .*bad\/cut\.evrb: byte \d+: truncated/m);
+      expect(text).toMatch(/^user bad\/cut: ERR_PERSISTENT_CORRUPT: .*bad\/cut\.evrb: byte \d+: truncated/m);
       const refused = await cli(agent, ['session', 'attach', 'bad/cut', '--dir', bufs]);
       expect(refused.code).toBe(1);
-      expect(refused.stderr).toMatch(/ERR_SOURCE: ERR_CORRUPT: .*truncated/);
+      expect(refused.stderr).toMatch(/ERR_AGENT_SOURCE: ERR_PERSISTENT_CORRUPT: .*truncated/);
       const badName = await cli(agent, ['session', 'attach', '../etc/passwd', '--dir', bufs]);
       expect(badName.code).toBe(2);
-      expect(badName.stderr).toMatch(/ERR_BAD_MESSAGE: request\.buffer/);
+      expect(badName.stderr).toMatch(/ERR_AGENT_BAD_MESSAGE: request\.buffer/);
       // A name of the protocol's shape that the buffers' own rules refuse (deeper than 8 segments).
       const deep = await cli(agent, ['session', 'attach', 'a/b/c/d/e/f/g/h/i', '--dir', bufs]);
       expect(deep.code).toBe(2);
-      expect(deep.stderr).toMatch(/ERR_BAD_MESSAGE: ERR_NAME: /);
+      expect(deep.stderr).toMatch(/ERR_AGENT_BAD_MESSAGE: ERR_PERSISTENT_NAME: /);
       // Still serving, no session left behind by the refusals.
       expect(JSON.parse((await cli(agent, ['session', 'list', '--json'])).stdout)).toEqual([]);
       expect((await cli(agent, ['session', 'attach', 'ok/one', '--dir', bufs])).code).toBe(0);
@@ -345,7 +345,7 @@ describe('the agent lists and attaches to user-space persistent buffers', () => 
     }
   });
 
-  it('serves the persistent ops to protocol 2 only: a version 1 connection gets ERR_UNKNOWN_OP', async () => {
+  it('serves the persistent ops to protocol 2 only: a version 1 connection gets ERR_AGENT_UNKNOWN_OP', async () => {
     const dir = fresh('agent-persistent-v1-');
     const agent = await startAgent(dir);
     try {
@@ -372,7 +372,7 @@ describe('the agent lists and attaches to user-space persistent buffers', () => 
         .split('\n')
         .map((l) => JSON.parse(l));
       expect(hello).toMatchObject({ id: 1, ok: true, result: { protocol: 1 } });
-      expect(buffers).toMatchObject({ id: 2, ok: false, error: { code: 'ERR_UNKNOWN_OP' } });
+      expect(buffers).toMatchObject({ id: 2, ok: false, error: { code: 'ERR_AGENT_UNKNOWN_OP' } });
       expect(list).toEqual({ id: 3, ok: true, result: [] });
       const client = await agent.connect();
       expect(client.agent.protocol).toBe(PROTOCOL_VERSION);
@@ -389,7 +389,7 @@ const hasUseradd = spawnSync('sh', ['-c', 'command -v useradd']).status === 0;
 describe.skipIf(!root || !hasUseradd)(
   `an agent that runs as an unprivileged user${!root ? ' (skipped: not root: useradd needs root)' : !hasUseradd ? ' (skipped: useradd is not installed)' : ''}`,
   () => {
-    it('lists what it may not open as unreadable (ERR_PERMISSION), refuses to attach it, and attaches what its group may read', async () => {
+    it('lists what it may not open as unreadable (ERR_PERSISTENT_PERMISSION), refuses to attach it, and attaches what its group may read', async () => {
       const user = `evp${process.pid % 100000}`;
       execFileSync('useradd', ['-M', '-N', '-g', 'nogroup', '-s', '/usr/sbin/nologin', user]);
       const dir = fresh('agent-persistent-user-');
@@ -423,14 +423,14 @@ describe.skipIf(!root || !hasUseradd)(
             name: 'root/secret',
             owner: 'root',
             permissions: 0o600,
-            code: 'ERR_PERMISSION',
+            code: 'ERR_PERSISTENT_PERMISSION',
             error: expect.stringMatching(new RegExp(`permission denied: .*you are ${user}`)),
           }),
         ]);
         const refused = await cli(agent, ['session', 'attach', 'root/secret', '--dir', bufs]);
         expect(refused.code).toBe(1);
         expect(refused.stderr).toMatch(
-          /evtrace: ERR_PERMISSION: permission denied: cannot open buffer root\/secret for reading: .* you are evp/,
+          /evtrace: ERR_AGENT_PERMISSION: permission denied: cannot open buffer root\/secret for reading: .* you are evp/,
         );
         // Reading needs only read permission: the agent maps the buffer read-only.
         const ok = await cli(agent, ['session', 'attach', 'shared/ok', '--dir', bufs]);

@@ -37,16 +37,16 @@ export function attachError(error: unknown): AgentError {
   if (!(error instanceof PersistentError)) return asAgentError(error);
   const message = `${error.code}: ${error.message}`;
   switch (error.code) {
-    case 'ERR_NOT_FOUND':
-      return new AgentError('ERR_NO_BUFFER', message, { cause: error });
-    case 'ERR_NAME':
-    case 'ERR_ARGUMENT':
-      return new AgentError('ERR_BAD_MESSAGE', message, { cause: error });
-    case 'ERR_PERMISSION':
-      // The same code and message as opening the buffer directly.
-      return new AgentError('ERR_PERMISSION', error.message, { cause: error });
+    case 'ERR_PERSISTENT_NOT_FOUND':
+      return new AgentError('ERR_AGENT_NO_BUFFER', message, { cause: error });
+    case 'ERR_PERSISTENT_NAME':
+    case 'ERR_PERSISTENT_ARGUMENT':
+      return new AgentError('ERR_AGENT_BAD_MESSAGE', message, { cause: error });
+    case 'ERR_PERSISTENT_PERMISSION':
+      // The message of opening the buffer directly, under the agent's code for it.
+      return new AgentError('ERR_AGENT_PERMISSION', error.message, { cause: error });
     default:
-      return new AgentError('ERR_SOURCE', message, { cause: error });
+      return new AgentError('ERR_AGENT_SOURCE', message, { cause: error });
   }
 }
 
@@ -55,7 +55,7 @@ export function attachName(spec: AttachSpec): string {
   if (spec.name !== undefined) return spec.name;
   const name = spec.buffer.split('/').join('.');
   if (!SESSION_NAME.test(name))
-    throw new AgentError('ERR_BAD_MESSAGE', `${spec.buffer} makes no session name (${name}): give one with name`);
+    throw new AgentError('ERR_AGENT_BAD_MESSAGE', `${spec.buffer} makes no session name (${name}): give one with name`);
   return name;
 }
 

@@ -68,7 +68,13 @@ describe('hostile clients on the real socket', () => {
       expect(
         replies.map((r) => r.error?.code ?? 'ok'),
         JSON.stringify(replies),
-      ).toEqual(['ERR_BAD_MESSAGE', 'ERR_HELLO_REQUIRED', 'ok', 'ERR_UNKNOWN_OP', 'ERR_BAD_MESSAGE']);
+      ).toEqual([
+        'ERR_AGENT_BAD_MESSAGE',
+        'ERR_AGENT_HELLO_REQUIRED',
+        'ok',
+        'ERR_AGENT_UNKNOWN_OP',
+        'ERR_AGENT_BAD_MESSAGE',
+      ]);
       const big = await raw(
         agent.socket,
         Buffer.concat([Buffer.alloc(300_000, 0x61), Buffer.from('\n{"id":9,"op":"hello","version":7}\n')]),
@@ -78,7 +84,7 @@ describe('hostile clients on the real socket', () => {
           .split('\n')
           .filter(Boolean)
           .map((l) => JSON.parse(l).error.code),
-      ).toEqual(['ERR_TOO_LARGE', 'ERR_VERSION']);
+      ).toEqual(['ERR_AGENT_TOO_LARGE', 'ERR_AGENT_VERSION']);
       // Half a request, then gone; a flood of bytes without newline, then gone.
       await raw(agent.socket, '{"id":1,"op":"hel', false);
       await raw(agent.socket, Buffer.alloc(2_000_000, 0x7b), false);
@@ -138,7 +144,7 @@ describe.skipIf(!root || !hasUseradd)(
           execFileSync('chmod', ['0755', join(agent.socket, '..')]);
           execFileSync('gpasswd', ['-d', user, group]);
           const outsider = asUser([]);
-          expect(outsider.stdout + outsider.stderr).toMatch(/ERR_PERMISSION .*uid \d+ .*is not root or in group/);
+          expect(outsider.stdout + outsider.stderr).toMatch(/ERR_AGENT_PERMISSION .*uid \d+ .*is not root or in group/);
           await agent.waitForLog(/refused a connection: uid \d+/);
         } finally {
           await agent.stop();
@@ -264,9 +270,9 @@ describe.skipIf(why !== '')(`kernel sessions, crash and restart${why ? ` (skippe
         const s = JSON.parse((await cli(agent, ['session', 'status', 'full', '--json'])).stdout) as SessionStatus;
         return s.state === 'failed' ? s : undefined;
       }, 30_000);
-      expect(failed.error?.code).toBe('ERR_OUTPUT');
+      expect(failed.error?.code).toBe('ERR_AGENT_OUTPUT');
       expect(failed.error?.message).toMatch(/ENOSPC \(no space left on device\)/);
-      expect(agent.log()).toMatch(/session full failed and stopped: ERR_OUTPUT/);
+      expect(agent.log()).toMatch(/session full failed and stopped: ERR_AGENT_OUTPUT/);
       const part = readdirSync(small).find((f) => f.endsWith('.part'))!;
       let n = 0;
       for (const _ of openTrace(join(small, part)).events()) n++;

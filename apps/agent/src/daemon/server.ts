@@ -55,7 +55,7 @@ function isListening(path: string): Promise<boolean> {
 export async function listen(agent: Agent, options: ListenOptions): Promise<Server> {
   const gid = options.group === undefined ? undefined : groupId(options.group);
   if (options.group !== undefined && gid === undefined)
-    throw new AgentError('ERR_INTERNAL', `no group named ${options.group}`);
+    throw new AgentError('ERR_AGENT_INTERNAL', `no group named ${options.group}`);
   const dir = dirname(options.socket);
   const made = mkdirSync(dir, { recursive: true, mode: 0o750 }) !== undefined;
   const found = lstatSync(options.socket, { throwIfNoEntry: false });
@@ -63,11 +63,11 @@ export async function listen(agent: Agent, options: ListenOptions): Promise<Serv
     // Only a socket no agent answers on is ours to replace: anything else at that path stays as it is.
     if (!found.isSocket())
       throw new AgentError(
-        'ERR_LIMIT',
+        'ERR_AGENT_LIMIT',
         `${options.socket} exists and is not a socket (${found.isSymbolicLink() ? 'a symbolic link' : found.isDirectory() ? 'a directory' : 'a file'}): it is left alone; give another --socket`,
       );
     if (await isListening(options.socket))
-      throw new AgentError('ERR_LIMIT', `an agent is already listening on ${options.socket}`);
+      throw new AgentError('ERR_AGENT_LIMIT', `an agent is already listening on ${options.socket}`);
     unlinkSync(options.socket);
   }
   const server = createServer((socket) => serve(agent, socket, gid, options.log));
@@ -96,7 +96,7 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
   const refuse = (refusal: string) => {
     agent.protocolErrors++;
     log(`refused a connection: ${refusal}`);
-    socket.end(encodeLine({ id: null, ok: false, error: { code: 'ERR_PERMISSION', message: refusal } }));
+    socket.end(encodeLine({ id: null, ok: false, error: { code: 'ERR_AGENT_PERMISSION', message: refusal } }));
   };
   let peer: PeerCredentials;
   try {
@@ -139,14 +139,14 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
   /** A path the agent opens for the peer: relative to what? The client resolves it against its own directory. */
   const absolute = (path: string | undefined, what: string) => {
     if (path !== undefined && !isAbsolute(path))
-      throw new AgentError('ERR_BAD_MESSAGE', `${what} ${path} is not an absolute path`);
+      throw new AgentError('ERR_AGENT_BAD_MESSAGE', `${what} ${path} is not an absolute path`);
   };
 
   const handle = async (r: Request): Promise<void> => {
     if (r.op === 'hello') {
       if (!PROTOCOL_VERSIONS.includes(r.version))
         throw new AgentError(
-          'ERR_VERSION',
+          'ERR_AGENT_VERSION',
           `protocol version ${r.version} is not spoken here (this agent speaks ${PROTOCOL_VERSIONS.join(', ')})`,
         );
       hello = true;
@@ -154,9 +154,12 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
       reply(r.id, { protocol: version, agent: pkg.version, pid: process.pid });
       return;
     }
-    if (!hello) throw new AgentError('ERR_HELLO_REQUIRED', 'the first request must be hello');
+    if (!hello) throw new AgentError('ERR_AGENT_HELLO_REQUIRED', 'the first request must be hello');
     if (version < 2 && V2_OPS.includes(r.op))
-      throw new AgentError('ERR_UNKNOWN_OP', `op '${r.op}' needs protocol version 2 (this connection said ${version})`);
+      throw new AgentError(
+        'ERR_AGENT_UNKNOWN_OP',
+        `op '${r.op}' needs protocol version 2 (this connection said ${version})`,
+      );
     switch (r.op) {
       case 'create':
         absolute(r.session.output?.dir, 'the output directory');
@@ -196,7 +199,7 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
         return void reply(r.id, agent.stats(r.name, r.since));
       case 'unsubscribe': {
         const v = viewers.get(r.stream);
-        if (v === undefined) throw new AgentError('ERR_BAD_MESSAGE', `no stream ${r.stream} on this connection`);
+        if (v === undefined) throw new AgentError('ERR_AGENT_BAD_MESSAGE', `no stream ${r.stream} on this connection`);
         viewers.delete(r.stream);
         reply(r.id, { stream: r.stream });
         agent.detach(v, 'unsubscribed');
@@ -221,12 +224,15 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
     for (const frame of decoder.push(chunk)) {
       if (queued >= MAX_QUEUED) {
         agent.protocolErrors++;
-        fail(null, new AgentError('ERR_LIMIT', `more than ${MAX_QUEUED} requests waiting on this connection`));
+        fail(null, new AgentError('ERR_AGENT_LIMIT', `more than ${MAX_QUEUED} requests waiting on this connection`));
         continue;
       }
       if ('oversize' in frame) {
         agent.protocolErrors++;
-        const e = new AgentError('ERR_TOO_LARGE', `a request of ${frame.oversize} bytes exceeds ${MAX_REQUEST_BYTES}`);
+        const e = new AgentError(
+          'ERR_AGENT_TOO_LARGE',
+          `a request of ${frame.oversize} bytes exceeds ${MAX_REQUEST_BYTES}`,
+        );
         inOrder(() => fail(null, e));
         continue;
       }
@@ -243,7 +249,7 @@ function serve(agent: Agent, socket: Socket, gid: number | undefined, log: (line
           await handle(request);
         } catch (error) {
           const e = asAgentError(error);
-          if (e.code === 'ERR_INTERNAL') log(`request ${request.op} failed: ${e.message}`);
+          if (e.code === 'ERR_AGENT_INTERNAL') log(`request ${request.op} failed: ${e.message}`);
           fail(request.id, e);
         }
       });

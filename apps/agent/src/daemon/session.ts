@@ -233,7 +233,7 @@ export class Session {
       }
     }
     if (applies === 0)
-      throw new AgentError('ERR_FILTER', `--filter fits none of the events: ${(first as Error).message}`);
+      throw new AgentError('ERR_AGENT_FILTER', `--filter fits none of the events: ${(first as Error).message}`);
     return plans;
   }
 
@@ -253,7 +253,7 @@ export class Session {
       }
     }
     if (applies === 0)
-      throw new AgentError('ERR_FILTER', `trigger filter fits none of the events: ${(first as Error).message}`);
+      throw new AgentError('ERR_AGENT_FILTER', `trigger filter fits none of the events: ${(first as Error).message}`);
     this.#eventTriggers.push({ expr, compiled });
   }
 
@@ -271,9 +271,13 @@ export class Session {
   }
 
   start(): void {
-    if (this.state === 'running') throw new AgentError('ERR_SESSION_STATE', `session ${this.name} is running already`);
+    if (this.state === 'running')
+      throw new AgentError('ERR_AGENT_SESSION_STATE', `session ${this.name} is running already`);
     if (this.state === 'failed')
-      throw new AgentError('ERR_SESSION_STATE', `session ${this.name} failed: ${this.error?.message}; destroy it`);
+      throw new AgentError(
+        'ERR_AGENT_SESSION_STATE',
+        `session ${this.name} failed: ${this.error?.message}; destroy it`,
+      );
     try {
       this.source.start(this.#cpus.map((c) => c.sink));
     } catch (error) {
@@ -400,7 +404,8 @@ export class Session {
    * with that client's rights (`caller`), the agent's own snapshot directory with the agent's.
    */
   snapshot(dir: string | undefined, format: OutputFormat | undefined, caller?: Caller): SnapshotResult {
-    if (this.state === 'created') throw new AgentError('ERR_SESSION_STATE', `session ${this.name} has not started`);
+    if (this.state === 'created')
+      throw new AgentError('ERR_AGENT_SESSION_STATE', `session ${this.name} has not started`);
     if (this.state === 'running') this.#pump();
     const fmt = format ?? this.spec.output?.format ?? 'tracedat';
     let recorded = 0;
@@ -431,7 +436,8 @@ export class Session {
 
   /** Stops recording: the source drains into the buffers, the output file is finished, viewers get `end`. */
   stop(reason = 'session stopped'): void {
-    if (this.state !== 'running') throw new AgentError('ERR_SESSION_STATE', `session ${this.name} is not running`);
+    if (this.state !== 'running')
+      throw new AgentError('ERR_AGENT_SESSION_STATE', `session ${this.name} is not running`);
     try {
       this.source.stop();
       if (this.#sinkError !== undefined) throw this.#sinkError;

@@ -1,4 +1,5 @@
 /** Errors of the agent's metrics endpoint, each with a `code` saying what failed. */
+import { EvtraceError } from '@evtrace/errors';
 
 /** Error codes of the metrics endpoint. Never reuse a code for another meaning. */
 export type MetricsErrorCode =
@@ -7,11 +8,9 @@ export type MetricsErrorCode =
   /** A collector with an invalid or already registered metric name, or invalid label names. */
   | 'ERR_METRICS_COLLECTOR';
 
-export class MetricsError extends Error {
-  readonly code: MetricsErrorCode;
+export class MetricsError extends EvtraceError<MetricsErrorCode> {
   constructor(code: MetricsErrorCode, message: string, options: { cause?: unknown } = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    super(code, message, options);
     this.name = 'MetricsError';
-    this.code = code;
   }
 }

@@ -41,7 +41,7 @@ export class BufferGaugeFeed {
       this.#samples.push(...r.samples);
       if (this.#samples.length > KEEP) this.#samples.splice(0, this.#samples.length - KEEP);
     } catch (error) {
-      if (error instanceof ProtocolError && error.code === 'ERR_UNKNOWN_OP') {
+      if (error instanceof ProtocolError && error.code === 'ERR_AGENT_UNKNOWN_OP') {
         this.unavailable = 'the agent does not report buffer gauges (an older agent)';
         return;
       }

@@ -36,7 +36,7 @@ export class BitReader {
 
   /** Throws a packet error located at bit position `bitPos`. */
   fail(message: string, bitPos = this.pos): never {
-    throw new TraceFormatError('ERR_CTF_PACKET', message, {
+    throw new TraceFormatError('ERR_TRACE_CTF_PACKET', message, {
       file: this.file,
       offset: this.fileOffset + Math.floor(bitPos / 8),
     });

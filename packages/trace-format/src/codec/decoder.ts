@@ -131,7 +131,7 @@ export function compileScope(type: StructClass, options: CompileOptions): FieldD
 }
 
 function fail(message: string): never {
-  throw new TraceFormatError('ERR_TSDL', message);
+  throw new TraceFormatError('ERR_TRACE_TSDL', message);
 }
 
 function resolve(ref: string, lex: Lexical | undefined, options: CompileOptions): Location {

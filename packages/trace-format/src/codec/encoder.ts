@@ -9,7 +9,7 @@ export type FieldEncoder = (w: BitWriter, value: FieldValue | undefined) => void
 const encoderText = new TextEncoder();
 
 function fail(message: string): never {
-  throw new TraceFormatError('ERR_CTF_WRITE', message);
+  throw new TraceFormatError('ERR_TRACE_CTF_WRITE', message);
 }
 
 function strip(name: string): string {
@@ -18,7 +18,7 @@ function strip(name: string): string {
 
 /**
  * Compiles a field class into an encoder. Values are checked against the class (integer range, array length, string
- * without NUL) and a mismatch throws `ERR_CTF_WRITE` naming the field. A sequence's length member may be omitted: it
+ * without NUL) and a mismatch throws `ERR_TRACE_CTF_WRITE` naming the field. A sequence's length member may be omitted: it
  * is then taken from the sequence that follows it in the same structure.
  */
 export function compileEncoder(type: FieldClass, path = 'value'): FieldEncoder {

@@ -101,7 +101,7 @@ describe('CTF 2 metadata', () => {
     });
   });
 
-  it('rejects malformed metadata with ERR_TSDL', () => {
+  it('rejects malformed metadata with ERR_TRACE_TSDL', () => {
     const bad = [
       metadata({ type: 'trace-class' }),
       `${RS}{ nope`,

@@ -45,11 +45,11 @@ export function isCtf2Metadata(data: Uint8Array): boolean {
 /**
  * Translates CTF 2 metadata (a JSON text sequence: preamble, trace class, clock classes, data stream classes, event
  * record classes) into the trace model, roles becoming `IntegerClass.role` and variable-length integers
- * `IntegerClass.varint`. Optional fields are not supported yet and are rejected with `ERR_TSDL`.
+ * `IntegerClass.varint`. Optional fields are not supported yet and are rejected with `ERR_TRACE_TSDL`.
  */
 export function parseCtf2Metadata(text: string, file?: string): TraceClass {
   const fail = (message: string, offset?: number): never => {
-    throw new TraceFormatError('ERR_TSDL', `CTF 2 metadata: ${message}`, { file, offset });
+    throw new TraceFormatError('ERR_TRACE_TSDL', `CTF 2 metadata: ${message}`, { file, offset });
   };
   const fragments: Json[] = [];
   let at = 0;

@@ -93,7 +93,7 @@ describe.skipIf(!fixtures)(
       expect(traces.length).toBeGreaterThan(10);
     });
 
-    it('TSDL parser: any edit of real metadata parses or throws a located ERR_TSDL', () => {
+    it('TSDL parser: any edit of real metadata parses or throws a located ERR_TRACE_TSDL', () => {
       const texts = traces.filter((t) => !isCtf2Metadata(t.metadata)).map((t) => readMetadataText(t.metadata).text);
       fc.assert(
         fc.property(fc.nat(texts.length - 1), edits, fc.string({ maxLength: 8 }), (i, list, insert) => {
@@ -106,7 +106,7 @@ describe.skipIf(!fixtures)(
             } catch (error) {
               expect(error).toBeInstanceOf(TraceFormatError);
               const e = error as TraceFormatError;
-              expect(e.code).toBe('ERR_TSDL');
+              expect(e.code).toBe('ERR_TRACE_TSDL');
               expect(e.message.startsWith('fuzz.tsdl')).toBe(true);
             }
           }
@@ -115,7 +115,7 @@ describe.skipIf(!fixtures)(
       );
     });
 
-    it('packet decoder: mutated streams decode or throw ERR_CTF_PACKET with file and offset, never hang', () => {
+    it('packet decoder: mutated streams decode or throw ERR_TRACE_CTF_PACKET with file and offset, never hang', () => {
       const heapBefore = process.memoryUsage().heapUsed;
       fc.assert(
         fc.property(fc.nat(traces.length - 1), fc.nat(), edits, (i, s, list) => {
@@ -124,8 +124,8 @@ describe.skipIf(!fixtures)(
           const streams = t.streams.map((st, j) => (j === k ? { path: st.path, data: mutate(st.data, list) } : st));
           const { error } = drain({ metadata: t.metadata, streams }, false);
           if (error) {
-            expect(['ERR_CTF_PACKET', 'ERR_TSDL']).toContain(error.code);
-            if (error.code === 'ERR_CTF_PACKET') {
+            expect(['ERR_TRACE_CTF_PACKET', 'ERR_TRACE_TSDL']).toContain(error.code);
+            if (error.code === 'ERR_TRACE_CTF_PACKET') {
               expect(error.location.file).toBe(t.streams[k]!.path);
               expect(typeof error.location.offset).toBe('number');
             }
@@ -145,7 +145,7 @@ describe.skipIf(!fixtures)(
           const streams = [{ path: t.streams[0]!.path, data: mutate(t.streams[0]!.data, list) }];
           const strict = drain({ metadata: t.metadata, streams }, false);
           const lenient = drain({ metadata: t.metadata, streams }, true);
-          expect(lenient.error?.code).not.toBe('ERR_CTF_PACKET');
+          expect(lenient.error?.code).not.toBe('ERR_TRACE_CTF_PACKET');
           // Everything strict mode delivered before failing comes first, unchanged, in lenient mode.
           expect(lenient.events.slice(0, strict.events.length)).toEqual(strict.events);
         }),
@@ -153,7 +153,7 @@ describe.skipIf(!fixtures)(
       );
     });
 
-    it('LTTng index files: mutated indexes parse or throw a located ERR_CTF_PACKET', () => {
+    it('LTTng index files: mutated indexes parse or throw a located ERR_TRACE_CTF_PACKET', () => {
       const dir = join(fixtures!, 'ctf-babeltrace-v2.0.4/tests/data/ctf-traces/succeed/multi-domains/ust/index');
       const indexes = readdirSync(dir).map((n) => readFileSync(join(dir, n)));
       fc.assert(
@@ -169,7 +169,7 @@ describe.skipIf(!fixtures)(
       );
     });
 
-    it('CTF 2 metadata: mutated JSON fragments translate or throw ERR_TSDL', () => {
+    it('CTF 2 metadata: mutated JSON fragments translate or throw ERR_TRACE_TSDL', () => {
       const dir = join(fixtures!, 'ctf-tracecompass/ctf/src/main/resources');
       const texts = readdirSync(dir)
         .filter((n) => n.startsWith('CTF2'))
@@ -180,14 +180,14 @@ describe.skipIf(!fixtures)(
             parseCtf2Metadata(new TextDecoder().decode(mutate(texts[i]!, list)), 'm.json');
           } catch (error) {
             expect(error).toBeInstanceOf(TraceFormatError);
-            expect((error as TraceFormatError).code).toBe('ERR_TSDL');
+            expect((error as TraceFormatError).code).toBe('ERR_TRACE_TSDL');
           }
         }),
         { numRuns: 300 },
       );
     });
 
-    it('metadata packets: mutated packetized metadata is read or rejected with ERR_TSDL', () => {
+    it('metadata packets: mutated packetized metadata is read or rejected with ERR_TRACE_TSDL', () => {
       const packetized = traces.filter((t) => t.metadata[0] === 0x57 && t.metadata[1] === 0x1d);
       expect(packetized.length).toBeGreaterThan(0);
       fc.assert(

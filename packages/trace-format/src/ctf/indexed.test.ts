@@ -134,7 +134,7 @@ describe.skipIf(!fixtures)(`indexing CTF traces${fixtures ? '' : ' (skipped: ../
               for (let j = 0; j < index.length; j++) expect(plain(index.event(j))).toEqual(want[j]);
             } catch (error) {
               if (!(error instanceof TraceFormatError)) throw error;
-              expect(lenient && error.code === 'ERR_CTF_PACKET').toBe(false);
+              expect(lenient && error.code === 'ERR_TRACE_CTF_PACKET').toBe(false);
             }
           }
         },

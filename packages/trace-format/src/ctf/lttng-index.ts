@@ -16,12 +16,12 @@ export interface LttngIndexEntry {
 
 /**
  * Parses an LTTng index file (version 1.0: 56-byte entries; 1.1 and later: the entry size is in the header). All
- * fields are big-endian. Throws `ERR_CTF_PACKET` with the byte offset when the file is malformed.
+ * fields are big-endian. Throws `ERR_TRACE_CTF_PACKET` with the byte offset when the file is malformed.
  */
 export function parseLttngIndex(data: Uint8Array, file?: string): LttngIndexEntry[] {
   const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   const fail = (message: string, offset: number): never => {
-    throw new TraceFormatError('ERR_CTF_PACKET', `index: ${message}`, { file, offset });
+    throw new TraceFormatError('ERR_TRACE_CTF_PACKET', `index: ${message}`, { file, offset });
   };
   if (data.length < 12) fail('truncated header', 0);
   if (view.getUint32(0) !== LTTNG_INDEX_MAGIC) fail(`bad magic 0x${view.getUint32(0).toString(16)}`, 0);

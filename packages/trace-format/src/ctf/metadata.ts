@@ -28,7 +28,7 @@ export function readMetadataText(data: Uint8Array, file?: string): MetadataText 
   const be = data.length >= 4 && view.getUint32(0, false) === METADATA_PACKET_MAGIC;
   if (!le && !be) {
     if (data.length > 0 && data[0] === 0x1e) {
-      throw new TraceFormatError('ERR_TSDL', 'CTF 2 (JSON) metadata is not supported', { file, offset: 0 });
+      throw new TraceFormatError('ERR_TRACE_TSDL', 'CTF 2 (JSON) metadata is not supported', { file, offset: 0 });
     }
     const nul = data.indexOf(0);
     const text = Buffer.from(nul < 0 ? data : data.subarray(0, nul)).toString('utf8');
@@ -39,7 +39,7 @@ export function readMetadataText(data: Uint8Array, file?: string): MetadataText 
   let offset = 0;
   while (offset < data.length) {
     const fail = (message: string): never => {
-      throw new TraceFormatError('ERR_TSDL', `metadata packet: ${message}`, { file, offset });
+      throw new TraceFormatError('ERR_TRACE_TSDL', `metadata packet: ${message}`, { file, offset });
     };
     if (data.length - offset < HEADER_BYTES) fail('truncated header');
     if (view.getUint32(offset, le) !== METADATA_PACKET_MAGIC) fail('bad magic');

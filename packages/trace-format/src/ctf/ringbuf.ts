@@ -116,7 +116,7 @@ export function ringbufMetadata(classes: readonly EventClass[], options: Ringbuf
 function recordTypes(page: Uint8Array, file: string, offset: number, into: Set<number>, verbatim = true): void {
   const view = new DataView(page.buffer, page.byteOffset, page.byteLength);
   const fail = (message: string, at: number): never => {
-    throw new TraceFormatError('ERR_CTF_WRITE', `ringbuf page: ${message}`, { file, offset: offset + at });
+    throw new TraceFormatError('ERR_TRACE_CTF_WRITE', `ringbuf page: ${message}`, { file, offset: offset + at });
   };
   if (page.length < PAGE_HEADER_SIZE) fail(`page of ${page.length} bytes is shorter than its header`, 0);
   const contentBits = Number(view.getBigUint64(16, true));
@@ -167,7 +167,7 @@ export function createRingbufCtfWriter(dir: string, options: RingbufCtfOptions =
   let closed = false;
   return {
     writePage(page, stream = 0) {
-      if (closed) throw new TraceFormatError('ERR_CTF_WRITE', 'writer is closed');
+      if (closed) throw new TraceFormatError('ERR_TRACE_CTF_WRITE', 'writer is closed');
       let f = files.get(stream);
       const path = join(dir, `stream_${stream}`);
       if (!f) {
@@ -185,7 +185,10 @@ export function createRingbufCtfWriter(dir: string, options: RingbufCtfOptions =
       for (const f of files.values()) closeSync(f.fd);
       const declared = new Map((options.eventClasses ?? []).map((c) => [c.id, c]));
       if (declared.has(RINGBUF_PADDING_TYPE)) {
-        throw new TraceFormatError('ERR_CTF_WRITE', `record type ${RINGBUF_PADDING_TYPE} is reserved for padding`);
+        throw new TraceFormatError(
+          'ERR_TRACE_CTF_WRITE',
+          `record type ${RINGBUF_PADDING_TYPE} is reserved for padding`,
+        );
       }
       types.add(RINGBUF_PADDING_TYPE);
       for (const t of types) if (!declared.has(t)) declared.set(t, rawClass(t));

@@ -94,12 +94,13 @@ export function asNumber(v: number | bigint): number {
 function clockFor(trace: TraceClass, type: IntegerClass, file: string): ClockClass {
   if (type.mappedClock !== undefined) {
     const clock = trace.clocks.get(type.mappedClock);
-    if (!clock) throw new TraceFormatError('ERR_TSDL', `timestamp maps to unknown clock ${type.mappedClock}`, { file });
+    if (!clock)
+      throw new TraceFormatError('ERR_TRACE_TSDL', `timestamp maps to unknown clock ${type.mappedClock}`, { file });
     return clock;
   }
   if (trace.clocks.size === 1) return trace.clocks.values().next().value!;
   if (trace.clocks.size === 0) return DEFAULT_CLOCK;
-  throw new TraceFormatError('ERR_TSDL', 'timestamp maps to no clock and the trace declares several', { file });
+  throw new TraceFormatError('ERR_TRACE_TSDL', 'timestamp maps to no clock and the trace declares several', { file });
 }
 
 function hasMember(type: StructClass | undefined, name: string): IntegerClass | undefined {

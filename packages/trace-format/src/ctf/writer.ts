@@ -383,17 +383,17 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
       return bytesWritten;
     },
     writeEvent(event) {
-      if (closed) throw new TraceFormatError('ERR_CTF_WRITE', 'writer is closed');
+      if (closed) throw new TraceFormatError('ERR_TRACE_CTF_WRITE', 'writer is closed');
       const wc = classFor(event.eventClass);
       if (!clockFixed) fixClock(event.tsNs);
       const cycles = toCycles(event.tsNs);
       if (cycles < 0n || cycles >= 1n << 64n) {
-        throw new TraceFormatError('ERR_CTF_WRITE', `timestamp ${event.tsNs} ns is outside the clock's range`);
+        throw new TraceFormatError('ERR_TRACE_CTF_WRITE', `timestamp ${event.tsNs} ns is outside the clock's range`);
       }
       const s = streamFor(event.cpu ?? 0);
       if (s.open && cycles < s.clock) {
         throw new TraceFormatError(
-          'ERR_CTF_WRITE',
+          'ERR_TRACE_CTF_WRITE',
           `event ${event.eventClass.name} at ${event.tsNs} ns is earlier than the previous event of CPU ${s.cpu}`,
         );
       }
@@ -463,7 +463,7 @@ export function createCtfWriter(dir: string, options: CtfWriterOptions = {}): Ct
  * non-empty `dir` is refused unless `force`, and replaced only by a complete trace. The directory is readable by its
  * owner only unless `share` or `mode` says otherwise.
  *
- * @throws TraceFormatError `ERR_OUTPUT` naming `dir` (or a file in it) when it cannot be written; the reader's errors.
+ * @throws TraceFormatError `ERR_TRACE_OUTPUT` naming `dir` (or a file in it) when it cannot be written; the reader's errors.
  */
 export function writeCtfTrace(
   reader: TraceReader,
@@ -492,10 +492,10 @@ function writeCtfEvents(reader: TraceReader, dir: string, options: CtfWriterOpti
         writer.writeEvent(event);
       } catch (error) {
         // Say which input event could not be written: the reader's events need not be in the order CTF requires.
-        if (!(error instanceof TraceFormatError) || error.code !== 'ERR_CTF_WRITE') throw error;
+        if (!(error instanceof TraceFormatError) || error.code !== 'ERR_TRACE_CTF_WRITE') throw error;
         const cpu = event.cpu === undefined ? '' : `, CPU ${event.cpu}`;
         throw new TraceFormatError(
-          'ERR_CTF_WRITE',
+          'ERR_TRACE_CTF_WRITE',
           `event ${n + 1} (${event.eventClass.name}${cpu}, ${event.tsNs} ns): ${error.message}`,
         );
       }

@@ -137,7 +137,7 @@ export function* cpuEventBatches(
       batch.push(entry.decode(bytes, view, start, length, tsNs, cpu));
     } catch (e) {
       if (e instanceof RecordError) {
-        throw new TraceFormatError('ERR_FTRACE_PAGE', `${entry.eventClass.name}: ${e.message}`, {
+        throw new TraceFormatError('ERR_TRACE_FTRACE_PAGE', `${entry.eventClass.name}: ${e.message}`, {
           file: source.file,
           offset: source.fileOffset + e.at,
         });

@@ -91,7 +91,7 @@ describe('parseFormatFile on literal texts', () => {
 
   it('rejects malformed input with file, line and column', () => {
     const bad = SCHED_SWITCH.replace('offset:24;', 'offset:x;');
-    expect(() => parseFormatFile(bad, { file: 'f' })).toThrow(/^f: 10:1: malformed field line/);
+    expect(() => parseFormatFile(bad, { file: 'f' })).toThrow(/^f:10:1: malformed field line/);
     const err = (() => {
       try {
         parseFormatFile('name: a\nID: 1\nformat:\n\tfield:__data_loc char[] s;\toffset:8;\tsize:8;\tsigned:0;\n');
@@ -100,7 +100,7 @@ describe('parseFormatFile on literal texts', () => {
       }
     })();
     expect(err).toBeInstanceOf(TraceFormatError);
-    expect(err?.code).toBe('ERR_FTRACE_FORMAT');
+    expect(err?.code).toBe('ERR_TRACE_FTRACE_FORMAT');
     expect(err?.location.line).toBe(4);
     expect(() => parseFormatFile('ID: 3\nformat:\n')).toThrow(/missing "name:"/);
     expect(() => parseFormatFile('name: a\nformat:\n')).toThrow(/missing "ID:"/);

@@ -33,7 +33,7 @@ const FIELD_LINE = /^\s*field:\s*(.*?);\s*offset:\s*(\d+);\s*size:\s*(\d+);(?:\s
 export function parseFieldLine(line: string, lineNo: number, file: string | undefined): FieldLine {
   const m = FIELD_LINE.exec(line);
   if (m === null) {
-    throw new TraceFormatError('ERR_FTRACE_FORMAT', `malformed field line: ${JSON.stringify(line.trim())}`, {
+    throw new TraceFormatError('ERR_TRACE_FTRACE_FORMAT', `malformed field line: ${JSON.stringify(line.trim())}`, {
       file,
       line: lineNo,
       column: 1,
@@ -41,7 +41,7 @@ export function parseFieldLine(line: string, lineNo: number, file: string | unde
   }
   const decl = parseDeclaration(m[1]!);
   if (decl === undefined) {
-    throw new TraceFormatError('ERR_FTRACE_FORMAT', `field declaration has no name: ${JSON.stringify(m[1])}`, {
+    throw new TraceFormatError('ERR_TRACE_FTRACE_FORMAT', `field declaration has no name: ${JSON.stringify(m[1])}`, {
       file,
       line: lineNo,
       column: line.indexOf('field:') + 7,
@@ -60,7 +60,7 @@ export function parseFieldLine(line: string, lineNo: number, file: string | unde
  * class. Every `field:` line becomes an {@link FtraceFieldInfo} in `ftrace.fields`; the non-`common_*` fields are
  * mapped onto the payload structure and the `common_*` ones onto `context`. `print fmt` is kept verbatim.
  *
- * @throws TraceFormatError `ERR_FTRACE_FORMAT` with the line and column of the first problem.
+ * @throws TraceFormatError `ERR_TRACE_FTRACE_FORMAT` with the line and column of the first problem.
  */
 export function parseFormatFile(text: string, options: FormatFileOptions = {}): EventClass {
   const file = options.file;
@@ -80,15 +80,17 @@ export function parseFormatFile(text: string, options: FormatFileOptions = {}): 
       const f = parseFieldLine(line, lineNo, file);
       checkField(f, at(lineNo));
       if (fields.some((g) => g.name === f.name)) {
-        throw new TraceFormatError('ERR_FTRACE_FORMAT', `duplicate field ${f.name}`, at(lineNo));
+        throw new TraceFormatError('ERR_TRACE_FTRACE_FORMAT', `duplicate field ${f.name}`, at(lineNo));
       }
       fields.push(f);
     } else if (line.startsWith('name:')) {
       name = line.slice(5).trim();
-      if (!/^[\w.$-]+$/.test(name)) throw new TraceFormatError('ERR_FTRACE_FORMAT', 'bad event name', at(lineNo, 6));
+      if (!/^[\w.$-]+$/.test(name))
+        throw new TraceFormatError('ERR_TRACE_FTRACE_FORMAT', 'bad event name', at(lineNo, 6));
     } else if (line.startsWith('ID:')) {
       const idText = line.slice(3).trim();
-      if (!/^\d{1,9}$/.test(idText)) throw new TraceFormatError('ERR_FTRACE_FORMAT', 'bad event ID', at(lineNo, 4));
+      if (!/^\d{1,9}$/.test(idText))
+        throw new TraceFormatError('ERR_TRACE_FTRACE_FORMAT', 'bad event ID', at(lineNo, 4));
       id = Number(idText);
     } else if (line.startsWith('print fmt:')) {
       // The rest of the file is the print format (it is one line today, but nothing forbids more).
@@ -96,14 +98,14 @@ export function parseFormatFile(text: string, options: FormatFileOptions = {}): 
       break;
     } else {
       throw new TraceFormatError(
-        'ERR_FTRACE_FORMAT',
+        'ERR_TRACE_FTRACE_FORMAT',
         `unexpected line: ${JSON.stringify(line.slice(0, 60))}`,
         at(lineNo),
       );
     }
   }
-  if (name === undefined) throw new TraceFormatError('ERR_FTRACE_FORMAT', 'missing "name:" line', { file });
-  if (id === undefined) throw new TraceFormatError('ERR_FTRACE_FORMAT', 'missing "ID:" line', { file });
+  if (name === undefined) throw new TraceFormatError('ERR_TRACE_FTRACE_FORMAT', 'missing "name:" line', { file });
+  if (id === undefined) throw new TraceFormatError('ERR_TRACE_FTRACE_FORMAT', 'missing "ID:" line', { file });
   const system = options.system ?? systemFromPath(file) ?? '';
   const ftraceFields: FtraceFieldInfo[] = fields.map(({ decl: _decl, ...info }) => info);
   const common = fields.filter((f) => f.common);
@@ -127,7 +129,7 @@ function struct(members: StructMember[]): StructClass {
 
 function checkField(f: FieldLine, location: { file?: string; line: number; column: number }): void {
   const { shape } = f.decl;
-  const bad = (why: string) => new TraceFormatError('ERR_FTRACE_FORMAT', `field ${f.name}: ${why}`, location);
+  const bad = (why: string) => new TraceFormatError('ERR_TRACE_FTRACE_FORMAT', `field ${f.name}: ${why}`, location);
   if (f.offset > 0xffff || f.size > 0xffff) throw bad(`offset ${f.offset} or size ${f.size} beyond a record`);
   if (shape.kind === 'dynamic' && f.size !== 4) throw bad(`a ${f.cType} field must be 4 bytes, not ${f.size}`);
   if (shape.kind === 'array' && shape.length > 0 && f.size % shape.length !== 0) {

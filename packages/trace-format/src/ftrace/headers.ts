@@ -44,20 +44,21 @@ export function parseHeaderPage(
   });
   const need = (name: string) => {
     const f = fields.get(name);
-    if (f === undefined) throw new TraceFormatError('ERR_FTRACE_FORMAT', `header_page has no ${name} field`, options);
+    if (f === undefined)
+      throw new TraceFormatError('ERR_TRACE_FTRACE_FORMAT', `header_page has no ${name} field`, options);
     return f;
   };
   const ts = need('timestamp');
   const commit = need('commit');
   const data = need('data');
-  if (ts.size !== 8) throw new TraceFormatError('ERR_FTRACE_FORMAT', `timestamp of ${ts.size} bytes`, options);
+  if (ts.size !== 8) throw new TraceFormatError('ERR_TRACE_FTRACE_FORMAT', `timestamp of ${ts.size} bytes`, options);
   if (commit.size !== 4 && commit.size !== 8) {
-    throw new TraceFormatError('ERR_FTRACE_FORMAT', `commit of ${commit.size} bytes`, options);
+    throw new TraceFormatError('ERR_TRACE_FTRACE_FORMAT', `commit of ${commit.size} bytes`, options);
   }
   const pageSize = options.pageSize ?? data.offset + data.size;
   if (data.offset < commit.offset + commit.size || pageSize <= data.offset || pageSize > 1 << 27) {
     throw new TraceFormatError(
-      'ERR_FTRACE_FORMAT',
+      'ERR_TRACE_FTRACE_FORMAT',
       `impossible page layout (data at ${data.offset}, page ${pageSize})`,
       {
         file: options.file,
@@ -88,7 +89,7 @@ export interface EventHeaderLayout {
 export function parseHeaderEvent(text: string, options: { file?: string } = {}): EventHeaderLayout {
   const num = (re: RegExp, what: string) => {
     const m = re.exec(text);
-    if (m === null) throw new TraceFormatError('ERR_FTRACE_FORMAT', `header_event lacks ${what}`, options);
+    if (m === null) throw new TraceFormatError('ERR_TRACE_FTRACE_FORMAT', `header_event lacks ${what}`, options);
     return Number(m[1]);
   };
   const layout: EventHeaderLayout = {
@@ -107,7 +108,11 @@ export function parseHeaderEvent(text: string, options: { file?: string } = {}):
     layout.timeStamp !== 31 ||
     layout.dataMaxTypeLen !== 28
   ) {
-    throw new TraceFormatError('ERR_FTRACE_FORMAT', `unsupported event header ${JSON.stringify(layout)}`, options);
+    throw new TraceFormatError(
+      'ERR_TRACE_FTRACE_FORMAT',
+      `unsupported event header ${JSON.stringify(layout)}`,
+      options,
+    );
   }
   return layout;
 }

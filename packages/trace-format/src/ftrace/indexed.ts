@@ -33,7 +33,7 @@ export interface IndexedTrace {
   pid(i: number): number;
   /**
    * Decodes the event at `i`; the first event after a loss carries `scopes.lost`, as the sequential reader's does.
-   * @throws TraceFormatError `ERR_FTRACE_PAGE` naming the file and byte offset of a corrupt record.
+   * @throws TraceFormatError `ERR_TRACE_FTRACE_PAGE` naming the file and byte offset of a corrupt record.
    */
   event(i: number): TraceEvent;
 }
@@ -79,7 +79,7 @@ interface CpuIndex {
  * Indexes the records of an ftrace reader. Records of event ids the recording does not describe are left out with a
  * warning, as the sequential reader does.
  *
- * @throws TraceFormatError `ERR_FTRACE_PAGE` on a corrupt page unless `lenient`.
+ * @throws TraceFormatError `ERR_TRACE_FTRACE_PAGE` on a corrupt page unless `lenient`.
  */
 export function indexFtrace(reader: FtraceReader, options: IndexFtraceOptions = {}): IndexedTrace {
   const meta = reader.metadata;
@@ -187,7 +187,7 @@ export function indexFtrace(reader: FtraceReader, options: IndexFtraceOptions = 
         return loss === undefined ? event : withLoss(event, loss);
       } catch (e) {
         if (e instanceof RecordError) {
-          throw new TraceFormatError('ERR_FTRACE_PAGE', `${entry.eventClass.name}: ${e.message}`, {
+          throw new TraceFormatError('ERR_TRACE_FTRACE_PAGE', `${entry.eventClass.name}: ${e.message}`, {
             file: c.file,
             offset: c.fileOffset + e.at,
           });

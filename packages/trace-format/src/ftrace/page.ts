@@ -50,7 +50,7 @@ export interface PageSource {
  * Walks the page at `bytes[pageStart..pageStart+layout.pageSize)`, calling `onRecord` for each data record in order.
  * Returns the header's facts. A page shorter than `pageSize` is accepted when it holds all its committed data.
  *
- * @throws TraceFormatError `ERR_FTRACE_PAGE` naming the file offset of the corrupt header or record.
+ * @throws TraceFormatError `ERR_TRACE_FTRACE_PAGE` naming the file offset of the corrupt header or record.
  */
 export function readPage(
   bytes: Uint8Array,
@@ -63,7 +63,7 @@ export function readPage(
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const fileBase = source.fileOffset ?? 0;
   const fail = (at: number, why: string): never => {
-    throw new TraceFormatError('ERR_FTRACE_PAGE', why, { file: source.file, offset: fileBase + at });
+    throw new TraceFormatError('ERR_TRACE_FTRACE_PAGE', why, { file: source.file, offset: fileBase + at });
   };
   const avail = Math.min(layout.pageSize, bytes.byteLength - pageStart);
   if (avail < layout.dataOffset) fail(pageStart, `page header truncated (${avail} bytes)`);
@@ -146,7 +146,7 @@ export interface CheckPagesOptions {
  * record's bounds with `options.record`), decoding no value, so a copy of the pages reads as they do. Returns
  * `bytes`, or with `onCorrupt` the pages that read, joined, after reporting each one left out.
  *
- * @throws TraceFormatError `ERR_FTRACE_PAGE` naming the file and byte offset of the first corrupt page, unless
+ * @throws TraceFormatError `ERR_TRACE_FTRACE_PAGE` naming the file and byte offset of the first corrupt page, unless
  *   `onCorrupt` takes it.
  */
 export function checkPages(
@@ -165,7 +165,7 @@ export function checkPages(
             record(view, start, length);
           } catch (e) {
             if (!(e instanceof RecordError)) throw e;
-            throw new TraceFormatError('ERR_FTRACE_PAGE', e.message, {
+            throw new TraceFormatError('ERR_TRACE_FTRACE_PAGE', e.message, {
               file: source.file,
               offset: (source.fileOffset ?? 0) + e.at,
             });

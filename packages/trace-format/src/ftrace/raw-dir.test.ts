@@ -295,7 +295,7 @@ describe.skipIf(root === undefined)(
       const formatFile = join(c.dir, 'events', 'kmem', 'kmalloc', 'format');
       const format = readFileSync(formatFile, 'utf8');
       writeFileSync(formatFile, format.replace('offset:8;', 'offset:x;'));
-      expect(() => openRawPagesDir(c.dir)).toThrow(/kmalloc\/format: \d+:1: malformed field line/);
+      expect(() => openRawPagesDir(c.dir)).toThrow(/kmalloc\/format:\d+:1: malformed field line/);
       const noFormat = openRawPagesDir(c.dir, { lenient: true });
       expect(noFormat.warnings[0]).toMatch(/malformed field line.*; event left out/);
       expect(noFormat.eventClasses.length).toBe(0);

@@ -182,7 +182,7 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
       const whole = bytes.length - (bytes.length % page.pageSize);
       if (whole < bytes.length) {
         const cut = new TraceFormatError(
-          'ERR_FTRACE_PAGE',
+          'ERR_TRACE_FTRACE_PAGE',
           `the file ends inside a page (${bytes.length - whole} of its ${page.pageSize} bytes)`,
           { file, offset: start + whole },
         );

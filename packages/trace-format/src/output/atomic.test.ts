@@ -72,7 +72,7 @@ describe('writeFileAtomically', () => {
   it('writes a device in place and names it with the reason when the write fails', () => {
     expect(() => writeFileAtomically('/dev/full', put('x'))).toThrow(
       new TraceFormatError(
-        'ERR_OUTPUT',
+        'ERR_TRACE_OUTPUT',
         'cannot write /dev/full: ENOSPC (no space left on device)',
         {},
         { path: '/dev/full' },

@@ -90,9 +90,9 @@ export function errorText(error: unknown): string {
   return typeof code === 'string' ? `${code}: ${message}` : message;
 }
 
-/** An `ERR_OUTPUT` error naming `path` and why (`cannot write out.dat: ENOSPC (no space left on device)`). */
+/** An `ERR_TRACE_OUTPUT` error naming `path` and why (`cannot write out.dat: ENOSPC (no space left on device)`). */
 export function outputError(path: string, error: unknown, what = 'cannot write'): TraceFormatError {
-  return new TraceFormatError('ERR_OUTPUT', `${what} ${path}: ${errnoText(error)}`, {}, { path, cause: error });
+  return new TraceFormatError('ERR_TRACE_OUTPUT', `${what} ${path}: ${errnoText(error)}`, {}, { path, cause: error });
 }
 
 /** System calls whose failure inside a writer is the output's (reads are the input's). */
@@ -150,7 +150,7 @@ export function outputMode(access: OutputAccess, directory: boolean, existing?: 
  * `followLinks` is false, a symbolic link at `target` is followed (the file it names is replaced), and a target that
  * is not a regular file (`/dev/stdout`, a FIFO) is written in place.
  *
- * @throws TraceFormatError `ERR_OUTPUT` naming `target` and the reason when it cannot be written; what `write`
+ * @throws TraceFormatError `ERR_TRACE_OUTPUT` naming `target` and the reason when it cannot be written; what `write`
  *   throws otherwise (input errors).
  */
 export function writeFileAtomically<T>(target: string, write: (fd: number) => T, access: OutputAccess = {}): T {
@@ -226,14 +226,14 @@ export function writeBytesAtomically(target: string, bytes: Uint8Array | string,
  * Throws unless `target` may become an output directory: absent, or an empty directory, or anything with `force`.
  * Callers that produce the output late (a recording) check early with this.
  *
- * @throws TraceFormatError `ERR_OUTPUT` naming `target`.
+ * @throws TraceFormatError `ERR_TRACE_OUTPUT` naming `target`.
  */
 export function checkOutputDir(target: string, options: { readonly force?: boolean } = {}): void {
   const existing = lstat(target);
   if (existing === undefined || options.force === true) return;
   if (!existing.isDirectory()) {
     throw new TraceFormatError(
-      'ERR_OUTPUT',
+      'ERR_TRACE_OUTPUT',
       `cannot write ${target}: it exists and is not a directory (--force replaces it)`,
       {},
       { path: target },
@@ -241,7 +241,7 @@ export function checkOutputDir(target: string, options: { readonly force?: boole
   }
   if (readdirSync(target).length > 0) {
     throw new TraceFormatError(
-      'ERR_OUTPUT',
+      'ERR_TRACE_OUTPUT',
       `cannot write ${target}: the directory is not empty (--force replaces it)`,
       {},
       { path: target },
@@ -255,7 +255,7 @@ export function checkOutputDir(target: string, options: { readonly force?: boole
  * replaced, a non-empty one (or a file) only with `force`, and then only after the new one is complete. If `build`
  * throws, its directory is removed and `target` is untouched.
  *
- * @throws TraceFormatError `ERR_OUTPUT` naming `target` (or a file under it) and the reason.
+ * @throws TraceFormatError `ERR_TRACE_OUTPUT` naming `target` (or a file under it) and the reason.
  */
 export function writeDirAtomically<T>(target: string, build: (dir: string) => T, options: OutputDirOptions = {}): T {
   checkOutputDir(target, options);

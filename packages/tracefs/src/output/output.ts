@@ -83,7 +83,7 @@ export function finalizeRecording(
   } catch (error) {
     // A half-written output would read as a shorter trace: only what we created is removed.
     if (!existed) rmSync(output, { recursive: true, force: true });
-    if (error instanceof TraceFormatError && error.code === 'ERR_OUTPUT') throw outputError(output, error);
+    if (error instanceof TraceFormatError && error.code === 'ERR_TRACE_OUTPUT') throw outputError(output, error);
     const errno = (error as NodeJS.ErrnoException)?.code;
     if (error instanceof TracefsError || typeof errno !== 'string' || !/^E[A-Z0-9]+$/.test(errno)) throw error;
     // The CTF writer's system calls on stream descriptors carry no path: the output directory names the place.

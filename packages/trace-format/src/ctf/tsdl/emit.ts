@@ -48,7 +48,10 @@ const SCOPE_PREFIXES = [
  */
 export function tsdlName(name: string): string {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
-    throw new TraceFormatError('ERR_CTF_WRITE', `field name ${JSON.stringify(name)} is not a valid TSDL identifier`);
+    throw new TraceFormatError(
+      'ERR_TRACE_CTF_WRITE',
+      `field name ${JSON.stringify(name)} is not a valid TSDL identifier`,
+    );
   }
   return name.startsWith('_') || KEYWORDS.has(name) ? `_${name}` : name;
 }
@@ -121,7 +124,7 @@ function typeText(type: FieldClass, indent: string, siblings: readonly StructMem
     case 'array':
     case 'sequence':
     case 'dynamic':
-      throw new TraceFormatError('ERR_CTF_WRITE', `a ${type.kind} has no TSDL type of its own`);
+      throw new TraceFormatError('ERR_TRACE_CTF_WRITE', `a ${type.kind} has no TSDL type of its own`);
   }
 }
 

@@ -43,7 +43,7 @@ export function tokenize(text: string, file?: string): Token[] {
   let line = 1;
   let lineStart = 0;
   const fail = (message: string, at: number): never => {
-    throw new TraceFormatError('ERR_TSDL', message, { file, line, column: at - lineStart + 1 });
+    throw new TraceFormatError('ERR_TRACE_TSDL', message, { file, line, column: at - lineStart + 1 });
   };
   while (i < text.length) {
     const c = text.charCodeAt(i);

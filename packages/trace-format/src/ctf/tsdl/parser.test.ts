@@ -102,12 +102,12 @@ event { name = e; };`);
 
   it('rejects malformed metadata with file, line and column', () => {
     expect(parseError(`${HEAD}event { name = e; fields := struct { uint32_t x; }; };`).message).toBe(
-      "m.tsdl: 3:38: unknown type 'uint32_t'",
+      "m.tsdl:3:38: unknown type 'uint32_t'",
     );
     expect(
       parseError('trace { major = 1; minor = 8; byte_order = le; }; event { name = e; id = 99999999999999999999; };')
         .message,
-    ).toMatch(/^m\.tsdl: 1:74: integer literal/);
+    ).toMatch(/^m\.tsdl:1:74: integer literal/);
     expect(parseError('trace { major = 2; minor = 0; byte_order = le; };').message).toMatch(
       /unsupported CTF version 2\.0/,
     );

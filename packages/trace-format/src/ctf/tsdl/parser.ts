@@ -82,7 +82,7 @@ function findTraceByteOrder(tokens: readonly Token[]): ByteOrder | undefined {
 /**
  * Parses CTF 1.8 metadata text (TSDL) into the trace model: type aliases and typedefs at any scope, named structs,
  * enums and variants, `trace`, `env`, `clock`, `stream`, `event` and `callsite` blocks. Field names lose one leading
- * underscore, as in babeltrace2. Throws {@link TraceFormatError} `ERR_TSDL` with file, line and column.
+ * underscore, as in babeltrace2. Throws {@link TraceFormatError} `ERR_TRACE_TSDL` with file, line and column.
  */
 export function parseTsdl(text: string, options: ParseTsdlOptions = {}): TraceClass {
   return new TsdlParser(tokenize(text, options.file), options).parseTrace();
@@ -108,7 +108,7 @@ class TsdlParser {
   }
 
   private fail(message: string, at: Token = this.peek()): never {
-    throw new TraceFormatError('ERR_TSDL', message, { file: this.file, line: at.line, column: at.column });
+    throw new TraceFormatError('ERR_TRACE_TSDL', message, { file: this.file, line: at.line, column: at.column });
   }
 
   private peek(offset = 0): Token {

@@ -62,7 +62,7 @@ describe('trace.dat page copy (pagesInput) checks every page it copies', () => {
     const { at } = secondPage(bytes);
     bytes.writeUInt32LE(0x00ffffff, at + 8);
     expect(() => readTraceDat(bytes, { file: 'bad.dat' }).pagesInput()).toThrow(
-      new TraceFormatError('ERR_FTRACE_PAGE', 'commit says 16777215 bytes of data, the page holds 4080', {
+      new TraceFormatError('ERR_TRACE_FTRACE_PAGE', 'commit says 16777215 bytes of data, the page holds 4080', {
         file: 'bad.dat',
         offset: at + 8,
       }),
@@ -153,7 +153,7 @@ describe('trace.dat page copy of compressed pages, chunk by chunk', () => {
     const copy = readTraceDat(bytes, { file: 'bad7.dat' }).pagesInput();
     if (!('input' in copy)) throw new Error(copy.reason);
     expect(() => writeTraceDatPages(join(dir, 'v7-bad-copy.dat'), copy.input, { version: 7 })).toThrow(
-      new TraceFormatError('ERR_FTRACE_PAGE', 'commit says 16777215 bytes of data, the page holds 4080', {
+      new TraceFormatError('ERR_TRACE_FTRACE_PAGE', 'commit says 16777215 bytes of data, the page holds 4080', {
         file: 'bad7.dat:cpu0(decompressed)',
         offset: 12 * pageSize + 8,
       }),

@@ -63,7 +63,7 @@ export interface TraceDatReadOptions extends FtraceReadOptions {
 export type TraceDatPagesCopy =
   | {
       readonly input: TraceDatPagesInput;
-      /** Corrupt pages left out (read `lenient`; otherwise the first one throws `ERR_FTRACE_PAGE`). */
+      /** Corrupt pages left out (read `lenient`; otherwise the first one throws `ERR_TRACE_FTRACE_PAGE`). */
       readonly skipped: number;
     }
   | { readonly reason: string };
@@ -77,7 +77,7 @@ export interface TraceDatReader extends FtraceReader {
    * The read buffer's raw pages (decompressed) with the file's own header_page, header_event, format, kallsyms,
    * cmdlines, clock and uname texts: the input of `writeTraceDatPages` for a copy that decodes no event, as
    * `trace-cmd convert` copies. Every page is checked as a reader walks it (header, commit size, event headers):
-   * a corrupt one throws `ERR_FTRACE_PAGE` with its file and byte offset, or with `lenient` is left out, counted in
+   * a corrupt one throws `ERR_TRACE_FTRACE_PAGE` with its file and byte offset, or with `lenient` is left out, counted in
    * `skipped` and warned about. `{ reason }` where such a copy would not read like this file: evtrace writes
    * little-endian files with 8-byte longs, no timestamp offset option and one buffer whose pages are the file's size.
    */
@@ -110,7 +110,7 @@ const MAX_SECTION = 1 << 30;
  * Reads a trace.dat image. Events of the top-level buffer are decoded lazily, in timestamp order across CPUs.
  *
  * @throws TraceFormatError `ERR_TRACE_DAT` naming the file and byte offset of the first problem in the metadata;
- * page problems are `ERR_FTRACE_PAGE` (or warnings with `lenient`).
+ * page problems are `ERR_TRACE_FTRACE_PAGE` (or warnings with `lenient`).
  */
 export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { file?: string } = {}): TraceDatReader {
   const file = options.file;

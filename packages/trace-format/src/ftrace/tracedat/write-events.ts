@@ -88,7 +88,7 @@ export function encodeTraceDat(
  * Writes events to a trace.dat file, whole or not at all (see {@link writeFileAtomically}): readable by its owner
  * only unless `share` or `mode` says otherwise.
  *
- * @throws TraceFormatError `ERR_OUTPUT` naming `file` when it cannot be written.
+ * @throws TraceFormatError `ERR_TRACE_OUTPUT` naming `file` when it cannot be written.
  */
 export function writeTraceDat(
   file: string,

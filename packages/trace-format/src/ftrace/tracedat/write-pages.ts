@@ -24,7 +24,7 @@ export interface TraceDatPagesOptions extends OutputAccess {
  * and format files, kallsyms and saved cmdlines, whole or not at all (see {@link writeFileAtomically}): readable by
  * its owner only unless `share` or `mode` says otherwise. Returns the bytes written.
  *
- * @throws TraceFormatError `ERR_TRACE_DAT` when a CPU's chunks do not add up to its declared size; `ERR_OUTPUT`
+ * @throws TraceFormatError `ERR_TRACE_DAT` when a CPU's chunks do not add up to its declared size; `ERR_TRACE_OUTPUT`
  *   naming `file` when it cannot be written.
  */
 export function writeTraceDatPages(

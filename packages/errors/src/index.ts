@@ -1,0 +1,2 @@
+export { codeOf, type ErrorShape, EvtraceError, type EvtraceErrorOptions } from './error.ts';
+export { formatLocation, type Location, located } from './location.ts';
