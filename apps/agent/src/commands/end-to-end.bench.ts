@@ -15,7 +15,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createCtfWriter, type EventClass } from '@evtrace/trace-format';
+import { writeU64Ctf } from '../testing/u64-ctf.ts';
 
 const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
 const ROUNDS = Number(process.env.EVTRACE_BENCH_ROUNDS ?? 2);
@@ -120,28 +120,7 @@ function print(rows: readonly Row[]): void {
 
 /** One million events of one u64 field, LTTng-style compact headers (the trace-format CTF bench's input). */
 function writeCtf(dir: string): void {
-  const cls: EventClass = {
-    id: 0,
-    name: 'one_u64',
-    streamId: 0,
-    payload: {
-      kind: 'struct',
-      minAlign: 1,
-      members: [
-        {
-          name: 'value',
-          type: { kind: 'int', size: 64, signed: false, align: 8, byteOrder: 'le', base: 10, encoding: 'none' },
-        },
-      ],
-    },
-  };
-  const writer = createCtfWriter(dir, {});
-  let ts = 1_700_000_000_000_000_000n;
-  for (let k = 0; k < CTF_EVENTS; k++) {
-    ts += 137n;
-    writer.writeEvent({ eventClass: cls, tsNs: ts, cpu: 0, fields: { value: BigInt(k) } });
-  }
-  writer.close();
+  writeU64Ctf(dir, CTF_EVENTS);
 }
 
 /** A trace.dat of at least 1 M kmem events: the one named, else recorded here (root and tracefs needed). */

@@ -6,9 +6,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createCtfWriter, type EventClass } from '@evtrace/trace-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI } from '../testing/agent-daemon.ts';
+import { writeU64Ctf } from '../testing/u64-ctf.ts';
 
 const hasScript = spawnSync('sh', ['-c', 'command -v script']).status === 0;
 const EVENTS = 1_000_000;
@@ -18,26 +18,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 beforeAll(() => {
   // Long enough to convert that the line is drawn: a million events take a good part of a second.
-  const cls: EventClass = {
-    id: 0,
-    name: 'one_u64',
-    streamId: 0,
-    payload: {
-      kind: 'struct',
-      minAlign: 1,
-      members: [
-        {
-          name: 'value',
-          type: { kind: 'int', size: 64, signed: false, align: 8, byteOrder: 'le', base: 10, encoding: 'none' },
-        },
-      ],
-    },
-  };
-  const writer = createCtfWriter(ctf, {});
-  let ts = 1_700_000_000_000_000_000n;
-  for (let k = 0; k < EVENTS; k++)
-    writer.writeEvent({ eventClass: cls, tsNs: (ts += 137n), cpu: 0, fields: { value: BigInt(k) } });
-  writer.close();
+  writeU64Ctf(ctf, EVENTS);
 }, 120_000);
 
 /** convert's stderr (and stdout) as a terminal shows them. */
