@@ -44,21 +44,7 @@ export function eventFilter(expression: string): EventFilter {
   const classes = new Map<string, { cls: EventClass; fields: FtraceFieldInfo[]; test: EventPredicate | undefined }>();
   let problem: string | undefined;
   let fitted = false;
-  // A class with only the common fields: a syntax error shows at once, not after the first event.
-  try {
-    compileFilter(
-      expression,
-      makeClass('check', [
-        { name: 'host', cType: '__data_loc char[]', offset: 8, size: 4, signed: false, common: false },
-      ]),
-      {
-        comm: () => '',
-      },
-    );
-  } catch (error) {
-    if (error instanceof FilterError && error.code !== 'ERR_FILTER_FIELD')
-      throw new FleetError('ERR_FLEET_ARGUMENT', `--filter: ${error.message}`, { cause: error });
-  }
+  checkSyntax(expression);
   return {
     get problem() {
       return fitted ? undefined : problem;
@@ -112,6 +98,38 @@ export function eventFilter(expression: string): EventFilter {
       return c.test(event);
     },
   };
+}
+
+/**
+ * Refuses an expression no event could make valid (bad syntax, a malformed value) at once, not after the first event:
+ * it is compiled against a class that gains each field it names as a number; a type mismatch is left to the events.
+ */
+function checkSyntax(expression: string): void {
+  const fields: FtraceFieldInfo[] = [];
+  for (let tries = 0; tries < 256; tries++) {
+    try {
+      compileFilter(expression, makeClass('check', fields), { comm: () => '' });
+      return;
+    } catch (error) {
+      if (!(error instanceof FilterError)) throw error;
+      if (error.code === 'ERR_FILTER_FIELD' && error.span !== undefined) {
+        const name = expression.slice(error.span.start, error.span.end);
+        if (!fields.some((f) => f.name === name)) {
+          fields.push({
+            name,
+            cType: 'unsigned long',
+            offset: 8 + fields.length * 8,
+            size: 8,
+            signed: false,
+            common: false,
+          });
+          continue;
+        }
+      }
+      if (error.code === 'ERR_FILTER_FIELD' || error.code === 'ERR_FILTER_TYPE') return;
+      throw new FleetError('ERR_FLEET_ARGUMENT', `--filter: ${error.format(expression)}`, { cause: error });
+    }
+  }
 }
 
 function makeClass(name: string, fields: FtraceFieldInfo[]): EventClass {

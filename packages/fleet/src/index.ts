@@ -1,3 +1,4 @@
+export type { NatsConnection } from '@nats-io/transport-node';
 export { connectError, connectFleet, type FleetConnectOptions, serverList } from './connect.ts';
 export {
   decodeEnvelope,

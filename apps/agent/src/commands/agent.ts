@@ -7,8 +7,10 @@ import type { Command } from 'commander';
 import { bootSessions } from '../config/boot.ts';
 import { type AgentConfigCliOptions, addConfigOptions, agentConfigFromCli, configReport } from '../config/cli.ts';
 import { Agent } from '../daemon/agent.ts';
+import { addExportOptions, type ExportCliOptions, exportSettings, FleetExport } from '../daemon/export.ts';
 import { addHardwareOptions, HARDWARE_OPTION_NAMES, Hardware, type HardwareCliOptions } from '../daemon/hardware.ts';
 import { listen } from '../daemon/server.ts';
+import type { Session } from '../daemon/session.ts';
 import { ExitCode } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { type MetricsServer, startMetricsServer } from '../metrics/server.ts';
@@ -16,7 +18,7 @@ import { addCommand, CliExit, type CliIO } from '../program.ts';
 import { onStopSignals } from '../signals.ts';
 
 /** Options of `evtrace agent`; the config layer fills the same names. */
-export interface AgentCliOptions extends AgentConfigCliOptions, HardwareCliOptions {
+export interface AgentCliOptions extends AgentConfigCliOptions, HardwareCliOptions, ExportCliOptions {
   tracefs?: string;
   maxSessions?: string;
   maxViewers?: string;
@@ -87,6 +89,7 @@ run_triggers, page_offline and memory_sysfs; a flag given wins over its key.`,
   // --config, --metrics, --buffer-size, --mode, --check-config: flags over EVTRACE_* over the config file.
   addConfigOptions(cmd);
   addHardwareOptions(cmd);
+  addExportOptions(cmd);
   setExamples(
     cmd,
     `evtrace agent                                        foreground, default socket and state directory
@@ -122,6 +125,15 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
   } catch (error) {
     throw new CliExit(ExitCode.Usage, (error as Error).message);
   }
+  let fleet: FleetExport | undefined;
+  try {
+    const settings = exportSettings(options, config.nats);
+    if (settings !== undefined) fleet = await FleetExport.start(settings, stateDir, log);
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    throw new CliExit(code === 'ERR_FLEET_ARGUMENT' ? ExitCode.Usage : ExitCode.Failure, (error as Error).message);
+  }
+  if (fleet !== undefined && hardware !== undefined) hardware.report = fleet.hardware;
   const agent = new Agent({
     stateDir,
     log,
@@ -130,6 +142,7 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
     ...(maxViewers !== undefined ? { maxViewers } : {}),
     ...(demoRate !== undefined ? { demoRate } : {}),
     ...(hardware !== undefined ? { sources: hardware.sources } : {}),
+    ...(fleet !== undefined ? { opened: (s: Session) => fleet.opened(s), shot: fleet.shot.bind(fleet) } : {}),
   });
   let server: Awaited<ReturnType<typeof listen>>;
   let metrics: MetricsServer | undefined;
@@ -141,6 +154,7 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
   } catch (error) {
     agent.close();
     await metrics?.close();
+    await fleet?.close();
     throw new CliExit(ExitCode.Failure, errorText(error));
   }
   const connections = new Set<Socket>();
@@ -156,6 +170,7 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
   };
   for (const line of await bootSessions(config.sessions, boot)) log(line);
   if (hardware !== undefined) log(await hardware.boot(agent));
+  fleet?.startStatus(agent);
   log(`listening on ${socket} (pid ${process.pid}, state in ${stateDir})`);
   // The reading loop must not starve under the load it records (as `evtrace record`'s reader): root raises it.
   if (process.getuid?.() === 0) {
@@ -175,6 +190,7 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
   await stopping.promise;
   agent.close();
   await metrics?.close();
+  await fleet?.close();
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   for (const c of connections) c.end();
   setTimeout(() => {

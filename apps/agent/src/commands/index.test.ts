@@ -9,6 +9,7 @@ const ALL = [
   'convert',
   'demo',
   'filter',
+  'fleet',
   'kmem',
   'list',
   'ls',

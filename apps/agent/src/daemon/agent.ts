@@ -63,6 +63,10 @@ export interface AgentOptions {
   readonly demoRate?: number;
   /** More source kinds (`mce`: the hardware session), by the kind saved in a session's state. */
   readonly sources?: Readonly<Record<string, (spec: SessionSpec) => EventSource>>;
+  /** Told of every session the agent opens (created, or recovered after a restart), before it starts. */
+  readonly opened?: (session: Session) => void;
+  /** Told of every trace-shot taken (asked for, or by a trigger), with why. */
+  readonly shot?: (session: Session, result: SnapshotResult, why: string) => void;
 }
 
 const SIGNALS: readonly TriggerSignal[] = ['SIGUSR1', 'SIGUSR2'];
@@ -254,6 +258,7 @@ export class Agent implements MetricsProvider {
     );
     await session.open();
     this.sessionsByName.set(spec.name, session);
+    this.#o.opened?.(session);
     this.#save(session);
     this.#schedule();
     return session;
@@ -469,6 +474,7 @@ export class Agent implements MetricsProvider {
     if (isAttached(s.source)) this.#mayRead(s.source.target, caller);
     const result = s.snapshot(dir, format, caller);
     this.#o.log(`session ${name}: trace-shot ${result.path} (${result.events} events)`);
+    this.#o.shot?.(s, result, 'asked for');
     return result;
   }
 
@@ -513,6 +519,7 @@ export class Agent implements MetricsProvider {
       try {
         const r = s.snapshot(undefined, undefined);
         this.#o.log(`session ${s.name}: ${why}: trace-shot ${r.path} (${r.events} events)`);
+        this.#o.shot?.(s, r, why);
       } catch (error) {
         this.#o.log(`session ${s.name}: ${why}: trace-shot failed: ${asAgentError(error).message}`);
       }
@@ -526,6 +533,7 @@ export class Agent implements MetricsProvider {
       try {
         const r = s.snapshot(undefined, undefined);
         this.#o.log(`session ${s.name}: ${signal} received: trace-shot ${r.path} (${r.events} events)`);
+        this.#o.shot?.(s, r, `${signal} received`);
       } catch (error) {
         this.#o.log(`session ${s.name}: ${signal} received: trace-shot failed: ${asAgentError(error).message}`);
       }
