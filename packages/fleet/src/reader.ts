@@ -11,6 +11,7 @@ import {
   jetstream,
   jetstreamManager,
   type OrderedConsumerOptions,
+  type StreamInfo,
 } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -62,15 +63,19 @@ async function manager(nc: NatsConnection): Promise<JetStreamManager> {
   }
 }
 
-/** Messages stored under `filter` (0 when the stream has none). */
-async function stored(jsm: JetStreamManager, stream: string, filter: string): Promise<number> {
+/** The stream's info (with the subjects under `filter`). @throws FleetError `ERR_FLEET_STREAM` naming what is missing. */
+async function streamInfo(jsm: JetStreamManager, stream: string, filter?: string): Promise<StreamInfo> {
   try {
-    const info = await jsm.streams.info(stream, { subjects_filter: filter });
-    return Object.values(info.state.subjects ?? {}).reduce((a, n) => a + n, 0);
+    return await jsm.streams.info(stream, filter !== undefined ? { subjects_filter: filter } : undefined);
   } catch (error) {
-    throw new FleetError('ERR_FLEET_STREAM', `cannot read stream ${stream}: ${(error as Error).message}`, {
-      cause: error,
-    });
+    const missing = /stream not found/i.test((error as Error).message);
+    throw new FleetError(
+      'ERR_FLEET_STREAM',
+      missing
+        ? `no stream ${stream} on this server: no agent has published to it yet (or another stream name was meant)`
+        : `cannot read stream ${stream}: ${(error as Error).message}`,
+      { cause: error },
+    );
   }
 }
 
@@ -88,7 +93,11 @@ export async function* readChannel(
   const filter = subjectFilter(o.host, channel);
   const since = o.since ?? 'new';
   const jsm = await manager(nc);
-  if (o.follow !== true && (since === 'new' || (await stored(jsm, stream, filter)) === 0)) return;
+  const info = await streamInfo(jsm, stream, filter);
+  const held = Object.values(info.state.subjects ?? {}).reduce((a, n) => a + n, 0);
+  if (o.follow !== true && (since === 'new' || held === 0)) return;
+  // Without follow, reading ends at what the stream held when it began, however fast agents publish meanwhile.
+  const last = info.state.last_seq;
   const options: Partial<OrderedConsumerOptions> = {
     filter_subjects: filter,
     deliver_policy: since === 'all' ? DeliverPolicy.All : since === 'new' ? DeliverPolicy.New : DeliverPolicy.StartTime,
@@ -110,8 +119,9 @@ export async function* readChannel(
     try {
       for await (const m of messages) {
         arm();
+        if (m.seq > last) break;
         yield* records(m);
-        if (m.info.pending === 0) break;
+        if (m.seq === last || m.info.pending === 0) break;
       }
     } finally {
       clearTimeout(idle);
@@ -153,15 +163,7 @@ export interface HostSummary {
 export async function fleetHosts(nc: NatsConnection, o: { stream?: string } = {}): Promise<HostSummary[]> {
   const stream = o.stream ?? DEFAULT_STREAM;
   const jsm = await manager(nc);
-  let subjects: Record<string, number>;
-  try {
-    subjects =
-      (await jsm.streams.info(stream, { subjects_filter: subjectFilter(undefined, '>') })).state.subjects ?? {};
-  } catch (error) {
-    throw new FleetError('ERR_FLEET_STREAM', `cannot read stream ${stream}: ${(error as Error).message}`, {
-      cause: error,
-    });
-  }
+  const subjects = (await streamInfo(jsm, stream, subjectFilter(undefined, '>'))).state.subjects ?? {};
   const hosts = new Map<string, number>();
   for (const [subject, n] of Object.entries(subjects)) {
     const where = parseSubject(subject);

@@ -1,0 +1,201 @@
+/**
+ * `evtrace agent --nats` and `evtrace fleet` against a real nats-server (Debian's package) with JetStream on a free
+ * loopback port: agents with the demo source (no root needed) export a session, the server or an agent is killed
+ * mid-export, and `fleet tail` must show every sequence number of every host exactly once.
+ */
+import { readdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { NatsServer, natsServerAvailable } from '@evtrace/fleet/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { cli, eventually, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
+
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function dir(prefix: string): string {
+  const d = workDir(prefix);
+  cleanups.push(() => rmSync(d, { recursive: true, force: true }));
+  return d;
+}
+
+async function server(at: string, extra: { user?: string; password?: string } = {}): Promise<NatsServer> {
+  const s = await NatsServer.start({ dir: join(at, 'nats'), ...extra });
+  cleanups.push(() => s.stop());
+  return s;
+}
+
+async function agent(at: string, url: string, host: string): Promise<RunningAgent> {
+  const a = await startAgent(at, [
+    '--nats',
+    url,
+    '--host',
+    host,
+    '--nats-status-interval',
+    '200ms',
+    '--demo-rate',
+    '2000',
+  ]);
+  cleanups.push(() => (a.proc.exitCode === null ? a.stop() : undefined));
+  return a;
+}
+
+async function exportDemo(a: RunningAgent): Promise<void> {
+  const created = await cli(a, [
+    'session',
+    'create',
+    'd',
+    '--events',
+    'kmem:*',
+    '--mode',
+    'overwrite',
+    '--source',
+    'demo',
+    '--export',
+  ]);
+  expect(created.stderr).toBe('');
+  expect((await cli(a, ['session', 'start', 'd'])).code).toBe(0);
+}
+
+interface Status {
+  host: string;
+  status: { exported: number; spool: { bytes: number }; sessions: { name: string; state: string }[] } | null;
+}
+
+/** Every exported event in the stream, by host: `fleet tail --since all --json --no-follow`. */
+async function tailAll(url: string): Promise<Map<string, { seq: number; session: string; event: string }[]>> {
+  const r = await cli({ socket: '' }, ['fleet', 'tail', '--nats', url, '--since', 'all', '--json', '--no-follow']);
+  expect(r.stderr).toBe('');
+  expect(r.code).toBe(0);
+  const byHost = new Map<string, { seq: number; session: string; event: string }[]>();
+  for (const line of r.stdout.split('\n').filter(Boolean)) {
+    const e = JSON.parse(line) as { host: string; seq: number; session: string; event: string };
+    byHost.set(e.host, [...(byHost.get(e.host) ?? []), e]);
+  }
+  return byHost;
+}
+
+/**
+ * Once every host stopped its session and its spool is empty, the stream holds all it exported: resolves to the
+ * events by host when their count is what each agent's status says it exported.
+ */
+async function settled(url: string, hosts: readonly string[]) {
+  return eventually(async () => {
+    const r = await cli({ socket: '' }, ['fleet', 'hosts', '--nats', url, '--json']);
+    if (r.code !== 0) return undefined;
+    const statuses = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Status);
+    const done = hosts.every((h) => {
+      const s = statuses.find((x) => x.host === h)?.status;
+      return s != null && s.spool.bytes === 0 && s.sessions.every((x) => x.state === 'stopped');
+    });
+    if (!done) return undefined;
+    const events = await tailAll(url);
+    const exported = (h: string) => statuses.find((x) => x.host === h)!.status!.exported;
+    // At least what this agent exported (a restarted agent's count leaves out what its predecessor spooled).
+    return hosts.every((h) => (events.get(h)?.length ?? 0) >= exported(h) && exported(h) > 0) ? events : undefined;
+  }, 30_000);
+}
+
+const range = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+
+describe.skipIf(!natsServerAvailable())('evtrace agent --nats and evtrace fleet (needs nats-server)', () => {
+  it('two agents export a demo session; the server is killed and restarted mid-export; fleet tail shows both hosts gap-free', {
+    timeout: 60_000,
+  }, async () => {
+    const work = dir('fleet-two-');
+    const s = await server(work);
+    const alpha = await agent(join(work, 'alpha'), s.url, 'alpha');
+    const beta = await agent(join(work, 'beta'), s.url, 'beta');
+    await exportDemo(alpha);
+    await exportDemo(beta);
+    await eventually(async () => ((await tailAll(s.url)).size === 2 ? true : undefined));
+    await s.stop('SIGKILL');
+    // Both keep recording into their spools meanwhile.
+    await alpha.waitForLog(/NATS connection lost/);
+    await new Promise((r) => setTimeout(r, 500));
+    await s.restart();
+    await alpha.waitForLog(/reconnected to NATS/);
+    for (const a of [alpha, beta]) expect((await cli(a, ['session', 'stop', 'd'])).code).toBe(0);
+    const events = await settled(s.url, ['alpha', 'beta']);
+    for (const host of ['alpha', 'beta']) {
+      const got = events.get(host)!;
+      expect(got.every((e) => e.session === 'd' && e.event.startsWith('kmem:'))).toBe(true);
+      // Exactly once each, and no gap.
+      expect(got.map((e) => e.seq).sort((a, b) => a - b)).toEqual(range(got.length));
+    }
+  });
+
+  it('an agent killed with SIGKILL while NATS is away sends its spool after its restart, in sequence from 1', {
+    timeout: 60_000,
+  }, async () => {
+    const work = dir('fleet-kill-');
+    const s = await server(work);
+    await s.stop();
+    const first = await agent(work, s.url, 'gamma');
+    await first.waitForLog(/spooling to .*fleet-spool until it can be reached/);
+    await exportDemo(first);
+    const spool = join(first.stateDir, 'fleet-spool');
+    const spooled = () =>
+      readdirSync(spool)
+        .filter((f) => f.endsWith('.seg'))
+        .reduce((a, f) => a + statSync(join(spool, f)).size, 0);
+    await eventually(() => (spooled() > 20_000 ? true : undefined));
+    await first.kill9();
+    await s.restart();
+    const second = await agent(work, s.url, 'gamma');
+    await second.waitForLog(/session d exports its events/);
+    expect((await cli(second, ['session', 'stop', 'd'])).code).toBe(0);
+    const got = (await settled(s.url, ['gamma'])).get('gamma')!;
+    // Sequence numbers continue across the restart: what the killed agent spooled starts the stream at 1.
+    expect(got.map((e) => e.seq).sort((a, b) => a - b)).toEqual(range(got.length));
+    expect(got.length).toBeGreaterThan(100);
+  });
+
+  it('says clearly that the server refused the credentials, and exits 1', { timeout: 30_000 }, async () => {
+    const work = dir('fleet-auth-');
+    const s = await server(work, { user: 'agent', password: 'right' });
+    const refused = startAgent(work, [
+      '--nats',
+      s.url,
+      '--host',
+      'h',
+      '--nats-user',
+      'agent',
+      '--nats-password',
+      'wrong',
+    ]);
+    await expect(refused).rejects.toThrow(
+      /exited \(1\)[\s\S]*NATS at nats:\/\/127\.0\.0\.1:\d+ refused user "agent": .*[Aa]uthorization/,
+    );
+    const hosts = await cli({ socket: '' }, [
+      'fleet',
+      'hosts',
+      '--nats',
+      s.url,
+      '--nats-user',
+      'agent',
+      '--nats-password',
+      'wrong',
+    ]);
+    expect(hosts.code).toBe(1);
+    expect(hosts.stderr).toMatch(/^evtrace: NATS at nats:\/\/127\.0\.0\.1:\d+ refused user "agent": /);
+    // The right credentials get through: to a server no agent published to yet.
+    const ok = await cli({ socket: '' }, [
+      'fleet',
+      'hosts',
+      '--nats',
+      s.url,
+      '--nats-user',
+      'agent',
+      '--nats-password',
+      'right',
+    ]);
+    expect(ok.stderr).toBe(
+      'evtrace: no stream EVTRACE on this server: no agent has published to it yet (or another stream name was meant)\n',
+    );
+  });
+});
