@@ -5,6 +5,7 @@
  */
 import { readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { connectFleet, fleetHosts, type HostSummary } from '@evtrace/fleet';
 import { NatsServer, natsServerAvailable } from '@evtrace/fleet/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cli, eventually, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
@@ -59,8 +60,9 @@ async function exportDemo(a: RunningAgent): Promise<void> {
 }
 
 interface Status {
-  host: string;
-  status: { exported: number; spool: { bytes: number }; sessions: { name: string; state: string }[] } | null;
+  exported: number;
+  spool: { bytes: number };
+  sessions: { name: string; state: string }[];
 }
 
 /** Every exported event in the stream, by host: `fleet tail --since all --json --no-follow`. */
@@ -76,28 +78,37 @@ async function tailAll(url: string): Promise<Map<string, { seq: number; session:
   return byHost;
 }
 
+/** The hosts' last status, read in-process (polled: faster than a command each time). */
+async function statuses(url: string): Promise<HostSummary[]> {
+  const nc = await connectFleet({ servers: url });
+  try {
+    return await fleetHosts(nc);
+  } catch {
+    return [];
+  } finally {
+    await nc.close();
+  }
+}
+
 /**
  * Once every host stopped its session and its spool is empty, the stream holds all it exported: resolves to the
- * events by host when their count is what each agent's status says it exported.
+ * events by host, read by `fleet tail`, when each host has at least what its agent's status says it exported (a
+ * restarted agent's count leaves out what its predecessor spooled).
  */
 async function settled(url: string, hosts: readonly string[]) {
-  return eventually(async () => {
-    const r = await cli({ socket: '' }, ['fleet', 'hosts', '--nats', url, '--json']);
-    if (r.code !== 0) return undefined;
-    const statuses = r.stdout
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Status);
-    const done = hosts.every((h) => {
-      const s = statuses.find((x) => x.host === h)?.status;
-      return s != null && s.spool.bytes === 0 && s.sessions.every((x) => x.state === 'stopped');
-    });
-    if (!done) return undefined;
-    const events = await tailAll(url);
-    const exported = (h: string) => statuses.find((x) => x.host === h)!.status!.exported;
-    // At least what this agent exported (a restarted agent's count leaves out what its predecessor spooled).
-    return hosts.every((h) => (events.get(h)?.length ?? 0) >= exported(h) && exported(h) > 0) ? events : undefined;
+  const exported = await eventually(async () => {
+    const all = await statuses(url);
+    const done = hosts.map((h) => all.find((x) => x.host === h)?.status as Status | undefined);
+    return done.every((s) => s !== undefined && s.spool.bytes === 0 && s.sessions.every((x) => x.state === 'stopped'))
+      ? new Map(hosts.map((h, i) => [h, done[i]!.exported]))
+      : undefined;
   }, 30_000);
+  const events = await tailAll(url);
+  for (const h of hosts) {
+    expect(exported.get(h)).toBeGreaterThan(0);
+    expect(events.get(h)?.length ?? 0).toBeGreaterThanOrEqual(exported.get(h)!);
+  }
+  return events;
 }
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
@@ -112,7 +123,9 @@ describe.skipIf(!natsServerAvailable())('evtrace agent --nats and evtrace fleet 
     const beta = await agent(join(work, 'beta'), s.url, 'beta');
     await exportDemo(alpha);
     await exportDemo(beta);
-    await eventually(async () => ((await tailAll(s.url)).size === 2 ? true : undefined));
+    await eventually(async () =>
+      (await statuses(s.url)).filter((h) => h.messages > 2).length === 2 ? true : undefined,
+    );
     await s.stop('SIGKILL');
     // Both keep recording into their spools meanwhile.
     await alpha.waitForLog(/NATS connection lost/);

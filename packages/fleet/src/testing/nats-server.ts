@@ -90,6 +90,8 @@ export class NatsServer {
     writeFileSync(config, `${lines.join('\n')}\n`);
     const proc = spawn(NATS_SERVER, ['-c', config], { stdio: ['ignore', 'ignore', 'pipe'] });
     this.#proc = proc;
+    // This run's readiness, not the previous run's.
+    this.#log = '';
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new Error(`nats-server ${o.name} did not start in 20 s:\n${this.#log}`)),
