@@ -105,7 +105,7 @@ export async function* readChannel(
   };
   const consumer = await jetstream(nc).consumers.get(stream, options);
   // Without follow: ends at the end of what is stored, or when nothing came for a while (the time asked is after it).
-  const messages = await consumer.consume({ max_messages: 4096, ...(o.follow === true ? {} : { expires: 2000 }) });
+  const messages = await consumer.consume({ max_messages: 4096 });
   const stop = () => void messages.close();
   o.signal?.addEventListener('abort', stop, { once: true });
   let idle: NodeJS.Timeout | undefined;
