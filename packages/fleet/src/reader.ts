@@ -95,7 +95,8 @@ export async function* readChannel(
   const jsm = await manager(nc);
   const info = await streamInfo(jsm, stream, filter);
   const held = Object.values(info.state.subjects ?? {}).reduce((a, n) => a + n, 0);
-  if (o.follow !== true && (since === 'new' || held === 0)) return;
+  const after = since instanceof Date && new Date(info.state.last_ts).getTime() < since.getTime();
+  if (o.follow !== true && (since === 'new' || held === 0 || after)) return;
   // Without follow, reading ends at what the stream held when it began, however fast agents publish meanwhile.
   const last = info.state.last_seq;
   const options: Partial<OrderedConsumerOptions> = {
