@@ -26,6 +26,10 @@ import {
 } from './records.ts';
 import { DEFAULT_SHOT_BUCKET, DEFAULT_STREAM, parseSubject, subjectFilter } from './subjects.ts';
 
+/** How long a reader without follow waits for a message before it asks the server what is left, and gives up. */
+const IDLE_MS = 1000;
+const STALL_MS = 30_000;
+
 /** From where a reader starts: every message kept, those since a time, or only new ones. */
 export type Since = 'all' | 'new' | Date;
 
@@ -105,25 +109,47 @@ export async function* readChannel(
     ...(since instanceof Date ? { opt_start_time: since.toISOString() } : {}),
   };
   const consumer = await jetstream(nc).consumers.get(stream, options);
-  // Without follow: ends at the end of what is stored, or when nothing came for a while (the time asked is after it).
   const messages = await consumer.consume({ max_messages: 4096 });
   const stop = () => void messages.close();
   o.signal?.addEventListener('abort', stop, { once: true });
-  let idle: NodeJS.Timeout | undefined;
   if (o.follow !== true) {
+    // Without follow: ends at the end of what is stored. When nothing comes for a while, the server says whether
+    // anything matching is left (none after the time asked); a stall with messages pending (a cluster moving its
+    // leader) is waited out, and one that lasts is an error, never a silently short answer.
+    let idle: NodeJS.Timeout | undefined;
+    let quiet = 0;
+    let stalled: FleetError | undefined;
     const arm = () => {
       clearTimeout(idle);
-      idle = setTimeout(stop, 3000);
+      idle = setTimeout(check, IDLE_MS);
+    };
+    const check = () => {
+      quiet += IDLE_MS;
+      consumer.info(false).then(
+        (ci) => {
+          if (ci.num_pending === 0) return stop();
+          if (quiet >= STALL_MS) {
+            stalled = new FleetError(
+              'ERR_FLEET_STREAM',
+              `reading ${filter} from stream ${stream}: nothing arrived for ${STALL_MS / 1000} s while ${ci.num_pending} messages are pending`,
+            );
+            return stop();
+          }
+          arm();
+        },
+        () => (quiet >= STALL_MS ? stop() : arm()),
+      );
     };
     arm();
-    messages.closed().finally(() => clearTimeout(idle));
     try {
       for await (const m of messages) {
+        quiet = 0;
         arm();
         if (m.seq > last) break;
         yield* records(m);
         if (m.seq === last || m.info.pending === 0) break;
       }
+      if (stalled !== undefined) throw stalled;
     } finally {
       clearTimeout(idle);
       o.signal?.removeEventListener('abort', stop);
