@@ -3,8 +3,8 @@
  * loopback port: agents with the demo source (no root needed) export a session, the server or an agent is killed
  * mid-export, and `fleet tail` must show every sequence number of every host exactly once.
  */
-import { readdirSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { connectFleet, fleetHosts, type HostSummary } from '@evtrace/fleet';
 import { NatsServer, natsServerAvailable } from '@evtrace/fleet/testing';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -27,7 +27,35 @@ async function server(at: string, extra: { user?: string; password?: string } = 
   return s;
 }
 
-async function agent(at: string, url: string, host: string): Promise<RunningAgent> {
+/**
+ * EDAC sysfs in the per-DIMM layout with no errors yet, and an empty tracefs tree (this VM has no machine-check
+ * support): the hardware session reads the EDAC counters, whose growth is a memory error.
+ */
+function hardwareInputs(at: string): string[] {
+  const put = (path: string, text: string) => {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, `${text}\n`);
+  };
+  for (const f of ['ce_count', 'ue_count', 'ce_noinfo_count', 'ue_noinfo_count'])
+    put(join(at, 'edac', 'mc', 'mc0', f), '0');
+  for (const i of [0, 1]) {
+    put(join(at, 'edac', 'mc', 'mc0', `dimm${i}`, 'dimm_label'), `CPU_SrcID#0_MC#0_Chan#${i}_DIMM#0`);
+    put(join(at, 'edac', 'mc', 'mc0', `dimm${i}`, 'dimm_ce_count'), '0');
+    put(join(at, 'edac', 'mc', 'mc0', `dimm${i}`, 'dimm_ue_count'), '0');
+  }
+  mkdirSync(join(at, 'tracefs'), { recursive: true });
+  return [
+    '--hardware',
+    '--tracefs',
+    join(at, 'tracefs'),
+    '--edac-sysfs',
+    join(at, 'edac'),
+    '--mcelog',
+    join(at, 'no-mcelog'),
+  ];
+}
+
+async function agent(at: string, url: string, host: string, extra: string[] = []): Promise<RunningAgent> {
   const a = await startAgent(at, [
     '--nats',
     url,
@@ -36,7 +64,8 @@ async function agent(at: string, url: string, host: string): Promise<RunningAgen
     '--nats-status-interval',
     '200ms',
     '--demo-rate',
-    '2000',
+    '100',
+    ...extra,
   ]);
   cleanups.push(() => (a.proc.exitCode === null ? a.stop() : undefined));
   return a;
@@ -60,9 +89,8 @@ async function exportDemo(a: RunningAgent): Promise<void> {
 }
 
 interface Status {
-  exported: number;
   spool: { bytes: number };
-  sessions: { name: string; state: string }[];
+  sessions: { name: string; state: string; exported: number | null }[];
 }
 
 /** Every exported event in the stream, by host: `fleet tail --since all --json --no-follow`. */
@@ -91,7 +119,7 @@ async function statuses(url: string): Promise<HostSummary[]> {
 }
 
 /**
- * Once every host stopped its session and its spool is empty, the stream holds all it exported: resolves to the
+ * Once every host stopped its session d and its spool is empty, the stream holds all it exported: resolves to the
  * events by host, read by `fleet tail`, when each host has at least what its agent's status says it exported (a
  * restarted agent's count leaves out what its predecessor spooled).
  */
@@ -99,8 +127,9 @@ async function settled(url: string, hosts: readonly string[]) {
   const exported = await eventually(async () => {
     const all = await statuses(url);
     const done = hosts.map((h) => all.find((x) => x.host === h)?.status as Status | undefined);
-    return done.every((s) => s !== undefined && s.spool.bytes === 0 && s.sessions.every((x) => x.state === 'stopped'))
-      ? new Map(hosts.map((h, i) => [h, done[i]!.exported]))
+    const d = (s: Status | undefined) => s?.sessions.find((x) => x.name === 'd');
+    return done.every((s) => s !== undefined && s.spool.bytes === 0 && d(s)?.state === 'stopped')
+      ? new Map(hosts.map((h, i) => [h, d(done[i])!.exported ?? 0]))
       : undefined;
   }, 30_000);
   const events = await tailAll(url);
@@ -114,13 +143,15 @@ async function settled(url: string, hosts: readonly string[]) {
 const range = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
 describe.skipIf(!natsServerAvailable())('evtrace agent --nats and evtrace fleet (needs nats-server)', () => {
-  it('two agents export a demo session; the server is killed and restarted mid-export; fleet tail shows both hosts gap-free', {
+  it('two agents export a demo session and memory errors; the server is killed and restarted mid-export; fleet tail shows both hosts gap-free, fleet errors each DIMM', {
     timeout: 60_000,
   }, async () => {
     const work = dir('fleet-two-');
     const s = await server(work);
-    const alpha = await agent(join(work, 'alpha'), s.url, 'alpha');
-    const beta = await agent(join(work, 'beta'), s.url, 'beta');
+    const alpha = await agent(join(work, 'alpha'), s.url, 'alpha', hardwareInputs(join(work, 'alpha')));
+    const beta = await agent(join(work, 'beta'), s.url, 'beta', hardwareInputs(join(work, 'beta')));
+    await alpha.waitForLog(/hardware: session hardware created and started; reading EDAC/);
+    await beta.waitForLog(/hardware: session hardware created and started; reading EDAC/);
     await exportDemo(alpha);
     await exportDemo(beta);
     await eventually(async () =>
@@ -130,10 +161,25 @@ describe.skipIf(!natsServerAvailable())('evtrace agent --nats and evtrace fleet 
     // Both keep recording into their spools meanwhile.
     await alpha.waitForLog(/NATS connection lost/);
     await new Promise((r) => setTimeout(r, 500));
+    // Memory errors while the server is down: the drivers count them, the agents spool them.
+    writeFileSync(join(work, 'alpha', 'edac', 'mc', 'mc0', 'dimm1', 'dimm_ce_count'), '3\n');
+    writeFileSync(join(work, 'beta', 'edac', 'mc', 'mc0', 'dimm0', 'dimm_ce_count'), '2\n');
+    writeFileSync(join(work, 'beta', 'edac', 'mc', 'mc0', 'dimm0', 'dimm_ue_count'), '1\n');
+    await new Promise((r) => setTimeout(r, 1500));
     await s.restart();
     await alpha.waitForLog(/reconnected to NATS/);
     for (const a of [alpha, beta]) expect((await cli(a, ['session', 'stop', 'd'])).code).toBe(0);
     const events = await settled(s.url, ['alpha', 'beta']);
+    const errors = await cli({ socket: '' }, ['fleet', 'errors', '--nats', s.url, '--since', 'all', '--json']);
+    expect(errors.stderr).toBe('');
+    const rows = errors.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(rows.map((r) => [r.host, r.place, r.errors, r.corrected, r.uncorrected, r.worst])).toEqual([
+      ['alpha', 'CPU_SrcID#0_MC#0_Chan#1_DIMM#0', 3, 3, 0, 'corrected'],
+      ['beta', 'CPU_SrcID#0_MC#0_Chan#0_DIMM#0', 3, 2, 1, 'ucna'],
+    ]);
     for (const host of ['alpha', 'beta']) {
       const got = events.get(host)!;
       expect(got.every((e) => e.session === 'd' && e.event.startsWith('kmem:'))).toBe(true);

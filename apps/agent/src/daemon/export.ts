@@ -180,6 +180,8 @@ export class FleetExport {
   readonly settings: ExportSettings;
   readonly #log: (line: string) => void;
   #status: NodeJS.Timeout | undefined;
+  /** Events each exporting session handed to the publisher since this agent started. */
+  readonly #exported = new Map<string, number>();
 
   private constructor(publisher: FleetPublisher, settings: ExportSettings, log: (line: string) => void) {
     this.publisher = publisher;
@@ -208,7 +210,11 @@ export class FleetExport {
   opened(session: Session): void {
     if (session.spec.export !== true) return;
     const channel = eventsChannel(session.name);
-    session.exports.add((json) => this.publisher.add(channel, json));
+    this.#exported.set(session.name, 0);
+    session.exports.add((json) => {
+      this.publisher.add(channel, json);
+      this.#exported.set(session.name, (this.#exported.get(session.name) ?? 0) + 1);
+    });
     this.#log(`fleet: session ${session.name} exports its events to evtrace.${this.settings.host}.${channel}`);
   }
 
@@ -281,7 +287,7 @@ export class FleetExport {
           lost: s.lost,
           bytes: s.bytes,
           lostPerCpu: s.cpus.map((c) => c.lost),
-          exported: s.spec.export === true,
+          exported: this.#exported.get(s.name) ?? null,
         })),
       });
     send();
