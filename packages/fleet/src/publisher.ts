@@ -85,7 +85,10 @@ export class FleetPublisher {
   #inflight: InFlight[] = [];
   /** Bumped at each failure: acknowledgements of an older generation are ignored (their entries are sent again). */
   #generation = 0;
+  /** The pause after a failed publish before sending again. */
   #retry: NodeJS.Timeout | undefined;
+  /** The next connection attempt while no connection exists. */
+  #reconnect: NodeJS.Timeout | undefined;
   #backoff = 100;
   #statusSeq = 0;
   #lastError: string | undefined;
@@ -164,16 +167,16 @@ export class FleetPublisher {
   }
 
   #reconnectLater(): void {
-    if (this.#closed || this.#retry !== undefined) return;
-    this.#retry = setTimeout(() => {
-      this.#retry = undefined;
+    if (this.#closed || this.#reconnect !== undefined) return;
+    this.#reconnect = setTimeout(() => {
+      this.#reconnect = undefined;
       this.#connect().catch((error: FleetError) => {
         // Said once per distinct reason, not at every attempt.
         if (error.message !== this.#lastError) this.#log((this.#lastError = error.message));
         this.#reconnectLater();
       });
     }, 1000);
-    this.#retry.unref();
+    this.#reconnect.unref();
   }
 
   /** Adds one record (a single-line JSON object) to the channel's batch. */
@@ -375,6 +378,7 @@ export class FleetPublisher {
     this.#closed = true;
     clearTimeout(this.#timer);
     clearTimeout(this.#retry);
+    clearTimeout(this.#reconnect);
     const nc = this.#nc;
     this.#nc = undefined;
     this.#js = undefined;

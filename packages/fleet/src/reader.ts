@@ -127,7 +127,7 @@ export async function* readChannel(
       quiet += IDLE_MS;
       consumer.info(false).then(
         (ci) => {
-          if (ci.num_pending === 0) return stop();
+          if (ci.num_pending === 0 && !counted) return stop();
           if (quiet >= STALL_MS) {
             stalled = new FleetError(
               'ERR_FLEET_STREAM',
@@ -140,6 +140,10 @@ export async function* readChannel(
         () => (quiet >= STALL_MS ? stop() : arm()),
       );
     };
+    // From the start, the number of messages is known and is what ends the reading: a consumer's pending count can
+    // be wrong for a while after a cluster moved the stream's leader.
+    const counted = since === 'all';
+    let read = 0;
     arm();
     try {
       for await (const m of messages) {
@@ -147,7 +151,8 @@ export async function* readChannel(
         arm();
         if (m.seq > last) break;
         yield* records(m);
-        if (m.seq === last || m.info.pending === 0) break;
+        read++;
+        if (m.seq === last || (counted ? read >= held : m.info.pending === 0)) break;
       }
       if (stalled !== undefined) throw stalled;
     } finally {
