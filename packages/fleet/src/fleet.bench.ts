@@ -107,7 +107,7 @@ try {
     filter_subjects: subjectOf('bench', 'events.ours'),
     deliver_policy: DeliverPolicy.All,
   });
-  const messages = await consumer.consume({ max_messages: 4096 });
+  const messages = await consumer.consume({ max_bytes: 8 * 1024 * 1024 });
   let m2 = 0;
   let got = 0;
   for await (const m of messages) {

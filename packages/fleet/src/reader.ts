@@ -109,7 +109,9 @@ export async function* readChannel(
     ...(since instanceof Date ? { opt_start_time: since.toISOString() } : {}),
   };
   const consumer = await jetstream(nc).consumers.get(stream, options);
-  const messages = await consumer.consume({ max_messages: 4096 });
+  // Bounded by bytes, not messages: a batch of large messages past the client's pending limit would be dropped by it
+  // as a slow consumer's, and memory stays bounded whatever the message size.
+  const messages = await consumer.consume({ max_bytes: 8 * 1024 * 1024 });
   const stop = () => void messages.close();
   o.signal?.addEventListener('abort', stop, { once: true });
   if (o.follow !== true) {
