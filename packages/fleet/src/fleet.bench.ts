@@ -16,7 +16,7 @@ import { encodeEnvelope, stamped } from './envelope.ts';
 import { FleetPublisher } from './publisher.ts';
 import { readChannel } from './reader.ts';
 import { subjectOf } from './subjects.ts';
-import { NatsServer } from './testing/nats-server.ts';
+import { NatsServer, natsServerAvailable } from './testing/nats-server.ts';
 
 const EVENTS = 200_000;
 const BATCH = 1024;
@@ -47,6 +47,10 @@ const EVENT = JSON.stringify({
   },
 });
 
+if (!natsServerAvailable()) {
+  process.stdout.write('\n### fleet\n\nnot measured: nats-server is not installed (Debian: apt-get install nats-server)\n');
+  process.exit(0);
+}
 const dir = mkdtempSync(join(tmpdir(), 'evtrace-fleet-bench-'));
 const server = await NatsServer.start({ dir: join(dir, 'nats') });
 try {
