@@ -48,7 +48,9 @@ const EVENT = JSON.stringify({
 });
 
 if (!natsServerAvailable()) {
-  process.stdout.write('\n### fleet\n\nnot measured: nats-server is not installed (Debian: apt-get install nats-server)\n');
+  process.stdout.write(
+    '\n### fleet\n\nnot measured: nats-server is not installed (Debian: apt-get install nats-server)\n',
+  );
   process.exit(0);
 }
 const dir = mkdtempSync(join(tmpdir(), 'evtrace-fleet-bench-'));
@@ -123,9 +125,52 @@ try {
   const rawTail = fromTotal('raw ordered consumer, same messages', Number(process.hrtime.bigint() - t0), n, got / n);
   void m2;
 
+  // 100 hosts at once, each its own publisher, connection and spool, while one reader follows them all.
+  const HOSTS = 100;
+  const PER_HOST = 2000;
+  const rssBefore = process.memoryUsage().rss;
+  const fleet = await Promise.all(
+    Array.from({ length: HOSTS }, (_, i) =>
+      FleetPublisher.start({
+        host: `sim${i}`,
+        connection: { servers: server.url },
+        spoolDir: join(dir, `spool-sim${i}`),
+        batch: { records: BATCH },
+      }),
+    ),
+  );
+  const follow = new AbortController();
+  let followed = 0;
+  const reader = (async () => {
+    for await (const _ of readChannel(nc, 'events.sim', { since: 'new', follow: true, signal: follow.signal })) {
+      if (++followed === HOSTS * PER_HOST) follow.abort();
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 200));
+  t0 = process.hrtime.bigint();
+  for (let k = 0; k < PER_HOST; k += 100)
+    for (const p of fleet) for (let j = 0; j < 100; j++) p.add('events.sim', EVENT);
+  const drained = await Promise.all(fleet.map((p) => p.drain(120_000)));
+  if (drained.includes(false)) throw new Error('a simulated host did not drain in 120 s');
+  await Promise.race([reader, new Promise((r) => setTimeout(r, 60_000))]);
+  const hosts = fromTotal(
+    `${HOSTS} hosts at once, read live`,
+    Number(process.hrtime.bigint() - t0),
+    HOSTS * PER_HOST,
+    EVENT.length,
+  );
+  const rssGrowth = (process.memoryUsage().rss - rssBefore) / (1024 * 1024);
+  for (const p of fleet) await p.close();
+
   printComparisons(`fleet: ${EVENTS} events of ${EVENT.length} bytes through one nats-server on loopback`, [
     { case: 'export with JetStream acks (target >= 200k events/s)', ours, peer: raw, target: '>= 200k/s' },
     { case: 'fleet tail consumption (target >= 500k events/s)', ours: tail, peer: rawTail, target: '>= 500k/s' },
+    {
+      case: `${HOSTS} simulated hosts publishing at once, one live reader (${followed} of ${HOSTS * PER_HOST} read; RSS grew ${rssGrowth.toFixed(0)} MiB)`,
+      ours: hosts,
+      peer: ours,
+      target: 'reader keeps up, memory bounded',
+    },
   ]);
   await nc.close();
 } finally {
