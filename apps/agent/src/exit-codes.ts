@@ -61,6 +61,8 @@ const EXIT_BY_CODE: Readonly<Record<string, ExitCode>> = {
   ERR_PERSISTENT_ARGUMENT: ExitCode.Usage,
   ERR_RINGBUF_ARGUMENT: ExitCode.Usage,
   ERR_AGENT_ARGUMENT: ExitCode.Usage,
+  // fleet: a host, session or time the command line gave that cannot be used.
+  ERR_FLEET_ARGUMENT: ExitCode.Usage,
 };
 
 /** Thrown by command actions to end with a given code, message and exit status. */

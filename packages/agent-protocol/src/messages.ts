@@ -48,6 +48,8 @@ export interface SessionSpec {
   /** The program (and its arguments) whose branches the `bts` and `bts-qemu` sources record. */
   readonly command?: readonly string[];
   readonly triggers?: readonly TriggerSpec[];
+  /** Publish the session's events (after its filter) to the fleet, when the agent runs with `--nats`. */
+  readonly export?: boolean;
 }
 
 /** A request. `id` is a non-negative integer the client chooses; replies carry it back. */

@@ -155,6 +155,10 @@ function sessionSpec(v: unknown, path: string): SessionSpec {
       fail(`${path}.triggers`, `must be an array of at most ${MAX_ITEMS} triggers`);
     spec.triggers = v.triggers.map((t, i) => trigger(t, `${path}.triggers[${i}]`));
   }
+  if (v.export !== undefined) {
+    if (typeof v.export !== 'boolean') fail(`${path}.export`, 'must be true or false');
+    spec.export = v.export;
+  }
   return spec;
 }
 

@@ -20,6 +20,7 @@ const TAGS: Record<string, readonly string[]> = {
   'packages/hw-bts': ['BTS'],
   'packages/hw-mce': ['MCE'],
   'packages/kmemtrace': ['KMEM'],
+  'packages/fleet': ['FLEET'],
   'apps/agent': ['CONFIG', 'METRICS'],
   'apps/tui': ['VIEW'],
 };

@@ -7,11 +7,13 @@
 export type Layer = 'core' | 'shared' | 'domain' | 'app' | 'tooling';
 
 export const LAYERS: Readonly<Record<string, Layer>> = {
+  '@evtrace/errors': 'core',
   '@evtrace/ringbuf': 'core',
   '@evtrace/trace-format': 'core',
   '@evtrace/filters': 'core',
   '@evtrace/tracefs': 'shared',
   '@evtrace/agent-protocol': 'shared',
+  '@evtrace/fleet': 'shared',
   '@evtrace/hw-bts': 'domain',
   '@evtrace/hw-mce': 'domain',
   '@evtrace/kmemtrace': 'domain',

@@ -13,15 +13,17 @@ import {
   configReportJson,
 } from '../config/cli.ts';
 import { Agent } from '../daemon/agent.ts';
+import { addExportOptions, type ExportCliOptions, exportSettings, FleetExport } from '../daemon/export.ts';
 import { addHardwareOptions, HARDWARE_OPTION_NAMES, Hardware, type HardwareCliOptions } from '../daemon/hardware.ts';
 import { listen } from '../daemon/server.ts';
+import type { Session } from '../daemon/session.ts';
 import { CliExit, ExitCode, errorCodeOf, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { type MetricsServer, startMetricsServer } from '../metrics/server.ts';
 import { onStopSignals } from '../signals.ts';
 
 /** Options of `evtrace agent`; the config layer fills the same names. */
-export interface AgentCliOptions extends AgentConfigCliOptions, HardwareCliOptions {
+export interface AgentCliOptions extends AgentConfigCliOptions, HardwareCliOptions, ExportCliOptions {
   tracefs?: string;
   maxSessions?: string;
   maxViewers?: string;
@@ -91,6 +93,7 @@ run_triggers, page_offline and memory_sysfs; a flag given wins over its key.`,
   // --config, --metrics, --buffer-size, --mode, --check-config: flags over EVTRACE_* over the config file.
   addConfigOptions(cmd);
   addHardwareOptions(cmd);
+  addExportOptions(cmd);
   setExamples(
     cmd,
     `evtrace agent                                        foreground, default socket and state directory
@@ -128,6 +131,11 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
     // The hardware options are the command line's: a usage error, with the code of the package that refused them.
     throw new CliExit(errorCodeOf(error), (error as Error).message, ExitCode.Usage);
   }
+  let fleet: FleetExport | undefined;
+  // A fleet error keeps its code: exitCodeOf makes ERR_FLEET_ARGUMENT a usage error.
+  const settings = exportSettings(options, config.nats);
+  if (settings !== undefined) fleet = await FleetExport.start(settings, stateDir, log);
+  if (fleet !== undefined && hardware !== undefined) hardware.report = fleet.hardware;
   const agent = new Agent({
     stateDir,
     log,
@@ -136,6 +144,7 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
     ...(maxViewers !== undefined ? { maxViewers } : {}),
     ...(demoRate !== undefined ? { demoRate } : {}),
     ...(hardware !== undefined ? { sources: hardware.sources } : {}),
+    ...(fleet !== undefined ? { opened: (s: Session) => fleet.opened(s), shot: fleet.shot.bind(fleet) } : {}),
   });
   let server: Awaited<ReturnType<typeof listen>>;
   let metrics: MetricsServer | undefined;
@@ -147,6 +156,7 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
   } catch (error) {
     agent.close();
     await metrics?.close();
+    await fleet?.close();
     throw error;
   }
   const connections = new Set<Socket>();
@@ -162,6 +172,7 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
   };
   for (const line of await bootSessions(config.sessions, boot)) log(line);
   if (hardware !== undefined) log(await hardware.boot(agent));
+  fleet?.startStatus(agent);
   log(`listening on ${socket} (pid ${process.pid}, state in ${stateDir})`);
   // The reading loop must not starve under the load it records (as `evtrace record`'s reader): root raises it.
   if (process.getuid?.() === 0) {
@@ -181,6 +192,7 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
   await stopping.promise;
   agent.close();
   await metrics?.close();
+  await fleet?.close();
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   for (const c of connections) c.end();
   setTimeout(() => {

@@ -10,6 +10,7 @@ const ALL = [
   'convert',
   'demo',
   'filter',
+  'fleet',
   'kmem',
   'list',
   'ls',

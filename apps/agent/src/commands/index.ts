@@ -14,6 +14,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   convert: async () => (await import('./convert.ts')).registerConvert,
   demo: async () => (await import('./demo.ts')).registerDemo,
   filter: async () => (await import('./filter.ts')).registerFilter,
+  fleet: async () => (await import('./fleet.ts')).registerFleet,
   kmem: async () => (await import('./kmem.ts')).registerKmem,
   list: async () => (await import('./list.ts')).registerList,
   ls: async () => (await import('./ls.ts')).registerLs,

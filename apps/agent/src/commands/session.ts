@@ -82,6 +82,7 @@ interface CreateOptions {
   rotate?: string;
   source: string;
   trigger?: string[];
+  export?: boolean;
   socket?: string;
 }
 
@@ -119,7 +120,8 @@ keeps the oldest and counts what does not fit as lost. With --output, files are 
         '--trigger <spec>',
         'take a trace-shot on event:EXPRESSION or a signal (SIGUSR1, SIGUSR2); repeatable',
         collect,
-      ),
+      )
+      .option('--export', 'publish the events (after --filter) to the fleet, when the agent runs with --nats'),
   );
   persistentSessionOptions(create).action(
     async (name: string, command: string[], o: CreateOptions & PersistentSessionOptions) => {
@@ -153,6 +155,7 @@ keeps the oldest and counts what does not fit as lost. With --output, files are 
           : {}),
         ...(o.rotate !== undefined ? { rotate: rotateOption('--rotate', o.rotate) } : {}),
         ...(o.trigger !== undefined ? { triggers: o.trigger.map(parseTrigger) } : {}),
+        ...(o.export === true ? { export: true } : {}),
       };
       const status = await withAgent(o.socket, (a) => a.createSession(spec));
       io.stdout(

@@ -15,6 +15,7 @@ export interface BootSessionSpec {
   readonly output?: SessionConfig['output'];
   readonly rotate?: SessionConfig['rotate'];
   readonly source: SessionConfig['source'];
+  readonly export?: boolean;
 }
 
 /** What booting needs of the agent. */

@@ -76,7 +76,7 @@ describe('evtrace agent --check-config', () => {
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toBe(
-      `evtrace: ERR_CONFIG_UNKNOWN_KEY: ${bad}:5:1: sessions.flight.buffersize: unknown key "buffersize" in session "flight" (did you mean buffer_size?); known keys: events, filter, mode, buffer_size, output, format, rotate, source, start\n`,
+      `evtrace: ERR_CONFIG_UNKNOWN_KEY: ${bad}:5:1: sessions.flight.buffersize: unknown key "buffersize" in session "flight" (did you mean buffer_size?); known keys: events, filter, mode, buffer_size, output, format, rotate, source, start, export\n`,
     );
   });
 

@@ -14,6 +14,8 @@ import {
   DEFAULTS,
   HARDWARE_TABLE_KEYS,
   hardwareValue,
+  NATS_TABLE_KEYS,
+  natsValue,
   SESSION_TABLE_KEYS,
   SETTINGS,
   type SessionConfig,
@@ -55,7 +57,7 @@ export interface ConfigFile {
   readonly positions: KeyPositions;
 }
 
-const TOP_KEYS: readonly string[] = [...Object.values(SETTINGS).map((s) => s.key), 'sessions', 'hardware'];
+const TOP_KEYS: readonly string[] = [...Object.values(SETTINGS).map((s) => s.key), 'sessions', 'hardware', 'nats'];
 
 /** Largest config file read: a config is a few kilobytes; anything near this is a mistake (a log, a core file). */
 export const MAX_CONFIG_BYTES = 1 << 20;
@@ -115,6 +117,16 @@ export function parseConfigFile(text: string, file: string): ConfigFile {
       });
     for (const key of Object.keys(hardware))
       if (!HARDWARE_TABLE_KEYS.includes(key)) unknown(['hardware', key], HARDWARE_TABLE_KEYS, 'in [hardware]');
+  }
+  if (Object.hasOwn(table, 'nats')) {
+    const nats = table.nats;
+    if (!isTable(nats))
+      throw new ConfigError('ERR_CONFIG_VALUE', `expected a [nats] table, got ${show(nats)}`, {
+        origin: at(['nats']),
+        key: 'nats',
+      });
+    for (const key of Object.keys(nats))
+      if (!NATS_TABLE_KEYS.includes(key)) unknown(['nats', key], NATS_TABLE_KEYS, 'in [nats]');
   }
   return { file, table, positions };
 }
@@ -205,7 +217,12 @@ export function resolveAgentConfig(options: {
     table === undefined
       ? undefined
       : hardwareValue(table, (key) => fileSite(key === undefined ? ['hardware'] : ['hardware', key]));
-  return { ...merged, sessions, hardware, file: config?.file, origins };
+  const natsTable = config?.table.nats as Readonly<Record<string, unknown>> | undefined;
+  const nats =
+    natsTable === undefined
+      ? undefined
+      : natsValue(natsTable, (key) => fileSite(key === undefined ? ['nats'] : ['nats', key]));
+  return { ...merged, sessions, hardware, ...(nats !== undefined ? { nats } : {}), file: config?.file, origins };
 }
 
 /**

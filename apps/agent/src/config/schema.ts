@@ -3,7 +3,7 @@
  * flag. One table of top-level settings drives all three sources, so a setting cannot exist in one and not another.
  */
 import { isAbsolute, resolve } from 'node:path';
-import { DURATION_SYNTAX, parseRotate, parseSize, SIZE_SYNTAX } from '../units.ts';
+import { DURATION_SYNTAX, parseDuration, parseRotate, parseSize, SIZE_SYNTAX } from '../units.ts';
 import { ConfigError, type ConfigOrigin } from './errors.ts';
 import { LISTEN_SYNTAX, type ListenAddress, parseListenAddress } from './units.ts';
 
@@ -41,6 +41,8 @@ export interface SessionConfig {
   readonly source: SessionSource;
   /** Start recording at boot (default), or only create the session. */
   readonly start: boolean;
+  /** Publish the session's events to the fleet (`[nats]`). */
+  readonly export?: boolean;
 }
 
 /** mcelog's [page] memory-ce-action values: what a page whose corrected errors cross their threshold gets. */
@@ -77,6 +79,45 @@ export const HARDWARE_TABLE_KEYS: readonly string[] = [
   'memory_sysfs',
 ];
 
+/**
+ * The `[nats]` table: publishing to a fleet as `evtrace agent --nats` and its flags set it (a flag given wins over its
+ * key). Paths are resolved against the config file's directory; sizes and durations take units.
+ */
+export interface NatsConfig {
+  readonly url?: string;
+  readonly host?: string;
+  readonly credentials?: string;
+  readonly user?: string;
+  readonly password?: string;
+  readonly token?: string;
+  readonly tlsCa?: string;
+  readonly tlsCert?: string;
+  readonly tlsKey?: string;
+  readonly stream?: string;
+  readonly replicas?: number;
+  readonly spoolSize?: number;
+  readonly statusInterval?: number;
+  readonly shotMaxSize?: number;
+}
+
+/** Every key a `[nats]` table may hold, each the flag of the same name with `nats-` before it (`tls_ca`: `--nats-tls-ca`). */
+export const NATS_TABLE_KEYS: readonly string[] = [
+  'url',
+  'host',
+  'credentials',
+  'user',
+  'password',
+  'token',
+  'tls_ca',
+  'tls_cert',
+  'tls_key',
+  'stream',
+  'replicas',
+  'spool_size',
+  'status_interval',
+  'shot_max_size',
+];
+
 /** The agent's configuration after merging flags, environment, file and defaults. */
 export interface AgentConfig {
   /** Path of the control socket. */
@@ -95,6 +136,8 @@ export interface AgentConfig {
   readonly sessions: readonly SessionConfig[];
   /** The `[hardware]` table, when the file has one. */
   readonly hardware: HardwareConfig | undefined;
+  /** The `[nats]` table, when the file has one. */
+  readonly nats?: NatsConfig | undefined;
   /** The config file read, if any. */
   readonly file: string | undefined;
   /** Where each top-level setting came from, for `--check-config` and messages. */
@@ -221,6 +264,7 @@ const SESSION_KEYS = [
   'rotate',
   'source',
   'start',
+  'export',
 ] as const;
 
 /** Every key a `[sessions.NAME]` table may hold. */
@@ -288,6 +332,9 @@ export function sessionValue(
   if (output === undefined && format !== undefined) bad(at('format'), 'format needs an output');
   if (output === undefined && rotate !== undefined) bad(at('rotate'), 'rotate needs an output');
   const start = get('start', (v, s) => (typeof v === 'boolean' ? v : bad(s, `expected true or false, got ${show(v)}`)));
+  const exported = get('export', (v, s) =>
+    typeof v === 'boolean' ? v : bad(s, `expected true or false, got ${show(v)}`),
+  );
   return {
     name,
     events: get('events', eventsValue)!,
@@ -298,6 +345,7 @@ export function sessionValue(
     ...(rotate !== undefined ? { rotate } : {}),
     source: get('source', (v, s) => oneOf(v, s, ['kernel', 'demo', 'auto'] as const)) ?? 'auto',
     start: start ?? true,
+    ...(exported === true ? { export: true } : {}),
   };
 }
 
@@ -328,4 +376,39 @@ export function hardwareValue(table: Readonly<Record<string, unknown>>, at: (key
     enabled: get('enabled', flag) ?? true,
     ...Object.fromEntries(entries.filter(([, v]) => v !== undefined)),
   };
+}
+
+/** The `[nats]` table. `at(key)` gives the site of one of its keys; unknown keys are the caller's business. */
+export function natsValue(table: Readonly<Record<string, unknown>>, at: (key?: string) => Site): NatsConfig {
+  const get = <T>(key: string, parse: (v: unknown, s: Site) => T): T | undefined =>
+    Object.hasOwn(table, key) ? parse(table[key], at(key)) : undefined;
+  const str = (what: string) => (v: unknown, s: Site) => text(v, s, what);
+  const path = (what: string) => (v: unknown, s: Site) => pathValue(v, s, what);
+  const duration = (v: unknown, s: Site) => {
+    const ms = isText(v) ? parseDuration(v) : undefined;
+    if (ms === undefined || ms < 100) bad(s, `expected ${DURATION_SYNTAX} of at least 100ms, got ${show(v)}`);
+    return ms;
+  };
+  const replicas = (v: unknown, s: Site) => {
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 5)
+      bad(s, `expected 1 to 5 replicas, got ${show(v)}`);
+    return v;
+  };
+  const entries: [keyof NatsConfig, unknown][] = [
+    ['url', get('url', str('a NATS URL (nats://host:port, several separated by commas)'))],
+    ['host', get('host', str('a host name'))],
+    ['credentials', get('credentials', path('a credentials file'))],
+    ['user', get('user', str('a user name'))],
+    ['password', get('password', str('a password'))],
+    ['token', get('token', str('a token'))],
+    ['tlsCa', get('tls_ca', path('a CA certificate file'))],
+    ['tlsCert', get('tls_cert', path('a certificate file'))],
+    ['tlsKey', get('tls_key', path('a key file'))],
+    ['stream', get('stream', str('a stream name'))],
+    ['replicas', get('replicas', replicas)],
+    ['spoolSize', get('spool_size', sizeValue)],
+    ['statusInterval', get('status_interval', duration)],
+    ['shotMaxSize', get('shot_max_size', sizeValue)],
+  ];
+  return Object.fromEntries(entries.filter(([, v]) => v !== undefined));
 }

@@ -68,6 +68,10 @@ export interface AgentOptions {
   readonly sources?: Readonly<Record<string, (spec: SessionSpec) => EventSource>>;
   /** Milliseconds between two samples of the sessions' buffer gauges (`stats`). Default 1000. */
   readonly statsIntervalMs?: number;
+  /** Told of every session the agent opens (created, or recovered after a restart), before it starts. */
+  readonly opened?: (session: Session) => void;
+  /** Told of every trace-shot taken (asked for, or by a trigger), with why. */
+  readonly shot?: (session: Session, result: SnapshotResult, why: string) => void;
 }
 
 const SIGNALS: readonly TriggerSignal[] = ['SIGUSR1', 'SIGUSR2'];
@@ -265,6 +269,7 @@ export class Agent implements MetricsProvider {
     );
     await session.open();
     this.sessionsByName.set(spec.name, session);
+    this.#o.opened?.(session);
     this.#save(session);
     this.#schedule();
     return session;
@@ -487,6 +492,7 @@ export class Agent implements MetricsProvider {
     if (isAttached(s.source)) this.#mayRead(s.source.target, caller);
     const result = s.snapshot(dir, format, caller);
     this.#o.log(`session ${name}: trace-shot ${result.path} (${result.events} events)`);
+    this.#o.shot?.(s, result, 'asked for');
     return result;
   }
 
@@ -537,6 +543,7 @@ export class Agent implements MetricsProvider {
       try {
         const r = s.snapshot(undefined, undefined);
         this.#o.log(`session ${s.name}: ${why}: trace-shot ${r.path} (${r.events} events)`);
+        this.#o.shot?.(s, r, why);
       } catch (error) {
         this.#o.log(`session ${s.name}: ${why}: trace-shot failed: ${asAgentError(error).message}`);
       }
@@ -550,6 +557,7 @@ export class Agent implements MetricsProvider {
       try {
         const r = s.snapshot(undefined, undefined);
         this.#o.log(`session ${s.name}: ${signal} received: trace-shot ${r.path} (${r.events} events)`);
+        this.#o.shot?.(s, r, `${signal} received`);
       } catch (error) {
         this.#o.log(`session ${s.name}: ${signal} received: trace-shot failed: ${asAgentError(error).message}`);
       }

@@ -93,6 +93,13 @@ export function addHardwareOptions(cmd: Command): void {
     .option('--memory-sysfs <dir>', `where page offline requests are written (default ${MEMORY_SYSFS})`);
 }
 
+/** Who else is told of each decoded error and threshold crossing (the fleet export). */
+export interface HardwareReport {
+  mce(d: DecodedMce): void;
+  edac(e: EdacEvent): void;
+  threshold(event: TrackerEvent, outcome: ThresholdOutcome): void;
+}
+
 /** What the hardware monitor does with the agent. */
 export interface HardwareHost {
   /** Names of the running sessions. */
@@ -171,8 +178,12 @@ export class Hardware {
     return this.#source;
   }
 
+  /** Set by the fleet export: told of what the monitor decodes. */
+  report: HardwareReport | undefined;
+
   #onMce(d: DecodedMce): void {
     this.counters.observe(d);
+    this.report?.mce(d);
     for (const event of this.tracker.observe(d)) {
       const where = event.env.LOCATION;
       this.#o.log(`hardware: ${event.message}${where ? ` (${where})` : ''}`);
@@ -181,6 +192,7 @@ export class Hardware {
       const key = `${outcome.action}\u0000${outcome.result.startsWith('failed') ? 'failed' : outcome.result}`;
       this.#crossings.set(key, (this.#crossings.get(key) ?? 0) + 1);
       this.#source?.noteThreshold(event, outcome);
+      this.report?.threshold(event, outcome);
       this.#shot(event.message);
     }
   }
@@ -230,6 +242,7 @@ export class Hardware {
   }
 
   #onEdac(e: EdacEvent): void {
+    this.report?.edac(e);
     const labels = { controller: String(e.mc), label: e.label, type: e.errorType };
     const key = `${labels.controller}\u0000${labels.label}\u0000${labels.type}`;
     const s = this.#edacEvents.get(key);

@@ -106,6 +106,8 @@ export class Session {
   error: { code: string; message: string } | undefined;
   snapshots = 0;
   readonly viewers = new Set<Viewer>();
+  /** Who else takes the session's events (after its filter) as `evtrace cat --json` lines: the fleet export. */
+  readonly exports = new Set<(json: string) => void>();
   viewerLostEnded = 0;
   triggers: TriggerSpec[];
   readonly #hooks: SessionHooks;
@@ -314,7 +316,7 @@ export class Session {
   }
 
   #pumpCpu(i: number): void {
-    const decode = this.viewers.size > 0 || this.#eventTriggers.length > 0;
+    const decode = this.viewers.size > 0 || this.exports.size > 0 || this.#eventTriggers.length > 0;
     const c = this.#cpus[i]!;
     const r = c.reader;
     const lostBefore = r.lost;
@@ -331,9 +333,10 @@ export class Session {
     const bytes = Buffer.from(page.buffer, page.byteOffset, page.byteLength);
     for (const e of decodeCpuPages(this.#meta!, { cpu, bytes }).events) {
       if (!this.#kept(e)) continue;
-      if (this.viewers.size > 0) {
+      if (this.viewers.size > 0 || this.exports.size > 0) {
         const json = liveEventJson(e, this.#tasks!);
         for (const v of this.viewers) v.offer(json);
+        for (const x of this.exports) x(json);
       }
       for (const t of this.#eventTriggers) {
         if (t.compiled.get(e.eventClass)?.(e) === true) this.#hooks.triggered(this, `event matched ${t.expr}`);

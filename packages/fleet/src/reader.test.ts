@@ -1,0 +1,140 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { connectFleet } from './connect.ts';
+import { eventFilter } from './filter.ts';
+import { FleetPublisher } from './publisher.ts';
+import { fleetErrors, fleetHosts, pullShot } from './reader.ts';
+import type { HardwareErrorRecord, ThresholdRecord } from './records.ts';
+import { NatsServer, natsServerAvailable } from './testing/nats-server.ts';
+
+const cleanups: (() => Promise<unknown> | unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'evtrace-fleet-read-'));
+  cleanups.push(() => rmSync(d, { recursive: true, force: true }));
+  return d;
+}
+
+describe('eventFilter (decoded locally from JSON lines)', () => {
+  const line = {
+    event: 'kmem:kmalloc',
+    pid: 7,
+    comm: 'nginx',
+    cpu: 1,
+    fields: { bytes_req: '4096', ptr: '0xffff8881', node: 0 },
+  };
+  it('compares decimal and hex strings as integers, strings as strings, host and session as fields', () => {
+    expect(eventFilter('bytes_req > 1024 && node == 0').test(line, 'h', 's')).toBe(true);
+    expect(eventFilter('bytes_req > 8192').test(line, 'h', 's')).toBe(false);
+    expect(eventFilter('ptr == 0xffff8881').test(line, 'h', 's')).toBe(true);
+    expect(eventFilter('host == "web1" && session ~ "fl*"').test(line, 'web1', 'flight')).toBe(true);
+    expect(eventFilter('host == "web1"').test(line, 'web2', 'flight')).toBe(false);
+    expect(eventFilter('comm ~ "ngi*" && common_pid == 7').test(line, 'h', 's')).toBe(true);
+  });
+  it('leaves out events the expression does not fit, and says why when none fit', () => {
+    const f = eventFilter('nosuch > 1');
+    expect(f.test(line, 'h', 's')).toBe(false);
+    expect(f.problem).toMatch(/kmem:kmalloc: /);
+  });
+  it('refuses bad syntax at once, with the kernel caret', () => {
+    expect(() => eventFilter('bytes_req >')).toThrow(/--filter: bytes_req >\n {12}\^\n/);
+    expect(() => eventFilter('(a > 1')).toThrow(/Too many '\('/);
+  });
+});
+
+describe.skipIf(!natsServerAvailable())('reading a fleet from a real nats-server (needs nats-server)', () => {
+  async function setup() {
+    const dir = tempDir();
+    const s = await NatsServer.start({ dir: join(dir, 'nats') });
+    cleanups.push(() => s.stop());
+    const start = async (host: string) => {
+      const p = await FleetPublisher.start({ host, connection: { servers: s.url }, spoolDir: join(dir, host) });
+      cleanups.push(() => p.close());
+      return p;
+    };
+    const nc = await connectFleet({ servers: s.url });
+    cleanups.push(() => nc.close());
+    return { dir, s, start, nc };
+  }
+
+  it('aggregates machine checks, memory errors and thresholds per host and DIMM', async () => {
+    const { start, nc } = await setup();
+    const a = await start('a');
+    const b = await start('b');
+    const err = (e: Partial<HardwareErrorRecord>): string =>
+      JSON.stringify({ time: '2026-11-27T08:00:00.000Z', severity: 'corrected', count: 1, summary: 's', ...e });
+    a.add('mce', err({ dimm: 'socket 1 channel 0 dimm 0', bank: 13 }));
+    a.add('mce', err({ dimm: 'socket 1 channel 0 dimm 0', bank: 13, time: '2026-11-27T09:00:00.000Z' }));
+    a.add('mce', err({ bank: 4, severity: 'fatal' }));
+    a.add('edac', err({ dimm: 'CPU_SrcID#0_MC#0_Chan#1_DIMM#0', count: 4, severity: 'ucna' }));
+    const crossed: ThresholdRecord = {
+      time: '2026-11-27T09:00:00.000Z',
+      kind: 'dimm-ce',
+      message: 'corrected memory errors exceeded threshold',
+      dimm: 'socket 1 channel 0 dimm 0',
+      bank: 13,
+      count: 2,
+      action: 'none',
+      result: 'ok',
+    };
+    a.add('threshold', JSON.stringify(crossed));
+    b.add('edac', err({ dimm: 'DIMM_A1', count: 2 }));
+    expect(await a.drain(5000)).toBe(true);
+    expect(await b.drain(5000)).toBe(true);
+    const rows = await fleetErrors(nc, { since: 'all' });
+    expect(
+      rows.map((r) => [r.host, r.place, r.errors, r.corrected, r.uncorrected, r.worst, r.threshold?.crossings ?? 0]),
+    ).toEqual([
+      ['a', 'bank 4', 1, 0, 1, 'fatal', 0],
+      ['a', 'CPU_SrcID#0_MC#0_Chan#1_DIMM#0', 4, 0, 4, 'ucna', 0],
+      ['a', 'socket 1 channel 0 dimm 0', 2, 2, 0, 'corrected', 1],
+      ['b', 'DIMM_A1', 2, 2, 0, 'corrected', 0],
+    ]);
+    expect(rows[2]!.lastSeen).toBe('2026-11-27T09:00:00.000Z');
+    expect((await fleetErrors(nc, { since: 'all', host: 'b' })).map((r) => r.place)).toEqual(['DIMM_A1']);
+    // Nothing since a time after every message was stored.
+    expect(await fleetErrors(nc, { since: new Date(Date.now() + 60_000) })).toEqual([]);
+  });
+
+  it('stores a trace-shot (file or directory) with its notice, pulls it back byte for byte, names what a host has', async () => {
+    const { dir, s, start, nc } = await setup();
+    const url = s.url;
+    const p = await start('web1');
+    const file = join(dir, 'flight-shot-0001.dat');
+    writeFileSync(file, Buffer.from('tracing\0data'.repeat(100)));
+    expect(await p.shot(file, { session: 'flight', shot: 'flight-shot-0001.dat', events: 3 })).toEqual({
+      stored: true,
+    });
+    const ctf = join(dir, 'flight-shot-0002');
+    mkdirSync(join(ctf, 'sub'), { recursive: true });
+    writeFileSync(join(ctf, 'metadata'), '/* CTF 1.8 */');
+    writeFileSync(join(ctf, 'sub', 'stream_0'), Buffer.alloc(100, 7));
+    expect(await p.shot(ctf, { session: 'flight', shot: 'flight-shot-0002' })).toEqual({ stored: true });
+    const tinyShots = await FleetPublisher.start({
+      host: 'tiny',
+      connection: { servers: url },
+      spoolDir: join(dir, 'tiny'),
+      shots: { maxBytes: 10 },
+    });
+    cleanups.push(() => tinyShots.close());
+    expect(await tinyShots.shot(file, { session: 'flight', shot: 'x.dat' })).toEqual({
+      stored: false,
+      reason: '1200 bytes, over the 10-byte limit',
+    });
+    const out = join(dir, 'pulled');
+    expect(await pullShot(nc, 'web1', 'flight-shot-0001.dat', out)).toBe(join(out, 'flight-shot-0001.dat'));
+    expect(readFileSync(join(out, 'flight-shot-0001.dat'))).toEqual(readFileSync(file));
+    await pullShot(nc, 'web1', 'flight-shot-0002', out);
+    expect(readFileSync(join(out, 'flight-shot-0002', 'sub', 'stream_0'))).toEqual(Buffer.alloc(100, 7));
+    await expect(pullShot(nc, 'web1', 'nope', out)).rejects.toThrow(
+      'host web1 has no trace-shot nope in evtrace-shots (it has: flight-shot-0001.dat, flight-shot-0002)',
+    );
+    expect(await p.drain(5000)).toBe(true);
+    const hosts = await fleetHosts(nc);
+    expect(hosts.find((h) => h.host === 'web1')?.messages).toBe(2);
+  });
+});
