@@ -183,8 +183,8 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
             break;
           case 'tracedat': {
             // trace.dat to trace.dat with every event kept: the pages are copied as they are, as trace-cmd convert
-            // does, instead of decoded and encoded again (3-4x faster in the ftrace bench, and nothing is lost that
-            // the decoder skips, such as the kernel's lost-event marks).
+            // does, instead of decoded and encoded again: faster (trace-format's ftrace bench prints by how much), and
+            // nothing is lost that the decoder skips, such as the kernel's lost-event marks.
             const copy =
               reader.kind === 'tracedat' && options.filter === undefined
                 ? (reader as TraceDatReader).pagesInput()

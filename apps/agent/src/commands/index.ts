@@ -3,8 +3,8 @@ import type { CliIO, Register } from '../command.ts';
 
 /**
  * Every verb and how to load it: one module per verb under commands/, imported only when the command line needs it,
- * so `evtrace record` does not load the ring buffer or the decoders of `cat` (measured: Node start-up plus module
- * loading was most of a short recording's CPU).
+ * so `evtrace record` does not load the ring buffer or the decoders of `cat`: module loading is most of a short
+ * command's CPU.
  */
 const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   agent: async () => (await import('./agent.ts')).registerAgent,
