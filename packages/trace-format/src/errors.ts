@@ -16,7 +16,7 @@ export type TraceFormatErrorCode =
   /** A trace.dat file is malformed, truncated or of an unsupported version or compression. */
   | 'ERR_TRACE_DAT'
   /** A JSON event line (`cat --json`, the agent's live stream) is not JSON or does not fit its event class. */
-  | 'ERR_JSON_EVENT'
+  | 'ERR_TRACE_JSON_EVENT'
   /** An input is missing or not a trace evtrace recognises. */
   | 'ERR_TRACE_INPUT'
   /** An output file or directory cannot be written (the message names it and says why). */

@@ -206,7 +206,7 @@ describe('the JSON event codec', () => {
         decoder.decodeLine(line, { file: 'events.jsonl', line: 3 });
       } catch (error) {
         expect(error).toBeInstanceOf(TraceFormatError);
-        expect((error as TraceFormatError).code).toBe('ERR_JSON_EVENT');
+        expect((error as TraceFormatError).code).toBe('ERR_TRACE_JSON_EVENT');
         return (error as TraceFormatError).message;
       }
       throw new Error(`decoded ${line}`);
@@ -251,7 +251,7 @@ describe('the JSON event codec', () => {
           } catch (error) {
             expect(error).toBeInstanceOf(TraceFormatError);
             const { code, location } = error as TraceFormatError;
-            expect(code).toBe('ERR_JSON_EVENT');
+            expect(code).toBe('ERR_TRACE_JSON_EVENT');
             expect(location.line).toBe(1);
             expect(location.column).toBeGreaterThanOrEqual(1);
             expect(location.column).toBeLessThanOrEqual(Buffer.byteLength(line) + 1);

@@ -125,7 +125,7 @@ export class JsonEventDecoder {
   /**
    * Decodes one line (its newline optional).
    *
-   * @throws TraceFormatError `ERR_JSON_EVENT` naming the line and byte column of the problem and what was expected.
+   * @throws TraceFormatError `ERR_TRACE_JSON_EVENT` naming the line and byte column of the problem and what was expected.
    */
   decodeLine(text: string, where: JsonLineLocation = {}): TraceEvent {
     const line = text.endsWith('\n') ? text.slice(0, -1) : text;
@@ -150,7 +150,7 @@ export class JsonEventDecoder {
   /**
    * Decodes one event already parsed from JSON (a member of a larger message).
    *
-   * @throws TraceFormatError `ERR_JSON_EVENT` naming the member (`path` is prefixed: `events[3]`) and what was expected.
+   * @throws TraceFormatError `ERR_TRACE_JSON_EVENT` naming the member (`path` is prefixed: `events[3]`) and what was expected.
    */
   decode(value: unknown, path = ''): TraceEvent {
     try {
@@ -158,13 +158,13 @@ export class JsonEventDecoder {
     } catch (error) {
       if (!(error instanceof Mismatch)) throw error;
       const at = error.path.length === 0 ? path : `${path}${path === '' ? '' : '.'}${pathText(error.path)}`;
-      throw new TraceFormatError('ERR_JSON_EVENT', `${at === '' ? 'the event' : at}: ${error.message}`);
+      throw new TraceFormatError('ERR_TRACE_JSON_EVENT', `${at === '' ? 'the event' : at}: ${error.message}`);
     }
   }
 
   #error(message: string, line: string, at: number, where: JsonLineLocation): TraceFormatError {
     const column = Buffer.byteLength(line.slice(0, at)) + 1;
-    return new TraceFormatError('ERR_JSON_EVENT', message, {
+    return new TraceFormatError('ERR_TRACE_JSON_EVENT', message, {
       ...(where.file !== undefined ? { file: where.file } : {}),
       line: where.line ?? 1,
       column,
