@@ -214,18 +214,18 @@ describe('the JSON event codec', () => {
     // A number where the class says an address: the member and the column of its value (after a 2-byte é).
     const number = good.replace('"0x10"', '16');
     expect(fail(number)).toBe(
-      `events.jsonl: 3:${Buffer.byteLength(number.slice(0, number.indexOf('16}'))) + 1}: fields.ptr: expected a "0x..." string (a unsigned 64-bit integer the format shows in hex) or null`,
+      `events.jsonl:3:${Buffer.byteLength(number.slice(0, number.indexOf('16}'))) + 1}: fields.ptr: expected a "0x..." string (a unsigned 64-bit integer the format shows in hex) or null`,
     );
     // Broken JSON: where the grammar breaks.
-    expect(fail(good.replace('"cpu":0,', '"cpu":0,,'))).toMatch(/^events\.jsonl: 3:22: not JSON: expected a string$/);
-    expect(fail(good.slice(0, 40))).toMatch(/^events\.jsonl: 3:41: not JSON/);
+    expect(fail(good.replace('"cpu":0,', '"cpu":0,,'))).toMatch(/^events\.jsonl:3:22: not JSON: expected a string$/);
+    expect(fail(good.slice(0, 40))).toMatch(/^events\.jsonl:3:41: not JSON/);
     expect(fail(good.replace('kmem:kfree', 'kmem:kmalloc'))).toMatch(/3:30: event: no event class "kmem:kmalloc"/);
     expect(fail(good.replace('"ptr":"0x10"', '"ptr":"0x10","len":1'))).toMatch(/fields\.len: not a field of the class/);
     expect(fail(good.replace('"fields":{"ptr":"0x10"}', '"fields":{}'))).toMatch(/fields\.ptr: missing/);
     expect(fail(good.replace('"ts_ns":"5"', '"ts_ns":5'))).toMatch(/3:10: ts_ns: expected nanoseconds/);
     // Nesting deeper than any event: refused, not scanned into a stack overflow.
     expect(fail(`${'['.repeat(100_000)}${']'.repeat(100_000)}`)).toBe(
-      'events.jsonl: 3:1: the line: an event must be a JSON object',
+      'events.jsonl:3:1: the line: an event must be a JSON object',
     );
 
     const mutated = fc
