@@ -7,6 +7,7 @@
 export type Layer = 'core' | 'shared' | 'domain' | 'app' | 'tooling';
 
 export const LAYERS: Readonly<Record<string, Layer>> = {
+  '@evtrace/errors': 'core',
   '@evtrace/ringbuf': 'core',
   '@evtrace/trace-format': 'core',
   '@evtrace/filters': 'core',
