@@ -43,6 +43,7 @@ const RENAMES = {
     ERR_FTRACE_FORMAT: 'ERR_TRACE_FTRACE_FORMAT',
     ERR_FTRACE_PAGE: 'ERR_TRACE_FTRACE_PAGE',
     ERR_OUTPUT: 'ERR_TRACE_OUTPUT',
+    ERR_JSON_EVENT: 'ERR_TRACE_JSON_EVENT',
   },
   // The agent's error replies and the client's own failures; ERR_AGENT_CONNECT and ERR_AGENT_CLOSED had the tag.
   'agent-protocol': {

@@ -24,7 +24,7 @@ function helpTerms(section: string, ...command: string[]): string[] {
   const body = new RegExp(`^${section}\\n((?:  .*\\n?)*)`, 'm').exec(text)?.[1] ?? '';
   return [...body.matchAll(/^ {2}(\S.*?)(?: {2,}|$)/gm)].map((m) => m[1]!);
 }
-const verbsOf = (...command: string[]) => helpTerms('COMMANDS', ...command).map((t) => t.split(' ')[0]!);
+const verbsOf = (...command: string[]) => helpTerms('COMMANDS', ...command).map((t) => t.split(/[ |]/)[0]!);
 const longOptionsOf = (...command: string[]) =>
   helpTerms('OPTIONS', ...command).flatMap((t) => [...t.matchAll(/--[\w-]+/g)].map((m) => m[0]));
 

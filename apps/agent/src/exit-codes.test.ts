@@ -38,10 +38,10 @@ describe('exitCodeOf', () => {
 
 describe('errorLine', () => {
   it('is CODE: message, a system call failure ERR_CLI_IO naming the call, the path and errno', async () => {
-    expect(await errorLine(usageError('--limit must be a non-negative integer'))).toBe(
+    expect(errorLine(usageError('--limit must be a non-negative integer'))).toBe(
       'ERR_CLI_USAGE: --limit must be a non-negative integer',
     );
-    expect(await errorLine(new TracefsError('ERR_TRACEFS_EVENT', "unknown event 'a:b'"))).toBe(
+    expect(errorLine(new TracefsError('ERR_TRACEFS_EVENT', "unknown event 'a:b'"))).toBe(
       "ERR_TRACEFS_EVENT: unknown event 'a:b'",
     );
     let enoent: unknown;
@@ -50,16 +50,14 @@ describe('errorLine', () => {
     } catch (error) {
       enoent = error;
     }
-    expect(await errorLine(enoent)).toBe(
-      'ERR_CLI_IO: cannot open /nonexistent/evtrace: ENOENT (no such file or directory)',
-    );
-    expect(await errorLine(new Error('a bug'))).toBe('ERR_CLI_INTERNAL: a bug');
-    expect(await errorLine(CliExit.quiet(ExitCode.Failure))).toBe('');
+    expect(errorLine(enoent)).toBe('ERR_CLI_IO: cannot open /nonexistent/evtrace: ENOENT (no such file or directory)');
+    expect(errorLine(new Error('a bug'))).toBe('ERR_CLI_INTERNAL: a bug');
+    expect(errorLine(CliExit.quiet(ExitCode.Failure))).toBe('');
   });
 
   it('CliExit.around keeps the code and its status, with words before and after the message', async () => {
     const wrapped = CliExit.around(new TracefsError('ERR_TRACEFS_FILTER', 'bad filter'), '--filter: ', ' (see --help)');
-    expect(await errorLine(wrapped)).toBe('ERR_TRACEFS_FILTER: --filter: bad filter (see --help)');
+    expect(errorLine(wrapped)).toBe('ERR_TRACEFS_FILTER: --filter: bad filter (see --help)');
     expect(exitCodeOf(wrapped)).toBe(ExitCode.Usage);
   });
 });

@@ -2,6 +2,8 @@
  * How every `evtrace` command ends: its exit status, and the one line that says why (`evtrace: CODE: message`).
  * A leaf module: commands, the configuration and the program all import it, it imports none of them.
  */
+import { errorText } from '@evtrace/errors';
+
 /**
  * Exit status of every `evtrace` command. Scripts rely on these numbers: never renumber, only add.
  */
@@ -131,12 +133,8 @@ export function exitCodeOf(error: unknown): ExitCode {
  * The line printed for an error, without the `evtrace: ` in front; empty for an exit that prints nothing. A system
  * call's failure names the call, the path and the errno (`ERR_CLI_IO: cannot open x: ENOENT (no such file or directory)`).
  */
-export async function errorLine(error: unknown): Promise<string> {
+export function errorLine(error: unknown): string {
   if (error instanceof CliExit && error.message === '') return '';
-  if (isSystemError(error)) {
-    // Loaded here: the program's start does not wait for trace-format.
-    const { errorText } = await import('@evtrace/trace-format');
-    return `${CliCode.Io}: ${errorText(error)}`;
-  }
+  if (isSystemError(error)) return `${CliCode.Io}: ${errorText(error)}`;
   return `${errorCodeOf(error)}: ${messageOf(error)}`;
 }

@@ -63,7 +63,7 @@ describe('manual pages', () => {
     it("each command's page carries its help's synopsis, options and examples, and those of its subcommands", () => {
       for (const v of verbs) {
         const text = rendered(`evtrace-${v}.1`);
-        const commands = [[v], ...helpTerms(evtrace(v, '--help'), 'COMMANDS').map((t) => [v, t.split(' ')[0]!])];
+        const commands = [[v], ...helpTerms(evtrace(v, '--help'), 'COMMANDS').map((t) => [v, t.split(/[ |]/)[0]!])];
         for (const command of commands.filter((c) => c[1] !== 'help')) {
           const help = evtrace(...command, '--help');
           if (command.length > 1)

@@ -86,7 +86,7 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO): Pr
   } catch (error) {
     // Commander already printed help or its message.
     if (error instanceof CommanderError) return exitCodeOf(error);
-    const line = await errorLine(error);
+    const line = errorLine(error);
     if (line !== '') io.stderr(`evtrace: ${line}\n`);
     code = exitCodeOf(error);
   }

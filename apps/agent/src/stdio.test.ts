@@ -3,7 +3,7 @@ import { closeSync, constants, mkdtempSync, openSync, readSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { errorText } from '@evtrace/trace-format';
+import { errorText } from '@evtrace/errors';
 import { describe, expect, it } from 'vitest';
 import { descriptorWriter, wroteThroughStream } from './stdio.ts';
 

@@ -82,7 +82,7 @@ describe('options', () => {
     }
     expect(error).toBeInstanceOf(CliExit);
     expect((error as CliExit).exitCode).toBe(ExitCode.Usage);
-    expect(await errorLine(error)).toBe('ERR_CLI_USAGE: --size: "12q" is not a size (e.g. 16m, 1g, 4096)');
+    expect(errorLine(error)).toBe('ERR_CLI_USAGE: --size: "12q" is not a size (e.g. 16m, 1g, 4096)');
     expect(() => durationOption('--duration', 'soon')).toThrow(
       '--duration: "soon" is not a duration (e.g. 10s, 500ms, 2m, 1h)',
     );

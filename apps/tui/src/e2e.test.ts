@@ -154,13 +154,4 @@ describe('evtrace-view without a terminal', { timeout: 60_000 }, () => {
     for (let i = 1; i < lines.length; i++) expect(BigInt(lines[i].ts_ns) >= BigInt(lines[i - 1].ts_ns)).toBe(true);
     expect(new Set(lines.map((l) => l.event.split(':')[0]))).toEqual(new Set(['kmem', 'sched']));
   });
-
-  it('reports a missing trace with exit status 1 and a usage error with 2', () => {
-    const missing = spawnSync(process.execPath, [CLI, `${dir}/nope.dat`], { encoding: 'utf8' });
-    expect(missing.status).toBe(1);
-    expect(missing.stderr).toContain('nope.dat');
-    const usage = spawnSync(process.execPath, [CLI, '--frobnicate'], { encoding: 'utf8' });
-    expect(usage.status).toBe(2);
-    expect(usage.stderr).toContain('--frobnicate');
-  });
 });

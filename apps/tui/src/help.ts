@@ -52,6 +52,7 @@ EXIT STATUS
   0  success
   1  the viewer failed (unreadable trace, agent unreachable); the message says what and where
   2  usage error: unknown option, missing or malformed argument
+  Every error is one line on stderr, evtrace-view: CODE: message.
 
 EXAMPLES
   evtrace-view trace.dat                    browse a recording

@@ -39,7 +39,7 @@ export function traceToJsonLines(
     }
     if (parts.length > 0) write(parts.join(''));
   } catch (error) {
-    if (error instanceof TraceFormatError) throw new ViewerError('ERR_VIEW_INPUT', `${error.code}: ${error.message}`);
+    if (error instanceof TraceFormatError) throw new ViewerError('ERR_VIEW_INPUT', error.message, { cause: error });
     throw error;
   }
   return printed;

@@ -11,7 +11,7 @@ import { attachAgent } from './data/agent-source.ts';
 import { startDemoSource } from './data/demo-source.ts';
 import { openFileSource } from './data/file-source.ts';
 import type { ViewerSource } from './data/source.ts';
-import { ViewerError } from './errors.ts';
+import { errorLine, ViewerError } from './errors.ts';
 import { MANUAL } from './help.ts';
 import { liveToJsonLines, traceToJsonLines } from './jsonl.ts';
 import { guardTerminal } from './terminal.ts';
@@ -28,7 +28,7 @@ export interface ViewerIO {
   readonly env: NodeJS.ProcessEnv;
 }
 
-/** Runs evtrace-view and resolves to its exit status; reports errors on stderr instead of throwing. */
+/** Runs evtrace-view and resolves to its exit status; reports every error on stderr (`evtrace-view: CODE: message`). */
 export async function runViewer(argv: readonly string[], io: ViewerIO = processIO()): Promise<number> {
   try {
     const args = parseViewerArgs(argv);
@@ -64,12 +64,10 @@ export async function runViewer(argv: readonly string[], io: ViewerIO = processI
       await source.close();
     }
   } catch (error) {
-    if (error instanceof ViewerError) {
-      io.stderr.write(`evtrace-view: ${error.message}\n`);
-      if (error.code === 'ERR_VIEW_USAGE') io.stderr.write('evtrace-view: see evtrace-view --help\n');
-      return error.code === 'ERR_VIEW_USAGE' ? EXIT.usage : EXIT.failure;
-    }
-    throw error;
+    io.stderr.write(`evtrace-view: ${errorLine(error)}\n`);
+    const usage = error instanceof ViewerError && error.code === 'ERR_VIEW_USAGE';
+    if (usage) io.stderr.write('evtrace-view: see evtrace-view --help\n');
+    return usage ? EXIT.usage : EXIT.failure;
   }
 }
 

@@ -2,6 +2,8 @@
  * Terminal manners Ink does not cover: the alternate screen and a visible cursor are restored however the process
  * ends (a crash, SIGTERM, SIGHUP), not only on a clean exit.
  */
+import { errorLine } from './errors.ts';
+
 const LEAVE_ALT_SCREEN = '\x1b[?1049l';
 const SHOW_CURSOR = '\x1b[?25h';
 
@@ -20,7 +22,9 @@ export function guardTerminal(stdout: NodeJS.WriteStream, onSignal: () => void):
   };
   const crash = (error: unknown) => {
     restore();
-    process.stderr.write(`evtrace-view: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    // A crash is a bug whatever its code: the stack's frames follow the error line, to say where.
+    const frames = error instanceof Error ? (error.stack ?? '').split('\n').filter((l) => /^\s+at /.test(l)) : [];
+    process.stderr.write(`evtrace-view: ${errorLine(error)}\n${frames.map((f) => `${f}\n`).join('')}`);
     process.exit(1);
   };
   const signal = () => {

@@ -5,6 +5,7 @@
  * instruction is its target). Decode-error gaps (`[decode error (N): ...]`) are notes; a gap breaks the chain.
  */
 
+import { located } from '@evtrace/errors';
 import type { CallSegment } from './analyses.ts';
 import { BranchList, type Decoded, parseHexAddress } from './branch.ts';
 import { BtsError } from './errors.ts';
@@ -29,7 +30,7 @@ export function parseGdbCallHistory(text: string, options: { source?: string } =
     const line = lines[l]!.replace(/\r$/, '');
     if (line.trim() === '') continue;
     if (line.startsWith('[')) {
-      notes.push(`line ${l + 1}: ${line}`);
+      notes.push(located(line, { line: l + 1 }));
       continue;
     }
     const m = CALL_LINE.exec(line);
@@ -69,7 +70,7 @@ export function parseGdbInstructionHistory(text: string, options: { source?: str
     const line = lines[l]!.replace(/\r$/, '');
     if (line.trim() === '') continue;
     if (line.startsWith('[')) {
-      notes.push(`line ${l + 1}: ${line}`);
+      notes.push(located(line, { line: l + 1 }));
       prev = undefined;
       continue;
     }

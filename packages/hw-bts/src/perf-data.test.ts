@@ -78,6 +78,24 @@ describe('perf.data with intel_bts AUX data', () => {
     expect(d.branches.length).toBe(1);
     expect(d.problems.map((p) => p.code)).toEqual(['ERR_BTS_TRUNCATED', 'ERR_BTS_TRUNCATED']);
     expect(d.problems[0]!.offset).toBe(104 + 16 + 48 + 24);
+    expect(d.problems[0]!.location).toEqual({ file: 'p.data', offset: 104 + 16 + 48 + 24 });
+    expect(d.problems[0]!.message).toBe(
+      `p.data: byte ${104 + 16 + 48 + 24}: truncated 24-byte BTS record: 4 bytes at the end (1 whole records kept)`,
+    );
+  });
+
+  it('names a record that is no BTS record at its offset in the file, not in its payload', () => {
+    const file = perfData(2, [{ cpu: 0, tid: 1, bytes: new Uint8Array([...bts(1n, 2n), ...bts(1n << 60n, 4n)]) }]);
+    let caught: unknown;
+    try {
+      decodePerfData(file, { source: 'p.data' });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(BtsError);
+    expect((caught as BtsError).code).toBe('ERR_BTS_FORMAT');
+    expect((caught as BtsError).location).toEqual({ file: 'p.data', offset: 104 + 16 + 48 + 24 });
+    expect((caught as BtsError).message).toMatch(/^p\.data: byte 192: not a BTS record: from 0x1000000000000000 /);
   });
 
   it.skipIf(!hasTool('perf'))('reads a real perf.data without AUX data and says so', () => {

@@ -83,10 +83,10 @@ export function decodePerfData(bytes: Uint8Array, options: { source?: string } =
         into: branches,
         cpu: cpu === 0xffffffff ? -1 : cpu,
         tid: tid === 0xffffffff ? -1 : tid,
+        offset: start,
         ...(options.source !== undefined ? { source: options.source } : {}),
       });
-      for (const p of d.problems)
-        problems.push(new BtsError(p.code, p.message.replace(/^.*?byte \d+: /, ''), where(start + (p.offset ?? 0))));
+      problems.push(...d.problems);
       if (start + payload > end) {
         problems.push(new BtsError('ERR_BTS_TRUNCATED', `AUXTRACE payload of ${payload} bytes cut short`, where(end)));
         break;

@@ -4,6 +4,8 @@
  * that adds `/TYPE/SPEC`. perf prints a sample's stack newest first; the list holds it oldest first. Lines of
  * auxtrace errors (`instruction trace error type N ...`) and perf's warnings are kept as notes, not branches.
  */
+
+import { located } from '@evtrace/errors';
 import { BranchFlag, type BranchKind, BranchList, type Decoded, kindNumber, parseHexAddress } from './branch.ts';
 import { BtsError } from './errors.ts';
 
@@ -81,11 +83,11 @@ export function parsePerfScript(text: string, options: PerfScriptOptions = {}): 
     const err = line.includes(' error type ') ? ERROR_LINE.exec(line) : null;
     if (err !== null) {
       errors++;
-      if (errors <= 20) notes.push(`line ${lineNo}: ${line.trim()}`);
+      if (errors <= 20) notes.push(located(line.trim(), { line: lineNo }));
       continue;
     }
     if ((line.includes('arning:') || line.includes('rror:')) && /^\s*(Warning|Error):/i.test(line)) {
-      notes.push(`line ${lineNo}: ${line.trim()}`);
+      notes.push(located(line.trim(), { line: lineNo }));
       continue;
     }
     entries.length = 0;

@@ -23,6 +23,8 @@ export interface DecodeBtsOptions {
   readonly format?: BtsRecordFormat;
   /** Named in problems. */
   readonly source?: string;
+  /** Where `bytes` start in `source` (a payload inside a perf.data file): problems name offsets in the source. */
+  readonly offset?: number;
   /** Appended to this list instead of a new one. */
   readonly into?: BranchList;
   /** CPU and thread to stamp on every record (perf's AUXTRACE header says them). */
@@ -55,6 +57,7 @@ export function decodeBts(bytes: Uint8Array, options: DecodeBtsOptions = {}): De
   const words = new Uint32Array(aligned.buffer, aligned.byteOffset, whole >> 2);
   const cpu = options.cpu ?? -1;
   const tid = options.tid ?? -1;
+  const base = options.offset ?? 0;
   const count = whole / size;
   const first = out.appendBlank(count);
   const { fromHi, fromLo, toHi, toLo, flags } = out;
@@ -78,7 +81,7 @@ export function decodeBts(bytes: Uint8Array, options: DecodeBtsOptions = {}): De
         throw new BtsError(
           'ERR_BTS_FORMAT',
           `not a BTS record: from ${hex(fh, fl)} to ${hex(th, tl)}, and an x86-64 branch has canonical addresses (--lenient skips such records)`,
-          { file: options.source, offset: w << 2 },
+          { file: options.source, offset: base + (w << 2) },
         );
       }
       implausible++;
@@ -101,7 +104,7 @@ export function decodeBts(bytes: Uint8Array, options: DecodeBtsOptions = {}): De
       new BtsError(
         'ERR_BTS_TRUNCATED',
         `truncated ${size}-byte BTS record: ${bytes.length - whole} bytes at the end (${whole / size} whole records kept)`,
-        { file: options.source, offset: whole },
+        { file: options.source, offset: base + whole },
       ),
     );
   }

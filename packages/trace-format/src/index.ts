@@ -1,3 +1,5 @@
+// Their home is @evtrace/errors; re-exported for the importers that took them from here.
+export { errnoText, errorText } from '@evtrace/errors';
 export { BitReader } from './codec/bit-reader.ts';
 export { compileScope, type DecodeContext, type FieldDecoder, type ScopeName } from './codec/decoder.ts';
 export { isCtf2Metadata, parseCtf2Metadata } from './ctf/ctf2.ts';
@@ -148,8 +150,6 @@ export {
 export type * from './model/types.ts';
 export {
   checkOutputDir,
-  errnoText,
-  errorText,
   type OutputAccess,
   type OutputDirOptions,
   outputError,

@@ -2,8 +2,8 @@
  * Errors of @evtrace/tracefs. Every failure raises a {@link TracefsError} whose `code` says what kind of failure it
  * is and whose `path` names the tracefs file (or output path) involved.
  */
-import { EvtraceError } from '@evtrace/errors';
-import { errnoText, TraceFormatError } from '@evtrace/trace-format';
+import { EvtraceError, errnoText } from '@evtrace/errors';
+import { TraceFormatError } from '@evtrace/trace-format';
 
 /** Error codes of @evtrace/tracefs. Never reuse a code for another meaning. */
 export type TracefsErrorCode =

@@ -202,12 +202,11 @@ describe.skipIf(why !== '')(`evtrace persistent --kernel${why ? ` (skipped: ${wh
 });
 
 describe('the session --persistent verbs', () => {
-  it('session create|ls|cat|snapshot|rm --persistent, with the session flags', async () => {
+  it('session create|cat|snapshot|rm --persistent, with the session flags; ls lists the buffer', async () => {
     const { Command } = await import('commander');
     const { addCommand } = await import('../command.ts');
-    const { addPersistentSessionVerbs, persistentSessionCreate, persistentSessionSnapshot } = await import(
-      './persistent.ts'
-    );
+    const { addListingCommand, addPersistentSessionVerbs, persistentSessionCreate, persistentSessionSnapshot } =
+      await import('./persistent.ts');
     let stdout = '';
     let stderr = '';
     const io = { stdout: (t: string) => (stdout += t), stderr: (t: string) => (stderr += t) };
@@ -219,8 +218,9 @@ describe('the session --persistent verbs', () => {
     program.configureOutput({ writeOut: io.stdout, writeErr: io.stderr });
     const session = addCommand(program, 'session');
     addPersistentSessionVerbs(session, io);
+    addListingCommand(program, 'ls', io);
     stdout = '';
-    await program.parseAsync(['session', 'ls', '--persistent', '--json', '--dir', dir], { from: 'user' });
+    await program.parseAsync(['ls', '--no-agent', '--json', '--dir', dir], { from: 'user' });
     expect(JSON.parse(stdout).buffers).toContainEqual(
       expect.objectContaining({ name: 'sess/flight', mode: 'discard', size: 32768, classes: ['a:x', 'a:y'] }),
     );
@@ -249,7 +249,7 @@ describe('the session --persistent verbs', () => {
 });
 
 describe('evtrace session --persistent (the session verb)', () => {
-  it('session create|ls|cat|snapshot|rm --persistent go to the persistent buffers, no agent needed', async () => {
+  it('session create|cat|snapshot|rm --persistent go to the persistent buffers, no agent needed', async () => {
     const created = await run(
       'session',
       'create',
@@ -268,10 +268,15 @@ describe('evtrace session --persistent (the session verb)', () => {
     expect(created.code).toBe(ExitCode.Ok);
     expect(created.stdout).toBe(`created user buffer sv/flight: ${dir}/sv/flight.evrb (32K, overwrite)\n`);
     await writeAndDie('sv/flight', 20);
-    const ls = await run('session', 'ls', '--persistent', '--json', '--dir', dir);
+    const ls = await run('ls', '--no-agent', '--json', '--dir', dir);
     expect(JSON.parse(ls.stdout).buffers).toContainEqual(
       expect.objectContaining({ name: 'sv/flight', size: 32768, classes: ['app:a'], writers: 0 }),
     );
+    // One listing of buffers: `persistent ls` is the same command and prints the same; `session ls` lists sessions.
+    expect(await run('persistent', 'ls', '--no-agent', '--json', '--dir', dir)).toEqual(ls);
+    const sessionLs = await run('session', 'ls', '--persistent', '--dir', dir);
+    expect(sessionLs.code).toBe(ExitCode.Usage);
+    expect(sessionLs.stderr).toMatch(/^evtrace: ERR_CLI_USAGE: unknown option '--persistent'/);
     const cat = await run('session', 'cat', 'sv/flight', '--persistent', '--json', '--dir', dir);
     expect(cat.stdout.trimEnd().split('\n')).toHaveLength(20);
     const snap = await run('session', 'snapshot', 'sv/flight', '--persistent', '-o', dir, '--dir', dir);

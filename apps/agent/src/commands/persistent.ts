@@ -1,7 +1,8 @@
 /**
  * Persistent buffers on the command line: create, list, remove, print and snapshot named buffers of both backends
  * (user-space tmpfs mappings, kernel tracefs instances), as `evtrace persistent create|ls|rm|cat|snapshot` and the
- * `session --persistent` mode; listings go through the running agent when one answers (`evtrace ls`, `session ls`).
+ * `session --persistent` mode; the listing (`evtrace ls`, the same command as `persistent ls`) goes through the
+ * running agent when one answers.
  */
 import { resolve } from 'node:path';
 import {
@@ -96,8 +97,6 @@ export interface ListVia extends PersistentTarget {
   socket?: string;
   /** False (`--no-agent`): list directly even when an agent runs. */
   agent?: boolean;
-  /** Ask the agent for its sessions too. */
-  sessions?: boolean;
 }
 
 /** A listing and who made it. */
@@ -105,10 +104,6 @@ export interface BufferListing {
   readonly listing: BufferList;
   /** The agent that listed (its pid and socket), or undefined when this process listed directly. */
   readonly agent?: { readonly pid: number; readonly socket: string };
-  /** The agent's sessions, when asked and an agent answered. */
-  readonly sessions?: readonly SessionStatus[];
-  /** Why no agent listed (no agent at the socket, an agent before protocol 2). */
-  readonly direct?: string;
 }
 
 /**
@@ -116,7 +111,6 @@ export interface BufferListing {
  * when no agent answers at the default socket. The agent reports buffers it cannot open as unreadable.
  */
 export async function listBuffers(o: ListVia): Promise<BufferListing> {
-  let direct = 'listed without an agent (--no-agent)';
   if (o.agent !== false) {
     const socket = o.socket ?? process.env.EVTRACE_AGENT_SOCKET ?? defaultSocketPath();
     let client: AgentClient | undefined;
@@ -124,26 +118,36 @@ export async function listBuffers(o: ListVia): Promise<BufferListing> {
       client = await connectAgent(socket, { client: 'evtrace ls' });
     } catch (error) {
       if (!(error instanceof ProtocolError) || o.socket !== undefined) throw error;
-      direct = `no agent answered at ${socket}`;
     }
     if (client !== undefined) {
       try {
-        const listing = await client.buffers(dirOf(o));
-        const sessions = o.sessions ? await client.list() : undefined;
-        return {
-          listing,
-          agent: { pid: client.agent.pid, socket },
-          ...(sessions !== undefined ? { sessions } : {}),
-        };
+        return { listing: await client.buffers(dirOf(o)), agent: { pid: client.agent.pid, socket } };
       } catch (error) {
+        // An agent before protocol 2 does not list persistent buffers: this process lists them.
         if (!(error instanceof ProtocolError && error.code === 'ERR_AGENT_UNKNOWN_OP')) throw error;
-        direct = `the agent at ${socket} does not list persistent buffers (protocol ${client.agent.protocol})`;
       } finally {
         client.close();
       }
     }
   }
-  return { listing: persistentList(o), direct };
+  return { listing: persistentList(o) };
+}
+
+/**
+ * Adds the one listing of persistent buffers as `name` under `parent`: `evtrace ls`, and `evtrace persistent ls`,
+ * the same command (its options, its output) where the persistent verbs are, kept for the scripts that list there.
+ */
+export function addListingCommand(parent: Command, name: string, io: CliIO): Command {
+  return addCommand(parent, name)
+    .option('--json', 'print {buffers, unreadable, kernelUnavailable?, bootAbsent?} as JSON')
+    .option('--dir <dir>', 'directory of user-space buffers (default $EVTRACE_PERSISTENT_DIR or /dev/shm/evtrace)')
+    .option('--socket <path>', "the agent's control socket (an agent that does not answer there is an error)")
+    .option('--no-agent', 'list directly, not through a running agent')
+    .action(async (o: ListVia & { json?: boolean }) => {
+      const r = await listBuffers(o);
+      if (r.agent !== undefined) io.stderr(`evtrace: listed by the agent (pid ${r.agent.pid}) at ${r.agent.socket}\n`);
+      io.stdout(formatListing(r.listing, !!o.json));
+    });
 }
 
 /** Deletes a buffer. */
@@ -345,16 +349,11 @@ yours nor root's (or root's, writable by others and not sticky), a namespace dir
     `evtrace persistent create app/flight --size 1M
 evtrace persistent create ops/sched --kernel --size 4M -e 'sched:sched_switch' --filter 'prev_pid > 0'`,
   );
-  target(
-    addCommand(parent, 'ls')
-      .summary('list persistent buffers of both backends')
-      .description(
-        'Lists every persistent buffer: size, mode, fill, records lost, writers, readers, owner, creation time.',
-      )
-      .option('--json', 'print the listing as JSON'),
-  ).action((o: PersistentTarget & { json?: boolean }) => {
-    io.stdout(formatListing(persistentList(o), !!o.json));
-  });
+  addListingCommand(parent, 'ls', io)
+    .summary('list persistent buffers: the same command as evtrace ls')
+    .description(
+      `The same command as \`evtrace ls\` (its options, its output), kept here beside the persistent verbs.`,
+    );
   target(
     addCommand(parent, 'rm')
       .summary('delete a persistent buffer')
@@ -457,31 +456,8 @@ export function persistentSessionSnapshot(name: string, o: PersistentSessionOpti
 const needPersistent = (verb: string, instead: string) =>
   usageError(`session ${verb} works on persistent buffers: add --persistent (agent sessions: session ${instead})`);
 
-/** Adds `session ls|rm|cat --persistent` (the agent's sessions have list, destroy and cat --live). */
+/** Adds `session rm|cat --persistent` (the agent's sessions have destroy and cat --live). */
 export function addPersistentSessionVerbs(session: Command, io: CliIO): void {
-  addCommand(session, 'ls')
-    .summary("the agent's sessions and the persistent buffers (--persistent: buffers only)")
-    .description(
-      `Lists the agent's sessions and every persistent buffer of both backends, as the running agent sees them (with
-the session attached to each buffer; buffers the agent cannot open are listed with the reason). Without an agent
-the buffers are listed directly. --persistent lists the buffers only.`,
-    )
-    .option('--persistent', 'the persistent buffers only')
-    .option('--json', 'print the listing as JSON')
-    .option('--dir <dir>', 'directory of user-space buffers')
-    .option('--socket <path>', "the agent's control socket")
-    .option('--no-agent', 'list the buffers directly, not through a running agent')
-    .action(async (o: ListVia & { persistent?: boolean; json?: boolean }) => {
-      const r = await listBuffers({ ...o, sessions: !o.persistent });
-      if (r.agent !== undefined) io.stderr(`evtrace: listed by the agent (pid ${r.agent.pid}) at ${r.agent.socket}\n`);
-      else if (!o.persistent) io.stderr(`evtrace: ${r.direct}: sessions not listed, buffers listed directly\n`);
-      if (o.json) {
-        const value = o.persistent ? r.listing : { sessions: r.sessions ?? [], ...r.listing };
-        return void io.stdout(`${JSON.stringify(value, null, 2)}\n`);
-      }
-      if (!o.persistent && r.sessions !== undefined) io.stdout(`${sessionsTable(r.sessions)}\n`);
-      io.stdout(formatListing(r.listing, false));
-    });
   addCommand(session, 'rm')
     .summary('delete a persistent buffer (with --persistent)')
     .argument('<name>', 'buffer name')

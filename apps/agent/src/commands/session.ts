@@ -221,12 +221,19 @@ evtrace session create br --events bts:branch --mode overwrite --source bts-qemu
     io.stdout(`session ${name}: trigger added\n`);
   });
 
-  socketOption(addCommand(session, 'list').summary('list the sessions').option('--json', 'one JSON array')).action(
-    async (o: { json?: boolean; socket?: string }) => {
-      const all = await withAgent(o.socket, (a) => a.list());
-      io.stdout(o.json ? `${JSON.stringify(all)}\n` : sessionsTable(all));
-    },
-  );
+  socketOption(
+    addCommand(session, 'list')
+      .alias('ls')
+      .summary("list the agent's sessions")
+      .description(
+        `Lists the running agent's sessions: name, state, mode, events, events lost and source (a persistent session
+names its buffer). \`session ls\` is the same command. Persistent buffers: \`evtrace ls\`; events: \`evtrace list\`.`,
+      )
+      .option('--json', 'one JSON array'),
+  ).action(async (o: { json?: boolean; socket?: string }) => {
+    const all = await withAgent(o.socket, (a) => a.list());
+    io.stdout(o.json ? `${JSON.stringify(all)}\n` : sessionsTable(all));
+  });
 
   const attach = socketOption(
     addCommand(session, 'attach')
@@ -297,7 +304,7 @@ evtrace session snapshot flight -o /tmp/shots          prints the trace-shot's p
 evtrace cat --live flight                              live events
 evtrace session destroy flight
 evtrace session attach team/app/flight --persistent     a persistent buffer as session team.app.flight
-evtrace session ls                                     sessions and persistent buffers, through the agent`,
+evtrace session list                                   the agent's sessions (evtrace ls: the persistent buffers)`,
   );
 }
 

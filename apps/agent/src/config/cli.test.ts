@@ -40,7 +40,7 @@ describe('evtrace agent configuration flags', () => {
     }
     expect(error).toBeInstanceOf(ConfigError);
     expect(exitCodeOf(error)).toBe(ExitCode.Usage);
-    expect(await errorLine(error)).toBe(
+    expect(errorLine(error)).toBe(
       `ERR_CONFIG_VALUE: ${bad}:3:8: sessions.x.mode: expected overwrite or discard, got "fast"`,
     );
   });

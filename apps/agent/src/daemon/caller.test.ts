@@ -233,7 +233,7 @@ describe.skipIf(!root || !hasUseradd)(
         through.stderr.trim().replace('ERR_AGENT_PERMISSION', 'ERR_PERSISTENT_PERMISSION'),
       );
       // Not listed as readable through the agent either; kernel buffers are refused to the member outright.
-      const ls = JSON.parse((await as(['session', 'ls', '--json', '--dir', bufs])).stdout);
+      const ls = JSON.parse((await as(['ls', '--json', '--dir', bufs])).stdout);
       expect(ls.buffers.filter((b: { name: string }) => b.name === 'root/secret')).toEqual([]);
       expect(ls.unreadable).toEqual([
         expect.objectContaining({ name: 'root/secret', code: 'ERR_PERSISTENT_PERMISSION' }),
@@ -247,9 +247,9 @@ describe.skipIf(!root || !hasUseradd)(
       // A directory the member cannot read lists as empty, as it does for them directly; root sees its buffer.
       const hidden = join(rootOnly, 'bufs');
       openPersistent('hidden/one', { dir: hidden, create: { size: 8192 } }).close();
-      const theirs = JSON.parse((await as(['session', 'ls', '--json', '--dir', hidden])).stdout);
+      const theirs = JSON.parse((await as(['ls', '--json', '--dir', hidden])).stdout);
       expect({ buffers: theirs.buffers, unreadable: theirs.unreadable }).toEqual({ buffers: [], unreadable: [] });
-      const roots = JSON.parse((await cli(agent, ['session', 'ls', '--json', '--dir', hidden])).stdout);
+      const roots = JSON.parse((await cli(agent, ['ls', '--json', '--dir', hidden])).stdout);
       expect(roots.buffers.map((b: { name: string }) => b.name)).toEqual(['hidden/one']);
       // Attached by root, its content is still the buffer's: the member may neither view it nor take a trace-shot.
       const live = await as(['cat', '--live', 'root.secret', '--limit', '1']);

@@ -250,6 +250,8 @@ describe('the agent with demo sessions', () => {
     expect(list.map((s) => s.name).sort()).toEqual(['d1', 'rot']);
     for (const name of ['d1', 'rot']) expect((await cli(agent, ['session', 'destroy', name])).code).toBe(0);
     expect((await cli(agent, ['session', 'list'])).stdout).toBe('no sessions\n');
+    // `session ls`, the same command, prints the same.
+    expect(await cli(agent, ['session', 'ls'])).toMatchObject({ code: 0, stdout: 'no sessions\n', stderr: '' });
     const gone = await cli(agent, ['session', 'status', 'd1']);
     expect(gone.code).toBe(1);
     expect(gone.stderr).toMatch(/ERR_AGENT_NO_SESSION: no session named d1/);

@@ -3,8 +3,7 @@
  * failure into a clear error reply without guessing.
  */
 import type { AgentErrorCode } from '@evtrace/agent-protocol';
-import { codeOf, EvtraceError } from '@evtrace/errors';
-import { errorText } from '@evtrace/trace-format';
+import { codeOf, EvtraceError, errorText } from '@evtrace/errors';
 
 export class AgentError extends EvtraceError<AgentErrorCode> {
   constructor(code: AgentErrorCode, message: string, options: { cause?: unknown } = {}) {

@@ -174,13 +174,26 @@ describe('the agent lists and attaches to user-space persistent buffers', () => 
       }
 
       // Listed through the agent: the session, and the buffer with its writer, the agent as reader, the session.
-      const ls = await cli(agent, ['session', 'ls', '--json', '--dir', bufs]);
+      const sessions = await cli(agent, ['session', 'list', '--json']);
+      expect(sessions.code).toBe(0);
+      const listedSessions = JSON.parse(sessions.stdout) as SessionStatus[];
+      for (const s of listedSessions) expectValid('@evtrace/agent-protocol/schemas/session-status.json', s);
+      // `session ls` is the same command (the writer goes on: only the counts may have grown since).
+      const aliased = JSON.parse((await cli(agent, ['session', 'ls', '--json'])).stdout) as SessionStatus[];
+      const steady = (all: SessionStatus[]) => all.map(({ name, state, persistent }) => ({ name, state, persistent }));
+      expect(steady(aliased)).toEqual(steady(listedSessions));
+      const ls = await cli(agent, ['ls', '--json', '--dir', bufs]);
       expect(ls.code).toBe(0);
       expect(ls.stderr).toMatch(/listed by the agent \(pid \d+\)/);
       const listed = JSON.parse(ls.stdout);
       expectValid('@evtrace/persistent-events/schemas/listing.json', listed);
-      for (const s of listed.sessions) expectValid('@evtrace/agent-protocol/schemas/session-status.json', s);
-      expect(listed.sessions).toContainEqual(
+      // `persistent ls` is the same command (the writer goes on: only fill and counts may have moved since).
+      const same = await cli(agent, ['persistent', 'ls', '--json', '--dir', bufs]);
+      expect({ code: same.code, stderr: same.stderr }).toEqual({ code: 0, stderr: ls.stderr });
+      const fixed = (l: { buffers: { name: string; backend: string; size: number; session?: string }[] }) =>
+        l.buffers.map(({ name, backend, size, session }) => ({ name, backend, size, session }));
+      expect(fixed(JSON.parse(same.stdout))).toEqual(fixed(listed));
+      expect(listedSessions).toContainEqual(
         expect.objectContaining({
           name: 't.app.flight',
           state: 'running',

@@ -44,7 +44,9 @@ export async function attachAgent(options: AttachOptions = {}): Promise<ViewerSo
     client = await connectAgent(socket, { client: 'evtrace-view' });
   } catch (error) {
     if (!explicit && error instanceof ProtocolError) return undefined;
-    throw new ViewerError('ERR_VIEW_AGENT', `cannot reach the agent at ${socket}: ${(error as Error).message}`);
+    throw new ViewerError('ERR_VIEW_AGENT', `cannot reach the agent at ${socket}: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   try {
     const sessions = await client.list();
@@ -59,7 +61,7 @@ export async function attachAgent(options: AttachOptions = {}): Promise<ViewerSo
     return await followSession(client, socket, name, options);
   } catch (error) {
     client.close();
-    if (error instanceof ProtocolError) throw new ViewerError('ERR_VIEW_AGENT', `${error.code}: ${error.message}`);
+    if (error instanceof ProtocolError) throw new ViewerError('ERR_VIEW_AGENT', error.message, { cause: error });
     throw error;
   }
 }

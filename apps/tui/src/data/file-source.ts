@@ -30,7 +30,7 @@ const NOTIFY_MS = 250;
 
 /**
  * Opens a CTF directory, trace.dat file or raw-pages directory.
- * @throws ViewerError `ERR_VIEW_INPUT` with the format error's code, file and offset.
+ * @throws ViewerError `ERR_VIEW_INPUT` with the format error's message (file and offset) and the error as `cause`.
  */
 export function openFileSource(path: string): ViewerSource {
   let reader: TraceReader & { metadata?: import('@evtrace/trace-format').FtraceMetadata };
@@ -88,9 +88,7 @@ export function openFileSource(path: string): ViewerSource {
 }
 
 function inputError(error: unknown): unknown {
-  return error instanceof TraceFormatError
-    ? new ViewerError('ERR_VIEW_INPUT', `${error.code}: ${error.message}`)
-    : error;
+  return error instanceof TraceFormatError ? new ViewerError('ERR_VIEW_INPUT', error.message, { cause: error }) : error;
 }
 
 /** The CTF index as it is now: a store whose length stays that of the moment it was taken. */

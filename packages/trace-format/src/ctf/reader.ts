@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { located } from '@evtrace/errors';
 import { BitReader } from '../codec/bit-reader.ts';
 import { compileScope, type FieldDecoder } from '../codec/decoder.ts';
 import { TraceFormatError } from '../errors.ts';
@@ -266,7 +267,9 @@ export class StreamFileCursor implements PacketCursor {
     // babeltrace2 reads such packets; say so once per file rather than reject them.
     if (uuid !== undefined && this.trace.uuid !== undefined && uuid !== this.trace.uuid && !this.uuidWarned) {
       this.uuidWarned = true;
-      this.warnings.push(`${this.file}: packet UUID ${uuid} differs from the trace's ${this.trace.uuid}`);
+      this.warnings.push(
+        located(`packet UUID ${uuid} differs from the trace's ${this.trace.uuid}`, { file: this.file }),
+      );
     }
     const context = this.context;
     const remaining = left * 8;
@@ -306,7 +309,9 @@ export class StreamFileCursor implements PacketCursor {
     if (s.eventsDiscarded > this.lastDiscarded) {
       const n = s.eventsDiscarded - this.lastDiscarded;
       this.warnings.push(
-        `${this.file}: tracer discarded ${n} event${n === 1 ? '' : 's'} before packet ${this.packetNumber}`,
+        located(`tracer discarded ${n} event${n === 1 ? '' : 's'} before packet ${this.packetNumber}`, {
+          file: this.file,
+        }),
       );
     }
     this.lastDiscarded = s.eventsDiscarded;
@@ -314,7 +319,9 @@ export class StreamFileCursor implements PacketCursor {
       if (this.lastSeqNum >= 0 && s.packetSeqNum > this.lastSeqNum + 1) {
         const n = s.packetSeqNum - this.lastSeqNum - 1;
         this.warnings.push(
-          `${this.file}: tracer discarded ${n} packet${n === 1 ? '' : 's'} before packet ${this.packetNumber}`,
+          located(`tracer discarded ${n} packet${n === 1 ? '' : 's'} before packet ${this.packetNumber}`, {
+            file: this.file,
+          }),
         );
       }
       this.lastSeqNum = s.packetSeqNum;

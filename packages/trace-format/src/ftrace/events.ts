@@ -2,6 +2,7 @@
  * From per-CPU page streams to {@link TraceEvent}s: what raw-page directories and trace.dat files share once their
  * containers are opened.
  */
+import { type Location, located } from '@evtrace/errors';
 import { TraceFormatError } from '../errors.ts';
 import type { ByteOrder, EventClass, TraceEvent } from '../model/types.ts';
 import type { PageLayout } from './headers.ts';
@@ -129,7 +130,9 @@ export function* cpuEventBatches(
     if (entry === undefined) {
       if (!unknown.has(id)) {
         unknown.add(id);
-        options.warn(`${where(source, start)}: CPU ${cpu}: record of unknown event id ${id} skipped (reported once)`);
+        options.warn(
+          located(`CPU ${cpu}: record of unknown event id ${id} skipped (reported once)`, pageLocation(source, start)),
+        );
       }
       return;
     }
@@ -158,7 +161,7 @@ export function* cpuEventBatches(
           if (info.leadingRecord && firstDecoded) batch[0] = withLoss(batch[0]!, info.missedCount ?? null);
           options.onMissed?.(info.missedCount);
           const count = info.missedCount === undefined ? 'an unknown number of' : String(info.missedCount);
-          options.warn(`${where(source, at)}: CPU ${cpu}: ${count} events lost before this page`);
+          options.warn(located(`CPU ${cpu}: ${count} events lost before this page`, pageLocation(source, at)));
         }
       } catch (e) {
         if (!(options.lenient && e instanceof TraceFormatError)) throw e;
@@ -178,8 +181,9 @@ export function withLoss(event: TraceEvent, count: number | null): TraceEvent {
   return { ...event, scopes: { ...event.scopes, lost: { events: count } } };
 }
 
-function where(source: { file?: string; fileOffset: number }, at: number): string {
-  return `${source.file ?? '<pages>'}: byte ${source.fileOffset + at}`;
+/** Where byte `at` of a page read from `source` lies in its file (`<pages>` when the pages came without one). */
+export function pageLocation(source: { file?: string | undefined; fileOffset: number }, at: number): Location {
+  return { file: source.file ?? '<pages>', offset: source.fileOffset + at };
 }
 
 /**

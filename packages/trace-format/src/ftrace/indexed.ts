@@ -4,9 +4,10 @@
  * million events cost about 22 bytes each in the index (time, CPU, position, length, event id), instead of the
  * hundreds a decoded event object takes.
  */
+import { located } from '@evtrace/errors';
 import { TraceFormatError } from '../errors.ts';
 import type { EventClass, TraceEvent } from '../model/types.ts';
-import { EventTable, wholePages, withLoss } from './events.ts';
+import { EventTable, pageLocation, wholePages, withLoss } from './events.ts';
 import { readPage } from './page.ts';
 import type { FtraceReader } from './raw-dir.ts';
 import { RecordError } from './record.ts';
@@ -110,7 +111,10 @@ export function indexFtrace(reader: FtraceReader, options: IndexFtraceOptions = 
         if (!unknown.has(type)) {
           unknown.add(type);
           warnings.push(
-            `${source.file ?? '<pages>'}: byte ${source.fileOffset + at}: CPU ${pages.cpu}: record of unknown event id ${type} skipped (reported once)`,
+            located(
+              `CPU ${pages.cpu}: record of unknown event id ${type} skipped (reported once)`,
+              pageLocation(source, at),
+            ),
           );
         }
         return;

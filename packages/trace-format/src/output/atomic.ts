@@ -19,6 +19,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
+import { errnoText } from '@evtrace/errors';
 import { TraceFormatError } from '../errors.ts';
 
 /** Who may read an output. */
@@ -43,51 +44,6 @@ export interface OutputAccess {
 export interface OutputDirOptions extends OutputAccess {
   /** Replace an existing non-empty directory (or a file) at the target. Default false: it is refused. */
   readonly force?: boolean;
-}
-
-/** What the errno names of failed file system calls mean, for messages a user can act on. */
-const ERRNO_TEXT: Readonly<Record<string, string>> = {
-  ENOSPC: 'no space left on device',
-  EDQUOT: 'disk quota exceeded',
-  EFBIG: 'file too large',
-  EROFS: 'read-only file system',
-  EIO: 'input/output error',
-  EACCES: 'permission denied',
-  EPERM: 'operation not permitted',
-  ENOENT: 'no such file or directory',
-  ENOTDIR: 'a component of the path is not a directory',
-  EISDIR: 'is a directory',
-  EEXIST: 'already exists',
-  ENOTEMPTY: 'directory not empty',
-  ENAMETOOLONG: 'file name too long',
-  ELOOP: 'a symbolic link, which is not followed here',
-  EXDEV: 'not on the same file system',
-  EBUSY: 'device or resource busy',
-  EMFILE: 'too many open files',
-  ESPIPE: 'cannot seek: a pipe or a terminal',
-};
-
-/** `ENOSPC (no space left on device)` for a failed system call, its message for any other error. */
-export function errnoText(error: unknown): string {
-  const errno = (error as NodeJS.ErrnoException)?.code;
-  if (typeof errno !== 'string' || !/^E[A-Z0-9]+$/.test(errno)) return (error as Error)?.message ?? String(error);
-  const meaning = ERRNO_TEXT[errno];
-  return meaning === undefined ? errno : `${errno} (${meaning})`;
-}
-
-/**
- * Any error as one line for a user: a failed system call as `cannot mkdir /x: EEXIST (already exists)` (Node's own
- * message repeats the errno and hides the reason), an error with a code as `CODE: message`, else its message.
- */
-export function errorText(error: unknown): string {
-  const e = error as NodeJS.ErrnoException & { dest?: unknown };
-  const code = e?.code;
-  if (typeof e?.syscall === 'string' && typeof code === 'string' && /^E[A-Z0-9]+$/.test(code)) {
-    const path = typeof e.path === 'string' ? ` ${e.path}${typeof e.dest === 'string' ? ` to ${e.dest}` : ''}` : '';
-    return `cannot ${e.syscall}${path}: ${errnoText(error)}`;
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  return typeof code === 'string' ? `${code}: ${message}` : message;
 }
 
 /** An `ERR_TRACE_OUTPUT` error naming `path` and why (`cannot write out.dat: ENOSPC (no space left on device)`). */

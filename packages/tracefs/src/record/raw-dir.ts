@@ -15,13 +15,8 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
-import {
-  errnoText,
-  RAW_HEAD_ROOM_FILE,
-  RAW_REGIONS_FILE,
-  RAW_REGIONS_PAGES_FILE,
-  regionsText,
-} from '@evtrace/trace-format';
+import { errnoText } from '@evtrace/errors';
+import { RAW_HEAD_ROOM_FILE, RAW_REGIONS_FILE, RAW_REGIONS_PAGES_FILE, regionsText } from '@evtrace/trace-format';
 import { outputError, TracefsError } from '../errors.ts';
 import { largestFileSize, planRegions, type Region, regionsSupported } from '../output/regions.ts';
 import { traceDatHeadRoom } from '../output/tracedat.ts';

@@ -4,6 +4,7 @@
  * flyrecord pages of the top-level buffer, with zlib or zstd compression in version 7.
  */
 import { readFileSync } from 'node:fs';
+import { located } from '@evtrace/errors';
 import { TraceFormatError } from '../../errors.ts';
 import type { ByteOrder, EventClass, TraceEvent } from '../../model/types.ts';
 import {
@@ -720,7 +721,10 @@ function recoverV7(
           offset = Math.ceil(found.end / pageSize) * pageSize;
         }
         read.warn(
-          `${c.file ?? '<trace.dat>'}: byte ${at}: ${cpus.length} CPUs' data found in the flyrecord section; CPUs numbered in file order`,
+          located(`${cpus.length} CPUs' data found in the flyrecord section; CPUs numbered in file order`, {
+            file: c.file ?? '<trace.dat>',
+            offset: at,
+          }),
         );
         buffers.push({ name: '', pageSize, cpus });
         return;
