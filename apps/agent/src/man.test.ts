@@ -3,15 +3,20 @@
  * each with the synopsis, options and examples its `--help` prints, free of groff warnings, and listed in
  * package.json's `man` field so that npm installs them.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import pkg from '../package.json' with { type: 'json' };
-import { CLI } from './testing/agent-daemon.ts';
+import { runCli } from './program.ts';
 
 const MAN = new URL('../dist/man/', import.meta.url).pathname;
 const has = (tool: string) => spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;
-const evtrace = (...args: string[]) => execFileSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
+/** `evtrace ARGS`'s standard output, run in this process: the same help a spawned CLI prints on a pipe. */
+async function help(...args: string[]): Promise<string> {
+  let out = '';
+  await runCli(args, { stdout: (t) => (out += t), stderr: () => {} });
+  return out;
+}
 
 /** The terms of one section of a command's --help. */
 function helpTerms(text: string, section: string): string[] {
@@ -19,7 +24,7 @@ function helpTerms(text: string, section: string): string[] {
   return [...body.matchAll(/^ {2}(\S.*?)(?: {2,}|$)/gm)].map((m) => m[1]!);
 }
 
-const verbs = helpTerms(evtrace('--help'), 'COMMANDS')
+const verbs = helpTerms(await help('--help'), 'COMMANDS')
   .map((t) => t.split(' ')[0]!)
   .filter((v) => v !== 'help');
 
@@ -60,18 +65,19 @@ describe('manual pages', () => {
         expect(text, v).toMatch(new RegExp(`^\\s+${v}\\s+\\S.*\\n\\s+See evtrace-${v}\\(1\\)\\.$`, 'm'));
     });
 
-    it("each command's page carries its help's synopsis, options and examples, and those of its subcommands", () => {
+    it("each command's page carries its help's synopsis, options and examples, and those of its subcommands", async () => {
       for (const v of verbs) {
         const text = rendered(`evtrace-${v}.1`);
-        const commands = [[v], ...helpTerms(evtrace(v, '--help'), 'COMMANDS').map((t) => [v, t.split(/[ |]/)[0]!])];
+        const commands = [[v], ...helpTerms(await help(v, '--help'), 'COMMANDS').map((t) => [v, t.split(/[ |]/)[0]!])];
         for (const command of commands.filter((c) => c[1] !== 'help')) {
-          const help = evtrace(...command, '--help');
+          const helpText = await help(...command, '--help');
           if (command.length > 1)
             expect(text, command.join(' ')).toMatch(new RegExp(`^${command.join(' ').toUpperCase()}$`, 'm'));
-          const usage = /^SYNOPSIS\n\s+(.*)$/m.exec(help)![1]!;
+          const usage = /^SYNOPSIS\n\s+(.*)$/m.exec(helpText)![1]!;
           expect(text, command.join(' ')).toContain(usage);
-          for (const term of helpTerms(help, 'OPTIONS')) expect(text, `${command.join(' ')} ${term}`).toContain(term);
-          const example = /^EXAMPLES\n\s+(.*)$/m.exec(help)?.[1];
+          for (const term of helpTerms(helpText, 'OPTIONS'))
+            expect(text, `${command.join(' ')} ${term}`).toContain(term);
+          const example = /^EXAMPLES\n\s+(.*)$/m.exec(helpText)?.[1];
           if (example) expect(text, command.join(' ')).toContain(example);
         }
       }
