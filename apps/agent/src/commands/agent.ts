@@ -14,6 +14,7 @@ import {
 } from '../config/cli.ts';
 import { Agent } from '../daemon/agent.ts';
 import { addHardwareOptions, HARDWARE_OPTION_NAMES, Hardware, type HardwareCliOptions } from '../daemon/hardware.ts';
+import { systemdNotifier } from '../daemon/sd-notify.ts';
 import { listen } from '../daemon/server.ts';
 import { CliExit, ExitCode, errorCodeOf, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
@@ -163,6 +164,9 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
   for (const line of await bootSessions(config.sessions, boot)) log(line);
   if (hardware !== undefined) log(await hardware.boot(agent));
   log(`listening on ${socket} (pid ${process.pid}, state in ${stateDir})`);
+  // Under systemd's Type=notify: ready once the socket listens, then the watchdog's pings (sd-notify.ts).
+  const systemd = systemdNotifier();
+  systemd?.ready(`listening on ${socket}`);
   // The reading loop must not starve under the load it records (as `evtrace record`'s reader): root raises it.
   if (process.getuid?.() === 0) {
     try {
@@ -179,6 +183,8 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
     (signal) => log(`${signal}: already stopping`),
   );
   await stopping.promise;
+  systemd?.stopping();
+  systemd?.close();
   agent.close();
   await metrics?.close();
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
