@@ -40,7 +40,12 @@ for (const page of readdirSync(man).filter((f) => f.endsWith('.1'))) {
 // Completion scripts from the binary being packaged, where each shell looks for a package's own.
 const completion = (shell: string) => execFileSync(binary, ['completion', shell], { encoding: 'utf8' });
 put('usr/share/bash-completion/completions/evtrace', completion('bash'));
-put('usr/share/zsh/vendor-completions/_evtrace', completion('zsh'));
+// zsh autoloads `_evtrace` as a function body on the first completion: the script defines the completion (through
+// bashcompinit, which `complete` replaces the #compdef entry with) and then answers that first request itself.
+put(
+  'usr/share/zsh/vendor-completions/_evtrace',
+  `#compdef evtrace\n${completion('zsh')}_bash_complete -o filenames -F _evtrace "$@"\n`,
+);
 put('usr/share/fish/vendor_completions.d/evtrace.fish', completion('fish'));
 
 // The unit runs the packaged binary (the npm package's copy names /usr/local/bin).

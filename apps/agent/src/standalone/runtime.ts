@@ -18,7 +18,7 @@ let koffi: unknown;
 /** koffi's native module, from the binary's `koffi.node` asset (once per thread: each thread loads its own). */
 function embeddedKoffi(): unknown {
   if (koffi !== undefined) return koffi;
-  const dir = mkdtempSync(join(process.env.TMPDIR ?? tmpdir(), 'evtrace-'));
+  const dir = mkdtempSync(join(tmpdir(), 'evtrace-'));
   let fd: number;
   try {
     const file = join(dir, 'koffi.node');
