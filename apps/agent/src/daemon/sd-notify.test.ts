@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CLI, workDir } from '../testing/agent-daemon.ts';
 import { hasPython, listenNotify as listen } from '../testing/notify-socket.ts';
-import { notifySocketAddress } from './sd-notify.ts';
+import { notifySocketAddress, systemdNotifier } from './sd-notify.ts';
 
 interface Started {
   readonly proc: ChildProcess;
@@ -87,6 +87,27 @@ describe.skipIf(!hasPython)('the agent under Type=notify (needs python3 for the 
       systemd.close();
     }
   }, 30_000);
+
+  it('takes NOTIFY_SOCKET and WATCHDOG_* out of the environment, so that programs it runs do not notify', async () => {
+    const name = join(dir, 'notify-env.sock');
+    const systemd = await listen(name);
+    const env: NodeJS.ProcessEnv = {
+      NOTIFY_SOCKET: name,
+      WATCHDOG_USEC: '60000000',
+      WATCHDOG_PID: String(process.pid),
+    };
+    const notifier = systemdNotifier(env);
+    try {
+      expect(env).toEqual({});
+      expect(notifier?.watchdogMs).toBe(60_000);
+      notifier?.ready('test');
+      await systemd.until((d) => d === 'READY=1\nSTATUS=test\n');
+      await systemd.until((d) => d === 'WATCHDOG=1\n');
+    } finally {
+      notifier?.close();
+      systemd.close();
+    }
+  });
 
   it('ends with ERR_CLI_IO naming the socket when nothing listens there', async () => {
     const agent = startAgent(join(dir, 'nobody'), { NOTIFY_SOCKET: join(dir, 'nobody.sock') });

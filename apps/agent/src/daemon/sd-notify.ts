@@ -51,6 +51,12 @@ export function systemdNotifier(env: NodeJS.ProcessEnv = process.env): SystemdNo
   const name = env.NOTIFY_SOCKET;
   if (name === undefined || name === '') return undefined;
   const addr = notifySocketAddress(name);
+  const usec = Number(env.WATCHDOG_USEC);
+  const forUs = env.WATCHDOG_PID === undefined || Number(env.WATCHDOG_PID) === process.pid;
+  // As sd_notify(3)'s unset_environment: the programs sessions run must not speak to systemd for the agent.
+  delete env.NOTIFY_SOCKET;
+  delete env.WATCHDOG_USEC;
+  delete env.WATCHDOG_PID;
   const socket = libcFunction<Socket>('int socket(int domain, int type, int protocol)');
   const sendto = libcFunction<SendTo>(
     'long sendto(int fd, const uint8_t *buf, size_t len, int flags, const uint8_t *addr, uint32_t addrlen)',
@@ -65,8 +71,6 @@ export function systemdNotifier(env: NodeJS.ProcessEnv = process.env): SystemdNo
       throw new Error(`cannot notify systemd at ${name}: sendto failed (errno ${libcErrno()})`);
     }
   };
-  const usec = Number(env.WATCHDOG_USEC);
-  const forUs = env.WATCHDOG_PID === undefined || Number(env.WATCHDOG_PID) === process.pid;
   const watchdogMs = Number.isSafeInteger(usec) && usec > 0 && forUs ? Math.max(1, Math.floor(usec / 1000)) : undefined;
   let timer: NodeJS.Timeout | undefined;
   return {
