@@ -201,31 +201,78 @@ describe.skipIf(!hasDpkgDeb)('the .deb (needs dpkg-deb)', () => {
     expect(caps).not.toContain('CAP_DAC_OVERRIDE');
   });
 
+  /** setpriv's --bounding-set for the unit's CapabilityBoundingSet: what systemd leaves a root service. */
+  const unitBoundingSet = () => {
+    const unit = readFileSync(join(unpacked, 'lib/systemd/system/evtrace-agent.service'), 'utf8');
+    const caps = /^CapabilityBoundingSet=(.*)$/m.exec(unit)![1]!.split(' ');
+    return ['-all', ...caps.map((c) => `+${c.replace(/^CAP_/, '').toLowerCase()}`)].join(',');
+  };
+
   it.skipIf(!root || !tracefs || !has('setpriv'))(
     "records the kernel with only the unit's capabilities (needs root, tracefs and setpriv)",
     () => {
-      const unit = readFileSync(join(unpacked, 'lib/systemd/system/evtrace-agent.service'), 'utf8');
-      const caps = /^CapabilityBoundingSet=(.*)$/m.exec(unit)![1]!.split(' ');
-      // What systemd does for a root service: the bounding set is all that the executed binary keeps.
-      const bounding = ['-all', ...caps.map((c) => `+${c.replace(/^CAP_/, '').toLowerCase()}`)].join(',');
       const dat = join(dir, 'capped.dat');
       const r = spawnSync(
         which('setpriv'),
-        ['--bounding-set', bounding, join(unpacked, 'usr/bin/evtrace'), 'record', '--source', 'kernel'].concat([
-          '-e',
-          'sched:sched_switch',
-          '--filter',
-          'prev_pid >= 0',
-          '--duration',
-          '300ms',
-          '-o',
-          dat,
-        ]),
+        ['--bounding-set', unitBoundingSet(), join(unpacked, 'usr/bin/evtrace'), 'record', '--source', 'kernel'].concat(
+          ['-e', 'sched:sched_switch', '--filter', 'prev_pid >= 0', '--duration', '300ms', '-o', dat],
+        ),
         { encoding: 'utf8', env: { PATH: noNode } },
       );
       expect(r.status, r.stderr).toBe(0);
       expect(Number(/recorded (\d+) events/.exec(r.stderr)?.[1])).toBeGreaterThan(0);
     },
+  );
+
+  it.skipIf(!root || !tracefs || !has('setpriv'))(
+    "runs a kernel session in the agent with only the unit's capabilities (needs root, tracefs and setpriv)",
+    async () => {
+      const evtrace = join(unpacked, 'usr/bin/evtrace');
+      const socket = join(dir, 'capped-agent.sock');
+      const agent = spawn(
+        which('setpriv'),
+        ['--bounding-set', unitBoundingSet(), evtrace, 'agent', '--socket', socket, '--state-dir', join(dir, 'capped')],
+        { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: noNode } },
+      );
+      let log = '';
+      agent.stderr.on('data', (d: Buffer) => (log += d.toString()));
+      const exited = new Promise((resolve) => agent.once('exit', resolve));
+      const client = (...args: string[]) => {
+        const r = spawnSync(evtrace, args, { encoding: 'utf8', env: { PATH: noNode, EVTRACE_AGENT_SOCKET: socket } });
+        expect(r.status, `${args.join(' ')}: ${r.stderr}\n${log}`).toBe(0);
+      };
+      try {
+        for (let waited = 0; !log.includes('listening on') && waited < 20_000; waited += 50) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        const output = join(dir, 'capped-out');
+        client(
+          'session',
+          'create',
+          'k',
+          '--events',
+          'sched:sched_switch',
+          '--mode',
+          'discard',
+          '--source',
+          'kernel',
+          '--output',
+          output,
+        );
+        client('session', 'start', 'k');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        client('session', 'stop', 'k');
+        const files = readdirSync(output);
+        expect(files).toHaveLength(1);
+        const cat = run(evtrace, ['cat', join(output, files[0]!)]);
+        expect(cat.stdout).toMatch(/sched_switch:/);
+        agent.kill('SIGTERM');
+        expect(await exited, log).toBe(0);
+      } finally {
+        agent.kill('SIGKILL');
+      }
+    },
+    60_000,
   );
 
   it.skipIf(!has('systemd-analyze'))('has a unit systemd-analyze verifies without a warning', () => {
