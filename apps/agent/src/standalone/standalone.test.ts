@@ -160,7 +160,7 @@ describe.skipIf(!hasDpkgDeb)('the .deb (needs dpkg-deb)', () => {
     expect(record).toContain('\\-\\-duration');
   });
 
-  it('installs completion where bash, zsh and fish look, each loadable by its shell', () => {
+  it('installs bash completion that completes a command', () => {
     const bash = join(unpacked, 'usr/share/bash-completion/completions/evtrace');
     const complete = spawnSync(
       'bash',
@@ -168,25 +168,26 @@ describe.skipIf(!hasDpkgDeb)('the .deb (needs dpkg-deb)', () => {
       { encoding: 'utf8' },
     );
     expect(complete.stdout.trim()).toBe('record');
-    const zsh = readFileSync(join(unpacked, 'usr/share/zsh/vendor-completions/_evtrace'), 'utf8');
-    expect(zsh.startsWith('#compdef evtrace\n')).toBe(true);
-    if (has('zsh')) {
-      // compinit finds it among the vendor completions and binds it to evtrace.
-      const comps = spawnSync(
-        'zsh',
-        [
-          '-f',
-          '-c',
-          `fpath=(${join(unpacked, 'usr/share/zsh/vendor-completions')} $fpath); autoload -U compinit; compinit -u -D; print -r -- $_comps[evtrace]`,
-        ],
-        { encoding: 'utf8' },
-      );
-      expect(comps.stdout.trim()).toBe('_evtrace');
-      expect(spawnSync('zsh', ['-n', join(unpacked, 'usr/share/zsh/vendor-completions/_evtrace')]).status).toBe(0);
-    }
+  });
+
+  it.skipIf(!has('zsh'))('installs zsh completion that compinit binds to evtrace (needs zsh)', () => {
+    const vendor = join(unpacked, 'usr/share/zsh/vendor-completions');
+    expect(readFileSync(join(vendor, '_evtrace'), 'utf8').startsWith('#compdef evtrace\n')).toBe(true);
+    expect(spawnSync('zsh', ['-n', join(vendor, '_evtrace')]).status).toBe(0);
+    const bound = 'autoload -U compinit; compinit -u -D; print -r -- $_comps[evtrace]';
+    const comps = spawnSync('zsh', ['-f', '-c', `fpath=(${vendor} $fpath); ${bound}`], { encoding: 'utf8' });
+    expect(comps.stdout.trim()).toBe('_evtrace');
+  });
+
+  it.skipIf(!has('fish'))('installs fish completion that completes a command (needs fish)', () => {
     const fish = join(unpacked, 'usr/share/fish/vendor_completions.d/evtrace.fish');
     expect(readFileSync(fish, 'utf8')).toContain("complete -c evtrace -f -n '__evtrace_at \\'evtrace\\'' -a 'record'");
-    if (has('fish')) expect(spawnSync('fish', ['--no-execute', fish]).status).toBe(0);
+    expect(spawnSync('fish', ['--no-execute', fish]).status).toBe(0);
+    const offered = spawnSync('fish', ['-c', `source ${fish}; complete -C 'evtrace reco'`], {
+      encoding: 'utf8',
+      env: { ...process.env, HOME: dir },
+    });
+    expect(offered.stdout).toMatch(/^record\t/m);
   });
 
   it('installs the agent unit: Type=notify, a watchdog, the packaged binary, limited capabilities', () => {
