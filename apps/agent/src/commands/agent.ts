@@ -15,9 +15,10 @@ import {
 import { Agent } from '../daemon/agent.ts';
 import { addExportOptions, type ExportCliOptions, exportSettings, FleetExport } from '../daemon/export.ts';
 import { addHardwareOptions, HARDWARE_OPTION_NAMES, Hardware, type HardwareCliOptions } from '../daemon/hardware.ts';
+import { type SystemdNotifier, systemdNotifier } from '../daemon/sd-notify.ts';
 import { listen } from '../daemon/server.ts';
 import type { Session } from '../daemon/session.ts';
-import { CliExit, ExitCode, errorCodeOf, usageError } from '../exit-codes.ts';
+import { CliCode, CliExit, ExitCode, errorCodeOf, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { type MetricsServer, startMetricsServer } from '../metrics/server.ts';
 import { onStopSignals } from '../signals.ts';
@@ -174,6 +175,17 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
   if (hardware !== undefined) log(await hardware.boot(agent));
   fleet?.startStatus(agent);
   log(`listening on ${socket} (pid ${process.pid}, state in ${stateDir})`);
+  // Under systemd's Type=notify: ready once the socket listens, then the watchdog's pings (sd-notify.ts).
+  let systemd: SystemdNotifier | undefined;
+  try {
+    systemd = systemdNotifier();
+    systemd?.ready(`listening on ${socket}`);
+  } catch (error) {
+    agent.close();
+    server.close();
+    await metrics?.close();
+    throw new CliExit(CliCode.Io, (error as Error).message);
+  }
   // The reading loop must not starve under the load it records (as `evtrace record`'s reader): root raises it.
   if (process.getuid?.() === 0) {
     try {
@@ -190,6 +202,8 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
     (signal) => log(`${signal}: already stopping`),
   );
   await stopping.promise;
+  systemd?.stopping();
+  systemd?.close();
   agent.close();
   await metrics?.close();
   await fleet?.close();

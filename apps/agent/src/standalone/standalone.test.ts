@@ -1,0 +1,321 @@
+/**
+ * The standalone evtrace and its .deb, built once here by the scripts `pnpm package` runs: the binary runs with no
+ * Node on PATH (every part the bundle cannot hold in code: worker threads, koffi, the filter language, Perfetto's
+ * schema), and the package unpacked into a temporary root has each file where Debian keeps it.
+ */
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pkg from '../../package.json' with { type: 'json' };
+import { hasPython, listenNotify } from '../testing/notify-socket.ts';
+
+const app = new URL('../..', import.meta.url).pathname;
+const out = join(app, 'out');
+/** Where `tool` is on this PATH, or '' (the binaries under test run with a PATH that holds nothing). */
+const which = (tool: string) => spawnSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).stdout.trim();
+const has = (tool: string) => which(tool) !== '';
+const hasDpkgDeb = has('dpkg-deb');
+const tracefs = ['/sys/kernel/tracing', '/sys/kernel/debug/tracing'].some((d) => existsSync(join(d, 'trace_pipe')));
+const root = process.getuid?.() === 0;
+
+const dir = mkdtempSync(join(tmpdir(), 'evtrace-standalone-'));
+/** A PATH with nothing on it: no node, no npm, no shell tools. */
+const noNode = join(dir, 'empty-bin');
+mkdirSync(noNode);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Runs `binary` with PATH holding no Node; stdout, stderr and status. */
+function run(binary: string, args: readonly string[]) {
+  const r = spawnSync(binary, args, {
+    encoding: 'utf8',
+    cwd: dir,
+    env: { PATH: noNode, HOME: dir },
+    timeout: 60_000,
+    maxBuffer: 1 << 28,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function script(name: string): void {
+  const r = spawnSync(process.execPath, [join(app, 'scripts', name)], { encoding: 'utf8', timeout: 900_000 });
+  if (r.status !== 0) throw new Error(`scripts/${name} failed (${r.status}):\n${r.stderr}`);
+}
+
+beforeAll(() => script('standalone.ts'), 900_000);
+
+describe('the standalone binary, with no Node on PATH', () => {
+  const evtrace = join(out, 'evtrace');
+
+  it('runs where `command -v node` finds nothing', () => {
+    const probe = spawnSync('/bin/sh', ['-c', 'command -v node'], { env: { PATH: noNode } });
+    expect(probe.status).not.toBe(0);
+    const r = run(evtrace, ['--version']);
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim()).toBe(pkg.version);
+  });
+
+  it('prints its help and completion scripts', () => {
+    const help = run(evtrace, ['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^NAME\n {2}evtrace - record, convert, filter and inspect Linux trace events/);
+    const bash = run(evtrace, ['completion', 'bash']);
+    expect(bash.code).toBe(0);
+    expect(bash.stdout).toContain('complete -o filenames -F _evtrace evtrace');
+  });
+
+  it('runs the demo: producers on worker threads from the embedded worker bundle', () => {
+    const r = run(evtrace, ['demo', '--producers', '2', '--events', '50', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const events = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { producer: number; seq: number });
+    expect(events).toHaveLength(100);
+    for (const p of [0, 1]) expect(events.filter((e) => e.producer === p).map((e) => e.seq)).toHaveLength(50);
+  });
+
+  it('records from the demo source, reads the file back and converts it with the embedded Perfetto schema', () => {
+    const dat = join(dir, 'demo.dat');
+    const rec = run(evtrace, ['record', '--source', 'demo', '-e', 'sched:*', '--duration', '200ms', '-o', dat]);
+    expect(rec.code, rec.stderr).toBe(0);
+    const recorded = Number(/recorded (\d+) events/.exec(rec.stderr)?.[1]);
+    expect(recorded).toBeGreaterThan(0);
+    const cat = run(evtrace, ['cat', dat]);
+    expect(cat.code, cat.stderr).toBe(0);
+    const lines = cat.stdout.trim().split('\n');
+    expect(lines).toHaveLength(recorded);
+    expect(lines[0]).toMatch(/sched_(switch|wakeup):/);
+    const pf = run(evtrace, ['convert', dat, '--to', 'perfetto', '-o', join(dir, 'demo.pftrace')]);
+    expect(pf.code, pf.stderr).toBe(0);
+    expect(pf.stderr).toContain(`${recorded} events written`);
+    expect(statSync(join(dir, 'demo.pftrace')).size).toBeGreaterThan(recorded);
+  });
+
+  it.skipIf(!root || !tracefs)(
+    'records the kernel with a filter and with a reader thread per CPU (koffi, @evtrace/filters and the reader bundle from the binary; needs root and tracefs)',
+    () => {
+      const dat = join(dir, 'kernel.dat');
+      const filtered = ['--filter', 'prev_pid >= 0 && next_comm ~ "*"', '--duration', '300ms', '-o', dat];
+      const rec = run(evtrace, ['record', '--source', 'kernel', '-e', 'sched:sched_switch', ...filtered]);
+      expect(rec.code, rec.stderr).toBe(0);
+      const cat = run(evtrace, ['cat', dat]);
+      expect(cat.code, cat.stderr).toBe(0);
+      expect(cat.stdout).toMatch(/sched_switch:/);
+      // The per-CPU readers are worker threads: a worker that could not start would fail the recording.
+      const perCpu = ['--reader-threads', 'per-cpu', '--duration', '200ms', '-o', join(dir, 'per-cpu.dat')];
+      const threads = run(evtrace, ['record', '--source', 'kernel', '-e', 'sched:sched_switch', ...perCpu]);
+      expect(threads.code, threads.stderr).toBe(0);
+      expect(threads.stderr).toMatch(/recorded \d+ events/);
+    },
+  );
+});
+
+describe.skipIf(!hasDpkgDeb)('the .deb (needs dpkg-deb)', () => {
+  const unpacked = join(dir, 'root');
+  let deb = '';
+  beforeAll(() => {
+    script('deb.ts');
+    deb = join(out, readdirSync(out).find((f) => f.endsWith('.deb')) ?? 'missing.deb');
+    mkdirSync(unpacked);
+    execFileSync('dpkg-deb', ['-x', deb, unpacked]);
+  }, 900_000);
+
+  it('describes itself to dpkg', () => {
+    const info = execFileSync('dpkg-deb', ['--info', deb], { encoding: 'utf8' });
+    expect(info).toMatch(/^ Package: evtrace$/m);
+    expect(info).toMatch(new RegExp(`^ Version: ${pkg.version.replaceAll('.', '\\.')}$`, 'm'));
+    expect(info).toMatch(/^ Architecture: (amd64|arm64)$/m);
+    expect(info).toMatch(/^ Depends: libc6 \(>= 2\.28\)/m);
+    const contents = execFileSync('dpkg-deb', ['--contents', deb], { encoding: 'utf8' });
+    expect(contents).toMatch(/^-rwxr-xr-x root\/root +\d+ .* \.\/usr\/bin\/evtrace$/m);
+  });
+
+  it('installs the binary, which runs with no Node on PATH', () => {
+    const binary = join(unpacked, 'usr/bin/evtrace');
+    expect(statSync(binary).mode & 0o777).toBe(0o755);
+    const r = run(binary, ['--version']);
+    expect(r.stdout.trim()).toBe(pkg.version);
+  });
+
+  it('installs a compressed manual page for evtrace and each command', () => {
+    const man = join(unpacked, 'usr/share/man/man1');
+    const pages = readdirSync(man);
+    expect(pages).toContain('evtrace.1.gz');
+    expect(pages).toContain('evtrace-record.1.gz');
+    expect(pages).toEqual(pkg.man.map((p) => `${p.split('/').at(-1)}.gz`).sort());
+    const record = gunzipSync(readFileSync(join(man, 'evtrace-record.1.gz'))).toString();
+    expect(record).toMatch(/^\.TH EVTRACE\\-RECORD 1 /);
+    expect(record).toContain('\\-\\-duration');
+  });
+
+  it('installs bash completion that completes a command', () => {
+    const bash = join(unpacked, 'usr/share/bash-completion/completions/evtrace');
+    const complete = spawnSync(
+      'bash',
+      ['-c', `source ${bash} && COMP_WORDS=(evtrace reco) COMP_CWORD=1 && _evtrace && echo "\${COMPREPLY[@]}"`],
+      { encoding: 'utf8' },
+    );
+    expect(complete.stdout.trim()).toBe('record');
+  });
+
+  it.skipIf(!has('zsh'))('installs zsh completion that compinit binds to evtrace (needs zsh)', () => {
+    const vendor = join(unpacked, 'usr/share/zsh/vendor-completions');
+    expect(readFileSync(join(vendor, '_evtrace'), 'utf8').startsWith('#compdef evtrace\n')).toBe(true);
+    expect(spawnSync('zsh', ['-n', join(vendor, '_evtrace')]).status).toBe(0);
+    const bound = 'autoload -U compinit; compinit -u -D; print -r -- $_comps[evtrace]';
+    const comps = spawnSync('zsh', ['-f', '-c', `fpath=(${vendor} $fpath); ${bound}`], { encoding: 'utf8' });
+    expect(comps.stdout.trim()).toBe('_evtrace');
+  });
+
+  it.skipIf(!has('fish'))('installs fish completion that completes a command (needs fish)', () => {
+    const fish = join(unpacked, 'usr/share/fish/vendor_completions.d/evtrace.fish');
+    expect(readFileSync(fish, 'utf8')).toContain("complete -c evtrace -f -n '__evtrace_at \\'evtrace\\'' -a 'record'");
+    expect(spawnSync('fish', ['--no-execute', fish]).status).toBe(0);
+    const offered = spawnSync('fish', ['-c', `source ${fish}; complete -C 'evtrace reco'`], {
+      encoding: 'utf8',
+      env: { ...process.env, HOME: dir },
+    });
+    expect(offered.stdout).toMatch(/^record\t/m);
+  });
+
+  it('installs the agent unit: Type=notify, a watchdog, the packaged binary, limited capabilities', () => {
+    const unit = readFileSync(join(unpacked, 'lib/systemd/system/evtrace-agent.service'), 'utf8');
+    expect(unit).toMatch(/^Type=notify$/m);
+    expect(unit).toMatch(/^WatchdogSec=\d+s$/m);
+    expect(unit).toMatch(/^ExecStart=\/usr\/bin\/evtrace agent$/m);
+    expect(unit).not.toContain('/usr/local/bin');
+    const caps = /^CapabilityBoundingSet=(.*)$/m.exec(unit)?.[1]?.split(' ');
+    expect(caps).toContain('CAP_PERFMON');
+    expect(caps).not.toContain('CAP_SYS_ADMIN');
+    expect(caps).not.toContain('CAP_DAC_OVERRIDE');
+  });
+
+  /** setpriv's --bounding-set for the unit's CapabilityBoundingSet: what systemd leaves a root service. */
+  const unitBoundingSet = () => {
+    const unit = readFileSync(join(unpacked, 'lib/systemd/system/evtrace-agent.service'), 'utf8');
+    const caps = /^CapabilityBoundingSet=(.*)$/m.exec(unit)![1]!.split(' ');
+    return ['-all', ...caps.map((c) => `+${c.replace(/^CAP_/, '').toLowerCase()}`)].join(',');
+  };
+
+  it.skipIf(!root || !tracefs || !has('setpriv'))(
+    "records the kernel with only the unit's capabilities (needs root, tracefs and setpriv)",
+    () => {
+      const dat = join(dir, 'capped.dat');
+      const r = spawnSync(
+        which('setpriv'),
+        ['--bounding-set', unitBoundingSet(), join(unpacked, 'usr/bin/evtrace'), 'record', '--source', 'kernel'].concat(
+          ['-e', 'sched:sched_switch', '--filter', 'prev_pid >= 0', '--duration', '300ms', '-o', dat],
+        ),
+        { encoding: 'utf8', env: { PATH: noNode } },
+      );
+      expect(r.status, r.stderr).toBe(0);
+      expect(Number(/recorded (\d+) events/.exec(r.stderr)?.[1])).toBeGreaterThan(0);
+    },
+  );
+
+  it.skipIf(!root || !tracefs || !has('setpriv'))(
+    "runs a kernel session in the agent with only the unit's capabilities (needs root, tracefs and setpriv)",
+    async () => {
+      const evtrace = join(unpacked, 'usr/bin/evtrace');
+      const socket = join(dir, 'capped-agent.sock');
+      const agent = spawn(
+        which('setpriv'),
+        ['--bounding-set', unitBoundingSet(), evtrace, 'agent', '--socket', socket, '--state-dir', join(dir, 'capped')],
+        { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: noNode } },
+      );
+      let log = '';
+      agent.stderr.on('data', (d: Buffer) => (log += d.toString()));
+      const exited = new Promise((resolve) => agent.once('exit', resolve));
+      const client = (...args: string[]) => {
+        const r = spawnSync(evtrace, args, { encoding: 'utf8', env: { PATH: noNode, EVTRACE_AGENT_SOCKET: socket } });
+        expect(r.status, `${args.join(' ')}: ${r.stderr}\n${log}`).toBe(0);
+      };
+      try {
+        for (let waited = 0; !log.includes('listening on') && waited < 20_000; waited += 50) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        const output = join(dir, 'capped-out');
+        client(
+          'session',
+          'create',
+          'k',
+          '--events',
+          'sched:sched_switch',
+          '--mode',
+          'discard',
+          '--source',
+          'kernel',
+          '--output',
+          output,
+        );
+        client('session', 'start', 'k');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        client('session', 'stop', 'k');
+        const files = readdirSync(output);
+        expect(files).toHaveLength(1);
+        const cat = run(evtrace, ['cat', join(output, files[0]!)]);
+        expect(cat.stdout).toMatch(/sched_switch:/);
+        agent.kill('SIGTERM');
+        expect(await exited, log).toBe(0);
+      } finally {
+        agent.kill('SIGKILL');
+      }
+    },
+    60_000,
+  );
+
+  it.skipIf(!has('systemd-analyze'))('has a unit systemd-analyze verifies without a warning', () => {
+    // The executables resolved in the unpacked root (verify checks that they exist and are executable).
+    const copy = join(dir, 'evtrace-agent.service');
+    const unit = readFileSync(join(unpacked, 'lib/systemd/system/evtrace-agent.service'), 'utf8');
+    writeFileSync(copy, unit.replaceAll('/usr/bin/evtrace', join(unpacked, 'usr/bin/evtrace')));
+    const r = spawnSync('systemd-analyze', ['verify', '--man=no', copy], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+
+  it('ships the copyright file with the MIT text and Node.js license', () => {
+    const copyright = readFileSync(join(unpacked, 'usr/share/doc/evtrace/copyright'), 'utf8');
+    expect(copyright).toMatch(
+      /^Format: https:\/\/www\.debian\.org\/doc\/packaging-manuals\/copyright-format\/1\.0\/$/m,
+    );
+    expect(copyright).toContain(' Permission is hereby granted, free of charge');
+    expect(readFileSync(join(unpacked, 'usr/share/doc/evtrace/LICENSE.node'), 'utf8')).toContain('Node.js');
+  });
+
+  it.skipIf(!hasPython)(
+    'runs the agent from the package, which notifies systemd (needs python3 for the socket)',
+    async () => {
+      const name = join(dir, 'notify.sock');
+      const systemd = await listenNotify(name);
+      const agent = spawn(
+        join(unpacked, 'usr/bin/evtrace'),
+        ['agent', '--socket', join(dir, 'agent.sock'), '--state-dir', join(dir, 'state')],
+        { stdio: 'ignore', env: { PATH: noNode, NOTIFY_SOCKET: name, WATCHDOG_USEC: '200000' } },
+      );
+      const exited = new Promise((resolve) => agent.once('exit', resolve));
+      try {
+        await systemd.until((d) => d.startsWith('READY=1\n'));
+        await systemd.until((d) => d === 'WATCHDOG=1\n', 2);
+        agent.kill('SIGTERM');
+        expect(await exited).toBe(0);
+      } finally {
+        agent.kill('SIGKILL');
+        systemd.close();
+      }
+    },
+    30_000,
+  );
+});
