@@ -63,17 +63,60 @@ export function openInput(
   const predicate = filter === undefined ? undefined : eventFilter(filter, reader, tasks, notes, readAgain);
   return {
     reader,
-    events: function* () {
-      for (const e of reader.events(predicate === undefined ? undefined : { select: predicate.select })) {
-        if (predicate === undefined || predicate(e)) yield e;
-        // After the event was handled: a task_rename fires while the old name is still current.
-        tasks.observe(e);
-      }
-      predicate?.finish();
-    },
+    events: () =>
+      new HandledEvents(
+        reader.events(predicate === undefined ? undefined : { select: predicate.select })[Symbol.iterator](),
+        tasks,
+        predicate,
+      ),
     tasks,
     notes,
   };
+}
+
+/**
+ * The events a filter keeps, the task names learnt from each event read once it has been handled (when the next one
+ * is asked for): a task_rename fires while the old name is still current. A plain iterator rather than a generator,
+ * whose `next()` a `for...of` loop inlines.
+ */
+class HandledEvents implements IterableIterator<TraceEvent> {
+  readonly #events: Iterator<TraceEvent>;
+  readonly #tasks: CommTracker;
+  readonly #keep: ReturnType<typeof eventFilter> | undefined;
+  #handled: TraceEvent | undefined;
+
+  constructor(events: Iterator<TraceEvent>, tasks: CommTracker, keep: ReturnType<typeof eventFilter> | undefined) {
+    this.#events = events;
+    this.#tasks = tasks;
+    this.#keep = keep;
+  }
+
+  [Symbol.iterator](): this {
+    return this;
+  }
+
+  next(): IteratorResult<TraceEvent> {
+    if (this.#handled !== undefined) this.#tasks.observe(this.#handled);
+    this.#handled = undefined;
+    for (;;) {
+      const r = this.#events.next();
+      if (r.done === true) {
+        this.#keep?.finish();
+        return r;
+      }
+      const e = r.value;
+      if (this.#keep === undefined || this.#keep(e)) {
+        this.#handled = e;
+        return r;
+      }
+      this.#tasks.observe(e);
+    }
+  }
+
+  return(): IteratorResult<TraceEvent> {
+    this.#events.return?.();
+    return { done: true, value: undefined };
+  }
 }
 
 /**
