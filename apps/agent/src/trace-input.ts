@@ -2,13 +2,24 @@
  * A trace file opened for a command (`cat`, `convert`): its reader, its events after `--filter`, the name
  * each task had when an event fired, and the notes to print on stderr.
  */
-import { CommTracker, compileFilter, type EventPredicate, FilterError, parseKallsyms } from '@evtrace/filters';
+import {
+  CommTracker,
+  compileFilter,
+  compileRecordFilter,
+  type EventPredicate,
+  FilterError,
+  parseFilter,
+  parseKallsyms,
+  type SymbolTable,
+} from '@evtrace/filters';
 import {
   createJsonFormatter,
   createTextFormatter,
   type EventClass,
+  type EventReadOptions,
   type FtraceMetadata,
   openTrace,
+  type RecordTest,
   type TraceEvent,
   type TraceReader,
 } from '@evtrace/trace-format';
@@ -52,23 +63,68 @@ export function openInput(
   const predicate = filter === undefined ? undefined : eventFilter(filter, reader, tasks, notes, readAgain);
   return {
     reader,
-    events: function* () {
-      for (const e of reader.events()) {
-        if (predicate === undefined || predicate(e)) yield e;
-        // After the event was handled: a task_rename fires while the old name is still current.
-        tasks.observe(e);
-      }
-      predicate?.finish();
-    },
+    events: () =>
+      new HandledEvents(
+        reader.events(predicate === undefined ? undefined : { select: predicate.select })[Symbol.iterator](),
+        tasks,
+        predicate,
+      ),
     tasks,
     notes,
   };
 }
 
 /**
+ * The events a filter keeps, the task names learnt from each event read once it has been handled (when the next one
+ * is asked for): a task_rename fires while the old name is still current. A plain iterator rather than a generator,
+ * whose `next()` a `for...of` loop inlines.
+ */
+class HandledEvents implements IterableIterator<TraceEvent> {
+  readonly #events: Iterator<TraceEvent>;
+  readonly #tasks: CommTracker;
+  readonly #keep: ReturnType<typeof eventFilter> | undefined;
+  #handled: TraceEvent | undefined;
+
+  constructor(events: Iterator<TraceEvent>, tasks: CommTracker, keep: ReturnType<typeof eventFilter> | undefined) {
+    this.#events = events;
+    this.#tasks = tasks;
+    this.#keep = keep;
+  }
+
+  [Symbol.iterator](): this {
+    return this;
+  }
+
+  next(): IteratorResult<TraceEvent> {
+    if (this.#handled !== undefined) this.#tasks.observe(this.#handled);
+    this.#handled = undefined;
+    for (;;) {
+      const r = this.#events.next();
+      if (r.done === true) {
+        this.#keep?.finish();
+        return r;
+      }
+      const e = r.value;
+      if (this.#keep === undefined || this.#keep(e)) {
+        this.#handled = e;
+        return r;
+      }
+      this.#tasks.observe(e);
+    }
+  }
+
+  return(): IteratorResult<TraceEvent> {
+    this.#events.return?.();
+    return { done: true, value: undefined };
+  }
+}
+
+/**
  * `--filter` over every event class: compiled per class on first use. A class the expression does not fit (a field
  * it lacks) is left out with a note, as the kernel refuses such a filter on that event; an expression that fits no
- * class at all is a usage error.
+ * class at all is a usage error. Its `select` spares ftrace readers the decoding of records the filter rejects: a
+ * left-out class is not decoded, and where the expression reads only what a record holds, it is tested on the
+ * record first (the decoded event is judged again, so the answer is the event predicate's).
  */
 function eventFilter(
   expr: string,
@@ -76,9 +132,9 @@ function eventFilter(
   tasks: CommTracker,
   notes: string[],
   readAgain: () => Iterable<TraceEvent>,
-): ((e: TraceEvent) => boolean) & { finish(): void } {
+): ((e: TraceEvent) => boolean) & { finish(): void; select: NonNullable<EventReadOptions['select']> } {
   const meta = reader.metadata;
-  const symbols = meta?.kallsymsText !== undefined ? parseKallsyms(meta.kallsymsText) : undefined;
+  const symbols = meta?.kallsymsText !== undefined ? lazySymbols(meta.kallsymsText) : undefined;
   // A task's events before anything named it take the first name the recording shows it had (a rename's oldcomm),
   // read ahead in a second pass over the input once COMM is first needed.
   let readAhead = false;
@@ -89,31 +145,62 @@ function eventFilter(
     }
     return tasks.resolve(e);
   };
-  const compiled = new Map<EventClass, EventPredicate | undefined>();
+  const compiled = new Map<EventClass, { event?: EventPredicate; record?: RecordTest }>();
   let firstError: FilterError | undefined;
   let accepted = 0;
-  const predicate = (e: TraceEvent) => {
-    let p = compiled.get(e.eventClass);
-    if (p === undefined && !compiled.has(e.eventClass)) {
-      try {
-        p = compileFilter(expr, e.eventClass, { ...(symbols ? { symbols } : {}), comm });
-        accepted++;
-      } catch (error) {
-        if (!(error instanceof FilterError)) throw error;
-        firstError ??= error;
-        notes.push(`filter does not apply to ${e.eventClass.name} (its events are left out): ${error.message}`);
+  const compile = (ec: EventClass) => {
+    let c = compiled.get(ec);
+    if (c !== undefined) return c;
+    c = {};
+    try {
+      const parsed = parseFilter(expr, ec, symbols ? { symbols } : {});
+      c.event = compileFilter(parsed, ec, { ...(symbols ? { symbols } : {}), comm });
+      accepted++;
+      // COMM needs the task names as replayed up to the event; other expressions read only the record and its CPU.
+      if (meta !== undefined && !parsed.predicates.some((p) => p.field.kind === 'comm')) {
+        const onRecord = compileRecordFilter(parsed, ec, { byteOrder: meta.byteOrder });
+        c.record = (view, start, length, cpu) => {
+          try {
+            return onRecord(view, start, length, cpu);
+          } catch (error) {
+            // A record the filter cannot read is decoded, so that the decoder names its damage.
+            if (error instanceof FilterError) return true;
+            throw error;
+          }
+        };
       }
-      compiled.set(e.eventClass, p);
+    } catch (error) {
+      if (!(error instanceof FilterError)) throw error;
+      if (c.event === undefined) {
+        firstError ??= error;
+        notes.push(`filter does not apply to ${ec.name} (its events are left out): ${error.message}`);
+      }
     }
-    return p?.(e) === true;
+    compiled.set(ec, c);
+    return c;
+  };
+  const predicate = (e: TraceEvent) => compile(e.eventClass).event?.(e) === true;
+  // Classes that name tasks are decoded whatever the filter says: the task names are learnt from them.
+  const select = (ec: EventClass): RecordTest | undefined => {
+    if (tasks.names(ec)) return undefined;
+    const c = compile(ec);
+    return c.event === undefined ? () => false : c.record;
   };
   return Object.assign(predicate, {
+    select,
     finish() {
       if (accepted === 0 && firstError !== undefined) {
         throw usageError(`--filter: ${firstError.format(expr)}`);
       }
     },
   });
+}
+
+/** The symbol table of `text`, parsed when a `.function` predicate first looks a symbol up (few filters do). */
+function lazySymbols(text: string): SymbolTable {
+  let table: SymbolTable | undefined;
+  const get = () => (table ??= parseKallsyms(text));
+  return { lookupName: (name) => get().lookupName(name), lookupRange: (address) => get().lookupRange(address) };
 }
 
 /** Writes warnings and notes to stderr. */

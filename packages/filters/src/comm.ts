@@ -71,6 +71,11 @@ export class CommTracker {
     return this.#names.get(pid) ?? this.#first.get(pid) ?? this.#seeds.get(pid);
   }
 
+  /** Whether events of `eventClass` name tasks: {@link CommTracker.observe} learns only from those. */
+  names(eventClass: EventClass): boolean {
+    return kindOf(eventClass) !== null;
+  }
+
   /** Learns from one event; call after evaluating it. */
   observe(event: TraceEvent): void {
     for (const { pid, after } of evidence(event)) if (after !== undefined) this.#names.set(pid, after);

@@ -12,31 +12,46 @@ export const DEFAULT_CLOCK: ClockClass = {
 };
 
 /** Converts clock cycles to nanoseconds from the clock's origin. */
-export type CyclesToNs = (cycles: number | bigint) => bigint;
+export interface CyclesToNs {
+  (cycles: number | bigint): bigint;
+  /** Whether a cycle is a nanosecond: then two times differ by their cycles' difference. */
+  readonly nanoseconds: boolean;
+}
+
+/** One conversion per clock: streams that share a clock share it, so their events' times compare by cycles. */
+const converters = new WeakMap<ClockClass, CyclesToNs>();
 
 /**
  * Builds the cycles-to-nanoseconds conversion of a clock: offset seconds, plus offset cycles and the value each
  * converted with truncation (babeltrace2's arithmetic). Repeated values reuse the last result.
  */
 export function cyclesToNs(clock: ClockClass): CyclesToNs {
+  let convert = converters.get(clock);
+  if (convert === undefined) converters.set(clock, (convert = converter(clock)));
+  return convert;
+}
+
+function converter(clock: ClockClass): CyclesToNs {
   const freq = clock.freq;
   const base = clock.offsetSeconds * NS_PER_S + (clock.offsetCycles * NS_PER_S) / freq;
   let lastCycles: number | bigint = -1;
   let lastNs = 0n;
   if (freq === NS_PER_S) {
-    return (cycles) => {
+    const ns = (cycles: number | bigint) => {
       if (cycles === lastCycles) return lastNs;
       lastCycles = cycles;
       lastNs = base + (typeof cycles === 'bigint' ? cycles : BigInt(cycles));
       return lastNs;
     };
+    return Object.assign(ns, { nanoseconds: true });
   }
-  return (cycles) => {
+  const ns = (cycles: number | bigint) => {
     if (cycles === lastCycles) return lastNs;
     lastCycles = cycles;
     lastNs = base + ((typeof cycles === 'bigint' ? cycles : BigInt(cycles)) * NS_PER_S) / freq;
     return lastNs;
   };
+  return Object.assign(ns, { nanoseconds: false });
 }
 
 const SAFE = Number.MAX_SAFE_INTEGER;

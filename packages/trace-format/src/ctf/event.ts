@@ -37,4 +37,15 @@ export class CtfEvent implements TraceEvent {
     if (this.#ns === undefined) this.#ns = this.#toNs(this.cycles);
     return this.#ns;
   }
+
+  /**
+   * The nanoseconds from `earlier` to this event as a number, with no bigint made, when both count one clock's
+   * nanoseconds in numbers (exact, being integers below 2^53); undefined otherwise (`tsNs` tells then).
+   */
+  nsSince(earlier: TraceEvent): number | undefined {
+    if (!(earlier instanceof CtfEvent) || earlier.#toNs !== this.#toNs || !this.#toNs.nanoseconds) return undefined;
+    const a = this.cycles;
+    const b = earlier.cycles;
+    return typeof a === 'number' && typeof b === 'number' ? a - b : undefined;
+  }
 }

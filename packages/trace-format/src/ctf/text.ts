@@ -9,6 +9,7 @@ import type {
   TraceClass,
   TraceEvent,
 } from '../model/types.ts';
+import { CtfEvent } from './event.ts';
 import { isPacketContextSpecial } from './reader.ts';
 
 /** Options of {@link createBabeltraceTextFormatter}. */
@@ -252,44 +253,52 @@ export function createBabeltraceTextFormatter(options: BabeltraceTextOptions = {
     return text;
   };
   // The time of day of the second the last event fell in: within it, only the nanoseconds change, counted as a
-  // number from one event's step to the next (one bigint subtraction per event).
+  // number from one event's step to the next.
   let second = -1n;
   let secondText = '';
   let within = 0;
-  let last: bigint | undefined;
+  let previous: TraceEvent | undefined;
   // Steps repeat (periodic events): the last one's text is kept.
   let lastStep = -1;
   let lastStepText = '';
   return (event) => {
     let line = '';
     if (timestamps) {
-      const ts = event.tsNs;
       let delta = '+?.?????????';
       let step = -1;
-      if (last !== undefined) {
-        const d = ts - last;
-        const abs = d < 0n ? -d : d;
-        const sign = d < 0n ? '-' : '+';
-        if (abs < 9_000_000_000_000_000n) {
-          const n = Number(abs);
-          if (d >= 0n) step = n;
-          if (n === lastStep && d >= 0n) delta = lastStepText;
+      if (previous !== undefined) {
+        // Events of one clock counted in numbers differ by a number; others by their bigint times.
+        let d = event instanceof CtfEvent ? event.nsSince(previous) : undefined;
+        let big = 0n;
+        if (d === undefined || !(Math.abs(d) < 9e15)) {
+          big = event.tsNs - previous.tsNs;
+          d = big > -9_000_000_000_000_000n && big < 9_000_000_000_000_000n ? Number(big) : undefined;
+        }
+        if (d !== undefined) {
+          const n = Math.abs(d);
+          if (d >= 0) step = n;
+          if (n === lastStep && d >= 0) delta = lastStepText;
           else {
             const frac = n % 1e9;
-            delta = `${sign}${(n - frac) / 1e9}.${String(frac).padStart(9, '0')}`;
-            if (d >= 0n) {
+            delta = `${d < 0 ? '-' : '+'}${(n - frac) / 1e9}.${String(frac).padStart(9, '0')}`;
+            if (d >= 0) {
               lastStep = n;
               lastStepText = delta;
             }
           }
-        } else delta = `${sign}${abs / NS_PER_S}.${String(abs % NS_PER_S).padStart(9, '0')}`;
+        } else {
+          const abs = big < 0n ? -big : big;
+          delta = `${big < 0n ? '-' : '+'}${abs / NS_PER_S}.${String(abs % NS_PER_S).padStart(9, '0')}`;
+        }
       }
-      last = ts;
+      previous = event;
+      // Within the last event's second only the nanoseconds change: no bigint is needed.
       const at = step >= 0 && second >= 0n ? within + step : -1;
       if (at >= 0 && at < 1e9) {
         within = at;
         line = `[${secondText}${String(at).padStart(9, '0')}] (${delta}) `;
       } else {
+        const ts = event.tsNs;
         const w = ts - second;
         if (second >= 0n && w >= 0n && w < NS_PER_S) {
           within = Number(w);

@@ -4,7 +4,7 @@
  */
 import { type Location, located } from '@evtrace/errors';
 import { TraceFormatError } from '../errors.ts';
-import type { ByteOrder, EventClass, TraceEvent } from '../model/types.ts';
+import type { ByteOrder, EventClass, EventReadOptions, RecordTest, TraceEvent } from '../model/types.ts';
 import type { PageLayout } from './headers.ts';
 import { readPage } from './page.ts';
 import { compileEventDecoder, type EventDecoder, RecordError } from './record.ts';
@@ -56,6 +56,9 @@ export interface DecodeOptions {
 interface ClassEntry {
   readonly eventClass: EventClass;
   readonly decode: EventDecoder;
+  /** Which records to decode (undefined: all), once {@link EventTable.get} has asked the selector. */
+  test: RecordTest | undefined;
+  selected: boolean;
 }
 
 /** Compiled decoders by event id. */
@@ -64,11 +67,14 @@ export class EventTable {
   readonly #le: boolean;
   readonly #typeOffset: number;
   readonly #typeSize: number;
+  readonly #select: EventReadOptions['select'];
 
-  constructor(meta: Pick<FtraceMetadata, 'eventClasses' | 'byteOrder' | 'longSize'>) {
+  constructor(meta: Pick<FtraceMetadata, 'eventClasses' | 'byteOrder' | 'longSize'>, options: EventReadOptions = {}) {
     this.#le = meta.byteOrder === 'le';
+    this.#select = options.select;
     for (const ec of meta.eventClasses) {
-      this.#byId.set(ec.id, { eventClass: ec, decode: compileEventDecoder(ec, meta.byteOrder, meta.longSize) });
+      const decode = compileEventDecoder(ec, meta.byteOrder, meta.longSize);
+      this.#byId.set(ec.id, { eventClass: ec, decode, test: undefined, selected: this.#select === undefined });
     }
     const commonType = meta.eventClasses[0]?.ftrace?.fields.find((f) => f.name === 'common_type');
     this.#typeOffset = commonType?.offset ?? 0;
@@ -83,8 +89,14 @@ export class EventTable {
       : view.getUint16(start + this.#typeOffset, this.#le);
   }
 
+  /** The class of event `id`, with the test of the records to decode that the selector gave when first asked. */
   get(id: number): ClassEntry | undefined {
-    return this.#byId.get(id);
+    const entry = this.#byId.get(id);
+    if (entry !== undefined && !entry.selected) {
+      entry.selected = true;
+      entry.test = this.#select!(entry.eventClass);
+    }
+    return entry;
   }
 }
 
@@ -123,12 +135,13 @@ export function* cpuEventBatches(
   const onRecord = (tsNs: bigint, start: number, length: number) => {
     const id = table.typeOf(view, start, length);
     const entry = table.get(id);
+    const decode = entry !== undefined && (entry.test === undefined || entry.test(view, start, length, cpu));
     if (awaitingFirst) {
       awaitingFirst = false;
-      firstDecoded = entry !== undefined;
+      firstDecoded = decode;
     }
-    if (entry === undefined) {
-      if (!unknown.has(id)) {
+    if (!decode) {
+      if (entry === undefined && !unknown.has(id)) {
         unknown.add(id);
         options.warn(
           located(`CPU ${cpu}: record of unknown event id ${id} skipped (reported once)`, pageLocation(source, start)),

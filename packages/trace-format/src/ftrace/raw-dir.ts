@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileSource } from '../ctf/byte-source.ts';
 import { TraceFormatError } from '../errors.ts';
 import { readInput } from '../input.ts';
-import type { EventClass, TraceEvent, TraceReader } from '../model/types.ts';
+import type { EventClass, EventReadOptions, TraceEvent, TraceReader } from '../model/types.ts';
 import { type CpuPages, cpuEventBatches, EventTable, type FtraceMetadata, mergeBatches } from './events.ts';
 import { parseFormatFile } from './format-file.ts';
 import { parseHeaderEvent, parseHeaderPage } from './headers.ts';
@@ -199,8 +199,8 @@ export function openRawPagesDir(dir: string, options: FtraceReadOptions = {}): F
     warnings,
     tsOffsetNs: 0n,
     cpuPages,
-    events(): Iterable<TraceEvent> {
-      const table = new EventTable(metadata);
+    events(selection?: EventReadOptions): Iterable<TraceEvent> {
+      const table = new EventTable(metadata, selection);
       const warn = (m: string) => warnings.push(m);
       const streams = cpuPages().map((pages) =>
         cpuEventBatches(metadata, table, pages, { lenient: options.lenient, warn }),

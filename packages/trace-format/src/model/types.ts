@@ -227,6 +227,23 @@ export interface TraceEvent {
 export type TraceKind = 'ctf' | 'tracedat' | 'raw-pages';
 
 /**
+ * A test over one encoded ftrace record of a known event class: `view` holds it at `start` (where `common_type` is),
+ * `length` bytes long, recorded on `cpu`. True decodes the record into an event; false skips it unread.
+ */
+export type RecordTest = (view: DataView, start: number, length: number, cpu: number) => boolean;
+
+/** Options of {@link TraceReader.events}. */
+export interface EventReadOptions {
+  /**
+   * Called once per event class, when its first record is met: the test that decides which of the class's records
+   * are decoded, or undefined to decode them all. A way to leave out what a filter rejects before paying for its
+   * decoding. Readers of ftrace data (trace.dat, raw pages) apply it; others decode every event, so callers still
+   * judge each event they get.
+   */
+  readonly select?: (eventClass: EventClass) => RecordTest | undefined;
+}
+
+/**
  * What every trace reader offers, whatever the format: the event classes it knows and its events in timestamp order
  * (merged across CPUs and streams). Problems that do not stop reading (a skipped corrupt packet in lenient mode,
  * discarded events) are reported through `warnings` as they are met.
@@ -234,6 +251,6 @@ export type TraceKind = 'ctf' | 'tracedat' | 'raw-pages';
 export interface TraceReader {
   readonly kind: TraceKind;
   readonly eventClasses: readonly EventClass[];
-  events(): Iterable<TraceEvent>;
+  events(options?: EventReadOptions): Iterable<TraceEvent>;
   readonly warnings: readonly string[];
 }

@@ -163,6 +163,45 @@ describe.skipIf(why !== '')(
       );
     });
 
+    it('decodes only the records select keeps, asking once per class met, each record tested where it lies', () => {
+      const all = [...openTraceDat(v7).events()];
+      const r = openTraceDat(v7);
+      const kmalloc = r.eventClasses.find((ec) => ec.name === 'kmem:kmalloc')!;
+      const size = kmalloc.ftrace!.fields.find((f) => f.name === 'bytes_alloc')!;
+      const big = (bytes: number) => bytes > 512;
+      const asked: string[] = [];
+      let tested = 0;
+      const kept = [
+        ...r.events({
+          select: (ec) => {
+            asked.push(ec.name);
+            if (ec.name.startsWith('sched:')) return () => false;
+            if (ec !== kmalloc) return undefined;
+            return (view, start, length, cpu) => {
+              tested++;
+              expect(length).toBeGreaterThanOrEqual(size.offset + size.size);
+              expect(cpu).toBeGreaterThanOrEqual(0);
+              return big(view.getUint32(start + size.offset, true));
+            };
+          },
+        }),
+      ];
+      const wanted = all.filter(
+        (e) =>
+          !e.eventClass.name.startsWith('sched:') &&
+          (e.eventClass.name !== kmalloc.name || big(Number(e.fields.bytes_alloc))),
+      );
+      const kmallocs = all.filter((e) => e.eventClass.name === kmalloc.name).length;
+      expect(wanted.filter((e) => e.eventClass.name === kmalloc.name).length).toBeLessThan(kmallocs);
+      expect(kept.map((e) => [e.eventClass.name, e.tsNs, e.fields])).toEqual(
+        wanted.map((e) => [e.eventClass.name, e.tsNs, e.fields]),
+      );
+      expect(new Set(asked).size).toBe(asked.length);
+      expect(new Set(asked)).toEqual(new Set(all.map((e) => e.eventClass.name)));
+      expect(tested).toBe(kmallocs);
+      expect(kept.length).toBeLessThan(all.length);
+    });
+
     it('decodes the same recording converted to v6 and to uncompressed v7', () => {
       const reference = [...openTraceDat(v7).events()];
       for (const f of [v6, v7none]) {

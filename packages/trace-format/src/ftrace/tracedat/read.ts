@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { located } from '@evtrace/errors';
 import { TraceFormatError } from '../../errors.ts';
-import type { ByteOrder, EventClass, TraceEvent } from '../../model/types.ts';
+import type { ByteOrder, EventClass, EventReadOptions, TraceEvent } from '../../model/types.ts';
 import {
   type CpuPages,
   cpuEventBatches,
@@ -331,8 +331,8 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
     cpuPages,
     pagesInput,
     buffersRead: read.map((b) => b.name),
-    events(): Iterable<TraceEvent> {
-      const table = new EventTable(metadata);
+    events(selection?: EventReadOptions): Iterable<TraceEvent> {
+      const table = new EventTable(metadata, selection);
       const warn = (m: string) => warnings.push(m);
       const merged = mergeBatches(read.flatMap((b) => bufferStreams(b, table, warn)));
       return tsOffset === 0n ? merged : shift(merged, tsOffset);
