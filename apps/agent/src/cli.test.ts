@@ -51,7 +51,7 @@ describe('evtrace (built CLI)', () => {
       (e: { code: number; stderr: string }) => e,
     );
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('evtrace: needs Node.js >= 22.18 (this is v22.17.0)');
+    expect(r.stderr).toContain('evtrace: ERR_CLI_NODE_VERSION: needs Node.js >= 22.18 (this is v22.17.0)');
   });
 
   it('ends quietly when the reader of its output goes away', async () => {

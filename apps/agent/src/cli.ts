@@ -4,7 +4,9 @@
 // Checked before anything else loads: on an older Node the imports below fail with errors that do not say why.
 const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
 if (major < 22 || (major === 22 && minor < 18)) {
-  process.stderr.write(`evtrace: needs Node.js >= 22.18 (this is ${process.version}); install Node 24 LTS\n`);
+  process.stderr.write(
+    `evtrace: ERR_CLI_NODE_VERSION: needs Node.js >= 22.18 (this is ${process.version}); install Node 24 LTS\n`,
+  );
   process.exit(1);
 }
 // V8's compiled code cached on disk (in os.tmpdir(), as tsc does; NODE_DISABLE_COMPILE_CACHE=1 turns it off):

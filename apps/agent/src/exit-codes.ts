@@ -38,6 +38,8 @@ export const CliCode = {
   Child: 'ERR_CLI_CHILD',
   /** An error that carried no code of its own: a bug, the message says what. */
   Internal: 'ERR_CLI_INTERNAL',
+  /** Node.js is older than the floor, checked by cli.ts before anything loads. */
+  NodeVersion: 'ERR_CLI_NODE_VERSION',
 } as const;
 
 /**

@@ -2,7 +2,9 @@
 // Checked before anything else loads: on an older Node the imports below fail with errors that do not say why.
 const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
 if (major < 22 || (major === 22 && minor < 18)) {
-  process.stderr.write(`evtrace-view: needs Node.js >= 22.18 (this is ${process.version}); install Node 24 LTS\n`);
+  process.stderr.write(
+    `evtrace-view: ERR_VIEW_NODE_VERSION: needs Node.js >= 22.18 (this is ${process.version}); install Node 24 LTS\n`,
+  );
   process.exit(1);
 }
 // A reader that goes away (`evtrace-view trace.dat | head`) ends the output, not the program with a stack trace.

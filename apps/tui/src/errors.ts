@@ -9,7 +9,9 @@ export type ViewerErrorCode =
   /** The agent could not be reached or refused a request (exit status 1). */
   | 'ERR_VIEW_AGENT'
   /** An error that carried no code of its own: a bug, the message says what (exit status 1). */
-  | 'ERR_VIEW_INTERNAL';
+  | 'ERR_VIEW_INTERNAL'
+  /** Node.js is older than the floor, checked before anything loads (cli.ts; exit status 1). */
+  | 'ERR_VIEW_NODE_VERSION';
 
 /**
  * Every error evtrace-view reports on purpose: a code and a message that says what and where. One that explains
