@@ -80,7 +80,10 @@ export async function rasdaemonDatabase(dir: string, timeoutMs = 10_000): Promis
   let created = false;
   try {
     while (performance.now() - started < timeoutMs && child.exitCode === null) {
-      created = RASDAEMON_TABLES.every((t) => tablesOf(db).includes(t));
+      // The database is opened only once rasdaemon says it records every table: a reader's lock while it creates
+      // them makes its CREATE TABLE fail with SQLITE_BUSY, which it does not retry.
+      const said = RASDAEMON_TABLES.every((t) => stderr.includes(`Recording ${t} events`));
+      created = said && RASDAEMON_TABLES.every((t) => tablesOf(db).includes(t));
       if (created) break;
       await new Promise((r) => setTimeout(r, 20));
     }
