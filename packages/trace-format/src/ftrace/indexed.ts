@@ -1,7 +1,7 @@
 /**
  * Random access to the events of an ftrace recording (trace.dat or raw pages), built as it is read: the CPUs' pages
  * are merged in time order a chunk at a time, and each record leaves only a few numbers behind in block columns (time,
- * CPU, pid, class, where it lies: about 19 bytes). Compressed pages stay compressed: an event is decoded again from
+ * CPU, pid, class, where it lies). Compressed pages stay compressed: an event is decoded again from
  * its chunk, decompressed anew (the last few kept in a small cache), when asked for. A viewer can so show the first
  * rows of a recording of any size at once and let the index grow behind it.
  */
@@ -59,26 +59,12 @@ const CACHED_CHUNKS = 32;
 const BLOCK_BITS = 16;
 const BLOCK_MASK = (1 << BLOCK_BITS) - 1;
 
-type Typed = BigInt64Array | Float64Array | Int32Array | Uint32Array | Uint16Array | Uint8Array;
-
-/** A column that grows a block at a time. */
-class Blocks<T extends Typed> {
-  readonly #blocks: T[] = [];
-  readonly #make: (n: number) => T;
-  length = 0;
-  constructor(make: (n: number) => T) {
-    this.#make = make;
-  }
-  push(v: T[number]): void {
-    const k = this.length & BLOCK_MASK;
-    if (k === 0) this.#blocks.push(this.#make(BLOCK_MASK + 1));
-    this.#blocks[this.#blocks.length - 1]![k] = v as never;
-    this.length++;
-  }
-  at(i: number): T[number] {
-    return this.#blocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]! as T[number];
-  }
-}
+/** Blocks of a column, added as the index grows. */
+const block = <T>(blocks: T[], make: (n: number) => T): T => {
+  const b = make(BLOCK_MASK + 1);
+  blocks.push(b);
+  return b;
+};
 
 type ClassEntry = NonNullable<ReturnType<EventTable['get']>>;
 
@@ -93,10 +79,10 @@ interface Feed {
   /** The next chunk to read. */
   next: number;
   /** Records of the chunk read last, from `head` on not merged yet. */
-  ts: bigint[];
-  at: number[];
-  cls: number[];
-  pid: number[];
+  readonly ts: bigint[];
+  readonly at: number[];
+  readonly cls: number[];
+  readonly pid: number[];
   /** Those that come first after a loss (by index in the arrays above): the count, or null when unknown. */
   losses: Map<number, number | null>;
   head: number;
@@ -172,15 +158,23 @@ export function indexFtraceProgressively(reader: FtraceReader, options: IndexFtr
   // Dense class numbers, in the order the records show them.
   const classes: ClassEntry[] = [];
   const classOfId = new Map<number, number>();
-  const ts = new Blocks((n) => new BigInt64Array(n));
-  const feedOf = feeds.length <= 256 ? new Blocks((n) => new Uint8Array(n)) : new Blocks((n) => new Uint16Array(n));
-  const pid = new Blocks((n) => new Int32Array(n));
-  const cls =
-    meta.eventClasses.length <= 65536 ? new Blocks((n) => new Uint16Array(n)) : new Blocks((n) => new Uint32Array(n));
-  const at =
-    Math.max(0, ...bytes.values()) <= 2 ** 32
-      ? new Blocks((n) => new Uint32Array(n))
-      : new Blocks((n) => new Float64Array(n));
+  // The columns, each in blocks of one element type (kept apart so that every store and load sees one type).
+  const tsBlocks: BigInt64Array[] = [];
+  const feedBlocks: (Uint8Array | Uint16Array)[] = [];
+  const pidBlocks: Int32Array[] = [];
+  const clsBlocks: (Uint16Array | Uint32Array)[] = [];
+  const atBlocks: (Uint32Array | Float64Array)[] = [];
+  const makeFeed = feeds.length <= 256 ? (n: number) => new Uint8Array(n) : (n: number) => new Uint16Array(n);
+  const makeCls =
+    meta.eventClasses.length <= 65536 ? (n: number) => new Uint16Array(n) : (n: number) => new Uint32Array(n);
+  const makeAt =
+    Math.max(0, ...bytes.values()) <= 2 ** 32 ? (n: number) => new Uint32Array(n) : (n: number) => new Float64Array(n);
+  let length = 0;
+  let tsB = new BigInt64Array(0);
+  let feedB: Uint8Array | Uint16Array = new Uint8Array(0);
+  let pidB = new Int32Array(0);
+  let clsB: Uint16Array | Uint32Array = new Uint16Array(0);
+  let atB: Uint32Array | Float64Array = new Uint32Array(0);
   const losses = new Map<number, number | null>();
   let done = false;
 
@@ -188,10 +182,10 @@ export function indexFtraceProgressively(reader: FtraceReader, options: IndexFtr
   const fill = (f: Feed): boolean => {
     while (f.head >= f.ts.length) {
       if (f.next >= f.chunks.length) return false;
-      f.ts = [];
-      f.at = [];
-      f.cls = [];
-      f.pid = [];
+      f.ts.length = 0;
+      f.at.length = 0;
+      f.cls.length = 0;
+      f.pid.length = 0;
       f.head = 0;
       if (f.losses.size > 0) f.losses = new Map();
       const k = f.next++;
@@ -274,13 +268,22 @@ export function indexFtraceProgressively(reader: FtraceReader, options: IndexFtr
     const h = f.head++;
     if (f.losses.size > 0) {
       const loss = f.losses.get(h);
-      if (loss !== undefined) losses.set(ts.length, loss);
+      if (loss !== undefined) losses.set(length, loss);
     }
-    ts.push(bestTs);
-    feedOf.push(best);
-    pid.push(f.pid[h]!);
-    cls.push(f.cls[h]!);
-    at.push(f.at[h]!);
+    const k = length & BLOCK_MASK;
+    if (k === 0) {
+      tsB = block(tsBlocks, (n) => new BigInt64Array(n));
+      feedB = block(feedBlocks, makeFeed);
+      pidB = block(pidBlocks, (n) => new Int32Array(n));
+      clsB = block(clsBlocks, makeCls);
+      atB = block(atBlocks, makeAt);
+    }
+    tsB[k] = bestTs;
+    feedB[k] = best;
+    pidB[k] = f.pid[h]!;
+    clsB[k] = f.cls[h]!;
+    atB[k] = f.at[h]!;
+    length++;
     return true;
   };
 
@@ -313,13 +316,13 @@ export function indexFtraceProgressively(reader: FtraceReader, options: IndexFtr
 
   const offset = reader.tsOffsetNs;
   const check = (i: number) => {
-    if (!(Number.isInteger(i) && i >= 0 && i < ts.length)) {
-      throw new RangeError(`event ${i} is outside the ${ts.length} indexed events`);
+    if (!(Number.isInteger(i) && i >= 0 && i < length)) {
+      throw new RangeError(`event ${i} is outside the ${length} indexed events`);
     }
   };
   const index: IndexedTrace = {
     get length() {
-      return ts.length;
+      return length;
     },
     get done() {
       return done;
@@ -345,25 +348,25 @@ export function indexFtraceProgressively(reader: FtraceReader, options: IndexFtr
     },
     tsNs(i) {
       check(i);
-      return ts.at(i) + offset;
+      return tsBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]! + offset;
     },
     cpu(i) {
       check(i);
-      return feeds[feedOf.at(i)]!.cpu;
+      return feeds[feedBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]!]!.cpu;
     },
     eventClass(i) {
       check(i);
-      return classes[cls.at(i)]!.eventClass;
+      return classes[clsBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]!]!.eventClass;
     },
     pid(i) {
       check(i);
-      return pid.at(i);
+      return pidBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]!;
     },
     event(i) {
       check(i);
-      const c = feedOf.at(i);
+      const c = feedBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]!;
       const f = feeds[c]!;
-      const p = at.at(i);
+      const p = atBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]!;
       const k = chunkOf(f, p);
       const { data, view } = chunkData(c, k);
       const start = p - f.starts[k]!;
@@ -384,9 +387,16 @@ export function indexFtraceProgressively(reader: FtraceReader, options: IndexFtr
         // A page corrupt after the record: the record itself was read when indexed.
         if (length < 0) throw e;
       }
-      const entry = classes[cls.at(i)]!;
+      const entry = classes[clsBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]!]!;
       try {
-        const event = entry.decode(data, view, start, length, ts.at(i) + offset, f.cpu);
+        const event = entry.decode(
+          data,
+          view,
+          start,
+          length,
+          tsBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]! + offset,
+          f.cpu,
+        );
         const loss = losses.size === 0 ? undefined : losses.get(i);
         return loss === undefined ? event : withLoss(event, loss);
       } catch (e) {
