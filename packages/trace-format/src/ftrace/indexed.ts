@@ -170,9 +170,9 @@ export function indexFtraceProgressively(reader: FtraceReader, options: IndexFtr
   const makeAt =
     Math.max(0, ...bytes.values()) <= 2 ** 32 ? (n: number) => new Uint32Array(n) : (n: number) => new Float64Array(n);
   let length = 0;
-  let tsB = new BigInt64Array(0);
+  let tsB: BigInt64Array = new BigInt64Array(0);
   let feedB: Uint8Array | Uint16Array = new Uint8Array(0);
-  let pidB = new Int32Array(0);
+  let pidB: Int32Array = new Int32Array(0);
   let clsB: Uint16Array | Uint32Array = new Uint16Array(0);
   let atB: Uint32Array | Float64Array = new Uint32Array(0);
   const losses = new Map<number, number | null>();
