@@ -73,14 +73,18 @@ export function openFileSource(path: string): ViewerSource {
   /** Problems of the background indexing (the reader's own warnings are read-only). */
   const indexWarnings: string[] = [];
   let indexing = index !== undefined && !index.done;
-  const stopIndexing = indexing
-    ? indexInBackground(index!, indexWarnings, counts, (s, finished) => {
-        store = s;
-        stats = undefined;
-        indexing = !finished;
-        for (const l of listeners) l();
-      })
-    : () => {};
+  /**
+   * The rest is indexed once someone listens (the viewer subscribes when its first frame is drawn, so the indexing
+   * does not compete with the start); undefined until then.
+   */
+  let stopIndexing: (() => void) | undefined;
+  const startIndexing = () =>
+    indexInBackground(index!, indexWarnings, counts, (s, finished) => {
+      store = s;
+      stats = undefined;
+      indexing = !finished;
+      for (const l of listeners) l();
+    });
   return {
     get label() {
       return indexing ? `${name} indexing ${Math.floor(index!.progress * 100)}%` : name;
@@ -94,10 +98,11 @@ export function openFileSource(path: string): ViewerSource {
     symbols,
     subscribe(listener) {
       listeners.add(listener);
+      if (indexing && stopIndexing === undefined) stopIndexing = startIndexing();
       return () => listeners.delete(listener);
     },
     warnings: () => (indexWarnings.length === 0 ? reader.warnings : [...reader.warnings, ...indexWarnings]),
-    close: async () => stopIndexing(),
+    close: async () => stopIndexing?.(),
   };
 }
 
