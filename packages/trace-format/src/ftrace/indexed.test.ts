@@ -114,8 +114,11 @@ describe('indexFtrace', () => {
     expect([...at]).toEqual([0, 0, 1, 2, 1, 2]);
   });
 
-  it('on corrupt input throws only TraceFormatError, or in lenient mode keeps what decodes', () => {
-    const good = encodeTraceDat([request, tick], events(400), { version: 6 }).bytes;
+  it.each([
+    ['version 6', { version: 6 }],
+    ['version 7 zstd', { version: 7, compression: 'zstd' }],
+  ] as const)('on corrupt %s input throws only TraceFormatError, or in lenient mode keeps what decodes', (_, how) => {
+    const good = encodeTraceDat([request, tick], events(400), how).bytes;
     fc.assert(
       fc.property(
         fc.array(fc.tuple(fc.nat(good.length - 1), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 8 }),
