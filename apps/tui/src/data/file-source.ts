@@ -34,11 +34,18 @@ const NOTIFY_MS = 250;
 /** An index that grows between frames: trace-format's ftrace and CTF indexes. */
 type GrowingIndex = IndexedTrace | IndexedCtfTrace;
 
+/** A trace file as a source: the viewer's, plus a way to wait for its whole index. */
+export interface FileSource extends ViewerSource {
+  /** Resolves once every event of the file is indexed (starting the indexing if nobody listens yet). */
+  indexed(): Promise<void>;
+}
+
 /**
- * Opens a CTF directory, trace.dat file or raw-pages directory.
+ * Opens a CTF directory, trace.dat file or raw-pages directory: the first rows indexed, the rest from the first
+ * {@link ViewerSource.subscribe} (or {@link FileSource.indexed}) on, between frames.
  * @throws ViewerError `ERR_VIEW_INPUT` with the format error's code, file and offset.
  */
-export function openFileSource(path: string): ViewerSource {
+export function openFileSource(path: string): FileSource {
   let reader: TraceReader & { metadata?: FtraceMetadata };
   let store: EventStore;
   let index: GrowingIndex | undefined;
@@ -85,6 +92,13 @@ export function openFileSource(path: string): ViewerSource {
       indexing = !finished;
       for (const l of listeners) l();
     });
+  const subscribe = (listener: () => void) => {
+    listeners.add(listener);
+    if (indexing && stopIndexing === undefined) stopIndexing = startIndexing();
+    return () => {
+      listeners.delete(listener);
+    };
+  };
   return {
     get label() {
       return indexing ? `${name} indexing ${Math.floor(index!.progress * 100)}%` : name;
@@ -96,12 +110,18 @@ export function openFileSource(path: string): ViewerSource {
     lost: () => [...lostByCpu.values()].reduce((a, b) => a + b, 0),
     taskName: (pid) => cmdlines?.get(pid),
     symbols,
-    subscribe(listener) {
-      listeners.add(listener);
-      if (indexing && stopIndexing === undefined) stopIndexing = startIndexing();
-      return () => listeners.delete(listener);
-    },
+    subscribe,
     warnings: () => (indexWarnings.length === 0 ? reader.warnings : [...reader.warnings, ...indexWarnings]),
+    async indexed() {
+      while (indexing) {
+        await new Promise<void>((resolve) => {
+          const off = subscribe(() => {
+            off();
+            resolve();
+          });
+        });
+      }
+    },
     close: async () => stopIndexing?.(),
   };
 }

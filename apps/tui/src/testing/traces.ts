@@ -10,8 +10,7 @@ import {
   type TraceEvent,
 } from '@evtrace/trace-format';
 import { recordDemo, writeTraceDatFromRawDir } from '@evtrace/tracefs';
-import { openFileSource } from '../data/file-source.ts';
-import type { ViewerSource } from '../data/source.ts';
+import { type FileSource, openFileSource } from '../data/file-source.ts';
 
 /** A fresh temporary directory. */
 export function tempDir(prefix = 'evtrace-view-'): string {
@@ -118,21 +117,9 @@ export async function largeCtfTrace(dir: string, n: number): Promise<string> {
   return out;
 }
 
-/** Resolves once a file source has indexed the whole trace (the status bar no longer says `indexing`). */
-export async function indexed(source: ViewerSource): Promise<void> {
-  while (source.label.includes('indexing')) {
-    await new Promise<void>((resolve) => {
-      const off = source.subscribe(() => {
-        off();
-        resolve();
-      });
-    });
-  }
-}
-
 /** A trace file's source once it is indexed whole. */
-export async function openIndexed(path: string): Promise<ViewerSource> {
+export async function openIndexed(path: string): Promise<FileSource> {
   const source = openFileSource(path);
-  await indexed(source);
+  await source.indexed();
   return source;
 }
