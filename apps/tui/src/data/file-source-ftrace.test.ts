@@ -16,12 +16,17 @@ import { VIEWS } from '../views/index.ts';
 import { openFileSource } from './file-source.ts';
 
 const N = 300_000;
+/** Events of the trace the keys are pressed on: enough that its indexing outlasts a few keys on any machine. */
+const BIG = 1_000_000;
 const dir = tempDir('evtrace-view-ftrace-');
+const bigDir = tempDir('evtrace-view-ftrace-big-');
 let trace: string;
+let big: string;
 /** cat's lines: CPU, time, event and the text after it. */
 let cat: { cpu: number; time: string; event: string; body: string }[];
 beforeAll(async () => {
   trace = await largeTrace(dir, N);
+  big = await largeTrace(bigDir, BIG);
   const run = spawnSync(process.execPath, [AGENT_CLI, 'cat', trace], { encoding: 'utf8', maxBuffer: 1 << 30 });
   expect(run.status, run.stderr).toBe(0);
   cat = run.stdout
@@ -33,7 +38,10 @@ beforeAll(async () => {
       return { cpu: Number(m[1]), time: m[2]!, event: m[3]!, body: m[4]!.slice(Math.max(0, 20 - m[3]!.length) + 1) };
     });
 }, 120_000);
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(bigDir, { recursive: true, force: true });
+});
 
 describe('a trace.dat as a file source', { timeout: 240_000 }, () => {
   it('shows the first rows at once, then grows to exactly the rows evtrace cat prints', async () => {
@@ -82,7 +90,7 @@ describe('a trace.dat as a file source', { timeout: 240_000 }, () => {
   });
 
   it('answers keys while the indexing runs', async () => {
-    const source = openFileSource(trace);
+    const source = openFileSource(big);
     const app = render(
       createElement(App, { source, views: VIEWS, size: { columns: 160, rows: 30 }, theme: { colour: false } }),
     );
@@ -90,7 +98,7 @@ describe('a trace.dat as a file source', { timeout: 240_000 }, () => {
       const frames: string[] = [];
       /** Waits a turn of the event loop at a time (an indexing slice may run in each) for a frame. */
       const until = async (ok: (frame: string) => boolean) => {
-        for (const start = performance.now(); performance.now() - start < 90_000; ) {
+        for (const start = performance.now(); performance.now() - start < 60_000; ) {
           const frame = app.lastFrame() ?? '';
           if (ok(frame)) {
             frames.push(frame);
@@ -102,7 +110,10 @@ describe('a trace.dat as a file source', { timeout: 240_000 }, () => {
       };
       const selected = (f: string) => f.split('\n').find((l) => l.startsWith('>')) ?? '';
       const row = (i: number) => `>${cat[i]!.time} ${String(cat[i]!.cpu).padStart(3)} `;
+      const opened = source.label;
       await until((f) => selected(f).startsWith(row(0)));
+      // The app takes keys, and starts the indexing by listening to the source, once its first frame is committed.
+      await until(() => source.label !== opened);
       app.stdin.write('j');
       const moved = await until((f) => selected(f).startsWith(row(1)));
       app.stdin.write('jj');
@@ -110,12 +121,13 @@ describe('a trace.dat as a file source', { timeout: 240_000 }, () => {
       // Both answers came while the status bar still said the trace was being indexed.
       expect(moved).toMatch(/indexing \d+%/);
       expect(again).toMatch(/indexing \d+%/);
-      expect(source.store().length).toBeLessThan(N);
+      expect(source.store().length).toBeLessThan(BIG);
       await source.indexed();
-      // Once indexed, G goes to the last of cat's rows; the status bar counts them all.
+      // Once indexed, G goes to the last row (the trace's events are 250 ns apart, on CPUs in turn); all are counted.
       app.stdin.write('G');
-      const end = await until((f) => selected(f).startsWith(row(N - 1)));
-      expect(end).toContain(`${countText(N)} events`);
+      const last = `>${timeText(1_000_000_000n + BigInt(BIG - 1) * 250n)} ${String((BIG - 1) % 4).padStart(3)} `;
+      const end = await until((f) => selected(f).startsWith(last));
+      expect(end).toContain(`${countText(BIG)} events`);
       expect(end).not.toContain('indexing');
     } finally {
       app.unmount();
