@@ -1,7 +1,7 @@
 export { parseViewerArgs, type ViewerArgs } from './args.ts';
 export { type AttachOptions, attachAgent } from './data/agent-source.ts';
 export { type DemoSource, type DemoSourceOptions, startDemoSource } from './data/demo-source.ts';
-export { fileStats, openFileSource } from './data/file-source.ts';
+export { type FileSource, fileStats, openFileSource } from './data/file-source.ts';
 export {
   type CompiledFilter,
   commResolver,

@@ -47,6 +47,7 @@ export {
   decodeCpuPages,
   type FtraceMetadata,
   mergeByTime,
+  type PageChunk,
 } from './ftrace/events.ts';
 export { type FormatFileOptions, parseFormatFile } from './ftrace/format-file.ts';
 export { formatFileText, HEADER_EVENT_TEXT, headerPageText } from './ftrace/format-text.ts';
@@ -58,7 +59,13 @@ export {
   parseHeaderPage,
 } from './ftrace/headers.ts';
 export { hexFields } from './ftrace/hex-fields.ts';
-export { type IndexedTrace, type IndexFtraceOptions, indexFtrace, mergeOrder } from './ftrace/indexed.ts';
+export {
+  type IndexedTrace,
+  type IndexFtraceOptions,
+  indexFtrace,
+  indexFtraceProgressively,
+  mergeOrder,
+} from './ftrace/indexed.ts';
 export {
   type CheckPagesOptions,
   checkPages,

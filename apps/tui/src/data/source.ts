@@ -116,7 +116,10 @@ export interface ViewerSource {
    * fits (traces, kernel sessions); looked up on first call.
    */
   symbols?(): KernelSymbols | undefined;
-  /** Calls `listener` after each change (live sources, a few times a second); returns the unsubscribe function. */
+  /**
+   * Calls `listener` after each change (live sources, a few times a second; a file as it is indexed, which starts with
+   * the first listener); returns the unsubscribe function.
+   */
   subscribe(listener: () => void): () => void;
   /** The agent's sessions, when attached to one. */
   readonly sessions?: SessionControl;

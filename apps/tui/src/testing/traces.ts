@@ -10,6 +10,7 @@ import {
   type TraceEvent,
 } from '@evtrace/trace-format';
 import { recordDemo, writeTraceDatFromRawDir } from '@evtrace/tracefs';
+import { type FileSource, openFileSource } from '../data/file-source.ts';
 
 /** A fresh temporary directory. */
 export function tempDir(prefix = 'evtrace-view-'): string {
@@ -114,4 +115,11 @@ export async function largeCtfTrace(dir: string, n: number): Promise<string> {
   }
   writer.close();
   return out;
+}
+
+/** A trace file's source once it is indexed whole. */
+export async function openIndexed(path: string): Promise<FileSource> {
+  const source = openFileSource(path);
+  await source.indexed();
+  return source;
 }

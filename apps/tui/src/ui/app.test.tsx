@@ -3,10 +3,9 @@ import { compileFilter, FilterError } from '@evtrace/filters';
 import { openTrace } from '@evtrace/trace-format';
 import { render } from 'ink-testing-library';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openFileSource } from '../data/file-source.ts';
 import type { ViewerSource } from '../data/source.ts';
 import type { EventStore } from '../data/store.ts';
-import { largeTrace, recordDemoTrace, tempDir } from '../testing/traces.ts';
+import { largeTrace, openIndexed, recordDemoTrace, tempDir } from '../testing/traces.ts';
 import { VIEWS } from '../views/index.ts';
 import { App } from './app.tsx';
 import { timeText } from './format.ts';
@@ -62,7 +61,7 @@ const selects = (store: EventStore, i: number) => (frame: string) => selected(fr
 
 describe('Events view', () => {
   it('renders only the rows that fit and decodes only those, on a 200 000-event trace', async () => {
-    const { source, decoded } = counting(openFileSource(large));
+    const { source, decoded } = counting(await openIndexed(large));
     const store = source.store();
     expect(store.length).toBe(200_000);
     const app = view(source, 30);
@@ -78,7 +77,7 @@ describe('Events view', () => {
   });
 
   it('handles every key of a burst that arrives as one string', async () => {
-    const source = openFileSource(demo);
+    const source = await openIndexed(demo);
     const store = source.store();
     const app = view(source);
     await until(app, selects(store, 0));
@@ -97,7 +96,7 @@ describe('Events view', () => {
   });
 
   it('pages down by a screenful and shows the details of the selected event, Esc closes them', async () => {
-    const source = openFileSource(demo);
+    const source = await openIndexed(demo);
     const store = source.store();
     const app = view(source, 30);
     await until(app, selects(store, 0));
@@ -122,7 +121,7 @@ describe('Events view', () => {
   });
 
   it('validates the filter as it is typed: the kernel message and a caret under the wrong column', async () => {
-    const source = openFileSource(demo);
+    const source = await openIndexed(demo);
     const app = view(source);
     const expr = 'bytes_req > 256 &&& node == 0';
     await until(app, has('[1 Events]'));
@@ -146,7 +145,7 @@ describe('Events view', () => {
   });
 
   it('applies a valid filter: only matching events remain and the status bar says so', async () => {
-    const source = openFileSource(demo);
+    const source = await openIndexed(demo);
     const app = view(source);
     await until(app, has('[1 Events]'));
     app.stdin.write(':bytes_req > 1000');
@@ -174,7 +173,7 @@ describe('Events view', () => {
 
 describe('frame', () => {
   it('switches views with Tab and number keys and shows each view keys in the footer', async () => {
-    const source = openFileSource(demo);
+    const source = await openIndexed(demo);
     const app = view(source);
     expect(await until(app, has('[1 Events]'))).toContain('[1 Events]');
     expect(app.lastFrame()).toContain('Enter details');
@@ -193,7 +192,7 @@ describe('frame', () => {
   });
 
   it('shows the help overlay on ? and closes it on any key', async () => {
-    const app = view(openFileSource(demo));
+    const app = view(await openIndexed(demo));
     await until(app, has('[1 Events]'));
     app.stdin.write('?');
     expect(await until(app, has('evtrace-view keys'))).toContain('evtrace-view keys');
@@ -203,7 +202,7 @@ describe('frame', () => {
   });
 
   it('status bar names the source, the event count, loss and the filter', async () => {
-    const source = openFileSource(demo);
+    const source = await openIndexed(demo);
     const app = view(source);
     await until(app, has('no filter'));
     const status = app.lastFrame()!.split('\n').at(-1)!;

@@ -4,9 +4,8 @@ import { join } from 'node:path';
 import { recordDemo, writeTraceDatFromRawDir } from '@evtrace/tracefs';
 import { render } from 'ink-testing-library';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openFileSource } from '../data/file-source.ts';
 import { procKallsyms } from '../data/symbols.ts';
-import { tempDir } from '../testing/traces.ts';
+import { openIndexed, tempDir } from '../testing/traces.ts';
 import { App } from '../ui/app.tsx';
 import { fit } from '../ui/format.ts';
 import { VIEWS } from './index.ts';
@@ -60,7 +59,7 @@ async function until(app: { lastFrame(): string | undefined }, ok: (frame: strin
 
 describe.skipIf(!hasTraceCmd())(`Branches view${hasTraceCmd() ? '' : ' (skipped: trace-cmd is not installed)'}`, () => {
   it("shows the selected task's last branches as trace-cmd reports them, and [ ] move between tasks", async () => {
-    const source = openFileSource(dat);
+    const source = await openIndexed(dat);
     const app = render(
       <App source={source} views={VIEWS} size={{ columns: 140, rows: 30 }} theme={{ colour: false }} />,
     );
@@ -99,7 +98,7 @@ describe.skipIf(!hasTraceCmd())(`Branches view${hasTraceCmd() ? '' : ' (skipped:
   }, 60_000);
 
   it('names kernel addresses from /proc/kallsyms when the trace embeds none and it is readable, and says which', async () => {
-    const source = openFileSource(bare);
+    const source = await openIndexed(bare);
     const app = render(
       <App source={source} views={VIEWS} size={{ columns: 140, rows: 30 }} theme={{ colour: false }} />,
     );

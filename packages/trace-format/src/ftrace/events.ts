@@ -35,9 +35,25 @@ export interface CpuPages {
   readonly cpu: number;
   /** The pages, or a sequence of chunks of whole pages (decompressed lazily, for instance). */
   readonly bytes: Buffer | (() => Iterable<Buffer>);
+  /**
+   * The chunks `bytes` yields, each readable alone and in any order (a compressed file's chunks): what an index keeps
+   * instead of the decompressed pages. Absent when `bytes` is one buffer.
+   */
+  readonly chunks?: readonly PageChunk[];
   /** For error messages: the file and the offset of the first byte in it. */
   readonly file?: string;
   readonly fileOffset?: number;
+}
+
+/** One chunk of a CPU's pages, read on demand. */
+export interface PageChunk {
+  /** Bytes `read` returns. */
+  readonly size: number;
+  /**
+   * The chunk's pages (decompressed anew at each call).
+   * @throws TraceFormatError when the chunk does not decompress.
+   */
+  read(): Buffer;
 }
 
 /** All of a CPU's pages in one buffer (its chunks joined, when they come in chunks). */

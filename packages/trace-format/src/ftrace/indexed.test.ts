@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
 import type { EventClass, TraceEvent } from '../model/types.ts';
 import { RECORD_ARGS, recordTraceDat, traceCmdRecording } from '../testing/tracecmd.ts';
-import { indexFtrace, mergeOrder } from './indexed.ts';
+import { indexFtrace, indexFtraceProgressively, mergeOrder } from './indexed.ts';
 import { openTraceDat, readTraceDat } from './tracedat/read.ts';
 import { encodeTraceDat } from './tracedat/write-events.ts';
 
@@ -72,6 +72,36 @@ describe('indexFtrace', () => {
     });
   }
 
+  it('grows a slice at a time, with the compressed chunks kept compressed, to the events the sequential reader yields', () => {
+    const bytes = encodeTraceDat([request, tick], events(20_000), { version: 7, compression: 'zstd' }).bytes;
+    const sequential = [...readTraceDat(bytes).events()];
+    const index = indexFtraceProgressively(readTraceDat(bytes));
+    expect(index.length).toBe(0);
+    expect(index.done).toBe(false);
+    const lengths: number[] = [];
+    const progress: number[] = [];
+    while (!index.advance(0, 1500)) {
+      lengths.push(index.length);
+      progress.push(index.progress);
+      // What is indexed already reads as it will at the end.
+      const i = index.length - 1;
+      expect(strip(index.event(i))).toEqual(strip(sequential[i]!));
+    }
+    expect(lengths.length).toBeGreaterThan(5);
+    for (let k = 1; k < lengths.length; k++) {
+      expect(lengths[k]!).toBeGreaterThan(lengths[k - 1]!);
+      expect(progress[k]!).toBeGreaterThanOrEqual(progress[k - 1]!);
+    }
+    expect(progress.at(-1)!).toBeLessThanOrEqual(1);
+    expect(index.progress).toBe(1);
+    expect(index.length).toBe(20_000);
+    for (let i = 0; i < index.length; i += 3) {
+      expect(strip(index.event(i))).toEqual(strip(sequential[i]!));
+      expect(index.pid(i)).toBe(sequential[i]!.scopes?.['event.context']?.common_pid ?? -1);
+    }
+    expect([...index.bytes.values()].every((b) => b > 0)).toBe(true);
+  });
+
   it('rejects positions outside the trace', () => {
     const index = indexFtrace(readTraceDat(encodeTraceDat([tick], events(10), {}).bytes));
     expect(() => index.event(index.length)).toThrow(RangeError);
@@ -84,8 +114,11 @@ describe('indexFtrace', () => {
     expect([...at]).toEqual([0, 0, 1, 2, 1, 2]);
   });
 
-  it('on corrupt input throws only TraceFormatError, or in lenient mode keeps what decodes', () => {
-    const good = encodeTraceDat([request, tick], events(400), { version: 6 }).bytes;
+  it.each([
+    ['version 6', { version: 6 }],
+    ['version 7 zstd', { version: 7, compression: 'zstd' }],
+  ] as const)('on corrupt %s input throws only TraceFormatError, or in lenient mode keeps what decodes', (_, how) => {
+    const good = encodeTraceDat([request, tick], events(400), how).bytes;
     fc.assert(
       fc.property(
         fc.array(fc.tuple(fc.nat(good.length - 1), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 8 }),

@@ -1,13 +1,14 @@
 /**
- * Random access to the events of an ftrace recording (trace.dat or raw pages) without decoding them all: one pass over
- * the page headers and record headers notes where each record lies; an event is decoded only when asked for. A
- * million events cost about 22 bytes each in the index (time, CPU, position, length, event id), instead of the
- * hundreds a decoded event object takes.
+ * Random access to the events of an ftrace recording (trace.dat or raw pages), built as it is read: the CPUs' pages
+ * are merged in time order a chunk at a time, and each record leaves only a few numbers behind in block columns (time,
+ * CPU, pid, class, where it lies). Compressed pages stay compressed: an event is decoded again from
+ * its chunk, decompressed anew (the last few kept in a small cache), when asked for. A viewer can so show the first
+ * rows of a recording of any size at once and let the index grow behind it.
  */
 import { located } from '@evtrace/errors';
 import { TraceFormatError } from '../errors.ts';
 import type { EventClass, TraceEvent } from '../model/types.ts';
-import { EventTable, pageLocation, wholePages, withLoss } from './events.ts';
+import { EventTable, type PageChunk, pageLocation, wholePages, withLoss } from './events.ts';
 import { readPage } from './page.ts';
 import type { FtraceReader } from './raw-dir.ts';
 import { RecordError } from './record.ts';
@@ -20,12 +21,24 @@ export interface IndexFtraceOptions {
 
 /** Events of an ftrace recording in time order (merged across CPUs, ties by CPU order), addressed by position. */
 export interface IndexedTrace {
-  /** Number of events. */
+  /** Events indexed so far (all of them once {@link done}). */
   readonly length: number;
-  /** Events lost before pages, per CPU, as the kernel counted them (an unknown count counts as 1). */
+  /** True when every CPU's pages have been read to their end. */
+  readonly done: boolean;
+  /** Share of the pages' bytes read, in [0, 1]. */
+  readonly progress: number;
+  /** Events lost before pages, per CPU, as the kernel counted them (an unknown count counts as 1); so far. */
   readonly lost: ReadonlyMap<number, number>;
-  /** Bytes of each CPU's pages in the trace. */
+  /** Bytes of each CPU's pages in the trace (decompressed). */
   readonly bytes: ReadonlyMap<number, number>;
+  /**
+   * Indexes further: at least `minEvents` more events (fewer only at the end) and then until `budgetMs` of wall time
+   * has passed. Returns {@link done}.
+   * @throws TraceFormatError `ERR_TRACE_FTRACE_PAGE` on a corrupt page unless lenient.
+   */
+  advance(budgetMs: number, minEvents?: number): boolean;
+  /** Indexes to the end. */
+  finish(): this;
   /** Timestamp of the event at `i`, in ns (the trace's offset applied). */
   tsNs(i: number): bigint;
   cpu(i: number): number;
@@ -39,167 +52,369 @@ export interface IndexedTrace {
   event(i: number): TraceEvent;
 }
 
-/** A growable column of one typed-array kind. */
-class Column<T extends BigInt64Array | Uint32Array> {
-  #data: T;
-  length = 0;
-  readonly #make: (n: number) => T;
-  constructor(make: (n: number) => T) {
-    this.#make = make;
-    this.#data = make(1024);
-  }
-  push(v: T[number]): void {
-    if (this.length === this.#data.length) {
-      const bigger = this.#make(this.#data.length * 2);
-      bigger.set(this.#data as never);
-      this.#data = bigger;
-    }
-    this.#data[this.length++] = v;
-  }
-  /** The filled part, trimmed. */
-  done(): T {
-    return this.#data.slice(0, this.length) as T;
-  }
-}
+/** Pages of an uncompressed CPU read per step of the indexing (its chunks are slices of the file's bytes). */
+const SLICE_PAGES = 16;
+/** Decompressed chunks kept for {@link IndexedTrace.event}: a screen's rows lie in a few per CPU. */
+const CACHED_CHUNKS = 32;
+/** Entries per block of a column: blocks are added as the index grows, never copied. */
+const BLOCK_BITS = 16;
+const BLOCK_MASK = (1 << BLOCK_BITS) - 1;
 
-interface CpuIndex {
+/** Blocks of a column, added as the index grows. */
+const block = <T>(blocks: T[], make: (n: number) => T): T => {
+  const b = make(BLOCK_MASK + 1);
+  blocks.push(b);
+  return b;
+};
+
+type ClassEntry = NonNullable<ReturnType<EventTable['get']>>;
+
+/** One CPU's pages as the merge reads them: its chunks, and the records of the chunk read last. */
+interface Feed {
   readonly cpu: number;
-  readonly bytes: Buffer;
-  readonly view: DataView;
   readonly file: string | undefined;
   readonly fileOffset: number;
-  readonly ts: BigInt64Array;
-  readonly start: Uint32Array;
-  readonly size: Uint32Array;
-  readonly id: Uint32Array;
-  /** Records that come first after a loss (by index in this CPU's columns): the count, or null when unknown. */
-  readonly losses: ReadonlyMap<number, number | null>;
+  readonly chunks: readonly PageChunk[];
+  /** Offset of each chunk in the CPU's pages. */
+  readonly starts: readonly number[];
+  /** The next chunk to read. */
+  next: number;
+  /** Records of the chunk read last, from `head` on not merged yet. */
+  readonly ts: bigint[];
+  readonly at: number[];
+  readonly cls: number[];
+  readonly pid: number[];
+  /** Those that come first after a loss (by index in the arrays above): the count, or null when unknown. */
+  losses: Map<number, number | null>;
+  head: number;
+  unknown: Set<number>;
 }
 
 /**
- * Indexes the records of an ftrace reader. Records of event ids the recording does not describe are left out with a
- * warning, as the sequential reader does.
+ * Indexes the records of an ftrace reader to the end. Records of event ids the recording does not describe are left
+ * out with a warning, as the sequential reader does.
  *
  * @throws TraceFormatError `ERR_TRACE_FTRACE_PAGE` on a corrupt page unless `lenient`.
  */
 export function indexFtrace(reader: FtraceReader, options: IndexFtraceOptions = {}): IndexedTrace {
+  return indexFtraceProgressively(reader, options).finish();
+}
+
+/**
+ * Starts an index of an ftrace reader's records and returns it empty: {@link IndexedTrace.advance} grows it in
+ * slices of time, so a viewer can draw between them.
+ */
+export function indexFtraceProgressively(reader: FtraceReader, options: IndexFtraceOptions = {}): IndexedTrace {
   const meta = reader.metadata;
   const table = new EventTable(meta);
   const layout = meta.page;
+  const pageSize = layout.pageSize;
   const warnings = reader.warnings as string[];
-  const lost = new Map<number, number>();
   const commonPid = meta.eventClasses[0]?.ftrace?.fields.find((f) => f.name === 'common_pid');
   const pidOffset = commonPid?.offset ?? 4;
   const le = meta.byteOrder === 'le';
-  const cpus: CpuIndex[] = [];
-  for (const pages of reader.cpuPages()) {
-    const bytes = wholePages(pages);
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    const ts = new Column((n) => new BigInt64Array(n));
-    const start = new Column((n) => new Uint32Array(n));
-    const size = new Column((n) => new Uint32Array(n));
-    const id = new Column((n) => new Uint32Array(n));
-    const unknown = new Set<number>();
-    const losses = new Map<number, number | null>();
-    const source = { file: pages.file, fileOffset: pages.fileOffset ?? 0 };
-    /** The index of the page's first record, -1 before it, -2 when it was left out. */
-    let first = -1;
-    const onRecord = (t: bigint, at: number, length: number) => {
-      const type = table.typeOf(view, at, length);
-      if (first === -1) first = table.get(type) === undefined ? -2 : ts.length;
-      if (table.get(type) === undefined) {
-        if (!unknown.has(type)) {
-          unknown.add(type);
-          warnings.push(
-            located(
-              `CPU ${pages.cpu}: record of unknown event id ${type} skipped (reported once)`,
-              pageLocation(source, at),
-            ),
-          );
-        }
-        return;
+  const lost = new Map<number, number>();
+  const bytes = new Map<number, number>();
+  const feeds: Feed[] = reader.cpuPages().map((pages) => {
+    let chunks: readonly PageChunk[];
+    if (pages.chunks !== undefined) chunks = pages.chunks;
+    else {
+      const all = wholePages(pages);
+      const step = SLICE_PAGES * pageSize;
+      const slices: PageChunk[] = [];
+      for (let a = 0; a < all.length; a += step) {
+        const slice = all.subarray(a, Math.min(all.length, a + step));
+        slices.push({ size: slice.length, read: () => slice });
       }
-      ts.push(t);
-      start.push(at);
-      size.push(length);
-      id.push(type);
+      chunks = slices;
+    }
+    const starts: number[] = [];
+    let size = 0;
+    for (const c of chunks) {
+      starts.push(size);
+      size += c.size;
+    }
+    lost.set(pages.cpu, 0);
+    bytes.set(pages.cpu, size);
+    return {
+      cpu: pages.cpu,
+      file: pages.file,
+      fileOffset: pages.fileOffset ?? 0,
+      chunks,
+      starts,
+      next: 0,
+      ts: [],
+      at: [],
+      cls: [],
+      pid: [],
+      losses: new Map(),
+      head: 0,
+      unknown: new Set(),
     };
-    let missed = 0;
-    for (let at = 0; at < bytes.byteLength; at += layout.pageSize) {
-      first = -1;
+  });
+  let total = 0;
+  for (const b of bytes.values()) total += b;
+  let read = 0;
+
+  // Dense class numbers, in the order the records show them.
+  const classes: ClassEntry[] = [];
+  const classOfId = new Map<number, number>();
+  // The columns, each in blocks of one element type (kept apart so that every store and load sees one type).
+  const tsBlocks: BigInt64Array[] = [];
+  const feedBlocks: (Uint8Array | Uint16Array)[] = [];
+  const pidBlocks: Int32Array[] = [];
+  const clsBlocks: (Uint16Array | Uint32Array)[] = [];
+  const atBlocks: (Uint32Array | Float64Array)[] = [];
+  const makeFeed = feeds.length <= 256 ? (n: number) => new Uint8Array(n) : (n: number) => new Uint16Array(n);
+  const makeCls =
+    meta.eventClasses.length <= 65536 ? (n: number) => new Uint16Array(n) : (n: number) => new Uint32Array(n);
+  const makeAt =
+    Math.max(0, ...bytes.values()) <= 2 ** 32 ? (n: number) => new Uint32Array(n) : (n: number) => new Float64Array(n);
+  let length = 0;
+  let tsB: BigInt64Array = new BigInt64Array(0);
+  let feedB: Uint8Array | Uint16Array = new Uint8Array(0);
+  let pidB: Int32Array = new Int32Array(0);
+  let clsB: Uint16Array | Uint32Array = new Uint16Array(0);
+  let atB: Uint32Array | Float64Array = new Uint32Array(0);
+  const losses = new Map<number, number | null>();
+  let done = false;
+
+  /** Reads chunks of `f` until it has records to merge; false at its end. */
+  const fill = (f: Feed): boolean => {
+    while (f.head >= f.ts.length) {
+      if (f.next >= f.chunks.length) return false;
+      f.ts.length = 0;
+      f.at.length = 0;
+      f.cls.length = 0;
+      f.pid.length = 0;
+      f.head = 0;
+      if (f.losses.size > 0) f.losses = new Map();
+      const k = f.next++;
+      const chunk = f.chunks[k]!;
+      read += chunk.size;
+      let data: Buffer;
       try {
-        const info = readPage(bytes, at, layout, onRecord, source);
-        if (info.missedEvents) missed += info.missedCount ?? 1;
-        if (info.missedEvents && info.leadingRecord && first >= 0) losses.set(first, info.missedCount ?? null);
+        data = chunk.read();
       } catch (e) {
         if (!(options.lenient && e instanceof TraceFormatError)) throw e;
-        // The records before the corruption in this page are already indexed and kept.
-        warnings.push(`${e.message}; CPU ${pages.cpu}: rest of the page skipped`);
+        // A chunk that does not decompress is skipped, as the sequential reader skips it; the ones around it count.
+        warnings.push(`${e.message}; CPU ${f.cpu}: chunk skipped`);
+        continue;
+      }
+      const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+      const source = { file: f.file, fileOffset: f.fileOffset + f.starts[k]! };
+      const base = f.starts[k]!;
+      /** The index of the page's first record, -1 before it, -2 when it was left out. */
+      let first = -1;
+      const onRecord = (t: bigint, start: number, length: number) => {
+        const type = table.typeOf(view, start, length);
+        let c = classOfId.get(type);
+        if (c === undefined) {
+          const entry = table.get(type);
+          if (entry !== undefined) {
+            c = classes.length;
+            classes.push(entry);
+            classOfId.set(type, c);
+          }
+        }
+        if (first === -1) first = c === undefined ? -2 : f.ts.length;
+        if (c === undefined) {
+          if (!f.unknown.has(type)) {
+            f.unknown.add(type);
+            warnings.push(
+              located(
+                `CPU ${f.cpu}: record of unknown event id ${type} skipped (reported once)`,
+                pageLocation(source, start),
+              ),
+            );
+          }
+          return;
+        }
+        f.ts.push(t);
+        f.at.push(base + start);
+        f.cls.push(c);
+        f.pid.push(length >= pidOffset + 4 ? view.getInt32(start + pidOffset, le) : -1);
+      };
+      for (let p = 0; p < data.byteLength; p += pageSize) {
+        first = -1;
+        try {
+          const info = readPage(data, p, layout, onRecord, source);
+          if (info.missedEvents) lost.set(f.cpu, lost.get(f.cpu)! + (info.missedCount ?? 1));
+          if (info.missedEvents && info.leadingRecord && first >= 0) f.losses.set(first, info.missedCount ?? null);
+        } catch (e) {
+          if (!(options.lenient && e instanceof TraceFormatError)) throw e;
+          // The records before the corruption in this page are already indexed and kept.
+          warnings.push(`${e.message}; CPU ${f.cpu}: rest of the page skipped`);
+        }
       }
     }
-    lost.set(pages.cpu, missed);
-    cpus.push({
-      cpu: pages.cpu,
-      bytes,
-      view,
-      file: pages.file,
-      fileOffset: source.fileOffset,
-      ts: ts.done(),
-      start: start.done(),
-      size: size.done(),
-      id: id.done(),
-      losses,
-    });
-  }
-  const { which, at } = mergeOrder(cpus.map((c) => c.ts));
+    return true;
+  };
+
+  /** Merges the next record (the earliest of the CPUs' heads, ties to the first CPU); false at the end. */
+  const take = (): boolean => {
+    let best = -1;
+    let bestTs = 0n;
+    for (let c = 0; c < feeds.length; c++) {
+      const f = feeds[c]!;
+      if (f.head >= f.ts.length && !fill(f)) continue;
+      const t = f.ts[f.head]!;
+      if (best < 0 || t < bestTs) {
+        best = c;
+        bestTs = t;
+      }
+    }
+    if (best < 0) {
+      done = true;
+      return false;
+    }
+    const f = feeds[best]!;
+    const h = f.head++;
+    if (f.losses.size > 0) {
+      const loss = f.losses.get(h);
+      if (loss !== undefined) losses.set(length, loss);
+    }
+    const k = length & BLOCK_MASK;
+    if (k === 0) {
+      tsB = block(tsBlocks, (n) => new BigInt64Array(n));
+      feedB = block(feedBlocks, makeFeed);
+      pidB = block(pidBlocks, (n) => new Int32Array(n));
+      clsB = block(clsBlocks, makeCls);
+      atB = block(atBlocks, makeAt);
+    }
+    tsB[k] = bestTs;
+    feedB[k] = best;
+    pidB[k] = f.pid[h]!;
+    clsB[k] = f.cls[h]!;
+    atB[k] = f.at[h]!;
+    length++;
+    return true;
+  };
+
+  /** Decompressed chunks by feed and chunk number, most recently used last. */
+  const cache = new Map<number, { data: Buffer; view: DataView }>();
+  const chunkData = (c: number, k: number) => {
+    const key = k * feeds.length + c;
+    let hit = cache.get(key);
+    if (hit !== undefined) {
+      cache.delete(key);
+    } else {
+      const data = feeds[c]!.chunks[k]!.read();
+      hit = { data, view: new DataView(data.buffer, data.byteOffset, data.byteLength) };
+      if (cache.size >= CACHED_CHUNKS) cache.delete(cache.keys().next().value!);
+    }
+    cache.set(key, hit);
+    return hit;
+  };
+  /** The chunk of `f` holding offset `p` of its pages. */
+  const chunkOf = (f: Feed, p: number): number => {
+    let lo = 0;
+    let hi = f.starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (f.starts[mid]! <= p) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  };
+
   const offset = reader.tsOffsetNs;
   const check = (i: number) => {
-    if (!(i >= 0 && i < which.length)) throw new RangeError(`event ${i} outside [0, ${which.length})`);
+    if (!(Number.isInteger(i) && i >= 0 && i < length)) {
+      throw new RangeError(`event ${i} is outside the ${length} indexed events`);
+    }
   };
-  const classOf = (c: CpuIndex, k: number) => table.get(c.id[k]!)!;
-  return {
-    length: which.length,
+  const index: IndexedTrace = {
+    get length() {
+      return length;
+    },
+    get done() {
+      return done;
+    },
+    get progress() {
+      return done ? 1 : total === 0 ? 0 : read / total;
+    },
     lost,
-    bytes: new Map(cpus.map((c) => [c.cpu, c.bytes.byteLength])),
+    bytes,
+    advance(budgetMs, minEvents = 0) {
+      const end = performance.now() + budgetMs;
+      let n = 0;
+      while (!done) {
+        if (!take()) break;
+        // The clock is read every 1024 events: performance.now() costs more than indexing a record.
+        if (++n >= minEvents && (n & 1023) === 0 && performance.now() >= end) break;
+      }
+      return done;
+    },
+    finish() {
+      while (take());
+      return this;
+    },
     tsNs(i) {
       check(i);
-      return cpus[which[i]!]!.ts[at[i]!]! + offset;
+      return tsBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]! + offset;
     },
     cpu(i) {
       check(i);
-      return cpus[which[i]!]!.cpu;
+      return feeds[feedBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]!]!.cpu;
     },
     eventClass(i) {
       check(i);
-      const c = cpus[which[i]!]!;
-      return classOf(c, at[i]!).eventClass;
+      return classes[clsBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]!]!.eventClass;
     },
     pid(i) {
       check(i);
-      const c = cpus[which[i]!]!;
-      const k = at[i]!;
-      return c.size[k]! >= pidOffset + 4 ? c.view.getInt32(c.start[k]! + pidOffset, le) : -1;
+      return pidBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]!;
     },
     event(i) {
       check(i);
-      const c = cpus[which[i]!]!;
-      const k = at[i]!;
-      const entry = classOf(c, k);
+      const c = feedBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]!;
+      const f = feeds[c]!;
+      const p = atBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]!;
+      const k = chunkOf(f, p);
+      const { data, view } = chunkData(c, k);
+      const start = p - f.starts[k]!;
+      const source = { file: f.file, fileOffset: f.fileOffset + f.starts[k]! };
+      // The record's length is in its header: walk its page again (the page was read whole when indexed).
+      let length = -1;
       try {
-        const event = entry.decode(c.bytes, c.view, c.start[k]!, c.size[k]!, c.ts[k]! + offset, c.cpu);
-        const loss = c.losses.size === 0 ? undefined : c.losses.get(k);
+        readPage(
+          data,
+          start - (start % pageSize),
+          layout,
+          (_t, s, n) => {
+            if (s === start) length = n;
+          },
+          source,
+        );
+      } catch (e) {
+        // A page corrupt after the record: the record itself was read when indexed.
+        if (length < 0) throw e;
+      }
+      const entry = classes[clsBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]!]!;
+      try {
+        const event = entry.decode(
+          data,
+          view,
+          start,
+          length,
+          tsBlocks[i >>> BLOCK_BITS]![i & BLOCK_MASK]! + offset,
+          f.cpu,
+        );
+        const loss = losses.size === 0 ? undefined : losses.get(i);
         return loss === undefined ? event : withLoss(event, loss);
       } catch (e) {
         if (e instanceof RecordError) {
           throw new TraceFormatError('ERR_TRACE_FTRACE_PAGE', `${entry.eventClass.name}: ${e.message}`, {
-            file: c.file,
-            offset: c.fileOffset + e.at,
+            file: f.file,
+            offset: source.fileOffset + e.at,
           });
         }
         throw e;
       }
     },
   };
+  return index;
 }
 
 /**

@@ -13,6 +13,7 @@ import {
   EventTable,
   type FtraceMetadata,
   mergeBatches,
+  type PageChunk,
   wholePages,
 } from '../events.ts';
 import { parseFormatFile } from '../format-file.ts';
@@ -238,6 +239,7 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
       return {
         cpu: cpu.cpu,
         bytes: data.bytes,
+        ...(data.chunks !== undefined ? { chunks: data.chunks } : {}),
         file: data.compressed ? `${file ?? '<trace.dat>'}:cpu${cpu.cpu}(decompressed)` : file,
         fileOffset: data.compressed ? 0 : cpu.offset,
       };
@@ -392,7 +394,7 @@ function cpuData(
   version: number,
   pageSize: number,
   onDamage: ((message: string) => void) | undefined,
-): { bytes: Buffer | (() => Iterable<Buffer>); compressed: boolean } {
+): { bytes: Buffer | (() => Iterable<Buffer>); chunks?: PageChunk[]; compressed: boolean } {
   const damaged = (e: unknown, kept: string): void => {
     if (onDamage === undefined || !(e instanceof TraceFormatError)) throw e;
     onDamage(`${e.message}; CPU ${cpu.cpu}: ${kept}`);
@@ -424,6 +426,10 @@ function cpuData(
         }
       }
     },
+    chunks: chunks.map((k) => ({
+      size: k.usize,
+      read: () => decompress(k.cursor, compression, k.data, k.usize, k.at),
+    })),
     compressed: true,
   };
 }
