@@ -59,10 +59,13 @@ export interface AgentLiveFigures {
   readonly shownRate: string;
 }
 
+/** The quiet between two bursts of output that makes them two frames, ms. */
+const FRAME_GAP_MS = 4;
+
 /**
  * A demo session of the real agent producing `perSec` events per second (over the agent's demo CPUs), followed by
  * the built evtrace-view (`--session`) in a pseudo-terminal for `seconds`. A frame is a burst of output after a
- * pause of at least 4 ms (Ink writes a frame in one go).
+ * pause (Ink writes a frame in one go; FRAME_GAP_MS is the pause that separates two).
  */
 export async function measureAgentLive(
   dir: string,
@@ -99,7 +102,7 @@ export async function measureAgentLive(
     p.onData((d) => {
       screen.write(d);
       const now = performance.now();
-      if (now - last >= 4) frames++;
+      if (now - last >= FRAME_GAP_MS) frames++;
       last = now;
     });
     // Until the first events are on screen.

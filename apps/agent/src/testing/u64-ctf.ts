@@ -2,7 +2,7 @@ import { createCtfWriter, type EventClass } from '@evtrace/trace-format';
 
 /**
  * A CTF trace of `events` events of one u64 field (LTTng-style compact headers, the trace-format CTF bench's input),
- * 137 ns apart: the input of the end-to-end bench and of tests that need a long conversion.
+ * evenly spaced in time: the input of the end-to-end bench and of tests that need a long conversion.
  */
 export function writeU64Ctf(dir: string, events: number): void {
   const cls: EventClass = {

@@ -123,7 +123,7 @@ describe('a trace.dat as a file source', { timeout: 240_000 }, () => {
       expect(again).toMatch(/indexing \d+%/);
       expect(source.store().length).toBeLessThan(BIG);
       await source.indexed();
-      // Once indexed, G goes to the last row (the trace's events are 250 ns apart, on CPUs in turn); all are counted.
+      // Once indexed, G goes to the last row (the trace's events evenly spaced, on CPUs in turn); all are counted.
       app.stdin.write('G');
       const last = `>${timeText(1_000_000_000n + BigInt(BIG - 1) * 250n)} ${String((BIG - 1) % 4).padStart(3)} `;
       const end = await until((f) => selected(f).startsWith(last));
