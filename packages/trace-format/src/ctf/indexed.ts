@@ -5,6 +5,7 @@
  * with the rest of its packet, when asked for. A viewer can so show the first rows of a trace of any size at once
  * and let the index grow behind it.
  */
+import { takeWithin } from '../model/budget.ts';
 import type { EventClass, TraceEvent } from '../model/types.ts';
 import type { CtfEvent } from './event.ts';
 import { Merger } from './merge.ts';
@@ -174,13 +175,7 @@ export function indexCtfStreams(
       return packets.length;
     },
     advance(budgetMs, minEvents = 0) {
-      const end = performance.now() + budgetMs;
-      let n = 0;
-      while (!done) {
-        if (!take()) break;
-        // The clock is read every 1024 events: performance.now() costs more than a small event's decoding.
-        if (++n >= minEvents && (n & 1023) === 0 && performance.now() >= end) break;
-      }
+      if (!done) takeWithin(take, budgetMs, minEvents);
       return done;
     },
     finish() {

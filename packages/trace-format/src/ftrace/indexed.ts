@@ -7,6 +7,7 @@
  */
 import { located } from '@evtrace/errors';
 import { TraceFormatError } from '../errors.ts';
+import { takeWithin } from '../model/budget.ts';
 import type { EventClass, TraceEvent } from '../model/types.ts';
 import { EventTable, type PageChunk, pageLocation, wholePages, withLoss } from './events.ts';
 import { readPage } from './page.ts';
@@ -337,13 +338,7 @@ export function indexFtraceProgressively(reader: FtraceReader, options: IndexFtr
     lost,
     bytes,
     advance(budgetMs, minEvents = 0) {
-      const end = performance.now() + budgetMs;
-      let n = 0;
-      while (!done) {
-        if (!take()) break;
-        // The clock is read every 1024 events: performance.now() costs more than indexing a record.
-        if (++n >= minEvents && (n & 1023) === 0 && performance.now() >= end) break;
-      }
+      if (!done) takeWithin(take, budgetMs, minEvents);
       return done;
     },
     finish() {
