@@ -80,6 +80,7 @@ if (/createRequire\w*\)?\("file:/.test(readFileSync(join(out, 'evtrace.cjs'), 'u
 const tracefs = dirname(require.resolve('@evtrace/tracefs'));
 await bundle(join(tracefs, 'reader-worker.js'), join(out, 'reader-worker.js'));
 await bundle(join(app, 'src/commands/demo-worker.ts'), join(out, 'demo-worker.js'));
+await bundle(join(app, 'src/sliced-lines-worker.ts'), join(out, 'sliced-lines-worker.js'));
 
 // The assets: worker bundles by file name, koffi's native module, Perfetto's schema by its path in trace-format.
 const fromKoffi = createRequire(require.resolve('koffi'));
@@ -90,6 +91,7 @@ const protos = [...protoText.matchAll(/'(protos\/[\w/]+\.proto)'/g)].map((m) => 
 const assets: Record<string, string> = {
   'reader-worker.js': join(out, 'reader-worker.js'),
   'demo-worker.js': join(out, 'demo-worker.js'),
+  'sliced-lines-worker.js': join(out, 'sliced-lines-worker.js'),
   'koffi.node': join(koffiDir, `${process.platform}_${process.arch}`, 'koffi.node'),
   ...Object.fromEntries(protos.map((p) => [p, join(traceFormat, p)])),
 };

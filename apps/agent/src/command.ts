@@ -8,6 +8,8 @@ import { manPageHelp } from './help.ts';
 /** Where a command writes; tests pass their own. */
 export interface CliIO {
   stdout: (text: string) => void;
+  /** Bytes for stdout, written as they are (text already encoded, by a worker thread); else through `stdout`. */
+  stdoutBytes?: (bytes: Uint8Array) => void;
   stderr: (text: string) => void;
   /** stderr is a terminal a command may draw progress on (never a pipe or a file; never with -q). */
   readonly progress?: boolean;

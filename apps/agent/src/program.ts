@@ -5,13 +5,16 @@ import { CliCode, ExitCode, errorLine, exitCodeOf } from './exit-codes.ts';
 import { manPageHelp, setExamples } from './help.ts';
 import { descriptorWriter } from './stdio.ts';
 
+// A reader that goes away ends the output, not the program with a stack trace; nobody is left to tell on stderr.
+const stdoutWriter = descriptorWriter(
+  1,
+  () => process.stdout,
+  () => process.exit(0),
+);
+
 const processIO: CliIO = {
-  // A reader that goes away ends the output, not the program with a stack trace; nobody is left to tell on stderr.
-  stdout: descriptorWriter(
-    1,
-    () => process.stdout,
-    () => process.exit(0),
-  ),
+  stdout: stdoutWriter,
+  stdoutBytes: stdoutWriter,
   stderr: descriptorWriter(
     2,
     () => process.stderr,
@@ -67,6 +70,7 @@ export async function runCli(argv: readonly string[], io: CliIO = processIO): Pr
   let quiet = false;
   const commandIO: CliIO = {
     stdout: io.stdout,
+    ...(io.stdoutBytes !== undefined ? { stdoutBytes: io.stdoutBytes } : {}),
     stderr: (text) => {
       if (!quiet || ERROR_LINE.test(text)) io.stderr(text);
     },

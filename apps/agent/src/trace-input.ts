@@ -20,11 +20,21 @@ import {
   type FtraceMetadata,
   openTrace,
   type RecordTest,
+  readTraceDat,
+  sliceTest,
+  type TimeSlices,
   type TraceEvent,
   type TraceReader,
 } from '@evtrace/trace-format';
 import type { CliIO } from './command.ts';
 import { usageError } from './exit-codes.ts';
+
+/** One thread's share of a recording read by several: the slices `k` with `k % count === index`. */
+export interface SliceShare {
+  readonly slices: TimeSlices;
+  readonly index: number;
+  readonly count: number;
+}
 
 /** A trace opened for a command: the reader and its events after `--filter`. */
 export interface OpenedInput {
@@ -42,14 +52,26 @@ export interface OpenedInput {
 /** Opens INPUT (CTF directory, trace.dat, raw-pages directory); a damaged one throws its TraceFormatError. */
 export function openInput(
   input: string,
-  options: { filter?: string; lenient?: boolean; buffer?: string; allBuffers?: boolean },
+  options: {
+    filter?: string;
+    lenient?: boolean;
+    buffer?: string;
+    allBuffers?: boolean;
+    part?: SliceShare;
+    /** INPUT's bytes, when it is a trace.dat already read (shared between threads). */
+    traceDat?: Buffer;
+  },
 ): OpenedInput {
+  const readOptions = {
+    lenient: options.lenient === true,
+    ...(options.buffer !== undefined ? { buffer: options.buffer } : {}),
+    ...(options.allBuffers === true ? { allBuffers: true } : {}),
+  };
+  const { traceDat } = options;
   const open = () =>
-    openTrace(input, {
-      lenient: options.lenient === true,
-      ...(options.buffer !== undefined ? { buffer: options.buffer } : {}),
-      ...(options.allBuffers === true ? { allBuffers: true } : {}),
-    }) as OpenedInput['reader'];
+    (traceDat !== undefined
+      ? readTraceDat(traceDat, { ...readOptions, file: input })
+      : openTrace(input, readOptions)) as OpenedInput['reader'];
   const reader = open();
   const notes: string[] = [];
   // COMM is the name a task had when the event fired, as the kernel evaluates it: names are replayed over the
@@ -61,11 +83,21 @@ export function openInput(
   // The read-ahead for COMM goes through a reader of its own, so that the input's warnings are reported once.
   const readAgain = () => open().events();
   const predicate = filter === undefined ? undefined : eventFilter(filter, reader, tasks, notes, readAgain);
+  const part = options.part;
+  // A thread's share of the time slices: records of other threads' slices are left undecoded, but for the classes
+  // that name tasks, whose names every thread must learn in order.
+  const select =
+    part === undefined
+      ? predicate?.select
+      : (ec: EventClass) =>
+          tasks.names(ec)
+            ? predicate?.select(ec)
+            : sliceTest(part.slices, part.index, part.count, predicate?.select(ec));
   return {
     reader,
     events: () =>
       new HandledEvents(
-        reader.events(predicate === undefined ? undefined : { select: predicate.select })[Symbol.iterator](),
+        reader.events(select === undefined ? undefined : { select })[Symbol.iterator](),
         tasks,
         predicate,
       ),
@@ -205,12 +237,22 @@ function lazySymbols(text: string): SymbolTable {
 
 /** Writes warnings and notes to stderr. */
 export function reportNotes(io: CliIO, opened: OpenedInput, allBuffersFlag?: string): void {
-  for (const w of opened.reader.warnings) {
+  printNotes(io, opened.reader.warnings, opened.notes, allBuffersFlag);
+}
+
+/** Writes a read's warnings and notes to stderr. */
+export function printNotes(
+  io: CliIO,
+  warnings: readonly string[],
+  notes: readonly string[],
+  allBuffersFlag?: string,
+): void {
+  for (const w of warnings) {
     // The reader names its options; the command line has flags for them.
     const hint = allBuffersFlag !== undefined ? `--buffer NAME, or all with ${allBuffersFlag}` : '--buffer NAME';
     io.stderr(`evtrace: warning: ${w.replace(/the buffer option, or read them all with allBuffers/, hint)}\n`);
   }
-  for (const n of opened.notes) io.stderr(`evtrace: ${n}\n`);
+  for (const n of notes) io.stderr(`evtrace: ${n}\n`);
 }
 
 /** `--json` lines: each event with its task's name when it fired (`pid` 0 is `swapper/CPU`, as the kernel names it). */

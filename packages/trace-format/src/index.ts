@@ -102,6 +102,7 @@ export {
   type RecordDecoder,
 } from './ftrace/record.ts';
 export { Kallsyms, parseCmdlines, parsePrintkFormats } from './ftrace/symbols.ts';
+export { sliceOf, sliceTest, type TimeSlices, timeSlices } from './ftrace/time-slices.ts';
 export type { TraceDatCpuPages, TraceDatFileBytes, TraceDatPagesInput } from './ftrace/tracedat/pages.ts';
 export {
   isTraceDat,

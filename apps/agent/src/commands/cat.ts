@@ -3,7 +3,8 @@ import { addCommand, type CliIO } from '../command.ts';
 import { usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { bufferedWriter } from '../output/buffered-writer.ts';
-import { jsonLines, openInput, reportNotes, textLines } from '../trace-input.ts';
+import { printSliced, sliceReading } from '../sliced-lines.ts';
+import { jsonLines, openInput, printNotes, reportNotes, textLines } from '../trace-input.ts';
 
 interface CatOptions {
   json?: boolean;
@@ -14,6 +15,26 @@ interface CatOptions {
   limit?: string;
   live?: string;
   socket?: string;
+  threads?: string;
+}
+
+/** `cat` on several threads (see sliced-lines.ts). */
+async function catSliced(
+  input: string,
+  options: CatOptions,
+  plan: NonNullable<ReturnType<typeof sliceReading>>,
+  io: CliIO,
+): Promise<void> {
+  const write = io.stdoutBytes ?? ((bytes: Uint8Array) => io.stdout(Buffer.from(bytes).toString('utf8')));
+  const open = {
+    json: options.json === true,
+    ...(options.filter !== undefined ? { filter: options.filter } : {}),
+    ...(options.buffer !== undefined ? { buffer: options.buffer } : {}),
+    ...(options.allBuffers === true ? { allBuffers: true } : {}),
+  };
+  const read = await printSliced(input, open, plan, write);
+  printNotes(io, read.warnings, read.notes, '--all-buffers');
+  if (read.failure !== undefined) throw read.failure;
 }
 
 /** `evtrace cat INPUT`: prints the events of a trace. */
@@ -49,6 +70,10 @@ with --lenient every whole page before the damage is printed, per CPU, and the d
       'trace.dat: every buffer, merged by time, each line after its buffer name (as trace-cmd report)',
     )
     .option('-n, --limit <n>', 'print only the first N events (after --filter)')
+    .option(
+      '--threads <n>',
+      'ftrace data: read on N threads, each printing its share of the time (1: this one only); default: one per core, up to 4, for recordings of 256 Ki records or more',
+    )
     .option('--live <session>', "a running agent session's events as they arrive, after its recent window (no INPUT)")
     .option('--socket <path>', "with --live: the agent's control socket")
     .action(async (input: string | undefined, options: CatOptions) => {
@@ -68,7 +93,17 @@ with --lenient every whole page before the damage is printed, per CPU, and the d
       if (input === undefined) throw usageError('cat needs INPUT (or --live SESSION)');
       if (options.allBuffers && options.buffer !== undefined)
         throw usageError('--buffer and --all-buffers contradict each other');
+      const threads = options.threads === undefined ? undefined : Number(options.threads);
+      if (threads !== undefined && (!/^\d+$/.test(options.threads!) || threads < 1 || threads > 64))
+        throw usageError(`--threads must be an integer from 1 to 64, not '${options.threads}'`);
       const opened = openInput(input, options);
+      const plan = sliceReading(opened, {
+        ...(threads !== undefined ? { threads } : {}),
+        lenient: options.lenient === true,
+        limited: options.limit !== undefined,
+      });
+      // Returned, not awaited: this reader is let go while the threads read with their own.
+      if (plan !== undefined) return catSliced(input, options, plan, io);
       const format = options.json ? jsonLines(opened) : textLines(opened.reader);
       const out = bufferedWriter(io.stdout);
       try {

@@ -151,7 +151,7 @@ export function* cpuEventBatches(
   const onRecord = (tsNs: bigint, start: number, length: number) => {
     const id = table.typeOf(view, start, length);
     const entry = table.get(id);
-    const decode = entry !== undefined && (entry.test === undefined || entry.test(view, start, length, cpu));
+    const decode = entry !== undefined && (entry.test === undefined || entry.test(view, start, length, cpu, tsNs));
     if (awaitingFirst) {
       awaitingFirst = false;
       firstDecoded = decode;

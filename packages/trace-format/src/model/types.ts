@@ -228,9 +228,10 @@ export type TraceKind = 'ctf' | 'tracedat' | 'raw-pages';
 
 /**
  * A test over one encoded ftrace record of a known event class: `view` holds it at `start` (where `common_type` is),
- * `length` bytes long, recorded on `cpu`. True decodes the record into an event; false skips it unread.
+ * `length` bytes long, recorded on `cpu` at `tsNs` (the page's clock, before a file's offset option). True decodes
+ * the record into an event; false skips it unread.
  */
-export type RecordTest = (view: DataView, start: number, length: number, cpu: number) => boolean;
+export type RecordTest = (view: DataView, start: number, length: number, cpu: number, tsNs: bigint) => boolean;
 
 /** Options of {@link TraceReader.events}. */
 export interface EventReadOptions {

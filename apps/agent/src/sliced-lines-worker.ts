@@ -1,0 +1,87 @@
+/**
+ * A worker thread of {@link printSliced}: opens the input itself, decodes and prints the events of its share of the
+ * time slices (text or JSON lines), and posts the text as UTF-8, slice by slice, holding back while the main thread
+ * has more than its quota of this thread's text still to write.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { codeOf } from '@evtrace/errors';
+import { sliceOf } from '@evtrace/trace-format';
+import { CliCode } from './exit-codes.ts';
+import type { SliceJob, SliceMessage } from './sliced-lines.ts';
+import { jsonLines, openInput, textLines } from './trace-input.ts';
+
+/**
+ * Text collected before it is encoded into the ring: large enough that posting costs little per line, small enough
+ * that the pieces of text, held until then, die young.
+ */
+const POST_CHARS = 1 << 16;
+
+const job = workerData as SliceJob;
+const port = parentPort!;
+const owed = new Int32Array(job.owed);
+const ring = Buffer.from(job.ring);
+const post = (m: SliceMessage) => port.postMessage(m);
+
+let slice = -1;
+let pending = '';
+/** Where the next text goes in the ring. */
+let head = 0;
+function send(): void {
+  if (pending.length === 0) return;
+  // Its length in UTF-8 (which also flattens the text, that UTF-8 writing then copies at full speed); text that
+  // does not fit before the ring's end starts at its beginning.
+  const room = Buffer.byteLength(pending);
+  const skip = head + room > ring.length ? ring.length - head : 0;
+  // Wait while the main thread has not yet written what this text would overwrite.
+  for (let left = Atomics.load(owed, job.index); left + skip + room > ring.length; ) {
+    Atomics.wait(owed, job.index, left, 1000);
+    left = Atomics.load(owed, job.index);
+  }
+  if (skip > 0) head = 0;
+  const length = ring.write(pending, head, 'utf8');
+  pending = '';
+  Atomics.add(owed, job.index, skip + length);
+  post({ kind: 'text', slice, at: head, length, span: skip + length });
+  head += length;
+}
+
+const slices = { startNs: BigInt(job.slices.startNs), widthNs: BigInt(job.slices.widthNs), pageBytes: 0 };
+let opened: ReturnType<typeof openInput> | undefined;
+try {
+  opened = openInput(job.input, {
+    ...job.options,
+    ...(job.traceDat !== undefined ? { traceDat: Buffer.from(job.traceDat) } : {}),
+    part: { slices, index: job.index, count: job.count },
+  });
+  const format = job.json ? jsonLines(opened) : textLines(opened.reader);
+  const offset = (opened.reader as { tsOffsetNs?: bigint }).tsOffsetNs ?? 0n;
+  for (const e of opened.events()) {
+    const k = sliceOf(slices, e.tsNs - offset);
+    if (k % job.count !== job.index) {
+      // An event of another thread's slice, decoded because it names a task: the text formatter learns the name
+      // as it prints it (trace-cmd's sched plugins); the line itself is the other thread's.
+      if (!job.json) format(e);
+      continue;
+    }
+    if (k !== slice) {
+      send();
+      slice = k;
+      post({ kind: 'progress', slice });
+    }
+    pending += format(e);
+    if (pending.length >= POST_CHARS) send();
+  }
+  send();
+  post({ kind: 'done', warnings: opened.reader.warnings, notes: opened.notes });
+} catch (error) {
+  // What was printed before the failure is kept, as a single thread keeps it.
+  send();
+  post({
+    kind: 'failed',
+    code: codeOf(error) ?? CliCode.Internal,
+    message: error instanceof Error ? error.message : String(error),
+    exitCode: (error as { exitCode?: number }).exitCode,
+    warnings: opened?.reader.warnings ?? [],
+    notes: opened?.notes ?? [],
+  });
+}
