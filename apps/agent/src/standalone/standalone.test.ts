@@ -172,25 +172,33 @@ describe.skipIf(!hasDpkgDeb)('the .deb (needs dpkg-deb)', () => {
     expect(complete.stdout.trim()).toBe('record');
   });
 
-  it.skipIf(!has('zsh'))('installs zsh completion that compinit binds to evtrace (needs zsh)', () => {
-    const vendor = join(unpacked, 'usr/share/zsh/vendor-completions');
-    expect(readFileSync(join(vendor, '_evtrace'), 'utf8').startsWith('#compdef evtrace\n')).toBe(true);
-    expect(spawnSync('zsh', ['-n', join(vendor, '_evtrace')]).status).toBe(0);
-    const bound = 'autoload -U compinit; compinit -u -D; print -r -- $_comps[evtrace]';
-    const comps = spawnSync('zsh', ['-f', '-c', `fpath=(${vendor} $fpath); ${bound}`], { encoding: 'utf8' });
-    expect(comps.stdout.trim()).toBe('_evtrace');
-  });
+  it.skipIf(!has('zsh'))(
+    'installs zsh completion that compinit binds to evtrace (needs zsh: apt-get install zsh)',
+    () => {
+      const vendor = join(unpacked, 'usr/share/zsh/vendor-completions');
+      expect(readFileSync(join(vendor, '_evtrace'), 'utf8').startsWith('#compdef evtrace\n')).toBe(true);
+      expect(spawnSync('zsh', ['-n', join(vendor, '_evtrace')]).status).toBe(0);
+      const bound = 'autoload -U compinit; compinit -u -D; print -r -- $_comps[evtrace]';
+      const comps = spawnSync('zsh', ['-f', '-c', `fpath=(${vendor} $fpath); ${bound}`], { encoding: 'utf8' });
+      expect(comps.stdout.trim()).toBe('_evtrace');
+    },
+  );
 
-  it.skipIf(!has('fish'))('installs fish completion that completes a command (needs fish)', () => {
-    const fish = join(unpacked, 'usr/share/fish/vendor_completions.d/evtrace.fish');
-    expect(readFileSync(fish, 'utf8')).toContain("complete -c evtrace -f -n '__evtrace_at \\'evtrace\\'' -a 'record'");
-    expect(spawnSync('fish', ['--no-execute', fish]).status).toBe(0);
-    const offered = spawnSync('fish', ['-c', `source ${fish}; complete -C 'evtrace reco'`], {
-      encoding: 'utf8',
-      env: { ...process.env, HOME: dir },
-    });
-    expect(offered.stdout).toMatch(/^record\t/m);
-  });
+  it.skipIf(!has('fish'))(
+    'installs fish completion that completes a command (needs fish: apt-get install fish)',
+    () => {
+      const fish = join(unpacked, 'usr/share/fish/vendor_completions.d/evtrace.fish');
+      expect(readFileSync(fish, 'utf8')).toContain(
+        "complete -c evtrace -f -n '__evtrace_at \\'evtrace\\'' -a 'record'",
+      );
+      expect(spawnSync('fish', ['--no-execute', fish]).status).toBe(0);
+      const offered = spawnSync('fish', ['-c', `source ${fish}; complete -C 'evtrace reco'`], {
+        encoding: 'utf8',
+        env: { ...process.env, HOME: dir },
+      });
+      expect(offered.stdout).toMatch(/^record\t/m);
+    },
+  );
 
   it('installs the agent unit: Type=notify, a watchdog, the packaged binary, limited capabilities', () => {
     const unit = readFileSync(join(unpacked, 'lib/systemd/system/evtrace-agent.service'), 'utf8');
@@ -278,7 +286,7 @@ describe.skipIf(!hasDpkgDeb)('the .deb (needs dpkg-deb)', () => {
     60_000,
   );
 
-  it.skipIf(!has('systemd-analyze'))('has a unit systemd-analyze verifies without a warning', () => {
+  it.skipIf(!has('systemd-analyze'))('has a unit systemd-analyze verifies without a warning (needs systemd)', () => {
     // The executables resolved in the unpacked root (verify checks that they exist and are executable).
     const copy = join(dir, 'evtrace-agent.service');
     const unit = readFileSync(join(unpacked, 'lib/systemd/system/evtrace-agent.service'), 'utf8');
