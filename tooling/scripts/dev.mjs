@@ -138,6 +138,7 @@ function installJudges() {
     process.getuid?.() === 0 && spawnSync('sh', ['-c', 'command -v apt-get'], { stdio: 'ignore' }).status === 0;
   if (!canInstall) {
     log(`test judges missing (not root or no apt-get, so not installed): ${missing.join(' ')}`);
+    log(`the tests that need them skip, naming the tool; to run them: sudo apt-get install ${missing.join(' ')}`);
     return;
   }
   log(`installing the test judges missing here with apt-get: ${missing.join(' ')}`);
@@ -149,7 +150,7 @@ function installJudges() {
       stdio: ['ignore', 'ignore', 'inherit'],
     }) !== 0
   )
-    log(`apt-get could not install ${missing.join(' ')}: the tests that need them will fail`);
+    log(`apt-get could not install ${missing.join(' ')}: the tests that need them skip, naming the tool`);
 }
 
 function main() {

@@ -56,7 +56,7 @@ function bashLike(shell: 'bash' | 'zsh', words: string[]): string[] {
 
 for (const shell of ['bash', 'zsh'] as const) {
   describe.skipIf(!has(shell))(
-    `evtrace completion ${shell}${has(shell) ? '' : ` (skipped: ${shell} is not installed)`}`,
+    `evtrace completion ${shell}${has(shell) ? '' : ` (skipped: ${shell} is not installed (apt-get install ${shell}))`}`,
     () => {
       it('offers every command the help lists, at the top and below', () => {
         expect(bashLike(shell, ['evtrace', '']).sort()).toEqual(verbsOf().sort());
@@ -87,7 +87,7 @@ for (const shell of ['bash', 'zsh'] as const) {
 }
 
 describe.skipIf(!has('fish'))(
-  `evtrace completion fish${has('fish') ? '' : ' (skipped: fish is not installed)'}`,
+  `evtrace completion fish${has('fish') ? '' : ' (skipped: fish is not installed (apt-get install fish))'}`,
   () => {
     /** fish's own answer for a command line (`complete -C`): candidate and description. */
     function fish(line: string): Map<string, string> {

@@ -11,6 +11,8 @@ import { runCli } from './program.ts';
 
 const MAN = new URL('../dist/man/', import.meta.url).pathname;
 const has = (tool: string) => spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;
+const noGroff = has('groff') ? '' : ' (skipped: groff is not installed (apt-get install groff-base))';
+const noMan = has('man') ? '' : ' (skipped: man is not installed (apt-get install man-db))';
 /** `evtrace ARGS`'s standard output, run in this process: the same help a spawned CLI prints on a pipe. */
 async function help(...args: string[]): Promise<string> {
   let out = '';
@@ -46,18 +48,15 @@ describe('manual pages', () => {
     expect([...pkg.man].sort()).toEqual(pages.map((p) => `./dist/man/${p}`));
   });
 
-  it.skipIf(!has('groff'))(
-    `are read by groff without a warning${has('groff') ? '' : ' (skipped: groff is not installed)'}`,
-    () => {
-      for (const page of readdirSync(MAN)) {
-        const r = spawnSync('groff', ['-man', '-ww', '-z', '-Tutf8', `${MAN}${page}`], { encoding: 'utf8' });
-        expect(r.stderr, page).toBe('');
-        expect(r.status, page).toBe(0);
-      }
-    },
-  );
+  it.skipIf(!has('groff'))(`are read by groff without a warning${noGroff}`, () => {
+    for (const page of readdirSync(MAN)) {
+      const r = spawnSync('groff', ['-man', '-ww', '-z', '-Tutf8', `${MAN}${page}`], { encoding: 'utf8' });
+      expect(r.stderr, page).toBe('');
+      expect(r.status, page).toBe(0);
+    }
+  });
 
-  describe.skipIf(!has('man'))(`as man shows them${has('man') ? '' : ' (skipped: man is not installed)'}`, () => {
+  describe.skipIf(!has('man'))(`as man shows them${noMan}`, () => {
     it('evtrace(1) names every command and its summary', () => {
       const text = rendered('evtrace.1');
       expect(text).toMatch(/^NAME\n\s+evtrace - record, convert, filter and inspect Linux trace events$/m);

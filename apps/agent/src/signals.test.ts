@@ -84,7 +84,7 @@ describe(`evtrace record on a signal (${source} source${tracefs === undefined ? 
 const hasScript = spawnSync('sh', ['-c', 'command -v script']).status === 0;
 
 describe.skipIf(!hasScript)(
-  `evtrace record in a terminal that closes${hasScript ? '' : ' (skipped: script(1) is not installed)'}`,
+  `evtrace record in a terminal that closes${hasScript ? '' : ' (skipped: script(1) is not installed (apt-get install bsdutils))'}`,
   () => {
     it('the hung-up terminal (SIGHUP, then EIO on stderr) still gets a finished output and no instance left', async () => {
       const out = join(work, 'record-pty.dat');
@@ -118,7 +118,7 @@ describe.skipIf(!hasScript)(
 );
 
 describe.skipIf(!hasScript)(
-  `evtrace agent in a terminal that closes${hasScript ? '' : ' (skipped: script(1) is not installed)'}`,
+  `evtrace agent in a terminal that closes${hasScript ? '' : ' (skipped: script(1) is not installed (apt-get install bsdutils))'}`,
   () => {
     it('stops every session, finishes its output and removes its instances', async () => {
       const dir = workDir('evtrace-signals-pty-');

@@ -1,16 +1,25 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { readElfSymbols } from './elf.ts';
 import { BtsError } from './errors.ts';
-import { buildProgram, hasTool } from './testing/programs.ts';
+import { buildProgram, CC_MISSING, hasTool } from './testing/programs.ts';
 
-const why = !hasTool('cc') ? 'no C compiler (cc)' : !hasTool('readelf') ? 'readelf (binutils) is not installed' : '';
+const why = !hasTool('cc')
+  ? CC_MISSING
+  : !hasTool('readelf')
+    ? 'readelf is not installed (apt-get install binutils)'
+    : '';
 
 describe.skipIf(why !== '')(`ELF symbol tables${why ? ` (skipped: ${why})` : ''}`, () => {
-  const exe = buildProgram();
-  const bytes = readFileSync(exe);
+  // Built before the tests, not while they are collected: a skipped suite is collected too.
+  let exe = '';
+  let bytes = Buffer.alloc(0);
+  beforeAll(() => {
+    exe = buildProgram();
+    bytes = readFileSync(exe);
+  });
 
   it('lists the same defined functions as readelf -s, with the same values and sizes', () => {
     const ours = readElfSymbols(bytes, exe);

@@ -57,7 +57,7 @@ function gdb(program: string, record: string, after: readonly string[]): string 
 
 /** Why `record btrace` cannot run here, in gdb's words; undefined where it runs. */
 function btraceRefusal(): string | undefined {
-  if (!tools) return 'gdb or gcc is not installed';
+  if (!tools) return 'gdb or gcc is not installed (apt-get install gdb gcc)';
   const out = gdb(build(), 'record btrace', ['info record']);
   const refused = /Could not enable branch tracing[^\n]*|[^\n]*not supported[^\n]*|Target does not support[^\n]*/.exec(
     out,
@@ -69,7 +69,7 @@ function btraceRefusal(): string | undefined {
 const hex = (s: string) => BigInt(s);
 
 describe.skipIf(!tools)(
-  `gdb's record full replay as the judge of instruction-history${tools ? '' : ' (skipped: gdb or gcc is not installed)'}`,
+  `gdb's record full replay as the judge of instruction-history${tools ? '' : ' (skipped: gdb or gcc is not installed (apt-get install gdb gcc))'}`,
   { timeout: 60_000 },
   () => {
     it("derives exactly the branches gdb's replay takes, fib's 15 calls among them", () => {

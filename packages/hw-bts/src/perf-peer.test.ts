@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
-import { BranchFlag } from './branch.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { BranchFlag, type BranchList } from './branch.ts';
 import { decodePerfData } from './perf-data.ts';
 import { parsePerfScript } from './perf-script.ts';
 import { parseQemuLog } from './qemu.ts';
@@ -9,30 +9,36 @@ import { Symbolizer } from './symbols.ts';
 import { writeBranchPerfData } from './testing/perf-data-writer.ts';
 import { buildProgram, hasTool, qemuLog, qemuMissing } from './testing/programs.ts';
 
-const why = qemuMissing() || (hasTool('perf') ? '' : 'perf is not installed');
+const why = qemuMissing() || (hasTool('perf') ? '' : 'perf is not installed (apt-get install linux-perf)');
 
 /**
  * perf itself as the judge: the branches of a real program (QEMU) go into a perf.data as LBR branch stacks, and
  * `perf script` prints them in its own brstack / brstacksym format (perf 6.1 here: FROM/TO/M|P|-/X|-/A|-/CYCLES/TYPE).
  */
 describe.skipIf(why !== '')(`perf script on branch stacks of a real program${why ? ` (skipped: ${why})` : ''}`, () => {
-  const exe = buildProgram();
-  const list = parseQemuLog(readFileSync(qemuLog(exe), 'utf8')).branches;
-  for (let i = 0; i < list.length; i++) {
-    list.flags[i] = i % 3 === 0 ? BranchFlag.mispredicted : BranchFlag.predicted;
-    list.cycles[i] = i % 50;
-  }
-  const data = `${exe}.perf.data`;
-  writeBranchPerfData(data, {
-    exe,
-    mapStart: 0x400000n,
-    mapLength: 0x200000n,
-    pgoff: 0n,
-    pid: 4242,
-    comm: 'prog',
-    branches: list,
-    perStack: 16,
-  });
+  // Built, traced and written before the tests, not while they are collected: a skipped suite is collected too.
+  let exe = '';
+  let list: BranchList;
+  let data = '';
+  beforeAll(() => {
+    exe = buildProgram();
+    list = parseQemuLog(readFileSync(qemuLog(exe), 'utf8')).branches;
+    for (let i = 0; i < list.length; i++) {
+      list.flags[i] = i % 3 === 0 ? BranchFlag.mispredicted : BranchFlag.predicted;
+      list.cycles[i] = i % 50;
+    }
+    data = `${exe}.perf.data`;
+    writeBranchPerfData(data, {
+      exe,
+      mapStart: 0x400000n,
+      mapLength: 0x200000n,
+      pgoff: 0n,
+      pid: 4242,
+      comm: 'prog',
+      branches: list,
+      perStack: 16,
+    });
+  }, 60_000);
   const script = (fields: string) =>
     execFileSync('perf', ['script', '-i', data, '-F', fields], {
       maxBuffer: 1 << 28,

@@ -3,8 +3,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { callHistory, edgeCoverage, hotEdges, lastBranches } from './analyses.ts';
+import type { BranchList, Decoded } from './branch.ts';
 import { readElfSymbols } from './elf.ts';
 import { BtsError } from './errors.ts';
 import { FunctionNames } from './names.ts';
@@ -15,11 +16,19 @@ import { buildProgram, PROGRAM, qemuLog, qemuMissing } from './testing/programs.
 const why = qemuMissing();
 
 describe.skipIf(why !== '')(`QEMU software source on a real program${why ? ` (skipped: ${why})` : ''}`, () => {
-  const exe = buildProgram();
-  const decoded = parseQemuLog(readFileSync(qemuLog(exe), 'utf8'), { source: 'log' });
-  const symbols = new Symbolizer().addElf(exe);
-  const list = decoded.branches;
-  const names = new FunctionNames(list, symbols);
+  // Built and traced before the tests, not while they are collected: a skipped suite is collected too.
+  let exe = '';
+  let decoded: Decoded;
+  let symbols: Symbolizer;
+  let list: BranchList;
+  let names: FunctionNames;
+  beforeAll(() => {
+    exe = buildProgram();
+    decoded = parseQemuLog(readFileSync(qemuLog(exe), 'utf8'), { source: 'log' });
+    symbols = new Symbolizer().addElf(exe);
+    list = decoded.branches;
+    names = new FunctionNames(list, symbols);
+  }, 60_000);
 
   it('derives branches with no problems and labels the source as software', () => {
     expect(decoded.problems).toEqual([]);

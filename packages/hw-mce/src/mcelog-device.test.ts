@@ -14,7 +14,11 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const HEADER = '/usr/include/x86_64-linux-gnu/asm/mce.h';
 const gcc = spawnSync('gcc', ['--version']).status === 0;
-const headerWhy = !gcc ? 'gcc is not installed' : !existsSync(HEADER) ? `${HEADER} is missing (linux-libc-dev)` : '';
+const headerWhy = !gcc
+  ? 'gcc is not installed (apt-get install gcc)'
+  : !existsSync(HEADER)
+    ? `${HEADER} is missing (linux-libc-dev)`
+    : '';
 
 describe('ioctl numbers', () => {
   it('_IOR packs direction, size, type and number as asm-generic/ioctl.h does', () => {

@@ -56,7 +56,7 @@ function edacLines(text: string): string[] {
 }
 
 describe.skipIf(exporter === undefined)(
-  `node_edac_* as node_exporter exports them${exporter ? '' : ' (skipped: prometheus-node-exporter is not installed)'}`,
+  `node_edac_* as node_exporter exports them${exporter ? '' : ' (skipped: prometheus-node-exporter is not installed (apt-get install prometheus-node-exporter))'}`,
   () => {
     it('gives the same families, labels and values for both EDAC layouts', async () => {
       const sysfs = join(dir, 'sys');

@@ -128,7 +128,7 @@ function kernelUnavailable(): string {
   const mount = tracefsMount();
   if (mount === undefined || !existsSync(`${mount}/events/kmem/kmalloc`)) return 'no kmem tracepoints in tracefs';
   if (availableParallelism() < 2) return 'one CPU: no free can happen on another CPU than its allocation';
-  if (!hasTool('python3')) return 'python3 (the load) is not installed';
+  if (!hasTool('python3')) return 'python3 (the load) is not installed (apt-get install python3)';
   return '';
 }
 

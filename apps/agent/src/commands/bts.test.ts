@@ -2,7 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { run } from '../testing/sample-traces.ts';
 import { expectValid } from '../testing/schemas.ts';
@@ -16,7 +16,11 @@ function has(tool: string): boolean {
   }
 }
 
-const why = !has('cc') ? 'no C compiler (cc)' : !has('qemu-x86_64') ? 'qemu-x86_64 is not installed (qemu-user)' : '';
+const why = !has('cc')
+  ? 'no C compiler: cc is not installed (apt-get install gcc)'
+  : !has('qemu-x86_64')
+    ? 'qemu-x86_64 is not installed (apt-get install qemu-user)'
+    : '';
 
 /** Builds `exe` from `exe.c`: static, no inlining or sibling calls, so every call in the source is a real branch. */
 function compileStatic(exe: string): void {
@@ -41,11 +45,15 @@ int main(void) { volatile int r = fib(4); return r == 3 ? 0 : 1; }
 describe.skipIf(why !== '')(`evtrace bts on a real program under QEMU${why ? ` (skipped: ${why})` : ''}`, () => {
   const dir = mkdtempSync(join(tmpdir(), 'evtrace-bts-'));
   const exe = join(dir, 'fib');
-  writeFileSync(`${exe}.c`, PROGRAM);
-  compileStatic(exe);
   const log = join(dir, 'fib.log');
-  const nm = execFileSync('nm', [exe], { encoding: 'utf8' });
-  const fibAddr = `0x${/^0*([0-9a-f]+) T fib$/m.exec(nm)![1]}`;
+  // Compiled before the tests, not while they are collected: a skipped suite is collected too.
+  let fibAddr = '';
+  beforeAll(() => {
+    writeFileSync(`${exe}.c`, PROGRAM);
+    compileStatic(exe);
+    const nm = execFileSync('nm', [exe], { encoding: 'utf8' });
+    fibAddr = `0x${/^0*([0-9a-f]+) T fib$/m.exec(nm)![1]}`;
+  }, 60_000);
 
   it('record captures through QEMU and says it is a software source and why', async () => {
     const r = await run('bts', 'record', '-o', log, '--', exe);
@@ -161,7 +169,7 @@ describe.skipIf(why !== '')(`evtrace bts: where a program died${why ? ` (skipped
 });
 
 describe.skipIf(!has('trace-cmd'))(
-  `evtrace bts on a trace with bts:branch and sched_switch${has('trace-cmd') ? '' : ' (skipped: trace-cmd is not installed)'}`,
+  `evtrace bts on a trace with bts:branch and sched_switch${has('trace-cmd') ? '' : ' (skipped: trace-cmd is not installed: apt-get install trace-cmd)'}`,
   () => {
     it('attributes every branch to the task sched_switch says ran it: the pid trace-cmd reports for each event', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'evtrace-bts-trace-'));

@@ -202,7 +202,7 @@ describe('evtrace convert', () => {
   });
 
   it.skipIf(!hasTool('trace-cmd'))(
-    'writes trace.dat that trace-cmd report prints like evtrace cat (skipped without trace-cmd)',
+    'writes trace.dat that trace-cmd report prints like evtrace cat (skipped without trace-cmd: apt-get install trace-cmd)',
     async () => {
       const out = join(dir, 'tc.dat');
       expect((await run('convert', raw, '-o', out, '--to', 'tracedat')).code).toBe(ExitCode.Ok);
@@ -216,7 +216,7 @@ describe('evtrace convert', () => {
   );
 
   it.skipIf(!hasTool('babeltrace2'))(
-    'writes CTF that babeltrace2 reads with every event (skipped without babeltrace2)',
+    'writes CTF that babeltrace2 reads with every event (skipped without babeltrace2: apt-get install babeltrace2)',
     async () => {
       const out = join(dir, 'ctf');
       expect((await run('convert', dat, '-o', out, '--to', 'ctf')).code).toBe(ExitCode.Ok);
@@ -241,7 +241,7 @@ const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
 const ctfSkip = !existsSync(FIXTURES)
   ? `${FIXTURES} is absent`
   : !hasTool('babeltrace2')
-    ? 'babeltrace2 is not installed'
+    ? 'babeltrace2 is not installed (apt-get install babeltrace2)'
     : !existsSync(CLI)
       ? `${CLI} is not built`
       : undefined;

@@ -86,7 +86,7 @@ function perfRecords(): string {
     execFileSync('perf', ['--version'], { stdio: 'ignore' });
     return '';
   } catch {
-    return 'perf is not installed';
+    return 'perf is not installed (apt-get install linux-perf)';
   }
 }
 

@@ -19,7 +19,7 @@ const has = (tool: string) => spawnSync('sh', ['-c', `command -v ${tool}`]).stat
 
 function kernelWhy(): string {
   if (process.getuid?.() !== 0) return 'not root: recording needs root';
-  if (!has('trace-cmd')) return 'trace-cmd is not installed';
+  if (!has('trace-cmd')) return 'trace-cmd is not installed (apt-get install trace-cmd)';
   try {
     findTracefs();
   } catch (error) {
@@ -260,7 +260,9 @@ describe.skipIf(why !== '')(`evtrace cat --json on a kernel recording${why ? ` (
   });
 });
 
-describe.skipIf(!has('jq'))(`the README's session recipe${has('jq') ? '' : ' (skipped: jq is not installed)'}`, () => {
+const noJq = has('jq') ? '' : ' (skipped: jq is not installed (apt-get install jq))';
+
+describe.skipIf(!has('jq'))(`the README's session recipe${noJq}`, () => {
   it("prints each CPU's lost events as session status --json has them", { timeout: 60_000 }, async () => {
     const agent = await startAgent(workDir('evtrace-json-agent-'), ['--demo-rate', '2000']);
     try {

@@ -126,7 +126,7 @@ describe.skipIf(!existsSync(CLI))(
     });
 
     it.skipIf(!hasTool('babeltrace2'))(
-      'refuses a non-empty CTF directory, and with --force swaps in a trace babeltrace2 reads (skipped without babeltrace2)',
+      'refuses a non-empty CTF directory, and with --force swaps in a trace babeltrace2 reads (skipped without babeltrace2: apt-get install babeltrace2)',
       async () => {
         const ctf = join(dir, 'ctf');
         mkdirSync(ctf);

@@ -53,7 +53,7 @@ describe('the systemd unit', () => {
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
   it.skipIf(missing)(
-    `passes systemd-analyze verify without a warning${missing ? ' (skipped: no systemd-analyze)' : ''}`,
+    `passes systemd-analyze verify without a warning${missing ? ' (skipped: systemd-analyze is not installed (apt-get install systemd))' : ''}`,
     () => {
       // verify checks that the command exists: point it at a stand-in where the unit expects the installed CLI.
       const bin = join(work, 'evtrace');

@@ -13,9 +13,9 @@ import { cli, eventually, type RunningAgent, startAgent, workDir } from '../test
 
 const has = (tool: string) => spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;
 const why = !has('cc')
-  ? 'no C compiler (cc)'
+  ? 'no C compiler: cc is not installed (apt-get install gcc)'
   : !has('qemu-x86_64')
-    ? 'qemu-x86_64 is not installed (Debian qemu-user)'
+    ? 'qemu-x86_64 is not installed (apt-get install qemu-user)'
     : process.arch !== 'x64'
       ? `host is ${process.arch}, the test program is x86-64`
       : '';

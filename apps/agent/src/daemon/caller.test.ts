@@ -51,7 +51,7 @@ function runAs(
 }
 
 describe.skipIf(!root || !hasUseradd)(
-  `a root agent acting for a group member${!root ? ' (skipped: not root: useradd needs root)' : !hasUseradd ? ' (skipped: useradd is not installed)' : ''}`,
+  `a root agent acting for a group member${!root ? ' (skipped: not root: useradd needs root)' : !hasUseradd ? ' (skipped: useradd is not installed (apt-get install passwd))' : ''}`,
   () => {
     const user = `evc${process.pid % 100000}`;
     const group = `${user}g`;

@@ -29,7 +29,7 @@ function traceCmdMissing(): string | undefined {
     execFileSync('sh', ['-c', 'command -v trace-cmd'], { stdio: 'ignore' });
     return undefined;
   } catch {
-    return 'trace-cmd not installed';
+    return 'trace-cmd is not installed (apt-get install trace-cmd)';
   }
 }
 const missing = prometheusMissing() ?? traceCmdMissing();

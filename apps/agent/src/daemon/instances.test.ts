@@ -20,7 +20,8 @@ try {
 } catch (error) {
   why = (error as Error).message;
 }
-if (why === '' && spawnSync('sh', ['-c', 'command -v trace-cmd']).status !== 0) why = 'trace-cmd is not installed';
+if (why === '' && spawnSync('sh', ['-c', 'command -v trace-cmd']).status !== 0)
+  why = 'trace-cmd is not installed (apt-get install trace-cmd)';
 
 const dirs: string[] = [];
 afterAll(() => {

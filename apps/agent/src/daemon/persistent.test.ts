@@ -400,7 +400,7 @@ const root = process.getuid?.() === 0;
 const hasUseradd = spawnSync('sh', ['-c', 'command -v useradd']).status === 0;
 
 describe.skipIf(!root || !hasUseradd)(
-  `an agent that runs as an unprivileged user${!root ? ' (skipped: not root: useradd needs root)' : !hasUseradd ? ' (skipped: useradd is not installed)' : ''}`,
+  `an agent that runs as an unprivileged user${!root ? ' (skipped: not root: useradd needs root)' : !hasUseradd ? ' (skipped: useradd is not installed (apt-get install passwd))' : ''}`,
   () => {
     it('lists what it may not open as unreadable (ERR_PERSISTENT_PERMISSION), refuses to attach it, and attaches what its group may read', async () => {
       const user = `evp${process.pid % 100000}`;

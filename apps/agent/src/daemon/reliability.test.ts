@@ -102,7 +102,7 @@ describe('hostile clients on the real socket', () => {
 });
 
 describe.skipIf(!root || !hasUseradd)(
-  `peer credentials${!root ? ' (skipped: not root: useradd needs root)' : !hasUseradd ? ' (skipped: useradd is not installed)' : ''}`,
+  `peer credentials${!root ? ' (skipped: not root: useradd needs root)' : !hasUseradd ? ' (skipped: useradd is not installed (apt-get install passwd))' : ''}`,
   () => {
     it('refuses a user outside the group and accepts a member (SO_PEERCRED)', async () => {
       const user = `evt${process.pid % 100000}`;

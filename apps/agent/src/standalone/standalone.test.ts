@@ -5,6 +5,7 @@
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
+  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -20,6 +21,7 @@ import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pkg from '../../package.json' with { type: 'json' };
 import { hasPython, listenNotify } from '../testing/notify-socket.ts';
+import { bootSystemd, systemdContainerMissing } from '../testing/systemd-container.ts';
 
 const app = new URL('../..', import.meta.url).pathname;
 const out = join(app, 'out');
@@ -170,25 +172,33 @@ describe.skipIf(!hasDpkgDeb)('the .deb (needs dpkg-deb)', () => {
     expect(complete.stdout.trim()).toBe('record');
   });
 
-  it.skipIf(!has('zsh'))('installs zsh completion that compinit binds to evtrace (needs zsh)', () => {
-    const vendor = join(unpacked, 'usr/share/zsh/vendor-completions');
-    expect(readFileSync(join(vendor, '_evtrace'), 'utf8').startsWith('#compdef evtrace\n')).toBe(true);
-    expect(spawnSync('zsh', ['-n', join(vendor, '_evtrace')]).status).toBe(0);
-    const bound = 'autoload -U compinit; compinit -u -D; print -r -- $_comps[evtrace]';
-    const comps = spawnSync('zsh', ['-f', '-c', `fpath=(${vendor} $fpath); ${bound}`], { encoding: 'utf8' });
-    expect(comps.stdout.trim()).toBe('_evtrace');
-  });
+  it.skipIf(!has('zsh'))(
+    'installs zsh completion that compinit binds to evtrace (needs zsh: apt-get install zsh)',
+    () => {
+      const vendor = join(unpacked, 'usr/share/zsh/vendor-completions');
+      expect(readFileSync(join(vendor, '_evtrace'), 'utf8').startsWith('#compdef evtrace\n')).toBe(true);
+      expect(spawnSync('zsh', ['-n', join(vendor, '_evtrace')]).status).toBe(0);
+      const bound = 'autoload -U compinit; compinit -u -D; print -r -- $_comps[evtrace]';
+      const comps = spawnSync('zsh', ['-f', '-c', `fpath=(${vendor} $fpath); ${bound}`], { encoding: 'utf8' });
+      expect(comps.stdout.trim()).toBe('_evtrace');
+    },
+  );
 
-  it.skipIf(!has('fish'))('installs fish completion that completes a command (needs fish)', () => {
-    const fish = join(unpacked, 'usr/share/fish/vendor_completions.d/evtrace.fish');
-    expect(readFileSync(fish, 'utf8')).toContain("complete -c evtrace -f -n '__evtrace_at \\'evtrace\\'' -a 'record'");
-    expect(spawnSync('fish', ['--no-execute', fish]).status).toBe(0);
-    const offered = spawnSync('fish', ['-c', `source ${fish}; complete -C 'evtrace reco'`], {
-      encoding: 'utf8',
-      env: { ...process.env, HOME: dir },
-    });
-    expect(offered.stdout).toMatch(/^record\t/m);
-  });
+  it.skipIf(!has('fish'))(
+    'installs fish completion that completes a command (needs fish: apt-get install fish)',
+    () => {
+      const fish = join(unpacked, 'usr/share/fish/vendor_completions.d/evtrace.fish');
+      expect(readFileSync(fish, 'utf8')).toContain(
+        "complete -c evtrace -f -n '__evtrace_at \\'evtrace\\'' -a 'record'",
+      );
+      expect(spawnSync('fish', ['--no-execute', fish]).status).toBe(0);
+      const offered = spawnSync('fish', ['-c', `source ${fish}; complete -C 'evtrace reco'`], {
+        encoding: 'utf8',
+        env: { ...process.env, HOME: dir },
+      });
+      expect(offered.stdout).toMatch(/^record\t/m);
+    },
+  );
 
   it('installs the agent unit: Type=notify, a watchdog, the packaged binary, limited capabilities', () => {
     const unit = readFileSync(join(unpacked, 'lib/systemd/system/evtrace-agent.service'), 'utf8');
@@ -276,7 +286,7 @@ describe.skipIf(!hasDpkgDeb)('the .deb (needs dpkg-deb)', () => {
     60_000,
   );
 
-  it.skipIf(!has('systemd-analyze'))('has a unit systemd-analyze verifies without a warning', () => {
+  it.skipIf(!has('systemd-analyze'))('has a unit systemd-analyze verifies without a warning (needs systemd)', () => {
     // The executables resolved in the unpacked root (verify checks that they exist and are executable).
     const copy = join(dir, 'evtrace-agent.service');
     const unit = readFileSync(join(unpacked, 'lib/systemd/system/evtrace-agent.service'), 'utf8');
@@ -294,6 +304,136 @@ describe.skipIf(!hasDpkgDeb)('the .deb (needs dpkg-deb)', () => {
     expect(copyright).toContain(' Permission is hereby granted, free of charge');
     expect(readFileSync(join(unpacked, 'usr/share/doc/evtrace/LICENSE.node'), 'utf8')).toContain('Node.js');
   });
+
+  /**
+   * Records the agent unit's state as `systemctl show` prints it once it is up, two watchdog intervals later and once
+   * stopped, and a session run through the control socket in between: one file each, for the test to read.
+   */
+  const checkScript = (watchdogSeconds: number) => `set -u
+show() { systemctl show evtrace-agent.service -p "$PROPS" > "/results/$1.txt"; }
+PROPS=ActiveState,SubState,Result,Type,NotifyAccess,WatchdogUSec,WatchdogTimestamp,WatchdogTimestampMonotonic,\\
+ActiveEnterTimestampMonotonic,StatusText,CapabilityBoundingSet,MainPID,NRestarts,ExecMainCode,ExecMainStatus,\\
+FragmentPath,DropInPaths
+show started
+{
+  evtrace session create s --events 'sched:*' --source demo --mode discard --output /results/session \\
+    && evtrace session start s && sleep 1 && evtrace session stop s && evtrace session list --json
+} > /results/session.json 2> /results/session.err
+echo $? > /results/session.status
+# Two watchdog intervals: the agent must have pinged after the first one ran out, or systemd restarted it.
+sleep ${2 * watchdogSeconds}
+show later
+systemctl stop evtrace-agent.service
+show stopped
+`;
+
+  const noSystemd = systemdContainerMissing();
+  it.skipIf(noSystemd !== undefined)(
+    `runs as a Type=notify service of a real systemd (PID 1 in systemd-nspawn): ready, watchdog fed, a session through the socket, a clean stop${noSystemd === undefined ? '' : ` (skipped: ${noSystemd})`}`,
+    async (ctx) => {
+      // The package's files where dpkg puts them on a merged-/usr system: lib/systemd/system is /usr/lib/systemd/system.
+      const box = join(dir, 'systemd');
+      cpSync(join(unpacked, 'lib'), join(box, 'usr-lib', 'lib'), { recursive: true });
+      const WATCHDOG_S = 3;
+      const boot = await bootSystemd({
+        dir: box,
+        usr: [join(unpacked, 'usr'), join(box, 'usr-lib')],
+        etc: {
+          // The packaged unit as it is, but for a watchdog short enough to wait out in a test.
+          'systemd/system/evtrace-agent.service.d/test.conf': `[Service]\nWatchdogSec=${WATCHDOG_S}s\n`,
+          'systemd/system/evtrace-check.service': `[Unit]
+Wants=evtrace-agent.service
+After=evtrace-agent.service
+[Service]
+Type=oneshot
+ExecStart=/bin/bash /etc/evtrace-check.sh
+ExecStopPost=/bin/systemctl --no-block poweroff
+`,
+          'evtrace-check.sh': checkScript(WATCHDOG_S),
+        },
+        start: ['evtrace-check.service'],
+        // The unit keeps these; nspawn's default set has none of them.
+        capabilities: ['CAP_PERFMON', 'CAP_IPC_LOCK', 'CAP_SYSLOG'],
+        timeoutMs: 50_000,
+      });
+      // Only a boot that never reached systemd is the host's doing; anything after that is the agent's.
+      if (!boot.booted) {
+        ctx.skip(`systemd did not boot in systemd-nspawn here (exit ${boot.status}): ${boot.console.trim()}`);
+      }
+      const read = (name: string) => readFileSync(join(boot.results, name), 'utf8');
+      const show = (name: string): Record<string, string> => {
+        if (!existsSync(join(boot.results, `${name}.txt`)))
+          throw new Error(`no ${name}.txt; nspawn printed:\n${boot.console}\nthe journal:\n${boot.journal}`);
+        return Object.fromEntries(
+          read(`${name}.txt`)
+            .trim()
+            .split('\n')
+            .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+        );
+      };
+      const started = show('started');
+      const context = `nspawn printed:\n${boot.console}\nthe journal:\n${boot.journal}`;
+      // The packaged unit, changed by nothing but the test's drop-in.
+      expect(started.FragmentPath, context).toMatch(/^(\/usr)?\/lib\/systemd\/system\/evtrace-agent\.service$/);
+      expect(started.DropInPaths).toBe('/etc/systemd/system/evtrace-agent.service.d/test.conf');
+      // READY=1 arrived: a Type=notify unit is active and running only after it.
+      expect(started, context).toMatchObject({
+        Type: 'notify',
+        NotifyAccess: 'main',
+        ActiveState: 'active',
+        SubState: 'running',
+      });
+      expect(started.StatusText).toBe('listening on /run/evtrace/agent.sock');
+      expect(started.WatchdogUSec).toBe(`${WATCHDOG_S}s`);
+      expect(started.CapabilityBoundingSet?.split(' ').sort()).toEqual([
+        'cap_chown',
+        'cap_ipc_lock',
+        'cap_perfmon',
+        'cap_setgid',
+        'cap_setuid',
+        'cap_sys_nice',
+        'cap_sys_ptrace',
+        'cap_syslog',
+      ]);
+
+      // A session created, run and stopped through the control socket, its file readable.
+      expect(read('session.status').trim(), `${read('session.err')}\n${context}`).toBe('0');
+      const [session] = JSON.parse(read('session.json').trim().split('\n').at(-1)!) as [
+        { events: number; files: string[] },
+      ];
+      expect(session.events).toBeGreaterThan(0);
+      expect(session.files).toEqual(['/results/session/s-0001.dat']);
+      const cat = run(join(unpacked, 'usr/bin/evtrace'), ['cat', join(boot.results, 'session/s-0001.dat')]);
+      expect(cat.code, cat.stderr).toBe(0);
+      expect(cat.stdout.trim().split('\n')).toHaveLength(session.events);
+
+      // The watchdog: pinged after more than one interval, same process, never restarted.
+      const later = show('later');
+      expect(later, context).toMatchObject({
+        ActiveState: 'active',
+        SubState: 'running',
+        NRestarts: '0',
+        MainPID: started.MainPID,
+      });
+      expect(later.WatchdogTimestamp).not.toBe('');
+      const fedFor = Number(later.WatchdogTimestampMonotonic) - Number(started.ActiveEnterTimestampMonotonic);
+      expect(fedFor).toBeGreaterThan(WATCHDOG_S * 1e6);
+
+      // `systemctl stop`: SIGTERM, sessions finished, exit 0.
+      const stopped = show('stopped');
+      expect(stopped, context).toMatchObject({
+        ActiveState: 'inactive',
+        SubState: 'dead',
+        Result: 'success',
+        ExecMainCode: '1',
+        ExecMainStatus: '0',
+      });
+      expect(boot.journal).toMatch(
+        /evtrace\[\d+\]: evtrace agent: SIGTERM: stopping every session\n.*evtrace agent: stopped\n/,
+      );
+    },
+    90_000,
+  );
 
   it.skipIf(!hasPython)(
     'runs the agent from the package, which notifies systemd (needs python3 for the socket)',

@@ -57,7 +57,9 @@ async function until(app: { lastFrame(): string | undefined }, ok: (frame: strin
   return app.lastFrame() ?? '';
 }
 
-describe.skipIf(!hasTraceCmd())(`Branches view${hasTraceCmd() ? '' : ' (skipped: trace-cmd is not installed)'}`, () => {
+const noTraceCmd = hasTraceCmd() ? '' : ' (skipped: trace-cmd is not installed (apt-get install trace-cmd))';
+
+describe.skipIf(!hasTraceCmd())(`Branches view${noTraceCmd}`, () => {
   it("shows the selected task's last branches as trace-cmd reports them, and [ ] move between tasks", async () => {
     const source = await openIndexed(dat);
     const app = render(

@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { connectAgent } from '@evtrace/agent-protocol';
 import { openPersistent } from '@evtrace/persistent-events';
@@ -14,6 +14,8 @@ import { VIEWS } from './index.ts';
 import { PersistentBuffers } from './persistent.tsx';
 
 const dir = mkdtempSync(join(tmpdir(), 'tui-persistent-'));
+/** The OWNER column: the buffers belong to whoever runs the tests. */
+const owner = userInfo().username;
 const traces = tempDir();
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
@@ -43,8 +45,12 @@ describe('persistent buffers in the Sessions view', () => {
     const row = (name: string) => frame.split('\n').find((l) => l.includes(name)) ?? '';
     expect(frame).toMatch(/PERSISTENT\s+BACKEND\s+SIZE\s+MODE\s+FILL\s+LOST\s+W\s+R\s+OWNER/);
     // 2000 records of 24 bytes fill 12 of the 16 pages; this process writes it.
-    expect(row('tui/flight')).toMatch(/tui\/flight\s+user\s+64K\s+overwrite\s+75%\s+0\s+1\s+0\s+root/);
-    expect(row('tui/queue')).toMatch(/tui\/queue\s+user\s+1\.0M\s+discard\s+0%\s+0\s+0\s+0\s+root/);
+    expect(row('tui/flight')).toMatch(
+      new RegExp(String.raw`tui/flight\s+user\s+64K\s+overwrite\s+75%\s+0\s+1\s+0\s+${owner}`),
+    );
+    expect(row('tui/queue')).toMatch(
+      new RegExp(String.raw`tui/queue\s+user\s+1\.0M\s+discard\s+0%\s+0\s+0\s+0\s+${owner}`),
+    );
     app.unmount();
     w.close();
     flight.close();
@@ -87,7 +93,7 @@ describe('persistent buffers in the Sessions view', () => {
       expect(frame).toMatch(/PERSISTENT \(agent\)\s+BACKEND\s+SIZE\s+MODE\s+FILL\s+LOST\s+W\s+R\s+OWNER\s+SESSION/);
       // The agent reads the buffer: one reader, the session named after it.
       expect(frame.split('\n').find((l) => l.includes('tui/agent'))).toMatch(
-        /tui\/agent\s+user\s+32K\s+discard\s+0%\s+0\s+0\s+1\s+root\s+tui\.agent/,
+        new RegExp(String.raw`tui/agent\s+user\s+32K\s+discard\s+0%\s+0\s+0\s+1\s+${owner}\s+tui\.agent`),
       );
       app.unmount();
 
@@ -103,7 +109,7 @@ describe('persistent buffers in the Sessions view', () => {
       );
       const direct = await until(fallback, (f) => f.includes('read directly'));
       expect(direct).toMatch(/^PERSISTENT\s+BACKEND/m);
-      expect(direct).toMatch(/tui\/agent\s+user\s+32K\s+discard\s+0%\s+0\s+0\s+0\s+root\s+-/);
+      expect(direct).toMatch(new RegExp(String.raw`tui/agent\s+user\s+32K\s+discard\s+0%\s+0\s+0\s+0\s+${owner}\s+-`));
       expect(direct).toMatch(/the agent did not list them \(.*\): read directly/);
       fallback.unmount();
     } finally {

@@ -7,14 +7,22 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
-/** The server binary: $NATS_SERVER, else `nats-server` on PATH (Debian installs it in /usr/sbin). */
-export const NATS_SERVER = process.env.NATS_SERVER ?? 'nats-server';
+/**
+ * The server binary: $NATS_SERVER, else `nats-server` on PATH or in /usr/sbin, where Debian installs it and where a
+ * user's PATH often does not reach (so it is started by that path).
+ */
+export const NATS_SERVER =
+  process.env.NATS_SERVER ??
+  (process.env.PATH ?? '')
+    .split(':')
+    .concat(['/usr/sbin', '/usr/bin', '/usr/local/bin'])
+    .map((dir) => join(dir, 'nats-server'))
+    .find((path) => path.startsWith('/') && existsSync(path)) ??
+  'nats-server';
 
 /** Whether a nats-server can be started here (for `describe.skipIf`). */
 export function natsServerAvailable(): boolean {
-  const paths = (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/usr/bin', '/usr/local/bin']);
-  if (process.env.NATS_SERVER !== undefined) return true;
-  return paths.some((p) => existsSync(join(p, 'nats-server')));
+  return process.env.NATS_SERVER !== undefined || NATS_SERVER !== 'nats-server';
 }
 
 /** A free TCP port on the loopback interface. */

@@ -14,10 +14,13 @@ export function hasTool(name: string): boolean {
   }
 }
 
+/** The skip reason of tests that compile a program. */
+export const CC_MISSING = 'no C compiler: cc is not installed (apt-get install gcc)';
+
 /** Why QEMU-based tests cannot run here, or '' when they can. */
 export function qemuMissing(): string {
-  if (!hasTool('cc')) return 'no C compiler (cc)';
-  if (!hasTool('qemu-x86_64')) return 'qemu-x86_64 is not installed (Debian qemu-user)';
+  if (!hasTool('cc')) return CC_MISSING;
+  if (!hasTool('qemu-x86_64')) return 'qemu-x86_64 is not installed (apt-get install qemu-user)';
   if (process.arch !== 'x64') return `host is ${process.arch}, the test programs are x86-64`;
   return '';
 }

@@ -4,7 +4,7 @@
  * Their MESSAGEs are what the kernel logs for an AMD Zen UMC error (arch/x86/kernel/cpu/mce/core.c, __print_mce,
  * Linux 6.x: the SYND and IPID of Scalable MCA on the TSC line).
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,8 +37,15 @@ function exportText(): string {
   ).join('');
 }
 
-describe.skipIf(!existsSync(REMOTE))(
-  'journalctl -o json and -o export (needs systemd-journal-remote to write the journal file)',
+/** journalctl comes with systemd, the writer of journal files with systemd-journal-remote. */
+const journalMissing = !existsSync(REMOTE)
+  ? 'systemd-journal-remote is not installed (apt-get install systemd-journal-remote)'
+  : spawnSync('journalctl', ['--version'], { stdio: 'ignore' }).status !== 0
+    ? 'journalctl is not installed (apt-get install systemd)'
+    : '';
+
+describe.skipIf(journalMissing !== '')(
+  `journalctl -o json and -o export (needs systemd-journal-remote to write the journal file)${journalMissing ? ` (skipped: ${journalMissing})` : ''}`,
   () => {
     const dir = mkdtempSync(join(tmpdir(), 'evtrace-journal-'));
     afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -22,7 +22,7 @@ function traceDirs(dir: string): string[] {
 }
 
 describe.skipIf(!haveBt2 || !fixtures)(
-  `reading what babeltrace2's CTF writer (sink.ctf.fs) writes${haveBt2 && fixtures ? '' : ' (skipped: babeltrace2 or ../shared/fixtures absent)'}`,
+  `reading what babeltrace2's CTF writer (sink.ctf.fs) writes${haveBt2 && fixtures ? '' : ' (skipped: babeltrace2 (apt-get install babeltrace2) or ../shared/fixtures absent)'}`,
   () => {
     // Traces without events (succeed4, intersection/nostream) give babeltrace2 nothing to write.
     const cases = fixtures

@@ -89,7 +89,7 @@ describe.skipIf(!fixtures)(
 
 const haveBt2 = spawnSync('babeltrace2', ['--version']).status === 0;
 describe.skipIf(!fixtures || !haveBt2)(
-  `local time like plain babeltrace2${fixtures && haveBt2 ? '' : ' (skipped: ../shared/fixtures or babeltrace2 absent)'}`,
+  `local time like plain babeltrace2${fixtures && haveBt2 ? '' : ' (skipped: ../shared/fixtures or babeltrace2 (apt-get install babeltrace2) absent)'}`,
   () => {
     it('prints the time of day in the local zone with localTime (TZ=Asia/Kolkata, UTC+05:30)', () => {
       const dir = ctfFixtureCases(fixtures!).succeed.find((c) => c.name === 'succeed/wk-heartbeat-u')!.dir;

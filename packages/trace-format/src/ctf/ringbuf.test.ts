@@ -96,7 +96,7 @@ describe('ringbuf pages as CTF packets', () => {
   });
 
   it.skipIf(!haveBt2)(
-    `babeltrace2 reads the verbatim pages${haveBt2 ? '' : ' (skipped: babeltrace2 not installed)'}`,
+    `babeltrace2 reads the verbatim pages${haveBt2 ? '' : ' (skipped: babeltrace2 is not installed (apt-get install babeltrace2))'}`,
     () => {
       const { pages } = fill();
       const dir = join(root, 'verbatim-bt2');

@@ -227,7 +227,7 @@ describe('CTF writer round trip through the evtrace reader', () => {
 });
 
 describe.skipIf(!haveBt2)(
-  `babeltrace2 reads what evtrace writes${haveBt2 ? '' : ' (skipped: babeltrace2 not installed)'}`,
+  `babeltrace2 reads what evtrace writes${haveBt2 ? '' : ' (skipped: babeltrace2 is not installed (apt-get install babeltrace2))'}`,
   () => {
     for (const order of ['le', 'be'] as const) {
       for (const header of ['compact', 'large'] as const) {
@@ -269,7 +269,7 @@ function withoutAddedScopes(line: string, original: string): string {
 }
 
 describe.skipIf(!haveBt2 || !fixtures)(
-  `writeCtfTrace: babeltrace2 prints converted real traces as it printed the originals${haveBt2 && fixtures ? '' : ' (skipped: babeltrace2 or ../shared/fixtures absent)'}`,
+  `writeCtfTrace: babeltrace2 prints converted real traces as it printed the originals${haveBt2 && fixtures ? '' : ' (skipped: babeltrace2 (apt-get install babeltrace2) or ../shared/fixtures absent)'}`,
   () => {
     const cases = fixtures ? ctfFixtureCases(fixtures).succeed : [];
     cases.forEach((c, k) => {
@@ -290,7 +290,7 @@ describe.skipIf(!haveBt2 || !fixtures)(
 );
 
 describe.skipIf(!haveBt2)(
-  `babeltrace2 and the text formatter agree on edge values${haveBt2 ? '' : ' (skipped: babeltrace2 not installed)'}`,
+  `babeltrace2 and the text formatter agree on edge values${haveBt2 ? '' : ' (skipped: babeltrace2 is not installed (apt-get install babeltrace2))'}`,
   () => {
     it('negative hex/octal/binary, unknown labels, NaN/inf/-0 and %g floats, control bytes, nested and empty compounds', () => {
       const o = 'be';

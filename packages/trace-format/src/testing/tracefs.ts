@@ -3,7 +3,7 @@
  * Never touches the top-level buffer except through trace-cmd, whose state tests restore themselves.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 
 /** The tracefs mount point, or a reason why there is none. */
 export function findTracefs(): { path: string } | { why: string } {
@@ -11,7 +11,15 @@ export function findTracefs(): { path: string } | { why: string } {
     .split('\n')
     .map((l) => l.split(' '))
     .find((f) => f[2] === 'tracefs');
-  if (mounted !== undefined) return { path: mounted[1]! };
+  if (mounted !== undefined) {
+    // Mounted is not enough: tracefs is root's alone (0700) unless the administrator opened it.
+    try {
+      accessSync(`${mounted[1]}/events`, constants.R_OK | constants.X_OK);
+    } catch {
+      return { why: `tracefs at ${mounted[1]} is not readable by this user (run the tests as root)` };
+    }
+    return { path: mounted[1]! };
+  }
   if (process.getuid?.() !== 0) return { why: 'tracefs is not mounted and we are not root' };
   try {
     execFileSync('mount', ['-t', 'tracefs', 'nodev', '/sys/kernel/tracing'], { stdio: 'ignore' });

@@ -91,7 +91,7 @@ const why = !hasTool('trace-cmd')
       : '';
 
 describe.skipIf(!hasTool('trace-cmd'))(
-  'trace.dat written by evtrace, judged by trace-cmd report (skipped without trace-cmd)',
+  'trace.dat written by evtrace, judged by trace-cmd report (skipped without trace-cmd: apt-get install trace-cmd)',
   { timeout: 30_000 },
   () => {
     it('trace-cmd report prints the synthesized events with their fields and timestamps', () => {
@@ -441,7 +441,7 @@ describe('trace.dat from raw pages (writeTraceDatPages)', () => {
   });
 
   it.skipIf(!hasTool('trace-cmd'))(
-    'trace-cmd report prints the copy exactly as the reference (skipped without trace-cmd)',
+    'trace-cmd report prints the copy exactly as the reference (skipped without trace-cmd: apt-get install trace-cmd)',
     { timeout: 30_000 },
     () => {
       const report = (f: string) =>
