@@ -7,6 +7,9 @@ import { writeSync } from 'node:fs';
 
 let streamed = false;
 
+/** The reused encoding buffer's size: larger texts get their own. */
+const SCRATCH_BYTES = 1 << 20;
+
 /**
  * Whether some text went through an overflow stream, which may still be writing it: the program must then let the
  * event loop finish rather than exit at once.
@@ -40,12 +43,26 @@ export function descriptorWriter(
   onClosed: () => void,
 ): (text: string | Uint8Array) => void {
   let stream: Overflow | undefined;
+  // Text is encoded into one buffer, reused from write to write: a command printing millions of lines allocates
+  // nothing per write (and leaves no garbage outside the heap for the collector to find late).
+  let scratch: Buffer | undefined;
   return (text) => {
     if (stream !== undefined) {
       stream.write(typeof text === 'string' ? Buffer.from(text) : text);
       return;
     }
-    const bytes = typeof text === 'string' ? Buffer.from(text) : text;
+    let bytes: Uint8Array;
+    let reused = false;
+    if (typeof text !== 'string') bytes = text;
+    else {
+      const length = Buffer.byteLength(text);
+      if (length > SCRATCH_BYTES) bytes = Buffer.from(text);
+      else {
+        scratch ??= Buffer.allocUnsafeSlow(SCRATCH_BYTES);
+        bytes = scratch.subarray(0, scratch.write(text));
+        reused = true;
+      }
+    }
     let done = 0;
     try {
       while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done);
@@ -62,7 +79,8 @@ export function descriptorWriter(
         onClosed();
       });
       streamed = true;
-      stream.write(bytes.subarray(done));
+      // The stream keeps what it is given until written: not the buffer the next write reuses.
+      stream.write(reused ? Buffer.from(bytes.subarray(done)) : bytes.subarray(done));
     }
   };
 }

@@ -191,8 +191,15 @@ export function runEndToEndBenchmarks(): void {
       };
       for (const [what, peer, ours] of [
         ['`cat`', report, () => ['cat', dat]],
+        ['`cat --threads 1`', report, () => ['cat', '--threads', '1', dat]],
         ['`cat --json`', report, () => ['cat', '--json', dat]],
+        ['`cat --json --threads 1`', report, () => ['cat', '--json', '--threads', '1', dat]],
         ['`cat --filter "bytes_req > 256"`', filtered, () => ['cat', '--filter', 'bytes_req > 256', dat]],
+        [
+          '`cat --filter "bytes_req > 256" --threads 1`',
+          filtered,
+          () => ['cat', '--filter', 'bytes_req > 256', '--threads', '1', dat],
+        ],
         ['`convert --to tracedat`', convert, (out: string) => ['convert', dat, '--to', 'tracedat', '-o', out]],
         ['`convert --to ctf`', report, (out: string) => ['convert', dat, '--to', 'ctf', '-o', out]],
         ['`convert --to jsonl`', report, (out: string) => ['convert', dat, '--to', 'jsonl', '-o', out]],
