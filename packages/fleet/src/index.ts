@@ -1,6 +1,15 @@
 export type { NatsConnection } from '@nats-io/transport-node';
 export { connectError, connectFleet, type FleetConnectOptions, serverList } from './connect.ts';
 export {
+  eventText,
+  FleetEventDecoder,
+  type HardwareLine,
+  type HostState,
+  hardwareLine,
+  hostState,
+  sessionOf,
+} from './display.ts';
+export {
   decodeEnvelope,
   ENVELOPE_VERSION,
   type Envelope,
@@ -10,6 +19,14 @@ export {
 } from './envelope.ts';
 export { FleetError, type FleetErrorCode } from './errors.ts';
 export { type EventFilter, eventFilter } from './filter.ts';
+export {
+  authKind,
+  CONNECTION_FLAGS,
+  type ConnectionFlag,
+  type ConnectionFlagValues,
+  connectionFromFlags,
+  DEFAULT_NATS_URL,
+} from './flags.ts';
 export {
   FleetPublisher,
   type PublisherOptions,
@@ -31,6 +48,7 @@ export {
   type FleetSeverity,
   type HardwareErrorRecord,
   isSeverity,
+  placeOf,
   SEVERITIES,
   type ThresholdRecord,
 } from './records.ts';

@@ -21,6 +21,7 @@ import {
   type FleetSeverity,
   type HardwareErrorRecord,
   isSeverity,
+  placeOf,
   SEVERITIES,
   type ThresholdRecord,
 } from './records.ts';
@@ -237,9 +238,6 @@ export interface ErrorSummary {
     | { readonly crossings: number; readonly message: string; readonly action: string; readonly result: string }
     | undefined;
 }
-
-const placeOf = (r: { dimm?: string | undefined; bank?: number | undefined }) =>
-  r.dimm ?? (r.bank !== undefined ? `bank ${r.bank}` : 'unknown');
 
 /** Machine checks, memory errors and threshold crossings since `since`, per host and DIMM (or bank). */
 export async function fleetErrors(
