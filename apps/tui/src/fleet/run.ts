@@ -1,0 +1,107 @@
+/**
+ * `evtrace-view --nats URL`: connects to the fleet's NATS (failing before anything is drawn, with the fleet's error
+ * code), then draws the fleet view, or without a terminal writes the exported events as JSON lines with their host and
+ * sequence number, as `evtrace fleet tail --json` does.
+ */
+import {
+  type ConnectionFlagValues,
+  connectFleet,
+  connectionFromFlags,
+  DEFAULT_STREAM,
+  type NatsConnection,
+  readChannel,
+  serverList,
+  sessionOf,
+  stamped,
+} from '@evtrace/fleet';
+import { createElement } from 'react';
+import { guardTerminal } from '../terminal.ts';
+import { FleetFeed } from './feed.ts';
+
+/** Where the fleet view reads and writes (evtrace-view's own streams). */
+export interface FleetIO {
+  readonly stdin: NodeJS.ReadStream;
+  readonly stdout: NodeJS.WriteStream;
+  readonly stderr: NodeJS.WriteStream;
+  readonly env: NodeJS.ProcessEnv;
+}
+
+/** Runs the fleet view until the user quits (or, without a terminal, `limit` events or an interrupt). */
+export async function runFleetView(
+  flags: ConnectionFlagValues,
+  io: FleetIO,
+  o: { interactive: boolean; limit?: number; colour: boolean },
+): Promise<void> {
+  const connection = { ...connectionFromFlags(flags, io.env), name: 'evtrace-view' };
+  const nc = await connectFleet(connection);
+  try {
+    if (!o.interactive) return await writeJsonLines(nc, flags, io, o.limit);
+    const feed = new FleetFeed(nc, flags.natsStream !== undefined ? { stream: flags.natsStream } : {});
+    feed.start();
+    try {
+      await draw(feed, io, {
+        url: serverList(connection.servers).join(','),
+        stream: flags.natsStream ?? DEFAULT_STREAM,
+        colour: o.colour,
+      });
+    } finally {
+      feed.close();
+    }
+  } finally {
+    await nc.close().catch(() => {});
+  }
+}
+
+async function writeJsonLines(
+  nc: NatsConnection,
+  flags: ConnectionFlagValues,
+  io: FleetIO,
+  limit: number | undefined,
+): Promise<void> {
+  const stop = new AbortController();
+  const onInt = () => stop.abort();
+  process.once('SIGINT', onInt);
+  process.once('SIGTERM', onInt);
+  let n = 0;
+  try {
+    const records = readChannel(nc, 'events.>', {
+      ...(flags.natsStream !== undefined ? { stream: flags.natsStream } : {}),
+      since: 'new',
+      follow: true,
+      signal: stop.signal,
+    });
+    for await (const r of records) {
+      if (limit !== undefined && n >= limit) break;
+      io.stdout.write(`${stamped(r.record, r.host, r.seq, sessionOf(r.channel))}\n`);
+      n++;
+    }
+  } finally {
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onInt);
+  }
+}
+
+async function draw(feed: FleetFeed, io: FleetIO, o: { url: string; stream: string; colour: boolean }): Promise<void> {
+  const [{ render }, { FleetApp }, { ThemeContext }] = await Promise.all([
+    import('ink'),
+    import('./fleet-app.tsx'),
+    import('../ui/theme.ts'),
+  ]);
+  const app = createElement(FleetApp, { feed, url: o.url, stream: o.stream });
+  const instance = render(createElement(ThemeContext.Provider, { value: { colour: o.colour } }, app), {
+    stdin: io.stdin,
+    stdout: io.stdout,
+    stderr: io.stderr,
+    exitOnCtrlC: false,
+    patchConsole: false,
+    alternateScreen: true,
+    interactive: true,
+    maxFps: 30,
+  });
+  const unguard = guardTerminal(io.stdout, () => instance.unmount());
+  try {
+    await instance.waitUntilExit();
+  } finally {
+    unguard();
+  }
+}
