@@ -9,13 +9,16 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { SnapshotResult } from '@evtrace/agent-protocol';
 import {
+  authKind,
   type ConnectionFlagValues,
   connectionFromFlags,
+  DEFAULT_STREAM,
   eventsChannel,
   type FleetConnectOptions,
   FleetError,
   FleetPublisher,
   type HardwareErrorRecord,
+  serverList,
   type ThresholdRecord,
 } from '@evtrace/fleet';
 import {
@@ -29,6 +32,7 @@ import {
 } from '@evtrace/hw-mce';
 import type { Command } from 'commander';
 import pkg from '../../package.json' with { type: 'json' };
+import type { NatsReport } from '../config/cli.ts';
 import type { NatsConfig } from '../config/schema.ts';
 import { addConnectionFlags } from '../nats-flags.ts';
 import { parseDuration, parseSize } from '../units.ts';
@@ -121,6 +125,25 @@ export function exportSettings(
     spoolBytes: size('--nats-spool-size', o.natsSpoolSize) ?? file?.spoolSize ?? 256 * 1024 * 1024,
     statusIntervalMs: interval ?? file?.statusInterval ?? 10_000,
     shotMaxBytes: size('--nats-shot-max-size', o.natsShotMaxSize) ?? file?.shotMaxSize ?? 64 * 1024 * 1024,
+  };
+}
+
+/** What `--check-config` says of the export: its effective settings, how it authenticates but never the secret. */
+export function natsReport(s: ExportSettings): NatsReport {
+  const c = s.connection;
+  const auth = authKind(c);
+  return {
+    url: serverList(c.servers).join(','),
+    host: s.host,
+    auth,
+    ...(auth === 'user' && c.user !== undefined ? { user: c.user } : {}),
+    ...(auth === 'credentials' && c.credentials !== undefined ? { credentials: c.credentials } : {}),
+    stream: s.stream ?? DEFAULT_STREAM,
+    replicas: s.replicas,
+    spoolBytes: s.spoolBytes,
+    statusIntervalMs: s.statusIntervalMs,
+    shotMaxBytes: s.shotMaxBytes,
+    tls: c.tls === undefined ? null : { ...c.tls },
   };
 }
 
