@@ -8,6 +8,8 @@ import { manPageHelp } from './help.ts';
 /** Where a command writes; tests pass their own. */
 export interface CliIO {
   stdout: (text: string) => void;
+  /** Bytes of UTF-8 text to stdout, for a command that makes its output as bytes (`fleet tail --json`). */
+  stdoutBytes?: (bytes: Uint8Array) => void;
   stderr: (text: string) => void;
   /** stderr is a terminal a command may draw progress on (never a pipe or a file; never with -q). */
   readonly progress?: boolean;

@@ -5,13 +5,15 @@ import { CliCode, ExitCode, errorLine, exitCodeOf } from './exit-codes.ts';
 import { manPageHelp, setExamples } from './help.ts';
 import { descriptorWriter } from './stdio.ts';
 
+// A reader that goes away ends the output, not the program with a stack trace; nobody is left to tell on stderr.
+const stdout = descriptorWriter(
+  1,
+  () => process.stdout,
+  () => process.exit(0),
+);
 const processIO: CliIO = {
-  // A reader that goes away ends the output, not the program with a stack trace; nobody is left to tell on stderr.
-  stdout: descriptorWriter(
-    1,
-    () => process.stdout,
-    () => process.exit(0),
-  ),
+  stdout,
+  stdoutBytes: stdout,
   stderr: descriptorWriter(
     2,
     () => process.stderr,

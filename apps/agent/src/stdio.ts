@@ -34,14 +34,18 @@ function descriptorName(fd: number): string {
  * such a socket) gets the rest through `overflow()`, and so does every later
  * text: the stream may still hold queued bytes, which a direct write would overtake.
  */
-export function descriptorWriter(fd: number, overflow: () => Overflow, onClosed: () => void): (text: string) => void {
+export function descriptorWriter(
+  fd: number,
+  overflow: () => Overflow,
+  onClosed: () => void,
+): (text: string | Uint8Array) => void {
   let stream: Overflow | undefined;
   return (text) => {
+    const bytes = typeof text === 'string' ? Buffer.from(text) : text;
     if (stream !== undefined) {
-      stream.write(Buffer.from(text));
+      stream.write(bytes);
       return;
     }
-    const bytes = Buffer.from(text);
     let done = 0;
     try {
       while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done);

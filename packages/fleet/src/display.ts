@@ -69,9 +69,13 @@ export function sessionOf(channel: string): string {
 export class FleetEventDecoder {
   readonly #codec = new JsonEventDecoder([], { infer: true });
 
-  /** @throws TraceFormatError `ERR_TRACE_JSON_EVENT` naming the host, channel, sequence number and byte column. */
-  decode(r: FleetRecord): TraceEvent {
-    return this.#codec.decodeLine(r.record, { file: `${r.host}.${r.channel}`, line: r.seq });
+  /**
+   * Decodes a record of `host`'s `channel`.
+   * @throws TraceFormatError `ERR_TRACE_JSON_EVENT` naming the host and channel (as the file), the sequence number
+   * (as the line) and the byte column.
+   */
+  decode(record: string, host: string, channel: string, seq: number): TraceEvent {
+    return this.#codec.decodeLine(record, { file: `${host}.${channel}`, line: seq });
   }
 }
 
@@ -79,7 +83,7 @@ export class FleetEventDecoder {
  * One event as `fleet tail` prints it without --json (no newline): host, sequence number, session, then the event as
  * `evtrace cat` prints it (CPU, time, task, event, fields).
  */
-export function eventText(r: FleetRecord, e: TraceEvent): string {
+export function eventText(r: Pick<FleetRecord, 'host' | 'channel' | 'seq'>, e: TraceEvent): string {
   const pid = e.scopes?.['event.context']?.common_pid;
   const comm = e.scopes?.[TASK_SCOPE]?.comm;
   const task = `${typeof comm === 'string' ? comm : ''}-${typeof pid === 'number' ? pid : ''}`;

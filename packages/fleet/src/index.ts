@@ -16,6 +16,7 @@ export {
   type EnvelopeHeader,
   encodeEnvelope,
   stamped,
+  stamper,
 } from './envelope.ts';
 export { FleetError, type FleetErrorCode } from './errors.ts';
 export { type EventFilter, eventFilter } from './filter.ts';
@@ -35,12 +36,14 @@ export {
 } from './publisher.ts';
 export {
   type ErrorSummary,
+  type FleetBatch,
   type FleetRecord,
   fleetErrors,
   fleetHosts,
   type HostSummary,
   pullShot,
   type ReadOptions,
+  readBatches,
   readChannel,
   type Since,
 } from './reader.ts';
@@ -68,3 +71,4 @@ export {
   subjectFilter,
   subjectOf,
 } from './subjects.ts';
+export { type TailOptions, tailEvents } from './tail.ts';

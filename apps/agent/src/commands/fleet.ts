@@ -5,18 +5,14 @@ import {
   connectionFromFlags,
   DEFAULT_NATS_URL,
   eventFilter,
-  eventText,
   type FleetConnectOptions,
-  FleetEventDecoder,
   fleetErrors,
   fleetHosts,
   hostState,
   type NatsConnection,
   pullShot,
-  readChannel,
   type Since,
-  sessionOf,
-  stamped,
+  tailEvents,
 } from '@evtrace/fleet';
 import type { Command } from 'commander';
 import { addCommand, type CliIO } from '../command.ts';
@@ -84,28 +80,26 @@ async function tail(o: TailOptions, io: CliIO): Promise<void> {
   }
   const since = parseSince(o.since, 'new');
   await withFleet(o, async (nc) => {
-    let shown = 0;
     const stop = new AbortController();
     const onSignal = () => stop.abort();
     process.once('SIGINT', onSignal);
+    let shown: number;
     try {
-      const records = readChannel(nc, o.session === undefined ? 'events.>' : `events.${o.session}`, {
-        ...stream(o),
-        ...(o.host !== undefined ? { host: o.host } : {}),
-        since,
-        follow: o.follow,
-        signal: stop.signal,
-      });
-      const decoder = new FleetEventDecoder();
-      for await (const r of records) {
-        const session = sessionOf(r.channel);
-        if (filter !== undefined && !filter.test(JSON.parse(r.record) as Record<string, unknown>, r.host, session))
-          continue;
-        io.stdout(
-          o.json === true ? `${stamped(r.record, r.host, r.seq, session)}\n` : `${eventText(r, decoder.decode(r))}\n`,
-        );
-        if (count !== undefined && ++shown >= count) break;
-      }
+      shown = await tailEvents(
+        nc,
+        {
+          ...stream(o),
+          ...(o.host !== undefined ? { host: o.host } : {}),
+          ...(o.session !== undefined ? { session: o.session } : {}),
+          ...(filter !== undefined ? { filter } : {}),
+          ...(count !== undefined ? { count } : {}),
+          json: o.json === true,
+          since,
+          follow: o.follow,
+          signal: stop.signal,
+        },
+        io.stdoutBytes ?? ((bytes) => io.stdout(Buffer.from(bytes).toString())),
+      );
     } finally {
       process.removeListener('SIGINT', onSignal);
     }

@@ -111,7 +111,7 @@ function Tail(props: { records: readonly FleetRecord[]; rows: number; width: num
   const decoder = useMemo(() => new FleetEventDecoder(), []);
   const lines = props.records.map((r) => {
     try {
-      return eventText(r, decoder.decode(r));
+      return eventText(r, decoder.decode(r.record, r.host, r.channel, r.seq));
     } catch (error) {
       return `${r.host} #${r.seq} ${errorLine(error)}`;
     }

@@ -9,10 +9,8 @@ import {
   connectionFromFlags,
   DEFAULT_STREAM,
   type NatsConnection,
-  readChannel,
   serverList,
-  sessionOf,
-  stamped,
+  tailEvents,
 } from '@evtrace/fleet';
 import { createElement } from 'react';
 import { guardTerminal } from '../terminal.ts';
@@ -62,19 +60,19 @@ async function writeJsonLines(
   const onInt = () => stop.abort();
   process.once('SIGINT', onInt);
   process.once('SIGTERM', onInt);
-  let n = 0;
   try {
-    const records = readChannel(nc, 'events.>', {
-      ...(flags.natsStream !== undefined ? { stream: flags.natsStream } : {}),
-      since: 'new',
-      follow: true,
-      signal: stop.signal,
-    });
-    for await (const r of records) {
-      if (limit !== undefined && n >= limit) break;
-      io.stdout.write(`${stamped(r.record, r.host, r.seq, sessionOf(r.channel))}\n`);
-      n++;
-    }
+    await tailEvents(
+      nc,
+      {
+        ...(flags.natsStream !== undefined ? { stream: flags.natsStream } : {}),
+        ...(limit !== undefined ? { count: limit } : {}),
+        json: true,
+        since: 'new',
+        follow: true,
+        signal: stop.signal,
+      },
+      (chunk) => io.stdout.write(chunk),
+    );
   } finally {
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onInt);
