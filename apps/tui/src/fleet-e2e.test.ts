@@ -3,7 +3,7 @@
  * a free loopback port, two hosts publishing through @evtrace/fleet's publisher: events of an exported session, a
  * memory error, their status.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { FleetPublisher } from '@evtrace/fleet';
@@ -59,13 +59,16 @@ async function host(url: string, dir: string, name: string): Promise<FleetPublis
 }
 
 describe.skipIf(!natsServerAvailable())('evtrace-view --nats: the fleet view (needs nats-server)', () => {
-  it('shows both hosts with their status, a memory error and the events of both, in 80x24', {
+  it('waits for the stream, then shows both hosts with their status, a memory error and the events of both, in 80x24', {
     timeout: 60_000,
   }, async () => {
     const dir = tempDir();
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const server = await NatsServer.start({ dir: join(dir, 'nats') });
     cleanups.push(() => server.stop());
+    // Opened before any agent made the stream: it says so, and keeps trying.
+    const v = viewer(['--nats', server.url]);
+    await v.waitFor((t) => /ERR_FLEET_STREAM: no stream EVTRACE on this server/.test(t) && t.includes('no host has'));
     await host(server.url, dir, 'alpha');
     const beta = await host(server.url, dir, 'beta');
     beta.add(
@@ -79,7 +82,6 @@ describe.skipIf(!natsServerAvailable())('evtrace-view --nats: the fleet view (ne
       }),
     );
 
-    const v = viewer(['--nats', server.url]);
     const screen = await v.waitFor(
       (t) =>
         /^alpha +\d+s ago +9\.9\.9 +\d+ +0 demo/m.test(t) &&
@@ -109,6 +111,33 @@ describe.skipIf(!natsServerAvailable())('evtrace-view --nats: the fleet view (ne
 
     v.type('q');
     expect((await v.exited).exitCode).toBe(0);
+  });
+
+  it('without a terminal writes the events as JSON lines with host, seq and session, up to --limit', async () => {
+    const dir = tempDir();
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const server = await NatsServer.start({ dir: join(dir, 'nats') });
+    cleanups.push(() => server.stop());
+    await host(server.url, dir, 'alpha');
+    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const p = spawn(process.execPath, [CLI, '--nats', server.url, '-n', '25'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      p.stdout.on('data', (d) => (stdout += d));
+      p.stderr.on('data', (d) => (stderr += d));
+      p.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const lines = run.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(25);
+    const seqs = lines.map((l) => l.seq);
+    expect(seqs).toEqual(Array.from({ length: 25 }, (_, i) => seqs[0] + i));
+    expect(lines[0]).toMatchObject({ host: 'alpha', session: 'demo', event: 'kmem:kmalloc', comm: 'alpha-worker' });
+    expect(Object.keys(lines[0]).slice(0, 3)).toEqual(['host', 'seq', 'session']);
   });
 
   it('says why it cannot connect, as evtrace-view: CODE: message, and exits 1', async () => {
