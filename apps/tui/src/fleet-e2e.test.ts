@@ -96,6 +96,8 @@ describe.skipIf(!natsServerAvailable())('evtrace-view --nats: the fleet view (ne
     expect(lines.every((l) => l.length <= 80)).toBe(true);
     // The status says each host lost 7 events in its one session.
     expect(screen).toMatch(/^alpha .* 7 +0 demo/m);
+    // Every reader found the stream: the footer shows the keys again.
+    await v.waitFor((t) => t.split('\n')[23]!.startsWith('q quit  ? help'));
 
     v.type('?');
     const help = await v.waitFor('Fleet view: keys');

@@ -156,6 +156,7 @@ export class FleetFeed {
     let from = since;
     while (!signal.aborted) {
       try {
+        this.#problem(channel, undefined);
         const records = readChannel(this.#nc, channel, {
           ...(this.#o.stream !== undefined ? { stream: this.#o.stream } : {}),
           since: from,
@@ -163,12 +164,17 @@ export class FleetFeed {
           signal,
         });
         for await (const r of records) {
-          this.#problem(channel, undefined);
           const key = `${r.host}.${r.channel}`;
           if (r.seq <= (this.#seen.get(key) ?? 0)) continue;
           this.#seen.set(key, r.seq);
           from = r.stored;
-          take(r);
+          try {
+            take(r);
+            this.#problem(channel, undefined);
+          } catch (error) {
+            // A record that cannot be shown is said and passed over: reading again would meet it again.
+            this.#problem(channel, error);
+          }
           this.#changed();
         }
       } catch (error) {
