@@ -8,7 +8,7 @@ import { manPageHelp } from './help.ts';
 /** Where a command writes; tests pass their own. */
 export interface CliIO {
   stdout: (text: string) => void;
-  /** Bytes for stdout, written as they are (text already encoded, by a worker thread); else through `stdout`. */
+  /** UTF-8 bytes for stdout, written as they are (text a worker thread encoded, `fleet tail --json`'s records). */
   stdoutBytes?: (bytes: Uint8Array) => void;
   stderr: (text: string) => void;
   /** stderr is a terminal a command may draw progress on (never a pipe or a file; never with -q). */

@@ -47,12 +47,12 @@ export function descriptorWriter(
   // nothing per write (and leaves no garbage outside the heap for the collector to find late).
   let scratch: Buffer | undefined;
   return (text) => {
+    // A stream keeps what it is given until it is written: a copy, since callers (and this writer) reuse buffers.
     if (stream !== undefined) {
-      stream.write(typeof text === 'string' ? Buffer.from(text) : text);
+      stream.write(typeof text === 'string' ? Buffer.from(text) : text.slice());
       return;
     }
     let bytes: Uint8Array;
-    let reused = false;
     if (typeof text !== 'string') bytes = text;
     else {
       const length = Buffer.byteLength(text);
@@ -60,7 +60,6 @@ export function descriptorWriter(
       else {
         scratch ??= Buffer.allocUnsafeSlow(SCRATCH_BYTES);
         bytes = scratch.subarray(0, scratch.write(text));
-        reused = true;
       }
     }
     let done = 0;
@@ -79,8 +78,7 @@ export function descriptorWriter(
         onClosed();
       });
       streamed = true;
-      // The stream keeps what it is given until written: not the buffer the next write reuses.
-      stream.write(reused ? Buffer.from(bytes.subarray(done)) : bytes.subarray(done));
+      stream.write(bytes.slice(done));
     }
   };
 }

@@ -1,9 +1,18 @@
+import { CONNECTION_FLAGS } from '@evtrace/fleet';
+import { FLEET_KEYS } from './fleet/keys.ts';
+
+const FLEET_FLAGS = CONNECTION_FLAGS.map((f) => `  --${`${f.name} <${f.value}>`.padEnd(24)} ${f.description}`).join(
+  '\n',
+);
+const FLEET_KEY_LINES = FLEET_KEYS.map(([k, what]) => `  ${k.padEnd(12)} ${what}`).join('\n');
+
 /** The manual printed by `evtrace-view --help`, in the layout of `evtrace help COMMAND`. */
 export const MANUAL = `NAME
   evtrace-view - browse a trace file or a live evtrace session in the terminal
 
 SYNOPSIS
   evtrace-view [options] [TRACE | --session NAME | --agent SOCKET]
+  evtrace-view --nats URL [fleet options]
 
 DESCRIPTION
   Opens TRACE (a CTF directory, a trace-cmd trace.dat file or a directory of raw per-CPU pages; the kind is
@@ -17,6 +26,12 @@ DESCRIPTION
   tells of each CPU; rates per event type), Sessions (the agent's sessions: create, stop, snapshot, destroy), and
   Branches, Memory, Hardware where the trace has their events. Only the rows on screen are decoded: traces of
   millions of events open at once. The chosen columns are remembered in $XDG_CONFIG_HOME/evtrace/view.json.
+
+  With --nats URL it opens the fleet view instead: the agents that publish to that NATS JetStream (evtrace agent
+  --nats URL --host NAME) with their last status (last seen, version, sessions, events lost, records their spool
+  dropped), their hardware errors and threshold crossings of the last 24 hours and as they come, and a tail of the
+  events of their exported sessions, each line with its host and sequence number. Without a terminal it writes those
+  events as JSON lines, as evtrace fleet tail --json does.
 
   Without a terminal on stdin or stdout it draws nothing and writes the events as JSON lines, as
   evtrace cat --json does: {"ts_ns": "<decimal>", "cpu": N|null, "event": "system:name", "pid": N|null,
@@ -37,6 +52,9 @@ KEYS
   Text boxes:  Ctrl-A/E start/end, Ctrl-U/K cut before/after, Ctrl-W cut a word, ←/→ move
   Sessions:    c create, x stop, s snapshot, d destroy
 
+FLEET VIEW KEYS
+${FLEET_KEY_LINES}
+
 ARGUMENTS
   TRACE  CTF trace directory, trace.dat file, or raw-pages directory
 
@@ -45,12 +63,16 @@ OPTIONS
   --agent <socket>  the agent's control socket (default: the agent's default socket)
   -n, --limit <n>   without a terminal: write only the first N events
   --demo-rate <n>   events per second of the embedded demo source (default 40000)
+  --nats <url>      open the fleet view of the agents publishing to NATS at URL (several separated by commas)
   -V, --version     print the version and exit
   -h, --help        show this help
 
+FLEET OPTIONS (with --nats)
+${FLEET_FLAGS}
+
 EXIT STATUS
   0  success
-  1  the viewer failed (unreadable trace, agent unreachable); the message says what and where
+  1  the viewer failed (unreadable trace, agent or NATS unreachable); the message says what and where
   2  usage error: unknown option, missing or malformed argument
   Every error is one line on stderr, evtrace-view: CODE: message.
 
@@ -60,4 +82,5 @@ EXAMPLES
   evtrace-view --session flight             follow the agent's session "flight"
   evtrace-view trace.dat | head -3          JSON lines, no screen
   NO_COLOR=1 evtrace-view ./ctf-trace       no colour
+  evtrace-view --nats nats://nats1:4222     the fleet: hosts, hardware errors, events
 `;

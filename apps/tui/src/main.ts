@@ -12,6 +12,7 @@ import { startDemoSource } from './data/demo-source.ts';
 import { openFileSource } from './data/file-source.ts';
 import type { ViewerSource } from './data/source.ts';
 import { errorLine, ViewerError } from './errors.ts';
+import { runFleetView } from './fleet/run.ts';
 import { MANUAL } from './help.ts';
 import { liveToJsonLines, traceToJsonLines } from './jsonl.ts';
 import { guardTerminal } from './terminal.ts';
@@ -42,6 +43,15 @@ export async function runViewer(argv: readonly string[], io: ViewerIO = processI
     }
     const interactive = io.stdin.isTTY === true && io.stdout.isTTY === true;
     const write = (text: string) => io.stdout.write(text);
+    if (args.fleet !== undefined) {
+      const colour = interactive && terminalColour(io.env);
+      await runFleetView(args.fleet, io, {
+        interactive,
+        colour,
+        ...(args.limit !== undefined ? { limit: args.limit } : {}),
+      });
+      return EXIT.ok;
+    }
     if (!interactive && args.trace !== undefined) {
       traceToJsonLines(args.trace, write, args.limit);
       return EXIT.ok;
@@ -93,13 +103,19 @@ function colourDepth(env: NodeJS.ProcessEnv): string {
   return env.TERM?.includes('256') ? '2' : '1';
 }
 
-/** Draws the viewer until the user quits. */
-async function draw(source: ViewerSource, io: ViewerIO): Promise<void> {
-  const colour = colourWanted(io.env);
+/** Whether to colour the terminal, with FORCE_COLOR set to match before Ink loads. */
+function terminalColour(env: NodeJS.ProcessEnv): boolean {
+  const colour = colourWanted(env);
   // Ink's colour library reads FORCE_COLOR when it loads; it does not look at NO_COLOR or TERM=dumb by itself, and
   // it turns colour off whenever CI is set: a terminal is a terminal wherever it is, so the depth is chosen here.
   if (!colour) process.env.FORCE_COLOR = '0';
-  else if (process.env.FORCE_COLOR === undefined) process.env.FORCE_COLOR = colourDepth(io.env);
+  else if (process.env.FORCE_COLOR === undefined) process.env.FORCE_COLOR = colourDepth(env);
+  return colour;
+}
+
+/** Draws the viewer until the user quits. */
+async function draw(source: ViewerSource, io: ViewerIO): Promise<void> {
+  const colour = terminalColour(io.env);
   const [{ render }, { App }, { VIEWS }] = await Promise.all([
     import('ink'),
     import('./ui/app.tsx'),

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeEnvelope, encodeEnvelope, stamped } from './envelope.ts';
+import { decodeEnvelope, encodeEnvelope, envelopeHeader, stamped, stampedLines } from './envelope.ts';
 import { FleetError } from './errors.ts';
 
 describe('envelope', () => {
@@ -46,6 +46,45 @@ describe('envelope', () => {
           } catch (error) {
             expect(error).toBeInstanceOf(FleetError);
             expect((error as FleetError).code).toBe('ERR_FLEET_MESSAGE');
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('splices stamped lines as bytes exactly as stamped() does on the decoded records, or fails as decoding does', () => {
+    const text = (b: Uint8Array) => new TextDecoder().decode(b);
+    const header = (n: number) => `{"v":1,"host":"h","channel":"events.s","seq":5,"n":${n},"time":"t"}\n`;
+    const body = new TextEncoder().encode(`${header(3)}{"a":"é"}\n{}\n{"b":[1,2]}`);
+    const { start } = envelopeHeader(body, 'x');
+    expect(text(stampedLines(body, start, 3, { host: 'h', seq: 5, session: 's' }, 'x'))).toBe(
+      '{"host":"h","seq":5,"session":"s","a":"é"}\n{"host":"h","seq":6,"session":"s"}\n{"host":"h","seq":7,"session":"s","b":[1,2]}\n',
+    );
+    fc.assert(
+      fc.property(
+        fc.nat(4),
+        fc.array(fc.oneof(fc.json(), fc.string(), fc.constant('{}')), { maxLength: 5 }),
+        fc.option(fc.string({ maxLength: 5 }), { nil: undefined }),
+        fc.uint8Array({ maxLength: 4 }),
+        (n, records, session, junk) => {
+          const recs = records.map((r) => r.replaceAll('\n', ' '));
+          const bytes = Buffer.concat([Buffer.from(header(n) + recs.join('\n')), junk]);
+          let expected: string | FleetError;
+          try {
+            const e = decodeEnvelope(bytes, 'fuzz');
+            expected = e.records.map((r, i) => `${stamped(r, 'h', 5 + i, session)}\n`).join('');
+          } catch (error) {
+            expected = error as FleetError;
+          }
+          try {
+            const got = text(
+              stampedLines(bytes, envelopeHeader(bytes, 'fuzz').start, n, { host: 'h', seq: 5, session }, 'fuzz'),
+            );
+            expect(got).toBe(expected);
+          } catch (error) {
+            expect(expected).toBeInstanceOf(FleetError);
+            expect((error as FleetError).message).toBe((expected as FleetError).message);
           }
         },
       ),

@@ -3,8 +3,10 @@
  * peer measured in the same run on the same bytes:
  *   FleetPublisher (batching, spool file, acknowledged JetStream publishes)  vs  raw acknowledged JetStream
  *   publishes of the same message bodies (no spool), the limit the server and client set;
- *   readChannel (decode, per-record host and sequence)  vs  a raw ordered consumer reading the same messages.
- * Run: node src/fleet.bench.ts (needs nats-server on PATH or in /usr/sbin).
+ *   tailEvents (what `fleet tail --json` runs: decode, JSON lines with host and sequence, a chunk per message)  vs
+ *   a raw ordered consumer reading the same messages.
+ * Run: node src/fleet.bench.ts (needs nats-server on PATH or in /usr/sbin); EVTRACE_BENCH_EVENTS sets the number of
+ * events (a multiple of 1024 is exact), for a smaller run on a busy machine.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,14 +14,15 @@ import { join } from 'node:path';
 import { fromTotal, printComparisons } from '@evtrace/bench';
 import { DeliverPolicy, jetstream } from '@nats-io/jetstream';
 import { connectFleet } from './connect.ts';
-import { encodeEnvelope, stamped } from './envelope.ts';
+import { encodeEnvelope } from './envelope.ts';
 import { FleetPublisher } from './publisher.ts';
 import { readChannel } from './reader.ts';
 import { subjectOf } from './subjects.ts';
+import { tailEvents } from './tail.ts';
 import { NatsServer, natsServerAvailable } from './testing/nats-server.ts';
 
-const EVENTS = 200_000;
 const BATCH = 1024;
+const EVENTS = Math.max(BATCH, Number(process.env.EVTRACE_BENCH_EVENTS ?? 200_000) || 200_000);
 // One kmalloc event as `evtrace cat --json` prints it.
 const EVENT = JSON.stringify({
   ts_ns: '11810879215128',
@@ -74,7 +77,7 @@ try {
 
   // Peer: the same bodies, published and acknowledged with the same window, straight from memory.
   const records = Array.from({ length: BATCH }, () => EVENT);
-  const bodies = Array.from({ length: EVENTS / BATCH }, (_, i) =>
+  const bodies = Array.from({ length: Math.ceil(EVENTS / BATCH) }, (_, i) =>
     encodeEnvelope(
       { v: 1, host: 'raw', channel: 'events.raw', seq: i * BATCH + 1, n: BATCH, time: new Date().toISOString() },
       records,
@@ -97,15 +100,13 @@ try {
     EVENT.length,
   );
 
-  // Ours: every record of one host with its sequence number, stamped as `fleet tail --json` prints it.
+  // Ours: every record of one host as `fleet tail --json` writes it (host, sequence number and session spliced in).
   t0 = process.hrtime.bigint();
-  let n = 0;
   let bytes = 0;
-  for await (const r of readChannel(nc, 'events.ours', { since: 'all' })) {
-    bytes += stamped(r.record, r.host, r.seq, 'ours').length;
-    n++;
-  }
-  const tail = fromTotal('fleet tail (decode, stamp)', Number(process.hrtime.bigint() - t0), n, bytes / n);
+  const n = await tailEvents(nc, { session: 'ours', since: 'all', json: true }, (chunk) => {
+    bytes += chunk.length;
+  });
+  const tail = fromTotal('fleet tail --json (decode, stamp)', Number(process.hrtime.bigint() - t0), n, bytes / n);
 
   // Peer: a raw ordered consumer over the same messages, bytes only.
   t0 = process.hrtime.bigint();
@@ -127,7 +128,7 @@ try {
 
   // 100 hosts at once, each its own publisher, connection and spool, while one reader follows them all.
   const HOSTS = 100;
-  const PER_HOST = 2000;
+  const PER_HOST = Math.max(100, Math.round(EVENTS / HOSTS / 100) * 100);
   const rssBefore = process.memoryUsage().rss;
   const fleet = await Promise.all(
     Array.from({ length: HOSTS }, (_, i) =>

@@ -1,15 +1,33 @@
 export type { NatsConnection } from '@nats-io/transport-node';
 export { connectError, connectFleet, type FleetConnectOptions, serverList } from './connect.ts';
 export {
+  eventText,
+  FleetEventDecoder,
+  type HardwareLine,
+  type HostState,
+  hardwareLine,
+  hostState,
+  sessionOf,
+} from './display.ts';
+export {
   decodeEnvelope,
   ENVELOPE_VERSION,
   type Envelope,
   type EnvelopeHeader,
   encodeEnvelope,
   stamped,
+  stamper,
 } from './envelope.ts';
 export { FleetError, type FleetErrorCode } from './errors.ts';
 export { type EventFilter, eventFilter } from './filter.ts';
+export {
+  authKind,
+  CONNECTION_FLAGS,
+  type ConnectionFlag,
+  type ConnectionFlagValues,
+  connectionFromFlags,
+  DEFAULT_NATS_URL,
+} from './flags.ts';
 export {
   FleetPublisher,
   type PublisherOptions,
@@ -18,12 +36,14 @@ export {
 } from './publisher.ts';
 export {
   type ErrorSummary,
+  type FleetBatch,
   type FleetRecord,
   fleetErrors,
   fleetHosts,
   type HostSummary,
   pullShot,
   type ReadOptions,
+  readBatches,
   readChannel,
   type Since,
 } from './reader.ts';
@@ -31,6 +51,7 @@ export {
   type FleetSeverity,
   type HardwareErrorRecord,
   isSeverity,
+  placeOf,
   SEVERITIES,
   type ThresholdRecord,
 } from './records.ts';
@@ -50,3 +71,4 @@ export {
   subjectFilter,
   subjectOf,
 } from './subjects.ts';
+export { type TailOptions, tailEvents } from './tail.ts';

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectFleet } from './connect.ts';
+import { FleetEventDecoder } from './display.ts';
 import { eventFilter } from './filter.ts';
 import { FleetPublisher } from './publisher.ts';
 import { fleetErrors, fleetHosts, pullShot } from './reader.ts';
@@ -19,14 +20,22 @@ function tempDir(): string {
   return d;
 }
 
-describe('eventFilter (decoded locally from JSON lines)', () => {
-  const line = {
-    event: 'kmem:kmalloc',
-    pid: 7,
-    comm: 'nginx',
-    cpu: 1,
-    fields: { bytes_req: '4096', ptr: '0xffff8881', node: 0 },
-  };
+describe('eventFilter (over events decoded by the JSON event codec)', () => {
+  const decoder = new FleetEventDecoder();
+  const line = decoder.decode(
+    JSON.stringify({
+      ts_ns: '1000',
+      cpu: 1,
+      event: 'kmem:kmalloc',
+      pid: 7,
+      comm: 'nginx',
+      flags: null,
+      fields: { bytes_req: '4096', ptr: '0xffff8881', node: 0 },
+    }),
+    'h',
+    'events.s',
+    1,
+  );
   it('compares decimal and hex strings as integers, strings as strings, host and session as fields', () => {
     expect(eventFilter('bytes_req > 1024 && node == 0').test(line, 'h', 's')).toBe(true);
     expect(eventFilter('bytes_req > 8192').test(line, 'h', 's')).toBe(false);
@@ -34,6 +43,7 @@ describe('eventFilter (decoded locally from JSON lines)', () => {
     expect(eventFilter('host == "web1" && session ~ "fl*"').test(line, 'web1', 'flight')).toBe(true);
     expect(eventFilter('host == "web1"').test(line, 'web2', 'flight')).toBe(false);
     expect(eventFilter('comm ~ "ngi*" && common_pid == 7').test(line, 'h', 's')).toBe(true);
+    expect(eventFilter('cpu == 1 && common_pid != 8').test(line, 'h', 's')).toBe(true);
   });
   it('leaves out events the expression does not fit, and says why when none fit', () => {
     const f = eventFilter('nosuch > 1');
@@ -43,6 +53,11 @@ describe('eventFilter (decoded locally from JSON lines)', () => {
   it('refuses bad syntax at once, with the kernel caret', () => {
     expect(() => eventFilter('bytes_req >')).toThrow(/--filter: bytes_req >\n {12}\^\n/);
     expect(() => eventFilter('(a > 1')).toThrow(/Too many '\('/);
+  });
+  it('a record that is not an event line is an error naming host, channel, sequence number and column', () => {
+    expect(() => decoder.decode('{"ts_ns":"1","cpu":"x"}', 'web1', 'events.flight', 42)).toThrow(
+      /web1\.events\.flight:42:.*cpu: expected a CPU number or null/,
+    );
   });
 });
 

@@ -15,12 +15,13 @@ import {
 } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { decodeEnvelope } from './envelope.ts';
+import { decodeEnvelope, envelopeHeader, envelopeRecords, stampedLines } from './envelope.ts';
 import { FleetError } from './errors.ts';
 import {
   type FleetSeverity,
   type HardwareErrorRecord,
   isSeverity,
+  placeOf,
   SEVERITIES,
   type ThresholdRecord,
 } from './records.ts';
@@ -83,9 +84,61 @@ async function streamInfo(jsm: JetStreamManager, stream: string, filter?: string
   }
 }
 
+/** The records of one message: its host and channel, the sequence number of its first record. */
+export interface FleetBatch {
+  readonly host: string;
+  readonly channel: string;
+  /** The first record's sequence number; record `i` has `seq + i`. */
+  readonly seq: number;
+  /** How many records it holds. */
+  readonly count: number;
+  /** When its message was stored (the stream's clock). */
+  readonly stored: Date;
+  /** The records' JSON texts (decoded when first asked for). @throws FleetError `ERR_FLEET_MESSAGE` */
+  readonly records: readonly string[];
+  /**
+   * The records as JSON lines with `host`, `seq` and `session` first ({@link stamped}), spliced as bytes without
+   * decoding them. @throws FleetError `ERR_FLEET_MESSAGE`
+   */
+  stampedLines(session?: string): Uint8Array;
+}
+
+class MessageBatch implements FleetBatch {
+  readonly host: string;
+  readonly channel: string;
+  readonly seq: number;
+  readonly count: number;
+  readonly stored: Date;
+  readonly #body: Uint8Array;
+  readonly #start: number;
+  readonly #where: string;
+  #records: string[] | undefined;
+
+  constructor(m: JsMsg, host: string, channel: string) {
+    this.#where = `${m.subject} (stream sequence ${m.seq})`;
+    const { header, start } = envelopeHeader(m.data, this.#where);
+    this.host = host;
+    this.channel = channel;
+    this.seq = header.seq;
+    this.count = header.n;
+    this.stored = new Date(Math.floor(Number(m.info.timestampNanos) / 1e6));
+    this.#body = m.data;
+    this.#start = start;
+  }
+
+  get records(): readonly string[] {
+    this.#records ??= envelopeRecords(this.#body, this.#start, this.count, this.#where);
+    return this.#records;
+  }
+
+  stampedLines(session?: string): Uint8Array {
+    return stampedLines(this.#body, this.#start, this.count, { host: this.host, seq: this.seq, session }, this.#where);
+  }
+}
+
 /**
- * The records of the channels matching `channel` (`events.>`, `mce`...), message by message in stream order, each
- * record with its host and sequence number.
+ * The records of the channels matching `channel` (`events.>`, `mce`...), record by record in stream order, each
+ * with its host and sequence number.
  * @throws FleetError `ERR_FLEET_STREAM` when the stream cannot be read, `ERR_FLEET_MESSAGE` for a foreign message.
  */
 export async function* readChannel(
@@ -93,6 +146,20 @@ export async function* readChannel(
   channel: string,
   o: ReadOptions = {},
 ): AsyncGenerator<FleetRecord> {
+  for await (const b of readBatches(nc, channel, o))
+    for (let i = 0; i < b.records.length; i++)
+      yield { host: b.host, channel: b.channel, seq: b.seq + i, record: b.records[i]!, stored: b.stored };
+}
+
+/**
+ * {@link readChannel} message by message: a reader that handles records in bulk (`fleet tail`) makes no object per
+ * record.
+ */
+export async function* readBatches(
+  nc: NatsConnection,
+  channel: string,
+  o: ReadOptions = {},
+): AsyncGenerator<FleetBatch> {
   const stream = o.stream ?? DEFAULT_STREAM;
   const filter = subjectFilter(o.host, channel);
   const since = o.since ?? 'new';
@@ -152,7 +219,7 @@ export async function* readChannel(
         quiet = 0;
         arm();
         if (m.seq > last) break;
-        yield* records(m);
+        yield batchOf(m);
         read++;
         if (m.seq === last || (counted ? read >= held : m.info.pending === 0)) break;
       }
@@ -165,21 +232,18 @@ export async function* readChannel(
     return;
   }
   try {
-    for await (const m of messages) yield* records(m);
+    for await (const m of messages) yield batchOf(m);
   } finally {
     o.signal?.removeEventListener('abort', stop);
     await messages.close();
   }
 }
 
-function* records(m: JsMsg): Generator<FleetRecord> {
+function batchOf(m: JsMsg): FleetBatch {
   const where = parseSubject(m.subject);
   if (where === undefined)
     throw new FleetError('ERR_FLEET_MESSAGE', `${m.subject} (stream sequence ${m.seq}) is not an evtrace subject`);
-  const e = decodeEnvelope(m.data, `${m.subject} (stream sequence ${m.seq})`);
-  const stored = new Date(Math.floor(Number(m.info.timestampNanos) / 1e6));
-  for (let i = 0; i < e.records.length; i++)
-    yield { host: where.host, channel: where.channel, seq: e.header.seq + i, record: e.records[i]!, stored };
+  return new MessageBatch(m, where.host, where.channel);
 }
 
 /** A host's last status, as `fleet hosts` lists it. */
@@ -237,9 +301,6 @@ export interface ErrorSummary {
     | { readonly crossings: number; readonly message: string; readonly action: string; readonly result: string }
     | undefined;
 }
-
-const placeOf = (r: { dimm?: string | undefined; bank?: number | undefined }) =>
-  r.dimm ?? (r.bank !== undefined ? `bank ${r.bank}` : 'unknown');
 
 /** Machine checks, memory errors and threshold crossings since `since`, per host and DIMM (or bank). */
 export async function fleetErrors(

@@ -41,3 +41,8 @@ export interface ThresholdRecord {
 export function isSeverity(s: unknown): s is FleetSeverity {
   return SEVERITIES.includes(s as FleetSeverity);
 }
+
+/** Where a hardware record happened: the DIMM, else `bank N`, else `unknown`. */
+export function placeOf(r: { readonly dimm?: string | undefined; readonly bank?: number | undefined }): string {
+  return r.dimm ?? (r.bank !== undefined ? `bank ${r.bank}` : 'unknown');
+}

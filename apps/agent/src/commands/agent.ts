@@ -13,7 +13,7 @@ import {
   configReportJson,
 } from '../config/cli.ts';
 import { Agent } from '../daemon/agent.ts';
-import { addExportOptions, type ExportCliOptions, exportSettings, FleetExport } from '../daemon/export.ts';
+import { addExportOptions, type ExportCliOptions, exportSettings, FleetExport, natsReport } from '../daemon/export.ts';
 import { addHardwareOptions, HARDWARE_OPTION_NAMES, Hardware, type HardwareCliOptions } from '../daemon/hardware.ts';
 import { type SystemdNotifier, systemdNotifier } from '../daemon/sd-notify.ts';
 import { listen } from '../daemon/server.ts';
@@ -110,8 +110,11 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
     settings: { socket: defaultSocketPath(), stateDir: defaultStateDir() },
   });
   if (options.json === true && options.checkConfig !== true) throw usageError('--json goes with --check-config');
+  // A fleet error keeps its code: exitCodeOf makes ERR_FLEET_ARGUMENT a usage error.
+  const settings = exportSettings(options, config.nats);
   if (options.checkConfig === true) {
-    io.stdout(options.json === true ? configReportJson(config) : configReport(config));
+    const nats = settings !== undefined ? natsReport(settings) : undefined;
+    io.stdout(options.json === true ? configReportJson(config, nats) : configReport(config, nats));
     return;
   }
   const { socket, stateDir } = config;
@@ -133,8 +136,6 @@ export async function runAgent(options: AgentCliOptions, io: CliIO): Promise<voi
     throw new CliExit(errorCodeOf(error), (error as Error).message, ExitCode.Usage);
   }
   let fleet: FleetExport | undefined;
-  // A fleet error keeps its code: exitCodeOf makes ERR_FLEET_ARGUMENT a usage error.
-  const settings = exportSettings(options, config.nats);
   if (settings !== undefined) fleet = await FleetExport.start(settings, stateDir, log);
   if (fleet !== undefined && hardware !== undefined) hardware.report = fleet.hardware;
   const agent = new Agent({

@@ -1,68 +1,37 @@
 import { resolve } from 'node:path';
 import {
+  type ConnectionFlagValues,
   connectFleet,
+  connectionFromFlags,
+  DEFAULT_NATS_URL,
   eventFilter,
   type FleetConnectOptions,
-  type FleetRecord,
   fleetErrors,
   fleetHosts,
+  hostState,
   type NatsConnection,
   pullShot,
-  readChannel,
   type Since,
-  stamped,
+  tailEvents,
 } from '@evtrace/fleet';
 import type { Command } from 'commander';
 import { addCommand, type CliIO } from '../command.ts';
 import { usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
+import { addConnectionFlags } from '../nats-flags.ts';
 import { parseDuration } from '../units.ts';
 
 /** How every `fleet` verb reaches NATS. */
-interface ConnectionOptions {
-  nats?: string;
-  natsCredentials?: string;
-  natsUser?: string;
-  natsPassword?: string;
-  natsToken?: string;
-  natsTlsCa?: string;
-  natsTlsCert?: string;
-  natsTlsKey?: string;
-  natsStream?: string;
-}
+type ConnectionOptions = ConnectionFlagValues;
 
 function connectionOptions(c: Command): Command {
-  return c
-    .option('--nats <url>', 'the NATS server (env EVTRACE_NATS_URL; default nats://127.0.0.1:4222)')
-    .option('--nats-credentials <file>', 'a NATS credentials file')
-    .option('--nats-user <name>', 'NATS user (password: --nats-password or EVTRACE_NATS_PASSWORD)')
-    .option('--nats-password <text>', 'NATS password (prefer EVTRACE_NATS_PASSWORD)')
-    .option('--nats-token <text>', 'NATS token (prefer EVTRACE_NATS_TOKEN)')
-    .option('--nats-tls-ca <file>', 'CA certificate the server is checked against')
-    .option('--nats-tls-cert <file>', 'client certificate')
-    .option('--nats-tls-key <file>', 'client key')
-    .option('--nats-stream <name>', 'the JetStream stream (default EVTRACE)');
+  return addConnectionFlags(
+    c.option('--nats <url>', `the NATS server (env EVTRACE_NATS_URL; default ${DEFAULT_NATS_URL})`),
+  );
 }
 
-function connection(o: ConnectionOptions, env = process.env): FleetConnectOptions {
-  const password = o.natsPassword ?? env.EVTRACE_NATS_PASSWORD;
-  const token = o.natsToken ?? env.EVTRACE_NATS_TOKEN;
-  const tls =
-    o.natsTlsCa !== undefined || o.natsTlsCert !== undefined
-      ? {
-          ...(o.natsTlsCa !== undefined ? { ca: o.natsTlsCa } : {}),
-          ...(o.natsTlsCert !== undefined ? { cert: o.natsTlsCert } : {}),
-          ...(o.natsTlsKey !== undefined ? { key: o.natsTlsKey } : {}),
-        }
-      : undefined;
-  return {
-    servers: o.nats ?? env.EVTRACE_NATS_URL ?? 'nats://127.0.0.1:4222',
-    name: 'evtrace fleet',
-    ...(o.natsUser !== undefined ? { user: o.natsUser, password: password ?? '' } : {}),
-    ...(token !== undefined ? { token } : {}),
-    ...(o.natsCredentials !== undefined ? { credentials: o.natsCredentials } : {}),
-    ...(tls !== undefined ? { tls } : {}),
-  };
+function connection(o: ConnectionOptions): FleetConnectOptions {
+  return { ...connectionFromFlags(o), name: 'evtrace fleet' };
 }
 
 /** Runs `fn` with a connection, closed afterwards; a fleet error ends the command with its code. */
@@ -99,16 +68,6 @@ interface TailOptions extends ConnectionOptions {
   follow: boolean;
 }
 
-/** One event as `fleet tail` prints it without --json. */
-function textLine(r: FleetRecord, e: Record<string, unknown>): string {
-  const fields = e.fields as Record<string, unknown> | undefined;
-  const shown = Object.entries(fields ?? {})
-    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
-    .join(' ');
-  const ts = typeof e.ts_ns === 'string' ? `${e.ts_ns.slice(0, -9) || '0'}.${e.ts_ns.slice(-9).padStart(9, '0')}` : '';
-  return `${r.host} #${r.seq} ${r.channel.slice('events.'.length)} [${e.cpu ?? '-'}] ${ts} ${e.comm ?? ''}-${e.pid ?? ''} ${e.event}: ${shown}\n`;
-}
-
 async function tail(o: TailOptions, io: CliIO): Promise<void> {
   const count = o.count === undefined ? undefined : Number(o.count);
   if (count !== undefined && (!Number.isSafeInteger(count) || count <= 0))
@@ -121,26 +80,26 @@ async function tail(o: TailOptions, io: CliIO): Promise<void> {
   }
   const since = parseSince(o.since, 'new');
   await withFleet(o, async (nc) => {
-    let shown = 0;
     const stop = new AbortController();
     const onSignal = () => stop.abort();
     process.once('SIGINT', onSignal);
+    let shown: number;
     try {
-      const records = readChannel(nc, o.session === undefined ? 'events.>' : `events.${o.session}`, {
-        ...stream(o),
-        ...(o.host !== undefined ? { host: o.host } : {}),
-        since,
-        follow: o.follow,
-        signal: stop.signal,
-      });
-      for await (const r of records) {
-        const session = r.channel.slice('events.'.length);
-        let parsed: Record<string, unknown> | undefined;
-        if (filter !== undefined || o.json !== true) parsed = JSON.parse(r.record) as Record<string, unknown>;
-        if (filter !== undefined && !filter.test(parsed!, r.host, session)) continue;
-        io.stdout(o.json === true ? `${stamped(r.record, r.host, r.seq, session)}\n` : textLine(r, parsed!));
-        if (count !== undefined && ++shown >= count) break;
-      }
+      shown = await tailEvents(
+        nc,
+        {
+          ...stream(o),
+          ...(o.host !== undefined ? { host: o.host } : {}),
+          ...(o.session !== undefined ? { session: o.session } : {}),
+          ...(filter !== undefined ? { filter } : {}),
+          ...(count !== undefined ? { count } : {}),
+          json: o.json === true,
+          since,
+          follow: o.follow,
+          signal: stop.signal,
+        },
+        io.stdoutBytes ?? ((bytes) => io.stdout(Buffer.from(bytes).toString())),
+      );
     } finally {
       process.removeListener('SIGINT', onSignal);
     }
@@ -170,23 +129,15 @@ what its spool dropped. These verbs read them from any server of the cluster.`,
     await withFleet(o, async (nc) => {
       const hosts = await fleetHosts(nc, stream(o));
       for (const h of hosts) {
-        const st = h.status as
-          | {
-              version?: string;
-              sessions?: { name: string; lost: number; events: number }[];
-              spool?: { dropped?: { records: number } };
-            }
-          | undefined;
         if (o.json === true) {
           io.stdout(
             `${JSON.stringify({ host: h.host, lastSeen: h.lastSeen?.toISOString() ?? null, messages: h.messages, status: h.status ?? null })}\n`,
           );
           continue;
         }
-        const sessions = st?.sessions ?? [];
-        const lost = sessions.reduce((a, s) => a + s.lost, 0);
+        const st = hostState(h);
         io.stdout(
-          `${h.host}  last seen ${h.lastSeen?.toISOString() ?? 'never (no status)'}  version ${st?.version ?? '?'}  sessions ${sessions.map((s) => s.name).join(',') || '-'}  lost ${lost}  spool dropped ${st?.spool?.dropped?.records ?? 0}\n`,
+          `${h.host}  last seen ${h.lastSeen?.toISOString() ?? 'never (no status)'}  version ${st.version ?? '?'}  sessions ${st.sessions.join(',') || '-'}  lost ${st.lost}  spool dropped ${st.dropped}\n`,
         );
       }
     });

@@ -69,6 +69,47 @@ describe('evtrace agent --check-config', () => {
     expect(alone.stderr).toBe('evtrace: ERR_CLI_USAGE: --json goes with --check-config\n');
   });
 
+  it('reports the fleet export ([nats] under its flags): URL, host, how it authenticates, never a secret', async () => {
+    const file = join(work, 'nats.toml');
+    writeFileSync(
+      file,
+      `[nats]\nurl = "nats://n1:4222,nats://n2:4222"\nhost = "from-file"\nuser = "ops"\npassword = "s3cret-pw"\ntls_ca = "ca.pem"\nreplicas = 3\nspool_size = "64MiB"\n`,
+    );
+    const args = ['agent', '--check-config', '--config', file, '--host', 'web812', '--nats-status-interval', '2s'];
+    const text = await evtrace(args);
+    expect(text.stderr).toBe('');
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(
+      `nats: nats://n1:4222,nats://n2:4222\n  host web812; auth user ops; tls ca ${join(work, 'ca.pem')}\n  stream EVTRACE, 3 replicas; spool 64MiB; status every 2s; trace-shots stored up to 64MiB\n`,
+    );
+    const json = await evtrace([...args, '--json'], { EVTRACE_NATS_TOKEN: 'tok-123' });
+    expect(json.code).toBe(0);
+    const report = JSON.parse(json.stdout);
+    expectValid('@evtrace/agent/schemas/check-config.json', report);
+    // A token (here from the environment) is preferred to the user: the report says which, not what.
+    expect(report.nats).toEqual({
+      url: 'nats://n1:4222,nats://n2:4222',
+      host: 'web812',
+      auth: 'token',
+      stream: 'EVTRACE',
+      replicas: 3,
+      spoolBytes: 64 * 1024 * 1024,
+      statusIntervalMs: 2000,
+      shotMaxBytes: 64 * 1024 * 1024,
+      tls: { ca: join(work, 'ca.pem') },
+    });
+    for (const out of [text.stdout, json.stdout]) {
+      expect(out).not.toContain('s3cret-pw');
+      expect(out).not.toContain('tok-123');
+    }
+    // No export asked for: said so, and null in JSON.
+    writeFileSync(join(work, 'none.toml'), '');
+    const none = await evtrace(['agent', '--check-config', '--json', '--config', join(work, 'none.toml')]);
+    expect(JSON.parse(none.stdout).nats).toBeNull();
+    const noneText = await evtrace(['agent', '--check-config', '--config', join(work, 'none.toml')]);
+    expect(noneText.stdout).toContain('nats: (no export: neither --nats nor [nats] url)\n');
+  });
+
   it('exits 2 naming the file, line, column and key of a mistake', async () => {
     const bad = join(work, 'bad.toml');
     writeFileSync(bad, '# comment\n\n[sessions.flight]\nevents = ["sched:*"]\nbuffersize = "1MiB"\n');

@@ -103,8 +103,23 @@ function settingValue(config: AgentConfig, name: AgentSetting): string | number 
   }
 }
 
+/** The fleet export's effective settings as `--check-config` reports them: how it authenticates, never the secret. */
+export interface NatsReport {
+  readonly url: string;
+  readonly host: string;
+  readonly auth: 'none' | 'user' | 'token' | 'credentials';
+  readonly user?: string;
+  readonly credentials?: string;
+  readonly stream: string;
+  readonly replicas: number;
+  readonly spoolBytes: number;
+  readonly statusIntervalMs: number;
+  readonly shotMaxBytes: number;
+  readonly tls: { readonly ca?: string; readonly cert?: string; readonly key?: string } | null;
+}
+
 /** The `--check-config --json` report (schemas/check-config.json): the text report's facts, each value typed. */
-export function configReportJson(config: AgentConfig): string {
+export function configReportJson(config: AgentConfig, nats?: NatsReport): string {
   const settings = Object.fromEntries(
     (Object.keys(SETTINGS) as AgentSetting[]).map((n) => [
       SETTINGS[n].key,
@@ -116,11 +131,12 @@ export function configReportJson(config: AgentConfig): string {
     settings,
     sessions: config.sessions,
     hardware: config.hardware ?? null,
+    nats: nats ?? null,
   })}\n`;
 }
 
 /** The `--check-config` report: every setting, its value and its origin, then the sessions declared. */
-export function configReport(config: AgentConfig): string {
+export function configReport(config: AgentConfig, nats?: NatsReport): string {
   const lines = [`config file: ${config.file ?? '(none)'}`];
   const names = Object.keys(SETTINGS) as AgentSetting[];
   const width = Math.max(...names.map((n) => SETTINGS[n].key.length));
@@ -161,6 +177,26 @@ export function configReport(config: AgentConfig): string {
     ];
     const set = keys.filter(([, v]) => v !== undefined).map(([k, v]) => `${k} ${v}`);
     lines.push(`hardware: ${hw.enabled ? 'enabled' : 'disabled'}${set.length > 0 ? `; ${set.join('; ')}` : ''}`);
+  }
+  if (nats === undefined) lines.push('nats: (no export: neither --nats nor [nats] url)');
+  else {
+    const auth =
+      nats.auth === 'user'
+        ? `user ${nats.user}`
+        : nats.auth === 'credentials'
+          ? `credentials file ${nats.credentials}`
+          : nats.auth;
+    const tls =
+      nats.tls === null
+        ? 'off'
+        : Object.entries(nats.tls)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ') || 'on';
+    lines.push(`nats: ${nats.url}`);
+    lines.push(`  host ${nats.host}; auth ${auth}; tls ${tls}`);
+    lines.push(
+      `  stream ${nats.stream}, ${nats.replicas} replica${nats.replicas === 1 ? '' : 's'}; spool ${formatSize(nats.spoolBytes)}; status every ${nats.statusIntervalMs / 1000}s; trace-shots stored up to ${formatSize(nats.shotMaxBytes)}`,
+    );
   }
   return `${lines.join('\n')}\n`;
 }

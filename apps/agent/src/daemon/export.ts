@@ -9,11 +9,16 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { SnapshotResult } from '@evtrace/agent-protocol';
 import {
+  authKind,
+  type ConnectionFlagValues,
+  connectionFromFlags,
+  DEFAULT_STREAM,
   eventsChannel,
   type FleetConnectOptions,
   FleetError,
   FleetPublisher,
   type HardwareErrorRecord,
+  serverList,
   type ThresholdRecord,
 } from '@evtrace/fleet';
 import {
@@ -27,23 +32,16 @@ import {
 } from '@evtrace/hw-mce';
 import type { Command } from 'commander';
 import pkg from '../../package.json' with { type: 'json' };
+import type { NatsReport } from '../config/cli.ts';
 import type { NatsConfig } from '../config/schema.ts';
+import { addConnectionFlags } from '../nats-flags.ts';
 import { parseDuration, parseSize } from '../units.ts';
 import type { HardwareReport } from './hardware.ts';
 import type { Session } from './session.ts';
 
 /** The `evtrace agent` flags of the fleet export. */
-export interface ExportCliOptions {
-  nats?: string;
+export interface ExportCliOptions extends ConnectionFlagValues {
   host?: string;
-  natsCredentials?: string;
-  natsUser?: string;
-  natsPassword?: string;
-  natsToken?: string;
-  natsTlsCa?: string;
-  natsTlsCert?: string;
-  natsTlsKey?: string;
-  natsStream?: string;
   natsReplicas?: string;
   natsSpoolSize?: string;
   natsStatusInterval?: string;
@@ -54,15 +52,8 @@ export interface ExportCliOptions {
 export function addExportOptions(cmd: Command): void {
   cmd
     .option('--nats <url>', 'publish to NATS JetStream at URL (several separated by commas): see `evtrace help fleet`')
-    .option('--host <name>', "this host's name in the fleet (default: the hostname up to its first dot)")
-    .option('--nats-credentials <file>', 'a NATS credentials file (.creds: JWT and NKey seed)')
-    .option('--nats-user <name>', 'NATS user (its password: --nats-password or EVTRACE_NATS_PASSWORD)')
-    .option('--nats-password <text>', 'NATS password (prefer EVTRACE_NATS_PASSWORD: arguments are visible to ps)')
-    .option('--nats-token <text>', 'NATS token (prefer EVTRACE_NATS_TOKEN)')
-    .option('--nats-tls-ca <file>', 'CA certificate the NATS server is checked against')
-    .option('--nats-tls-cert <file>', 'client certificate for NATS (with --nats-tls-key)')
-    .option('--nats-tls-key <file>', 'client key for NATS')
-    .option('--nats-stream <name>', 'the JetStream stream (default EVTRACE)')
+    .option('--host <name>', "this host's name in the fleet (default: the hostname up to its first dot)");
+  addConnectionFlags(cmd)
     .option('--nats-replicas <n>', 'replicas of the stream it creates: 1, or 3 in a cluster (default 1)')
     .option(
       '--nats-spool-size <size>',
@@ -117,33 +108,42 @@ export function exportSettings(
       ? undefined
       : (parseDuration(o.natsStatusInterval) ??
         usage(`--nats-status-interval must be a duration (500ms, 10s, 1m), not '${o.natsStatusInterval}'`));
-  const user = o.natsUser ?? file?.user;
-  const password = o.natsPassword ?? env.EVTRACE_NATS_PASSWORD ?? file?.password;
-  const token = o.natsToken ?? env.EVTRACE_NATS_TOKEN ?? file?.token;
-  const credentials = o.natsCredentials ?? file?.credentials;
-  const ca = o.natsTlsCa ?? file?.tlsCa;
-  const cert = o.natsTlsCert ?? file?.tlsCert;
-  const key = o.natsTlsKey ?? file?.tlsKey;
-  if ((cert === undefined) !== (key === undefined)) usage('--nats-tls-cert and --nats-tls-key go together');
-  const tls =
-    ca !== undefined || cert !== undefined
-      ? { ...(ca ? { ca } : {}), ...(cert ? { cert, key: key! } : {}) }
-      : undefined;
+  const connection = connectionFromFlags({ ...o, nats: url }, env, {
+    natsUser: file?.user,
+    natsPassword: file?.password,
+    natsToken: file?.token,
+    natsCredentials: file?.credentials,
+    natsTlsCa: file?.tlsCa,
+    natsTlsCert: file?.tlsCert,
+    natsTlsKey: file?.tlsKey,
+  });
   return {
     host: o.host ?? file?.host ?? hostname().split('.')[0]!,
-    connection: {
-      servers: url,
-      ...(user !== undefined ? { user, password: password ?? '' } : {}),
-      ...(token !== undefined ? { token } : {}),
-      ...(credentials !== undefined ? { credentials } : {}),
-      ...(tls !== undefined ? { tls } : {}),
-      timeoutMs: 2000,
-    },
+    connection: { ...connection, timeoutMs: 2000 },
     stream: o.natsStream ?? file?.stream,
     replicas: replicas ?? file?.replicas ?? 1,
     spoolBytes: size('--nats-spool-size', o.natsSpoolSize) ?? file?.spoolSize ?? 256 * 1024 * 1024,
     statusIntervalMs: interval ?? file?.statusInterval ?? 10_000,
     shotMaxBytes: size('--nats-shot-max-size', o.natsShotMaxSize) ?? file?.shotMaxSize ?? 64 * 1024 * 1024,
+  };
+}
+
+/** What `--check-config` says of the export: its effective settings, how it authenticates but never the secret. */
+export function natsReport(s: ExportSettings): NatsReport {
+  const c = s.connection;
+  const auth = authKind(c);
+  return {
+    url: serverList(c.servers).join(','),
+    host: s.host,
+    auth,
+    ...(auth === 'user' && c.user !== undefined ? { user: c.user } : {}),
+    ...(auth === 'credentials' && c.credentials !== undefined ? { credentials: c.credentials } : {}),
+    stream: s.stream ?? DEFAULT_STREAM,
+    replicas: s.replicas,
+    spoolBytes: s.spoolBytes,
+    statusIntervalMs: s.statusIntervalMs,
+    shotMaxBytes: s.shotMaxBytes,
+    tls: c.tls === undefined ? null : { ...c.tls },
   };
 }
 

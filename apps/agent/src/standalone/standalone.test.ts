@@ -99,6 +99,10 @@ describe('the standalone binary, with no Node on PATH', () => {
     const lines = cat.stdout.trim().split('\n');
     expect(lines).toHaveLength(recorded);
     expect(lines[0]).toMatch(/sched_(switch|wakeup):/);
+    // Read on two worker threads (their bundle from the binary): the same text.
+    const shared = run(evtrace, ['cat', '--threads', '2', dat]);
+    expect(shared.code, shared.stderr).toBe(0);
+    expect(shared.stdout).toBe(cat.stdout);
     const pf = run(evtrace, ['convert', dat, '--to', 'perfetto', '-o', join(dir, 'demo.pftrace')]);
     expect(pf.code, pf.stderr).toBe(0);
     expect(pf.stderr).toContain(`${recorded} events written`);
