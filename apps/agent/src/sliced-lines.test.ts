@@ -30,7 +30,7 @@ async function sliced(
   options: { json?: boolean; filter?: string } = {},
 ): Promise<{ text: string; failure?: string; notes: readonly string[] }> {
   const opened = openInput(dat, options.filter !== undefined ? { filter: options.filter } : {});
-  const plan = sliceReading(opened, { threads, limited: false, recordsPerSlice: records });
+  const plan = sliceReading(dat, opened, { threads, limited: false, recordsPerSlice: records });
   expect(plan, 'a recording with pages is shared').toBeDefined();
   const parts: Buffer[] = [];
   const read = await printSliced(
@@ -79,7 +79,7 @@ describe.skipIf(why !== undefined)(
       unnamed = join(dat, '..', 'unnamed.dat');
       writeTraceDatPages(unnamed, input);
       const opened = openInput(dat, {});
-      const plan = sliceReading(opened, { threads: 2, limited: false, recordsPerSlice: 64 });
+      const plan = sliceReading(dat, opened, { threads: 2, limited: false, recordsPerSlice: 64 });
       const seen = new Set<number>();
       for (const e of opened.events()) seen.add(sliceOf(plan!.slices, e.tsNs));
       slices = seen.size;
@@ -174,15 +174,19 @@ describe('which reads are shared between threads', () => {
     const { sampleInputs } = await import('./testing/sample-traces.ts');
     const { dat } = sampleInputs();
     const opened = openInput(dat, {});
-    expect(sliceReading(opened, { threads: 1, limited: false })).toBeUndefined();
-    expect(sliceReading(opened, { threads: 2, limited: true })).toBeUndefined();
-    expect(sliceReading(opened, { threads: 2, lenient: true, limited: false })).toBeUndefined();
+    expect(sliceReading(dat, opened, { threads: 1, limited: false })).toBeUndefined();
+    expect(sliceReading(dat, opened, { threads: 2, limited: true })).toBeUndefined();
+    expect(sliceReading(dat, opened, { threads: 2, lenient: true, limited: false })).toBeUndefined();
     // 40 events: one thread, unless the user asks for more.
-    expect(sliceReading(opened, { limited: false })).toBeUndefined();
-    expect(sliceReading(opened, { threads: 2, limited: false })?.count).toBe(2);
+    expect(sliceReading(dat, opened, { limited: false })).toBeUndefined();
+    expect(sliceReading(dat, opened, { threads: 2, limited: false })?.count).toBe(2);
+    // Standard input is read once.
+    expect(sliceReading('-', opened, { threads: 2, limited: false })).toBeUndefined();
     const ctf = mkdtempSync(join(tmpdir(), 'evtrace-sliced-ctf-'));
     expect((await run('convert', dat, '-o', join(ctf, 'out'), '--to', 'ctf')).code).toBe(ExitCode.Ok);
-    expect(sliceReading(openInput(join(ctf, 'out'), {}), { threads: 2, limited: false })).toBeUndefined();
+    expect(
+      sliceReading(join(ctf, 'out'), openInput(join(ctf, 'out'), {}), { threads: 2, limited: false }),
+    ).toBeUndefined();
     expect(execFileSync('ls', [join(ctf, 'out')], { encoding: 'utf8' })).toMatch(/metadata/);
   });
 });

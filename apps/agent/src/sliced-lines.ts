@@ -82,15 +82,17 @@ const SMALLEST_SHARED = 1 << 18;
 const RING_BYTES = 4 << 20;
 
 /**
- * How many threads to read `opened` with, and its slices; undefined to read it on this thread. `threads` is the
+ * How many threads to read `opened` (from `input`) with, and its slices; undefined to read it on this thread. `threads` is the
  * user's `--threads` (undefined: as many as there are cores, up to 4, for a recording large enough to gain).
  */
 export function sliceReading(
+  input: string,
   opened: OpenedInput,
   options: { threads?: number; lenient?: boolean; limited: boolean; recordsPerSlice?: number },
 ): { count: number; slices: TimeSlices; traceDat: boolean } | undefined {
   const reader = opened.reader as OpenedInput['reader'] & Partial<FtraceReader>;
-  if (options.threads === 1 || options.lenient || options.limited) return undefined;
+  // Standard input is read once, by this thread.
+  if (input === '-' || options.threads === 1 || options.lenient || options.limited) return undefined;
   if (reader.kind === 'ctf' || reader.cpuPages === undefined) return undefined;
   const count = options.threads ?? Math.min(4, availableParallelism());
   if (count < 2) return undefined;

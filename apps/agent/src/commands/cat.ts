@@ -97,7 +97,7 @@ with --lenient every whole page before the damage is printed, per CPU, and the d
       if (threads !== undefined && (!/^\d+$/.test(options.threads!) || threads < 1 || threads > 64))
         throw usageError(`--threads must be an integer from 1 to 64, not '${options.threads}'`);
       const opened = openInput(input, options);
-      const plan = sliceReading(opened, {
+      const plan = sliceReading(input, opened, {
         ...(threads !== undefined ? { threads } : {}),
         lenient: options.lenient === true,
         limited: options.limit !== undefined,
