@@ -26,7 +26,7 @@ export interface AttachOptions {
   readonly session?: string;
   /** Events kept for the Events view. Default 100000. */
   readonly window?: number;
-  /** How often views are told about new events, in ms. Default 200. */
+  /** How often views are told about new events, in ms: the frame rate a live stream is drawn at. Default 66. */
   readonly refreshMs?: number;
 }
 
@@ -80,6 +80,8 @@ async function followSession(
   const warnings: string[] = [];
   let status: SessionStatus | undefined;
   let viewerLost = 0;
+  /** Events this viewer received from the stream (the recent window's included). */
+  let received = 0;
   let subscription: Subscription | undefined;
   const gauges = name !== undefined ? new BufferGaugeFeed(client, name) : undefined;
   gauges?.start();
@@ -96,16 +98,24 @@ async function followSession(
       if (ready.length > 0) window.push(ready);
     };
     (async () => {
-      for await (const item of sub) {
-        if (item.kind === 'event') {
+      for await (const batch of sub.batches()) {
+        if (batch.kind === 'events') {
           // Typed by the session's format files (the subscription decodes them): filters compile and print fmt
-          // prints as for a file.
-          const e = item.event;
-          const pid = e.scopes?.['event.context']?.common_pid;
-          const comm = eventComm(e);
-          if (typeof pid === 'number' && comm !== undefined) tasks.set(pid, comm);
-          merger.add(e.cpu ?? 0, [e]);
-        } else if (item.kind === 'loss') viewerLost = item.total;
+          // prints as for a file. Each message holds runs of one CPU's events in order.
+          const events = batch.events;
+          let run = 0;
+          for (let i = 0; i < events.length; i++) {
+            const e = events[i]!;
+            const pid = e.scopes?.['event.context']?.common_pid;
+            const comm = eventComm(e);
+            if (typeof pid === 'number' && comm !== undefined) tasks.set(pid, comm);
+            if (i + 1 === events.length || events[i + 1]!.cpu !== e.cpu) {
+              merger.add(e.cpu ?? 0, run === 0 && i + 1 === events.length ? events : events.slice(run, i + 1));
+              run = i + 1;
+            }
+          }
+          received += events.length;
+        } else if (batch.kind === 'loss') viewerLost = batch.total;
       }
       flush(true);
       warnings.push(`session ${name}: stream ended (${sub.endReason ?? 'closed'})`);
@@ -113,7 +123,7 @@ async function followSession(
     const refresh = setInterval(() => {
       flush();
       for (const l of listeners) l();
-    }, options.refreshMs ?? 200);
+    }, options.refreshMs ?? 66);
     const poll = setInterval(() => {
       client.status(name).then(
         (s) => {
@@ -147,6 +157,7 @@ async function followSession(
       }),
       lost: status?.lost ?? 0,
       viewerLost,
+      received,
       total: status?.events ?? s.total,
       ...gaugeStats(gauges),
     };
@@ -169,6 +180,10 @@ async function followSession(
       return () => listeners.delete(listener);
     },
     sessions: control,
+    summary: () =>
+      name === undefined
+        ? undefined
+        : `session ${name}: received ${received} events, the agent's queue for this viewer lost ${viewerLost}`,
     warnings: () => warnings,
     async close() {
       for (const t of timers.splice(0)) clearInterval(t);
