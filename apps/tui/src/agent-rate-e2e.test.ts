@@ -11,6 +11,7 @@ import { findTracefs } from '@evtrace/tracefs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestAgent, type TestAgent } from './testing/agent.ts';
 import { startViewer } from './testing/pty.ts';
+import { receivedShown } from './testing/screen.ts';
 import { tempDir } from './testing/traces.ts';
 
 let why = '';
@@ -24,13 +25,6 @@ try {
 /** System calls per burst, and bursts: together more than the agent's queue for a viewer holds. */
 const BURST = 30_000;
 const BURSTS = 5;
-
-/** The status bar's count of events received, as drawn (`received 30.0k`), or -1 before it shows one. */
-function receivedShown(text: string): number {
-  const m = /received (\d+(?:\.\d+)?)([kMG]?)/.exec(text);
-  if (m === null) return -1;
-  return Number(m[1]) * ({ '': 1, k: 1e3, M: 1e6, G: 1e9 } as const)[m[2] as '' | 'k' | 'M' | 'G'];
-}
 
 describe.skipIf(why !== '')(
   `a kernel session at a high rate into evtrace-view${why ? ` (skipped: ${why})` : ''}`,
