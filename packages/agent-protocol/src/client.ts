@@ -188,7 +188,12 @@ class StreamQueue {
   async *items(): AsyncGenerator<SubscriptionItem> {
     for await (const batch of this.batches()) {
       if (batch.kind !== 'events') yield batch;
-      else for (const event of batch.events) yield { kind: 'event', event };
+      else
+        for (const event of batch.events) {
+          // Closed meanwhile: the rest of the batch is dropped with the queue.
+          if (this.#discarding) return;
+          yield { kind: 'event', event };
+        }
     }
   }
 }

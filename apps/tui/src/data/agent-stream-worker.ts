@@ -11,12 +11,24 @@ const setup = workerData as WorkerSetup;
 const post = (m: WorkerMessage, transfer: ArrayBuffer[] = []) => parentPort!.postMessage(m, transfer);
 // The event's own task name goes with it (no lookup: the agent named it when it sent it).
 const encode = createJsonEventEncoder();
+/** Batches posted and not yet taken by the drawing thread, at most. */
+const MAX_UNACKED = 2;
+/** Events merged but not posted, at most, while the drawing thread lags. */
+const MAX_PENDING = 20_000;
 
 async function follow(): Promise<void> {
   const client = await connectAgent(setup.socket, { client: 'evtrace-view' });
   const sub = await client.subscribe(setup.session, { queue: setup.queue });
+  // Batches the drawing thread has not taken yet: while it lags, this thread stops reading, so the agent's queue for
+  // this viewer (bounded, its loss counted) holds the backlog rather than this process's memory.
+  let unacked = 0;
+  let acked: (() => void) | undefined;
   parentPort!.on('message', (m) => {
     if (m === 'close') void sub.close().finally(() => client.close());
+    else if (m === 'ack') {
+      unacked--;
+      acked?.();
+    }
   });
   const start: StreamStart = {
     kind: 'start',
@@ -32,7 +44,9 @@ async function follow(): Promise<void> {
   let received = 0;
   let lost = 0;
   const flush = (all = false) => {
+    if (unacked >= MAX_UNACKED && !all) return;
     const rows = merger.take(all);
+    unacked++;
     const n = rows.length;
     const ts = new BigUint64Array(n);
     const cpu = new Int32Array(n);
@@ -86,6 +100,10 @@ async function follow(): Promise<void> {
         }
       }
       received += events.length;
+      while (merger.pending > MAX_PENDING && unacked >= MAX_UNACKED)
+        await new Promise<void>((resolve) => {
+          acked = resolve;
+        });
     }
   } finally {
     clearInterval(timer);

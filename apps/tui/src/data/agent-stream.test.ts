@@ -62,7 +62,31 @@ describe('LiveColumns', () => {
     expect(w.eventClasses.map((c) => c.name).sort()).toEqual(classes.map((c) => c.name).sort());
   });
 
-  it('keeps a snapshot whole after its events left the ring', () => {
+  it('drops whole chunks older than the window and keeps the newest events, over many batches', () => {
+    const w = new LiveColumns(5000, new JsonEventDecoder([...new Set(events.map((e) => e.eventClass))]));
+    const ids = new Map<string, number>();
+    // The same events again and again, each round later in time: far more than the window over chunk boundaries.
+    const all: TraceEvent[] = [];
+    for (let round = 0; all.length < 30_000; round++)
+      all.push(...events.map((e) => ({ ...e, tsNs: e.tsNs + BigInt(round) * 10n ** 12n })));
+    const held: ReturnType<LiveColumns['snapshot']>[] = [];
+    for (let i = 0; i < all.length; i += 999) {
+      w.push(rows(all.slice(i, i + 999), ids));
+      held.push(w.snapshot());
+    }
+    const s = w.snapshot();
+    expect(s.length).toBe(5000);
+    for (let i = 0; i < 5000; i += 251) expect(s.tsNs(i)).toBe(all[all.length - 5000 + i]!.tsNs);
+    expect(s.event(4999).tsNs).toBe(all.at(-1)!.tsNs);
+    // An early snapshot still reads its own events, long after they left the window.
+    const early = held[2]!;
+    expect(early.length).toBe(2997);
+    expect(early.tsNs(0)).toBe(all[0]!.tsNs);
+    expect(early.event(2996).tsNs).toBe(all[2996]!.tsNs);
+    expect(w.stats().total).toBe(all.length);
+  });
+
+  it('keeps a snapshot whole after its events left the window', () => {
     const w = new LiveColumns(300, new JsonEventDecoder([...new Set(events.map((e) => e.eventClass))]));
     const ids = new Map<string, number>();
     w.push(rows(events.slice(0, 500), ids));

@@ -1,9 +1,9 @@
 /**
  * A session's live stream as the viewer keeps it: a worker thread reads and decodes the subscription
- * (agent-stream-worker.ts) and posts each event's summary columns with its JSON text; here they fill a fixed-size
- * ring of columns, counted per CPU and type, whose snapshots are the Events view's store. A row's full event is
+ * (agent-stream-worker.ts) and posts each event's summary columns with its JSON text; here they fill a bounded window
+ * of columns, counted per CPU and type, whose snapshots are the Events view's store. A row's full event is
  * decoded again from its text by the stream's own decoder (the subscribe reply's classes) when a view asks for it,
- * once while it stays in the ring.
+ * once while it stays in the window.
  */
 import { Worker } from 'node:worker_threads';
 import { streamDecoder } from '@evtrace/agent-protocol';
@@ -63,17 +63,42 @@ export type WorkerMessage =
   | { readonly kind: 'end'; readonly reason: string }
   | { readonly kind: 'error'; readonly message: string; readonly code?: string };
 
-/** The ring of the most recent events as columns, with the counters of everything received. */
+/** Events per chunk of {@link LiveColumns}: a power of two, so a position splits into chunk and index by bits. */
+const CHUNK_BITS = 12;
+const CHUNK = 1 << CHUNK_BITS;
+
+/** A run of events as columns, only ever appended to: what a snapshot saw of it never changes. */
+interface Chunk {
+  readonly ts: BigUint64Array;
+  readonly cpu: Int32Array;
+  readonly pid: Int32Array;
+  readonly cls: Uint16Array;
+  readonly text: string[];
+  /** Full events decoded so far (undefined until a view asked for one). */
+  readonly decoded: (TraceEvent | undefined)[];
+  length: number;
+}
+
+const newChunk = (): Chunk => ({
+  ts: new BigUint64Array(CHUNK),
+  cpu: new Int32Array(CHUNK),
+  pid: new Int32Array(CHUNK),
+  cls: new Uint16Array(CHUNK),
+  text: new Array<string>(CHUNK),
+  decoded: new Array<TraceEvent | undefined>(CHUNK),
+  length: 0,
+});
+
+/**
+ * The most recent events as columns, in chunks that are only appended to and dropped whole once older than the
+ * window: a snapshot is the list of chunks (no copy), and stays whole however the window moves on.
+ */
 export class LiveColumns {
   readonly capacity: number;
-  readonly #ts: BigUint64Array;
-  readonly #cpu: Int32Array;
-  readonly #pid: Int32Array;
-  readonly #cls: Uint16Array;
-  readonly #text: string[];
-  /** Full events decoded so far, by ring slot (undefined until asked for). */
-  readonly #decoded: (TraceEvent | undefined)[];
-  /** Events pushed in all: the next event's sequence number. */
+  #chunks: Chunk[] = [];
+  /** Sequence number of the first event of the first chunk. */
+  #first = 0;
+  /** Events pushed in all. */
   #total = 0;
   readonly #classes: EventClass[] = [];
   readonly #counters = new LiveWindow(0);
@@ -82,12 +107,6 @@ export class LiveColumns {
   constructor(capacity: number, decoder: JsonEventDecoder) {
     this.capacity = capacity;
     this.#decoder = decoder;
-    this.#ts = new BigUint64Array(capacity);
-    this.#cpu = new Int32Array(capacity);
-    this.#pid = new Int32Array(capacity);
-    this.#cls = new Uint16Array(capacity);
-    this.#text = new Array<string>(capacity);
-    this.#decoded = new Array<TraceEvent | undefined>(capacity);
   }
 
   /** The session's event classes (from the subscribe reply; for an older agent, those of the events so far). */
@@ -102,20 +121,26 @@ export class LiveColumns {
       // An agent older than protocol 3 sent no formats: the class is inferred from its first event.
       this.#classes.push(cls ?? this.#inferred(rows, this.#classes.length));
     }
-    const cap = this.capacity;
     const byCpu = new Map<number, Map<string, number>>();
+    let chunk = this.#chunks.at(-1);
     for (let i = 0; i < rows.ts.length; i++) {
-      const slot = this.#total++ % cap;
-      this.#ts[slot] = rows.ts[i]!;
-      this.#cpu[slot] = rows.cpu[i]!;
-      this.#pid[slot] = rows.pid[i]!;
-      this.#cls[slot] = rows.cls[i]!;
-      this.#text[slot] = rows.text[i]!;
-      this.#decoded[slot] = undefined;
+      if (chunk === undefined || chunk.length === CHUNK) this.#chunks.push((chunk = newChunk()));
+      const j = chunk.length++;
+      chunk.ts[j] = rows.ts[i]!;
+      chunk.cpu[j] = rows.cpu[i]!;
+      chunk.pid[j] = rows.pid[i]!;
+      chunk.cls[j] = rows.cls[i]!;
+      chunk.text[j] = rows.text[i]!;
       let types = byCpu.get(rows.cpu[i]!);
       if (types === undefined) byCpu.set(rows.cpu[i]!, (types = new Map()));
       const name = this.#classes[rows.cls[i]!]!.name;
       types.set(name, (types.get(name) ?? 0) + 1);
+    }
+    this.#total += rows.ts.length;
+    // Whole chunks older than the window leave (snapshots that hold them keep them).
+    while (this.#chunks.length > 1 && this.#total - (this.#first + CHUNK) >= this.capacity) {
+      this.#chunks.shift();
+      this.#first += CHUNK;
     }
     for (const [cpu, types] of byCpu) this.#counters.count(Math.max(0, cpu), types);
   }
@@ -129,45 +154,43 @@ export class LiveColumns {
     return this.#counters.stats();
   }
 
-  /** The ring now, oldest first; later pushes do not change it. */
+  /** The newest `capacity` events now, oldest first; later pushes do not change it. */
   snapshot(): EventStore {
-    const n = Math.min(this.#total, this.capacity);
-    const from = this.#total - n;
-    const cap = this.capacity;
-    const at = from % cap;
-    const copy = <T extends BigUint64Array | Int32Array | Uint16Array>(a: T, make: (n: number) => T): T => {
-      const out = make(n);
-      const head = a.subarray(at, Math.min(cap, at + n)) as T;
-      out.set(head as never);
-      if (head.length < n) out.set(a.subarray(0, n - head.length) as never, head.length);
-      return out;
-    };
-    const ts = copy(this.#ts, (k) => new BigUint64Array(k));
-    const cpu = copy(this.#cpu, (k) => new Int32Array(k));
-    const pid = copy(this.#pid, (k) => new Int32Array(k));
-    const cls = copy(this.#cls, (k) => new Uint16Array(k));
-    const text =
-      at + n <= cap ? this.#text.slice(at, at + n) : [...this.#text.slice(at), ...this.#text.slice(0, at + n - cap)];
+    const chunks = this.#chunks.slice();
+    const skip = Math.max(0, this.#total - this.capacity - this.#first);
+    const length = this.#total - this.#first - skip;
     const classes = this.#classes.slice();
-    return {
-      length: n,
-      tsNs: (i) => ts[i]!,
-      cpu: (i) => (cpu[i]! < 0 ? null : cpu[i]!),
-      pid: (i) => pid[i]!,
-      eventClass: (i) => classes[cls[i]!]!,
-      event: (i) => this.#event(from + i, text[i]!),
+    const decoder = this.#decoder;
+    const at = (i: number): [Chunk, number] => {
+      const k = skip + i;
+      return [chunks[k >> CHUNK_BITS]!, k & (CHUNK - 1)];
     };
-  }
-
-  /** Event number `seq`, from the ring's decoded copy while it is there. */
-  #event(seq: number, text: string): TraceEvent {
-    const inRing = seq >= this.#total - this.capacity;
-    const slot = seq % this.capacity;
-    const cached = inRing ? this.#decoded[slot] : undefined;
-    if (cached !== undefined) return cached;
-    const e = this.#decoder.decode(JSON.parse(text));
-    if (inRing) this.#decoded[slot] = e;
-    return e;
+    return {
+      length,
+      tsNs(i) {
+        const k = skip + i;
+        return chunks[k >> CHUNK_BITS]!.ts[k & (CHUNK - 1)]!;
+      },
+      cpu(i) {
+        const k = skip + i;
+        const cpu = chunks[k >> CHUNK_BITS]!.cpu[k & (CHUNK - 1)]!;
+        return cpu < 0 ? null : cpu;
+      },
+      pid(i) {
+        const k = skip + i;
+        return chunks[k >> CHUNK_BITS]!.pid[k & (CHUNK - 1)]!;
+      },
+      eventClass(i) {
+        const k = skip + i;
+        return classes[chunks[k >> CHUNK_BITS]!.cls[k & (CHUNK - 1)]!]!;
+      },
+      event(i) {
+        const [c, j] = at(i);
+        let e = c.decoded[j];
+        if (e === undefined) c.decoded[j] = e = decoder.decode(JSON.parse(c.text[j]!));
+        return e;
+      },
+    };
   }
 }
 
@@ -236,6 +259,7 @@ export function startAgentStream(setup: WorkerSetup, capacity: number): Promise<
         stream.received = m.received;
         stream.lost = m.lost;
         stream.onRows?.();
+        worker.postMessage('ack');
       } else if (m.kind === 'end') end(m.reason);
       else if (m.kind === 'error') {
         if (stream === undefined) reject(Object.assign(new Error(m.message), m.code ? { code: m.code } : {}));
