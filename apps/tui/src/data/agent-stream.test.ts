@@ -12,6 +12,11 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+function texts(each: readonly string[]): { text: string; ends: Uint32Array } {
+  let end = 0;
+  return { text: each.join(''), ends: Uint32Array.from(each, (t) => (end += t.length)) };
+}
+
 /** Events as the stream's reader thread posts them: columns, class ids by first appearance, the JSON text. */
 function rows(batch: readonly TraceEvent[], ids: Map<string, number>): StreamRows {
   const classes: string[] = [];
@@ -29,7 +34,7 @@ function rows(batch: readonly TraceEvent[], ids: Map<string, number>): StreamRow
     cpu: Int32Array.from(batch.map((e) => e.cpu ?? -1)),
     pid: Int32Array.from(batch.map(pidOf)),
     cls: Uint16Array.from(cls),
-    text: batch.map((e) => encodeJsonEvent(e).slice(0, -1)),
+    ...texts(batch.map((e) => encodeJsonEvent(e).slice(0, -1))),
     classes,
     tasks: [],
     received: 0,

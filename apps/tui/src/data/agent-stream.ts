@@ -48,7 +48,9 @@ export interface StreamRows {
   readonly pid: Int32Array;
   /** Class ids, numbered by first appearance; `classes` names those new in this batch. */
   readonly cls: Uint16Array;
-  readonly text: readonly string[];
+  /** The events' JSON texts, one after the other; `ends[i]` is where event i's ends (and event i+1's starts). */
+  readonly text: string;
+  readonly ends: Uint32Array;
   readonly classes: readonly string[];
   /** Task names that changed: [pid, comm]. */
   readonly tasks: readonly (readonly [number, string])[];
@@ -73,7 +75,10 @@ interface Chunk {
   readonly cpu: Int32Array;
   readonly pid: Int32Array;
   readonly cls: Uint16Array;
-  readonly text: string[];
+  /** Each event's text: the batch's string it is in, and where. */
+  readonly batch: string[];
+  readonly start: Uint32Array;
+  readonly end: Uint32Array;
   /** Full events decoded so far (undefined until a view asked for one). */
   readonly decoded: (TraceEvent | undefined)[];
   length: number;
@@ -84,7 +89,9 @@ const newChunk = (): Chunk => ({
   cpu: new Int32Array(CHUNK),
   pid: new Int32Array(CHUNK),
   cls: new Uint16Array(CHUNK),
-  text: new Array<string>(CHUNK),
+  batch: new Array<string>(CHUNK),
+  start: new Uint32Array(CHUNK),
+  end: new Uint32Array(CHUNK),
   decoded: new Array<TraceEvent | undefined>(CHUNK),
   length: 0,
 });
@@ -130,7 +137,9 @@ export class LiveColumns {
       chunk.cpu[j] = rows.cpu[i]!;
       chunk.pid[j] = rows.pid[i]!;
       chunk.cls[j] = rows.cls[i]!;
-      chunk.text[j] = rows.text[i]!;
+      chunk.batch[j] = rows.text;
+      chunk.start[j] = i === 0 ? 0 : rows.ends[i - 1]!;
+      chunk.end[j] = rows.ends[i]!;
       let types = byCpu.get(rows.cpu[i]!);
       if (types === undefined) byCpu.set(rows.cpu[i]!, (types = new Map()));
       const name = this.#classes[rows.cls[i]!]!.name;
@@ -147,7 +156,8 @@ export class LiveColumns {
 
   #inferred(rows: StreamRows, id: number): EventClass {
     const at = rows.cls.indexOf(id);
-    return this.#decoder.decode(JSON.parse(rows.text[at]!)).eventClass;
+    const text = rows.text.slice(at === 0 ? 0 : rows.ends[at - 1], rows.ends[at]);
+    return this.#decoder.decode(JSON.parse(text)).eventClass;
   }
 
   stats(): SourceStats {
@@ -187,7 +197,7 @@ export class LiveColumns {
       event(i) {
         const [c, j] = at(i);
         let e = c.decoded[j];
-        if (e === undefined) c.decoded[j] = e = decoder.decode(JSON.parse(c.text[j]!));
+        if (e === undefined) c.decoded[j] = e = decoder.decode(JSON.parse(c.batch[j]!.slice(c.start[j], c.end[j])));
         return e;
       },
     };
