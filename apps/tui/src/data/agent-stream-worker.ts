@@ -4,13 +4,11 @@
 // the socket from being read.
 import { parentPort, workerData } from 'node:worker_threads';
 import { connectAgent, subscribeResult } from '@evtrace/agent-protocol';
-import { createJsonEventEncoder, type EventClass, eventComm, LiveMerge } from '@evtrace/trace-format';
+import { type EventClass, encodeJsonEvent, eventComm, LiveMerge } from '@evtrace/trace-format';
 import type { StreamRow, StreamStart, WorkerMessage, WorkerSetup } from './agent-stream.ts';
 
 const setup = workerData as WorkerSetup;
 const post = (m: WorkerMessage, transfer: ArrayBuffer[] = []) => parentPort!.postMessage(m, transfer);
-// The event's own task name goes with it (no lookup: the agent named it when it sent it).
-const encode = createJsonEventEncoder();
 /** Batches posted and not yet taken by the drawing thread, at most. */
 const MAX_UNACKED = 4;
 /** Events merged but not posted, at most, while the drawing thread lags. */
@@ -97,7 +95,8 @@ async function follow(): Promise<void> {
           known.set(pid, comm);
           tasks.push([pid, comm]);
         }
-        const line = encode(e);
+        // The codec's inverse: the text decodes to this event again, its task's name the one the agent sent.
+        const line = encodeJsonEvent(e);
         run.push({ tsNs: e.tsNs, cpu: e.cpu ?? -1, pid, cls: id, text: line.slice(0, -1) });
         // Each message holds runs of one CPU's events, in order.
         if (i + 1 === events.length || events[i + 1]!.cpu !== e.cpu) {

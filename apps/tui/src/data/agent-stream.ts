@@ -221,8 +221,6 @@ export interface AgentStream {
   readonly tasks: ReadonlyMap<number, string>;
   /** Why the stream ended, once it has (an error's message for a failure). */
   readonly ended: string | undefined;
-  /** Called after each batch is in the window. */
-  onRows: (() => void) | undefined;
   /** Called once when the stream ends. */
   onEnd: ((reason: string) => void) | undefined;
   close(): Promise<void>;
@@ -253,7 +251,6 @@ export function startAgentStream(setup: WorkerSetup, capacity: number): Promise<
           lost: 0,
           tasks,
           ended: undefined,
-          onRows: undefined,
           onEnd: undefined,
           async close() {
             worker.postMessage('close');
@@ -268,7 +265,6 @@ export function startAgentStream(setup: WorkerSetup, capacity: number): Promise<
         for (const [pid, comm] of m.tasks) tasks.set(pid, comm);
         stream.received = m.received;
         stream.lost = m.lost;
-        stream.onRows?.();
         worker.postMessage('ack');
       } else if (m.kind === 'end') end(m.reason);
       else if (m.kind === 'error') {
