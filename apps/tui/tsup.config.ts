@@ -6,8 +6,13 @@ export default defineConfig(
     // Built-ins through process.getBuiltinModule (tooling/build/node-builtins.ts): each command starts sooner;
     // node:child_process (with its net and dgram) loads only when something is spawned.
     builtins: { lazy: ['node:child_process'] },
-    // The demo producer runs from dist as its own file (a worker thread).
-    entry: { index: 'src/index.ts', cli: 'src/cli.ts', 'demo-worker': 'src/data/demo-worker.ts' },
+    // The demo producer and the agent stream's reader run from dist as their own files (worker threads).
+    entry: {
+      index: 'src/index.ts',
+      cli: 'src/cli.ts',
+      'demo-worker': 'src/data/demo-worker.ts',
+      'agent-stream-worker': 'src/data/agent-stream-worker.ts',
+    },
     dts: { entry: 'src/index.ts' },
   }),
 );

@@ -1,16 +1,17 @@
 /**
- * The benchmark's paths users take, measured from outside: a live session of the real agent at a rate of events
- * through its socket into the built viewer in a pseudo-terminal (frames per second drawn, the viewer's memory over
- * time, events produced against events the viewer lost), and a large trace.dat (first frame, key to frame, memory).
+ * The benchmark's paths users take, measured from outside: a live kernel session of the real agent at a rate of
+ * events through its socket into the built viewer in a pseudo-terminal (frames per second drawn, the viewer's memory
+ * over time, events recorded against events the viewer received and lost), and a large trace.dat (first frame, key to
+ * frame, memory).
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { cpus } from 'node:os';
 import type { SessionStatus } from '@evtrace/agent-protocol';
+import { findTracefs } from '@evtrace/tracefs';
 import pty from '@lydell/node-pty';
 import { startTestAgent } from './testing/agent.ts';
 import { CLI } from './testing/pty.ts';
-import { Screen } from './testing/screen.ts';
+import { missedShown, receivedShown, Screen } from './testing/screen.ts';
 
 /** Resident memory of a process and its children, in MB. */
 export function rssMb(pid: number): number {
@@ -36,36 +37,76 @@ export function rssMb(pid: number): number {
 /** What {@link measureAgentLive} found. */
 export interface AgentLiveFigures {
   readonly askedPerSec: number;
+  /** Seconds the generator ran at the asked rate. */
   readonly seconds: number;
-  /** Events the session recorded while the viewer followed it, and per second. */
+  /** System calls the generator made, and per second. */
+  readonly generated: number;
+  readonly generatedPerSec: number;
+  /** Events the session recorded (its whole life: the viewer followed it from its first event). */
   readonly produced: number;
-  readonly producedPerSec: number;
-  /** Events the agent dropped from this viewer's queue because it read too slowly. */
-  readonly viewerLost: number;
-  /** Events the session itself lost (its buffers). */
+  /** Events the session itself lost (the kernel's buffers). */
   readonly sessionLost: number;
-  /**
-   * Pages the session's ring buffers reused before the agent's own reader had them (the agent's loop fell behind its
-   * source): their events reached no viewer and count in neither loss above.
-   */
-  readonly lappedPages: number;
+  /** Events the viewer received (its exit line). */
+  readonly received: number;
+  /** Events the agent dropped from this viewer's queue because it read too slowly. */
+  readonly queueLost: number;
+  /** Events the session recorded that the viewer neither received nor the agent counted lost. */
+  readonly viewerLost: number;
+  /** Events per second the viewer had received while the generator ran (its status bar, once a second). */
+  readonly receivedPerSec: number;
+  /** ms from the generator's end until the viewer's status bar accounted for every event the session recorded. */
+  readonly drainMs: number;
   /** Frames drawn per second: the median over the seconds of the run, and the lowest. */
   readonly fps: number;
   readonly fpsMin: number;
   /** The viewer's RSS after the first second and its highest. */
   readonly rssStart: number;
   readonly rssMax: number;
-  /** What the viewer's status bar said of the rate at the end. */
-  readonly shownRate: string;
 }
 
 /** The quiet between two bursts of output that makes them two frames, ms. */
 const FRAME_GAP_MS = 4;
 
 /**
- * A demo session of the real agent producing `perSec` events per second (over the agent's demo CPUs), followed by
- * the built evtrace-view (`--session`) in a pseudo-terminal for `seconds`. A frame is a burst of output after a
- * pause (Ink writes a frame in one go; FRAME_GAP_MS is the pause that separates two).
+ * A generator of `getppid` calls at `perSec` for `seconds`, once a line comes on its stdin: the only events of the
+ * kernel session below (filtered by its pid), so the session records nothing before the viewer follows it.
+ */
+const GENERATOR = `import os, sys, time
+rate, seconds = float(sys.argv[1]), float(sys.argv[2])
+sys.stdin.readline()
+t0 = time.monotonic()
+n = 0
+while True:
+    elapsed = time.monotonic() - t0
+    if elapsed >= seconds: break
+    due = int(rate * elapsed)
+    while n < due:
+        os.getppid()
+        n += 1
+    time.sleep(0.0005)
+print(n, flush=True)
+`;
+
+/**
+ * Why {@link measureAgentLive} cannot run here (it records a kernel session: root and tracefs), or undefined.
+ */
+export function agentLiveUnavailable(): string | undefined {
+  if (process.getuid?.() !== 0) return 'not root: kernel sessions need root';
+  try {
+    findTracefs();
+  } catch (error) {
+    return (error as Error).message;
+  }
+  if (spawnSync('python3', ['--version']).error !== undefined) return 'python3 (the generator) is not installed';
+  return undefined;
+}
+
+/**
+ * A kernel session of the real agent recording a generator's system calls at `perSec` for `seconds`, followed by
+ * the built evtrace-view (`--session`) in a pseudo-terminal from its first event to its last: what the viewer
+ * received (its exit line) against what the session recorded and what the agent's queue for the viewer dropped. A
+ * frame is a burst of output after a pause (Ink writes a frame in one go; FRAME_GAP_MS is the pause that separates
+ * two).
  */
 export async function measureAgentLive(
   dir: string,
@@ -73,19 +114,28 @@ export async function measureAgentLive(
   seconds: number,
   size: { cols: number; rows: number },
 ): Promise<AgentLiveFigures> {
-  const demoCpus = Math.min(cpus().length, 4);
-  const agent = await startTestAgent(dir, ['--demo-rate', String(Math.ceil(perSec / demoCpus))]);
+  const agent = await startTestAgent(dir);
+  const generator = spawn('python3', ['-c', GENERATOR, String(perSec), String(seconds)]);
+  let said = '';
+  generator.stdout.on('data', (d: Buffer) => {
+    said += d.toString();
+  });
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   try {
     await agent.evtrace([
       'session',
       'create',
       'bench',
       '--events',
-      'kmem:kmalloc,kmem:kfree',
+      'syscalls:sys_enter_getppid',
+      '--filter',
+      `common_pid == ${generator.pid}`,
       '--source',
-      'demo',
+      'kernel',
       '--mode',
-      'overwrite',
+      'discard',
+      '--buffer-size',
+      '8M',
     ]);
     await agent.evtrace(['session', 'start', 'bench']);
     const status = async () =>
@@ -97,51 +147,72 @@ export async function measureAgentLive(
       env: { ...(process.env as Record<string, string>), TERM: 'xterm-256color' },
     });
     const exited = new Promise<void>((r) => p.onExit(() => r()));
+    let output = '';
     let last = 0;
     let frames = 0;
     p.onData((d) => {
       screen.write(d);
+      output += d;
+      if (output.length > 1 << 16) output = output.slice(-(1 << 15));
       const now = performance.now();
       if (now - last >= FRAME_GAP_MS) frames++;
       last = now;
     });
-    // Until the first events are on screen.
-    for (let waited = 0; !/\d+\.\d{6}/.test(screen.text()); waited += 50) {
-      if (waited > 60_000) throw new Error(`no events on screen:\n${screen.text()}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const before = await status();
+    const until = async (ok: (text: string) => boolean, what: string) => {
+      for (let waited = 0; !ok(screen.text()); waited += 20) {
+        if (waited > 120_000) throw new Error(`${what} never showed:\n${screen.text()}`);
+        await sleep(20);
+      }
+    };
+    await until((t) => receivedShown(t) === 0, 'the session followed');
+    generator.stdin.write('go\n');
     const perSecond: number[] = [];
     const rss: number[] = [];
     const t0 = performance.now();
     for (let s = 0; s < seconds; s++) {
       const f0 = frames;
-      await new Promise((r) => setTimeout(r, 1000));
+      await sleep(1000);
       perSecond.push(frames - f0);
       rss.push(rssMb(p.pid));
     }
-    const elapsed = (performance.now() - t0) / 1000;
+    const receivedPerSec = receivedShown(screen.text()) / ((performance.now() - t0) / 1000);
+    while (!said.includes('\n')) await sleep(10);
+    const ended = performance.now();
+    const generated = Number(said.trim());
+    // Once the agent has read the generator's last event, the viewer is drained when it shows them all.
+    await sleep(100);
+    const recorded = (await status()).events;
+    await until((t) => receivedShown(t) + missedShown(t) >= recorded * 0.999, 'every event received or lost');
+    const drainMs = performance.now() - ended;
+    await agent.evtrace(['session', 'stop', 'bench']);
     const after = await status();
-    const shownRate = /([\d.]+[kM]?) ev\/s/.exec(screen.text())?.[1] ?? '?';
-    p.kill('SIGTERM');
+    await until((t) => t.includes('1 warning'), 'the end of the stream');
+    p.write('q');
     await exited;
+    const summary = /session bench: received (\d+) events, the agent's queue for this viewer lost (\d+)/.exec(output);
+    if (summary === null) throw new Error(`no exit line from the viewer:\n${output.slice(-2000)}`);
+    const received = Number(summary[1]);
+    const queueLost = Number(summary[2]);
     const sorted = perSecond.slice().sort((a, b) => a - b);
-    const produced = after.events - before.events;
     return {
       askedPerSec: perSec,
-      seconds: elapsed,
-      produced,
-      producedPerSec: produced / elapsed,
-      viewerLost: after.viewerLost - before.viewerLost,
-      sessionLost: after.lost - before.lost,
-      lappedPages: after.overwrittenPages - before.overwrittenPages,
+      seconds,
+      generated,
+      generatedPerSec: generated / seconds,
+      produced: after.events,
+      sessionLost: after.lost,
+      received,
+      queueLost,
+      viewerLost: after.events - received - queueLost,
+      receivedPerSec,
+      drainMs,
       fps: sorted[sorted.length >> 1] ?? 0,
       fpsMin: sorted[0] ?? 0,
       rssStart: rss[0] ?? 0,
       rssMax: Math.max(0, ...rss),
-      shownRate,
     };
   } finally {
+    generator.kill();
     await agent.stop();
   }
 }

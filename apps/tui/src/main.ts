@@ -69,6 +69,8 @@ export async function runViewer(argv: readonly string[], io: ViewerIO = processI
         return EXIT.ok;
       }
       await draw(source, io);
+      const summary = source.summary?.();
+      if (summary !== undefined) io.stderr.write(`evtrace-view: ${summary}\n`);
       return EXIT.ok;
     } finally {
       await source.close();

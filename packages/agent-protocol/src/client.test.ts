@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeJsonEvent, eventComm, parseFormatFile, type TraceEvent } from '@evtrace/trace-format';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { connectAgent, type SubscriptionItem } from './client.ts';
+import { connectAgent, type SubscriptionBatch, type SubscriptionItem } from './client.ts';
 import { ProtocolError } from './errors.ts';
 import { encodeLine, LineDecoder, MAX_REQUEST_BYTES } from './framing.ts';
 import type { Request } from './messages.ts';
@@ -214,6 +214,37 @@ describe('subscriptions of protocol 3', () => {
     expect(eventComm(events[0]!)).toBe('w');
     expect(items.map((i) => i.kind)).toEqual(['event', 'event', 'live', 'loss', 'event']);
     expect(sub.endReason).toBe('session stopped');
+    client.close();
+  });
+
+  it('give each message as one batch; a stream taken by batches cannot also be taken by events', async () => {
+    const path = join(dir, 'batches.sock');
+    // More messages than the client lets wait before it pauses the socket: they all come through, in order.
+    const messages = Array.from({ length: 40 }, (_, m) =>
+      eventsMessage(5, [json(event(2 * m)), json(event(2 * m + 1))]),
+    );
+    server = await peer(path, (r) => {
+      if (r.op !== 'subscribe') return undefined;
+      return [
+        encodeLine({ id: r.id, ok: true, result: subscribeResult(5, [kmalloc]) }),
+        ...messages,
+        lossMessage(5, 3, 3),
+        endMessage(5, 'session stopped'),
+      ].join('');
+    });
+    const client = await connectAgent(path);
+    const sub = await client.subscribe('s');
+    const batches: SubscriptionBatch[] = [];
+    for await (const b of sub.batches()) {
+      batches.push(b);
+      // A slow consumer: the backlog pauses reading and resumes it as it drains.
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    expect(batches.map((b) => b.kind)).toEqual([...messages.map(() => 'events'), 'loss']);
+    const events = batches.flatMap((b) => (b.kind === 'events' ? b.events : []));
+    expect(events.map((e) => e.tsNs)).toEqual(Array.from({ length: 80 }, (_, n) => BigInt(n)));
+    expect(batches.at(-1)).toEqual({ kind: 'loss', lost: 3, total: 3 });
+    expect(() => sub[Symbol.asyncIterator]()).toThrow(expect.objectContaining({ code: 'ERR_AGENT_ARGUMENT' }));
     client.close();
   });
 

@@ -40,6 +40,12 @@ export type SubscriptionItem =
   /** This viewer lost `lost` events (it read too slowly); `total` since it subscribed. */
   | { readonly kind: 'loss'; readonly lost: number; readonly total: number };
 
+/** What {@link Subscription.batches} yields: the events of one message together, or one of the other items. */
+export type SubscriptionBatch =
+  /** Events in time order per CPU, decoded as {@link SubscriptionItem}'s. */
+  | { readonly kind: 'events'; readonly events: readonly TraceEvent[] }
+  | Exclude<SubscriptionItem, { readonly kind: 'event' }>;
+
 /** A live view of a session. Iterate it once; it ends when the session stops or {@link close} is called. */
 export interface Subscription extends AsyncIterable<SubscriptionItem> {
   readonly stream: number;
@@ -50,6 +56,11 @@ export interface Subscription extends AsyncIterable<SubscriptionItem> {
   readonly eventClasses: readonly EventClass[];
   /** Why the stream ended, once it has. */
   readonly endReason: string | undefined;
+  /**
+   * The same stream a message at a time: each message's events in one array (a fast stream costs one step per
+   * message, not per event). Iterate either the subscription or this, once.
+   */
+  batches(): AsyncIterable<SubscriptionBatch>;
   /** Unsubscribes; the iteration ends. */
   close(): Promise<void>;
 }
@@ -92,15 +103,17 @@ export interface AgentClient {
   close(): void;
 }
 
-/** Stream lines a consumer may have waiting before the client stops reading the socket. */
-const HIGH_WATER = 64;
+/** Stream messages a consumer may have waiting before the client stops reading the socket. */
+const HIGH_WATER = 16;
 
 type Pending = { resolve(v: unknown): void; reject(e: ProtocolError): void; onResult?: (v: unknown) => void };
 
 class StreamQueue {
   readonly stream: number;
   endReason: string | undefined;
-  readonly #items: SubscriptionItem[] = [];
+  /** One entry per message: its events decoded together, so a consumer takes a message's events in one step. */
+  readonly #batches: SubscriptionBatch[] = [];
+  #head = 0;
   #wake: (() => void) | undefined;
   #ended = false;
   #failure: ProtocolError | undefined;
@@ -114,24 +127,27 @@ class StreamQueue {
     this.#paced = paced;
   }
 
+  /** Messages waiting for the consumer. */
   get backlog(): number {
-    return this.#items.length;
+    return this.#batches.length - this.#head;
   }
 
   /** Drops what is queued and everything but the end that follows (the consumer closed the subscription). */
   discard(): void {
     this.#discarding = true;
-    this.#items.length = 0;
+    this.#batches.length = 0;
+    this.#head = 0;
   }
 
   /** @throws TraceFormatError for an event its class does not describe. */
   push(m: StreamMessage): void {
     if (this.#discarding && m.kind !== 'end') return;
     if (m.kind === 'events') {
-      for (const [i, e] of m.events.entries())
-        this.#items.push({ kind: 'event', event: this.decoder.decode(e, `events[${i}]`) });
-    } else if (m.kind === 'live') this.#items.push({ kind: 'live' });
-    else if (m.kind === 'loss') this.#items.push({ kind: 'loss', lost: m.lost, total: m.total });
+      const events = new Array<TraceEvent>(m.events.length);
+      for (let i = 0; i < events.length; i++) events[i] = this.decoder.decode(m.events[i], `events[${i}]`);
+      this.#batches.push({ kind: 'events', events });
+    } else if (m.kind === 'live') this.#batches.push({ kind: 'live' });
+    else if (m.kind === 'loss') this.#batches.push({ kind: 'loss', lost: m.lost, total: m.total });
     else {
       this.endReason = m.reason;
       this.#ended = true;
@@ -145,12 +161,17 @@ class StreamQueue {
     this.#wake?.();
   }
 
-  async *items(): AsyncGenerator<SubscriptionItem> {
+  async *batches(): AsyncGenerator<SubscriptionBatch> {
     for (;;) {
-      const item = this.#items.shift();
-      if (item !== undefined) {
-        this.#paced(this.#items.length);
-        yield item;
+      if (this.#head < this.#batches.length) {
+        const batch = this.#batches[this.#head]!;
+        this.#batches[this.#head++] = undefined as never;
+        if (this.#head === this.#batches.length) {
+          this.#batches.length = 0;
+          this.#head = 0;
+        }
+        this.#paced(this.backlog);
+        yield batch;
         continue;
       }
       if (this.#ended) {
@@ -161,6 +182,18 @@ class StreamQueue {
         this.#wake = resolve;
       });
       this.#wake = undefined;
+    }
+  }
+
+  async *items(): AsyncGenerator<SubscriptionItem> {
+    for await (const batch of this.batches()) {
+      if (batch.kind !== 'events') yield batch;
+      else
+        for (const event of batch.events) {
+          // Closed meanwhile: the rest of the batch is dropped with the queue.
+          if (this.#discarding) return;
+          yield { kind: 'event', event };
+        }
     }
   }
 }
@@ -369,7 +402,11 @@ class Client implements AgentClient {
       throw refused;
     }
     const q = queue!;
-    const iterator = q.items();
+    // One iteration of the stream, by events or by batches; asking again for the same kind continues it.
+    let items: AsyncGenerator<SubscriptionItem> | undefined;
+    let batches: AsyncGenerator<SubscriptionBatch> | undefined;
+    const both = () =>
+      new ProtocolError('ERR_AGENT_ARGUMENT', `stream ${q.stream} is iterated already, by the other kind of step`);
     return {
       stream: result.stream,
       get eventClasses() {
@@ -378,7 +415,18 @@ class Client implements AgentClient {
       get endReason() {
         return q.endReason;
       },
-      [Symbol.asyncIterator]: () => iterator,
+      [Symbol.asyncIterator]: () => {
+        if (batches !== undefined) throw both();
+        items ??= q.items();
+        return items;
+      },
+      batches: () => ({
+        [Symbol.asyncIterator]: () => {
+          if (items !== undefined) throw both();
+          batches ??= q.batches();
+          return batches;
+        },
+      }),
       close: async () => {
         if (this.#closed !== undefined || !this.#streams.has(q.stream)) return;
         // The reply must get through even when this stream's backlog paused reading.

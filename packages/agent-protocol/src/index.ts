@@ -3,6 +3,7 @@ export {
   connectAgent,
   type SubscribeOptions,
   type Subscription,
+  type SubscriptionBatch,
   type SubscriptionItem,
 } from './client.ts';
 export {

@@ -20,8 +20,11 @@ export interface ViewerOutput {
 
 /** Bytes of event text (one per character of JSON) a viewer's queue holds at most. */
 export const MAX_VIEWER_QUEUE_BYTES = 16 << 20;
-/** Events sent per `events` message at most (keeps lines far below the 4 MiB protocol limit). */
-const BATCH = 256;
+/**
+ * Bytes of event text per `events` message: one message (one socket write, one line for the viewer to split) carries
+ * hundreds of events, and stays far below the 4 MiB protocol limit (an event longer than this goes alone).
+ */
+const BATCH_BYTES = 256 << 10;
 /** The queue entry that stands for the end of the recent window. */
 const LIVE = '';
 
@@ -84,10 +87,11 @@ export class Viewer {
         continue;
       }
       let end = this.#head;
-      const limit = Math.min(this.#queue.length, this.#head + BATCH);
-      while (end < limit && this.#queue[end] !== LIVE) end++;
+      let bytes = 0;
+      while (end < this.#queue.length && this.#queue[end] !== LIVE && (end === this.#head || bytes < BATCH_BYTES))
+        bytes += this.#queue[end++]!.length;
       const events = this.#queue.slice(this.#head, end);
-      for (const e of events) this.#bytes -= e.length;
+      this.#bytes -= bytes;
       this.#head = end;
       this.#out.write(eventsMessage(this.stream, events));
     }

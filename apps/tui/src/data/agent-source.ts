@@ -1,7 +1,7 @@
 /**
  * A session of the evtrace agent as a live source, through @evtrace/agent-protocol: the session's recent window
- * first, then live events, into the same bounded window the demo uses; the agent's per-CPU counters every second;
- * and the Sessions view's controls.
+ * first, then live events, read by a worker thread (agent-stream.ts) into a bounded window; the agent's per-CPU
+ * counters every second; and the Sessions view's controls.
  */
 import {
   type AgentClient,
@@ -9,13 +9,12 @@ import {
   defaultSocketPath,
   ProtocolError,
   type SessionStatus,
-  type Subscription,
 } from '@evtrace/agent-protocol';
-import { eventComm, LiveMerge, type TraceEvent } from '@evtrace/trace-format';
 import { ViewerError } from '../errors.ts';
+import { type AgentStream, startAgentStream } from './agent-stream.ts';
 import { BufferGaugeFeed, gaugeStats } from './buffer-gauges.ts';
-import { LiveWindow } from './live-window.ts';
 import type { SessionControl, SessionInfo, SourceStats, ViewerSource } from './source.ts';
+import { arrayStore } from './store.ts';
 import { lazySymbols } from './symbols.ts';
 
 /** Options of {@link attachAgent}. */
@@ -26,7 +25,7 @@ export interface AttachOptions {
   readonly session?: string;
   /** Events kept for the Events view. Default 100000. */
   readonly window?: number;
-  /** How often views are told about new events, in ms. Default 200. */
+  /** How often views are told about new events, in ms: the frame rate a live stream is drawn at. Default 66. */
   readonly refreshMs?: number;
 }
 
@@ -66,54 +65,43 @@ export async function attachAgent(options: AttachOptions = {}): Promise<ViewerSo
   }
 }
 
+/** How often the stream's reader thread hands over what it merged, ms. */
+const FLUSH_MS = 33;
+const EMPTY_STATS: SourceStats = { cpus: [], types: [], eventsPerSec: 0, lost: 0, total: 0 };
+
 async function followSession(
   client: AgentClient,
   socket: string,
   name: string | undefined,
   options: AttachOptions,
 ): Promise<ViewerSource> {
-  const window = new LiveWindow(options.window ?? 100_000);
   const timers: NodeJS.Timeout[] = [];
-  /** Task names as the agent sent them with the events: the last one per pid. */
-  const tasks = new Map<number, string>();
   const listeners = new Set<() => void>();
   const warnings: string[] = [];
   let status: SessionStatus | undefined;
-  let viewerLost = 0;
-  let subscription: Subscription | undefined;
+  let stream: AgentStream | undefined;
   const gauges = name !== undefined ? new BufferGaugeFeed(client, name) : undefined;
   gauges?.start();
   if (name !== undefined) {
-    // Asked before subscribing: once the recent window arrives, the client stops reading replies until the stream
-    // is consumed (its backlog pauses the socket), and the stream is consumed only below.
     status = await client.status(name);
-    // The agent sends each CPU's events in order; they are merged across CPUs at each refresh.
-    const merger = new LiveMerge<TraceEvent>({ cpus: status.cpus.map((c) => c.cpu) });
-    subscription = await client.subscribe(name, { queue: 100_000 });
-    const sub = subscription;
-    const flush = (all = false) => {
-      const ready = merger.take(all);
-      if (ready.length > 0) window.push(ready);
-    };
-    (async () => {
-      for await (const item of sub) {
-        if (item.kind === 'event') {
-          // Typed by the session's format files (the subscription decodes them): filters compile and print fmt
-          // prints as for a file.
-          const e = item.event;
-          const pid = e.scopes?.['event.context']?.common_pid;
-          const comm = eventComm(e);
-          if (typeof pid === 'number' && comm !== undefined) tasks.set(pid, comm);
-          merger.add(e.cpu ?? 0, [e]);
-        } else if (item.kind === 'loss') viewerLost = item.total;
-      }
-      flush(true);
-      warnings.push(`session ${name}: stream ended (${sub.endReason ?? 'closed'})`);
-    })().catch((e: Error) => warnings.push(`session ${name}: ${e.message}`));
-    const refresh = setInterval(() => {
-      flush();
+    // A worker thread reads the stream and merges the CPUs in time order: drawing never holds the socket up.
+    try {
+      stream = await startAgentStream(
+        { socket, session: name, queue: 100_000, cpus: status.cpus.map((c) => c.cpu), flushMs: FLUSH_MS },
+        options.window ?? 100_000,
+      );
+    } catch (error) {
+      gauges?.close();
+      throw new ViewerError('ERR_VIEW_AGENT', (error as Error).message, { cause: error });
+    }
+    stream.onEnd = (reason) => {
+      warnings.push(`session ${name}: stream ended (${reason})`);
       for (const l of listeners) l();
-    }, options.refreshMs ?? 200);
+    };
+    // Views are told at a steady frame rate, whatever the event rate.
+    const refresh = setInterval(() => {
+      for (const l of listeners) l();
+    }, options.refreshMs ?? 66);
     const poll = setInterval(() => {
       client.status(name).then(
         (s) => {
@@ -124,6 +112,7 @@ async function followSession(
     }, 1000);
     timers.push(refresh, poll);
   }
+  const empty = arrayStore([]);
   const control: SessionControl = {
     list: async () => (await client.list()).map(sessionInfo),
     async create(session, events) {
@@ -136,7 +125,7 @@ async function followSession(
     buffers: () => client.buffers(),
   };
   const stats = (): SourceStats => {
-    const s = window.stats();
+    const s = stream?.window.stats() ?? EMPTY_STATS;
     const agentCpus = new Map((status?.cpus ?? []).map((c) => [c.cpu, c]));
     return {
       ...s,
@@ -146,7 +135,8 @@ async function followSession(
         return a === undefined ? c : { ...c, events: a.events, lost: a.lost };
       }),
       lost: status?.lost ?? 0,
-      viewerLost,
+      viewerLost: stream?.lost ?? 0,
+      received: stream?.received ?? 0,
       total: status?.events ?? s.total,
       ...gaugeStats(gauges),
     };
@@ -157,11 +147,11 @@ async function followSession(
         ? `agent ${socket} (no session: create one in Sessions)`
         : `agent session ${name}${status?.demo ? ' (DEMO source)' : ''}`,
     live: true,
-    store: () => window.snapshot(),
-    eventClasses: () => [...(subscription?.eventClasses ?? [])],
+    store: () => stream?.window.snapshot() ?? empty,
+    eventClasses: () => [...(stream?.window.eventClasses ?? [])],
     stats,
     lost: () => stats().lost,
-    taskName: (pid) => tasks.get(pid),
+    taskName: (pid) => stream?.tasks.get(pid),
     // A kernel session records this machine: its kallsyms names the addresses (the demo's are synthetic).
     symbols: lazySymbols(() => undefined, status?.demo !== true),
     subscribe(listener) {
@@ -169,11 +159,15 @@ async function followSession(
       return () => listeners.delete(listener);
     },
     sessions: control,
+    summary: () =>
+      name === undefined
+        ? undefined
+        : `session ${name}: received ${stream?.received ?? 0} events, the agent's queue for this viewer lost ${stream?.lost ?? 0}`,
     warnings: () => warnings,
     async close() {
       for (const t of timers.splice(0)) clearInterval(t);
       gauges?.close();
-      await subscription?.close().catch(() => {});
+      await stream?.close();
       client.close();
     },
   };

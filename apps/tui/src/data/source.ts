@@ -69,6 +69,8 @@ export interface SourceStats {
   readonly lost: number;
   /** Events this viewer missed because it read a live stream too slowly (the source itself lost none of them). */
   readonly viewerLost?: number;
+  /** Events this viewer received from a live stream so far. */
+  readonly received?: number;
   /** Events seen in total (file: the trace's length). */
   readonly total: number;
   /** A live session's buffer gauges, once the agent sent them. */
@@ -125,5 +127,7 @@ export interface ViewerSource {
   readonly sessions?: SessionControl;
   /** Problems met while reading (corrupt pages skipped...). */
   warnings(): readonly string[];
+  /** What a live source received, printed when the viewer quits: one line, no newline. */
+  summary?(): string | undefined;
   close(): Promise<void>;
 }

@@ -215,3 +215,16 @@ export class Screen {
     }
   }
 }
+
+/** A count the status bar shows after `label` (`received 1.25M`), or -1 when it shows none. */
+function countShown(text: string, label: string): number {
+  const m = new RegExp(`${label} (\\d+(?:\\.\\d+)?)([kMG]?)`).exec(text);
+  if (m === null) return -1;
+  return Number(m[1]) * ({ '': 1, k: 1e3, M: 1e6, G: 1e9 } as const)[m[2] as '' | 'k' | 'M' | 'G'];
+}
+
+/** The status bar's count of events received from an agent session, or -1 before it shows one. */
+export const receivedShown = (text: string): number => countShown(text, 'received');
+
+/** The status bar's count of events the agent's queue dropped for this viewer (0 while it shows none). */
+export const missedShown = (text: string): number => Math.max(0, countShown(text, 'viewer missed'));

@@ -3,10 +3,10 @@
  * (global keys, then the view's; a view taking text gets every key but Ctrl-C); live refresh and pause.
  */
 import { Box, Text, useApp, useInput, useWindowSize } from 'ink';
-import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { type ComponentType, memo, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import type { ViewerSource } from '../data/source.ts';
 import type { EventStore } from '../data/store.ts';
-import type { ViewDefinition, ViewStatus } from '../views/registry.ts';
+import type { ViewDefinition, ViewProps, ViewStatus } from '../views/registry.ts';
 import { countText, fit } from './format.ts';
 import { KeyContext, type KeyHandler, type KeyPress, type KeyRouting, keyPresses } from './keys.ts';
 import { type Theme, ThemeContext, useColour } from './theme.ts';
@@ -75,6 +75,7 @@ function Frame({ source, views: allViews, size, onQuit }: AppProps) {
     [source],
   );
 
+  const drawnBy = useRef(new Map<string, { store: EventStore; tick: number }>());
   const handlers = useRef<{ handler: KeyHandler; textInput: boolean }[]>([]);
   const routing = useMemo<KeyRouting>(
     () => ({
@@ -161,6 +162,7 @@ function Frame({ source, views: allViews, size, onQuit }: AppProps) {
   const statusParts = [
     source.label,
     source.live ? `${countText(stats?.eventsPerSec ?? 0)} ev/s` : `${countText(store.length)} events`,
+    ...(stats?.received !== undefined ? [`received ${countText(stats.received)}`] : []),
     `lost ${countText(stats?.lost ?? source.lost())}`,
     ...(stats?.viewerLost ? [`viewer missed ${countText(stats.viewerLost)}`] : []),
     status.filter !== undefined
@@ -190,20 +192,27 @@ function Frame({ source, views: allViews, size, onQuit }: AppProps) {
           <HelpOverlay views={views} width={columns} height={bodyHeight} live={source.live} from={help} />
         ) : null}
         {/* Every view stays mounted (its place in the list, its filter) and only the current one is shown. */}
-        {views.map((v, i) => (
-          <Box key={v.title} display={help === undefined && i === viewIndex ? 'flex' : 'none'}>
-            <v.Component
-              source={source}
-              store={store}
-              tick={tick}
-              paused={paused}
-              active={help === undefined && i === viewIndex}
-              width={columns}
-              height={bodyHeight}
-              onStatus={i === 0 ? setStatus : ignoreStatus}
-            />
-          </Box>
-        ))}
+        {views.map((v, i) => {
+          const active = help === undefined && i === viewIndex;
+          // A hidden view keeps the events it last drew: a live refresh redraws only the view on screen.
+          let drawn = drawnBy.current.get(v.title);
+          if (active || drawn === undefined) drawnBy.current.set(v.title, (drawn = { store, tick }));
+          const View = memoized(v.Component);
+          return (
+            <Box key={v.title} display={active ? 'flex' : 'none'}>
+              <View
+                source={source}
+                store={drawn.store}
+                tick={drawn.tick}
+                paused={paused}
+                active={active}
+                width={columns}
+                height={bodyHeight}
+                onStatus={i === 0 ? setStatus : ignoreStatus}
+              />
+            </Box>
+          );
+        })}
         <Text color={colour('gray')} wrap="truncate">
           {fit(keys.map(([k, what]) => `${k} ${what}`).join('  '), columns)}
         </Text>
@@ -216,6 +225,14 @@ function Frame({ source, views: allViews, size, onQuit }: AppProps) {
 }
 
 const ignoreStatus = () => {};
+
+/** Each view's component, rendered again only when its props change (a hidden view's stay as it last drew). */
+const memos = new WeakMap<ComponentType<ViewProps>, ComponentType<ViewProps>>();
+function memoized(component: ComponentType<ViewProps>): ComponentType<ViewProps> {
+  let m = memos.get(component);
+  if (m === undefined) memos.set(component, (m = memo(component)));
+  return m;
+}
 
 function HelpOverlay(props: {
   views: readonly ViewDefinition[];
