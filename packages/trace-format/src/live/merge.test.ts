@@ -57,7 +57,25 @@ describe('LiveMerge', () => {
           expect(out).toEqual(fileOrder(perCpu));
         },
       ),
-      { numRuns: 300 },
+      {
+        numRuns: 300,
+        // Once found: CPU 0 at time 19 may deliver another item at 19, which goes before CPU 1's.
+        examples: [
+          [
+            [
+              [
+                { tsNs: 19n, cpu: 0, seq: 0 },
+                { tsNs: 19n, cpu: 0, seq: 1 },
+              ],
+              [{ tsNs: 19n, cpu: 1, seq: 0 }],
+            ],
+            [
+              { cpu: 0, n: 1, take: false },
+              { cpu: 1, n: 1, take: true },
+            ],
+          ],
+        ],
+      },
     );
   });
 

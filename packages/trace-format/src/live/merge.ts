@@ -75,21 +75,29 @@ export class LiveMerge<T extends Timed> {
     this.#pending += items.length;
   }
 
-  /** The time every CPU still waited for has reached; undefined while one of them has reached nothing yet. */
-  #mark(): bigint | undefined {
+  /**
+   * The time every CPU still waited for has reached, and the lowest CPU that has reached no further (it may deliver
+   * more items at that time, which go before higher CPUs' items at it); undefined while a CPU waited for has reached
+   * nothing yet.
+   */
+  #mark(): { readonly at: bigint; readonly tieCpu: number } | undefined {
     const now = this.#now();
     let mark: bigint | undefined;
+    let tieCpu = Number.POSITIVE_INFINITY;
     let newest: bigint | undefined;
-    let waited = false;
     for (const q of this.#queues) {
       if (q.reached !== undefined && (newest === undefined || q.reached > newest)) newest = q.reached;
       if (now - q.heard > this.#idleMs) continue;
       if (q.reached === undefined) return undefined;
-      waited = true;
-      if (mark === undefined || q.reached < mark) mark = q.reached;
+      // Queues are in CPU order: the first to reach the least time is the lowest CPU at it.
+      if (mark === undefined || q.reached < mark) {
+        mark = q.reached;
+        tieCpu = q.cpu;
+      }
     }
     // Every CPU idle: nothing is being waited for.
-    return waited ? mark : newest;
+    if (mark === undefined) return newest === undefined ? undefined : { at: newest, tieCpu: Number.POSITIVE_INFINITY };
+    return { at: mark, tieCpu };
   }
 
   /**
@@ -100,7 +108,9 @@ export class LiveMerge<T extends Timed> {
     if (this.#pending === 0) return [];
     const mark = all ? undefined : this.#mark();
     if (!all && mark === undefined) return [];
-    const ready = (q: CpuQueue<T>) => q.head < q.items.length && (all || q.items[q.head]!.tsNs <= mark!);
+    // An item before the mark is released; one at it only from a CPU no lower CPU may still put items before.
+    const passed = (ts: bigint, cpu: number) => all || ts < mark!.at || (ts === mark!.at && cpu <= mark!.tieCpu);
+    const ready = (q: CpuQueue<T>) => q.head < q.items.length && passed(q.items[q.head]!.tsNs, q.cpu);
     const out: T[] = [];
     // Runs from the CPU with the least head while it stays before every other CPU's head: interleaved CPUs cost
     // one scan per run, not per item.
@@ -124,7 +134,7 @@ export class LiveMerge<T extends Timed> {
       do out.push(items[i++]!);
       while (
         i < items.length &&
-        (all || items[i]!.tsNs <= mark!) &&
+        passed(items[i]!.tsNs, best.cpu) &&
         (bound === undefined || items[i]!.tsNs < bound || (items[i]!.tsNs === bound && best.cpu < boundCpu))
       );
       best.head = i;
