@@ -76,14 +76,17 @@ export interface SlicedRead {
 
 /** Records per slice: a slice's text is a few megabytes, so that threads seldom wait for one another. */
 const RECORDS_PER_SLICE = 32768;
-/** A recording smaller than this (in records, estimated from its pages) is read on one thread. */
+/** Fewest cores on which a large recording is shared between threads without being asked. */
+const AUTO_CORES = 4;
+/** A recording smaller than this (in records, estimated from its pages) is read on one thread unless asked. */
 const SMALLEST_SHARED = 1 << 18;
 /** Each worker's ring of text: what it may print ahead of the main thread's writing. */
 const RING_BYTES = 4 << 20;
 
 /**
  * How many threads to read `opened` (from `input`) with, and its slices; undefined to read it on this thread. `threads` is the
- * user's `--threads` (undefined: as many as there are cores, up to 4, for a recording large enough to gain).
+ * user's `--threads`. Undefined: one per core up to 4 on a machine of 4 cores or more, for a recording large enough to
+ * gain; on fewer cores the threads' own costs (each walks every page, has its own heap and collector) leave too little.
  */
 export function sliceReading(
   input: string,
@@ -94,7 +97,8 @@ export function sliceReading(
   // Standard input is read once, by this thread.
   if (input === '-' || options.threads === 1 || options.lenient || options.limited) return undefined;
   if (reader.kind === 'ctf' || reader.cpuPages === undefined) return undefined;
-  const count = options.threads ?? Math.min(4, availableParallelism());
+  const cores = availableParallelism();
+  const count = options.threads ?? (cores >= AUTO_CORES ? Math.min(4, cores) : 1);
   if (count < 2) return undefined;
   const slices = timeSlices(reader as FtraceReader, options.recordsPerSlice ?? RECORDS_PER_SLICE);
   if (slices === undefined) return undefined;

@@ -72,7 +72,7 @@ with --lenient every whole page before the damage is printed, per CPU, and the d
     .option('-n, --limit <n>', 'print only the first N events (after --filter)')
     .option(
       '--threads <n>',
-      'ftrace data: read on N threads, each printing its share of the time (1: this one only); default: one per core, up to 4, for recordings of 256 Ki records or more',
+      'ftrace data: read on N threads, each printing its share of the time (1: this one only); default: 1 below 4 cores, else one per core up to 4 for recordings of 256 Ki records or more',
     )
     .option('--live <session>', "a running agent session's events as they arrive, after its recent window (no INPUT)")
     .option('--socket <path>', "with --live: the agent's control socket")
