@@ -191,14 +191,14 @@ export function runEndToEndBenchmarks(): void {
       };
       for (const [what, peer, ours] of [
         ['`cat`', report, () => ['cat', dat]],
-        ['`cat --threads 1`', report, () => ['cat', '--threads', '1', dat]],
+        ['`cat --threads 2`', report, () => ['cat', '--threads', '2', dat]],
         ['`cat --json`', report, () => ['cat', '--json', dat]],
-        ['`cat --json --threads 1`', report, () => ['cat', '--json', '--threads', '1', dat]],
+        ['`cat --json --threads 2`', report, () => ['cat', '--json', '--threads', '2', dat]],
         ['`cat --filter "bytes_req > 256"`', filtered, () => ['cat', '--filter', 'bytes_req > 256', dat]],
         [
-          '`cat --filter "bytes_req > 256" --threads 1`',
+          '`cat --filter "bytes_req > 256" --threads 2`',
           filtered,
-          () => ['cat', '--filter', 'bytes_req > 256', '--threads', '1', dat],
+          () => ['cat', '--filter', 'bytes_req > 256', '--threads', '2', dat],
         ],
         ['`convert --to tracedat`', convert, (out: string) => ['convert', dat, '--to', 'tracedat', '-o', out]],
         ['`convert --to ctf`', report, (out: string) => ['convert', dat, '--to', 'ctf', '-o', out]],
