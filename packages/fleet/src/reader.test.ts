@@ -1,13 +1,18 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { connectFleet } from './connect.ts';
 import { FleetEventDecoder } from './display.ts';
+import { ENVELOPE_VERSION, encodeEnvelope } from './envelope.ts';
 import { eventFilter } from './filter.ts';
 import { FleetPublisher } from './publisher.ts';
-import { fleetErrors, fleetHosts, pullShot } from './reader.ts';
+import { fleetErrors, fleetHosts, pullShot, type ReadOptions, readChannel } from './reader.ts';
 import type { HardwareErrorRecord, ThresholdRecord } from './records.ts';
+import { ensureStream } from './stream.ts';
+import { type Channel, DEFAULT_STREAM, messageId, subjectOf } from './subjects.ts';
 import { NatsServer, natsServerAvailable } from './testing/nats-server.ts';
 
 const cleanups: (() => Promise<unknown> | unknown)[] = [];
@@ -75,6 +80,62 @@ describe.skipIf(!natsServerAvailable())('reading a fleet from a real nats-server
     cleanups.push(() => nc.close());
     return { dir, s, start, nc };
   }
+
+  /** Publishes one batch as an agent's spool does: its envelope, under the message id of its first record. */
+  async function publishBatch(nc: NatsConnection, host: string, channel: Channel, seq: number, n: number) {
+    const records = Array.from({ length: n }, (_, i) => JSON.stringify({ i: seq + i }));
+    const body = encodeEnvelope(
+      { v: ENVELOPE_VERSION, host, channel, seq, n, time: new Date().toISOString() },
+      records,
+    );
+    return jetstream(nc).publish(subjectOf(host, channel), body, { msgID: messageId(host, channel, seq) });
+  }
+  const seqsOf = async (nc: NatsConnection, channel: string, since: ReadOptions['since']) => {
+    const seqs: string[] = [];
+    for await (const r of readChannel(nc, channel, { since })) seqs.push(`${r.host}:${r.seq}`);
+    return seqs;
+  };
+
+  it('gives a batch the stream stored twice (a spool replayed after its duplicate window) once', async () => {
+    const { nc } = await setup();
+    await ensureStream(nc, { duplicateWindowMs: 300 });
+    const begun = new Date();
+    await publishBatch(nc, 'h1', 'events.demo', 1, 2);
+    await publishBatch(nc, 'h1', 'events.demo', 3, 2);
+    await publishBatch(nc, 'h2', 'events.demo', 1, 1);
+    // Within the window the stream drops the copy itself.
+    expect((await publishBatch(nc, 'h1', 'events.demo', 1, 2)).duplicate).toBe(true);
+    await new Promise((r) => setTimeout(r, 600));
+    // After it, the copy is stored: the reader leaves it out.
+    expect((await publishBatch(nc, 'h1', 'events.demo', 1, 2)).duplicate).toBe(false);
+    await publishBatch(nc, 'h1', 'events.demo', 5, 1);
+    const jsm = await jetstreamManager(nc);
+    expect((await jsm.streams.info(DEFAULT_STREAM)).state.messages).toBe(5);
+    const once = ['h1:1', 'h1:2', 'h1:3', 'h1:4', 'h2:1', 'h1:5'];
+    expect(await seqsOf(nc, 'events.>', 'all')).toEqual(once);
+    expect(await seqsOf(nc, 'events.>', begun)).toEqual(once);
+  });
+
+  it('from a time, ends at the last message that matched when it began, without waiting on later subjects', async () => {
+    const { nc } = await setup();
+    await ensureStream(nc);
+    await publishBatch(nc, 'h1', 'events.demo', 1, 3);
+    await new Promise((r) => setTimeout(r, 50));
+    const between = new Date();
+    await new Promise((r) => setTimeout(r, 50));
+    await publishBatch(nc, 'h1', 'mce', 1, 1);
+    await publishBatch(nc, 'h1', 'events.demo', 4, 1);
+    await publishBatch(nc, 'h1', 'mce', 2, 1);
+    const t0 = performance.now();
+    expect(await seqsOf(nc, 'events.>', between)).toEqual(['h1:4']);
+    expect(await seqsOf(nc, 'events.>', new Date(0))).toEqual(['h1:1', 'h1:2', 'h1:3', 'h1:4']);
+    // Nothing of the channel after the time: an empty answer at once (the mce messages after it do not match).
+    await new Promise((r) => setTimeout(r, 50));
+    const after = new Date();
+    await publishBatch(nc, 'h1', 'mce', 3, 1);
+    expect(await seqsOf(nc, 'events.>', after)).toEqual([]);
+    expect(performance.now() - t0).toBeLessThan(10_000);
+  });
 
   it('aggregates machine checks, memory errors and thresholds per host and DIMM', async () => {
     const { start, nc } = await setup();

@@ -153,13 +153,33 @@ export async function* readChannel(
 
 /**
  * {@link readChannel} message by message: a reader that handles records in bulk (`fleet tail`) makes no object per
- * record.
+ * record. Each host's records of a spooled channel come once: a batch whose records were all read before (a spool
+ * replayed after the stream's duplicate window, which the stream then stores again) is left out.
  */
 export async function* readBatches(
   nc: NatsConnection,
   channel: string,
   o: ReadOptions = {},
 ): AsyncGenerator<FleetBatch> {
+  // The last sequence number read per host and channel. Status is sent outside the spool, numbered anew at each
+  // start of its agent: it is not told apart here (readers take a host's latest).
+  const last = new Map<string, number>();
+  for await (const b of storedBatches(nc, channel, o)) {
+    if (b.channel === 'status') {
+      yield b;
+      continue;
+    }
+    const key = `${b.host}\0${b.channel}`;
+    const seen = last.get(key);
+    const end = b.seq + b.count - 1;
+    if (seen !== undefined && end <= seen) continue;
+    last.set(key, seen === undefined ? end : Math.max(seen, end));
+    yield b;
+  }
+}
+
+/** The messages of the channels matching `channel` as the stream holds them, duplicates included. */
+async function* storedBatches(nc: NatsConnection, channel: string, o: ReadOptions = {}): AsyncGenerator<FleetBatch> {
   const stream = o.stream ?? DEFAULT_STREAM;
   const filter = subjectFilter(o.host, channel);
   const since = o.since ?? 'new';
@@ -168,8 +188,22 @@ export async function* readBatches(
   const held = Object.values(info.state.subjects ?? {}).reduce((a, n) => a + n, 0);
   const after = since instanceof Date && new Date(info.state.last_ts).getTime() < since.getTime();
   if (o.follow !== true && (since === 'new' || held === 0 || after)) return;
-  // Without follow, reading ends at what the stream held when it began, however fast agents publish meanwhile.
+  // Without follow, reading ends at what the stream held when it began, however fast agents publish meanwhile: from
+  // the start, at the count of messages held; from a time, at the last message matching then (a consumer's pending
+  // count can be wrong for a while after a cluster moved the stream's leader, so neither trusts it).
   const last = info.state.last_seq;
+  const counted = since === 'all';
+  let lastMatching = 0;
+  if (o.follow !== true && since instanceof Date) {
+    let newest = 0;
+    for (const subject of Object.keys(info.state.subjects ?? {})) {
+      const m = await jsm.streams.getMessage(stream, { last_by_subj: subject }).catch(() => null);
+      if (m === null) continue;
+      lastMatching = Math.max(lastMatching, m.seq);
+      newest = Math.max(newest, m.time.getTime());
+    }
+    if (newest < since.getTime()) return;
+  }
   const options: Partial<OrderedConsumerOptions> = {
     filter_subjects: filter,
     deliver_policy: since === 'all' ? DeliverPolicy.All : since === 'new' ? DeliverPolicy.New : DeliverPolicy.StartTime,
@@ -182,9 +216,8 @@ export async function* readBatches(
   const stop = () => void messages.close();
   o.signal?.addEventListener('abort', stop, { once: true });
   if (o.follow !== true) {
-    // Without follow: ends at the end of what is stored. When nothing comes for a while, the server says whether
-    // anything matching is left (none after the time asked); a stall with messages pending (a cluster moving its
-    // leader) is waited out, and one that lasts is an error, never a silently short answer.
+    // Without follow: ends at the end of what was stored when reading began. A stall (a cluster moving its leader) is
+    // waited out, and one that lasts is an error, never a silently short answer.
     let idle: NodeJS.Timeout | undefined;
     let quiet = 0;
     let stalled: FleetError | undefined;
@@ -196,11 +229,10 @@ export async function* readBatches(
       quiet += IDLE_MS;
       consumer.info(false).then(
         (ci) => {
-          if (ci.num_pending === 0 && !counted) return stop();
           if (quiet >= STALL_MS) {
             stalled = new FleetError(
               'ERR_FLEET_STREAM',
-              `reading ${filter} from stream ${stream}: nothing arrived for ${STALL_MS / 1000} s while ${ci.num_pending} messages are pending`,
+              `reading ${filter} from stream ${stream}: nothing arrived for ${STALL_MS / 1000} s before the end of what it held when reading began (${ci.num_pending} messages pending)`,
             );
             return stop();
           }
@@ -209,9 +241,6 @@ export async function* readBatches(
         () => (quiet >= STALL_MS ? stop() : arm()),
       );
     };
-    // From the start, the number of messages is known and is what ends the reading: a consumer's pending count can
-    // be wrong for a while after a cluster moved the stream's leader.
-    const counted = since === 'all';
     let read = 0;
     arm();
     try {
@@ -221,7 +250,7 @@ export async function* readBatches(
         if (m.seq > last) break;
         yield batchOf(m);
         read++;
-        if (m.seq === last || (counted ? read >= held : m.info.pending === 0)) break;
+        if (m.seq === last || (counted ? read >= held : m.seq >= lastMatching)) break;
       }
       if (stalled !== undefined) throw stalled;
     } finally {
