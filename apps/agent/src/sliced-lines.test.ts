@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openTraceDat, sliceOf, writeTraceDatPages } from '@evtrace/trace-format';
@@ -7,6 +7,7 @@ import { findTracefs } from '@evtrace/tracefs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from './exit-codes.ts';
 import { printSliced, sliceReading } from './sliced-lines.ts';
+import { recordSystems } from './testing/kernel-recording.ts';
 import { run } from './testing/sample-traces.ts';
 import { openInput } from './trace-input.ts';
 
@@ -54,25 +55,12 @@ describe.skipIf(why !== undefined)(
     let unnamed = '';
     let slices = 0;
     beforeAll(async () => {
-      const tracefs = findTracefs();
-      const systems = ['kmem', 'sched', 'irq', 'timer', 'workqueue', 'task'].filter((s) =>
-        existsSync(join(tracefs, 'events', s)),
-      );
-      dat = join(mkdtempSync(join(tmpdir(), 'evtrace-sliced-')), 'systems.dat');
       // Tasks that come and go, rename themselves and sleep: sched_switch, fork, exec and rename events name them.
-      const load =
-        'for i in 1 2 3 4 5 6 7 8; do (printf w$i > /proc/self/comm; ls /proc/self > /dev/null; sleep 0.01); done';
-      const recorded = await run(
-        'record',
-        ...systems.flatMap((s) => ['-e', `${s}:*`]),
-        '-o',
-        dat,
-        '--',
-        'sh',
-        '-c',
-        load,
-      );
-      expect(recorded.code, recorded.stderr).toBe(ExitCode.Ok);
+      ({ dat } = await recordSystems(
+        ['kmem', 'sched', 'irq', 'timer', 'workqueue', 'task'],
+        'for i in 1 2 3 4 5 6 7 8; do (printf w$i > /proc/self/comm; ls /proc/self > /dev/null; sleep 0.01); done',
+        'evtrace-sliced-',
+      ));
       const copy = openTraceDat(dat).pagesInput();
       if (!('input' in copy)) throw new Error(copy.reason);
       const { cmdlines: _, ...input } = copy.input;

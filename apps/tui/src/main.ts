@@ -15,17 +15,14 @@ import { errorLine, ViewerError } from './errors.ts';
 import { runFleetView } from './fleet/run.ts';
 import { MANUAL } from './help.ts';
 import { liveToJsonLines, traceToJsonLines } from './jsonl.ts';
-import { guardTerminal } from './terminal.ts';
+import { drawFullScreen, type ScreenIO } from './terminal.ts';
 import { colourWanted } from './ui/theme.ts';
 
 /** Exit statuses, as the evtrace CLI's. */
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 
 /** Where the program reads and writes; tests pass their own. */
-export interface ViewerIO {
-  readonly stdin: NodeJS.ReadStream;
-  readonly stdout: NodeJS.WriteStream;
-  readonly stderr: NodeJS.WriteStream;
+export interface ViewerIO extends ScreenIO {
   readonly env: NodeJS.ProcessEnv;
 }
 
@@ -118,28 +115,8 @@ function terminalColour(env: NodeJS.ProcessEnv): boolean {
 /** Draws the viewer until the user quits. */
 async function draw(source: ViewerSource, io: ViewerIO): Promise<void> {
   const colour = terminalColour(io.env);
-  const [{ render }, { App }, { VIEWS }] = await Promise.all([
-    import('ink'),
-    import('./ui/app.tsx'),
-    import('./views/index.ts'),
-  ]);
-  const instance = render(createElement(App, { source, views: VIEWS, theme: { colour } }), {
-    stdin: io.stdin,
-    stdout: io.stdout,
-    stderr: io.stderr,
-    exitOnCtrlC: false,
-    patchConsole: false,
-    alternateScreen: true,
-    // Ink turns itself off in CI environments; a terminal is a terminal wherever it is.
-    interactive: true,
-    maxFps: 60,
-  });
-  const unguard = guardTerminal(io.stdout, () => instance.unmount());
-  try {
-    await instance.waitUntilExit();
-  } finally {
-    unguard();
-  }
+  const [{ App }, { VIEWS }] = await Promise.all([import('./ui/app.tsx'), import('./views/index.ts')]);
+  await drawFullScreen(createElement(App, { source, views: VIEWS, theme: { colour } }), io, 60);
 }
 
 function processIO(): ViewerIO {

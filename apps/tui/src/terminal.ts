@@ -2,6 +2,7 @@
  * Terminal manners Ink does not cover: the alternate screen and a visible cursor are restored however the process
  * ends (a crash, SIGTERM, SIGHUP), not only on a clean exit.
  */
+import type { ReactElement } from 'react';
 import { errorLine } from './errors.ts';
 
 const LEAVE_ALT_SCREEN = '\x1b[?1049l';
@@ -42,4 +43,36 @@ export function guardTerminal(stdout: NodeJS.WriteStream, onSignal: () => void):
     process.off('SIGHUP', signal);
     process.off('exit', restore);
   };
+}
+
+/** The streams a full-screen view draws on and reads keys from. */
+export interface ScreenIO {
+  readonly stdin: NodeJS.ReadStream;
+  readonly stdout: NodeJS.WriteStream;
+  readonly stderr: NodeJS.WriteStream;
+}
+
+/**
+ * Draws `element` with Ink on the alternate screen until it exits, at most `maxFps` frames a second; the terminal is
+ * restored however the process ends.
+ */
+export async function drawFullScreen(element: ReactElement, io: ScreenIO, maxFps: number): Promise<void> {
+  const { render } = await import('ink');
+  const instance = render(element, {
+    stdin: io.stdin,
+    stdout: io.stdout,
+    stderr: io.stderr,
+    exitOnCtrlC: false,
+    patchConsole: false,
+    alternateScreen: true,
+    // Ink turns itself off in CI environments; a terminal is a terminal wherever it is.
+    interactive: true,
+    maxFps,
+  });
+  const unguard = guardTerminal(io.stdout, () => instance.unmount());
+  try {
+    await instance.waitUntilExit();
+  } finally {
+    unguard();
+  }
 }

@@ -8,6 +8,7 @@ import { openTrace } from '@evtrace/trace-format';
 import { createInstance, findTracefs, record } from '@evtrace/tracefs';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
+import { recordSystems } from '../testing/kernel-recording.ts';
 import { run, sampleInputs } from '../testing/sample-traces.ts';
 import { expectValid } from '../testing/schemas.ts';
 
@@ -345,23 +346,11 @@ describe.skipIf(reportWhy !== undefined)(
   `evtrace cat on an evtrace recording against trace-cmd report${reportWhy ? ` (skipped: ${reportWhy})` : ''}`,
   () => {
     it('prints every line as trace-cmd report does, for kmem, sched, irq, timer, workqueue, syscalls, tlb and rcu events', async () => {
-      const tracefs = findTracefs();
-      const systems = ['kmem', 'sched', 'irq', 'timer', 'workqueue', 'syscalls', 'tlb', 'rcu'].filter((s) =>
-        existsSync(join(tracefs, 'events', s)),
+      const { dat, systems } = await recordSystems(
+        ['kmem', 'sched', 'irq', 'timer', 'workqueue', 'syscalls', 'tlb', 'rcu'],
+        'for i in 1 2 3 4 5; do ls /proc/self > /dev/null; done; sleep 0.2',
+        'evtrace-cat-report-',
       );
-      const dat = join(mkdtempSync(join(tmpdir(), 'evtrace-cat-report-')), 'systems.dat');
-      const load = 'for i in 1 2 3 4 5; do ls /proc/self > /dev/null; done; sleep 0.2';
-      const recorded = await run(
-        'record',
-        ...systems.flatMap((s) => ['-e', `${s}:*`]),
-        '-o',
-        dat,
-        '--',
-        'sh',
-        '-c',
-        load,
-      );
-      expect(recorded.code, recorded.stderr).toBe(ExitCode.Ok);
       const cat = await run('cat', dat);
       expect(cat.code, cat.stderr).toBe(ExitCode.Ok);
       const ours = cat.stdout.trimEnd().split('\n');

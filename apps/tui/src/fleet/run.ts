@@ -13,14 +13,11 @@ import {
   tailEvents,
 } from '@evtrace/fleet';
 import { createElement } from 'react';
-import { guardTerminal } from '../terminal.ts';
+import { drawFullScreen, type ScreenIO } from '../terminal.ts';
 import { FleetFeed } from './feed.ts';
 
 /** Where the fleet view reads and writes (evtrace-view's own streams). */
-export interface FleetIO {
-  readonly stdin: NodeJS.ReadStream;
-  readonly stdout: NodeJS.WriteStream;
-  readonly stderr: NodeJS.WriteStream;
+export interface FleetIO extends ScreenIO {
   readonly env: NodeJS.ProcessEnv;
 }
 
@@ -80,26 +77,7 @@ async function writeJsonLines(
 }
 
 async function draw(feed: FleetFeed, io: FleetIO, o: { url: string; stream: string; colour: boolean }): Promise<void> {
-  const [{ render }, { FleetApp }, { ThemeContext }] = await Promise.all([
-    import('ink'),
-    import('./fleet-app.tsx'),
-    import('../ui/theme.ts'),
-  ]);
+  const [{ FleetApp }, { ThemeContext }] = await Promise.all([import('./fleet-app.tsx'), import('../ui/theme.ts')]);
   const app = createElement(FleetApp, { feed, url: o.url, stream: o.stream });
-  const instance = render(createElement(ThemeContext.Provider, { value: { colour: o.colour } }, app), {
-    stdin: io.stdin,
-    stdout: io.stdout,
-    stderr: io.stderr,
-    exitOnCtrlC: false,
-    patchConsole: false,
-    alternateScreen: true,
-    interactive: true,
-    maxFps: 30,
-  });
-  const unguard = guardTerminal(io.stdout, () => instance.unmount());
-  try {
-    await instance.waitUntilExit();
-  } finally {
-    unguard();
-  }
+  await drawFullScreen(createElement(ThemeContext.Provider, { value: { colour: o.colour } }, app), io, 30);
 }
