@@ -1,7 +1,7 @@
 /**
  * A worker thread of {@link printSliced}: opens the input itself, decodes and prints the events of its share of the
- * time slices (text or JSON lines), and posts the text as UTF-8, slice by slice, holding back while the main thread
- * has more than its quota of this thread's text still to write.
+ * time slices (text or JSON lines), and posts the text as UTF-8 in its ring, slice by slice, waiting while the ring
+ * is full of text the main thread has not written yet.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { codeOf } from '@evtrace/errors';

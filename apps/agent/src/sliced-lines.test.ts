@@ -42,7 +42,7 @@ async function sliced(
   );
   return {
     text: Buffer.concat(parts).toString('utf8'),
-    ...(read.failure !== undefined ? { failure: `${read.failure.code}: ${read.failure.message}` } : {}),
+    ...(read.failure !== undefined ? { failure: String(read.failure) } : {}),
     notes: read.notes,
   };
 }
@@ -109,6 +109,19 @@ describe.skipIf(why !== undefined)(
       const named = one.stdout.split('\n').filter((l) => /^\s*[^<\s][^\s]*-\d+ /.test(l) && !/^\s*<idle>-0 /.test(l));
       expect(named.length).toBeGreaterThan(10);
       for (const threads of [2, 3]) expect((await sliced(unnamed, threads, 64)).text === one.stdout).toBe(true);
+    }, 60_000);
+
+    it('a failed write stops the threads and is the answer, not a hang', async () => {
+      const opened = openInput(dat, {});
+      const plan = sliceReading(dat, opened, { threads: 2, limited: false, recordsPerSlice: 64 })!;
+      let written = 0;
+      const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+      const read = await printSliced(dat, { json: false }, plan, (bytes) => {
+        if (written > 100_000) throw full;
+        written += bytes.length;
+      });
+      expect(read.failure).toBe(full);
+      expect(written).toBeGreaterThan(100_000);
     }, 60_000);
 
     it('through the CLI: --threads 2 prints the same, and refuses a bad count', async () => {

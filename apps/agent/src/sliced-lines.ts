@@ -71,7 +71,8 @@ export type SliceMessage =
 export interface SlicedRead {
   readonly warnings: readonly string[];
   readonly notes: readonly string[];
-  readonly failure?: CliExit;
+  /** A thread's error (as a {@link CliExit}), or the output's (a failed write). */
+  readonly failure?: unknown;
 }
 
 /** Records per slice: a slice's text is a few megabytes, so that threads seldom wait for one another. */
@@ -137,12 +138,14 @@ export function printSliced(
   /** Per worker: the slice it is on (it prints nothing more before it), or Infinity once it has ended. */
   const at = new Array<number>(count).fill(-1);
   let result: { warnings: readonly string[]; notes: readonly string[] } | undefined;
-  let failure: CliExit | undefined;
+  let failure: unknown;
+  /** The output failed: nothing more is written. */
+  let stopped = false;
   const { json, ...open } = options;
   return new Promise((resolve) => {
     const workers: Worker[] = [];
     const drain = () => {
-      for (;;) {
+      while (!stopped) {
         // The earliest slice queued is written once every other thread has moved past it.
         let best = -1;
         for (let i = 0; i < count; i++) {
@@ -153,7 +156,17 @@ export function printSliced(
         const head = queues[best]![0]!;
         for (let i = 0; i < count; i++) if (i !== best && at[i]! < head.slice) return;
         queues[best]!.shift();
-        write(views[best]!.subarray(head.at, head.at + head.length));
+        try {
+          write(views[best]!.subarray(head.at, head.at + head.length));
+        } catch (error) {
+          // The output failed (a full disk): nothing more can be written, and the threads waiting for room in
+          // their rings are stopped.
+          failure ??= error;
+          stopped = true;
+          for (const q of queues) q.length = 0;
+          for (const w of workers) void w.terminate();
+          return;
+        }
         Atomics.sub(owed, best, head.span);
         Atomics.notify(owed, best);
       }
@@ -181,8 +194,9 @@ export function printSliced(
       workers.push(worker);
       let finished = false;
       worker.on('message', (m: SliceMessage) => {
-        if (m.kind === 'text') queues[index]!.push(m);
-        else if (m.kind === 'progress') at[index] = m.slice;
+        if (m.kind === 'text') {
+          if (!stopped) queues[index]!.push(m);
+        } else if (m.kind === 'progress') at[index] = m.slice;
         else {
           finished = true;
           if (index === 0 || m.kind === 'failed') result ??= { warnings: m.warnings, notes: m.notes };

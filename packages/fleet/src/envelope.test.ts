@@ -88,7 +88,16 @@ describe('envelope', () => {
           }
         },
       ),
-      { numRuns: 500 },
+      {
+        numRuns: 500,
+        // Once found: records whose first character is not one byte, or empty lines, which the byte and text paths
+        // cut apart.
+        examples: [
+          [1, [], undefined, Uint8Array.from([0, 194, 128])],
+          [1, [], undefined, Uint8Array.from([194, 128])],
+          [2, [], undefined, Uint8Array.from([10])],
+        ],
+      },
     );
   });
 });

@@ -126,12 +126,16 @@ export function stampedLines(
     for (let k = 0; k < seq.length; k++) out[o++] = seq.charCodeAt(k);
     out.set(after, o);
     o += after.length;
-    // A record is an object: `{}` gets no comma, any other its members after one.
-    if (e - p <= 2) out[o++] = CLOSE;
+    // A record is an object: `{}` gets no comma, any other its members after one (the same rule as stamper's, byte
+    // for byte, whatever a foreign record holds).
+    if (e - p === 2 && src[p] === OPEN && src[p + 1] === CLOSE) out[o++] = CLOSE;
     else {
       out[o++] = COMMA;
-      out.set(body.subarray(p + 1, e), o);
-      o += e - p - 1;
+      // All but the record's first character (an object's `{`: one byte, the UTF-8 length of another); an empty line
+      // has none.
+      const from = Math.min(e, p + utf8Length(src[p] ?? 0));
+      out.set(body.subarray(from, e), o);
+      o += e - from;
     }
     out[o++] = NEWLINE;
     p = e + 1;
@@ -144,8 +148,12 @@ export function stampedLines(
   return out.subarray(0, o);
 }
 
+/** Bytes of the UTF-8 character whose first byte is `b` (in text already checked to be UTF-8). */
+const utf8Length = (b: number): number => (b < 0xc0 ? 1 : b < 0xe0 ? 2 : b < 0xf0 ? 3 : 4);
+
 const NEWLINE = 0x0a;
 const COMMA = 0x2c;
+const OPEN = 0x7b;
 const CLOSE = 0x7d;
 
 /**
@@ -160,5 +168,9 @@ export function stamped(record: string, host: string, seq: number, session?: str
 export function stamper(host: string, session?: string): (record: string, seq: number) => string {
   const head = `{"host":${JSON.stringify(host)},"seq":`;
   const after = session === undefined ? '' : `,"session":${JSON.stringify(session)}`;
-  return (record, seq) => (record.length <= 2 ? `${head}${seq}${after}}` : `${head}${seq}${after},${record.slice(1)}`);
+  // The record's first character (an object's `{`, whatever a foreign record starts with) gives way to the stamp.
+  return (record, seq) =>
+    record === '{}'
+      ? `${head}${seq}${after}}`
+      : `${head}${seq}${after},${record.slice((record.codePointAt(0) ?? 0) > 0xffff ? 2 : 1)}`;
 }
