@@ -153,7 +153,9 @@ async function followSession(
     lost: () => stats().lost,
     taskName: (pid) => stream?.tasks.get(pid),
     // A kernel session records this machine: its kallsyms names the addresses (the demo's are synthetic).
-    symbols: lazySymbols(() => undefined, status?.demo !== true),
+    // /proc/kallsyms read at once in the background: the kernel takes a while to write it, which the first row
+    // naming a symbol would otherwise wait for on the drawing thread.
+    symbols: lazySymbols(() => undefined, status?.demo !== true, true),
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
