@@ -45,7 +45,7 @@ function send(): void {
   head += length;
 }
 
-const slices = { startNs: BigInt(job.slices.startNs), widthNs: BigInt(job.slices.widthNs), pageBytes: 0 };
+const slices = { startNs: BigInt(job.slices.startNs), widthNs: BigInt(job.slices.widthNs), records: 0 };
 let opened: ReturnType<typeof openInput> | undefined;
 try {
   opened = openInput(job.input, {

@@ -103,7 +103,7 @@ export function sliceReading(
   if (count < 2) return undefined;
   const slices = timeSlices(reader as FtraceReader, options.recordsPerSlice ?? RECORDS_PER_SLICE);
   if (slices === undefined) return undefined;
-  if (options.threads === undefined && slices.pageBytes / 48 < SMALLEST_SHARED) return undefined;
+  if (options.threads === undefined && slices.records < SMALLEST_SHARED) return undefined;
   return { count, slices, traceDat: reader.kind === 'tracedat' };
 }
 

@@ -13,8 +13,8 @@ import type { FtraceReader } from './raw-dir.ts';
 export interface TimeSlices {
   readonly startNs: bigint;
   readonly widthNs: bigint;
-  /** Bytes of pages the recording holds: what an estimate of its events starts from. */
-  readonly pageBytes: number;
+  /** Records the recording holds, estimated from its bytes of pages. */
+  readonly records: number;
 }
 
 /** An ftrace record with its header takes about this many bytes of a page (kmem, sched and irq events). */
@@ -39,9 +39,10 @@ export function timeSlices(reader: FtraceReader, recordsPerSlice = 32768): TimeS
     if (last === undefined || ends.last > last) last = ends.last;
   }
   if (first === undefined || last === undefined) return undefined;
-  const slices = BigInt(Math.max(1, Math.round(pageBytes / BYTES_PER_RECORD / recordsPerSlice)));
+  const records = Math.round(pageBytes / BYTES_PER_RECORD);
+  const slices = BigInt(Math.max(1, Math.round(records / recordsPerSlice)));
   const span = last - first + 1n;
-  return { startNs: first, widthNs: span / slices > 0n ? span / slices : 1n, pageBytes };
+  return { startNs: first, widthNs: span / slices > 0n ? span / slices : 1n, records };
 }
 
 /** The slice `tsNs` falls in (slice 0 takes every time before the start). */
