@@ -96,7 +96,8 @@ describe.each([
     // The detail pane: every field with its C type, addresses in hex with their symbol.
     const kmalloc = cat.findIndex((c) => c.event === 'kmalloc');
     v.type(`${'j'.repeat(kmalloc)}\r`);
-    const detail = await v.waitFor('Esc closes');
+    // The pane's frame, once its fields are drawn (its title may come a frame before them on a loaded machine).
+    const detail = await v.waitFor((t) => t.includes('Esc closes') && /\n {2}bytes_req /.test(t));
     expect(detail).toMatch(
       /\n {2}call_site +unsigned long +0xffffffff[0-9a-f]+ (entry_syscall|do_work|helper_fn|leave_fn)\+0x/,
     );
