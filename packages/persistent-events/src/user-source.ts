@@ -41,7 +41,8 @@ print fmt: "type=%u length=%u payload=%s", REC->type, REC->length, __print_hex(_
 const FLUSH_MS = 250;
 /**
  * Following copies the whole buffer (a snapshot: the only read that never disturbs the writer), so a buffer is
- * looked at no more often than copying it costs 32 MiB a second: every 25 ms up to 800 KiB, every 2 s at most.
+ * looked at no more often than copying it costs COPY_BYTES_PER_MS, within MIN_POLL_MS and MAX_POLL_MS: a small
+ * buffer often, a large one seldom.
  */
 const COPY_BYTES_PER_MS = 32 * 1024;
 const MIN_POLL_MS = 25;

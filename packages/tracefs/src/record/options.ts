@@ -47,13 +47,13 @@ export interface RecordOptions {
   readonly threads?: 'per-cpu' | 'single';
   /**
    * How the single reader sleeps between passes. `event-loop` (default): on a timer, so the calling thread keeps
-   * serving its other work. `blocking`: in `Atomics.wait` on the calling thread, returning to the event loop every
-   * 100 ms so that signals, child exits and the abort signal are still seen (that late at most). A
+   * serving its other work. `blocking`: in `Atomics.wait` on the calling thread, returning to the event loop at
+   * least every YIELD_MS (readers.ts) so that signals, child exits and the abort signal are still seen. A
    * futex wake-up costs less than a timer's under load, so a program with nothing else to do on that thread (the
    * `evtrace record` command) records for less CPU (figures: the README's benchmark section). Where
-   * poll(2) can be called, `blocking` waits in it instead: the kernel wakes the reader when a CPU's buffer is 18%
-   * full (the instance's `buffer_percent`), so an idle recording wakes ten times a second, not fifty, and a
-   * burst is read at once rather than at the next timer.
+   * poll(2) can be called, `blocking` waits in it instead: the kernel wakes the reader when a CPU's buffer reaches
+   * the instance's `buffer_percent` (WAKE_PERCENT, pipe-wait.ts), so an idle recording wakes only to turn to the
+   * event loop, and a burst is read at once rather than at the next timer.
    */
   readonly sleep?: 'event-loop' | 'blocking';
   /** Called once tracing is on, before the reader raises its priority (so a workload started here keeps its own). */
