@@ -3,25 +3,14 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openTraceDat, sliceOf, writeTraceDatPages } from '@evtrace/trace-format';
-import { findTracefs } from '@evtrace/tracefs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from './exit-codes.ts';
 import { printSliced, sliceReading } from './sliced-lines.ts';
-import { recordSystems } from './testing/kernel-recording.ts';
+import { kernelAccess, recordSystems } from './testing/kernel-recording.ts';
 import { run } from './testing/sample-traces.ts';
 import { openInput } from './trace-input.ts';
 
-const why =
-  process.getuid?.() !== 0
-    ? 'needs root to record the kernel'
-    : (() => {
-        try {
-          findTracefs();
-          return undefined;
-        } catch {
-          return 'no tracefs';
-        }
-      })();
+const why = kernelAccess('not root: recording needs root').why || undefined;
 
 /** `cat` on `threads` threads with slices of about `records` records, as text. */
 async function sliced(

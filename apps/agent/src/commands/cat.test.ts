@@ -8,7 +8,7 @@ import { openTrace } from '@evtrace/trace-format';
 import { createInstance, findTracefs, record } from '@evtrace/tracefs';
 import { describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
-import { recordSystems } from '../testing/kernel-recording.ts';
+import { kernelAccess, recordSystems } from '../testing/kernel-recording.ts';
 import { run, sampleInputs } from '../testing/sample-traces.ts';
 import { expectValid } from '../testing/schemas.ts';
 
@@ -167,17 +167,7 @@ describe.skipIf(!existsSync(FIXTURES))(
   },
 );
 
-function tracefsWhy(): string | undefined {
-  if (process.getuid?.() !== 0) return 'not root: recording needs root';
-  try {
-    findTracefs();
-    return undefined;
-  } catch (error) {
-    return (error as Error).message;
-  }
-}
-
-const recordWhy = tracefsWhy();
+const recordWhy = kernelAccess('not root: recording needs root').why || undefined;
 
 describe.skipIf(recordWhy !== undefined)(
   `--filter COMM over a recording${recordWhy ? ` (skipped: ${recordWhy})` : ''}`,

@@ -8,10 +8,10 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventClassSchema, openTrace } from '@evtrace/trace-format';
-import { findTracefs } from '@evtrace/tracefs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { CLI, cli, startAgent, workDir } from '../testing/agent-daemon.ts';
+import { kernelAccess } from '../testing/kernel-recording.ts';
 import { run } from '../testing/sample-traces.ts';
 import { expectValid, expectValidAgainst } from '../testing/schemas.ts';
 
@@ -20,12 +20,7 @@ const has = (tool: string) => spawnSync('sh', ['-c', `command -v ${tool}`]).stat
 function kernelWhy(): string {
   if (process.getuid?.() !== 0) return 'not root: recording needs root';
   if (!has('trace-cmd')) return 'trace-cmd is not installed (apt-get install trace-cmd)';
-  try {
-    findTracefs();
-  } catch (error) {
-    return (error as Error).message;
-  }
-  return '';
+  return kernelAccess('').why;
 }
 
 const dir = workDir('evtrace-json-');

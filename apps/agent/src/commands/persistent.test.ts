@@ -3,10 +3,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Snapshot } from '@evtrace/ringbuf';
-import { findTracefs } from '@evtrace/tracefs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
 import { runCli } from '../program.ts';
+import { kernelAccess } from '../testing/kernel-recording.ts';
 import { expectValid } from '../testing/schemas.ts';
 
 async function run(...args: string[]) {
@@ -150,16 +150,7 @@ describe('evtrace persistent (user-space buffers)', () => {
   });
 });
 
-function tracefsWhy(): string {
-  if (process.getuid?.() !== 0) return 'not root: tracefs instances need root';
-  try {
-    findTracefs();
-    return '';
-  } catch (error) {
-    return (error as Error).message;
-  }
-}
-const why = tracefsWhy();
+const { why } = kernelAccess('not root: tracefs instances need root');
 
 describe.skipIf(why !== '')(`evtrace persistent --kernel${why ? ` (skipped: ${why})` : ''}`, () => {
   it('creates a tracefs instance that ls lists and cat prints, and rm removes', async () => {

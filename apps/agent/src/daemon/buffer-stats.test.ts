@@ -7,19 +7,12 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type AgentClient, type BufferStats, checkBufferStats } from '@evtrace/agent-protocol';
-import { findTracefs, parseCpuStats } from '@evtrace/tracefs';
+import { parseCpuStats } from '@evtrace/tracefs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
+import { kernelAccess } from '../testing/kernel-recording.ts';
 
-const root = process.getuid?.() === 0;
-let tracefs: string | undefined;
-let why = '';
-try {
-  if (!root) why = 'not root: kernel sessions need root';
-  else tracefs = findTracefs();
-} catch (error) {
-  why = (error as Error).message;
-}
+const { tracefs, why } = kernelAccess('not root: kernel sessions need root');
 
 let dir: string;
 let agent: RunningAgent;

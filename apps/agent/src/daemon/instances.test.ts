@@ -7,19 +7,13 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionStatus } from '@evtrace/agent-protocol';
-import { findTracefs, instanceOwner, listInstances } from '@evtrace/tracefs';
+import { instanceOwner, listInstances } from '@evtrace/tracefs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cli, eventually, type RunningAgent, startAgent, workDir } from '../testing/agent-daemon.ts';
+import { kernelAccess } from '../testing/kernel-recording.ts';
 
-const root = process.getuid?.() === 0;
-let tracefs: string | undefined;
-let why = '';
-try {
-  if (!root) why = 'not root: kernel sessions need root';
-  else tracefs = findTracefs();
-} catch (error) {
-  why = (error as Error).message;
-}
+const { tracefs, why: access } = kernelAccess('not root: kernel sessions need root');
+let why = access;
 if (why === '' && spawnSync('sh', ['-c', 'command -v trace-cmd']).status !== 0)
   why = 'trace-cmd is not installed (apt-get install trace-cmd)';
 

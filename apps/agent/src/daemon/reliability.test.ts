@@ -9,19 +9,12 @@ import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { connectAgent, type SessionStatus } from '@evtrace/agent-protocol';
 import { openTrace } from '@evtrace/trace-format';
-import { findTracefs } from '@evtrace/tracefs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cli, eventually, startAgent, workDir } from '../testing/agent-daemon.ts';
+import { kernelAccess } from '../testing/kernel-recording.ts';
 
 const root = process.getuid?.() === 0;
-let tracefs: string | undefined;
-let why = '';
-try {
-  if (!root) why = 'not root: kernel sessions need root';
-  else tracefs = findTracefs();
-} catch (error) {
-  why = (error as Error).message;
-}
+const { tracefs, why } = kernelAccess('not root: kernel sessions need root');
 const hasUseradd = spawnSync('sh', ['-c', 'command -v useradd']).status === 0;
 
 const dirs: string[] = [];

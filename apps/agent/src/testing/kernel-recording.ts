@@ -7,6 +7,19 @@ import { ExitCode } from '../exit-codes.ts';
 import { run } from './sample-traces.ts';
 
 /**
+ * This machine's tracefs, or why a test cannot use it: `notRoot` when not root, else the reason it was not found
+ * (`why` is empty when it can).
+ */
+export function kernelAccess(notRoot: string): { readonly tracefs?: string; readonly why: string } {
+  if (process.getuid?.() !== 0) return { why: notRoot };
+  try {
+    return { tracefs: findTracefs(), why: '' };
+  } catch (error) {
+    return { why: (error as Error).message };
+  }
+}
+
+/**
  * Records every event of the `systems` this kernel has while `sh -c load` runs, into `systems.dat` in a new
  * temporary directory named from `prefix`. Needs root and tracefs.
  * @returns the file and the systems recorded.
