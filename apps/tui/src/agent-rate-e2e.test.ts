@@ -9,7 +9,7 @@ import { rmSync } from 'node:fs';
 import type { SessionStatus } from '@evtrace/agent-protocol';
 import { findTracefs } from '@evtrace/tracefs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestAgent, type TestAgent } from './testing/agent.ts';
+import { startGetppidSession, startTestAgent, type TestAgent } from './testing/agent.ts';
 import { startViewer } from './testing/pty.ts';
 import { receivedShown } from './testing/screen.ts';
 import { tempDir } from './testing/traces.ts';
@@ -60,22 +60,7 @@ describe.skipIf(why !== '')(
         gen.stdin.write(`${n}\n`);
         while (said.length === before) await new Promise((r) => setTimeout(r, 10));
       };
-      await agent.evtrace([
-        'session',
-        'create',
-        'rate',
-        '--events',
-        'syscalls:sys_enter_getppid',
-        '--filter',
-        `common_pid == ${gen.pid}`,
-        '--source',
-        'kernel',
-        '--mode',
-        'discard',
-        '--buffer-size',
-        '8M',
-      ]);
-      await agent.evtrace(['session', 'start', 'rate']);
+      await startGetppidSession(agent, 'rate', gen.pid!);
       const status = async () =>
         JSON.parse(await agent.evtrace(['session', 'status', 'rate', '--json'])) as SessionStatus;
 

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import type { SessionStatus } from '@evtrace/agent-protocol';
 import { findTracefs } from '@evtrace/tracefs';
 import pty from '@lydell/node-pty';
-import { startTestAgent } from './testing/agent.ts';
+import { startGetppidSession, startTestAgent } from './testing/agent.ts';
 import { CLI } from './testing/pty.ts';
 import { missedShown, receivedShown, Screen } from './testing/screen.ts';
 
@@ -122,22 +122,7 @@ export async function measureAgentLive(
   });
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   try {
-    await agent.evtrace([
-      'session',
-      'create',
-      'bench',
-      '--events',
-      'syscalls:sys_enter_getppid',
-      '--filter',
-      `common_pid == ${generator.pid}`,
-      '--source',
-      'kernel',
-      '--mode',
-      'discard',
-      '--buffer-size',
-      '8M',
-    ]);
-    await agent.evtrace(['session', 'start', 'bench']);
+    await startGetppidSession(agent, 'bench', generator.pid!);
     const status = async () =>
       JSON.parse(await agent.evtrace(['session', 'status', 'bench', '--json'])) as SessionStatus;
     const screen = new Screen(size.cols, size.rows);

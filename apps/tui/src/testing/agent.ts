@@ -66,3 +66,26 @@ export async function startTestAgent(dir: string, extra: readonly string[] = [])
     },
   };
 }
+
+/**
+ * Creates and starts kernel session `name` recording the `getppid` calls of process `pid` only (a generator's: the
+ * session records nothing before it fires), into 8 MiB per-CPU buffers in discard mode.
+ */
+export async function startGetppidSession(agent: TestAgent, name: string, pid: number): Promise<void> {
+  await agent.evtrace([
+    'session',
+    'create',
+    name,
+    '--events',
+    'syscalls:sys_enter_getppid',
+    '--filter',
+    `common_pid == ${pid}`,
+    '--source',
+    'kernel',
+    '--mode',
+    'discard',
+    '--buffer-size',
+    '8M',
+  ]);
+  await agent.evtrace(['session', 'start', name]);
+}
