@@ -91,6 +91,30 @@ describe('descriptorWriter', () => {
     }
   });
 
+  it('gives the overflow stream copies: a caller reusing its buffer changes nothing the stream holds', () => {
+    const f = fifo();
+    try {
+      // Keeps what it is given, uncopied, as a stream that has not written it yet does.
+      const held: Uint8Array[] = [];
+      const write = descriptorWriter(
+        f.writer,
+        () => ({ write: (b: Uint8Array) => held.push(b) }),
+        () => {},
+      );
+      const reused = Buffer.alloc(200_000, 'a');
+      write(reused);
+      const written = drain(f.reader).length;
+      reused.fill('b');
+      write(reused);
+      reused.fill('c');
+      const rest = Buffer.concat(held).toString();
+      expect(written + rest.length).toBe(400_000);
+      expect(rest).toBe('a'.repeat(200_000 - written) + 'b'.repeat(200_000));
+    } finally {
+      f.close();
+    }
+  });
+
   it('calls onClosed when the reader goes away while the overflow stream still holds text (a real socket)', async () => {
     const f = fifo();
     const socket = new Socket({ fd: f.writer, readable: false, writable: true });

@@ -47,16 +47,18 @@ export function descriptorWriter(
   // nothing per write (and leaves no garbage outside the heap for the collector to find late).
   let scratch: Buffer | undefined;
   return (text) => {
-    // A stream keeps what it is given until it is written: a copy, since callers (and this writer) reuse buffers.
+    // A stream keeps what it is given until it is written: a copy (Buffer.from copies; a Buffer's slice would not),
+    // since callers (and this writer) reuse buffers.
     if (stream !== undefined) {
-      stream.write(typeof text === 'string' ? Buffer.from(text) : text.slice());
+      stream.write(Buffer.from(text));
       return;
     }
     let bytes: Uint8Array;
     if (typeof text !== 'string') bytes = text;
     else {
-      const length = Buffer.byteLength(text);
-      if (length > SCRATCH_BYTES) bytes = Buffer.from(text);
+      // UTF-8 takes at most 3 bytes per UTF-16 unit: a text that surely fits is encoded without measuring it first
+      // (measuring walks the whole string once more).
+      if (text.length * 3 > SCRATCH_BYTES && Buffer.byteLength(text) > SCRATCH_BYTES) bytes = Buffer.from(text);
       else {
         scratch ??= Buffer.allocUnsafeSlow(SCRATCH_BYTES);
         bytes = scratch.subarray(0, scratch.write(text));
@@ -78,7 +80,7 @@ export function descriptorWriter(
         onClosed();
       });
       streamed = true;
-      stream.write(bytes.slice(done));
+      stream.write(Buffer.from(bytes.subarray(done)));
     }
   };
 }

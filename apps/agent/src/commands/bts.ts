@@ -26,7 +26,7 @@ import type { Command } from 'commander';
 import { addCommand, type CliIO } from '../command.ts';
 import { CliCode, CliExit, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { bufferedWriter } from '../output/buffered-writer.ts';
+import { bufferedWriter, stdoutBytes } from '../output/buffered-writer.ts';
 
 interface ReportOptions {
   last?: string;
@@ -141,7 +141,7 @@ function report(input: string, o: ReportOptions, io: CliIO): void {
   });
   for (const p of decoded.problems) io.stderr(`evtrace: warning: ${p.code}: ${p.message}\n`);
   for (const n of decoded.notes) io.stderr(`evtrace: ${n}\n`);
-  const out = bufferedWriter(io.stdout);
+  const out = bufferedWriter(stdoutBytes(io));
   if (decoded.format === 'gdb-call-history') {
     if (last !== undefined && o.last !== undefined) usage('a gdb function-call-history has no branches: use --calls');
     if (o.hot || o.coverage || o.task !== undefined || o.user || o.kernel)

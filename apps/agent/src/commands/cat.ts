@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { addCommand, type CliIO } from '../command.ts';
 import { usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { bufferedWriter } from '../output/buffered-writer.ts';
+import { bufferedWriter, stdoutBytes } from '../output/buffered-writer.ts';
 import { printSliced, sliceReading } from '../sliced-lines.ts';
 import { jsonLines, openInput, printNotes, reportNotes, textLines } from '../trace-input.ts';
 
@@ -25,7 +25,7 @@ async function catSliced(
   plan: NonNullable<ReturnType<typeof sliceReading>>,
   io: CliIO,
 ): Promise<void> {
-  const write = io.stdoutBytes ?? ((bytes: Uint8Array) => io.stdout(Buffer.from(bytes).toString('utf8')));
+  const write = stdoutBytes(io);
   const open = {
     json: options.json === true,
     ...(options.filter !== undefined ? { filter: options.filter } : {}),
@@ -105,7 +105,7 @@ with --lenient every whole page before the damage is printed, per CPU, and the d
       // Returned, not awaited: this reader is let go while the threads read with their own.
       if (plan !== undefined) return catSliced(input, options, plan, io);
       const format = options.json ? jsonLines(opened) : textLines(opened.reader);
-      const out = bufferedWriter(io.stdout);
+      const out = bufferedWriter(stdoutBytes(io));
       try {
         let printed = 0;
         // Stops reading at the limit: the rest of a large trace is never decoded.

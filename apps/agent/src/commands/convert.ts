@@ -17,7 +17,7 @@ import type { Command } from 'commander';
 import { addCommand, type CliIO } from '../command.ts';
 import { CliExit, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { bufferedWriter } from '../output/buffered-writer.ts';
+import { bufferedWriter, stdoutBytes } from '../output/buffered-writer.ts';
 import { withProgress } from '../output/progress.ts';
 import { jsonLines, openInput, reportNotes } from '../trace-input.ts';
 
@@ -65,7 +65,7 @@ function withFile(
 ): number {
   if (file === '-' && io !== undefined) {
     // Standard output: written as it goes, there is nothing to rename.
-    const out = bufferedWriter(io.stdout);
+    const out = bufferedWriter(stdoutBytes(io));
     const n = fn(
       (text) => out.put(text),
       () => {
@@ -78,7 +78,9 @@ function withFile(
   return writeFileAtomically(
     file,
     (fd) => {
-      const out = bufferedWriter((text) => writeSync(fd, text));
+      const out = bufferedWriter((bytes) => {
+        for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done, bytes.length - done);
+      });
       const n = fn(
         (text) => out.put(text),
         (bytes) => {

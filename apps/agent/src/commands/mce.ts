@@ -33,7 +33,7 @@ import type { Command } from 'commander';
 import { addCommand, type CliIO } from '../command.ts';
 import { CliCode, CliExit, ExitCode, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { bufferedWriter } from '../output/buffered-writer.ts';
+import { bufferedWriter, stdoutBytes } from '../output/buffered-writer.ts';
 
 const KINDS: readonly InputKind[] = [
   'mcelog-ascii',
@@ -123,7 +123,7 @@ severity, class, summary, and the decoded details.`,
         ...(kind ? { kind } : {}),
         ...(recordLength ? { recordLength } : {}),
       });
-      const out = bufferedWriter(io.stdout);
+      const out = bufferedWriter(stdoutBytes(io));
       const format: (d: DecodedMce) => string = options.json ? toJsonLine : toText;
       const edac = result.edac ?? [];
       const counters = result.counters ?? [];
@@ -192,7 +192,7 @@ async function follow(
   const emit = (final = false) => {
     const result = batches.take(final);
     if (result === undefined) return;
-    const out = bufferedWriter(io.stdout);
+    const out = bufferedWriter(stdoutBytes(io));
     try {
       for (const r of result.records) out.put(format(decodeMce(r, cpu ? { cpu } : {})));
     } finally {
