@@ -1,9 +1,11 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { TraceEvent } from '../model/types.ts';
 import { findTracefs } from '../testing/tracefs.ts';
 import { parseFormatFile } from './format-file.ts';
-import { compilePrintFormat, type PrintStyle } from './print-fmt.ts';
+import { compilePrintFormat, interpretPrintFormat, type PrintStyle } from './print-fmt.ts';
 import { readEventFormats } from './raw-dir.ts';
+import { compileEventDecoder } from './record.ts';
 import { Kallsyms, parsePrintkFormats } from './symbols.ts';
 
 function classWith(printFmt: string) {
@@ -156,3 +158,43 @@ describe.skipIf(!('path' in tracefs))(
     });
   },
 );
+
+describe("trace-cmd's compiled conversions", () => {
+  const other = Kallsyms.parse('ffffffff81200008 T other_thing\nffffffff81300000 t helper\n');
+  const kernelClasses = 'path' in tracefs ? readEventFormats(`${tracefs.path}/events`, 8, () => {}) : [];
+  const classes = [
+    classWith(
+      '"a=%pS b=%p c=%d d=%u e=%x f=%#lx g=%s h=%ld i=%lu j=%s", (void *)REC->addr, REC->addr, REC->ret, REC->flags, REC->flags, REC->addr, __get_str(name), REC->ret, REC->addr, REC->flags ? __print_flags(REC->flags, "|", { 1, "ONE" }, { 4, "FOUR" }) : "none"',
+    ),
+    ...kernelClasses,
+  ].filter((c) => c.ftrace !== undefined && compilePrintFormat(c) !== undefined);
+
+  it(`print what the step-by-step evaluator prints, for every value a record can hold (${classes.length} classes${'why' in tracefs ? `; the kernel's formats left out: ${tracefs.why}` : ''})`, () => {
+    const decoders = new Map(classes.map((c) => [c, compileEventDecoder(c)]));
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...classes),
+        // Few distinct records, so that values repeat (texts kept per value) and symbols change between passes.
+        fc.array(fc.uint8Array({ minLength: 256, maxLength: 256 }), { minLength: 1, maxLength: 4 }),
+        (cls, records) => {
+          const compiled = compilePrintFormat(cls)!;
+          const interpreted = interpretPrintFormat(cls)!;
+          const decode = decoders.get(cls)!;
+          for (const syms of [kallsyms, other, undefined, kallsyms]) {
+            for (const bytes of [...records, ...records]) {
+              // Dynamic fields point anywhere in random bytes: records the decoder refuses are not events.
+              let event: TraceEvent;
+              try {
+                event = decode(Buffer.from(bytes), new DataView(bytes.buffer), 0, bytes.length, 0n, 0);
+              } catch {
+                continue;
+              }
+              expect(compiled(event, syms, 'trace-cmd')).toBe(interpreted(event, syms, 'trace-cmd'));
+            }
+          }
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  }, 60_000);
+});

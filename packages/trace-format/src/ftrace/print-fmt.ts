@@ -184,6 +184,15 @@ class Parser {
   reads = 0;
   /** Table entries that are constants, whose tables are evaluated once. */
   readonly constants = new WeakSet<Expr>();
+  /**
+   * Expressions that only read a field (`REC->f`, `__get_str(f)`, or `(void *)REC->f`, marked `pointer`), by field
+   * name: a conversion of one of these compiles to a direct read of the event (see {@link fieldPart}).
+   */
+  readonly fieldReads = new WeakMap<Expr, { readonly name: string; readonly pointer: boolean }>();
+  /** The fields each argument reads, by argument, as {@link args} parsed them. */
+  readonly argFields: Set<string>[] = [];
+  /** Every field read so far, in parsing order. */
+  private readonly names: string[] = [];
   constructor(toks: Tok[]) {
     this.toks = toks;
   }
@@ -201,7 +210,9 @@ class Parser {
   args(): Expr[] {
     const out: Expr[] = [];
     while (this.i < this.toks.length) {
+      const first = this.names.length;
       out.push(this.expr());
+      this.argFields.push(new Set(this.names.slice(first)));
       if (this.i < this.toks.length) this.eat(',');
     }
     return out;
@@ -254,10 +265,13 @@ class Parser {
       const bits = castBits(words);
       if (bits === undefined) return operand;
       const signed = !words.includes('unsigned') && !/^u\d|^__u|^u(int|long|short)$|size_t|gfp_t/.test(words.join(' '));
-      return (c) => {
+      const converted: Expr = (c) => {
         const v = operand(c);
         return typeof v === 'bigint' ? (signed ? BigInt.asIntN(bits, v) : BigInt.asUintN(bits, v)) : v;
       };
+      const read = this.fieldReads.get(operand);
+      if (read !== undefined && words.includes('*')) this.fieldReads.set(converted, { name: read.name, pointer: true });
+      return converted;
     }
     const t = this.peek();
     if (t?.t === 'op' && ['!', '~', '-', '+'].includes(t.v)) {
@@ -334,7 +348,10 @@ class Parser {
       if (name?.t !== 'id') throw new Unsupported('field name');
       this.i++;
       this.reads++;
-      return (c) => field(c, name.v);
+      const read: Expr = (c) => field(c, name.v);
+      this.fieldReads.set(read, { name: name.v, pointer: false });
+      this.names.push(name.v);
+      return read;
     }
     if (this.isOp('(')) return this.call(t.v);
     return this.identifier(t.v);
@@ -378,7 +395,10 @@ class Parser {
         // `__get_str(field)` and friends name the field bare.
         this.i++;
         this.reads++;
-        args.push((c) => field(c, t.v));
+        const read: Expr = (c) => field(c, t.v);
+        this.fieldReads.set(read, { name: t.v, pointer: false });
+        this.names.push(t.v);
+        args.push(read);
       } else {
         args.push(this.expr());
       }
@@ -430,10 +450,12 @@ function binaryOp(op: string, l: Expr, r: Expr): Expr {
       return (c) => (num(l(c)) <= num(r(c)) ? 1n : 0n);
     case '>=':
       return (c) => (num(l(c)) >= num(r(c)) ? 1n : 0n);
+    // Shift counts as x86-64 takes them (the low 6 bits), as libtraceevent's C shifts do: a record's field may hold
+    // any count, which as a BigInt shift would be a number too large to represent.
     case '<<':
-      return (c) => BigInt.asUintN(64, num(l(c)) << num(r(c)));
+      return (c) => BigInt.asUintN(64, num(l(c)) << (num(r(c)) & 63n));
     case '>>':
-      return (c) => num(l(c)) >> num(r(c));
+      return (c) => num(l(c)) >> (num(r(c)) & 63n);
     case '+':
       return (c) => num(l(c)) + num(r(c));
     case '-':
@@ -770,11 +792,157 @@ function render(
   }
 }
 
+/** One conversion of a print format in trace-cmd's style, compiled for its event class. */
+type Part = (event: TraceEvent, kallsyms: Kallsyms | undefined, printk: PrintkStrings | undefined) => string;
+
+/**
+ * A print format as literal text and compiled conversions, for trace-cmd's style; undefined when a `*` width or
+ * precision takes its value from an argument (the general evaluator handles those).
+ */
+function traceCmdParts(specs: readonly Spec[], args: readonly Expr[], parser: Parser): (string | Part)[] | undefined {
+  if (specs.some((s) => s.starWidth || s.starPrecision)) return undefined;
+  let a = 0;
+  return specs.map((spec) => {
+    if (spec.literal !== undefined) return spec.literal;
+    const fields = parser.argFields[a]!;
+    const arg = args[a++]!;
+    const general: Part = (event, kallsyms, printk) =>
+      render(spec, arg({ event, kallsyms, style: 'trace-cmd' }), kallsyms, 'trace-cmd', printk);
+    const read = parser.fieldReads.get(arg);
+    const direct = read !== undefined && (!read.pointer || spec.conv === 'p');
+    const part = direct ? fieldPart(spec, fieldGetter(read.name), general) : undefined;
+    if (part !== undefined) return part;
+    // An argument of one field (`REC->flags ? __print_flags(REC->flags, ...) : "none"`, `%pS` of a call site) prints
+    // the same text for the same value: kept per value.
+    const [only, ...others] = fields;
+    return only !== undefined && others.length === 0 ? perValue(fieldGetter(only), general) : general;
+  });
+}
+
+/**
+ * A part whose text depends only on one field's value (and the symbols and printk strings, the same for a whole
+ * reading): the text is kept per value, for as many values as {@link PER_VALUE_TEXTS}.
+ */
+function perValue(get: (event: TraceEvent) => FieldValue | undefined, general: Part): Part {
+  let symbols: Kallsyms | undefined;
+  let strings: PrintkStrings | undefined;
+  const seen = new Map<FieldValue, string>();
+  return (event, kallsyms, printk) => {
+    const v = get(event);
+    if (typeof v !== 'number' && typeof v !== 'bigint' && typeof v !== 'string')
+      return general(event, kallsyms, printk);
+    if (kallsyms !== symbols || printk !== strings) {
+      symbols = kallsyms;
+      strings = printk;
+      seen.clear();
+    }
+    let text = seen.get(v);
+    if (text === undefined) {
+      text = general(event, kallsyms, printk);
+      if (seen.size < PER_VALUE_TEXTS) seen.set(v, text);
+    }
+    return text;
+  };
+}
+
+/** How many values' texts {@link perValue} keeps per part. */
+const PER_VALUE_TEXTS = 1 << 16;
+
+/**
+ * Reads one field of an event, as {@link field} does. Compiled per field of each class, so that the property load
+ * sees one shape of object (the class decoder's) rather than every class's.
+ */
+function fieldGetter(name: string): (event: TraceEvent) => FieldValue | undefined {
+  const key = JSON.stringify(name);
+  return new Function(
+    'e',
+    `const v = e.fields[${key}]; return v !== undefined ? v : e.scopes?.["event.context"]?.[${key}];`,
+  ) as (event: TraceEvent) => FieldValue | undefined;
+}
+
+const I64_MAX = (1n << 63n) - 1n;
+const U64_MAX = (1n << 64n) - 1n;
+
+/**
+ * A conversion of a field value written as {@link render} writes it in trace-cmd's style, without its general
+ * steps (a BigInt per number, the expression's closures) for the values that allow it: integers that fit their
+ * conversion, and strings. Other values take `general`. Undefined for conversions this does not cover.
+ */
+function fieldPart(spec: Spec, get: (event: TraceEvent) => FieldValue | undefined, general: Part): Part | undefined {
+  const bits = bitsOf(spec);
+  const plain = spec.width === undefined && spec.precision === undefined;
+  switch (spec.conv) {
+    case 'd':
+    case 'i':
+      if (!plain || spec.flags !== '' || bits < 32) return undefined;
+      return (event, kallsyms, printk) => {
+        const v = get(event);
+        if (typeof v === 'number' && Number.isSafeInteger(v)) return String(bits === 32 ? v | 0 : v);
+        if (typeof v === 'bigint' && bits === 64 && v <= I64_MAX && v >= -I64_MAX) return v.toString();
+        return general(event, kallsyms, printk);
+      };
+    case 'u':
+      if (!plain || spec.flags !== '' || bits < 32) return undefined;
+      return (event, kallsyms, printk) => {
+        const v = get(event);
+        if (typeof v === 'number' && Number.isSafeInteger(v) && (bits === 32 || v >= 0))
+          return String(bits === 32 ? v >>> 0 : v);
+        if (typeof v === 'bigint' && bits === 64 && v >= 0n && v <= U64_MAX) return v.toString();
+        return general(event, kallsyms, printk);
+      };
+    case 'x': {
+      if (!plain || (spec.flags !== '' && spec.flags !== '#') || bits < 32) return undefined;
+      const prefix = spec.flags === '#' ? '0x' : '';
+      return (event, kallsyms, printk) => {
+        const v = get(event);
+        if (typeof v === 'number' && Number.isSafeInteger(v) && (bits === 32 || v >= 0)) {
+          const n = bits === 32 ? v >>> 0 : v;
+          return n === 0 ? '0' : prefix + n.toString(16);
+        }
+        if (typeof v === 'bigint' && bits === 64 && v > 0n && v <= U64_MAX) return prefix + v.toString(16);
+        return general(event, kallsyms, printk);
+      };
+    }
+    case 's':
+      if (!plain) return undefined;
+      return (event, kallsyms, printk) => {
+        const v = get(event);
+        return typeof v === 'string' ? v : general(event, kallsyms, printk);
+      };
+    case 'p': {
+      if (spec.ext === '')
+        return (event, kallsyms, printk) => {
+          const v = get(event);
+          if (v === 0 || v === 0n) return '(nil)';
+          if ((typeof v === 'number' && Number.isSafeInteger(v) && v > 0) || (typeof v === 'bigint' && v > 0n))
+            return `0x${v.toString(16)}`;
+          return general(event, kallsyms, printk);
+        };
+      // Symbols (%pS) are kept per address by the caller.
+      return undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
 /**
  * Compiles an event class's `print fmt`. Returns undefined when the class has none or uses constructs outside this
  * evaluator; the formatter itself returns undefined for an event whose arguments cannot be evaluated.
  */
 export function compilePrintFormat(eventClass: EventClass): PrintFormatter | undefined {
+  return compile(eventClass, true);
+}
+
+/**
+ * The same format evaluated step by step for every style, without trace-cmd's compiled conversions: what those are
+ * tested against.
+ */
+export function interpretPrintFormat(eventClass: EventClass): PrintFormatter | undefined {
+  return compile(eventClass, false);
+}
+
+function compile(eventClass: EventClass, compiled: boolean): PrintFormatter | undefined {
   const text = eventClass.printFormat;
   if (text === undefined) return undefined;
   try {
@@ -792,7 +960,7 @@ export function compilePrintFormat(eventClass: EventClass): PrintFormatter | und
       0,
     );
     if (needed !== args.length) return undefined;
-    return (event, kallsyms, style = 'trace-cmd', printk) => {
+    const general: PrintFormatter = (event, kallsyms, style = 'trace-cmd', printk) => {
       const ctx: Ctx = { event, kallsyms, style };
       let out = '';
       let a = 0;
@@ -817,6 +985,19 @@ export function compilePrintFormat(eventClass: EventClass): PrintFormatter | und
           }
           out += render(spec, args[a++]!(ctx), kallsyms, style, printk);
         }
+      } catch (e) {
+        if (e instanceof Unsupported) return undefined;
+        throw e;
+      }
+      return out;
+    };
+    const parts = compiled ? traceCmdParts(specs, args, parser) : undefined;
+    if (parts === undefined) return general;
+    return (event, kallsyms, style = 'trace-cmd', printk) => {
+      if (style !== 'trace-cmd') return general(event, kallsyms, style, printk);
+      let out = '';
+      try {
+        for (const part of parts) out += typeof part === 'string' ? part : part(event, kallsyms, printk);
       } catch (e) {
         if (e instanceof Unsupported) return undefined;
         throw e;
