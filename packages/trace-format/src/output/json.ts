@@ -115,11 +115,13 @@ function structWriter(struct: StructClass, hex: ReadonlySet<string>): (fields: T
     key: `${i === 0 ? '' : ','}${JSON.stringify(m.name)}:`,
     write: valueWriter(m.type, hex.has(m.name)),
   }));
-  return (fields) => {
-    let out = '{';
-    for (const m of members) out += m.key + m.write(fields[m.name]);
-    return `${out}}`;
-  };
+  // Generated per structure, so that each member's load sees one shape of object (its class decoder's) rather than
+  // every class's. Names are JSON-quoted and every other token is generated here: the source holds no input text.
+  const body = members.map((m, i) => `k[${i}] + w[${i}](f[${JSON.stringify(m.name)}])`).join(' + ');
+  return new Function('k', 'w', `return (f) => "{" + ${body || '""'} + "}";`)(
+    members.map((m) => m.key),
+    members.map((m) => m.write),
+  ) as (fields: TraceEvent['fields']) => string;
 }
 
 /** The writer of one field class; `hex`: the format shows it as an address or in hex. */
