@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -78,6 +78,77 @@ describe('trace.dat writing, read back by evtrace', () => {
     const back = readTraceDat(res.bytes);
     expect(back.metadata.page.pageSize).toBe(8192);
     expect([...back.events()].length).toBe(2000);
+  });
+});
+
+describe('writeTraceDat writes events as they come', () => {
+  /** `n` events over four CPUs, made one at a time: nothing holds them all. */
+  function* stream(n: number): Generator<TraceEvent> {
+    for (let i = 0; i < n; i++) {
+      yield {
+        tsNs: 9_000_000_000n + BigInt(i) * 1000n,
+        cpu: (i * 7) % 4,
+        eventClass: ctfClass,
+        fields: { id: BigInt(i), delta: i === 0 ? 0 : -i, path: `/p/${i % 101}` },
+      };
+    }
+  }
+
+  it('reads back every event of many chunks per CPU, in every version and compression, leaving no temporary file', () => {
+    const n = 40_000;
+    for (const [version, compression] of [
+      [6, 'none'],
+      [7, 'none'],
+      [7, 'zstd'],
+      [7, 'zlib'],
+    ] as const) {
+      const sub = mkdtempSync(join(dir, 'stream-'));
+      const file = join(sub, 'out.dat');
+      const result = writeTraceDat(file, [ctfClass], stream(n), { version, compression });
+      expect(result).toEqual({ size: readFileSync(file).length, events: n, synthesized: ['app:request'] });
+      const back = openTraceDat(file);
+      // 40 000 records of some 40 bytes over four CPUs: each CPU's pages span several chunks of ten.
+      for (const cpu of back.info.buffers[0]!.cpus) expect(cpu.size).toBeGreaterThan(40_000);
+      let i = 0;
+      for (const e of back.events()) {
+        expect([e.tsNs, e.cpu, e.fields.id, e.fields.delta, e.fields.path]).toEqual([
+          9_000_000_000n + BigInt(i) * 1000n,
+          (i * 7) % 4,
+          BigInt(i),
+          i === 0 ? 0 : -i,
+          `/p/${i % 101}`,
+        ]);
+        i++;
+      }
+      expect(i).toBe(n);
+      expect(readdirSync(sub)).toEqual(['out.dat']);
+    }
+  });
+
+  it("keeps a CPU's records in the order given, one earlier than the one before it with an absolute time stamp", () => {
+    const file = join(dir, 'back-in-time.dat');
+    const times = [5_000_000n, 3_000_000n, 7_000_000n];
+    writeTraceDat(
+      file,
+      [ctfClass],
+      times.map((tsNs, i) => ({ tsNs, cpu: 0, eventClass: ctfClass, fields: { id: BigInt(i), delta: 0, path: '' } })),
+    );
+    expect([...openTraceDat(file).events()].map((e) => [e.tsNs, e.fields.id])).toEqual([
+      [5_000_000n, 0n],
+      [3_000_000n, 1n],
+      [7_000_000n, 2n],
+    ]);
+  });
+
+  it('leaves neither the file nor a temporary one when the events fail part way', () => {
+    const sub = mkdtempSync(join(dir, 'failing-'));
+    const file = join(sub, 'out.dat');
+    function* failing(): Generator<TraceEvent> {
+      yield* stream(5000);
+      throw new Error('input broke');
+    }
+    expect(() => writeTraceDat(file, [ctfClass], failing())).toThrow('input broke');
+    expect(readdirSync(sub)).toEqual([]);
   });
 });
 
