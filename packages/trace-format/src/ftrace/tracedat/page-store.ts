@@ -6,7 +6,8 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { closeSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { outputError } from '../../output/atomic.ts';
 import { PagePacker } from '../encode.ts';
@@ -44,11 +45,14 @@ export function memoryStore(): Store {
 }
 
 /**
- * A store in a temporary file beside `target` (on the disk the output goes to, which must have room for it anyway),
- * removed from the directory as soon as it is open, so that nothing is left behind however the process ends.
+ * A store in a temporary file beside `target` (on the disk the output goes to, which must have room for it anyway;
+ * in the system's temporary directory when the target is a device or a FIFO), removed from the directory as soon as
+ * it is open, so that nothing is left behind however the process ends.
  */
 export function fileStore(target: string): Store {
-  const path = join(dirname(target), `.${basename(target)}.${randomBytes(6).toString('hex')}.pages`);
+  const special = statSync(target, { throwIfNoEntry: false });
+  const where = special !== undefined && !special.isFile() && !special.isDirectory() ? tmpdir() : dirname(target);
+  const path = join(where, `.${basename(target)}.${randomBytes(6).toString('hex')}.pages`);
   let fd: number;
   try {
     fd = openSync(path, 'wx+', 0o600);
