@@ -142,7 +142,7 @@ export function compileRecordWriter(
   event: EventClass,
   le = true,
   longSize = 8,
-): RecordWriter & { readonly fixed: number } {
+): RecordWriter & { readonly fixed: number; readonly dynamic: boolean } {
   const info = event.ftrace;
   if (info === undefined) throw new TraceFormatError('ERR_TRACE_FORMAT', `${event.name} has no ftrace field info`);
   // Tail arrays start where their field says, not after the fixed part.
@@ -178,7 +178,7 @@ export function compileRecordWriter(
     throw new TraceFormatError('ERR_TRACE_FORMAT', `${event.name}: ${n} bytes of dynamic data, at most ${MAX_DYNAMIC}`);
   };
   const write = new Function('w', 'put', 'area', 'overflow', body)(writers, putInt, area, overflow) as RecordWriter;
-  return Object.assign(write, { fixed });
+  return Object.assign(write, { fixed, dynamic: hasDynamic });
 }
 
 /** Compiles the encoder of an event class with ftrace info; `common_type` is always the class id. */
@@ -244,8 +244,9 @@ export class PagePacker {
   readonly #onPage: (page: Buffer) => void;
   readonly #le: boolean;
   readonly #absolute: boolean;
-  readonly #page: Buffer;
-  readonly #view: DataView;
+  /** The page being filled (handed to `onPage` when full, then cleared and filled again). */
+  readonly page: Buffer;
+  readonly view: DataView;
   #open = false;
   #used = 0;
   #last = 0n;
@@ -259,8 +260,8 @@ export class PagePacker {
     this.#onPage = onPage;
     this.#le = layout.byteOrder === 'le';
     this.#absolute = options.absoluteStamps === true;
-    this.#page = Buffer.alloc(layout.pageSize);
-    this.#view = new DataView(this.#page.buffer, this.#page.byteOffset, this.#page.byteLength);
+    this.page = Buffer.alloc(layout.pageSize);
+    this.view = new DataView(this.page.buffer, this.page.byteOffset, this.page.byteLength);
   }
 
   #header(typeLen: number, delta: number): number {
@@ -269,9 +270,20 @@ export class PagePacker {
 
   /** Places the record `data[0, length)` stamped `tsNs`, after the kernel's loss of `missed` events when given. */
   add(tsNs: bigint, data: Uint8Array, length: number, missed?: number | null): void {
+    const at = this.place(tsNs, length, missed);
+    const page = this.page;
+    // Records are mostly a few dozen bytes: a loop costs less than a copy call's setup.
+    if (length <= 64) for (let i = 0; i < length; i++) page[at + i] = data[i]!;
+    else page.set(data.subarray(0, length), at);
+  }
+
+  /**
+   * Makes room for a record of `length` bytes stamped `tsNs` and returns where in {@link page} its bytes go (zeros
+   * until the caller writes them there, before the next call): for a writer that encodes a record in place.
+   */
+  place(tsNs: bigint, length: number, missed?: number | null): number {
     const layout = this.#layout;
-    const view = this.#view;
-    const page = this.#page;
+    const view = this.view;
     const le = this.#le;
     const payload = (length + 3) & ~3;
     const small = payload > 0 && payload <= MAX_SMALL;
@@ -317,18 +329,16 @@ export class PagePacker {
       view.setUint32(at + 4, payload + 4, le);
       at += 8;
     }
-    // Records are mostly a few dozen bytes: a loop costs less than a copy call's setup.
-    if (length <= 64) for (let i = 0; i < length; i++) page[at + i] = data[i]!;
-    else page.set(data.subarray(0, length), at);
     this.#used += eventSize;
     this.#last = tsNs;
+    return at;
   }
 
   /** Hands over the page being filled, if any; the next record starts a new one. */
   close(): void {
     if (!this.#open) return;
     const layout = this.#layout;
-    const view = this.#view;
+    const view = this.view;
     const le = this.#le;
     let commit = this.#used;
     if (this.#missed !== undefined) {
@@ -342,8 +352,8 @@ export class PagePacker {
     }
     const commitAt = layout.commitOffset + (!le && layout.commitSize === 8 ? 4 : 0);
     view.setUint32(commitAt, commit >>> 0, le);
-    this.#onPage(this.#page);
-    this.#page.fill(0);
+    this.#onPage(this.page);
+    this.page.fill(0);
     this.#open = false;
   }
 }

@@ -125,7 +125,7 @@ function encodeEvents(
   let scratch = Buffer.alloc(1 << 16);
   let view = new DataView(scratch.buffer);
   let lastClass: EventClass | undefined;
-  let write: (RecordWriter & { readonly fixed: number }) | undefined;
+  let write: Writer | undefined;
   let count = 0;
   const none = {};
   for (const e of events) {
@@ -138,9 +138,15 @@ function encodeEvents(
       }
     }
     const cpu = e.cpu ?? 0;
-    const pages = perCpu[cpu] ?? (perCpu[cpu] = new CpuWriter(layout, store, compression));
-    const n = write!(e.fields, e.scopes?.['event.context'] ?? none, scratch, view, 0);
-    pages.packer.add(e.tsNs, scratch, n, lostBefore(e));
+    const packer = (perCpu[cpu] ?? (perCpu[cpu] = new CpuWriter(layout, store, compression))).packer;
+    const common = e.scopes?.['event.context'] ?? none;
+    if (write!.dynamic) {
+      const n = write!(e.fields, common, scratch, view, 0);
+      packer.add(e.tsNs, scratch, n, lostBefore(e));
+    } else {
+      // Its length known before it is written: encoded in its page, not copied there.
+      write!(e.fields, common, packer.page, packer.view, packer.place(e.tsNs, write!.fixed, lostBefore(e)));
+    }
     count++;
   }
   const cpus: (TraceDatCpuPages | ChunkedCpuPages)[] = [];
@@ -176,13 +182,13 @@ function lostBefore(e: TraceEvent): number | null | undefined {
   return typeof lost === 'number' ? lost : lost === null ? null : undefined;
 }
 
+/** A class's record writer, its fixed part's size and whether records carry dynamic data after it. */
+type Writer = RecordWriter & { readonly fixed: number; readonly dynamic: boolean };
+
 /** Encoders by class, synthesizing ftrace formats (and ids) for classes without one. */
 class Classes {
   readonly synthesized: string[] = [];
-  readonly #byClass = new Map<
-    EventClass,
-    { ftraceClass: EventClass; write: RecordWriter & { readonly fixed: number } }
-  >();
+  readonly #byClass = new Map<EventClass, { ftraceClass: EventClass; write: Writer }>();
   readonly #ids = new Set<number>();
   #nextId = 1000;
 
@@ -190,7 +196,7 @@ class Classes {
     for (const c of known) if (c.ftrace !== undefined) this.#ids.add(c.id);
   }
 
-  get(ec: EventClass): RecordWriter & { readonly fixed: number } {
+  get(ec: EventClass): Writer {
     let entry = this.#byClass.get(ec);
     if (entry === undefined) {
       let ftraceClass = ec;
