@@ -2,6 +2,7 @@
  * trace.dat from events: each event's record encoded again (classes from ftrace keep their formats; others, from CTF,
  * get a synthesized one), packed into pages per CPU as it comes, and written as version 6 or 7.
  */
+import { TraceFormatError } from '../../errors.ts';
 import type { EventClass, TraceEvent } from '../../model/types.ts';
 import { type OutputAccess, writeFileAtomically } from '../../output/atomic.ts';
 import { compileRecordWriter, MAX_DYNAMIC, type RecordWriter } from '../encode.ts';
@@ -14,6 +15,9 @@ import { putBytes } from './parts.ts';
 import { synthesizeFtraceClass } from './synthesize.ts';
 import { writeV6, writeV6File } from './v6.ts';
 import { type ChunkedCpuPages, memorySink, writeV7 } from './v7.ts';
+
+/** CPUs a file may hold, as readers accept them. */
+const MAX_CPUS = 4096;
 
 /** Options of {@link encodeTraceDat}. */
 export interface TraceDatWriteOptions {
@@ -83,7 +87,8 @@ export function encodeTraceDat(
  * than the one before it on its CPU gets an absolute time stamp); what is held is a few pages per CPU, the rest waits
  * compressed in a temporary file beside `file` until the file is assembled.
  *
- * @throws TraceFormatError `ERR_TRACE_OUTPUT` naming `file` when it cannot be written.
+ * @throws TraceFormatError `ERR_TRACE_FORMAT` for an event on a CPU a file cannot hold (not 0 to 4095);
+ *   `ERR_TRACE_OUTPUT` naming `file` when it cannot be written.
  */
 export function writeTraceDat(
   file: string,
@@ -138,6 +143,12 @@ function encodeEvents(
       }
     }
     const cpu = e.cpu ?? 0;
+    if (!Number.isInteger(cpu) || cpu < 0 || cpu >= MAX_CPUS) {
+      throw new TraceFormatError(
+        'ERR_TRACE_FORMAT',
+        `event ${count} (${e.eventClass.name}) is on CPU ${cpu}, not 0 to ${MAX_CPUS - 1}`,
+      );
+    }
     const packer = (perCpu[cpu] ?? (perCpu[cpu] = new CpuWriter(layout, store, compression))).packer;
     const common = e.scopes?.['event.context'] ?? none;
     if (write!.dynamic) {
