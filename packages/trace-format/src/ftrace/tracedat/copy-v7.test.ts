@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { createTextFormatter } from '../../detect.ts';
 import { TraceFormatError } from '../../errors.ts';
 import type { EventClass, TraceEvent } from '../../model/types.ts';
 import { recordTraceDat, reportRaw, traceCmdRecording } from '../../testing/tracecmd.ts';
@@ -191,6 +192,13 @@ describe.skipIf(why !== '')(
       expect(theirs.split('\n').length).toBeGreaterThan(20);
       expect(theirs).toContain(`${name}:`);
       expect(report(out)).toBe(theirs);
+      // And evtrace's own text (what `evtrace cat` prints) of every buffer.
+      const text = (f: string) => {
+        const r = openTraceDat(f, { allBuffers: true });
+        const line = createTextFormatter(r);
+        return [...r.events()].map(line);
+      };
+      expect(text(out)).toEqual(text(file));
       // Those that say where a section lies (the buffer, the metadata) point into the new file.
       const moved = new Set<number>([OPTION.buffer, ...Object.keys(SECTION_NAMES).map(Number)]);
       const options = (f: string) =>
