@@ -108,6 +108,14 @@ describe('copyTraceDat: a version 7 trace.dat copied with nothing decoded or com
         },
       ),
     );
+    // A chunk whose stated size is not its frame's content size.
+    const resized = Buffer.from(bytes);
+    const usize = bytes.readUInt32LE(cpu.offset + 8);
+    resized.writeUInt32LE(usize + 1, cpu.offset + 8);
+    writeFileSync(join(dir, 'resized.dat'), resized);
+    expect(() => copyTraceDat(join(dir, 'resized.dat'), out)).toThrow(
+      `CPU 1 chunk 0 is not zstd data of ${usize + 1} bytes`,
+    );
     writeFileSync(join(dir, 'cut.dat'), bytes.subarray(0, cpu.offset + 100));
     expect(() => copyTraceDat(join(dir, 'cut.dat'), out)).toThrow(/cut\.dat: byte \d+: /);
     expect(existsSync(out)).toBe(false);

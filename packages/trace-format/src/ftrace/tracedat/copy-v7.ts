@@ -2,8 +2,8 @@
  * A version 7 trace.dat copied into a new one with nothing decoded, decompressed or compressed again: its metadata
  * sections and each CPU's chunk list are carried byte for byte in large positional reads and writes (never the whole
  * file in memory), and the options are written anew around them. The file's structure is checked on the way (every
- * section where its option says, each chunk inside the file and starting as its algorithm's data starts); the pages
- * inside the chunks are not walked.
+ * section where its option says, each chunk inside the file and starting as its algorithm's data starts, of the size
+ * a zstd frame states); the pages inside the chunks are not walked.
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { type OutputAccess, writeFileAtomically } from '../../output/atomic.ts';
@@ -296,11 +296,11 @@ function chunkExtent(src: Input, cpu: { cpu: number; offset: number; size: numbe
   if (count > cpu.size / 8) c.fail(`CPU ${cpu.cpu}: ${count} chunks cannot fit in ${cpu.size} bytes`, 0);
   let at = cpu.offset + 4;
   for (let i = 0; i < count; i++) {
-    const h = src.at(at, 12);
+    const h = src.at(at, 8 + FRAME_HEAD);
     const csize = h.u32('chunk compressed size');
     const usize = h.u32('chunk size');
     if (at + 8 + csize > src.size) h.fail(`CPU ${cpu.cpu} chunk ${i}: ${csize} bytes claimed, the file ends first`, 0);
-    if (usize === 0 || !startsLike(algorithm, h.bytes.subarray(8))) {
+    if (usize === 0 || !startsLike(algorithm, h.bytes.subarray(8, 8 + csize), usize)) {
       h.fail(`CPU ${cpu.cpu} chunk ${i} is not ${algorithm} data of ${usize} bytes`, 8);
     }
     at += 8 + csize;
@@ -308,8 +308,30 @@ function chunkExtent(src: Input, cpu: { cpu: number; offset: number; size: numbe
   return { offset: cpu.offset, length: at - cpu.offset };
 }
 
-/** Whether `data` starts as a zstd frame (its magic number) or a zlib stream (its header check) does. */
-function startsLike(algorithm: string, data: Buffer): boolean {
-  if (algorithm === 'zstd') return data.length >= 4 && data.readUInt32LE(0) === 0xfd2fb528;
-  return data.length >= 2 && (data[0]! & 0x0f) === 8 && ((data[0]! << 8) | data[1]!) % 31 === 0;
+/** The most bytes a zstd frame header takes: magic, descriptor, window, dictionary id, content size. */
+const FRAME_HEAD = 4 + 1 + 1 + 4 + 8;
+
+/**
+ * Whether `data` starts as `algorithm`'s data of `size` bytes does: a zstd frame (its magic number, and its content
+ * size when the header states one), or a zlib stream (its header check).
+ */
+function startsLike(algorithm: string, data: Buffer, size: number): boolean {
+  if (algorithm !== 'zstd')
+    return data.length >= 2 && (data[0]! & 0x0f) === 8 && ((data[0]! << 8) | data[1]!) % 31 === 0;
+  if (data.length < 5 || data.readUInt32LE(0) !== 0xfd2fb528) return false;
+  const descriptor = data[4]!;
+  const single = (descriptor & 0x20) !== 0;
+  const sizeBytes = [single ? 1 : 0, 2, 4, 8][descriptor >> 6]!;
+  const at = 5 + (single ? 0 : 1) + [0, 1, 2, 4][descriptor & 3]!;
+  if (sizeBytes === 0) return true;
+  if (data.length < at + sizeBytes) return false;
+  const stated =
+    sizeBytes === 1
+      ? data[at]!
+      : sizeBytes === 2
+        ? data.readUInt16LE(at) + 256
+        : sizeBytes === 4
+          ? data.readUInt32LE(at)
+          : Number(data.readBigUInt64LE(at));
+  return stated === size;
 }
