@@ -152,7 +152,7 @@ function copyFrom(src: Input, output: string, options: TraceDatCopyOptions): Tra
         break;
       }
       if (id === OPTION.buffer) {
-        const at = d.u64('buffer section offset');
+        const sectionAt = d.u64('buffer section offset');
         const name = d.cstring('buffer name');
         const clock = d.cstring('buffer clock');
         const bufPageSize = d.u32('buffer page size');
@@ -161,7 +161,7 @@ function copyFrom(src: Input, output: string, options: TraceDatCopyOptions): Tra
         const cpus = [];
         for (let i = 0; i < n; i++)
           cpus.push({ cpu: d.u32('CPU id'), offset: d.u64('CPU data offset'), size: d.u64('CPU data size') });
-        buffers.push({ name, clock, pageSize: bufPageSize, at, cpus });
+        buffers.push({ name, clock, pageSize: bufPageSize, at: sectionAt, cpus });
       } else if (SECTION_NAMES[id] !== undefined) metadata.set(id, d.u64('section offset'));
       else if (id === OPTION.bufferText) return { reason: 'the file holds a latency (text) buffer' };
       else plain.push({ id, data });
