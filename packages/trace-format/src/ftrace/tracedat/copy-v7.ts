@@ -28,7 +28,7 @@ export type TraceDatCopy = { readonly bytes: number; readonly cpus: number } | {
 
 /** Bytes moved per read and write when copying a range. */
 const BLOCK = 1 << 22;
-/** Largest options section read into memory; trace-cmd's are a few hundred bytes. */
+/** Largest options section read into memory; trace-cmd's are far smaller. */
 const MAX_OPTIONS = 1 << 24;
 
 interface Section {

@@ -43,7 +43,7 @@ export interface ChunkedCpuPages {
   chunks(): Iterable<Uint8Array>;
 }
 
-/** Pages of 10 compressed as one chunk, as trace-cmd does. */
+/** Pages compressed as one chunk, as trace-cmd groups them. */
 export const CHUNK_PAGES = 10;
 
 /**

@@ -87,7 +87,8 @@ export function encodeTraceDat(
  * than the one before it on its CPU gets an absolute time stamp); what is held is a few pages per CPU, the rest waits
  * compressed in a temporary file beside `file` until the file is assembled.
  *
- * @throws TraceFormatError `ERR_TRACE_FORMAT` for an event on a CPU a file cannot hold (not 0 to 4095);
+ * @throws TraceFormatError `ERR_TRACE_FORMAT` for an event on a CPU a file cannot hold (below 0, fractional, or
+ *   beyond the CPUs readers accept);
  *   `ERR_TRACE_OUTPUT` naming `file` when it cannot be written.
  */
 export function writeTraceDat(
