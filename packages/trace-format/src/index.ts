@@ -38,6 +38,7 @@ export { FTRACE_COMMON_FIELDS, FTRACE_COMMON_FIELDS_TEXT } from './ftrace/common
 export {
   compileRecordEncoder,
   type PackOptions,
+  PagePacker,
   packPages,
   type RecordEncoder,
   type TimedRecord,
@@ -103,6 +104,7 @@ export {
 } from './ftrace/record.ts';
 export { Kallsyms, parseCmdlines, parsePrintkFormats } from './ftrace/symbols.ts';
 export { sliceOf, sliceTest, type TimeSlices, timeSlices } from './ftrace/time-slices.ts';
+export { copyTraceDat, type TraceDatCopy, type TraceDatCopyOptions } from './ftrace/tracedat/copy-v7.ts';
 export type { TraceDatCpuPages, TraceDatFileBytes, TraceDatPagesInput } from './ftrace/tracedat/pages.ts';
 export {
   isTraceDat,
@@ -117,6 +119,7 @@ export {
 export { synthesizeFtraceClass } from './ftrace/tracedat/synthesize.ts';
 export {
   encodeTraceDat,
+  type TraceDatFileResult,
   type TraceDatWriteOptions,
   type TraceDatWriteResult,
   writeTraceDat,

@@ -2,6 +2,7 @@ import { readdirSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   checkOutputDir,
+  copyTraceDat,
   createTextFormatter,
   type OutputAccess,
   type TraceDatReader,
@@ -109,6 +110,29 @@ function checkOptions(options: ConvertOptions): { to: Target; version: 6 | 7; co
   return { to: options.to as Target, version, compression };
 }
 
+/**
+ * trace.dat to trace.dat of its own version and compression, every event kept: the file's sections and compressed
+ * chunks copied as they are, nothing decoded or compressed again (see copyTraceDat). Undefined where that does not
+ * apply; the pages are then copied, or the events encoded again.
+ */
+function copyWhole(
+  input: string,
+  options: ConvertOptions,
+  version: 6 | 7,
+  compression: 'none' | 'zstd' | 'zlib',
+  access: OutputAccess,
+): { bytes: number; cpus: number } | undefined {
+  if (options.filter !== undefined || options.lenient === true) return undefined;
+  if (statSync(input, { throwIfNoEntry: false })?.isFile() !== true) return undefined;
+  const copied = copyTraceDat(input, options.output, {
+    version,
+    compression,
+    ...access,
+    ...(options.buffer !== undefined ? { buffer: options.buffer } : {}),
+  });
+  return 'bytes' in copied ? copied : undefined;
+}
+
 /** `evtrace convert INPUT -o OUTPUT --to KIND`. */
 export function registerConvert(program: Command, io: CliIO): void {
   const cmd = addCommand(program, 'convert')
@@ -122,11 +146,16 @@ task_rename and print in Perfetto's own fields, so that ui.perfetto.dev shows CP
 generic ftrace events, processes and threads described where the trace shows their thread group: execs and
 task_newtask), perfetto-json (the Chrome trace-event JSON that ui.perfetto.dev and chrome://tracing open, events as
 instants). Events from CTF written as
-trace.dat get a synthesized ftrace format. A trace.dat written as trace.dat without --filter keeps its pages as
-they are, as trace-cmd convert does (no event is decoded), with the file's own formats, kallsyms and cmdlines;
-files evtrace cannot copy that way (big-endian, with 4-byte longs, with a timestamp offset) are decoded and
-encoded again, with a note saying why. Each copied page is checked as a reader walks it: a corrupt one fails the
-conversion with its file and byte offset, or with --lenient is left out and counted.
+trace.dat get a synthesized ftrace format, and are written as they are read, a few pages per CPU held at a time.
+A version 7 trace.dat written as trace.dat of its own compression (zstd by default) without --filter or --lenient
+is copied as it is: its sections and compressed chunks byte for byte (nothing decoded, decompressed or compressed
+again), its options and every buffer kept (only the one --buffer names, as the top one, with --buffer); its
+structure is checked (each section where its option says, each chunk inside the file and starting as zstd or zlib
+data does), not the pages inside the chunks. Any other trace.dat written as trace.dat without --filter keeps its
+pages as they are, as trace-cmd convert does (no event is decoded), with the file's own formats, kallsyms and
+cmdlines; files evtrace cannot copy that way (big-endian, with 4-byte longs, with a timestamp offset) are decoded
+and encoded again, with a note saying why. Each page so copied is checked as a reader walks it: a corrupt one fails
+the conversion with its file and byte offset, or with --lenient is left out and counted.
 OUTPUT is written under a temporary name beside it and renamed over it once complete (a CTF directory is built
 beside it and swapped in), so a failed conversion leaves an existing OUTPUT as it was; a non-empty CTF directory is
 replaced only with --force. OUTPUT is readable by its owner only (0600, a directory 0700), as perf keeps perf.data,
@@ -170,6 +199,15 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
       const access: OutputAccess = options.share === true ? { share: true } : {};
       // Refused before any input is read, as it would be after.
       if (to === 'ctf') checkOutputDir(options.output, { force: options.force === true });
+      const copied = to === 'tracedat' ? copyWhole(input, options, version, compression, access) : undefined;
+      if (copied !== undefined) {
+        if (options.json === true) io.stdout(summary(null, { bytes: copied.bytes, skipped: 0 }));
+        else
+          io.stderr(
+            `evtrace: pages of ${copied.cpus} CPUs copied to ${options.output} (tracedat v${version}, ${copied.bytes} bytes)\n`,
+          );
+        return;
+      }
       const opened = openInput(input, options);
       const { reader } = opened;
       const events = withProgress(opened.events, io, `convert --to ${to}`);

@@ -10,6 +10,7 @@ import { BranchList, encodeBts } from '@evtrace/hw-bts';
 import { STREAM_INPUT_LIMIT } from '@evtrace/trace-format';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../exit-codes.ts';
+import { PEAK_HOOK, peakRss } from '../testing/peak-rss.ts';
 
 const CLI = new URL('../../dist/cli.js', import.meta.url).pathname;
 const MIB = 1024 * 1024;
@@ -17,11 +18,6 @@ const MIB = 1024 * 1024;
 const PROCESS_ALLOWANCE = 160 * MIB;
 /** The bound a stream read may reach: the shared limit, plus the process itself. */
 const STREAM_BOUND = STREAM_INPUT_LIMIT + PROCESS_ALLOWANCE;
-
-// Printed on stderr at exit, whatever ends the process: its peak resident set (kB, as getrusage says).
-const PEAK_HOOK = `data:text/javascript,${encodeURIComponent(
-  "process.on('exit', () => process.getBuiltinModule('node:fs').writeSync(2, '\\npeak-rss-kb ' + process.resourceUsage().maxRSS + '\\n'));",
-)}`;
 
 interface Run {
   code: number | null;
@@ -46,14 +42,7 @@ function evtrace(args: string[], options: { stdin?: string; timeoutMs?: number }
   child.stderr?.on('data', (d) => (stderr += d));
   return new Promise((resolve) => {
     child.on('close', (code) => {
-      const peak = /\npeak-rss-kb (\d+)\n/.exec(stderr);
-      resolve({
-        code,
-        stdout,
-        stderr: stderr.replace(/\npeak-rss-kb \d+\n/, ''),
-        peakBytes: peak ? Number(peak[1]) * 1024 : Number.NaN,
-        ms: Date.now() - started,
-      });
+      resolve({ code, stdout, ...peakRss(stderr), ms: Date.now() - started });
     });
   });
 }

@@ -37,14 +37,29 @@ function toBig(v: FieldValue | undefined): bigint {
   return 0n;
 }
 
-/** Stores an integer of `size` bytes, wrapping like a C cast; numbers stay off the BigInt path when they can. */
+/**
+ * Stores an integer of `size` bytes, wrapping like a C cast; numbers stay off the BigInt path when they can. Nothing
+ * is stored for a missing value: records are zeroed before their fields are written.
+ */
 function putInt(view: DataView, at: number, size: number, v: FieldValue | undefined, le: boolean): void {
+  if (v === undefined) return;
   if (size === 8) {
-    // setBigUint64 wraps negative values modulo 2^64 itself.
-    view.setBigUint64(at, BigInt.asUintN(64, toBig(v)), le);
+    if (typeof v === 'bigint') {
+      // setBigUint64 wraps any value modulo 2^64 itself.
+      view.setBigUint64(at, v, le);
+    } else if (typeof v === 'number' && Number.isSafeInteger(v)) {
+      // Two 32-bit halves, two's complement for negatives: no BigInt made for a value that fits a number.
+      view.setUint32(le ? at : at + 4, v >>> 0, le);
+      view.setUint32(le ? at + 4 : at, Math.floor(v / 0x100000000) >>> 0, le);
+    } else view.setBigUint64(at, toBig(v), le);
     return;
   }
-  const n = typeof v === 'number' && Number.isSafeInteger(v) ? v : Number(BigInt.asIntN(32, toBig(v)));
+  const n =
+    typeof v === 'number' && Number.isSafeInteger(v)
+      ? v
+      : typeof v === 'bigint'
+        ? Number(BigInt.asIntN(32, v))
+        : Number(BigInt.asIntN(32, toBig(v)));
   if (size === 1) view.setUint8(at, n & 0xff);
   else if (size === 2) view.setUint16(at, n & 0xffff, le);
   else view.setUint32(at, n >>> 0, le);
@@ -127,7 +142,7 @@ export function compileRecordWriter(
   event: EventClass,
   le = true,
   longSize = 8,
-): RecordWriter & { readonly fixed: number } {
+): RecordWriter & { readonly fixed: number; readonly dynamic: boolean } {
   const info = event.ftrace;
   if (info === undefined) throw new TraceFormatError('ERR_TRACE_FORMAT', `${event.name} has no ftrace field info`);
   // Tail arrays start where their field says, not after the fixed part.
@@ -135,7 +150,8 @@ export function compileRecordWriter(
   const fixed = tailStart ?? Math.max(0, ...info.fields.map((f) => f.offset + f.size));
   const writers = info.fields.map((f) => fieldWriter(f, le, longSize));
   const hasDynamic = info.fields.some((f) => f.size === 0 || /^__(data|rel)_loc/.test(f.cType));
-  // Generated straight-line code: scalars inline, other fields through their writer. Names are JSON-quoted.
+  // Generated straight-line code: scalars inline, other fields through their writer. Names are JSON-quoted. The fixed
+  // part is zeroed by a loop: a few dozen bytes cost less so than through fill's call.
   const statements = info.fields.map((f, i) => {
     const src =
       f.name === 'common_type' ? String(event.id) : `${f.common ? 'common' : 'fields'}[${JSON.stringify(f.name)}]`;
@@ -143,7 +159,7 @@ export function compileRecordWriter(
     return scalar ? `put(v, at + ${f.offset}, ${f.size}, ${src}, ${le});` : `w[${i}](out, v, at, ${src}, dyn);`;
   });
   const body = `return function write(fields, common, out, v, at) {
-    out.fill(0, at, at + ${fixed});
+    for (let i = at, e = at + ${fixed}; i < e; i++) out[i] = 0;
     let end = ${fixed};
     const dyn = ${hasDynamic ? 'area(out, at, () => end, (e) => { end = e; })' : 'undefined'};
     ${statements.join('\n    ')}
@@ -162,7 +178,7 @@ export function compileRecordWriter(
     throw new TraceFormatError('ERR_TRACE_FORMAT', `${event.name}: ${n} bytes of dynamic data, at most ${MAX_DYNAMIC}`);
   };
   const write = new Function('w', 'put', 'area', 'overflow', body)(writers, putInt, area, overflow) as RecordWriter;
-  return Object.assign(write, { fixed });
+  return Object.assign(write, { fixed, dynamic: hasDynamic });
 }
 
 /** Compiles the encoder of an event class with ftrace info; `common_type` is always the class id. */
@@ -212,84 +228,132 @@ const MISSED_STORED = 0x40000000;
  * flagged as the kernel flags the page after a loss. Unused page bytes are zero.
  */
 export function packPages(records: Iterable<TimedRecord>, layout: PageLayout, options: PackOptions = {}): Buffer {
-  const le = layout.byteOrder === 'le';
   const pages: Buffer[] = [];
-  let page: Buffer | undefined;
-  let view: DataView | undefined;
-  let used = 0;
-  let last = 0n;
+  const packer = new PagePacker(layout, (page) => pages.push(Buffer.from(page)), options);
+  for (const r of records) packer.add(r.tsNs, r.data, r.data.length, r.missed);
+  packer.close();
+  return Buffer.concat(pages);
+}
+
+/**
+ * {@link packPages} one record at a time: each page is handed to `onPage` once full (the same buffer every time, to
+ * be copied or written before `add` returns), so a writer holds one page, whatever the trace's length.
+ */
+export class PagePacker {
+  readonly #layout: PageLayout;
+  readonly #onPage: (page: Buffer) => void;
+  readonly #le: boolean;
+  readonly #absolute: boolean;
+  /** The page being filled (handed to `onPage` when full, then cleared and filled again). */
+  readonly page: Buffer;
+  readonly view: DataView;
+  #open = false;
+  #used = 0;
+  #last = 0n;
   /** The current page's loss: undefined for none, null for an unknown count. */
-  let missed: number | null | undefined;
+  #missed: number | null | undefined;
   /** Room for records: the page less its header, and less the stored count of a loss. */
-  let capacity = 0;
-  const header = (typeLen: number, delta: number) =>
-    le ? ((delta << 5) | typeLen) >>> 0 : ((typeLen << 27) | delta) >>> 0;
-  const close = () => {
-    if (page === undefined) return;
-    let commit = used;
-    if (missed !== undefined) {
+  #capacity = 0;
+
+  constructor(layout: PageLayout, onPage: (page: Buffer) => void, options: PackOptions = {}) {
+    this.#layout = layout;
+    this.#onPage = onPage;
+    this.#le = layout.byteOrder === 'le';
+    this.#absolute = options.absoluteStamps === true;
+    this.page = Buffer.alloc(layout.pageSize);
+    this.view = new DataView(this.page.buffer, this.page.byteOffset, this.page.byteLength);
+  }
+
+  #header(typeLen: number, delta: number): number {
+    return this.#le ? ((delta << 5) | typeLen) >>> 0 : ((typeLen << 27) | delta) >>> 0;
+  }
+
+  /** Places the record `data[0, length)` stamped `tsNs`, after the kernel's loss of `missed` events when given. */
+  add(tsNs: bigint, data: Uint8Array, length: number, missed?: number | null): void {
+    const at = this.place(tsNs, length, missed);
+    const page = this.page;
+    // Records are mostly a few dozen bytes: a loop costs less than a copy call's setup.
+    if (length <= 64) for (let i = 0; i < length; i++) page[at + i] = data[i]!;
+    else page.set(data.subarray(0, length), at);
+  }
+
+  /**
+   * Makes room for a record of `length` bytes stamped `tsNs` and returns where in {@link page} its bytes go (zeros
+   * until the caller writes them there, before the next call): for a writer that encodes a record in place.
+   */
+  place(tsNs: bigint, length: number, missed?: number | null): number {
+    const layout = this.#layout;
+    const view = this.view;
+    const le = this.#le;
+    const payload = (length + 3) & ~3;
+    const small = payload > 0 && payload <= MAX_SMALL;
+    const eventSize = (small ? 4 : 8) + payload;
+    if (eventSize + 8 + (missed == null ? 0 : layout.commitSize) > layout.pageSize - layout.dataOffset) {
+      throw new TraceFormatError(
+        'ERR_TRACE_FORMAT',
+        `record of ${length} bytes does not fit a ${layout.pageSize}-byte page`,
+      );
+    }
+    if (missed !== undefined) this.close();
+    let delta = this.#open ? Number(tsNs - this.#last) : 0;
+    const needStamp = delta < 0 || delta > MAX_DELTA;
+    if (this.#open && this.#used + eventSize + (needStamp ? 8 : 0) > this.#capacity) this.close();
+    if (!this.#open) {
+      view.setBigUint64(layout.timestampOffset, tsNs, le);
+      this.#open = true;
+      this.#used = 0;
+      this.#last = tsNs;
+      this.#missed = missed;
+      this.#capacity = layout.pageSize - layout.dataOffset - (missed == null ? 0 : layout.commitSize);
+      delta = 0;
+    }
+    if (delta < 0 || delta > MAX_DELTA) {
+      const at = layout.dataOffset + this.#used;
+      const abs = this.#absolute || delta < 0;
+      const value = abs ? BigInt.asUintN(59, tsNs) : tsNs - this.#last;
+      view.setUint32(
+        at,
+        this.#header(abs ? EVENT_TYPE.timeStamp : EVENT_TYPE.timeExtend, Number(value & BigInt(MAX_DELTA))),
+        le,
+      );
+      view.setUint32(at + 4, Number(value >> 27n), le);
+      this.#used += 8;
+      delta = 0;
+    }
+    let at = layout.dataOffset + this.#used;
+    if (small) {
+      view.setUint32(at, this.#header(payload / 4, delta), le);
+      at += 4;
+    } else {
+      view.setUint32(at, this.#header(0, delta), le);
+      view.setUint32(at + 4, payload + 4, le);
+      at += 8;
+    }
+    this.#used += eventSize;
+    this.#last = tsNs;
+    return at;
+  }
+
+  /** Hands over the page being filled, if any; the next record starts a new one. */
+  close(): void {
+    if (!this.#open) return;
+    const layout = this.#layout;
+    const view = this.view;
+    const le = this.#le;
+    let commit = this.#used;
+    if (this.#missed !== undefined) {
       commit |= MISSED_EVENTS;
-      if (missed !== null) {
+      if (this.#missed !== null) {
         commit |= MISSED_STORED;
-        const at = layout.dataOffset + used;
-        if (layout.commitSize === 8) view!.setBigUint64(at, BigInt(missed), le);
-        else view!.setUint32(at, missed, le);
+        const at = layout.dataOffset + this.#used;
+        if (layout.commitSize === 8) view.setBigUint64(at, BigInt(this.#missed), le);
+        else view.setUint32(at, this.#missed, le);
       }
     }
     const commitAt = layout.commitOffset + (!le && layout.commitSize === 8 ? 4 : 0);
-    view!.setUint32(commitAt, commit >>> 0, le);
-    pages.push(page);
-    page = undefined;
-  };
-  for (const r of records) {
-    const payload = (r.data.length + 3) & ~3;
-    const small = payload > 0 && payload <= MAX_SMALL;
-    const eventSize = (small ? 4 : 8) + payload;
-    if (eventSize + 8 + (r.missed == null ? 0 : layout.commitSize) > layout.pageSize - layout.dataOffset) {
-      throw new TraceFormatError(
-        'ERR_TRACE_FORMAT',
-        `record of ${r.data.length} bytes does not fit a ${layout.pageSize}-byte page`,
-      );
-    }
-    if (r.missed !== undefined) close();
-    const gap = page === undefined ? 0n : r.tsNs - last;
-    const needStamp = page !== undefined && (gap < 0n || gap > BigInt(MAX_DELTA));
-    if (page !== undefined && used + eventSize + (needStamp ? 8 : 0) > capacity) close();
-    if (page === undefined) {
-      page = Buffer.alloc(layout.pageSize);
-      view = new DataView(page.buffer, page.byteOffset, page.byteLength);
-      view.setBigUint64(layout.timestampOffset, r.tsNs, le);
-      used = 0;
-      last = r.tsNs;
-      missed = r.missed;
-      capacity = layout.pageSize - layout.dataOffset - (missed == null ? 0 : layout.commitSize);
-    }
-    let delta = Number(r.tsNs - last);
-    if (delta < 0 || delta > MAX_DELTA) {
-      const at = layout.dataOffset + used;
-      const abs = options.absoluteStamps === true || delta < 0;
-      const value = abs ? BigInt.asUintN(59, r.tsNs) : r.tsNs - last;
-      view!.setUint32(
-        at,
-        header(abs ? EVENT_TYPE.timeStamp : EVENT_TYPE.timeExtend, Number(value & BigInt(MAX_DELTA))),
-        le,
-      );
-      view!.setUint32(at + 4, Number(value >> 27n), le);
-      used += 8;
-      delta = 0;
-    }
-    const at = layout.dataOffset + used;
-    if (small) {
-      view!.setUint32(at, header(payload / 4, delta), le);
-      page!.set(r.data, at + 4);
-    } else {
-      view!.setUint32(at, header(0, delta), le);
-      view!.setUint32(at + 4, payload + 4, le);
-      page!.set(r.data, at + 8);
-    }
-    used += eventSize;
-    last = r.tsNs;
+    view.setUint32(commitAt, commit >>> 0, le);
+    this.#onPage(this.page);
+    this.page.fill(0);
+    this.#open = false;
   }
-  close();
-  return Buffer.concat(pages);
 }

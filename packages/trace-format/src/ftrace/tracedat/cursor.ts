@@ -11,17 +11,21 @@ export class Cursor {
   /** How to describe offsets in this buffer, e.g. `section at byte 37, +`. */
   readonly where: string;
   pos: number;
+  /** The file offset of `bytes[0]`, when they are a piece read from the file rather than all of it. */
+  readonly base: number;
 
-  constructor(bytes: Buffer, le: boolean, file: string | undefined, where = '', pos = 0) {
+  constructor(bytes: Buffer, le: boolean, file: string | undefined, where = '', pos = 0, base = 0) {
     this.bytes = bytes;
     this.le = le;
     this.file = file;
     this.where = where;
     this.pos = pos;
+    this.base = base;
   }
 
   fail(why: string, at = this.pos): never {
-    if (this.where === '') throw new TraceFormatError('ERR_TRACE_DAT', why, { file: this.file, offset: at });
+    if (this.where === '')
+      throw new TraceFormatError('ERR_TRACE_DAT', why, { file: this.file, offset: this.base + at });
     throw new TraceFormatError('ERR_TRACE_DAT', `${this.where}${at}: ${why}`, { file: this.file });
   }
 

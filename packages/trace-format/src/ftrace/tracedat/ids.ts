@@ -30,3 +30,13 @@ export const OPTION = {
 
 /** Section flag: the section's content is compressed. */
 export const SECTION_COMPRESSED = 1;
+
+/** The description a version 7 file gives each metadata section, by section id. */
+export const SECTION_NAMES: Readonly<Record<number, string>> = {
+  [OPTION.headerInfo]: 'headers',
+  [OPTION.ftraceEvents]: 'ftrace events',
+  [OPTION.eventFormats]: 'events format',
+  [OPTION.kallsyms]: 'kallsyms',
+  [OPTION.printk]: 'printk',
+  [OPTION.cmdlines]: 'command lines',
+};

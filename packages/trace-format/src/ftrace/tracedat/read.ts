@@ -472,7 +472,8 @@ function chunkList(
 /** node:zlib, loaded with the first compressed block. */
 const zlib = () => process.getBuiltinModule('node:zlib') as typeof import('node:zlib');
 
-function decompress(c: Cursor, algorithm: string, data: Buffer, usize: number, at: number): Buffer {
+/** A compressed block's `usize` bytes; a failure names `at` through `c`. */
+export function decompress(c: Cursor, algorithm: string, data: Buffer, usize: number, at: number): Buffer {
   if (usize > MAX_SECTION) c.fail(`compressed block claims ${usize} bytes`, at);
   let out: Buffer;
   // Output in one piece of the stated size: with Node's default 16 KiB pieces, joined afterwards, a 40 KiB chunk took

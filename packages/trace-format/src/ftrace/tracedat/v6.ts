@@ -1,7 +1,8 @@
 /** Version 6 of trace.dat (trace-cmd.dat.v6(5)): the head, then each CPU's pages uncompressed and page-aligned. */
 import { commonOptions, eventsBlock, ftraceBlock, headersBlock, type Meta, start } from './blocks.ts';
 import { OPTION } from './ids.ts';
-import { Out, partSize } from './parts.ts';
+import { checkedChunks, type TraceDatCpuPages } from './pages.ts';
+import { Out, partSize, putBytes, putParts } from './parts.ts';
 
 function v6Head(meta: Meta, sizes: readonly number[], pageSize: number): Buffer {
   return v6HeadParts(meta, sizes, pageSize).bytes();
@@ -51,4 +52,31 @@ export function writeV6(meta: Meta, cpuPages: Buffer[], pageSize: number): Buffe
     o.put(p);
   }
   return o.bytes();
+}
+
+/**
+ * Writes a version 6 file into the open file `fd` from offset 0, each CPU's pages copied by `copyTo` where it can,
+ * read chunk by chunk otherwise. Every write is positional: the head's parts may be copied by the kernel at an offset,
+ * which moves no position. Returns the file's size.
+ */
+export function writeV6File(
+  fd: number,
+  meta: Meta,
+  cpus: readonly TraceDatCpuPages[],
+  pageSize: number,
+  file: string | undefined,
+): number {
+  const head = v6HeadParts(
+    meta,
+    cpus.map((c) => c.size),
+    pageSize,
+  );
+  let written = putParts(fd, head.parts);
+  for (let cpu = 0; cpu < cpus.length; cpu++) {
+    if (cpus[cpu]!.size === 0) continue;
+    written = putBytes(fd, Buffer.alloc((pageSize - (written % pageSize)) % pageSize), written);
+    if (cpus[cpu]!.copyTo?.(fd, written) === true) written += cpus[cpu]!.size;
+    else for (const chunk of checkedChunks(cpus[cpu]!, cpu, file)) written = putBytes(fd, chunk, written);
+  }
+  return written;
 }

@@ -4,7 +4,7 @@
  */
 import { TraceFormatError } from '../../errors.ts';
 import { commonOptions, eventsBlock, ftraceBlock, headersBlock, type Meta, option, start } from './blocks.ts';
-import { OPTION, SECTION_COMPRESSED } from './ids.ts';
+import { OPTION, SECTION_COMPRESSED, SECTION_NAMES } from './ids.ts';
 import { checkedChunks, type TraceDatCpuPages } from './pages.ts';
 import { Out, partSize, u32, u64 } from './parts.ts';
 
@@ -33,13 +33,27 @@ export function memorySink(): Sink & { bytes(): Buffer } {
   };
 }
 
+/** A CPU's pages already compressed into a chunk list (each chunk's compressed size, size and data), the count apart. */
+export interface ChunkedCpuPages {
+  /** Bytes of the chunks, headers included. */
+  readonly size: number;
+  /** How many chunks there are. */
+  readonly count: number;
+  /** The chunks' bytes in order, `size` in total. */
+  chunks(): Iterable<Uint8Array>;
+}
+
+/** Pages compressed as one chunk, as trace-cmd groups them. */
+export const CHUNK_PAGES = 10;
+
 /**
- * Writes a version 7 file to `sink` and returns its size. Each CPU's pages are compressed in chunks of 10 pages
- * (as trace-cmd does) as they are read and written out at once, so no more than a chunk of them is held.
+ * Writes a version 7 file to `sink` and returns its size. Each CPU's pages are compressed in chunks of
+ * {@link CHUNK_PAGES} pages as they are read and written out at once, so no more than a chunk of them is held; pages
+ * already compressed in the file's algorithm ({@link ChunkedCpuPages}) are written as they are.
  */
 export function writeV7(
   meta: Meta,
-  cpus: readonly TraceDatCpuPages[],
+  cpus: readonly (TraceDatCpuPages | ChunkedCpuPages)[],
   pageSize: number,
   compression: 'none' | 'zstd' | 'zlib',
   sink: Sink,
@@ -85,25 +99,25 @@ export function writeV7(
   };
   const headersAt = section(
     OPTION.headerInfo,
-    'headers',
+    SECTION_NAMES[OPTION.headerInfo]!,
     block((b) => headersBlock(b, meta)),
     true,
   );
   const ftraceAt = section(
     OPTION.ftraceEvents,
-    'ftrace events',
+    SECTION_NAMES[OPTION.ftraceEvents]!,
     block((b) => ftraceBlock(b, meta)),
     true,
   );
   const eventsAt = section(
     OPTION.eventFormats,
-    'events format',
+    SECTION_NAMES[OPTION.eventFormats]!,
     block((b) => eventsBlock(b, meta)),
     true,
   );
   const kallsymsAt = section(
     OPTION.kallsyms,
-    'kallsyms',
+    SECTION_NAMES[OPTION.kallsyms]!,
     block((b) => {
       b.u32(partSize(meta.kallsyms));
       b.put(meta.kallsyms);
@@ -112,7 +126,7 @@ export function writeV7(
   );
   const printkAt = section(
     OPTION.printk,
-    'printk',
+    SECTION_NAMES[OPTION.printk]!,
     block((b) => {
       b.u32(Buffer.byteLength(meta.printk));
       b.str(meta.printk);
@@ -121,7 +135,7 @@ export function writeV7(
   );
   const cmdlinesAt = section(
     OPTION.cmdlines,
-    'command lines',
+    SECTION_NAMES[OPTION.cmdlines]!,
     block((b) => {
       b.u64(Buffer.byteLength(meta.cmdlines));
       b.str(meta.cmdlines);
@@ -135,7 +149,7 @@ export function writeV7(
   const head = o.bytes();
   sink.write(head, 0);
   let at = Math.ceil((flyAt + headerSize) / pageSize) * pageSize;
-  const chunkSize = pageSize * 10;
+  const chunkSize = pageSize * CHUNK_PAGES;
   const cpuTable = cpus.map((pages, cpu) => {
     const chunks = checkedChunks(pages, cpu, file);
     if (pages.size === 0) {
@@ -144,7 +158,14 @@ export function writeV7(
     }
     const offset = at;
     let end = offset;
-    if (compression === 'none') {
+    if ('count' in pages) {
+      sink.write(u32(pages.count), offset);
+      end += 4;
+      for (const chunk of chunks) {
+        sink.write(chunk, end);
+        end += chunk.length;
+      }
+    } else if (compression === 'none') {
       for (const chunk of chunks) {
         sink.write(chunk, end);
         end += chunk.length;

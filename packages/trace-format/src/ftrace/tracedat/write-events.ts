@@ -1,17 +1,23 @@
 /**
  * trace.dat from events: each event's record encoded again (classes from ftrace keep their formats; others, from CTF,
- * get a synthesized one), then packed into pages per CPU and written as version 6 or 7.
+ * get a synthesized one), packed into pages per CPU as it comes, and written as version 6 or 7.
  */
+import { TraceFormatError } from '../../errors.ts';
 import type { EventClass, TraceEvent } from '../../model/types.ts';
-import { type OutputAccess, writeBytesAtomically } from '../../output/atomic.ts';
-import { compileRecordWriter, MAX_DYNAMIC, packPages, type RecordWriter, type TimedRecord } from '../encode.ts';
+import { type OutputAccess, writeFileAtomically } from '../../output/atomic.ts';
+import { compileRecordWriter, MAX_DYNAMIC, type RecordWriter } from '../encode.ts';
 import { formatFileText, HEADER_EVENT_TEXT, headerPageText } from '../format-text.ts';
-import { kernelPageLayout } from '../headers.ts';
+import { kernelPageLayout, type PageLayout } from '../headers.ts';
 import { LONG, type Meta } from './blocks.ts';
+import { CpuWriter, fileStore, memoryStore, type Store } from './page-store.ts';
 import type { TraceDatCpuPages } from './pages.ts';
+import { putBytes } from './parts.ts';
 import { synthesizeFtraceClass } from './synthesize.ts';
-import { writeV6 } from './v6.ts';
-import { memorySink, writeV7 } from './v7.ts';
+import { writeV6, writeV6File } from './v6.ts';
+import { type ChunkedCpuPages, memorySink, writeV7 } from './v7.ts';
+
+/** CPUs a file may hold, as readers accept them. */
+const MAX_CPUS = 4096;
 
 /** Options of {@link encodeTraceDat}. */
 export interface TraceDatWriteOptions {
@@ -39,30 +45,125 @@ export interface TraceDatWriteResult {
   readonly synthesized: readonly string[];
 }
 
+/** What {@link writeTraceDat} wrote. */
+export interface TraceDatFileResult {
+  /** Bytes of the file. */
+  readonly size: number;
+  readonly events: number;
+  /** Classes that were given a synthesized ftrace format (they had none), by name. */
+  readonly synthesized: readonly string[];
+}
+
 /** Encodes events into a trace.dat image. Events need not be sorted; each CPU's records are sorted by time. */
 export function encodeTraceDat(
   eventClasses: readonly EventClass[],
   events: Iterable<TraceEvent>,
   options: TraceDatWriteOptions = {},
 ): TraceDatWriteResult {
+  const list = [...events];
+  // Stable: events of equal times keep their order.
+  if (list.some((e, i) => i > 0 && e.tsNs < list[i - 1]!.tsNs))
+    list.sort((a, b) => (a.tsNs < b.tsNs ? -1 : a.tsNs > b.tsNs ? 1 : 0));
+  const store = memoryStore();
+  const encoded = encodeEvents(eventClasses, list, options, store);
+  let bytes: Buffer;
+  if (encoded.version === 6) {
+    bytes = writeV6(
+      encoded.meta,
+      encoded.cpus.map((c) => Buffer.concat([...c.chunks()])),
+      encoded.pageSize,
+    );
+  } else {
+    const sink = memorySink();
+    writeV7(encoded.meta, encoded.cpus, encoded.pageSize, encoded.compression, sink);
+    bytes = sink.bytes();
+  }
+  return { bytes, events: encoded.events, synthesized: encoded.synthesized };
+}
+
+/**
+ * Writes events to a trace.dat file as they come, whole or not at all (see {@link writeFileAtomically}): readable by
+ * its owner only unless `share` or `mode` says otherwise. Each CPU's records keep the order given (a record earlier
+ * than the one before it on its CPU gets an absolute time stamp); what is held is a few pages per CPU, the rest waits
+ * compressed in a temporary file beside `file` until the file is assembled.
+ *
+ * @throws TraceFormatError `ERR_TRACE_FORMAT` for an event on a CPU a file cannot hold (below 0, fractional, or
+ *   beyond the CPUs readers accept);
+ *   `ERR_TRACE_OUTPUT` naming `file` when it cannot be written.
+ */
+export function writeTraceDat(
+  file: string,
+  eventClasses: readonly EventClass[],
+  events: Iterable<TraceEvent>,
+  options: TraceDatWriteOptions & OutputAccess = {},
+): TraceDatFileResult {
+  const store = fileStore(file);
+  try {
+    const encoded = encodeEvents(eventClasses, events, options, store);
+    const { meta, cpus, pageSize, compression } = encoded;
+    const size = writeFileAtomically(
+      file,
+      (fd) =>
+        encoded.version === 6
+          ? writeV6File(fd, meta, cpus as TraceDatCpuPages[], pageSize, file)
+          : writeV7(meta, cpus, pageSize, compression, { write: (bytes, at) => putBytes(fd, bytes, at) }, file),
+      options,
+    );
+    return { size, events: encoded.events, synthesized: encoded.synthesized };
+  } finally {
+    store.close();
+  }
+}
+
+/** Events encoded into per-CPU pages kept in `store`, and the file's texts. */
+function encodeEvents(
+  eventClasses: readonly EventClass[],
+  events: Iterable<TraceEvent>,
+  options: TraceDatWriteOptions,
+  store: Store,
+) {
   const version = options.version ?? 7;
   const compression = version === 6 ? 'none' : (options.compression ?? 'zstd');
   const pageSize = options.pageSize ?? 4096;
-  const layout = kernelPageLayout(pageSize);
+  const layout: PageLayout = kernelPageLayout(pageSize);
   const classes = new Classes(eventClasses);
-  const perCpu = new Map<number, Arena>();
+  const perCpu: (CpuWriter | undefined)[] = [];
+  let scratch = Buffer.alloc(1 << 16);
+  let view = new DataView(scratch.buffer);
+  let lastClass: EventClass | undefined;
+  let write: Writer | undefined;
   let count = 0;
+  const none = {};
   for (const e of events) {
-    const write = classes.get(e.eventClass);
+    if (e.eventClass !== lastClass) {
+      lastClass = e.eventClass;
+      write = classes.get(lastClass);
+      if (write.fixed + MAX_DYNAMIC > scratch.length) {
+        scratch = Buffer.alloc(write.fixed + MAX_DYNAMIC);
+        view = new DataView(scratch.buffer);
+      }
+    }
     const cpu = e.cpu ?? 0;
-    let arena = perCpu.get(cpu);
-    if (arena === undefined) perCpu.set(cpu, (arena = new Arena()));
-    arena.add(e.tsNs, write, e.fields, e.scopes?.['event.context'] ?? {}, lostBefore(e));
+    if (!Number.isInteger(cpu) || cpu < 0 || cpu >= MAX_CPUS) {
+      throw new TraceFormatError(
+        'ERR_TRACE_FORMAT',
+        `event ${count} (${e.eventClass.name}) is on CPU ${cpu}, not 0 to ${MAX_CPUS - 1}`,
+      );
+    }
+    const packer = (perCpu[cpu] ?? (perCpu[cpu] = new CpuWriter(layout, store, compression))).packer;
+    const common = e.scopes?.['event.context'] ?? none;
+    if (write!.dynamic) {
+      const n = write!(e.fields, common, scratch, view, 0);
+      packer.add(e.tsNs, scratch, n, lostBefore(e));
+    } else {
+      // Its length known before it is written: encoded in its page, not copied there.
+      write!(e.fields, common, packer.page, packer.view, packer.place(e.tsNs, write!.fixed, lostBefore(e)));
+    }
     count++;
   }
-  const cpuCount = perCpu.size === 0 ? 1 : Math.max(...perCpu.keys()) + 1;
-  const cpuPages: Buffer[] = [];
-  for (let cpu = 0; cpu < cpuCount; cpu++) cpuPages.push(packPages(perCpu.get(cpu)?.records() ?? [], layout));
+  const cpus: (TraceDatCpuPages | ChunkedCpuPages)[] = [];
+  for (let cpu = 0; cpu < Math.max(1, perCpu.length); cpu++)
+    cpus.push(perCpu[cpu]?.finish() ?? { size: 0, chunks: () => [] });
   const used = classes.used();
   const meta: Meta = {
     headerPage: headerPageText(layout),
@@ -74,35 +175,8 @@ export function encodeTraceDat(
     printk: options.printk ?? '',
     clock: options.clock ?? 'local',
   };
-  let bytes: Buffer;
-  if (version === 6) bytes = writeV6(meta, cpuPages, pageSize);
-  else {
-    const sink = memorySink();
-    writeV7(meta, cpuPages.map(inMemory), pageSize, compression, sink);
-    bytes = sink.bytes();
-  }
-  return { bytes, events: count, synthesized: classes.synthesized };
+  return { version, compression, pageSize, meta, cpus, events: count, synthesized: classes.synthesized };
 }
-
-/**
- * Writes events to a trace.dat file, whole or not at all (see {@link writeFileAtomically}): readable by its owner
- * only unless `share` or `mode` says otherwise.
- *
- * @throws TraceFormatError `ERR_TRACE_OUTPUT` naming `file` when it cannot be written.
- */
-export function writeTraceDat(
-  file: string,
-  eventClasses: readonly EventClass[],
-  events: Iterable<TraceEvent>,
-  options: TraceDatWriteOptions & OutputAccess = {},
-): TraceDatWriteResult {
-  const result = encodeTraceDat(eventClasses, events, options);
-  writeBytesAtomically(file, result.bytes, options);
-  return result;
-}
-
-/** One CPU's pages as {@link TraceDatCpuPages} offers them, from bytes in memory. */
-const inMemory = (pages: Buffer): TraceDatCpuPages => ({ size: pages.length, chunks: () => [pages] });
 
 function groupBySystem(classes: EventClass[]): [string, string[]][] {
   const map = new Map<string, string[]>();
@@ -120,66 +194,13 @@ function lostBefore(e: TraceEvent): number | null | undefined {
   return typeof lost === 'number' ? lost : lost === null ? null : undefined;
 }
 
-/** One CPU's records, encoded back to back into one growing buffer (small buffers per record cost GC time). */
-class Arena {
-  #buf = Buffer.alloc(1 << 16);
-  #view = new DataView(this.#buf.buffer, this.#buf.byteOffset, this.#buf.byteLength);
-  #used = 0;
-  #sorted = true;
-  readonly #ts: bigint[] = [];
-  readonly #at: number[] = [];
-  readonly #len: number[] = [];
-  /** Losses before records, by record index. */
-  readonly #missed = new Map<number, number | null>();
-
-  add(
-    tsNs: bigint,
-    write: RecordWriter & { readonly fixed: number },
-    fields: TraceEvent['fields'],
-    common: NonNullable<TraceEvent['scopes']>[string],
-    missed: number | null | undefined,
-  ): void {
-    const need = this.#used + write.fixed + MAX_DYNAMIC;
-    if (need > this.#buf.length) {
-      const grown = Buffer.alloc(Math.max(need, this.#buf.length * 2));
-      grown.set(this.#buf.subarray(0, this.#used));
-      this.#buf = grown;
-      this.#view = new DataView(grown.buffer, grown.byteOffset, grown.byteLength);
-    }
-    const n = write(fields, common, this.#buf, this.#view, this.#used);
-    const last = this.#ts.length - 1;
-    if (last >= 0 && tsNs < this.#ts[last]!) this.#sorted = false;
-    if (missed !== undefined) this.#missed.set(this.#ts.length, missed);
-    this.#ts.push(tsNs);
-    this.#at.push(this.#used);
-    this.#len.push(n);
-    this.#used += n;
-  }
-
-  /** The records in time order (stable for equal times), each made as it is taken: never all at once. */
-  *records(): Generator<TimedRecord> {
-    const n = this.#ts.length;
-    let order: number[] | undefined;
-    if (!this.#sorted) {
-      order = this.#ts.map((_, i) => i);
-      order.sort((a, b) => (this.#ts[a]! < this.#ts[b]! ? -1 : this.#ts[a]! > this.#ts[b]! ? 1 : a - b));
-    }
-    for (let k = 0; k < n; k++) {
-      const i = order === undefined ? k : order[k]!;
-      const record = { tsNs: this.#ts[i]!, data: this.#buf.subarray(this.#at[i]!, this.#at[i]! + this.#len[i]!) };
-      const missed = this.#missed.get(i);
-      yield missed === undefined ? record : { ...record, missed };
-    }
-  }
-}
+/** A class's record writer, its fixed part's size and whether records carry dynamic data after it. */
+type Writer = RecordWriter & { readonly fixed: number; readonly dynamic: boolean };
 
 /** Encoders by class, synthesizing ftrace formats (and ids) for classes without one. */
 class Classes {
   readonly synthesized: string[] = [];
-  readonly #byClass = new Map<
-    EventClass,
-    { ftraceClass: EventClass; write: RecordWriter & { readonly fixed: number } }
-  >();
+  readonly #byClass = new Map<EventClass, { ftraceClass: EventClass; write: Writer }>();
   readonly #ids = new Set<number>();
   #nextId = 1000;
 
@@ -187,7 +208,7 @@ class Classes {
     for (const c of known) if (c.ftrace !== undefined) this.#ids.add(c.id);
   }
 
-  get(ec: EventClass): RecordWriter & { readonly fixed: number } {
+  get(ec: EventClass): Writer {
     let entry = this.#byClass.get(ec);
     if (entry === undefined) {
       let ftraceClass = ec;

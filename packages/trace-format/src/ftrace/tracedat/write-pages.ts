@@ -8,7 +8,7 @@ import { type OutputAccess, writeFileAtomically } from '../../output/atomic.ts';
 import type { Meta } from './blocks.ts';
 import { checkedChunks, type TraceDatPagesInput } from './pages.ts';
 import { asBuffer, isFileBytes, putBytes, putParts } from './parts.ts';
-import { v6HeadParts } from './v6.ts';
+import { v6HeadParts, writeV6File } from './v6.ts';
 import { writeV7 } from './v7.ts';
 
 /** Options of {@link writeTraceDatPages}. */
@@ -36,7 +36,6 @@ export function writeTraceDatPages(
   const { pageSize } = input;
   const meta = pagesMeta(input);
   const cpus = input.cpus.length === 0 ? [{ size: 0, chunks: () => [] }] : input.cpus;
-  const checked = (cpu: number) => checkedChunks(cpus[cpu]!, cpu, file);
   if (version === 7) {
     const compression = options.compression ?? 'zstd';
     return writeFileAtomically(
@@ -45,26 +44,7 @@ export function writeTraceDatPages(
       options,
     );
   }
-  const head = v6HeadParts(
-    meta,
-    cpus.map((c) => c.size),
-    pageSize,
-  );
-  // Every write is positional: the head's parts may be copied by the kernel at an offset, which moves no position.
-  return writeFileAtomically(
-    file,
-    (fd) => {
-      let written = putParts(fd, head.parts);
-      for (let cpu = 0; cpu < cpus.length; cpu++) {
-        if (cpus[cpu]!.size === 0) continue;
-        written = putBytes(fd, Buffer.alloc((pageSize - (written % pageSize)) % pageSize), written);
-        if (cpus[cpu]!.copyTo?.(fd, written) === true) written += cpus[cpu]!.size;
-        else for (const chunk of checked(cpu)) written = putBytes(fd, chunk, written);
-      }
-      return written;
-    },
-    options,
-  );
+  return writeFileAtomically(file, (fd) => writeV6File(fd, meta, cpus, pageSize, file), options);
 }
 
 /** Where one CPU's pages already lie in a file that {@link completeTraceDatPages} completes. */

@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { TraceFormatError } from '../../errors.ts';
 import type { EventClass, TraceEvent } from '../../model/types.ts';
 import { expectSameAsReport, RECORD_ARGS, recordTraceDat, reportRaw } from '../../testing/tracecmd.ts';
 import { findTracefs, hasTool } from '../../testing/tracefs.ts';
@@ -78,6 +79,80 @@ describe('trace.dat writing, read back by evtrace', () => {
     const back = readTraceDat(res.bytes);
     expect(back.metadata.page.pageSize).toBe(8192);
     expect([...back.events()].length).toBe(2000);
+  });
+});
+
+describe('writeTraceDat writes events as they come', () => {
+  /** `n` events over four CPUs, made one at a time: nothing holds them all. */
+  function* stream(n: number): Generator<TraceEvent> {
+    for (let i = 0; i < n; i++) {
+      yield {
+        tsNs: 9_000_000_000n + BigInt(i) * 1000n,
+        cpu: (i * 7) % 4,
+        eventClass: ctfClass,
+        fields: { id: BigInt(i), delta: i === 0 ? 0 : -i, path: `/p/${i % 101}` },
+      };
+    }
+  }
+
+  it('reads back every event of many chunks per CPU, in every version and compression, leaving no temporary file', () => {
+    const n = 20_000;
+    const key = (e: TraceEvent) => `${e.tsNs} ${e.cpu} ${e.fields.id} ${e.fields.delta} ${e.fields.path}`;
+    const want = [...stream(n)].map(key);
+    for (const [version, compression] of [
+      [6, 'none'],
+      [7, 'none'],
+      [7, 'zstd'],
+      [7, 'zlib'],
+    ] as const) {
+      const sub = mkdtempSync(join(dir, 'stream-'));
+      const file = join(sub, 'out.dat');
+      const result = writeTraceDat(file, [ctfClass], stream(n), { version, compression });
+      expect(result).toEqual({ size: readFileSync(file).length, events: n, synthesized: ['app:request'] });
+      const back = openTraceDat(file);
+      // Each CPU's pages span several chunks.
+      for (const p of back.cpuPages()) {
+        const size = typeof p.bytes === 'function' ? p.chunks!.reduce((k, c) => k + c.size, 0) : p.bytes.length;
+        expect(size).toBeGreaterThan(20 * 4096);
+      }
+      expect([...back.events()].map(key)).toEqual(want);
+      expect(readdirSync(sub)).toEqual(['out.dat']);
+    }
+  });
+
+  it("keeps a CPU's records in the order given, one earlier than the one before it with an absolute time stamp", () => {
+    const file = join(dir, 'back-in-time.dat');
+    const times = [5_000_000n, 3_000_000n, 7_000_000n];
+    writeTraceDat(
+      file,
+      [ctfClass],
+      times.map((tsNs, i) => ({ tsNs, cpu: 0, eventClass: ctfClass, fields: { id: BigInt(i), delta: 0, path: '' } })),
+    );
+    expect([...openTraceDat(file).events()].map((e) => [e.tsNs, e.fields.id])).toEqual([
+      [5_000_000n, 0n],
+      [3_000_000n, 1n],
+      [7_000_000n, 2n],
+    ]);
+  });
+
+  it('refuses an event on a CPU a file cannot hold, naming it', () => {
+    for (const cpu of [-1, 4096, 1.5]) {
+      const event = { ...stream(1).next().value!, cpu };
+      expect(() => writeTraceDat(join(dir, 'bad-cpu.dat'), [ctfClass], [event])).toThrow(
+        new TraceFormatError('ERR_TRACE_FORMAT', `event 0 (app:request) is on CPU ${cpu}, not 0 to 4095`),
+      );
+    }
+  });
+
+  it('leaves neither the file nor a temporary one when the events fail part way', () => {
+    const sub = mkdtempSync(join(dir, 'failing-'));
+    const file = join(sub, 'out.dat');
+    function* failing(): Generator<TraceEvent> {
+      yield* stream(5000);
+      throw new Error('input broke');
+    }
+    expect(() => writeTraceDat(file, [ctfClass], failing())).toThrow('input broke');
+    expect(readdirSync(sub)).toEqual([]);
   });
 });
 
