@@ -7,9 +7,11 @@ import { TraceFormatError } from '../errors.ts';
 import { readInput } from '../input.ts';
 import type { FieldValue, TraceClass, TraceEvent, TraceReader } from '../model/types.ts';
 import { type ByteSource, CHUNK, fileSource, MAX_HEADERS, memorySource } from './byte-source.ts';
+import type { CyclesToNs } from './clock.ts';
 import { isCtf2Metadata, parseCtf2Metadata } from './ctf2.ts';
 import { CtfEvent } from './event.ts';
 import { type IndexedCtfTrace, indexCtfStreams } from './indexed.ts';
+import { type CtfLinesOptions, type LineTarget, writeCtfLines } from './lines.ts';
 import { type LttngIndexEntry, parseLttngIndex } from './lttng-index.ts';
 import { Merger } from './merge.ts';
 import { readMetadataText } from './metadata.ts';
@@ -54,6 +56,11 @@ export interface CtfTraceReader extends TraceReader {
    * the first rows of a large trace are there long before its end has been read.
    */
   index(): IndexedCtfTrace;
+  /**
+   * The same events written as lines of text (as `createBabeltraceTextFormatter` formats them) or JSON (as
+   * `createJsonFormatter` does), decoded straight into the output bytes (see lines.ts); returns the number of lines.
+   */
+  writeLines(write: (bytes: Uint8Array) => void, options: CtfLinesOptions): number;
 }
 
 function uuidOf(value: FieldValue | undefined): string | undefined {
@@ -149,6 +156,38 @@ export class StreamFileCursor implements PacketCursor {
 
   /** The next event of this file, or undefined at its end. */
   next(): CtfEvent | undefined {
+    return this.advance(undefined) as CtfEvent | undefined;
+  }
+
+  /**
+   * The next event of this file, or undefined at its end: `true` when its class has a line writer in `lines`, which
+   * wrote its line's body to `lines.out` (see {@link cycles} for its time), else the decoded event.
+   */
+  nextLine(lines: LineTarget): CtfEvent | true | undefined {
+    return this.advance(lines);
+  }
+
+  /** The clock, in cycles, of the last event {@link nextLine} wrote; 0 for streams without timestamps. */
+  get cycles(): number | bigint {
+    return this.stream!.timestamped ? this.state.clock : 0;
+  }
+
+  /** The clock conversion of the last event's stream. */
+  get toNs(): CyclesToNs {
+    return this.stream!.toNs;
+  }
+
+  /** The current packet's context, as decoded (a new object per packet), or undefined. */
+  get packetContext(): Struct | undefined {
+    return this.context;
+  }
+
+  /** The CPU of the current packet (its `cpu_id`), or null. */
+  get packetCpu(): number | null {
+    return this.cpu;
+  }
+
+  private advance(lines: LineTarget | undefined): CtfEvent | true | undefined {
     for (;;) {
       if (this.done) return undefined;
       try {
@@ -165,7 +204,7 @@ export class StreamFileCursor implements PacketCursor {
           this.inPacket = false;
           continue;
         }
-        return this.readEvent();
+        return this.readEvent(lines);
       } catch (error) {
         if (!this.lenient || !(error instanceof TraceFormatError)) throw error;
         this.warnings.push(
@@ -203,7 +242,9 @@ export class StreamFileCursor implements PacketCursor {
   private bytesAt(offset: number, length: number): Uint8Array {
     const end = Math.min(offset + length, this.source.size);
     if (offset < this.chunkStart || end > this.chunkStart + this.chunk.length) {
-      this.chunk = this.source.read(offset, Math.max(CHUNK, length));
+      // The last window's bytes are read again: nothing decoded from them refers to them (values are copies).
+      const spare = this.chunk.buffer.byteLength >= CHUNK ? new Uint8Array(this.chunk.buffer) : undefined;
+      this.chunk = this.source.read(offset, Math.max(CHUNK, length), spare);
       this.chunkStart = offset;
     }
     return this.chunk.subarray(offset - this.chunkStart);
@@ -328,7 +369,7 @@ export class StreamFileCursor implements PacketCursor {
     }
   }
 
-  private readEvent(): CtfEvent {
+  private readEvent(lines: LineTarget | undefined): CtfEvent | true {
     const s = this.state;
     const stream = this.stream!;
     s.eventId = -1;
@@ -341,6 +382,23 @@ export class StreamFileCursor implements PacketCursor {
     }
     const ev = stream.byId[id] ?? stream.events.get(id);
     if (!ev) s.r.fail(`unknown event id ${id} in stream class ${stream.cls.id}`, start);
+    const write = lines?.plan.writer(stream, ev!);
+    if (write !== undefined) {
+      const out = lines!.out;
+      const head = lines!.head;
+      const mark = out.length;
+      try {
+        head?.write(out, stream.timestamped ? s.clock : 0, stream.toNs);
+        write(s, out, this);
+        if (s.r.pos === start) s.r.fail('event of size zero', start);
+      } catch (error) {
+        // Nothing of a corrupt event is written.
+        out.length = mark;
+        head?.undo();
+        throw error;
+      }
+      return true;
+    }
     let scopes = this.scopes;
     if (stream.eventContext) {
       scopes = { ...scopes, 'stream.event.context': stream.eventContext(s) as Struct };
@@ -432,6 +490,12 @@ export function readCtfTrace(input: CtfTraceData, options: OpenCtfOptions = {}):
         merger.push(cursor, order);
       });
       for (let e = merger.pop(); e; e = merger.pop()) yield e;
+    },
+    writeLines(write, lineOptions) {
+      return writeCtfLines(cursorsOver(warnings), byCycles, trace, write, {
+        timestamps: [...streams.values()].some((st) => st.timestamped),
+        ...lineOptions,
+      });
     },
     index() {
       // Re-decoding repeats what indexing already reported: its warnings go nowhere.

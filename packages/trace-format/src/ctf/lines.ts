@@ -1,0 +1,481 @@
+/**
+ * A CTF trace's events written as lines of text (babeltrace2's) or JSON (the event contract) straight from the packet
+ * bytes: per event class, the decoder compiled with a sink ({@link compileScopeWriter}) writes each value as it reads
+ * it into a reused byte buffer, so that no event, payload object or string is made per event. Classes whose fields
+ * refer to others (sequences, variants) and classes a caller wants whole are decoded as events and formatted by the
+ * event formatters, which the written lines equal byte for byte.
+ */
+import { ByteOut, utf8 } from '../codec/byte-out.ts';
+import type { DecodeContext } from '../codec/decoder.ts';
+import {
+  compileScopeWriter,
+  refersOutward,
+  type ScopeWriter,
+  type StructSink,
+  type ValueSink,
+} from '../codec/decoder.ts';
+import { hexFields } from '../ftrace/hex-fields.ts';
+import type { EventClass, FieldClass, StructClass, TraceClass, TraceEvent } from '../model/types.ts';
+import { createJsonFormatter, valueWriter } from '../output/json.ts';
+import type { CyclesToNs } from './clock.ts';
+import type { CtfEvent } from './event.ts';
+import { type EventCursor, Merger } from './merge.ts';
+import type { StreamFileCursor } from './reader.ts';
+import type { CompiledEvent, CompiledStream } from './stream-class.ts';
+import { clockTime, createBabeltraceTextFormatter, formatValue, packetContextText, tracePrefix } from './text.ts';
+
+/** Options of {@link CtfTraceReader.writeLines}. */
+export interface CtfLinesOptions {
+  /** `text`: as `babeltrace2 --clock-gmt` prints (`createBabeltraceTextFormatter`); `json`: `createJsonFormatter`'s lines. */
+  readonly format: 'text' | 'json';
+  /** Stop after this many lines. */
+  readonly limit?: number;
+  /** Text: time of day in the local zone (plain `babeltrace2`). */
+  readonly localTime?: boolean;
+  /** Text: print `[time] (+delta)`; default true. */
+  readonly timestamps?: boolean;
+  /** JSON: the line of an event decoded whole (default `createJsonFormatter()`'s). */
+  readonly jsonLine?: (event: TraceEvent) => string;
+  /** Classes whose events are decoded whole and written by `jsonLine` (or the text formatter): those a caller learns from. */
+  readonly decoded?: (eventClass: EventClass) => boolean;
+  /** Receives each decoded event once its line is written (a task-name tracker). */
+  readonly observe?: (event: TraceEvent) => void;
+}
+
+/** Writes the rest of one event's line as its scopes are decoded. */
+export type EventLineWriter = (s: DecodeContext, out: ByteOut, cursor: StreamFileCursor) => void;
+
+/** What a stream file cursor writes lines through: the buffer, the line writers, and what starts each line. */
+export interface LineTarget {
+  out: ByteOut;
+  readonly plan: LinePlan;
+  /** Writes the line's start once the event's header is read; `undo` takes it back if the event is corrupt. */
+  readonly head?: { write(out: ByteOut, cycles: number | bigint, toNs: CyclesToNs): void; undo(): void };
+}
+
+const EMPTY: Uint8Array = new Uint8Array(0);
+const COMMA = utf8(', ');
+const NS = 1_000_000_000;
+const NS_BIG = 1_000_000_000n;
+
+/** A sink that writes nothing but `end`: scopes decoded only to be passed over. */
+function silentSink(type: StructClass, end = ''): StructSink {
+  return { before: type.members.map(() => EMPTY), write: type.members.map(() => () => {}), after: utf8(end) };
+}
+
+function textValue(type: FieldClass): ValueSink {
+  if (type.kind === 'int' && type.base === 10) return (out, v) => out.int(v as number | bigint);
+  return (out, v) => out.text(formatValue(v, type));
+}
+
+/** `{ name = value, ... }`, as text.ts's compiled structs print a decoded struct, and `end` after it. */
+function textSink(type: StructClass, end = ''): StructSink {
+  return {
+    before: type.members.map((m, i) => utf8(`${i === 0 ? '{ ' : ', '}${m.name} = `)),
+    write: type.members.map((m) => textValue(m.type)),
+    after: utf8(`${type.members.length === 0 ? '{ }' : ' }'}${end}`),
+  };
+}
+
+function jsonValue(type: FieldClass, hex: boolean): ValueSink {
+  const int = type.kind === 'int' ? type : type.kind === 'enum' ? type.container : undefined;
+  if (int !== undefined && !hex && int.base !== 16) {
+    if (int.size <= 32) return (out, v) => out.int(v as number | bigint);
+    return (out, v) => {
+      out.byte(34);
+      out.int(v as number | bigint);
+      out.byte(34);
+    };
+  }
+  const write = valueWriter(type, hex);
+  return (out, v) => out.text(write(v));
+}
+
+/** `{"name":value,...}`, as json.ts's struct writer prints a decoded struct, and `end` after it. */
+function jsonSink(type: StructClass, hex: ReadonlySet<string>, end: string): StructSink {
+  return {
+    before: type.members.map((m, i) => utf8(`${i === 0 ? '{' : ','}${JSON.stringify(m.name)}:`)),
+    write: type.members.map((m) => jsonValue(m.type, hex.has(m.name))),
+    after: utf8(`${type.members.length === 0 ? '{}' : '}'}${end}`),
+  };
+}
+
+function writerOf(
+  type: StructClass,
+  scope: 'stream.event.context' | 'event.context' | 'event.fields',
+  sink: StructSink,
+) {
+  return compileScopeWriter(type, { scope, rootClasses: {} }, sink);
+}
+
+/** The line writers of one output format, compiled per event class on its first event. */
+export class LinePlan {
+  readonly #writers = new Map<CompiledEvent, EventLineWriter | undefined>();
+  readonly #streamContexts = new Map<CompiledStream, ScopeWriter | undefined>();
+  readonly #compile: (stream: CompiledStream, event: CompiledEvent) => EventLineWriter | undefined;
+  #lastEvent: CompiledEvent | undefined;
+  #last: EventLineWriter | undefined;
+
+  constructor(format: 'text' | 'json', trace: TraceClass, decoded: ((eventClass: EventClass) => boolean) | undefined) {
+    const prefix = tracePrefix(trace);
+    // A scope's writer for the stream's event context, shared by the stream's classes.
+    const streamContext = (stream: CompiledStream): ScopeWriter | undefined => {
+      if (this.#streamContexts.has(stream)) return this.#streamContexts.get(stream);
+      const type = stream.cls.eventContext;
+      const w = type && writerOf(type, 'stream.event.context', format === 'text' ? textSink(type) : silentSink(type));
+      this.#streamContexts.set(stream, w);
+      return w;
+    };
+    this.#compile = (stream, event) => {
+      const cls = event.cls;
+      const streamCtx = stream.cls.eventContext;
+      if (decoded?.(cls) === true) return undefined;
+      if ([streamCtx, cls.context, cls.payload].some((t) => t !== undefined && refersOutward(t))) return undefined;
+      if (format === 'json') {
+        // The JSON line names a task and its flags from these members: such events go through the event formatter.
+        const names = (t: StructClass | undefined, of: readonly string[]) =>
+          t?.members.some((m) => of.includes(m.name)) === true;
+        if (names(cls.context, ['common_pid', 'common_flags']) || names(streamCtx, ['tid', 'vtid'])) return undefined;
+        return jsonLineWriter(cls, streamContext(stream));
+      }
+      return textLineWriter(prefix, stream, cls, streamContext(stream));
+    };
+  }
+
+  writer(stream: CompiledStream, event: CompiledEvent): EventLineWriter | undefined {
+    if (event === this.#lastEvent) return this.#last;
+    let w = this.#writers.get(event);
+    if (w === undefined && !this.#writers.has(event)) {
+      w = this.#compile(stream, event);
+      this.#writers.set(event, w);
+    }
+    this.#lastEvent = event;
+    this.#last = w;
+    return w;
+  }
+}
+
+/** `host name: { packet context }, { stream event context }, { event context }, { payload }` and the newline. */
+function textLineWriter(
+  prefix: string,
+  stream: CompiledStream,
+  cls: EventClass,
+  streamContext: ScopeWriter | undefined,
+): EventLineWriter {
+  const name = `${prefix}${cls.name}: `;
+  const packetText = packetContextText(stream.cls);
+  const eventContext = cls.context && writerOf(cls.context, 'event.context', textSink(cls.context));
+  const shown = cls.payload.members.length > 0;
+  const payload = writerOf(
+    cls.payload,
+    'event.fields',
+    shown ? textSink(cls.payload, '\n') : silentSink(cls.payload, '\n'),
+  );
+  // The scopes after the packet's context, each after a `, ` but the first.
+  const scopes = [streamContext, eventContext].filter((w) => w !== undefined);
+  const [first, second] = scopes;
+  const after = scopes.length > 0 || shown;
+  // What comes before the first scope: the name and a packet's context, whose text is made once per packet.
+  const plain = utf8(name);
+  let packet: object | undefined;
+  let lead: Uint8Array = plain;
+  return (s, out, cursor) => {
+    if (packetText !== undefined) {
+      const context = cursor.packetContext;
+      if (context === undefined) lead = plain;
+      else if (context !== packet) {
+        packet = context;
+        lead = utf8(`${name}${packetText(context)}${after ? ', ' : ''}`);
+      }
+    }
+    out.raw(lead);
+    if (first !== undefined) {
+      first(s, out);
+      if (second !== undefined) {
+        out.raw(COMMA);
+        second(s, out);
+      }
+      if (shown) out.raw(COMMA);
+    }
+    payload(s, out);
+  };
+}
+
+/** `","cpu":N,"event":NAME,"pid":null,"comm":null,"flags":null,"fields":{...}}` and the newline: after `ts_ns`. */
+function jsonLineWriter(cls: EventClass, streamContext: ScopeWriter | undefined): EventLineWriter {
+  const rest = `,"event":${JSON.stringify(cls.name)},"pid":null,"comm":null,"flags":null,"fields":`;
+  const eventContext = cls.context && writerOf(cls.context, 'event.context', silentSink(cls.context));
+  const payload = writerOf(cls.payload, 'event.fields', jsonSink(cls.payload, hexFields(cls.printFormat), '}\n'));
+  // The text between the time and the fields, per CPU.
+  let cpu: number | null | undefined;
+  let lead: Uint8Array = EMPTY;
+  return (s, out, cursor) => {
+    const c = cursor.packetCpu;
+    if (c !== cpu) {
+      cpu = c;
+      lead = utf8(`","cpu":${c}${rest}`);
+    }
+    out.raw(lead);
+    streamContext?.(s, out);
+    eventContext?.(s, out);
+    payload(s, out);
+  };
+}
+
+/** One event in the merge: its time, and its line's body written (or the event, decoded whole). */
+class LineEntry {
+  cycles: number | bigint = 0;
+  toNs!: CyclesToNs;
+  event: CtfEvent | undefined;
+  readonly out = new ByteOut(256);
+
+  get tsNs(): bigint {
+    return this.toNs(this.cycles);
+  }
+}
+
+/**
+ * A stream file cursor seen as a source of line entries, for the merge of several streams. Two entries alternate:
+ * the one the merge holds for this stream, and the one handed out last, which stays whole until the merge asks for
+ * the next.
+ */
+class LineCursor implements EventCursor<LineEntry> {
+  readonly #cursor: StreamFileCursor;
+  readonly #target: LineTarget;
+  readonly #entries = [new LineEntry(), new LineEntry()] as const;
+  #flip = 0;
+
+  constructor(cursor: StreamFileCursor, plan: LinePlan) {
+    this.#cursor = cursor;
+    this.#target = { out: this.#entries[0].out, plan };
+  }
+
+  next(): LineEntry | undefined {
+    this.#flip ^= 1;
+    const entry = this.#entries[this.#flip]!;
+    this.#target.out = entry.out;
+    entry.out.length = 0;
+    const got = this.#cursor.nextLine(this.#target);
+    if (got === undefined) return undefined;
+    entry.event = got === true ? undefined : got;
+    entry.cycles = got === true ? this.#cursor.cycles : got.cycles;
+    entry.toNs = this.#cursor.toNs;
+    return entry;
+  }
+}
+
+/**
+ * An event's time as seconds and nanoseconds in numbers (`big` undefined) while it is at or after the epoch and a
+ * nanosecond clock's cycles are exact numbers, else as a bigint.
+ */
+class LineTime {
+  secs = 0;
+  frac = 0;
+  big: bigint | undefined;
+  // Plain fields rather than private ones: this runs once per event.
+  private toNs_: CyclesToNs | undefined;
+  private baseSecs_ = 0;
+  private baseFrac_ = 0;
+  private exact_ = false;
+  /** The cycles at which the current second began, or NaN. */
+  private second_ = Number.NaN;
+
+  set(cycles: number | bigint, toNs: CyclesToNs): void {
+    if (toNs !== this.toNs_) {
+      this.toNs_ = toNs;
+      this.second_ = Number.NaN;
+      const base = toNs(0);
+      this.exact_ = toNs.nanoseconds && base >= 0n && base < 2n ** 62n;
+      this.baseSecs_ = Number(base / NS_BIG);
+      this.baseFrac_ = Number(base % NS_BIG);
+    }
+    if (this.exact_ && typeof cycles === 'number' && cycles < 2 ** 52) {
+      // Within the second of the last time: only the nanoseconds change.
+      const within = cycles - this.second_;
+      if (within >= 0 && within < NS) {
+        this.frac = within;
+        return;
+      }
+      const frac = this.baseFrac_ + cycles;
+      const carry = Math.floor(frac / NS);
+      this.secs = this.baseSecs_ + carry;
+      this.frac = frac - carry * NS;
+      this.big = undefined;
+      this.second_ = cycles - this.frac;
+      return;
+    }
+    this.second_ = Number.NaN;
+    const ns = toNs(cycles);
+    if (ns >= 0n) {
+      this.secs = Number(ns / NS_BIG);
+      this.frac = Number(ns % NS_BIG);
+      this.big = this.secs <= Number.MAX_SAFE_INTEGER ? undefined : ns;
+    } else this.big = ns;
+  }
+
+  get ns(): bigint {
+    return this.big ?? BigInt(this.secs) * NS_BIG + BigInt(this.frac);
+  }
+}
+
+const UNKNOWN_DELTA = utf8('] (+?.?????????) ');
+const TS_KEY = utf8('{"ts_ns":"');
+
+/**
+ * What starts a line: babeltrace2's `[hh:mm:ss.nnnnnnnnn] (+s.nnnnnnnnn) `, the delta from the line before, or the
+ * JSON line's `{"ts_ns":"N`. The time of day is made once per second, a repeated delta once.
+ */
+class LineHead {
+  readonly #json: boolean;
+  readonly #localTime: boolean;
+  readonly #time = new LineTime();
+  #second = -1;
+  #secondText: Uint8Array = EMPTY;
+  #lastStep = Number.NaN;
+  #lastStepText: Uint8Array = EMPTY;
+  // The previous line's time, and the one before it (to take a line back).
+  #first = true;
+  #prevSecs = 0;
+  #prevFrac = 0;
+  #prevBig: bigint | undefined;
+  #undo: [boolean, number, number, bigint | undefined] = [true, 0, 0, undefined];
+
+  constructor(json: boolean, localTime: boolean) {
+    this.#json = json;
+    this.#localTime = localTime;
+  }
+
+  write(out: ByteOut, cycles: number | bigint, toNs: CyclesToNs): void {
+    const time = this.#time;
+    time.set(cycles, toNs);
+    if (this.#json) {
+      out.raw(TS_KEY);
+      if (time.big !== undefined) out.text(String(time.big));
+      else if (time.secs === 0) out.uint(time.frac);
+      else {
+        out.uint(time.secs);
+        out.nine(time.frac);
+      }
+      return;
+    }
+    if (time.big === undefined) {
+      if (time.secs !== this.#second) {
+        this.#second = time.secs;
+        this.#secondText = utf8(`[${clockTime(BigInt(time.secs) * NS_BIG, this.#localTime).slice(0, -9)}`);
+      }
+      out.raw(this.#secondText);
+      out.nine(time.frac);
+    } else out.text(`[${clockTime(time.big, this.#localTime)}`);
+    const undo = this.#undo;
+    undo[0] = this.#first;
+    undo[1] = this.#prevSecs;
+    undo[2] = this.#prevFrac;
+    undo[3] = this.#prevBig;
+    if (this.#first) out.raw(UNKNOWN_DELTA);
+    else if (time.big === undefined && this.#prevBig === undefined && Math.abs(time.secs - this.#prevSecs) < 4e6) {
+      const d = (time.secs - this.#prevSecs) * NS + (time.frac - this.#prevFrac);
+      // Steps repeat (periodic events): the last one's text is kept.
+      if (d === this.#lastStep) out.raw(this.#lastStepText);
+      else {
+        this.#lastStep = d;
+        const at = out.length;
+        const n = d < 0 ? -d : d;
+        out.raw(OPEN_DELTA);
+        out.byte(d < 0 ? 45 : 43);
+        const whole = Math.floor(n / NS);
+        out.uint(whole);
+        out.byte(46);
+        out.nine(n - whole * NS);
+        out.raw(CLOSE_DELTA);
+        this.#lastStepText = out.bytes.slice(at, out.length);
+      }
+    } else {
+      let d = time.ns - (this.#prevBig ?? BigInt(this.#prevSecs) * NS_BIG + BigInt(this.#prevFrac));
+      const sign = d < 0n ? '-' : '+';
+      if (d < 0n) d = -d;
+      out.text(`] (${sign}${d / NS_BIG}.${String(d % NS_BIG).padStart(9, '0')}) `);
+    }
+    this.#first = false;
+    this.#prevSecs = time.secs;
+    this.#prevFrac = time.frac;
+    this.#prevBig = time.big;
+  }
+
+  /** Takes back the last {@link write}: its line was not finished (the event was corrupt). */
+  undo(): void {
+    [this.#first, this.#prevSecs, this.#prevFrac, this.#prevBig] = this.#undo;
+  }
+}
+
+const OPEN_DELTA = utf8('] (');
+const CLOSE_DELTA = utf8(') ');
+
+/**
+ * Writes the events of a trace's stream files, merged in time order as {@link Merger} orders events, as lines to
+ * `write` (in chunks of about 64 KiB; each chunk is only valid during the call). Returns the number of lines.
+ */
+export function writeCtfLines(
+  cursors: readonly StreamFileCursor[],
+  byCycles: boolean,
+  trace: TraceClass,
+  write: (bytes: Uint8Array) => void,
+  options: CtfLinesOptions,
+): number {
+  const json = options.format === 'json';
+  const plan = new LinePlan(options.format, trace, options.decoded);
+  const limit = options.limit ?? Number.POSITIVE_INFINITY;
+  const timestamps = json || (options.timestamps ?? true);
+  const head = timestamps ? new LineHead(json, options.localTime ?? false) : undefined;
+  const decodedLine = json
+    ? (options.jsonLine ?? createJsonFormatter())
+    : (() => {
+        const body = createBabeltraceTextFormatter({ trace, timestamps: false });
+        return (e: TraceEvent) => `${body(e)}\n`;
+      })();
+  const observe = options.observe;
+  const out = new ByteOut(1 << 17);
+  // A decoded event's line: its head, unless the JSON formatter writes the whole line.
+  const decodedEvent = (event: CtfEvent, cycles: number | bigint, toNs: CyclesToNs) => {
+    if (head !== undefined && !json) head.write(out, cycles, toNs);
+    out.text(decodedLine(event));
+    observe?.(event);
+  };
+  const flush = () => {
+    if (out.length >= 1 << 16) {
+      write(out.bytes.subarray(0, out.length));
+      out.length = 0;
+    }
+  };
+  let lines = 0;
+  try {
+    if (cursors.length === 1) {
+      // One stream: each line is written in place, its head as soon as the event's header is read.
+      const cursor = cursors[0]!;
+      const target: LineTarget = { out, plan, ...(head !== undefined ? { head } : {}) };
+      for (; lines < limit; lines++) {
+        const got = cursor.nextLine(target);
+        if (got === undefined) break;
+        if (got !== true) decodedEvent(got, got.cycles, cursor.toNs);
+        flush();
+      }
+    } else {
+      const merger = new Merger<LineEntry>(byCycles);
+      cursors.forEach((c, order) => {
+        merger.push(new LineCursor(c, plan), order);
+      });
+      for (; lines < limit; lines++) {
+        const entry = merger.pop();
+        if (entry === undefined) break;
+        if (entry.event !== undefined) decodedEvent(entry.event, entry.cycles, entry.toNs);
+        else {
+          head?.write(out, entry.cycles, entry.toNs);
+          out.copy(entry.out.bytes, 0, entry.out.length);
+        }
+        flush();
+      }
+    }
+  } finally {
+    if (out.length > 0) write(out.bytes.subarray(0, out.length));
+  }
+  return lines;
+}
