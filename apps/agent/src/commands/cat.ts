@@ -105,7 +105,7 @@ with --lenient every whole page before the damage is printed, per CPU, and the d
       });
       // Returned, not awaited: this reader is let go while the threads read with their own.
       if (plan !== undefined) return catSliced(input, options, plan, io);
-      const ctf = ctfLineReader(opened, options.filter);
+      const ctf = ctfLineReader(opened);
       if (ctf !== undefined) {
         const write = io.stdoutBytes ?? ((bytes: Uint8Array) => io.stdout(Buffer.from(bytes).toString('utf8')));
         try {

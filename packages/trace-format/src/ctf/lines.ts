@@ -15,13 +15,13 @@ import {
   type ValueSink,
 } from '../codec/decoder.ts';
 import { hexFields } from '../ftrace/hex-fields.ts';
-import type { EventClass, FieldClass, StructClass, TraceClass, TraceEvent } from '../model/types.ts';
+import type { EventClass, FieldClass, FieldValue, StructClass, TraceClass, TraceEvent } from '../model/types.ts';
 import { createJsonFormatter, valueWriter } from '../output/json.ts';
 import type { CyclesToNs } from './clock.ts';
 import type { CtfEvent } from './event.ts';
 import { type EventCursor, Merger } from './merge.ts';
 import type { StreamFileCursor } from './reader.ts';
-import type { CompiledEvent, CompiledStream } from './stream-class.ts';
+import type { CompiledEvent, CompiledStream, Struct } from './stream-class.ts';
 import { clockTime, createBabeltraceTextFormatter, formatValue, packetContextText, tracePrefix } from './text.ts';
 
 /** Options of {@link CtfTraceReader.writeLines}. */
@@ -38,19 +38,39 @@ export interface CtfLinesOptions {
   readonly jsonLine?: (event: TraceEvent) => string;
   /** Classes whose events are decoded whole and written by `jsonLine` (or the text formatter): those a caller learns from. */
   readonly decoded?: (eventClass: EventClass) => boolean;
-  /** Receives each decoded event once its line is written (a task-name tracker). */
+  /** Receives each decoded event once its line is written or it is left out (a task-name tracker). */
   readonly observe?: (event: TraceEvent) => void;
+  /**
+   * Only the events this keeps are written: judged on their decoded values (64-bit integers as bigints) before a
+   * line is kept. With several streams it judges decoded events in time order (it may depend on the events before).
+   */
+  readonly keep?: (event: TraceEvent) => boolean;
 }
 
-/** Writes the rest of one event's line as its scopes are decoded. */
-export type EventLineWriter = (s: DecodeContext, out: ByteOut, cursor: StreamFileCursor) => void;
+/** What starts a line (its time), written once the event's header is read; `undo` takes it back to the last `mark`. */
+export interface LineStart {
+  write(out: ByteOut, cycles: number | bigint, toNs: CyclesToNs): void;
+  mark(): void;
+  undo(): void;
+}
+
+/**
+ * Writes one event's line as its scopes are decoded, after its start (`head`); false, having written nothing, when a
+ * filter leaves the event out.
+ */
+export type EventLineWriter = (
+  s: DecodeContext,
+  out: ByteOut,
+  cursor: StreamFileCursor,
+  head: LineStart | undefined,
+) => boolean;
 
 /** What a stream file cursor writes lines through: the buffer, the line writers, and what starts each line. */
 export interface LineTarget {
   out: ByteOut;
   readonly plan: LinePlan;
-  /** Writes the line's start once the event's header is read; `undo` takes it back if the event is corrupt. */
-  readonly head?: { write(out: ByteOut, cycles: number | bigint, toNs: CyclesToNs): void; undo(): void };
+  /** Writes each line's start (without it, the lines are the events' bodies). */
+  readonly head?: LineStart;
 }
 
 const EMPTY: Uint8Array = new Uint8Array(0);
@@ -108,37 +128,125 @@ function writerOf(
   return compileScopeWriter(type, { scope, rootClasses: {} }, sink);
 }
 
+/** Values as the event decoder gives them: integers wider than 53 bits as bigints. */
+function asDecoded(type: FieldClass): (v: FieldValue) => FieldValue {
+  const int = type.kind === 'int' ? type : type.kind === 'enum' ? type.container : undefined;
+  return int !== undefined && int.size > 53 ? (v) => (typeof v === 'number' ? BigInt(v) : v) : (v) => v;
+}
+
+/**
+ * A sink that writes nothing and keeps each value: in `raw` as read, for the line written once a filter kept the
+ * event, and in `into` as the event decoder gives it, for the filter.
+ */
+function recording(type: StructClass, into: Struct, raw: FieldValue[]): StructSink {
+  return {
+    before: type.members.map(() => EMPTY),
+    write: type.members.map((m, i) => {
+      const name = m.name;
+      const value = asDecoded(m.type);
+      return (_out, v) => {
+        raw[i] = v;
+        into[name] = value(v);
+      };
+    }),
+    after: EMPTY,
+  };
+}
+
+/** Writes a scope's values kept by {@link recording} as `sink` writes them while reading. */
+function replay(sink: StructSink, raw: readonly FieldValue[]): ScopeWriter {
+  const { before, write, after } = sink;
+  const n = before.length;
+  return (_s, out) => {
+    for (let i = 0; i < n; i++) {
+      out.raw(before[i]!);
+      write[i]!(out, raw[i]!);
+    }
+    out.raw(after);
+  };
+}
+
+/**
+ * The event a filter judges when no event is decoded: one per class, its scopes' objects reused from event to event
+ * (the filter reads them before the next event is read).
+ */
+class JudgedEvent implements TraceEvent {
+  readonly eventClass: EventClass;
+  readonly fields: Struct = {};
+  readonly scopes: { [scope: string]: Struct } = {};
+  cpu: number | null = null;
+  cycles: number | bigint = 0;
+  toNs!: CyclesToNs;
+
+  constructor(eventClass: EventClass) {
+    this.eventClass = eventClass;
+  }
+
+  get tsNs(): bigint {
+    return this.toNs(this.cycles);
+  }
+}
+
+/** Writes a scope, and keeps its values where a filter finds them (`scopes[scope]`, or `fields`). */
+type SinkOf = (
+  type: StructClass,
+  scope: 'stream.event.context' | 'event.context' | 'event.fields',
+  sink: StructSink,
+) => ScopeWriter;
+
 /** The line writers of one output format, compiled per event class on its first event. */
 export class LinePlan {
   readonly #writers = new Map<CompiledEvent, EventLineWriter | undefined>();
-  readonly #streamContexts = new Map<CompiledStream, ScopeWriter | undefined>();
   readonly #compile: (stream: CompiledStream, event: CompiledEvent) => EventLineWriter | undefined;
   #lastEvent: CompiledEvent | undefined;
   #last: EventLineWriter | undefined;
 
-  constructor(format: 'text' | 'json', trace: TraceClass, decoded: ((eventClass: EventClass) => boolean) | undefined) {
+  constructor(
+    format: 'text' | 'json' | 'check',
+    trace: TraceClass,
+    decoded: ((eventClass: EventClass) => boolean) | undefined,
+    keep: ((event: TraceEvent) => boolean) | undefined,
+  ) {
     const prefix = tracePrefix(trace);
-    // A scope's writer for the stream's event context, shared by the stream's classes.
-    const streamContext = (stream: CompiledStream): ScopeWriter | undefined => {
-      if (this.#streamContexts.has(stream)) return this.#streamContexts.get(stream);
-      const type = stream.cls.eventContext;
-      const w = type && writerOf(type, 'stream.event.context', format === 'text' ? textSink(type) : silentSink(type));
-      this.#streamContexts.set(stream, w);
-      return w;
-    };
     this.#compile = (stream, event) => {
       const cls = event.cls;
       const streamCtx = stream.cls.eventContext;
       if (decoded?.(cls) === true) return undefined;
-      if ([streamCtx, cls.context, cls.payload].some((t) => t !== undefined && refersOutward(t))) return undefined;
-      if (format === 'json') {
+      const scopes = [streamCtx, cls.context, cls.payload];
+      if (scopes.some((t) => t !== undefined && refersOutward(t))) return undefined;
+      // A filter's values are kept in plain objects: a hostile member name is left to the event decoder.
+      if (keep && scopes.some((t) => t?.members.some((m) => m.name === '__proto__'))) return undefined;
+      const judged = keep && new JudgedEvent(cls);
+      // With a filter, the scopes are read first (their values kept), and written once the event is kept.
+      const reads: ScopeWriter[] = [];
+      const sinkOf: SinkOf = judged
+        ? (type, scope, sink) => {
+            const into = scope === 'event.fields' ? judged.fields : (judged.scopes[scope] = {});
+            const raw: FieldValue[] = new Array(type.members.length);
+            reads.push(writerOf(type, scope, recording(type, into, raw)));
+            return replay(sink, raw);
+          }
+        : writerOf;
+      let line: EventLineWriter;
+      if (format === 'check') line = checkWriter(stream, cls, sinkOf);
+      else if (format === 'json') {
         // The JSON line names a task and its flags from these members: such events go through the event formatter.
         const names = (t: StructClass | undefined, of: readonly string[]) =>
           t?.members.some((m) => of.includes(m.name)) === true;
         if (names(cls.context, ['common_pid', 'common_flags']) || names(streamCtx, ['tid', 'vtid'])) return undefined;
-        return jsonLineWriter(cls, streamContext(stream));
-      }
-      return textLineWriter(prefix, stream, cls, streamContext(stream));
+        line = jsonLineWriter(stream, cls, sinkOf);
+      } else line = textLineWriter(prefix, stream, cls, sinkOf);
+      if (!judged) return line;
+      return (s, out, cursor, head) => {
+        for (const read of reads) read(s, out);
+        const context = cursor.packetContext;
+        if (context === undefined) delete judged.scopes['stream.packet.context'];
+        else judged.scopes['stream.packet.context'] = context;
+        judged.cpu = cursor.packetCpu;
+        judged.cycles = cursor.cycles;
+        judged.toNs = cursor.toNs;
+        return keep!(judged) && line(s, out, cursor, head);
+      };
     };
   }
 
@@ -155,18 +263,29 @@ export class LinePlan {
   }
 }
 
+/** Reads an event's scopes and writes nothing: for a copy that checks every event of a packet it copies. */
+function checkWriter(stream: CompiledStream, cls: EventClass, sinkOf: SinkOf): EventLineWriter {
+  const streamType = stream.cls.eventContext;
+  const streamContext = streamType && sinkOf(streamType, 'stream.event.context', silentSink(streamType));
+  const eventContext = cls.context && sinkOf(cls.context, 'event.context', silentSink(cls.context));
+  const payload = sinkOf(cls.payload, 'event.fields', silentSink(cls.payload));
+  return (s, out) => {
+    streamContext?.(s, out);
+    eventContext?.(s, out);
+    payload(s, out);
+    return true;
+  };
+}
+
 /** `host name: { packet context }, { stream event context }, { event context }, { payload }` and the newline. */
-function textLineWriter(
-  prefix: string,
-  stream: CompiledStream,
-  cls: EventClass,
-  streamContext: ScopeWriter | undefined,
-): EventLineWriter {
+function textLineWriter(prefix: string, stream: CompiledStream, cls: EventClass, sinkOf: SinkOf): EventLineWriter {
   const name = `${prefix}${cls.name}: `;
   const packetText = packetContextText(stream.cls);
-  const eventContext = cls.context && writerOf(cls.context, 'event.context', textSink(cls.context));
+  const streamType = stream.cls.eventContext;
+  const streamContext = streamType && sinkOf(streamType, 'stream.event.context', textSink(streamType));
+  const eventContext = cls.context && sinkOf(cls.context, 'event.context', textSink(cls.context));
   const shown = cls.payload.members.length > 0;
-  const payload = writerOf(
+  const payload = sinkOf(
     cls.payload,
     'event.fields',
     shown ? textSink(cls.payload, '\n') : silentSink(cls.payload, '\n'),
@@ -179,7 +298,8 @@ function textLineWriter(
   const plain = utf8(name);
   let packet: object | undefined;
   let lead: Uint8Array = plain;
-  return (s, out, cursor) => {
+  return (s, out, cursor, head) => {
+    head?.write(out, cursor.cycles, cursor.toNs);
     if (packetText !== undefined) {
       const context = cursor.packetContext;
       if (context === undefined) lead = plain;
@@ -198,18 +318,22 @@ function textLineWriter(
       if (shown) out.raw(COMMA);
     }
     payload(s, out);
+    return true;
   };
 }
 
 /** `","cpu":N,"event":NAME,"pid":null,"comm":null,"flags":null,"fields":{...}}` and the newline: after `ts_ns`. */
-function jsonLineWriter(cls: EventClass, streamContext: ScopeWriter | undefined): EventLineWriter {
+function jsonLineWriter(stream: CompiledStream, cls: EventClass, sinkOf: SinkOf): EventLineWriter {
   const rest = `,"event":${JSON.stringify(cls.name)},"pid":null,"comm":null,"flags":null,"fields":`;
-  const eventContext = cls.context && writerOf(cls.context, 'event.context', silentSink(cls.context));
-  const payload = writerOf(cls.payload, 'event.fields', jsonSink(cls.payload, hexFields(cls.printFormat), '}\n'));
+  const streamType = stream.cls.eventContext;
+  const streamContext = streamType && sinkOf(streamType, 'stream.event.context', silentSink(streamType));
+  const eventContext = cls.context && sinkOf(cls.context, 'event.context', silentSink(cls.context));
+  const payload = sinkOf(cls.payload, 'event.fields', jsonSink(cls.payload, hexFields(cls.printFormat), '}\n'));
   // The text between the time and the fields, per CPU.
   let cpu: number | null | undefined;
   let lead: Uint8Array = EMPTY;
-  return (s, out, cursor) => {
+  return (s, out, cursor, head) => {
+    head?.write(out, cursor.cycles, cursor.toNs);
     const c = cursor.packetCpu;
     if (c !== cpu) {
       cpu = c;
@@ -219,6 +343,7 @@ function jsonLineWriter(cls: EventClass, streamContext: ScopeWriter | undefined)
     streamContext?.(s, out);
     eventContext?.(s, out);
     payload(s, out);
+    return true;
   };
 }
 
@@ -325,7 +450,7 @@ const TS_KEY = utf8('{"ts_ns":"');
  * What starts a line: babeltrace2's `[hh:mm:ss.nnnnnnnnn] (+s.nnnnnnnnn) `, the delta from the line before, or the
  * JSON line's `{"ts_ns":"N`. The time of day is made once per second, a repeated delta once.
  */
-class LineHead {
+class LineHead implements LineStart {
   readonly #json: boolean;
   readonly #localTime: boolean;
   readonly #time = new LineTime();
@@ -366,11 +491,6 @@ class LineHead {
       out.raw(this.#secondText);
       out.nine(time.frac);
     } else out.text(`[${clockTime(time.big, this.#localTime)}`);
-    const undo = this.#undo;
-    undo[0] = this.#first;
-    undo[1] = this.#prevSecs;
-    undo[2] = this.#prevFrac;
-    undo[3] = this.#prevBig;
     if (this.#first) out.raw(UNKNOWN_DELTA);
     else if (time.big === undefined && this.#prevBig === undefined && Math.abs(time.secs - this.#prevSecs) < 4e6) {
       const d = (time.secs - this.#prevSecs) * NS + (time.frac - this.#prevFrac);
@@ -401,7 +521,16 @@ class LineHead {
     this.#prevBig = time.big;
   }
 
-  /** Takes back the last {@link write}: its line was not finished (the event was corrupt). */
+  /** Remembers the previous line's time, for {@link undo}. */
+  mark(): void {
+    const undo = this.#undo;
+    undo[0] = this.#first;
+    undo[1] = this.#prevSecs;
+    undo[2] = this.#prevFrac;
+    undo[3] = this.#prevBig;
+  }
+
+  /** Takes back the lines started since {@link mark}: they were not finished (the event was corrupt). */
   undo(): void {
     [this.#first, this.#prevSecs, this.#prevFrac, this.#prevBig] = this.#undo;
   }
@@ -422,7 +551,12 @@ export function writeCtfLines(
   options: CtfLinesOptions,
 ): number {
   const json = options.format === 'json';
-  const plan = new LinePlan(options.format, trace, options.decoded);
+  const keep = options.keep;
+  // Several streams with a filter: events are judged in time order, decoded.
+  const plan =
+    keep !== undefined && cursors.length > 1
+      ? new LinePlan(options.format, trace, () => true, undefined)
+      : new LinePlan(options.format, trace, options.decoded, keep);
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
   const timestamps = json || (options.timestamps ?? true);
   const head = timestamps ? new LineHead(json, options.localTime ?? false) : undefined;
@@ -435,10 +569,15 @@ export function writeCtfLines(
   const observe = options.observe;
   const out = new ByteOut(1 << 17);
   // A decoded event's line: its head, unless the JSON formatter writes the whole line.
-  const decodedEvent = (event: CtfEvent, cycles: number | bigint, toNs: CyclesToNs) => {
+  const decodedEvent = (event: CtfEvent, cycles: number | bigint, toNs: CyclesToNs): boolean => {
+    if (keep !== undefined && !keep(event)) {
+      observe?.(event);
+      return false;
+    }
     if (head !== undefined && !json) head.write(out, cycles, toNs);
     out.text(decodedLine(event));
     observe?.(event);
+    return true;
   };
   const flush = () => {
     if (out.length >= 1 << 16) {
@@ -452,10 +591,10 @@ export function writeCtfLines(
       // One stream: each line is written in place, its head as soon as the event's header is read.
       const cursor = cursors[0]!;
       const target: LineTarget = { out, plan, ...(head !== undefined ? { head } : {}) };
-      for (; lines < limit; lines++) {
+      while (lines < limit) {
         const got = cursor.nextLine(target);
         if (got === undefined) break;
-        if (got !== true) decodedEvent(got, got.cycles, cursor.toNs);
+        if (got === true || decodedEvent(got, got.cycles, cursor.toNs)) lines++;
         flush();
       }
     } else {
@@ -463,14 +602,14 @@ export function writeCtfLines(
       cursors.forEach((c, order) => {
         merger.push(new LineCursor(c, plan), order);
       });
-      for (; lines < limit; lines++) {
+      while (lines < limit) {
         const entry = merger.pop();
         if (entry === undefined) break;
-        if (entry.event !== undefined) decodedEvent(entry.event, entry.cycles, entry.toNs);
-        else {
+        if (entry.event === undefined) {
           head?.write(out, entry.cycles, entry.toNs);
           out.copy(entry.out.bytes, 0, entry.out.length);
-        }
+          lines++;
+        } else if (decodedEvent(entry.event, entry.cycles, entry.toNs)) lines++;
         flush();
       }
     }

@@ -6,8 +6,10 @@ import { compileScope, type FieldDecoder } from '../codec/decoder.ts';
 import { TraceFormatError } from '../errors.ts';
 import { readInput } from '../input.ts';
 import type { FieldValue, TraceClass, TraceEvent, TraceReader } from '../model/types.ts';
+import { type OutputDirOptions, writeDirAtomically } from '../output/atomic.ts';
 import { type ByteSource, CHUNK, fileSource, MAX_HEADERS, memorySource } from './byte-source.ts';
 import type { CyclesToNs } from './clock.ts';
+import { copiesAsWritten, copyCtfPackets } from './copy.ts';
 import { isCtf2Metadata, parseCtf2Metadata } from './ctf2.ts';
 import { CtfEvent } from './event.ts';
 import { type IndexedCtfTrace, indexCtfStreams } from './indexed.ts';
@@ -61,6 +63,13 @@ export interface CtfTraceReader extends TraceReader {
    * `createJsonFormatter` does), decoded straight into the output bytes (see lines.ts); returns the number of lines.
    */
   writeLines(write: (bytes: Uint8Array) => void, options: CtfLinesOptions): number;
+  /**
+   * Copies the trace to `dir` as it is (metadata and every packet, each once its events were read; a corrupt one
+   * throws, or read `lenient` is left out), built beside it and swapped in as `writeCtfTrace` does; returns the number
+   * of events. Undefined, having written nothing, when the copy would differ from what `writeCtfTrace` writes (it adds
+   * a time and a CPU to streams without them).
+   */
+  copy(dir: string, options?: OutputDirOptions): number | undefined;
 }
 
 function uuidOf(value: FieldValue | undefined): string | undefined {
@@ -91,10 +100,16 @@ export class StreamFileCursor implements PacketCursor {
   private scopes: Scopes = {};
   private cpu: number | null = null;
   private uuidWarned = false;
+  private uuidBytes: number[] | undefined;
   private context: Struct | undefined;
   private readonly index?: readonly LttngIndexEntry[];
   private openedAt: PacketStart = { offset: 0, number: 0, clock: 0 };
   done = false;
+  /**
+   * Called with a packet's bytes (valid during the call) once all its events were read: a packet read `lenient`
+   * that proved corrupt is never given.
+   */
+  onPacket: ((bytes: Uint8Array) => void) | undefined;
 
   constructor(
     source: ByteSource,
@@ -202,9 +217,15 @@ export class StreamFileCursor implements PacketCursor {
         const r = this.state.r;
         if (r.pos >= r.limit) {
           this.inPacket = false;
+          if (this.onPacket !== undefined) {
+            const size = this.nextPacketOffset - this.packetOffset;
+            this.onPacket(this.bytesAt(this.packetOffset, size).subarray(0, size));
+          }
           continue;
         }
-        return this.readEvent(lines);
+        const event = this.readEvent(lines);
+        // An event a filter left out: on to the next.
+        if (event !== false) return event;
       } catch (error) {
         if (!this.lenient || !(error instanceof TraceFormatError)) throw error;
         this.warnings.push(
@@ -221,6 +242,19 @@ export class StreamFileCursor implements PacketCursor {
         }
       }
     }
+  }
+
+  /** Whether a packet header's `uuid` holds the trace's UUID. */
+  private sameUuid(value: FieldValue | undefined): boolean {
+    const uuid = this.trace.uuid;
+    if (uuid === undefined || !Array.isArray(value) || value.length !== 16) return false;
+    this.uuidBytes ??=
+      uuid
+        .replace(/-/g, '')
+        .match(/../g)
+        ?.map((h) => Number.parseInt(h, 16)) ?? [];
+    const bytes = this.uuidBytes;
+    return bytes.length === 16 && bytes.every((b, i) => value[i] === b);
   }
 
   /** Offset of the next packet magic at or after `from`, or -1 (also when packets carry no magic). */
@@ -304,7 +338,8 @@ export class StreamFileCursor implements PacketCursor {
       r.reset(window, this.packetOffset);
       header = this.readPacketHeaders();
     }
-    const uuid = uuidOf(header?.uuid);
+    // Formatted only when its bytes differ from the trace's.
+    const uuid = this.uuidWarned || this.sameUuid(header?.uuid) ? undefined : uuidOf(header?.uuid);
     // babeltrace2 reads such packets; say so once per file rather than reject them.
     if (uuid !== undefined && this.trace.uuid !== undefined && uuid !== this.trace.uuid && !this.uuidWarned) {
       this.uuidWarned = true;
@@ -369,7 +404,7 @@ export class StreamFileCursor implements PacketCursor {
     }
   }
 
-  private readEvent(lines: LineTarget | undefined): CtfEvent | true {
+  private readEvent(lines: LineTarget | undefined): CtfEvent | boolean {
     const s = this.state;
     const stream = this.stream!;
     s.eventId = -1;
@@ -387,9 +422,10 @@ export class StreamFileCursor implements PacketCursor {
       const out = lines!.out;
       const head = lines!.head;
       const mark = out.length;
+      let kept: boolean;
+      head?.mark();
       try {
-        head?.write(out, stream.timestamped ? s.clock : 0, stream.toNs);
-        write(s, out, this);
+        kept = write(s, out, this, head);
         if (s.r.pos === start) s.r.fail('event of size zero', start);
       } catch (error) {
         // Nothing of a corrupt event is written.
@@ -397,7 +433,11 @@ export class StreamFileCursor implements PacketCursor {
         head?.undo();
         throw error;
       }
-      return true;
+      if (!kept) {
+        out.length = mark;
+        head?.undo();
+      }
+      return kept;
     }
     let scopes = this.scopes;
     if (stream.eventContext) {
@@ -496,6 +536,15 @@ export function readCtfTrace(input: CtfTraceData, options: OpenCtfOptions = {}):
         timestamps: [...streams.values()].some((st) => st.timestamped),
         ...lineOptions,
       });
+    },
+    copy(dir, outputOptions = {}) {
+      if (!copiesAsWritten(trace)) return undefined;
+      const files = input.streams.map((f) => f.path);
+      return writeDirAtomically(
+        dir,
+        (temp) => copyCtfPackets(cursorsOver(warnings), files, trace, input.metadata, temp),
+        outputOptions,
+      );
     },
     index() {
       // Re-decoding repeats what indexing already reported: its warnings go nowhere.
