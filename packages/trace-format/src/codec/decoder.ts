@@ -139,6 +139,8 @@ export interface StructSink {
   readonly before: readonly Uint8Array[];
   readonly write: readonly ValueSink[];
   readonly after: Uint8Array;
+  /** False when nothing is written: integers are then only checked to fit (and passed over), never read. */
+  readonly values?: boolean;
 }
 
 /** Decodes a scope and writes its members as they are read, building no object (see {@link compileScopeWriter}). */
@@ -312,6 +314,12 @@ function compileStruct(
   type.members.forEach((m, i) => {
     const int = m.type.kind === 'int' ? m.type : m.type.kind === 'enum' ? m.type.container : undefined;
     const inline = int && inlineIntRead(int, sink !== undefined);
+    if (int && !int.varint && sink?.values === false) {
+      lines.push(`r.pos = r.at(${Number(int.align)}, ${Number(int.size)}) + ${Number(int.size)};`);
+      lex.names.push(m.name);
+      lex.types.push(m.type);
+      return;
+    }
     if (int && inline) {
       readers[i] = integerReader(int);
       lines.push(

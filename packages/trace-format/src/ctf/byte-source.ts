@@ -40,6 +40,6 @@ export function fileSource(path: string): ByteSource {
 }
 
 /** Bytes read ahead from a stream file: packets are decoded in place within this window. */
-export const CHUNK = 4 << 20;
+export const CHUNK = 1 << 20;
 /** Packet header and context together never need more bytes than this (a bound on hostile metadata). */
 export const MAX_HEADERS = 64 << 20;

@@ -80,7 +80,12 @@ const NS_BIG = 1_000_000_000n;
 
 /** A sink that writes nothing but `end`: scopes decoded only to be passed over. */
 function silentSink(type: StructClass, end = ''): StructSink {
-  return { before: type.members.map(() => EMPTY), write: type.members.map(() => () => {}), after: utf8(end) };
+  return {
+    before: type.members.map(() => EMPTY),
+    write: type.members.map(() => () => {}),
+    after: utf8(end),
+    values: false,
+  };
 }
 
 function textValue(type: FieldClass): ValueSink {
@@ -196,10 +201,10 @@ type SinkOf = (
 
 /** The line writers of one output format, compiled per event class on its first event. */
 export class LinePlan {
-  readonly #writers = new Map<CompiledEvent, EventLineWriter | undefined>();
-  readonly #compile: (stream: CompiledStream, event: CompiledEvent) => EventLineWriter | undefined;
-  #lastEvent: CompiledEvent | undefined;
-  #last: EventLineWriter | undefined;
+  private readonly writers_ = new Map<CompiledEvent, EventLineWriter | undefined>();
+  private readonly compile_: (stream: CompiledStream, event: CompiledEvent) => EventLineWriter | undefined;
+  private lastEvent_: CompiledEvent | undefined;
+  private last_: EventLineWriter | undefined;
 
   constructor(
     format: 'text' | 'json' | 'check',
@@ -208,7 +213,7 @@ export class LinePlan {
     keep: ((event: TraceEvent) => boolean) | undefined,
   ) {
     const prefix = tracePrefix(trace);
-    this.#compile = (stream, event) => {
+    this.compile_ = (stream, event) => {
       const cls = event.cls;
       const streamCtx = stream.cls.eventContext;
       if (decoded?.(cls) === true) return undefined;
@@ -251,14 +256,14 @@ export class LinePlan {
   }
 
   writer(stream: CompiledStream, event: CompiledEvent): EventLineWriter | undefined {
-    if (event === this.#lastEvent) return this.#last;
-    let w = this.#writers.get(event);
-    if (w === undefined && !this.#writers.has(event)) {
-      w = this.#compile(stream, event);
-      this.#writers.set(event, w);
+    if (event === this.lastEvent_) return this.last_;
+    let w = this.writers_.get(event);
+    if (w === undefined && !this.writers_.has(event)) {
+      w = this.compile_(stream, event);
+      this.writers_.set(event, w);
     }
-    this.#lastEvent = event;
-    this.#last = w;
+    this.lastEvent_ = event;
+    this.last_ = w;
     return w;
   }
 }
@@ -451,29 +456,29 @@ const TS_KEY = utf8('{"ts_ns":"');
  * JSON line's `{"ts_ns":"N`. The time of day is made once per second, a repeated delta once.
  */
 class LineHead implements LineStart {
-  readonly #json: boolean;
-  readonly #localTime: boolean;
-  readonly #time = new LineTime();
-  #second = -1;
-  #secondText: Uint8Array = EMPTY;
-  #lastStep = Number.NaN;
-  #lastStepText: Uint8Array = EMPTY;
+  private readonly json_: boolean;
+  private readonly localTime_: boolean;
+  private readonly time_ = new LineTime();
+  private second_ = -1;
+  private secondText_: Uint8Array = EMPTY;
+  private lastStep_ = Number.NaN;
+  private lastStepText_: Uint8Array = EMPTY;
   // The previous line's time, and the one before it (to take a line back).
-  #first = true;
-  #prevSecs = 0;
-  #prevFrac = 0;
-  #prevBig: bigint | undefined;
-  #undo: [boolean, number, number, bigint | undefined] = [true, 0, 0, undefined];
+  private first_ = true;
+  private prevSecs_ = 0;
+  private prevFrac_ = 0;
+  private prevBig_: bigint | undefined;
+  private undo_: [boolean, number, number, bigint | undefined] = [true, 0, 0, undefined];
 
   constructor(json: boolean, localTime: boolean) {
-    this.#json = json;
-    this.#localTime = localTime;
+    this.json_ = json;
+    this.localTime_ = localTime;
   }
 
   write(out: ByteOut, cycles: number | bigint, toNs: CyclesToNs): void {
-    const time = this.#time;
+    const time = this.time_;
     time.set(cycles, toNs);
-    if (this.#json) {
+    if (this.json_) {
       out.raw(TS_KEY);
       if (time.big !== undefined) out.text(String(time.big));
       else if (time.secs === 0) out.uint(time.frac);
@@ -484,20 +489,20 @@ class LineHead implements LineStart {
       return;
     }
     if (time.big === undefined) {
-      if (time.secs !== this.#second) {
-        this.#second = time.secs;
-        this.#secondText = utf8(`[${clockTime(BigInt(time.secs) * NS_BIG, this.#localTime).slice(0, -9)}`);
+      if (time.secs !== this.second_) {
+        this.second_ = time.secs;
+        this.secondText_ = utf8(`[${clockTime(BigInt(time.secs) * NS_BIG, this.localTime_).slice(0, -9)}`);
       }
-      out.raw(this.#secondText);
+      out.raw(this.secondText_);
       out.nine(time.frac);
-    } else out.text(`[${clockTime(time.big, this.#localTime)}`);
-    if (this.#first) out.raw(UNKNOWN_DELTA);
-    else if (time.big === undefined && this.#prevBig === undefined && Math.abs(time.secs - this.#prevSecs) < 4e6) {
-      const d = (time.secs - this.#prevSecs) * NS + (time.frac - this.#prevFrac);
+    } else out.text(`[${clockTime(time.big, this.localTime_)}`);
+    if (this.first_) out.raw(UNKNOWN_DELTA);
+    else if (time.big === undefined && this.prevBig_ === undefined && Math.abs(time.secs - this.prevSecs_) < 4e6) {
+      const d = (time.secs - this.prevSecs_) * NS + (time.frac - this.prevFrac_);
       // Steps repeat (periodic events): the last one's text is kept.
-      if (d === this.#lastStep) out.raw(this.#lastStepText);
+      if (d === this.lastStep_) out.raw(this.lastStepText_);
       else {
-        this.#lastStep = d;
+        this.lastStep_ = d;
         const at = out.length;
         const n = d < 0 ? -d : d;
         out.raw(OPEN_DELTA);
@@ -507,32 +512,32 @@ class LineHead implements LineStart {
         out.byte(46);
         out.nine(n - whole * NS);
         out.raw(CLOSE_DELTA);
-        this.#lastStepText = out.bytes.slice(at, out.length);
+        this.lastStepText_ = out.bytes.slice(at, out.length);
       }
     } else {
-      let d = time.ns - (this.#prevBig ?? BigInt(this.#prevSecs) * NS_BIG + BigInt(this.#prevFrac));
+      let d = time.ns - (this.prevBig_ ?? BigInt(this.prevSecs_) * NS_BIG + BigInt(this.prevFrac_));
       const sign = d < 0n ? '-' : '+';
       if (d < 0n) d = -d;
       out.text(`] (${sign}${d / NS_BIG}.${String(d % NS_BIG).padStart(9, '0')}) `);
     }
-    this.#first = false;
-    this.#prevSecs = time.secs;
-    this.#prevFrac = time.frac;
-    this.#prevBig = time.big;
+    this.first_ = false;
+    this.prevSecs_ = time.secs;
+    this.prevFrac_ = time.frac;
+    this.prevBig_ = time.big;
   }
 
   /** Remembers the previous line's time, for {@link undo}. */
   mark(): void {
-    const undo = this.#undo;
-    undo[0] = this.#first;
-    undo[1] = this.#prevSecs;
-    undo[2] = this.#prevFrac;
-    undo[3] = this.#prevBig;
+    const undo = this.undo_;
+    undo[0] = this.first_;
+    undo[1] = this.prevSecs_;
+    undo[2] = this.prevFrac_;
+    undo[3] = this.prevBig_;
   }
 
   /** Takes back the lines started since {@link mark}: they were not finished (the event was corrupt). */
   undo(): void {
-    [this.#first, this.#prevSecs, this.#prevFrac, this.#prevBig] = this.#undo;
+    [this.first_, this.prevSecs_, this.prevFrac_, this.prevBig_] = this.undo_;
   }
 }
 
