@@ -479,11 +479,16 @@ class LineHead implements LineStart {
     const time = this.time_;
     time.set(cycles, toNs);
     if (this.json_) {
-      out.raw(TS_KEY);
-      if (time.big !== undefined) out.text(String(time.big));
-      else if (time.secs === 0) out.uint(time.frac);
-      else {
-        out.uint(time.secs);
+      if (time.big !== undefined) out.text(`{"ts_ns":"${time.big}`);
+      else if (time.secs === 0) {
+        out.raw(TS_KEY);
+        out.uint(time.frac);
+      } else {
+        if (time.secs !== this.second_) {
+          this.second_ = time.secs;
+          this.secondText_ = utf8(`{"ts_ns":"${time.secs}`);
+        }
+        out.raw(this.secondText_);
         out.nine(time.frac);
       }
       return;
