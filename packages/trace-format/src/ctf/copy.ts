@@ -8,8 +8,8 @@ import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { ByteOut } from '../codec/byte-out.ts';
 import type { TraceClass } from '../model/types.ts';
+import type { LineSource } from './line-target.ts';
 import { LinePlan } from './lines.ts';
-import type { StreamFileCursor } from './reader.ts';
 
 /** Bytes gathered before a write: packets are often a few KiB. */
 const WRITE_BYTES = 1 << 20;
@@ -29,7 +29,7 @@ export function copiesAsWritten(trace: TraceClass): boolean {
  * number of events. A corrupt packet throws (file and byte offset), or, read `lenient`, is left out and warned about.
  */
 export function copyCtfPackets(
-  cursors: readonly StreamFileCursor[],
+  cursors: readonly LineSource[],
   files: readonly string[],
   trace: TraceClass,
   metadata: Uint8Array,

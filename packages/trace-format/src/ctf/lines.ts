@@ -6,7 +6,6 @@
  * event formatters, which the written lines equal byte for byte.
  */
 import { ByteOut, utf8 } from '../codec/byte-out.ts';
-import type { DecodeContext } from '../codec/decoder.ts';
 import {
   compileScopeWriter,
   refersOutward,
@@ -19,8 +18,8 @@ import type { EventClass, FieldClass, FieldValue, StructClass, TraceClass, Trace
 import { createJsonFormatter, valueWriter } from '../output/json.ts';
 import type { CyclesToNs } from './clock.ts';
 import type { CtfEvent } from './event.ts';
+import type { EventLineWriter, LineSource, LineStart, LineTarget, LineWriters } from './line-target.ts';
 import { type EventCursor, Merger } from './merge.ts';
-import type { StreamFileCursor } from './reader.ts';
 import type { CompiledEvent, CompiledStream, Struct } from './stream-class.ts';
 import { clockTime, createBabeltraceTextFormatter, formatValue, packetContextText, tracePrefix } from './text.ts';
 
@@ -45,32 +44,6 @@ export interface CtfLinesOptions {
    * line is kept. With several streams it judges decoded events in time order (it may depend on the events before).
    */
   readonly keep?: (event: TraceEvent) => boolean;
-}
-
-/** What starts a line (its time), written once the event's header is read; `undo` takes it back to the last `mark`. */
-export interface LineStart {
-  write(out: ByteOut, cycles: number | bigint, toNs: CyclesToNs): void;
-  mark(): void;
-  undo(): void;
-}
-
-/**
- * Writes one event's line as its scopes are decoded, after its start (`head`); false, having written nothing, when a
- * filter leaves the event out.
- */
-export type EventLineWriter = (
-  s: DecodeContext,
-  out: ByteOut,
-  cursor: StreamFileCursor,
-  head: LineStart | undefined,
-) => boolean;
-
-/** What a stream file cursor writes lines through: the buffer, the line writers, and what starts each line. */
-export interface LineTarget {
-  out: ByteOut;
-  readonly plan: LinePlan;
-  /** Writes each line's start (without it, the lines are the events' bodies). */
-  readonly head?: LineStart;
 }
 
 const EMPTY: Uint8Array = new Uint8Array(0);
@@ -200,7 +173,7 @@ type SinkOf = (
 ) => ScopeWriter;
 
 /** The line writers of one output format, compiled per event class on its first event. */
-export class LinePlan {
+export class LinePlan implements LineWriters {
   private readonly writers_ = new Map<CompiledEvent, EventLineWriter | undefined>();
   private readonly compile_: (stream: CompiledStream, event: CompiledEvent) => EventLineWriter | undefined;
   private lastEvent_: CompiledEvent | undefined;
@@ -370,12 +343,12 @@ class LineEntry {
  * the next.
  */
 class LineCursor implements EventCursor<LineEntry> {
-  readonly #cursor: StreamFileCursor;
+  readonly #cursor: LineSource;
   readonly #target: LineTarget;
   readonly #entries = [new LineEntry(), new LineEntry()] as const;
   #flip = 0;
 
-  constructor(cursor: StreamFileCursor, plan: LinePlan) {
+  constructor(cursor: LineSource, plan: LinePlan) {
     this.#cursor = cursor;
     this.#target = { out: this.#entries[0].out, plan };
   }
@@ -554,7 +527,7 @@ const CLOSE_DELTA = utf8(') ');
  * `write` (in chunks of about 64 KiB; each chunk is only valid during the call). Returns the number of lines.
  */
 export function writeCtfLines(
-  cursors: readonly StreamFileCursor[],
+  cursors: readonly LineSource[],
   byCycles: boolean,
   trace: TraceClass,
   write: (bytes: Uint8Array) => void,

@@ -13,7 +13,8 @@ import { copiesAsWritten, copyCtfPackets } from './copy.ts';
 import { isCtf2Metadata, parseCtf2Metadata } from './ctf2.ts';
 import { CtfEvent } from './event.ts';
 import { type IndexedCtfTrace, indexCtfStreams } from './indexed.ts';
-import { type CtfLinesOptions, type LineTarget, writeCtfLines } from './lines.ts';
+import type { LineSource, LineTarget } from './line-target.ts';
+import { type CtfLinesOptions, writeCtfLines } from './lines.ts';
 import { type LttngIndexEntry, parseLttngIndex } from './lttng-index.ts';
 import { Merger } from './merge.ts';
 import { readMetadataText } from './metadata.ts';
@@ -79,7 +80,7 @@ function uuidOf(value: FieldValue | undefined): string | undefined {
 }
 
 /** Reads the events of one data stream file, packet by packet, in file order. */
-export class StreamFileCursor implements PacketCursor {
+export class StreamFileCursor implements PacketCursor, LineSource {
   private readonly source: ByteSource;
   private chunk: Uint8Array = new Uint8Array(0);
   private chunkStart = 0;
