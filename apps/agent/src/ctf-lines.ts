@@ -4,7 +4,8 @@
  * object or a string per event, `--filter` judging each event on its values before its line is kept. Events of
  * classes that name tasks are still decoded whole, so that `--json` and COMM name tasks as for every input.
  */
-import type { CtfTraceReader } from '@evtrace/trace-format';
+import { compileRecordFilter, FilterError, parseFilter } from '@evtrace/filters';
+import type { CtfLinesOptions, CtfTraceReader } from '@evtrace/trace-format';
 import { jsonLines, type OpenedInput } from './trace-input.ts';
 
 /** The reader of `opened` when its lines can be written this way (a CTF input), else undefined. */
@@ -19,6 +20,7 @@ export function writeCtfInputLines(
   format: 'text' | 'json',
   write: (bytes: Uint8Array) => void,
   limit = Number.POSITIVE_INFINITY,
+  expression?: string,
 ): number {
   const { tasks, filter } = opened;
   const n = reader.writeLines(write, {
@@ -35,8 +37,33 @@ export function writeCtfInputLines(
         }
       : {}),
     ...(filter !== undefined ? { keep: filter } : {}),
+    ...(filter !== undefined && expression !== undefined ? { keepRecord: payloadFilter(expression) } : {}),
   });
   // Every event was read: an expression that fits no class is an error, as when reading events.
   if (n < limit) filter?.finish();
   return n;
+}
+
+/**
+ * `--filter` over a payload's bytes, for classes whose payload every event lays out alike: the expression's fields
+ * placed at their offsets and compiled as for kernel records (integer compares on the bytes, no bigint). Expressions
+ * naming what the bytes do not hold (COMM, strings) are left to the event filter.
+ */
+function payloadFilter(expression: string): NonNullable<CtfLinesOptions['keepRecord']> {
+  return (eventClass, layout) => {
+    try {
+      const parsed = parseFilter(expression, eventClass);
+      const predicates = parsed.predicates.map((p) =>
+        p.field.kind === 'number' ? { ...p, field: { ...p.field, offset: layout.offsets.get(p.field.name) ?? -1 } } : p,
+      );
+      if (predicates.some((p) => p.field.kind !== 'cpu' && (p.field.kind !== 'number' || p.field.offset < 0)))
+        return undefined;
+      const test = compileRecordFilter({ ...parsed, predicates }, eventClass, { byteOrder: layout.byteOrder });
+      return (view, start, length, cpu) => test(view, start, length, cpu);
+    } catch (error) {
+      // What the filter cannot take this way (or at all) is the event filter's to judge and to say.
+      if (error instanceof FilterError) return undefined;
+      throw error;
+    }
+  };
 }

@@ -109,7 +109,7 @@ with --lenient every whole page before the damage is printed, per CPU, and the d
       if (ctf !== undefined) {
         const write = io.stdoutBytes ?? ((bytes: Uint8Array) => io.stdout(Buffer.from(bytes).toString('utf8')));
         try {
-          writeCtfInputLines(ctf, opened, options.json ? 'json' : 'text', write, limit);
+          writeCtfInputLines(ctf, opened, options.json ? 'json' : 'text', write, limit, options.filter);
         } finally {
           reportNotes(io, opened, '--all-buffers');
         }

@@ -246,7 +246,9 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
           }
           case 'text': {
             if (ctf !== undefined) {
-              n = bytesTo(options.output, access, io, (write) => writeCtfInputLines(ctf, opened, 'text', write));
+              n = bytesTo(options.output, access, io, (write) =>
+                writeCtfInputLines(ctf, opened, 'text', write, undefined, options.filter),
+              );
               break;
             }
             const line = createTextFormatter(reader);
@@ -267,7 +269,9 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
           }
           case 'jsonl':
             if (ctf !== undefined) {
-              n = bytesTo(options.output, access, io, (write) => writeCtfInputLines(ctf, opened, 'json', write));
+              n = bytesTo(options.output, access, io, (write) =>
+                writeCtfInputLines(ctf, opened, 'json', write, undefined, options.filter),
+              );
               break;
             }
             n = withFile(

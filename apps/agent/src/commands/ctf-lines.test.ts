@@ -57,7 +57,14 @@ describe('CTF lines written from the packets', () => {
   });
 
   it('--filter keeps what the filter keeps, judged on the values, the delta from the line before', async () => {
-    for (const expr of ['value > 12345', 'value < 100 || value == 19999', 'value & 1']) {
+    // Judged on the payload's bytes after each class's first event; CPU is the packet's.
+    for (const expr of [
+      'value > 12345',
+      'value < 100 || value == 19999',
+      'value & 1',
+      'value > 9 && CPU == 0',
+      'CPU != 0',
+    ]) {
       const text = await run('cat', '--filter', expr, u64);
       expect(text.code).toBe(ExitCode.Ok);
       expect(text.stdout).toBe(reference(u64, 'text', expr));

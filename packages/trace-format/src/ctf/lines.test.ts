@@ -78,22 +78,47 @@ function typedKeep(e: TraceEvent): boolean {
   return (hash & 1) === 0;
 }
 
+/** A filter of the payload's values alone, typed as the decoder types them. */
+function payloadKeep(e: TraceEvent): boolean {
+  return typedKeep({ ...e, cpu: null, tsNs: 0n, scopes: {}, fields: e.fields } as TraceEvent);
+}
+
+/** The same filter over the payload's bytes, read at the offsets the layout gives. */
+const payloadKeepRecord: CtfLinesOptions['keepRecord'] = (cls, layout) => (view, start) => {
+  const fields: Record<string, FieldValue> = {};
+  for (const m of cls.payload.members) {
+    const int = (m.type.kind === 'enum' ? m.type.container : m.type) as IntegerClass;
+    const at = start + layout.offsets.get(m.name)!;
+    let v = 0n;
+    for (let i = 0; i < int.size / 8; i++) {
+      const byte = BigInt(view.getUint8(int.byteOrder === 'le' ? at + i : at + int.size / 8 - 1 - i));
+      v |= byte << BigInt(8 * i);
+    }
+    if (int.signed) v = BigInt.asIntN(int.size, v);
+    fields[m.name] = int.size > 53 ? v : Number(v);
+  }
+  return payloadKeep({ eventClass: cls, tsNs: 0n, cpu: null, fields });
+};
+
 function expectSame(open: () => CtfTraceReader): void {
-  for (const [format, keep] of [
-    ['text', undefined],
-    ['json', undefined],
-    ['text', typedKeep],
-    ['json', typedKeep],
+  for (const [format, keep, keepRecord] of [
+    ['text', undefined, undefined],
+    ['json', undefined, undefined],
+    ['text', typedKeep, undefined],
+    ['json', typedKeep, undefined],
+    ['text', payloadKeep, payloadKeepRecord],
+    ['json', payloadKeep, payloadKeepRecord],
   ] as const) {
     const expected = viaEvents(open, format, Number.POSITIVE_INFINITY, keep);
-    const got = viaLines(open, { format, ...(keep ? { keep } : {}) });
+    const got = viaLines(open, { format, ...(keep ? { keep } : {}), ...(keepRecord ? { keepRecord } : {}) });
     expect(got.error).toBe(expected.error);
     if (got.text !== expected.text) {
       // The first differing line, not two megabytes of text.
       const a = got.text.split('\n');
       const b = expected.text.split('\n');
       const i = a.findIndex((l, k) => l !== b[k]);
-      expect(`${format}${keep ? ' kept' : ''} ${i}: ${a[i]}`).toBe(`${format}${keep ? ' kept' : ''} ${i}: ${b[i]}`);
+      const what = `${format}${keep ? ' kept' : ''}${keepRecord ? ' by bytes' : ''} ${i}`;
+      expect(`${what}: ${a[i]}`).toBe(`${what}: ${b[i]}`);
     }
   }
 }

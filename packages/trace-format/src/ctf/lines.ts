@@ -7,6 +7,7 @@
  */
 import { ByteOut, utf8 } from '../codec/byte-out.ts';
 import {
+  alignmentOf,
   compileScopeWriter,
   refersOutward,
   type ScopeWriter,
@@ -14,7 +15,15 @@ import {
   type ValueSink,
 } from '../codec/decoder.ts';
 import { hexFields } from '../ftrace/hex-fields.ts';
-import type { EventClass, FieldClass, FieldValue, StructClass, TraceClass, TraceEvent } from '../model/types.ts';
+import type {
+  ByteOrder,
+  EventClass,
+  FieldClass,
+  FieldValue,
+  StructClass,
+  TraceClass,
+  TraceEvent,
+} from '../model/types.ts';
 import { createJsonFormatter, valueWriter } from '../output/json.ts';
 import type { CyclesToNs } from './clock.ts';
 import type { CtfEvent } from './event.ts';
@@ -44,6 +53,41 @@ export interface CtfLinesOptions {
    * line is kept. With several streams it judges decoded events in time order (it may depend on the events before).
    */
   readonly keep?: (event: TraceEvent) => boolean;
+  /**
+   * With `keep`: for a class whose payload lies at the same offsets in every event (integers only), a test of its
+   * bytes that decides as `keep` does, or undefined. The class's first event, and events of packets without a CPU,
+   * are still judged by `keep`.
+   */
+  readonly keepRecord?: (eventClass: EventClass, payload: PayloadLayout) => PayloadTest | undefined;
+}
+
+/** Where a payload's members lie when every event lays them out alike: byte offsets from its (aligned) start. */
+export interface PayloadLayout {
+  readonly offsets: ReadonlyMap<string, number>;
+  /** Bytes from the first member's start to the last one's end. */
+  readonly size: number;
+  readonly byteOrder: ByteOrder;
+}
+
+/** Judges one event by its payload's bytes: `view` holds them at `start`, `length` bytes; `cpu` is the packet's. */
+export type PayloadTest = (view: DataView, start: number, length: number, cpu: number) => boolean;
+
+/** The layout of a payload of byte-aligned integers of one byte order, or undefined. */
+function payloadLayout(payload: StructClass): PayloadLayout | undefined {
+  const offsets = new Map<string, number>();
+  let at = 0;
+  let byteOrder: ByteOrder | undefined;
+  for (const m of payload.members) {
+    const int = m.type.kind === 'int' ? m.type : m.type.kind === 'enum' ? m.type.container : undefined;
+    if (int === undefined || int.varint || int.size % 8 !== 0 || int.align % 8 !== 0) return undefined;
+    if (byteOrder !== undefined && int.byteOrder !== byteOrder) return undefined;
+    byteOrder = int.byteOrder;
+    const align = int.align / 8;
+    at = Math.ceil(at / align) * align;
+    offsets.set(m.name, at);
+    at += int.size / 8;
+  }
+  return byteOrder === undefined ? undefined : { offsets, size: at, byteOrder };
 }
 
 const EMPTY: Uint8Array = new Uint8Array(0);
@@ -184,6 +228,7 @@ export class LinePlan implements LineWriters {
     trace: TraceClass,
     decoded: ((eventClass: EventClass) => boolean) | undefined,
     keep: ((event: TraceEvent) => boolean) | undefined,
+    keepRecord?: CtfLinesOptions['keepRecord'],
   ) {
     const prefix = tracePrefix(trace);
     this.compile_ = (stream, event) => {
@@ -215,7 +260,7 @@ export class LinePlan implements LineWriters {
         line = jsonLineWriter(stream, cls, sinkOf);
       } else line = textLineWriter(prefix, stream, cls, sinkOf);
       if (!judged) return line;
-      return (s, out, cursor, head) => {
+      const judge: EventLineWriter = (s, out, cursor, head) => {
         for (const read of reads) read(s, out);
         const context = cursor.packetContext;
         if (context === undefined) delete judged.scopes['stream.packet.context'];
@@ -225,6 +270,17 @@ export class LinePlan implements LineWriters {
         judged.toNs = cursor.toNs;
         return keep!(judged) && line(s, out, cursor, head);
       };
+      const layout = format === 'check' ? undefined : payloadLayout(cls.payload);
+      const test = layout && keepRecord?.(cls, layout);
+      if (test === undefined) return judge;
+      return payloadJudge(
+        stream,
+        cls,
+        judge,
+        test,
+        layout!,
+        format === 'json' ? jsonLineWriter : (st, c, of) => textLineWriter(prefix, st, c, of),
+      );
     };
   }
 
@@ -239,6 +295,53 @@ export class LinePlan implements LineWriters {
     this.last_ = w;
     return w;
   }
+}
+
+/**
+ * Judges events by their payload's bytes (`test`) before anything is decoded from it: the contexts are passed over,
+ * the payload's place found, and only a kept event is read again and written. The class's first event (which has
+ * `keep` learn the class), events of packets without a CPU, and payloads that do not fit what is left of the packet
+ * (whose decoder names the damage) go through `judge`.
+ */
+function payloadJudge(
+  stream: CompiledStream,
+  cls: EventClass,
+  judge: EventLineWriter,
+  test: PayloadTest,
+  layout: PayloadLayout,
+  lineWriter: (stream: CompiledStream, cls: EventClass, sinkOf: SinkOf) => EventLineWriter,
+): EventLineWriter {
+  const line = lineWriter(stream, cls, writerOf);
+  const streamType = stream.cls.eventContext;
+  const streamContext = streamType && writerOf(streamType, 'stream.event.context', silentSink(streamType));
+  const eventContext = cls.context && writerOf(cls.context, 'event.context', silentSink(cls.context));
+  const align = alignmentOf(cls.payload);
+  const bits = layout.size * 8;
+  let first = true;
+  return (s, out, cursor, head) => {
+    const cpu = cursor.packetCpu;
+    if (first || cpu === null) {
+      first = false;
+      return judge(s, out, cursor, head);
+    }
+    const r = s.r;
+    const start = r.pos;
+    streamContext?.(s, out);
+    eventContext?.(s, out);
+    let p = r.pos;
+    const m = p % align;
+    if (m !== 0) p += align - m;
+    if (p + bits > r.limit || p % 8 !== 0) {
+      r.pos = start;
+      return judge(s, out, cursor, head);
+    }
+    if (!test(r.view, p / 8, layout.size, cpu)) {
+      r.pos = p + bits;
+      return false;
+    }
+    r.pos = start;
+    return line(s, out, cursor, head);
+  };
 }
 
 /** Reads an event's scopes and writes nothing: for a copy that checks every event of a packet it copies. */
@@ -539,7 +642,7 @@ export function writeCtfLines(
   const plan =
     keep !== undefined && cursors.length > 1
       ? new LinePlan(options.format, trace, () => true, undefined)
-      : new LinePlan(options.format, trace, options.decoded, keep);
+      : new LinePlan(options.format, trace, options.decoded, keep, options.keepRecord);
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
   const timestamps = json || (options.timestamps ?? true);
   const head = timestamps ? new LineHead(json, options.localTime ?? false) : undefined;
