@@ -4,7 +4,7 @@
  * object or a string per event, `--filter` judging each event on its values before its line is kept. Events of
  * classes that name tasks are still decoded whole, so that `--json` and COMM name tasks as for every input.
  */
-import { compileRecordFilter, FilterError, parseFilter } from '@evtrace/filters';
+import { compileFilter, compileRecordFilter, FilterError, parseFilter } from '@evtrace/filters';
 import type { CtfLinesOptions, CtfTraceReader } from '@evtrace/trace-format';
 import { jsonLines, type OpenedInput } from './trace-input.ts';
 
@@ -56,8 +56,11 @@ function payloadFilter(expression: string): NonNullable<CtfLinesOptions['keepRec
       const predicates = parsed.predicates.map((p) =>
         p.field.kind === 'number' ? { ...p, field: { ...p.field, offset: layout.offsets.get(p.field.name) ?? -1 } } : p,
       );
-      if (predicates.some((p) => p.field.kind !== 'cpu' && (p.field.kind !== 'number' || p.field.offset < 0)))
-        return undefined;
+      const onBytes = (p: (typeof predicates)[number]) =>
+        p.field.kind === 'cpu' || (p.field.kind === 'number' && p.test.type === 'number' && p.field.offset >= 0);
+      if (!predicates.every(onBytes)) return undefined;
+      // Only where the event filter takes the expression too: it judges the class's first event, and says why not.
+      compileFilter(parsed, eventClass);
       const test = compileRecordFilter({ ...parsed, predicates }, eventClass, { byteOrder: layout.byteOrder });
       return (view, start, length, cpu) => test(view, start, length, cpu);
     } catch (error) {
