@@ -240,6 +240,8 @@ export class LinePlan implements LineWriters {
       // A filter's values are kept in plain objects: a hostile member name is left to the event decoder.
       if (keep && scopes.some((t) => t?.members.some((m) => m.name === '__proto__'))) return undefined;
       const judged = keep && new JudgedEvent(cls);
+      // The scopes in the order a decoded event has them: the packet's context first (a stream has one or never).
+      if (judged && stream.packetContext !== undefined) judged.scopes['stream.packet.context'] = {};
       // With a filter, the scopes are read first (their values kept), and written once the event is kept.
       const reads: ScopeWriter[] = [];
       const sinkOf: SinkOf = judged
@@ -263,8 +265,7 @@ export class LinePlan implements LineWriters {
       const judge: EventLineWriter = (s, out, cursor, head) => {
         for (const read of reads) read(s, out);
         const context = cursor.packetContext;
-        if (context === undefined) delete judged.scopes['stream.packet.context'];
-        else judged.scopes['stream.packet.context'] = context;
+        if (context !== undefined) judged.scopes['stream.packet.context'] = context;
         judged.cpu = cursor.packetCpu;
         judged.cycles = cursor.cycles;
         judged.toNs = cursor.toNs;
