@@ -10,6 +10,7 @@ import { ByteOut } from '../codec/byte-out.ts';
 import type { TraceClass } from '../model/types.ts';
 import type { LineSource } from './line-target.ts';
 import { LinePlan } from './lines.ts';
+import { streamTimestamped } from './stream-class.ts';
 
 /** Bytes gathered before a write: packets are often a few KiB. */
 const WRITE_BYTES = 1 << 20;
@@ -20,7 +21,7 @@ const WRITE_BYTES = 1 << 20;
  */
 export function copiesAsWritten(trace: TraceClass): boolean {
   return [...trace.streams.values()].every(
-    (s) => s.eventHeader !== undefined && s.packetContext?.members.some((m) => m.name === 'cpu_id') === true,
+    (s) => streamTimestamped(s) && s.packetContext?.members.some((m) => m.name === 'cpu_id') === true,
   );
 }
 
