@@ -47,6 +47,11 @@ export interface OpenedInput {
   readonly tasks: CommTracker;
   /** Problems met while reading or filtering, for stderr. */
   readonly notes: string[];
+  /**
+   * `--filter`'s test of one event, for a reader that writes events without `events()`; `finish()` once every event
+   * was read (a usage error when the expression fits no class).
+   */
+  readonly filter?: ((e: TraceEvent) => boolean) & { finish(): void };
 }
 
 /** Opens INPUT (CTF directory, trace.dat, raw-pages directory); a damaged one throws its TraceFormatError. */
@@ -103,6 +108,7 @@ export function openInput(
       ),
     tasks,
     notes,
+    ...(predicate !== undefined ? { filter: predicate } : {}),
   };
 }
 

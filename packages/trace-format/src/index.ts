@@ -4,6 +4,7 @@ export { BitReader } from './codec/bit-reader.ts';
 export { compileScope, type DecodeContext, type FieldDecoder, type ScopeName } from './codec/decoder.ts';
 export { isCtf2Metadata, parseCtf2Metadata } from './ctf/ctf2.ts';
 export type { IndexedCtfTrace } from './ctf/indexed.ts';
+export type { CtfLinesOptions, PayloadLayout, PayloadTest } from './ctf/lines.ts';
 export { LTTNG_INDEX_MAGIC, type LttngIndexEntry, parseLttngIndex } from './ctf/lttng-index.ts';
 export { readMetadataText } from './ctf/metadata.ts';
 export {

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { addCommand, type CliIO } from '../command.ts';
+import { ctfLineReader, writeCtfInputLines } from '../ctf-lines.ts';
 import { usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { bufferedWriter, stdoutBytes } from '../output/buffered-writer.ts';
@@ -104,6 +105,16 @@ with --lenient every whole page before the damage is printed, per CPU, and the d
       });
       // Returned, not awaited: this reader is let go while the threads read with their own.
       if (plan !== undefined) return catSliced(input, options, plan, io);
+      const ctf = ctfLineReader(opened);
+      if (ctf !== undefined) {
+        const write = io.stdoutBytes ?? ((bytes: Uint8Array) => io.stdout(Buffer.from(bytes).toString('utf8')));
+        try {
+          writeCtfInputLines(ctf, opened, options.json ? 'json' : 'text', write, limit, options.filter);
+        } finally {
+          reportNotes(io, opened, '--all-buffers');
+        }
+        return;
+      }
       const format = options.json ? jsonLines(opened) : textLines(opened.reader);
       const out = bufferedWriter(stdoutBytes(io));
       try {

@@ -16,6 +16,7 @@ import {
 } from '@evtrace/trace-format';
 import type { Command } from 'commander';
 import { addCommand, type CliIO } from '../command.ts';
+import { ctfLineReader, writeCtfInputLines } from '../ctf-lines.ts';
 import { CliExit, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { bufferedWriter, stdoutBytes } from '../output/buffered-writer.ts';
@@ -94,6 +95,17 @@ function withFile(
     },
     access,
   );
+}
+
+/** Runs `fn` with a writer of bytes to `file` (standard output for `-`), replaced atomically as {@link withFile}. */
+function bytesTo(
+  file: string,
+  access: OutputAccess,
+  io: CliIO,
+  fn: (write: (bytes: Uint8Array) => void) => number,
+): number {
+  if (file === '-') return fn(io.stdoutBytes ?? ((bytes) => io.stdout(Buffer.from(bytes).toString('utf8'))));
+  return withFile(file, access, (_, writeBytes) => fn(writeBytes));
 }
 
 function checkOptions(options: ConvertOptions): { to: Target; version: 6 | 7; compression: 'none' | 'zstd' | 'zlib' } {
@@ -211,16 +223,29 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
       const opened = openInput(input, options);
       const { reader } = opened;
       const events = withProgress(opened.events, io, `convert --to ${to}`);
+      // CTF to text or JSON lines: written from the packets (no progress line: it counts events as they are read).
+      const ctf = io.progress === true ? undefined : ctfLineReader(opened);
       let n = 0;
       try {
         switch (to) {
-          case 'ctf':
+          case 'ctf': {
+            // A CTF input that has what the writer would add (times, CPUs) is copied packet by packet, each checked
+            // as it is read, instead of decoded and encoded again.
+            const copied =
+              ctf !== undefined && options.filter === undefined
+                ? ctf.copy(options.output, { ...access, force: options.force === true })
+                : undefined;
+            if (copied !== undefined) {
+              n = copied;
+              break;
+            }
             // Spread, not rebuilt: a CTF reader's `trace` carries the env and stream event context the writer keeps.
             n = writeCtfTrace({ ...reader, events }, options.output, {
               ...access,
               force: options.force === true,
             });
             break;
+          }
           case 'tracedat': {
             // trace.dat to trace.dat with every event kept: the pages are copied as they are, as trace-cmd convert
             // does, instead of decoded and encoded again: faster (trace-format's ftrace bench prints by how much), and
@@ -260,6 +285,12 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
             break;
           }
           case 'text': {
+            if (ctf !== undefined) {
+              n = bytesTo(options.output, access, io, (write) =>
+                writeCtfInputLines(ctf, opened, 'text', write, undefined, options.filter),
+              );
+              break;
+            }
             const line = createTextFormatter(reader);
             n = withFile(
               options.output,
@@ -277,6 +308,12 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
             break;
           }
           case 'jsonl':
+            if (ctf !== undefined) {
+              n = bytesTo(options.output, access, io, (write) =>
+                writeCtfInputLines(ctf, opened, 'json', write, undefined, options.filter),
+              );
+              break;
+            }
             n = withFile(
               options.output,
               access,

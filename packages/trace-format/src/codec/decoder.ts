@@ -11,6 +11,7 @@ import type {
   VariantClass,
 } from '../model/types.ts';
 import { type BitReader, textAt } from './bit-reader.ts';
+import type { ByteOut } from './byte-out.ts';
 
 /** The dynamic scopes of a CTF event, in decoding order. */
 export type ScopeName =
@@ -130,6 +131,32 @@ export function compileScope(type: StructClass, options: CompileOptions): FieldD
   return decode;
 }
 
+/** Writes one member's value (a 64-bit integer as a number where exact, else a bigint). */
+export type ValueSink = (out: ByteOut, value: FieldValue) => void;
+
+/** What a scope writer writes: before each member's value, the value, and after the last. */
+export interface StructSink {
+  readonly before: readonly Uint8Array[];
+  readonly write: readonly ValueSink[];
+  readonly after: Uint8Array;
+  /** False when nothing is written: integers are then only checked to fit (and passed over), never read. */
+  readonly values?: boolean;
+}
+
+/** Decodes a scope and writes its members as they are read, building no object (see {@link compileScopeWriter}). */
+export type ScopeWriter = (ctx: DecodeContext, out: ByteOut) => void;
+
+/**
+ * The same decoder as {@link compileScope}, generated from the same class by the same code, that hands each member's
+ * value to `sink` instead of storing it: no object per event, and 64-bit integers stay numbers while exact. Only for
+ * scopes no later field refers to and that refer to no other field (no sequence or variant inside,
+ * {@link refersOutward}); hooks are not run.
+ */
+export function compileScopeWriter(type: StructClass, options: CompileOptions, sink: StructSink): ScopeWriter {
+  if (refersOutward(type)) fail('a scope with sequences or variants has no writer');
+  return compileStruct(type, undefined, options, undefined, sink) as unknown as ScopeWriter;
+}
+
 function fail(message: string): never {
   throw new TraceFormatError('ERR_TRACE_TSDL', message);
 }
@@ -226,7 +253,7 @@ function compile(type: FieldClass, lex: Lexical | undefined, options: CompileOpt
 }
 
 /** True when decoding this class may look up values of enclosing structures (it holds a sequence or variant). */
-function refersOutward(type: FieldClass): boolean {
+export function refersOutward(type: FieldClass): boolean {
   switch (type.kind) {
     case 'sequence':
     case 'variant':
@@ -241,10 +268,11 @@ function refersOutward(type: FieldClass): boolean {
 }
 
 /** Inline read of a byte-aligned integer (the fast path), or undefined when the class needs the generic reader. */
-function inlineIntRead(type: IntegerClass): string | undefined {
+function inlineIntRead(type: IntegerClass, exactNumbers = false): string | undefined {
   if (type.varint) return undefined;
   const le = type.byteOrder === 'le';
   const s = type.signed;
+  if (exactNumbers && type.size === 64) return `${s ? 'int' : 'uint'}64(r.view, p / 8, ${le})`;
   switch (type.size) {
     case 8:
       return s ? 'r.view.getInt8(p / 8)' : 'r.bytes[p / 8]';
@@ -269,6 +297,7 @@ function compileStruct(
   parent: Lexical | undefined,
   options: CompileOptions,
   root: ScopeName | undefined,
+  sink?: StructSink,
 ): FieldDecoder {
   const lex: Lexical = { names: [], types: [], parent };
   const decoders: FieldDecoder[] = [];
@@ -279,11 +308,18 @@ function compileStruct(
   const onStack = refersOutward(type);
   // Only numbers (coerced here), JSON string literals and fixed text go into the generated source.
   lines.push('const r = ctx.r;', `r.pos = r.at(${Number(align)}, 0);`, 'const o = {};', 'let p = 0;', 'let v;');
+  if (sink) lines.splice(2, 1);
   if (root !== undefined) lines.push(`ctx.roots[${JSON.stringify(root)}] = o;`);
   if (onStack) lines.push('ctx.stack.push(o);');
   type.members.forEach((m, i) => {
     const int = m.type.kind === 'int' ? m.type : m.type.kind === 'enum' ? m.type.container : undefined;
-    const inline = int && inlineIntRead(int);
+    const inline = int && inlineIntRead(int, sink !== undefined);
+    if (int && !int.varint && sink?.values === false) {
+      lines.push(`r.pos = r.at(${Number(int.align)}, ${Number(int.size)}) + ${Number(int.size)};`);
+      lex.names.push(m.name);
+      lex.types.push(m.type);
+      return;
+    }
     if (int && inline) {
       readers[i] = integerReader(int);
       lines.push(
@@ -299,21 +335,47 @@ function compileStruct(
       hooks[i] = hook;
       lines.push(`h[${i}](ctx, v);`);
     }
-    const key = JSON.stringify(m.name);
-    lines.push(m.name === '__proto__' ? `setField(o, ${key}, v);` : `o[${key}] = v;`);
+    if (sink) lines.push(`out.raw(b[${i}]);`, `w[${i}](out, v);`);
+    else {
+      const key = JSON.stringify(m.name);
+      lines.push(m.name === '__proto__' ? `setField(o, ${key}, v);` : `o[${key}] = v;`);
+    }
     lex.names.push(m.name);
     lex.types.push(m.type);
   });
   if (onStack) lines.push('ctx.stack.pop();');
-  lines.push('return o;');
+  lines.push(sink ? 'out.raw(after);' : 'return o;');
   const factory = new Function(
     'd',
     'rd',
     'h',
     'setField',
-    `return function decodeStruct(ctx) {\n${lines.join('\n')}\n};`,
+    'uint64',
+    'int64',
+    'b',
+    'w',
+    'after',
+    `return function ${sink ? 'writeStruct(ctx, out)' : 'decodeStruct(ctx)'} {\n${lines.join('\n')}\n};`,
   );
-  return factory(decoders, readers, hooks, setField) as FieldDecoder;
+  return factory(decoders, readers, hooks, setField, uint64, int64, sink?.before, sink?.write, sink?.after);
+}
+
+const TWO_32 = 2 ** 32;
+/** The high word of the largest 64-bit value a number holds exactly (below 2^53). */
+const EXACT_HIGH = 2 ** 21;
+
+/** A 64-bit unsigned integer as a number where exact, else a bigint. */
+function uint64(view: DataView, at: number, le: boolean): number | bigint {
+  const high = view.getUint32(le ? at + 4 : at, le);
+  if (high >= EXACT_HIGH) return view.getBigUint64(at, le);
+  return high * TWO_32 + view.getUint32(le ? at : at + 4, le);
+}
+
+/** A 64-bit signed integer as a number where exact, else a bigint. */
+function int64(view: DataView, at: number, le: boolean): number | bigint {
+  const high = view.getInt32(le ? at + 4 : at, le);
+  if (high >= EXACT_HIGH || high < -EXACT_HIGH) return view.getBigInt64(at, le);
+  return high * TWO_32 + view.getUint32(le ? at : at + 4, le);
 }
 
 /** True for arrays and sequences of 8-bit integers with a text encoding: decoded as a string. */

@@ -4,8 +4,11 @@ import { closeSync, openSync, readSync, statSync } from 'node:fs';
 /** Random access to the bytes of one data stream file. */
 export interface ByteSource {
   readonly size: number;
-  /** The bytes from `offset`, at most `length` of them (fewer at the end). */
-  read(offset: number, length: number): Uint8Array;
+  /**
+   * The bytes from `offset`, at most `length` of them (fewer at the end); read into `reuse` when it is large enough
+   * and the source copies (a file), so that a reader moving through a file keeps one buffer.
+   */
+  read(offset: number, length: number, reuse?: Uint8Array): Uint8Array;
 }
 
 export function memorySource(data: Uint8Array): ByteSource {
@@ -17,9 +20,9 @@ export function fileSource(path: string): ByteSource {
   const size = statSync(path).size;
   return {
     size,
-    read(offset, length) {
+    read(offset, length, reuse) {
       const n = Math.max(0, Math.min(length, size - offset));
-      const out = Buffer.allocUnsafe(n);
+      const out = reuse !== undefined && reuse.length >= n ? reuse : Buffer.allocUnsafe(n);
       const fd = openSync(path, 'r');
       try {
         let done = 0;
@@ -37,6 +40,6 @@ export function fileSource(path: string): ByteSource {
 }
 
 /** Bytes read ahead from a stream file: packets are decoded in place within this window. */
-export const CHUNK = 4 << 20;
+export const CHUNK = 1 << 20;
 /** Packet header and context together never need more bytes than this (a bound on hostile metadata). */
 export const MAX_HEADERS = 64 << 20;

@@ -1,19 +1,25 @@
 // Merging per-stream event sequences into one in time order.
 import type { CtfEvent } from './event.ts';
 
-/** A source of events in time order (one data stream file). */
-export interface EventCursor {
-  next(): CtfEvent | undefined;
+/** What the merge orders by: a clock value in cycles, or the time in nanoseconds. */
+export interface MergeItem {
+  readonly cycles: number | bigint;
+  readonly tsNs: bigint;
 }
 
-type Pending = { cursor: EventCursor; event: CtfEvent; key: number | bigint; order: number };
+/** A source of events in time order (one data stream file). */
+export interface EventCursor<E extends MergeItem = CtfEvent> {
+  next(): E | undefined;
+}
+
+type Pending<E extends MergeItem> = { cursor: EventCursor<E>; event: E; key: number | bigint; order: number };
 
 /**
  * A binary min-heap of cursors keyed by their pending event's time, ties broken by file order. The key is the clock
  * value in cycles when every stream shares one clock, else nanoseconds.
  */
-export class Merger {
-  private readonly heap: Pending[] = [];
+export class Merger<E extends MergeItem = CtfEvent> {
+  private readonly heap: Pending<E>[] = [];
   private readonly byCycles: boolean;
   /** The `order` of the cursor the last {@link pop} took its event from. */
   lastOrder = -1;
@@ -22,20 +28,20 @@ export class Merger {
     this.byCycles = byCycles;
   }
 
-  private key(event: CtfEvent): number | bigint {
+  private key(event: E): number | bigint {
     return this.byCycles ? event.cycles : event.tsNs;
   }
 
-  push(cursor: EventCursor, order: number): void {
+  push(cursor: EventCursor<E>, order: number): void {
     const event = cursor.next();
     if (event) this.insert({ cursor, event, key: this.key(event), order });
   }
 
-  private less(a: Pending, b: Pending): boolean {
+  private less(a: Pending<E>, b: Pending<E>): boolean {
     return a.key < b.key || (!(b.key < a.key) && a.order < b.order);
   }
 
-  private insert(item: Pending): void {
+  private insert(item: Pending<E>): void {
     const h = this.heap;
     h.push(item);
     let i = h.length - 1;
@@ -47,7 +53,7 @@ export class Merger {
     }
   }
 
-  pop(): CtfEvent | undefined {
+  pop(): E | undefined {
     const h = this.heap;
     if (h.length === 0) return undefined;
     const top = h[0]!;

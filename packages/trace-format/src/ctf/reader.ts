@@ -6,10 +6,15 @@ import { compileScope, type FieldDecoder } from '../codec/decoder.ts';
 import { TraceFormatError } from '../errors.ts';
 import { readInput } from '../input.ts';
 import type { FieldValue, TraceClass, TraceEvent, TraceReader } from '../model/types.ts';
+import { type OutputDirOptions, writeDirAtomically } from '../output/atomic.ts';
 import { type ByteSource, CHUNK, fileSource, MAX_HEADERS, memorySource } from './byte-source.ts';
+import type { CyclesToNs } from './clock.ts';
+import { copiesAsWritten, copyCtfPackets } from './copy.ts';
 import { isCtf2Metadata, parseCtf2Metadata } from './ctf2.ts';
 import { CtfEvent } from './event.ts';
 import { type IndexedCtfTrace, indexCtfStreams } from './indexed.ts';
+import type { LineSource, LineTarget } from './line-target.ts';
+import { type CtfLinesOptions, writeCtfLines } from './lines.ts';
 import { type LttngIndexEntry, parseLttngIndex } from './lttng-index.ts';
 import { Merger } from './merge.ts';
 import { readMetadataText } from './metadata.ts';
@@ -54,6 +59,18 @@ export interface CtfTraceReader extends TraceReader {
    * the first rows of a large trace are there long before its end has been read.
    */
   index(): IndexedCtfTrace;
+  /**
+   * The same events written as lines of text (as `createBabeltraceTextFormatter` formats them) or JSON (as
+   * `createJsonFormatter` does), decoded straight into the output bytes (see lines.ts); returns the number of lines.
+   */
+  writeLines(write: (bytes: Uint8Array) => void, options: CtfLinesOptions): number;
+  /**
+   * Copies the trace to `dir` as it is (metadata and every packet, each once its events were read; a corrupt one
+   * throws, or read `lenient` is left out), built beside it and swapped in as `writeCtfTrace` does; returns the number
+   * of events. Undefined, having written nothing, when the copy would differ from what `writeCtfTrace` writes (it adds
+   * a time and a CPU to streams without them).
+   */
+  copy(dir: string, options?: OutputDirOptions): number | undefined;
 }
 
 function uuidOf(value: FieldValue | undefined): string | undefined {
@@ -63,7 +80,7 @@ function uuidOf(value: FieldValue | undefined): string | undefined {
 }
 
 /** Reads the events of one data stream file, packet by packet, in file order. */
-export class StreamFileCursor implements PacketCursor {
+export class StreamFileCursor implements PacketCursor, LineSource {
   private readonly source: ByteSource;
   private chunk: Uint8Array = new Uint8Array(0);
   private chunkStart = 0;
@@ -84,10 +101,16 @@ export class StreamFileCursor implements PacketCursor {
   private scopes: Scopes = {};
   private cpu: number | null = null;
   private uuidWarned = false;
+  private uuidBytes: number[] | undefined;
   private context: Struct | undefined;
   private readonly index?: readonly LttngIndexEntry[];
   private openedAt: PacketStart = { offset: 0, number: 0, clock: 0 };
   done = false;
+  /**
+   * Called with a packet's bytes (valid during the call) once all its events were read: a packet read `lenient`
+   * that proved corrupt is never given.
+   */
+  onPacket: ((bytes: Uint8Array) => void) | undefined;
 
   constructor(
     source: ByteSource,
@@ -149,6 +172,38 @@ export class StreamFileCursor implements PacketCursor {
 
   /** The next event of this file, or undefined at its end. */
   next(): CtfEvent | undefined {
+    return this.advance(undefined) as CtfEvent | undefined;
+  }
+
+  /**
+   * The next event of this file, or undefined at its end: `true` when its class has a line writer in `lines`, which
+   * wrote its line's body to `lines.out` (see {@link cycles} for its time), else the decoded event.
+   */
+  nextLine(lines: LineTarget): CtfEvent | true | undefined {
+    return this.advance(lines);
+  }
+
+  /** The clock, in cycles, of the last event {@link nextLine} wrote; 0 for streams without timestamps. */
+  get cycles(): number | bigint {
+    return this.stream!.timestamped ? this.state.clock : 0;
+  }
+
+  /** The clock conversion of the last event's stream. */
+  get toNs(): CyclesToNs {
+    return this.stream!.toNs;
+  }
+
+  /** The current packet's context, as decoded (a new object per packet), or undefined. */
+  get packetContext(): Struct | undefined {
+    return this.context;
+  }
+
+  /** The CPU of the current packet (its `cpu_id`), or null. */
+  get packetCpu(): number | null {
+    return this.cpu;
+  }
+
+  private advance(lines: LineTarget | undefined): CtfEvent | true | undefined {
     for (;;) {
       if (this.done) return undefined;
       try {
@@ -163,9 +218,15 @@ export class StreamFileCursor implements PacketCursor {
         const r = this.state.r;
         if (r.pos >= r.limit) {
           this.inPacket = false;
+          if (this.onPacket !== undefined) {
+            const size = this.nextPacketOffset - this.packetOffset;
+            this.onPacket(this.bytesAt(this.packetOffset, size).subarray(0, size));
+          }
           continue;
         }
-        return this.readEvent();
+        const event = this.readEvent(lines);
+        // An event a filter left out: on to the next.
+        if (event !== false) return event;
       } catch (error) {
         if (!this.lenient || !(error instanceof TraceFormatError)) throw error;
         this.warnings.push(
@@ -182,6 +243,19 @@ export class StreamFileCursor implements PacketCursor {
         }
       }
     }
+  }
+
+  /** Whether a packet header's `uuid` holds the trace's UUID. */
+  private sameUuid(value: FieldValue | undefined): boolean {
+    const uuid = this.trace.uuid;
+    if (uuid === undefined || !Array.isArray(value) || value.length !== 16) return false;
+    this.uuidBytes ??=
+      uuid
+        .replace(/-/g, '')
+        .match(/../g)
+        ?.map((h) => Number.parseInt(h, 16)) ?? [];
+    const bytes = this.uuidBytes;
+    return bytes.length === 16 && bytes.every((b, i) => value[i] === b);
   }
 
   /** Offset of the next packet magic at or after `from`, or -1 (also when packets carry no magic). */
@@ -203,7 +277,9 @@ export class StreamFileCursor implements PacketCursor {
   private bytesAt(offset: number, length: number): Uint8Array {
     const end = Math.min(offset + length, this.source.size);
     if (offset < this.chunkStart || end > this.chunkStart + this.chunk.length) {
-      this.chunk = this.source.read(offset, Math.max(CHUNK, length));
+      // The last window's bytes are read again: nothing decoded from them refers to them (values are copies).
+      const spare = this.chunk.buffer.byteLength >= CHUNK ? new Uint8Array(this.chunk.buffer) : undefined;
+      this.chunk = this.source.read(offset, Math.max(CHUNK, length), spare);
       this.chunkStart = offset;
     }
     return this.chunk.subarray(offset - this.chunkStart);
@@ -263,7 +339,8 @@ export class StreamFileCursor implements PacketCursor {
       r.reset(window, this.packetOffset);
       header = this.readPacketHeaders();
     }
-    const uuid = uuidOf(header?.uuid);
+    // Formatted only when its bytes differ from the trace's.
+    const uuid = this.uuidWarned || this.sameUuid(header?.uuid) ? undefined : uuidOf(header?.uuid);
     // babeltrace2 reads such packets; say so once per file rather than reject them.
     if (uuid !== undefined && this.trace.uuid !== undefined && uuid !== this.trace.uuid && !this.uuidWarned) {
       this.uuidWarned = true;
@@ -328,7 +405,7 @@ export class StreamFileCursor implements PacketCursor {
     }
   }
 
-  private readEvent(): CtfEvent {
+  private readEvent(lines: LineTarget | undefined): CtfEvent | boolean {
     const s = this.state;
     const stream = this.stream!;
     s.eventId = -1;
@@ -341,6 +418,28 @@ export class StreamFileCursor implements PacketCursor {
     }
     const ev = stream.byId[id] ?? stream.events.get(id);
     if (!ev) s.r.fail(`unknown event id ${id} in stream class ${stream.cls.id}`, start);
+    const write = lines?.plan.writer(stream, ev!);
+    if (write !== undefined) {
+      const out = lines!.out;
+      const head = lines!.head;
+      const mark = out.length;
+      let kept: boolean;
+      head?.mark();
+      try {
+        kept = write(s, out, this, head);
+        if (s.r.pos === start) s.r.fail('event of size zero', start);
+      } catch (error) {
+        // Nothing of a corrupt event is written.
+        out.length = mark;
+        head?.undo();
+        throw error;
+      }
+      if (!kept) {
+        out.length = mark;
+        head?.undo();
+      }
+      return kept;
+    }
     let scopes = this.scopes;
     if (stream.eventContext) {
       scopes = { ...scopes, 'stream.event.context': stream.eventContext(s) as Struct };
@@ -432,6 +531,21 @@ export function readCtfTrace(input: CtfTraceData, options: OpenCtfOptions = {}):
         merger.push(cursor, order);
       });
       for (let e = merger.pop(); e; e = merger.pop()) yield e;
+    },
+    writeLines(write, lineOptions) {
+      return writeCtfLines(cursorsOver(warnings), byCycles, trace, write, {
+        timestamps: [...streams.values()].some((st) => st.timestamped),
+        ...lineOptions,
+      });
+    },
+    copy(dir, outputOptions = {}) {
+      if (!copiesAsWritten(trace)) return undefined;
+      const files = input.streams.map((f) => f.path);
+      return writeDirAtomically(
+        dir,
+        (temp) => copyCtfPackets(cursorsOver(warnings), files, trace, input.metadata, temp),
+        outputOptions,
+      );
     },
     index() {
       // Re-decoding repeats what indexing already reported: its warnings go nowhere.

@@ -290,6 +290,11 @@ export function compileStream(trace: TraceClass, cls: StreamClass, file: string)
         a[id] = e;
         return a;
       }, []),
-    timestamped: hasMember(cls.eventHeader, 'timestamp') !== undefined,
+    timestamped: streamTimestamped(cls),
   };
+}
+
+/** Whether a stream's events carry a time (a `timestamp` in their header). */
+export function streamTimestamped(cls: StreamClass): boolean {
+  return hasMember(cls.eventHeader, 'timestamp') !== undefined;
 }

@@ -4,13 +4,14 @@ import type {
   FieldClass,
   FieldValue,
   IntegerClass,
+  StreamClass,
   StructClass,
   StructMember,
   TraceClass,
   TraceEvent,
 } from '../model/types.ts';
 import { CtfEvent } from './event.ts';
-import { isPacketContextSpecial } from './reader.ts';
+import { isPacketContextSpecial } from './stream-class.ts';
 
 /** Options of {@link createBabeltraceTextFormatter}. */
 export interface BabeltraceTextOptions {
@@ -179,6 +180,16 @@ function formatStruct(
   return parts.length === 0 ? '{ }' : `{ ${parts.join(', ')} }`;
 }
 
+/** The text of a stream's packet context (the members babeltrace2 shows), or undefined when it shows none. */
+export function packetContextText(
+  stream: StreamClass | undefined,
+): ((value: { readonly [k: string]: FieldValue }) => string) | undefined {
+  const packet = stream?.packetContext;
+  return packet?.members.some((m) => !isPacketContextSpecial(m))
+    ? compileStruct(packet, isPacketContextSpecial)
+    : undefined;
+}
+
 /** A struct's members as `{ name = value, ... }`, compiled once per struct class (members left out by `skip`). */
 function compileStruct(
   type: StructClass,
@@ -202,7 +213,21 @@ function compileStruct(
   };
 }
 
-function clockTime(ns: bigint, localTime: boolean): string {
+/** What babeltrace2 prints before an event's name: `host:proc:(vpid) ` from the trace's env, or nothing. */
+export function tracePrefix(trace: TraceClass | undefined): string {
+  const env = trace?.env;
+  let prefix = '';
+  const hostname = env?.get('hostname');
+  const procname = env?.get('procname');
+  const vpid = env?.get('vpid');
+  if (typeof hostname === 'string') prefix = hostname;
+  if (typeof procname === 'string') prefix += prefix ? `:${procname}` : procname;
+  if (typeof vpid === 'number' || typeof vpid === 'bigint') prefix += `${prefix ? ':' : ''}(${vpid})`;
+  return prefix ? `${prefix} ` : '';
+}
+
+/** `hh:mm:ss.nnnnnnnnn`: the time of day of a time in nanoseconds, in UTC or the local zone. */
+export function clockTime(ns: bigint, localTime: boolean): string {
   if (localTime) {
     // The zone's offset at that instant (whole minutes in practice), applied before taking the time of day.
     const ms = Number(ns / 1_000_000n);
@@ -224,27 +249,16 @@ function clockTime(ns: bigint, localTime: boolean): string {
  * { event context }, { payload }`. The formatter remembers the previous event's time for the delta.
  */
 export function createBabeltraceTextFormatter(options: BabeltraceTextOptions = {}): (event: TraceEvent) => string {
-  const env = options.trace?.env;
   const timestamps = options.timestamps ?? true;
   const localTime = options.localTime ?? false;
-  let prefix = '';
-  const hostname = env?.get('hostname');
-  const procname = env?.get('procname');
-  const vpid = env?.get('vpid');
-  if (typeof hostname === 'string') prefix = hostname;
-  if (typeof procname === 'string') prefix += prefix ? `:${procname}` : procname;
-  if (typeof vpid === 'number' || typeof vpid === 'bigint') prefix += `${prefix ? ':' : ''}(${vpid})`;
-  if (prefix) prefix += ' ';
+  const prefix = tracePrefix(options.trace);
   // Per event class: its `name: ` and the scopes it prints, compiled on its first event.
   const classes = new Map<EventClass, ClassText>();
   const classText = (cls: EventClass): ClassText => {
     const stream = options.trace?.streams.get(cls.streamId);
-    const packet = stream?.packetContext;
     const text: ClassText = {
       name: `${prefix}${cls.name}: `,
-      packetContext: packet?.members.some((m) => !isPacketContextSpecial(m))
-        ? compileStruct(packet, isPacketContextSpecial)
-        : undefined,
+      packetContext: packetContextText(stream),
       streamContext: stream?.eventContext && compileStruct(stream.eventContext, undefined),
       eventContext: cls.context && compileStruct(cls.context, undefined),
       payload: cls.payload.members.length > 0 ? compileStruct(cls.payload, undefined) : undefined,

@@ -35,7 +35,7 @@ export function jsonValue(value: FieldValue): unknown {
 }
 
 /** Writes one value of a field class. */
-type ValueWriter = (value: FieldValue | undefined) => string;
+export type ValueWriter = (value: FieldValue | undefined) => string;
 
 /** What a class's events share: the `"event"` member and the fields' writer. */
 interface ClassWriter {
@@ -125,7 +125,7 @@ function structWriter(struct: StructClass, hex: ReadonlySet<string>): (fields: T
 }
 
 /** The writer of one field class; `hex`: the format shows it as an address or in hex. */
-function valueWriter(type: FieldClass, hex: boolean): ValueWriter {
+export function valueWriter(type: FieldClass, hex: boolean): ValueWriter {
   switch (type.kind) {
     case 'int':
       return intWriter(type.size, hex || type.base === 16);
