@@ -107,9 +107,8 @@ with --lenient every whole page before the damage is printed, per CPU, and the d
       if (plan !== undefined) return catSliced(input, options, plan, io);
       const ctf = ctfLineReader(opened);
       if (ctf !== undefined) {
-        const write = io.stdoutBytes ?? ((bytes: Uint8Array) => io.stdout(Buffer.from(bytes).toString('utf8')));
         try {
-          writeCtfInputLines(ctf, opened, options.json ? 'json' : 'text', write, limit, options.filter);
+          writeCtfInputLines(ctf, opened, options.json ? 'json' : 'text', stdoutBytes(io), limit, options.filter);
         } finally {
           reportNotes(io, opened, '--all-buffers');
         }

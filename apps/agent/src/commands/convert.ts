@@ -104,7 +104,7 @@ function bytesTo(
   io: CliIO,
   fn: (write: (bytes: Uint8Array) => void) => number,
 ): number {
-  if (file === '-') return fn(io.stdoutBytes ?? ((bytes) => io.stdout(Buffer.from(bytes).toString('utf8'))));
+  if (file === '-') return fn(stdoutBytes(io));
   return withFile(file, access, (_, writeBytes) => fn(writeBytes));
 }
 
