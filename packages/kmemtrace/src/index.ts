@@ -39,7 +39,7 @@ export {
   type LiveKmemOptions,
   type LiveKmemStats,
 } from './live.ts';
-export { type PerfScriptOptions, parsePerfScript } from './perf-script.ts';
+export { type PerfScriptInput, type PerfScriptOptions, PerfScriptReader, parsePerfScript } from './perf-script.ts';
 export {
   type AllocRow,
   buildReport,
