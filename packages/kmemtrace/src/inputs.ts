@@ -16,10 +16,10 @@ import {
 } from '@evtrace/trace-format';
 import { AddressKeys } from './address.ts';
 import { EXPECTED_INPUT, KmemError, noKmemEvents } from './errors.ts';
-import type { KmemEvent, KmemSource } from './event.ts';
+import { KmemColumns, type KmemEvent, KmemEventStream, type KmemSource } from './event.ts';
 import { gfpNamer } from './gfp.ts';
 import { decodeKmemtrace, type KmemtraceLayout } from './kmemtrace-abi.ts';
-import { type PerfScriptInput, PerfScriptReader } from './perf-script.ts';
+import { BATCH, type PerfScriptInput, PerfScriptReader } from './perf-script.ts';
 import { addressNamer } from './symbols.ts';
 import { kmemKind, traceSource } from './tracepoints.ts';
 
@@ -90,11 +90,17 @@ export function requireKmemEvents<S extends KmemSource & { readonly events: read
  */
 export function perfScriptSource(input: PerfScriptInput, file: string, lenient = false): KmemSource {
   const reader = new PerfScriptReader(input, { file, lenient, requireKmem: true });
-  const first = reader.next();
+  const batch = new KmemColumns(BATCH);
+  reader.read(batch);
+  let first = true;
   return {
-    events: (function* () {
-      for (let e = first; e !== undefined; e = reader.next()) yield e;
-    })(),
+    events: new KmemEventStream(() => ({
+      next(): IteratorResult<KmemColumns> {
+        if (!first && reader.read(batch) === 0) return { done: true, value: undefined };
+        first = false;
+        return { done: batch.length === 0, value: batch };
+      },
+    })),
     diagnostics: reader.diagnostics,
     ...reader.names(),
   };

@@ -11,10 +11,10 @@
 
 import { AddressKeys } from './address.ts';
 import { KmemError, noKmemEvents } from './errors.ts';
-import { type KmemEvent, type KmemSource, kmemEvent } from './event.ts';
+import { ALLOCATOR_CODE, KmemColumns, type KmemEvent, type KmemSource, OP_ALLOC, OP_PAGE_ALLOC, OPS } from './event.ts';
 import { BUILTIN_GFP_TABLE, gfpNamer, gfpValue } from './gfp.ts';
 import { ByteNames, FNV_OFFSET, FNV_PRIME, internName } from './names.ts';
-import { type KmemKind, kmemKind } from './tracepoints.ts';
+import { kmemKind } from './tracepoints.ts';
 
 export interface PerfScriptOptions {
   /** For error messages. */
@@ -101,6 +101,7 @@ const KMEM = ascii('kmem');
 const NIL = ascii('(nil)');
 
 const EMPTY = new Uint8Array(0);
+const PAGE_ALLOCATOR = ALLOCATOR_CODE.page;
 
 /** The UTF-8 text of some bytes. */
 function decode(bytes: Uint8Array, from: number, to: number): string {
@@ -135,7 +136,8 @@ export class PerfScriptReader {
   /** Call sites: a site's key is its id + 1 (0 is no site). */
   readonly #sites = new ByteNames();
   readonly #eventNames = new ByteNames();
-  readonly #kinds: (KmemKind | null)[] = [];
+  /** By event id: its op and allocator (as KmemColumns numbers them), null for an event of no allocator. */
+  readonly #kinds: ({ readonly op: number; readonly allocator: number } | null)[] = [];
   /** `kmem:EVENT` by event id, for messages. */
   readonly #labels: string[] = [];
   readonly #gfps = new ByteNames();
@@ -191,16 +193,17 @@ export class PerfScriptReader {
   }
 
   /**
-   * The next kmem event, or undefined at the end of the text.
+   * Reads the next kmem events into `batch` (up to its capacity), in the order of the text: how many, 0 at the end.
    * @throws KmemError `ERR_KMEM_PERF_SCRIPT` with line and column for a malformed line, unless `lenient`;
    * `ERR_KMEM_INPUT` at the end of a text without kmem events when `requireKmem`.
    */
-  next(): KmemEvent | undefined {
-    while (this.#nextLine()) {
+  read(batch: KmemColumns): number {
+    batch.length = 0;
+    while (batch.length < batch.capacity && this.#nextLine()) {
       this.#lineNo++;
-      let event: KmemEvent | undefined;
+      let read: boolean;
       try {
-        event = this.#parseLine();
+        read = this.#parseLine(batch, batch.length);
       } catch (error) {
         if (!(error instanceof LineError)) throw error;
         this.#problems++;
@@ -210,13 +213,14 @@ export class PerfScriptReader {
         else this.#pending ??= err;
         continue;
       }
-      if (event === undefined) continue;
+      if (!read) continue;
       if (this.#pending !== undefined) throw this.#pending;
       this.count++;
-      return event;
+      batch.length++;
     }
-    if (this.#requireKmem && this.count === 0) throw noKmemEvents(this.#file ?? '', this.#problems);
-    return undefined;
+    if (batch.length === 0 && this.#requireKmem && this.count === 0)
+      throw noKmemEvents(this.#file ?? '', this.#problems);
+    return batch.length;
   }
 
   /** Names for the keys of the events read: call sites as perf printed them, pointers in hex. */
@@ -299,78 +303,73 @@ export class PerfScriptReader {
   }
 
   /** The current line's event; undefined for a line skipped or of another event. */
-  #parseLine(): KmemEvent | undefined {
+  #parseLine(batch: KmemColumns, i: number): boolean {
     const b = this.#bytes;
     const s = this.#start;
     const e = this.#end;
     // Blank lines, `#` comments and callchain entries.
-    let i = s;
-    while (i < e && isSpace(b[i]!)) i++;
-    if (i === e || b[i] === 35) return undefined;
-    if (b[s] === 9 && CALLCHAIN.test(decode(b, s, e))) return undefined;
+    let first = s;
+    while (first < e && isSpace(b[first]!)) first++;
+    if (first === e || b[first] === 35) return false;
+    if (b[s] === 9 && CALLCHAIN.test(decode(b, s, e))) return false;
     if (!this.#fastHeader(b, s, e)) {
       this.#header(decode(b, s, e));
       // A line that is not UTF-8 throughout is read as its decoded text (the bytes `#header` measured it in).
-      if (this.#bytes !== b) return this.#parseLine();
+      if (this.#bytes !== b) return this.#parseLine(batch, i);
     }
     if (!this.#kmem) {
       this.ignored++;
-      return undefined;
+      return false;
     }
     const id = this.#eventNames.id(b, this.#eventStart, this.#eventEnd);
     let kind = this.#kinds[id];
     if (kind === undefined) {
       this.#labels[id] = `kmem:${this.#eventNames.text(id)}`;
-      kind = kmemKind({ name: this.#labels[id] }) ?? null;
+      const k = kmemKind({ name: this.#labels[id] });
+      kind = k === undefined ? null : { op: OPS.indexOf(k.op), allocator: ALLOCATOR_CODE[k.allocator] };
       this.#kinds[id] = kind;
     }
     if (kind === null) {
       this.ignored++;
-      return undefined;
+      return false;
     }
     this.#scanFields(b, this.#fieldsStart, e);
     const event = this.#labels[id]!;
-    if (kind.allocator === 'page') {
+    const c = batch;
+    c.op[i] = kind.op;
+    c.allocator[i] = kind.allocator;
+    c.tsNs[i] = this.#tsNs;
+    c.cpu[i] = this.#cpu;
+    if (kind.allocator === PAGE_ALLOCATOR) {
       const failed = this.#has(PAGE) && this.#isNull(PAGE, false);
-      const pfn = failed ? -1 : this.#hex(event, PFN);
-      const gfp = kind.op === 'page_alloc' ? this.#gfp() : -1;
-      const order = this.#decimal(event, ORDER);
-      const migratetype = this.#has(MIGRATETYPE) ? this.#decimal(event, MIGRATETYPE) : undefined;
-      return kmemEvent({
-        op: kind.op,
-        allocator: kind.allocator,
-        tsNs: this.#tsNs,
-        cpu: this.#cpu,
-        callSite: 0,
-        ptr: pfn,
-        bytesReq: 0,
-        bytesAlloc: 0,
-        gfpFlags: gfp < 0 ? 0 : this.#gfpValues[gfp]!,
-        gfpText: gfp < 0 ? undefined : this.#gfpTexts[gfp],
-        node: -1,
-        order,
-        migratetype,
-      });
+      c.ptr[i] = failed ? -1 : this.#hex(event, PFN);
+      const gfp = kind.op === OP_PAGE_ALLOC ? this.#gfp() : -1;
+      c.order[i] = this.#decimal(event, ORDER);
+      c.migratetype[i] = this.#has(MIGRATETYPE) ? this.#decimal(event, MIGRATETYPE) : Number.NaN;
+      c.callSite[i] = 0;
+      c.bytesReq[i] = 0;
+      c.bytesAlloc[i] = 0;
+      c.gfpFlags[i] = gfp < 0 ? 0 : this.#gfpValues[gfp]!;
+      c.gfpText[i] = gfp < 0 ? undefined : this.#gfpTexts[gfp];
+      c.node[i] = -1;
+      c.cache[i] = undefined;
+      return true;
     }
     if (!this.#has(CALL_SITE)) this.#lacks(event, CALL_SITE);
-    const site = this.#sites.id(b, this.#valueStart[CALL_SITE]!, this.#valueEnd[CALL_SITE]!, this.#hash[CALL_SITE]) + 1;
-    const alloc = kind.op === 'alloc';
-    const cache = this.#has(NAME) ? this.#cache() : undefined;
+    c.callSite[i] =
+      this.#sites.id(b, this.#valueStart[CALL_SITE]!, this.#valueEnd[CALL_SITE]!, this.#hash[CALL_SITE]) + 1;
+    const alloc = kind.op === OP_ALLOC;
+    c.cache[i] = this.#has(NAME) ? this.#cache() : undefined;
     const gfp = alloc ? this.#gfp() : -1;
-    return kmemEvent({
-      op: kind.op,
-      allocator: kind.allocator,
-      tsNs: this.#tsNs,
-      cpu: this.#cpu,
-      callSite: site,
-      ptr: this.#hex(event, PTR),
-      bytesReq: alloc ? this.#decimal(event, BYTES_REQ) : 0,
-      bytesAlloc: alloc ? this.#decimal(event, BYTES_ALLOC) : 0,
-      gfpFlags: gfp < 0 ? 0 : this.#gfpValues[gfp]!,
-      gfpText: gfp < 0 ? undefined : this.#gfpTexts[gfp],
-      node: this.#has(NODE) ? this.#decimal(event, NODE) : -1,
-      cache,
-    });
+    c.ptr[i] = this.#hex(event, PTR);
+    c.bytesReq[i] = alloc ? this.#decimal(event, BYTES_REQ) : 0;
+    c.bytesAlloc[i] = alloc ? this.#decimal(event, BYTES_ALLOC) : 0;
+    c.gfpFlags[i] = gfp < 0 ? 0 : this.#gfpValues[gfp]!;
+    c.gfpText[i] = gfp < 0 ? undefined : this.#gfpTexts[gfp];
+    c.node[i] = this.#has(NODE) ? this.#decimal(event, NODE) : -1;
+    c.order[i] = 0;
+    c.migratetype[i] = Number.NaN;
+    return true;
   }
 
   /**
@@ -625,6 +624,10 @@ export function parsePerfScript(
 ): KmemSource & { readonly events: KmemEvent[]; readonly ignored: number } {
   const reader = new PerfScriptReader(input, options);
   const events: KmemEvent[] = [];
-  for (let e = reader.next(); e !== undefined; e = reader.next()) events.push(e);
+  const batch = new KmemColumns(BATCH);
+  while (reader.read(batch) > 0) for (let i = 0; i < batch.length; i++) events.push(batch.event(i));
   return { events, ignored: reader.ignored, diagnostics: reader.diagnostics, ...reader.names() };
 }
+
+/** Events per batch of columns: enough to amortize a batch, few enough to stay in the processor's caches. */
+export const BATCH = 4096;
