@@ -13,7 +13,7 @@ import { AddressKeys } from './address.ts';
 import { KmemError, noKmemEvents } from './errors.ts';
 import { ALLOCATOR_CODE, KmemColumns, type KmemEvent, type KmemSource, OP_ALLOC, OP_PAGE_ALLOC, OPS } from './event.ts';
 import { BUILTIN_GFP_TABLE, gfpNamer, gfpValue } from './gfp.ts';
-import { ByteNames, FNV_OFFSET, FNV_PRIME, internName } from './names.ts';
+import { ByteNames, FNV_OFFSET, FNV_PRIME, hashBytes, internName } from './names.ts';
 import { kmemKind } from './tracepoints.ts';
 
 export interface PerfScriptOptions {
@@ -84,6 +84,7 @@ const FIELDS = [
   'pfn',
   'order',
   'migratetype',
+  'accounted',
 ] as const;
 const CALL_SITE = 0;
 const PTR = 1;
@@ -96,6 +97,7 @@ const PAGE = 7;
 const PFN = 8;
 const ORDER = 9;
 const MIGRATETYPE = 10;
+const ACCOUNTED = 11;
 const FIELD_BYTES = FIELDS.map(ascii);
 const KMEM = ascii('kmem');
 const NIL = ascii('(nil)');
@@ -166,6 +168,7 @@ export class PerfScriptReader {
   #kmem = false;
   #eventStart = 0;
   #eventEnd = 0;
+  #eventHash = 0;
   #fieldsStart = 0;
   // Its fields, by index in FIELDS: where each value is, and on which line it was last seen.
   readonly #valueStart = new Int32Array(FIELDS.length);
@@ -312,7 +315,7 @@ export class PerfScriptReader {
     while (first < e && isSpace(b[first]!)) first++;
     if (first === e || b[first] === 35) return false;
     if (b[s] === 9 && CALLCHAIN.test(decode(b, s, e))) return false;
-    if (!this.#fastHeader(b, s, e)) {
+    if (!this.#fastHeader(b, s, first, e)) {
       this.#header(decode(b, s, e));
       // A line that is not UTF-8 throughout is read as its decoded text (the bytes `#header` measured it in).
       if (this.#bytes !== b) return this.#parseLine(batch, i);
@@ -321,7 +324,7 @@ export class PerfScriptReader {
       this.ignored++;
       return false;
     }
-    const id = this.#eventNames.id(b, this.#eventStart, this.#eventEnd);
+    const id = this.#eventNames.id(b, this.#eventStart, this.#eventEnd, this.#eventHash);
     let kind = this.#kinds[id];
     if (kind === undefined) {
       this.#labels[id] = `kmem:${this.#eventNames.text(id)}`;
@@ -376,8 +379,9 @@ export class PerfScriptReader {
    * The header by bytes, where HEADER's lazy COMM would cost a match and its strings: the same groups wherever this
    * accepts the line (the first `[` is where HEADER finds CPU, as COMM and PID hold none); false for HEADER to read.
    */
-  #fastHeader(b: Uint8Array, s: number, e: number): boolean {
-    let bracket = s;
+  #fastHeader(b: Uint8Array, s: number, first: number, e: number): boolean {
+    // Blanks before `first`: no bracket there.
+    let bracket = first;
     while (bracket < e && b[bracket] !== 91) bracket++;
     if (bracket === e) return false;
     // `\s+ -?\d+ (/-?\d+)? \s+` before the bracket, read backwards.
@@ -398,8 +402,12 @@ export class PerfScriptReader {
     const systemStart = spacesEnd(b, fracEnd + 1, e);
     const systemEnd = systemStart < 0 ? -1 : wordEnd(b, systemStart, e);
     if (systemEnd < 0 || systemEnd === e || b[systemEnd] !== 58) return false;
-    const eventEnd = wordEnd(b, systemEnd + 1, e);
-    if (eventEnd < 0 || eventEnd === e || b[eventEnd] !== 58) return false;
+    // The event's name, hashed on the way for its lookup.
+    let eventEnd = systemEnd + 1;
+    let h = FNV_OFFSET;
+    for (let c = 0; eventEnd < e && isWord((c = b[eventEnd]!)); eventEnd++) h = Math.imul(h ^ c, FNV_PRIME);
+    if (eventEnd === systemEnd + 1 || eventEnd === e || b[eventEnd] !== 58) return false;
+    this.#eventHash = h;
     // Digits beyond the nanosecond are dropped, fewer are scaled up.
     const fracDigits = fracEnd - secsEnd - 1;
     let frac = digitsValue(b, secsEnd + 1, secsEnd + 1 + Math.min(fracDigits, 9));
@@ -436,6 +444,7 @@ export class PerfScriptReader {
     this.#eventEnd = this.#start + at(m[0].lastIndexOf(':'));
     this.#eventStart = this.#eventEnd - m[8]!.length;
     this.#fieldsStart = this.#start + at(m[0].length);
+    this.#eventHash = hashBytes(this.#bytes, this.#eventStart, this.#eventEnd);
   }
 
   /**
@@ -446,15 +455,19 @@ export class PerfScriptReader {
   #scanFields(b: Uint8Array, at: number, e: number): void {
     const line = this.#lineNo;
     while (at < e) {
-      const start = at;
       let c = 0;
-      while (at < e && (c = b[at]!) !== 61 && c !== 32) at++;
-      if (at === e || c === 32) {
-        if (at > start) throw new LineError(start - this.#start, `expected key=value, found '${decode(b, start, at)}'`);
-        at++;
-        continue;
+      const k = keyAt(b, at, e);
+      if (k >= 0) at += FIELD_BYTES[k]!.length;
+      else {
+        const start = at;
+        while (at < e && (c = b[at]!) !== 61 && c !== 32) at++;
+        if (at === e || c === 32) {
+          if (at > start)
+            throw new LineError(start - this.#start, `expected key=value, found '${decode(b, start, at)}'`);
+          at++;
+          continue;
+        }
       }
-      const k = fieldIndex(b, start, at);
       const from = ++at;
       if (k === CALL_SITE || k === GFP_FLAGS || k === NAME) {
         let h = FNV_OFFSET;
@@ -556,27 +569,37 @@ export class PerfScriptReader {
   }
 }
 
-/** The index in FIELDS of the key from `at` to `end`, or -1. */
-function fieldIndex(b: Uint8Array, at: number, end: number): number {
-  switch (end - at) {
-    case 3:
-      return equals(b, at, end, FIELD_BYTES[PTR]!) ? PTR : equals(b, at, end, FIELD_BYTES[PFN]!) ? PFN : -1;
-    case 4:
-      if (equals(b, at, end, FIELD_BYTES[NODE]!)) return NODE;
-      if (equals(b, at, end, FIELD_BYTES[NAME]!)) return NAME;
-      return equals(b, at, end, FIELD_BYTES[PAGE]!) ? PAGE : -1;
-    case 5:
-      return equals(b, at, end, FIELD_BYTES[ORDER]!) ? ORDER : -1;
-    case 9:
-      if (equals(b, at, end, FIELD_BYTES[CALL_SITE]!)) return CALL_SITE;
-      if (equals(b, at, end, FIELD_BYTES[BYTES_REQ]!)) return BYTES_REQ;
-      return equals(b, at, end, FIELD_BYTES[GFP_FLAGS]!) ? GFP_FLAGS : -1;
-    case 11:
-      if (equals(b, at, end, FIELD_BYTES[BYTES_ALLOC]!)) return BYTES_ALLOC;
-      return equals(b, at, end, FIELD_BYTES[MIGRATETYPE]!) ? MIGRATETYPE : -1;
+/** The index in FIELDS of the key that begins at `at`, followed by `=`, or -1 (any other key). */
+function keyAt(b: Uint8Array, at: number, e: number): number {
+  switch (b[at]) {
+    case 99: // c
+      return keyIs(b, at, e, CALL_SITE) ? CALL_SITE : -1;
+    case 112: // p
+      return keyIs(b, at, e, PTR) ? PTR : keyIs(b, at, e, PFN) ? PFN : keyIs(b, at, e, PAGE) ? PAGE : -1;
+    case 98: // b
+      return keyIs(b, at, e, BYTES_REQ) ? BYTES_REQ : keyIs(b, at, e, BYTES_ALLOC) ? BYTES_ALLOC : -1;
+    case 103: // g
+      return keyIs(b, at, e, GFP_FLAGS) ? GFP_FLAGS : -1;
+    case 110: // n
+      return keyIs(b, at, e, NODE) ? NODE : keyIs(b, at, e, NAME) ? NAME : -1;
+    case 111: // o
+      return keyIs(b, at, e, ORDER) ? ORDER : -1;
+    case 109: // m
+      return keyIs(b, at, e, MIGRATETYPE) ? MIGRATETYPE : -1;
+    case 97: // a
+      return keyIs(b, at, e, ACCOUNTED) ? ACCOUNTED : -1;
     default:
       return -1;
   }
+}
+
+/** Whether field `k`'s key and `=` begin at `at`. */
+function keyIs(b: Uint8Array, at: number, e: number, k: number): boolean {
+  const key = FIELD_BYTES[k]!;
+  const n = key.length;
+  if (at + n >= e || b[at + n] !== 61) return false;
+  for (let i = 1; i < n; i++) if (b[at + i] !== key[i]) return false;
+  return true;
 }
 
 /** The ends of runs of at least one digit, space or word character from `from` before `e`, or -1. */

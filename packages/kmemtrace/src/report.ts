@@ -381,7 +381,8 @@ class TextBytes {
   }
 
   #spaces(n: number): void {
-    this.#bytes.fill(32, this.#at, this.#at + n);
+    const bytes = this.#bytes;
+    for (let i = 0; i < n; i++) bytes[this.#at + i] = 32;
     this.#at += n;
   }
 
