@@ -74,6 +74,31 @@ export class AddressKeys {
   }
 }
 
+/**
+ * The key of `0x` and 1 to 16 lowercase-prefixed hex digits in bytes whose bits above the low 52 are all zeros or
+ * all ones (a canonical address, what kernels print), or -1 for anything else (for {@link AddressKeys.keyOfHex}).
+ * Needs no table, and returns no number a caller must box: a parser stores it where it goes.
+ */
+export function canonicalKey(bytes: Uint8Array, from: number, to: number): number {
+  const n = to - from - 2;
+  if (n < 1 || n > 16 || bytes[from] !== 48 || bytes[from + 1] !== 120) return -1;
+  const low = Math.max(from + 2, to - 13);
+  let high = 0;
+  for (let i = from + 2; i < low; i++) {
+    const d = hexDigit(bytes[i]!);
+    if (d < 0) return -1;
+    high = high * 16 + d;
+  }
+  if (high !== 0 && high !== 0xfff) return -1;
+  let v = 0;
+  for (let i = low; i < to; i++) {
+    const d = hexDigit(bytes[i]!);
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return high === 0 ? v : TWO52 + v;
+}
+
 const codeAt = (text: string | Uint8Array, i: number): number =>
   typeof text === 'string' ? text.charCodeAt(i) : (text[i] ?? Number.NaN);
 

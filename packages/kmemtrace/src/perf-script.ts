@@ -9,7 +9,7 @@
  * a callchain line, an error message.
  */
 
-import { AddressKeys } from './address.ts';
+import { AddressKeys, canonicalKey } from './address.ts';
 import { KmemError, noKmemEvents } from './errors.ts';
 import { ALLOCATOR_CODE, KmemColumns, type KmemEvent, type KmemSource, OP_ALLOC, OP_PAGE_ALLOC, OPS } from './event.ts';
 import { BUILTIN_GFP_TABLE, gfpNamer, gfpValue } from './gfp.ts';
@@ -177,6 +177,8 @@ export class PerfScriptReader {
   /** Hashes of the name fields' values, values of the decimal ones (NaN: not a decimal). */
   readonly #hash = new Int32Array(FIELDS.length);
   readonly #int = new Float64Array(FIELDS.length);
+  /** Keys of the address fields read as {@link canonicalKey} reads them, -1 for the others. */
+  readonly #address = new Float64Array(FIELDS.length);
   /** The first error of a strict read that has met no kmem event yet: thrown if one comes. */
   #pending: KmemError | undefined;
   #problems = 0;
@@ -345,7 +347,8 @@ export class PerfScriptReader {
     c.cpu[i] = this.#cpu;
     if (kind.allocator === PAGE_ALLOCATOR) {
       const failed = this.#has(PAGE) && this.#isNull(PAGE, false);
-      c.ptr[i] = failed ? -1 : this.#hex(event, PFN);
+      const pfn = this.#address[PFN]!;
+      c.ptr[i] = failed ? -1 : this.#has(PFN) && pfn >= 0 ? pfn : this.#hex(event, PFN);
       const gfp = kind.op === OP_PAGE_ALLOC ? this.#gfp() : -1;
       c.order[i] = this.#decimal(event, ORDER);
       c.migratetype[i] = this.#has(MIGRATETYPE) ? this.#decimal(event, MIGRATETYPE) : Number.NaN;
@@ -364,7 +367,8 @@ export class PerfScriptReader {
     const alloc = kind.op === OP_ALLOC;
     c.cache[i] = this.#has(NAME) ? this.#cache() : undefined;
     const gfp = alloc ? this.#gfp() : -1;
-    c.ptr[i] = this.#hex(event, PTR);
+    const ptr = this.#address[PTR]!;
+    c.ptr[i] = this.#has(PTR) && ptr >= 0 ? ptr : this.#hex(event, PTR);
     c.bytesReq[i] = alloc ? this.#decimal(event, BYTES_REQ) : 0;
     c.bytesAlloc[i] = alloc ? this.#decimal(event, BYTES_ALLOC) : 0;
     c.gfpFlags[i] = gfp < 0 ? 0 : this.#gfpValues[gfp]!;
@@ -484,6 +488,9 @@ export class PerfScriptReader {
         }
         // Beyond 15 digits the sum may round otherwise than the text's nearest double.
         this.#int[k] = !ok ? Number.NaN : at - from > 15 ? Number(decode(b, from, at)) : negative ? -v : v;
+      } else if (k === PTR || k === PFN) {
+        while (at < e && b[at] !== 32) at++;
+        this.#address[k] = canonicalKey(b, from, at);
       } else while (at < e && b[at] !== 32) at++;
       if (k >= 0) {
         this.#valueStart[k] = from;
