@@ -123,7 +123,7 @@ function equals(bytes: Uint8Array, at: number, end: number, word: Uint8Array): b
 }
 
 /**
- * Reads perf script text one kmem event at a time, in the order of the text. Lines of other events are counted in
+ * Reads perf script text into batches of kmem events, in the order of the text. Lines of other events are counted in
  * `ignored`; blank lines, `#` comments and callchains are skipped. Memory holds one chunk, the longest line and the
  * names met, whatever the length of the text.
  */
@@ -190,7 +190,7 @@ export class PerfScriptReader {
    */
   constructor(input: PerfScriptInput, options: PerfScriptOptions & { readonly requireKmem?: boolean } = {}) {
     const chunks =
-      typeof input === 'string' ? [bytesOf(Buffer.from(input, 'utf8'))] : input instanceof Uint8Array ? [input] : input;
+      typeof input === 'string' ? [Buffer.from(input, 'utf8')] : input instanceof Uint8Array ? [input] : input;
     this.#chunks = chunks[Symbol.iterator]();
     this.#file = options.file;
     this.#lenient = options.lenient === true;
@@ -276,7 +276,9 @@ export class PerfScriptReader {
   }
 
   #setChunk(chunk: Uint8Array): void {
-    this.#chunk = chunk;
+    // A Buffer (or other subclass) seen as a plain Uint8Array, as every line is.
+    this.#chunk =
+      chunk.constructor === Uint8Array ? chunk : new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.length);
     this.#chunkBuffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
     this.#pos = 0;
   }
