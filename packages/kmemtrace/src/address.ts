@@ -75,28 +75,30 @@ export class AddressKeys {
 }
 
 /**
- * The key of `0x` and 1 to 16 lowercase-prefixed hex digits in bytes whose bits above the low 52 are all zeros or
- * all ones (a canonical address, what kernels print), or -1 for anything else (for {@link AddressKeys.keyOfHex}).
- * Needs no table, and returns no number a caller must box: a parser stores it where it goes.
+ * Stores at `out[at]` the key of `0x` and 1 to 16 hex digits in bytes whose bits above the low 52 are all zeros or all
+ * ones (a canonical address, what kernels print), or -1 for anything else (for {@link AddressKeys.keyOfHex}). Needs no
+ * table, and stores rather than returns: a double returned from a function not inlined is boxed, an allocation a
+ * parser would pay per line.
  */
-export function canonicalKey(bytes: Uint8Array, from: number, to: number): number {
+export function storeCanonicalKey(bytes: Uint8Array, from: number, to: number, out: Float64Array, at: number): void {
+  out[at] = -1;
   const n = to - from - 2;
-  if (n < 1 || n > 16 || bytes[from] !== 48 || bytes[from + 1] !== 120) return -1;
+  if (n < 1 || n > 16 || bytes[from] !== 48 || bytes[from + 1] !== 120) return;
   const low = Math.max(from + 2, to - 13);
   let high = 0;
   for (let i = from + 2; i < low; i++) {
     const d = hexDigit(bytes[i]!);
-    if (d < 0) return -1;
+    if (d < 0) return;
     high = high * 16 + d;
   }
-  if (high !== 0 && high !== 0xfff) return -1;
+  if (high !== 0 && high !== 0xfff) return;
   let v = 0;
   for (let i = low; i < to; i++) {
     const d = hexDigit(bytes[i]!);
-    if (d < 0) return -1;
+    if (d < 0) return;
     v = v * 16 + d;
   }
-  return high === 0 ? v : TWO52 + v;
+  out[at] = high === 0 ? v : TWO52 + v;
 }
 
 const codeAt = (text: string | Uint8Array, i: number): number =>

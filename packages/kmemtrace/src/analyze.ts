@@ -6,10 +6,11 @@
  */
 import {
   ALLOCATOR_CODE,
-  type KmemColumns,
+  KmemColumns,
   type KmemEvent,
   KmemEventStream,
   OP_ALLOC,
+  OP_CODE,
   OP_FREE,
   OP_PAGE_ALLOC,
 } from './event.ts';
@@ -214,6 +215,8 @@ export class KmemAnalyzer {
     missed_free: 0,
   };
   readonly #examples: KmemIssue[] = [];
+  /** `push`'s event, as a batch of one. */
+  readonly #one = new KmemColumns(1);
   // Time series: sparse (a gap in time costs nothing), by interval index from the first event.
   readonly #buckets = new Map<number, Bucket>();
   #slot = -1;
@@ -234,48 +237,50 @@ export class KmemAnalyzer {
   }
 
   push(e: KmemEvent): void {
-    const ts = e.tsNs;
-    this.#tick(ts);
-    switch (e.op) {
-      case 'alloc':
-        this.#onAlloc(ts, e.cpu, e.callSite, e.ptr, e.bytesReq, e.bytesAlloc, ALLOCATOR_CODE[e.allocator], e.cache);
-        break;
-      case 'free':
-        this.#onFree(ts, e.cpu, e.callSite, e.ptr, ALLOCATOR_CODE[e.allocator], e.cache);
-        break;
-      case 'page_alloc':
-        this.#onPageAlloc(e.ptr, e.order ?? 0, e.migratetype ?? Number.NaN, e.gfpFlags);
-        break;
-      case 'page_free':
-        this.#onPageFree(e.ptr, e.order ?? 0);
-        break;
-    }
+    const c = this.#one;
+    c.op[0] = OP_CODE[e.op];
+    c.allocator[0] = ALLOCATOR_CODE[e.allocator];
+    c.tsNs[0] = e.tsNs;
+    c.cpu[0] = e.cpu;
+    c.callSite[0] = e.callSite;
+    c.ptr[0] = e.ptr;
+    c.bytesReq[0] = e.bytesReq;
+    c.bytesAlloc[0] = e.bytesAlloc;
+    c.gfpFlags[0] = e.gfpFlags;
+    c.order[0] = e.order ?? 0;
+    c.migratetype[0] = e.migratetype ?? Number.NaN;
+    c.cache[0] = e.cache;
+    c.length = 1;
+    this.pushColumns(c);
   }
 
-  /** Adds the events of a batch of columns, in their order (what `push` does for each, without an object each). */
+  /**
+   * Adds the events of a batch of columns, in their order. The handlers read an event's figures from the columns
+   * themselves: a 64-bit double passed to a method not inlined would be boxed, an allocation per figure per event.
+   */
   pushColumns(c: KmemColumns): void {
-    const { op, allocator, tsNs, cpu, callSite, ptr, bytesReq, bytesAlloc, gfpFlags, order, migratetype, cache } = c;
+    const op = c.op;
     for (let i = 0; i < c.length; i++) {
-      const ts = tsNs[i]!;
-      this.#tick(ts);
+      this.#tick(c.tsNs, i);
       switch (op[i]) {
         case OP_ALLOC:
-          this.#onAlloc(ts, cpu[i]!, callSite[i]!, ptr[i]!, bytesReq[i]!, bytesAlloc[i]!, allocator[i]!, cache[i]);
+          this.#onAlloc(c, i);
           break;
         case OP_FREE:
-          this.#onFree(ts, cpu[i]!, callSite[i]!, ptr[i]!, allocator[i]!, cache[i]);
+          this.#onFree(c, i);
           break;
         case OP_PAGE_ALLOC:
-          this.#onPageAlloc(ptr[i]!, order[i]!, migratetype[i]!, gfpFlags[i]!);
+          this.#onPageAlloc(c, i);
           break;
         default:
-          this.#onPageFree(ptr[i]!, order[i]!);
+          this.#onPageFree(c, i);
       }
     }
   }
 
-  /** Counts an event at `ts` and finds its time series interval. */
-  #tick(ts: number): void {
+  /** Counts an event at `tsNs[i]` and finds its time series interval. */
+  #tick(tsNs: Float64Array, i: number): void {
+    const ts = tsNs[i]!;
     if (this.#events++ === 0) this.#first = ts;
     this.#last = ts;
     let slot = Math.floor((ts - this.#first) / this.#intervalNs);
@@ -289,16 +294,15 @@ export class KmemAnalyzer {
     }
   }
 
-  #onAlloc(
-    ts: number,
-    cpu: number,
-    callSite: number,
-    ptr: number,
-    bytesReq: number,
-    bytesAlloc: number,
-    allocator: number,
-    cache: string | undefined,
-  ): void {
+  #onAlloc(c: KmemColumns, i: number): void {
+    const ts = c.tsNs[i]!;
+    const cpu = c.cpu[i]!;
+    const callSite = c.callSite[i]!;
+    const ptr = c.ptr[i]!;
+    const bytesReq = c.bytesReq[i]!;
+    const bytesAlloc = c.bytesAlloc[i]!;
+    const allocator = c.allocator[i]!;
+    const cache = c.cache[i];
     this.#allocs++;
     this.#req += bytesReq;
     this.#alloc += bytesAlloc;
@@ -399,7 +403,13 @@ export class KmemAnalyzer {
     this.#sPing = grow(this.#sPing);
   }
 
-  #onFree(ts: number, cpu: number, callSite: number, ptr: number, allocator: number, cache: string | undefined): void {
+  #onFree(c: KmemColumns, i: number): void {
+    const ts = c.tsNs[i]!;
+    const cpu = c.cpu[i]!;
+    const callSite = c.callSite[i]!;
+    const ptr = c.ptr[i]!;
+    const allocator = c.allocator[i]!;
+    const cache = c.cache[i];
     this.#frees++;
     this.#bucket.frees++;
     // kfree(NULL) and kfree(ZERO_SIZE_PTR) are legal no-ops the kernel still traces.
@@ -445,7 +455,11 @@ export class KmemAnalyzer {
       this.#issue('wrong_cache', ts, cpu, ptr, callSite, site, `allocated from ${allocatedIn}, freed to ${cache}`);
   }
 
-  #onPageAlloc(ptr: number, order: number, migratetype: number, gfpFlags: number): void {
+  #onPageAlloc(c: KmemColumns, i: number): void {
+    const ptr = c.ptr[i]!;
+    const order = c.order[i]!;
+    const migratetype = c.migratetype[i]!;
+    const gfpFlags = c.gfpFlags[i]!;
     this.#pageAllocs++;
     if (ptr === -1) {
       this.#pageFailed++;
@@ -463,7 +477,9 @@ export class KmemAnalyzer {
     this.#pages.set(ptr, { order });
   }
 
-  #onPageFree(ptr: number, order: number): void {
+  #onPageFree(c: KmemColumns, i: number): void {
+    const ptr = c.ptr[i]!;
+    const order = c.order[i]!;
     this.#pageFrees++;
     this.#pagesFreed += 2 ** order;
     if (this.#pages.delete(ptr)) this.#allocFreed++;

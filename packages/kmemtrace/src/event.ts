@@ -87,6 +87,7 @@ export const ALLOCATORS: readonly Allocator[] = ['kmalloc', 'cache', 'page'];
 export const ALLOCATOR_CODE: Readonly<Record<Allocator, number>> = { kmalloc: 0, cache: 1, page: 2 };
 /** Ops by number, as {@link KmemColumns} hold them. */
 export const OPS: readonly KmemOp[] = ['alloc', 'free', 'page_alloc', 'page_free'];
+export const OP_CODE: Readonly<Record<KmemOp, number>> = { alloc: 0, free: 1, page_alloc: 2, page_free: 3 };
 export const OP_ALLOC = 0;
 export const OP_FREE = 1;
 export const OP_PAGE_ALLOC = 2;

@@ -9,7 +9,7 @@
  * a callchain line, an error message.
  */
 
-import { AddressKeys, canonicalKey } from './address.ts';
+import { AddressKeys, storeCanonicalKey } from './address.ts';
 import { KmemError, noKmemEvents } from './errors.ts';
 import { ALLOCATOR_CODE, KmemColumns, type KmemEvent, type KmemSource, OP_ALLOC, OP_PAGE_ALLOC, OPS } from './event.ts';
 import { BUILTIN_GFP_TABLE, gfpNamer, gfpValue } from './gfp.ts';
@@ -164,7 +164,8 @@ export class PerfScriptReader {
   #lineNo = 0;
   // Its header.
   #cpu = 0;
-  #tsNs = 0;
+  /** Its timestamp, in an array: a double in a field may be stored boxed, a new number per line. */
+  readonly #tsNs = new Float64Array(1);
   #kmem = false;
   #eventStart = 0;
   #eventEnd = 0;
@@ -177,7 +178,7 @@ export class PerfScriptReader {
   /** Hashes of the name fields' values, values of the decimal ones (NaN: not a decimal). */
   readonly #hash = new Int32Array(FIELDS.length);
   readonly #int = new Float64Array(FIELDS.length);
-  /** Keys of the address fields read as {@link canonicalKey} reads them, -1 for the others. */
+  /** Keys of the address fields read as {@link storeCanonicalKey} reads them, -1 for the others. */
   readonly #address = new Float64Array(FIELDS.length);
   /** The first error of a strict read that has met no kmem event yet: thrown if one comes. */
   #pending: KmemError | undefined;
@@ -345,12 +346,15 @@ export class PerfScriptReader {
     const c = batch;
     c.op[i] = kind.op;
     c.allocator[i] = kind.allocator;
-    c.tsNs[i] = this.#tsNs;
+    c.tsNs[i] = this.#tsNs[0]!;
     c.cpu[i] = this.#cpu;
     if (kind.allocator === PAGE_ALLOCATOR) {
       const failed = this.#has(PAGE) && this.#isNull(PAGE, false);
       const pfn = this.#address[PFN]!;
-      c.ptr[i] = failed ? -1 : this.#has(PFN) && pfn >= 0 ? pfn : this.#hex(event, PFN);
+      // Stored apart: a choice between this number and a method's result would box it.
+      if (failed) c.ptr[i] = -1;
+      else if (this.#has(PFN) && pfn >= 0) c.ptr[i] = pfn;
+      else c.ptr[i] = this.#hex(event, PFN);
       const gfp = kind.op === OP_PAGE_ALLOC ? this.#gfp() : -1;
       c.order[i] = this.#decimal(event, ORDER);
       c.migratetype[i] = this.#has(MIGRATETYPE) ? this.#decimal(event, MIGRATETYPE) : Number.NaN;
@@ -370,7 +374,8 @@ export class PerfScriptReader {
     c.cache[i] = this.#has(NAME) ? this.#cache() : undefined;
     const gfp = alloc ? this.#gfp() : -1;
     const ptr = this.#address[PTR]!;
-    c.ptr[i] = this.#has(PTR) && ptr >= 0 ? ptr : this.#hex(event, PTR);
+    if (this.#has(PTR) && ptr >= 0) c.ptr[i] = ptr;
+    else c.ptr[i] = this.#hex(event, PTR);
     c.bytesReq[i] = alloc ? this.#decimal(event, BYTES_REQ) : 0;
     c.bytesAlloc[i] = alloc ? this.#decimal(event, BYTES_ALLOC) : 0;
     c.gfpFlags[i] = gfp < 0 ? 0 : this.#gfpValues[gfp]!;
@@ -419,7 +424,7 @@ export class PerfScriptReader {
     let frac = digitsValue(b, secsEnd + 1, secsEnd + 1 + Math.min(fracDigits, 9));
     for (let k = fracDigits; k < 9; k++) frac *= 10;
     this.#cpu = digitsValue(b, bracket + 1, cpuEnd);
-    this.#tsNs = digitsValue(b, secsStart, secsEnd) * 1e9 + frac;
+    this.#tsNs[0] = digitsValue(b, secsStart, secsEnd) * 1e9 + frac;
     this.#kmem = equals(b, systemStart, systemEnd, KMEM);
     this.#eventStart = systemEnd + 1;
     this.#eventEnd = eventEnd;
@@ -444,7 +449,7 @@ export class PerfScriptReader {
     }
     const frac = m[6]!;
     this.#cpu = Number(m[4]);
-    this.#tsNs = Number(m[5]) * 1e9 + Number(frac.length >= 9 ? frac.slice(0, 9) : frac.padEnd(9, '0'));
+    this.#tsNs[0] = Number(m[5]) * 1e9 + Number(frac.length >= 9 ? frac.slice(0, 9) : frac.padEnd(9, '0'));
     this.#kmem = m[7] === 'kmem';
     // The match ends with EVENT (word characters: one byte each), a colon and blanks.
     this.#eventEnd = this.#start + at(m[0].lastIndexOf(':'));
@@ -492,7 +497,7 @@ export class PerfScriptReader {
         this.#int[k] = !ok ? Number.NaN : at - from > 15 ? Number(decode(b, from, at)) : negative ? -v : v;
       } else if (k === PTR || k === PFN) {
         while (at < e && b[at] !== 32) at++;
-        this.#address[k] = canonicalKey(b, from, at);
+        storeCanonicalKey(b, from, at, this.#address, k);
       } else while (at < e && b[at] !== 32) at++;
       if (k >= 0) {
         this.#valueStart[k] = from;
