@@ -84,7 +84,6 @@ const FIELDS = [
   'pfn',
   'order',
   'migratetype',
-  'accounted',
 ] as const;
 const CALL_SITE = 0;
 const PTR = 1;
@@ -97,7 +96,6 @@ const PAGE = 7;
 const PFN = 8;
 const ORDER = 9;
 const MIGRATETYPE = 10;
-const ACCOUNTED = 11;
 const FIELD_BYTES = FIELDS.map(ascii);
 const KMEM = ascii('kmem');
 const NIL = ascii('(nil)');
@@ -466,19 +464,20 @@ export class PerfScriptReader {
   #scanFields(b: Uint8Array, at: number, e: number): void {
     const line = this.#lineNo;
     while (at < e) {
+      // The key, to `=` or a space, its first bytes packed into two exact numbers that tell the known keys apart.
+      const start = at;
       let c = 0;
-      const k = keyAt(b, at, e);
-      if (k >= 0) at += FIELD_BYTES[k]!.length;
-      else {
-        const start = at;
-        while (at < e && (c = b[at]!) !== 61 && c !== 32) at++;
-        if (at === e || c === 32) {
-          if (at > start)
-            throw new LineError(start - this.#start, `expected key=value, found '${decode(b, start, at)}'`);
-          at++;
-          continue;
-        }
+      let high = 0;
+      let low = 0;
+      for (; at < e && (c = b[at]!) !== 61 && c !== 32; at++)
+        if (at - start < 6) high = high * 256 + c;
+        else low = low * 256 + c;
+      if (at === e || c === 32) {
+        if (at > start) throw new LineError(start - this.#start, `expected key=value, found '${decode(b, start, at)}'`);
+        at++;
+        continue;
       }
+      const k = fieldOf(at - start, high, low);
       const from = ++at;
       if (k === CALL_SITE || k === GFP_FLAGS || k === NAME) {
         let h = FNV_OFFSET;
@@ -583,37 +582,31 @@ export class PerfScriptReader {
   }
 }
 
-/** The index in FIELDS of the key that begins at `at`, followed by `=`, or -1 (any other key). */
-function keyAt(b: Uint8Array, at: number, e: number): number {
-  switch (b[at]) {
-    case 99: // c
-      return keyIs(b, at, e, CALL_SITE) ? CALL_SITE : -1;
-    case 112: // p
-      return keyIs(b, at, e, PTR) ? PTR : keyIs(b, at, e, PFN) ? PFN : keyIs(b, at, e, PAGE) ? PAGE : -1;
-    case 98: // b
-      return keyIs(b, at, e, BYTES_REQ) ? BYTES_REQ : keyIs(b, at, e, BYTES_ALLOC) ? BYTES_ALLOC : -1;
-    case 103: // g
-      return keyIs(b, at, e, GFP_FLAGS) ? GFP_FLAGS : -1;
-    case 110: // n
-      return keyIs(b, at, e, NODE) ? NODE : keyIs(b, at, e, NAME) ? NAME : -1;
-    case 111: // o
-      return keyIs(b, at, e, ORDER) ? ORDER : -1;
-    case 109: // m
-      return keyIs(b, at, e, MIGRATETYPE) ? MIGRATETYPE : -1;
-    case 97: // a
-      return keyIs(b, at, e, ACCOUNTED) ? ACCOUNTED : -1;
-    default:
-      return -1;
-  }
+/** A key's first 6 bytes and next 6 as numbers (big-endian: exact for the 12 bytes a known key fits in). */
+function packKey(key: Uint8Array): [number, number] {
+  let high = 0;
+  let low = 0;
+  key.forEach((c, i) => {
+    if (i < 6) high = high * 256 + c;
+    else low = low * 256 + c;
+  });
+  return [high, low];
 }
 
-/** Whether field `k`'s key and `=` begin at `at`. */
-function keyIs(b: Uint8Array, at: number, e: number, k: number): boolean {
-  const key = FIELD_BYTES[k]!;
-  const n = key.length;
-  if (at + n >= e || b[at + n] !== 61) return false;
-  for (let i = 1; i < n; i++) if (b[at + i] !== key[i]) return false;
-  return true;
+const KEY_HIGH = Float64Array.from(FIELD_BYTES, (k) => packKey(k)[0]);
+const KEY_LOW = Float64Array.from(FIELD_BYTES, (k) => packKey(k)[1]);
+/** The fields by the length of their key. */
+const BY_LENGTH = Array.from({ length: 13 }, (_, n) => FIELDS.flatMap((f, k) => (f.length === n ? [k] : [])));
+
+/** The index in FIELDS of a key of `length` bytes packed as {@link packKey} packs them, or -1 (any other key). */
+function fieldOf(length: number, high: number, low: number): number {
+  if (length > 12) return -1;
+  const candidates = BY_LENGTH[length]!;
+  for (let i = 0; i < candidates.length; i++) {
+    const k = candidates[i]!;
+    if (KEY_HIGH[k] === high && KEY_LOW[k] === low) return k;
+  }
+  return -1;
 }
 
 /** The ends of runs of at least one digit, space or word character from `from` before `e`, or -1. */
