@@ -400,15 +400,24 @@ export class PerfScriptReader {
     j = digitsStart(b, s, j);
     if (j > s && b[j - 1] === 47) j = digitsStart(b, s, j - 1);
     if (j <= s || !isSpace(b[j - 1]!)) return false;
-    // `\[\d+\]\s+\d+\.\d+:\s+\w+:\w+:[ \t]*` after it.
-    const cpuEnd = digitsEnd(b, bracket + 1, e);
-    if (cpuEnd < 0 || cpuEnd === e || b[cpuEnd] !== 93) return false;
-    const secsStart = spacesEnd(b, cpuEnd + 1, e);
-    const secsEnd = secsStart < 0 ? -1 : digitsEnd(b, secsStart, e);
-    if (secsEnd < 0 || secsEnd === e || b[secsEnd] !== 46) return false;
-    const fracEnd = digitsEnd(b, secsEnd + 1, e);
-    if (fracEnd < 0 || fracEnd === e || b[fracEnd] !== 58) return false;
-    const systemStart = spacesEnd(b, fracEnd + 1, e);
+    // `\[\d+\]\s+\d+\.\d+:\s+\w+:\w+:[ \t]*` after it, numbers read on the way.
+    let i = bracket + 1;
+    let cpu = 0;
+    for (let c = 0; i < e && isDigit((c = b[i]!)); i++) cpu = cpu * 10 + c - 48;
+    if (i === bracket + 1 || i === e || b[i] !== 93) return false;
+    const secsStart = spacesEnd(b, i + 1, e);
+    if (secsStart < 0) return false;
+    let secs = 0;
+    i = secsStart;
+    for (let c = 0; i < e && isDigit((c = b[i]!)); i++) secs = secs * 10 + c - 48;
+    if (i === secsStart || i === e || b[i] !== 46) return false;
+    // Digits beyond the nanosecond are dropped, fewer are scaled up.
+    const fracStart = ++i;
+    let frac = 0;
+    for (let c = 0; i < e && isDigit((c = b[i]!)); i++) if (i - fracStart < 9) frac = frac * 10 + c - 48;
+    if (i === fracStart || i === e || b[i] !== 58) return false;
+    for (let k = i - fracStart; k < 9; k++) frac *= 10;
+    const systemStart = spacesEnd(b, i + 1, e);
     const systemEnd = systemStart < 0 ? -1 : wordEnd(b, systemStart, e);
     if (systemEnd < 0 || systemEnd === e || b[systemEnd] !== 58) return false;
     // The event's name, hashed on the way for its lookup.
@@ -417,12 +426,8 @@ export class PerfScriptReader {
     for (let c = 0; eventEnd < e && isWord((c = b[eventEnd]!)); eventEnd++) h = Math.imul(h ^ c, FNV_PRIME);
     if (eventEnd === systemEnd + 1 || eventEnd === e || b[eventEnd] !== 58) return false;
     this.#eventHash = h;
-    // Digits beyond the nanosecond are dropped, fewer are scaled up.
-    const fracDigits = fracEnd - secsEnd - 1;
-    let frac = digitsValue(b, secsEnd + 1, secsEnd + 1 + Math.min(fracDigits, 9));
-    for (let k = fracDigits; k < 9; k++) frac *= 10;
-    this.#cpu = digitsValue(b, bracket + 1, cpuEnd);
-    this.#tsNs[0] = digitsValue(b, secsStart, secsEnd) * 1e9 + frac;
+    this.#cpu = cpu;
+    this.#tsNs[0] = secs * 1e9 + frac;
     this.#kmem = equals(b, systemStart, systemEnd, KMEM);
     this.#eventStart = systemEnd + 1;
     this.#eventEnd = eventEnd;
@@ -609,13 +614,7 @@ function fieldOf(length: number, high: number, low: number): number {
   return -1;
 }
 
-/** The ends of runs of at least one digit, space or word character from `from` before `e`, or -1. */
-function digitsEnd(b: Uint8Array, from: number, e: number): number {
-  let i = from;
-  while (i < e && isDigit(b[i]!)) i++;
-  return i > from ? i : -1;
-}
-
+/** The ends of runs of at least one space or word character from `from` before `e`, or -1. */
 function spacesEnd(b: Uint8Array, from: number, e: number): number {
   let i = from;
   while (i < e && isSpace(b[i]!)) i++;
@@ -634,13 +633,6 @@ function digitsStart(b: Uint8Array, s: number, end: number): number {
   while (j >= s && isDigit(b[j]!)) j--;
   if (j === end - 1) return -1;
   return j >= s && b[j] === 45 ? j : j + 1;
-}
-
-/** The value of the digits from `from` to `to`. */
-function digitsValue(b: Uint8Array, from: number, to: number): number {
-  let v = 0;
-  for (let i = from; i < to; i++) v = v * 10 + b[i]! - 48;
-  return v;
 }
 
 /**
