@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { consume, fromTotal, measure, printComparisons } from '@evtrace/bench';
 import { analyze } from './analyze.ts';
+import { perfScriptSource } from './inputs.ts';
 import { parsePerfScript } from './perf-script.ts';
 import { buildReport } from './report.ts';
 
@@ -87,10 +88,12 @@ try {
     const u = process.cpuUsage(t);
     cpu = Math.min(cpu, (u.user + u.system) * 1000);
   }
+  // The text's bytes streamed through the parser into the analysis, as openKmemInput does from a file.
+  const bytes = Buffer.from(text);
   const parsed = measure(
     'evtrace perf-script parse + analyze + tables',
     () => {
-      const s = parsePerfScript(text);
+      const s = perfScriptSource(bytes, 'perf-script.txt');
       consume(buildReport(analyze(s.events), s, { caller: true, alloc: true }));
     },
     { opsPerCall: n, samples: 3, sampleMs: 500 },
