@@ -103,7 +103,7 @@ export class KmemColumns {
   readonly op: Uint8Array;
   readonly allocator: Uint8Array;
   readonly tsNs: Float64Array;
-  readonly cpu: Int32Array;
+  readonly cpu: Float64Array;
   readonly callSite: Float64Array;
   readonly ptr: Float64Array;
   readonly bytesReq: Float64Array;
@@ -122,7 +122,7 @@ export class KmemColumns {
     this.op = new Uint8Array(capacity);
     this.allocator = new Uint8Array(capacity);
     this.tsNs = new Float64Array(capacity);
-    this.cpu = new Int32Array(capacity);
+    this.cpu = new Float64Array(capacity);
     this.callSite = new Float64Array(capacity);
     this.ptr = new Float64Array(capacity);
     this.bytesReq = new Float64Array(capacity);

@@ -308,7 +308,7 @@ export class PerfScriptReader {
     return new KmemError('ERR_KMEM_PERF_SCRIPT', error.message, where);
   }
 
-  /** The current line's event; undefined for a line skipped or of another event. */
+  /** Writes the current line's event at `i` of `batch`; false for a line skipped or of another event. */
   #parseLine(batch: KmemColumns, i: number): boolean {
     const b = this.#bytes;
     const s = this.#start;
