@@ -25,21 +25,25 @@ export class AddressKeys {
     return this.#intern(addr);
   }
 
-  /** The key of a hexadecimal address (`0x` prefix optional), or undefined when it is not one. */
-  keyOfHex(text: string, start = 0, end = text.length): number | undefined {
-    if (end - start > 2 && text.charCodeAt(start) === 48 && (text.charCodeAt(start + 1) | 32) === 120) start += 2;
+  /**
+   * The key of a hexadecimal address (`0x` prefix optional), given as text or as the ASCII bytes of a text read
+   * without decoding it, or undefined when it is not one.
+   */
+  keyOfHex(text: string | Uint8Array, start = 0, end = text.length): number | undefined {
+    if (end - start > 2 && codeAt(text, start) === 48 && (codeAt(text, start + 1) | 32) === 120) start += 2;
     const n = end - start;
     if (n === 0 || n > 16) return undefined;
-    if (n <= 13) {
-      const v = hexValue(text, start, end);
-      return v;
-    }
+    if (n <= 13) return hexValue(text, start, end);
     const low = hexValue(text, end - 13, end);
     const high = hexValue(text, start, end - 13);
     if (low === undefined || high === undefined) return undefined;
     if (high === 0) return low;
     if (high === 0xfff) return TWO52 + low;
-    return this.#intern(BigInt(`0x${text.slice(start, end)}`));
+    const digits =
+      typeof text === 'string'
+        ? text.slice(start, end)
+        : Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString('latin1', start, end);
+    return this.#intern(BigInt(`0x${digits}`));
   }
 
   /** `0x…` lowercase hex of the address a key stands for, without a bigint for canonical addresses. */
@@ -70,16 +74,57 @@ export class AddressKeys {
   }
 }
 
-/** Value of up to 13 hex digits, or undefined when a character is not one. */
-function hexValue(text: string, start: number, end: number): number | undefined {
+/**
+ * Stores at `out[at]` the key of `0x` and 1 to 16 hex digits in bytes whose bits above the low 52 are all zeros or all
+ * ones (a canonical address, what kernels print), or -1 for anything else (for {@link AddressKeys.keyOfHex}). Needs no
+ * table, and stores rather than returns: a double returned from a function not inlined is boxed, an allocation a
+ * parser would pay per line.
+ */
+export function storeCanonicalKey(bytes: Uint8Array, from: number, to: number, out: Float64Array, at: number): void {
+  out[at] = -1;
+  const n = to - from - 2;
+  if (n < 1 || n > 16 || bytes[from] !== 48 || bytes[from + 1] !== 120) return;
+  const low = Math.max(from + 2, to - 13);
+  let high = 0;
+  for (let i = from + 2; i < low; i++) {
+    const d = hexDigit(bytes[i]!);
+    if (d < 0) return;
+    high = high * 16 + d;
+  }
+  if (high !== 0 && high !== 0xfff) return;
   let v = 0;
-  for (let i = start; i < end; i++) {
-    const c = text.charCodeAt(i);
-    const d = c >= 48 && c <= 57 ? c - 48 : (c | 32) >= 97 && (c | 32) <= 102 ? (c | 32) - 87 : -1;
-    if (d < 0) return undefined;
+  for (let i = low; i < to; i++) {
+    const d = hexDigit(bytes[i]!);
+    if (d < 0) return;
     v = v * 16 + d;
   }
+  out[at] = high === 0 ? v : TWO52 + v;
+}
+
+const codeAt = (text: string | Uint8Array, i: number): number =>
+  typeof text === 'string' ? text.charCodeAt(i) : (text[i] ?? Number.NaN);
+
+/** Value of up to 13 hex digits, or undefined when a character is not one. */
+function hexValue(text: string | Uint8Array, start: number, end: number): number | undefined {
+  let v = 0;
+  if (typeof text === 'string')
+    for (let i = start; i < end; i++) {
+      const d = hexDigit(text.charCodeAt(i));
+      if (d < 0) return undefined;
+      v = v * 16 + d;
+    }
+  else
+    for (let i = start; i < end; i++) {
+      const d = hexDigit(text[i]!);
+      if (d < 0) return undefined;
+      v = v * 16 + d;
+    }
   return v;
+}
+
+/** The value of a hex digit's character code, or -1. */
+function hexDigit(c: number): number {
+  return c >= 48 && c <= 57 ? c - 48 : (c | 32) >= 97 && (c | 32) <= 102 ? (c | 32) - 87 : -1;
 }
 
 /** `0x…` lowercase hex of an address, as perf and the kernel print pointers. */

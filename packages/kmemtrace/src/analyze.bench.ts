@@ -1,29 +1,59 @@
 /**
- * Analysis speed beside `perf kmem --caller --alloc stat` on the same recording: one `perf kmem record -m 16384` of
- * `perf bench sched messaging -g 2 -l 50`, read by perf kmem itself (its whole run: perf.data decoding and the
- * tables) and by evtrace from `perf script`'s text of that file (the analysis alone on decoded events, and text
- * parsing plus analysis). perf kmem's time is the wall time of its process, best of 5. The end-to-end row reads the
- * text from its file as `evtrace kmem` does (`openKmemInput`), and compares CPU time, which a shared machine distorts
- * less than wall time.
+ * Analysis speed beside `perf kmem --caller --alloc stat` on the same recording: one `perf kmem record -m 32768` of
+ * `perf bench sched messaging -g 2 -l LOOPS` (EVTRACE_KMEM_BENCH_LOOPS, default 250: several hundred thousand
+ * events), read by perf kmem itself (its whole run: perf.data decoding and the tables) and by evtrace from
+ * `perf script`'s text of that file (the analysis alone on decoded events, and text parsing plus analysis). perf
+ * kmem's time is the wall time of its process, best of 5.
  *
- * Run as root: `node src/analyze.bench.ts` (the package's `bench` script). Not a test.
+ * The end-to-end table is what a user runs: `evtrace kmem report --caller --alloc FILE.txt` (the built CLI, by its
+ * shebang; FILE.txt made once by `perf script`) beside `perf kmem -i perf.data --caller --alloc stat`, process start
+ * to last byte, output to /dev/null, each under GNU time (wall, user + system CPU, peak RSS), in alternating order
+ * for EVTRACE_BENCH_ROUNDS rounds (default 5), medians; the load average printed beside them.
+ *
+ * Run as root after a build: `node src/analyze.bench.ts` (the package's `bench` script). Not a test.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { consume, fromTotal, measure, printComparisons } from '@evtrace/bench';
 import { analyze } from './analyze.ts';
-import { openKmemInput } from './inputs.ts';
+import { perfScriptSource } from './inputs.ts';
 import { parsePerfScript } from './perf-script.ts';
 import { buildReport } from './report.ts';
+
+const LOOPS = process.env.EVTRACE_KMEM_BENCH_LOOPS ?? '250';
+const ROUNDS = Number(process.env.EVTRACE_BENCH_ROUNDS ?? 5);
+const CLI = new URL('../../../apps/agent/dist/cli.js', import.meta.url).pathname;
+
+interface Sample {
+  readonly wall: number;
+  /** User + system seconds. */
+  readonly cpu: number;
+  /** Peak resident set, MB. */
+  readonly rss: number;
+}
+
+/** One command under GNU time, its standard output to /dev/null. */
+function timed(argv: readonly string[], work: string): Sample {
+  const report = join(work, 'time');
+  const r = spawnSync('/usr/bin/time', ['-f', '%e %U %S %M', '-o', report, ...argv], {
+    stdio: ['ignore', openSync('/dev/null', 'w'), 'pipe'],
+  });
+  if (r.status !== 0) throw new Error(`${argv.join(' ')} exited with ${r.status}: ${r.stderr.toString().slice(-2000)}`);
+  const [wall, user, sys, kb] = readFileSync(report, 'utf8').trim().split('\n').at(-1)!.split(' ').map(Number);
+  return { wall: wall!, cpu: user! + sys!, rss: kb! / 1024 };
+}
+
+const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 const dir = mkdtempSync(join(tmpdir(), 'kmem-bench-'));
 try {
   const data = join(dir, 'perf.data');
   execFileSync(
     'perf',
-    ['kmem', 'record', '-m', '16384', '-o', data, '--', 'perf', 'bench', 'sched', 'messaging', '-g', '2', '-l', '50'],
+    ['kmem', 'record', '-m', '32768', '-o', data, '--', 'perf', 'bench', 'sched', 'messaging', '-g', '2', '-l', LOOPS],
     {
       stdio: 'ignore',
     },
@@ -58,25 +88,35 @@ try {
     const u = process.cpuUsage(t);
     cpu = Math.min(cpu, (u.user + u.system) * 1000);
   }
+  // The text's bytes streamed through the parser into the analysis, as openKmemInput does from a file.
+  const bytes = Buffer.from(text);
   const parsed = measure(
     'evtrace perf-script parse + analyze + tables',
     () => {
-      const s = parsePerfScript(text);
+      const s = perfScriptSource(bytes, 'perf-script.txt');
       consume(buildReport(analyze(s.events), s, { caller: true, alloc: true }));
     },
     { opsPerCall: n, samples: 3, sampleMs: 500 },
   );
-  // End to end: the text file read, parsed, analysed and tabulated, CPU time (best of 5) beside perf kmem's.
+  // End to end, as users run both: evtrace kmem on the perf script text file beside perf kmem on perf.data.
   const textFile = join(dir, 'perf-script.txt');
   writeFileSync(textFile, text);
-  let endToEnd = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < 5; i++) {
-    const t = process.cpuUsage();
-    const s = openKmemInput(textFile);
-    consume(buildReport(analyze(s.events), s, { caller: true, alloc: true }));
-    const u = process.cpuUsage(t);
-    endToEnd = Math.min(endToEnd, (u.user + u.system) * 1000);
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build first (pnpm exec turbo run build)`);
+  const loadBefore = loadAverage();
+  const peerRuns: Sample[] = [];
+  const ourRuns: Sample[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const peer = () => peerRuns.push(timed(['perf', 'kmem', '-i', data, '--caller', '--alloc', 'stat'], dir));
+    const evtrace = () => ourRuns.push(timed([CLI, 'kmem', 'report', '--caller', '--alloc', textFile], dir));
+    if (round % 2 === 0) {
+      peer();
+      evtrace();
+    } else {
+      evtrace();
+      peer();
+    }
   }
+  const loadAfter = loadAverage();
   process.stdout.write(
     `\n${n} kmem events (${source.ignored} others), ${(text.length / 1e6).toFixed(1)} MB of perf script text; load average ${(await import('node:os')).loadavg()[0]!.toFixed(2)}\n`,
   );
@@ -90,13 +130,23 @@ try {
     },
     { case: 'analysis + caller and alloc tables', ours, peer: perf },
     { case: 'perf script text parse + analysis + tables', ours: parsed, peer: perf },
-    {
-      case: 'perf script text file read, parsed, analysed, tabulated (CPU time)',
-      ours: fromTotal('evtrace openKmemInput + analyze + tables, CPU', endToEnd, n),
-      peer: fromTotal('perf kmem --caller --alloc stat, CPU (user+sys)', bestCpu, n),
-      target: '>= 1x',
-    },
   ]);
+  const row = (name: string, runs: readonly Sample[]) => {
+    const wall = median(runs.map((r) => r.wall));
+    const cpu = median(runs.map((r) => r.cpu));
+    const rss = median(runs.map((r) => r.rss));
+    return { name, wall, cpu, rss };
+  };
+  const cli = row('evtrace kmem report --caller --alloc FILE.txt', ourRuns);
+  const peer = row('perf kmem -i perf.data --caller --alloc stat', peerRuns);
+  process.stdout.write(
+    `\nEnd to end, process start to last byte (${n} events, ${ROUNDS} rounds, medians; load average ${loadBefore} before, ${loadAfter} after)\n` +
+      '| command | wall | CPU (user+sys) | peak RSS |\n| --- | --- | --- | --- |\n' +
+      [cli, peer]
+        .map((r) => `| ${r.name} | ${r.wall.toFixed(2)} s | ${r.cpu.toFixed(2)} s | ${r.rss.toFixed(0)} MB |`)
+        .join('\n') +
+      `\n| evtrace vs perf kmem (perf's time / evtrace's) | ${(peer.wall / cli.wall).toFixed(2)}x | ${(peer.cpu / cli.cpu).toFixed(2)}x | |\n`,
+  );
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -3,7 +3,7 @@ import { AddressKeys } from './address.ts';
 import { analyze } from './analyze.ts';
 import { diffReports, formatDiffText } from './diff.ts';
 import type { KmemEvent } from './event.ts';
-import { buildReport, formatReportText, parseSortKeys, printfFixed } from './report.ts';
+import { buildReport, formatReportText, type KmemReport, parseSortKeys, printfFixed } from './report.ts';
 
 const keys = new AddressKeys();
 const SITE_A = keys.key(0xffffffff81000100n);
@@ -253,6 +253,30 @@ describe('analysis', () => {
     expect(printfFixed(20.3125, 3)).toBe('20.312');
     expect(printfFixed(20.3135, 3)).toBe((20.3135).toFixed(3));
     expect(printfFixed(0.5, 0)).toBe('0');
+  });
+
+  it('text report: table cells laid out as padStart and padEnd lay them, names of any width or alphabet', () => {
+    const rows = [
+      ['ωmega_fn+0x1c', 1_000_000_007, 999, 3, 1, 12.5],
+      ['a_call_site_name_longer_than_the_column+0x1234', 64, 64, 1, 0, 0],
+      ['0xffffffff81234567', 0, 0, 1, 0, 0],
+    ] as const;
+    const report: KmemReport = {
+      summary: buildReport(analyze([]), names).summary,
+      callers: rows.map(([site, total_alloc, total_req, hit, ping_pong, frag_pct]) => ({
+        site,
+        total_alloc,
+        total_req,
+        hit,
+        ping_pong,
+        frag_pct,
+      })),
+    };
+    const lines = formatReportText(report).split('\n');
+    for (const [site, alloc, req, hit, ping, frag] of rows)
+      expect(lines).toContain(
+        ` ${site.padEnd(34)} | ${String(alloc).padStart(9)}/${String(Math.floor(alloc / hit)).padEnd(5)} | ${String(req).padStart(9)}/${String(Math.floor(req / hit)).padEnd(5)} | ${String(hit).padStart(8)} | ${String(ping).padStart(9)} | ${printfFixed(frag, 3).padStart(6)}%`,
+      );
   });
 
   it('diff of two recordings matches call sites by name', () => {

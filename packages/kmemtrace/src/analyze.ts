@@ -4,7 +4,16 @@
  * cross-CPU frees, fragmentation), a summary, the page allocator, allocations still outstanding at the end, misuse,
  * and a time series. Memory grows with distinct pointers and call sites, not with events.
  */
-import type { Allocator, KmemEvent } from './event.ts';
+import {
+  ALLOCATOR_CODE,
+  KmemColumns,
+  type KmemEvent,
+  KmemEventStream,
+  OP_ALLOC,
+  OP_CODE,
+  OP_FREE,
+  OP_PAGE_ALLOC,
+} from './event.ts';
 import { KeyTable } from './key-table.ts';
 
 /** Per call site or per pointer, as perf kmem counts them. */
@@ -136,8 +145,8 @@ export interface AnalyzeOptions {
   readonly examplesPerKind?: number;
 }
 
-const ALLOCATORS: readonly Allocator[] = ['kmalloc', 'cache', 'page'];
-const ALLOCATOR_CODE: Readonly<Record<Allocator, number>> = { kmalloc: 0, cache: 1, page: 2 };
+const KMALLOC = ALLOCATOR_CODE.kmalloc;
+const CACHE = ALLOCATOR_CODE.cache;
 
 interface Bucket {
   allocs: number;
@@ -206,6 +215,8 @@ export class KmemAnalyzer {
     missed_free: 0,
   };
   readonly #examples: KmemIssue[] = [];
+  /** `push`'s event, as a batch of one. */
+  readonly #one = new KmemColumns(1);
   // Time series: sparse (a gap in time costs nothing), by interval index from the first event.
   readonly #buckets = new Map<number, Bucket>();
   #slot = -1;
@@ -217,15 +228,59 @@ export class KmemAnalyzer {
     this.#examplesPerKind = options.examplesPerKind ?? 20;
   }
 
-  /** Adds every event of `events`. */
+  /** Adds every event of `events`; a {@link KmemEventStream} a batch of columns at a time. */
   pushAll(events: Iterable<KmemEvent>): this {
-    if (Array.isArray(events)) for (let i = 0; i < events.length; i++) this.push(events[i]);
+    if (events instanceof KmemEventStream) for (const batch of events.batches()) this.pushColumns(batch);
+    else if (Array.isArray(events)) for (let i = 0; i < events.length; i++) this.push(events[i]);
     else for (const e of events) this.push(e);
     return this;
   }
 
   push(e: KmemEvent): void {
-    const ts = e.tsNs;
+    const c = this.#one;
+    c.op[0] = OP_CODE[e.op];
+    c.allocator[0] = ALLOCATOR_CODE[e.allocator];
+    c.tsNs[0] = e.tsNs;
+    c.cpu[0] = e.cpu;
+    c.callSite[0] = e.callSite;
+    c.ptr[0] = e.ptr;
+    c.bytesReq[0] = e.bytesReq;
+    c.bytesAlloc[0] = e.bytesAlloc;
+    c.gfpFlags[0] = e.gfpFlags;
+    c.order[0] = e.order ?? 0;
+    c.migratetype[0] = e.migratetype ?? Number.NaN;
+    c.cache[0] = e.cache;
+    c.length = 1;
+    this.pushColumns(c);
+  }
+
+  /**
+   * Adds the events of a batch of columns, in their order. The handlers read an event's figures from the columns
+   * themselves: a 64-bit double passed to a method not inlined would be boxed, an allocation per figure per event.
+   */
+  pushColumns(c: KmemColumns): void {
+    const op = c.op;
+    for (let i = 0; i < c.length; i++) {
+      this.#tick(c.tsNs, i);
+      switch (op[i]) {
+        case OP_ALLOC:
+          this.#onAlloc(c, i);
+          break;
+        case OP_FREE:
+          this.#onFree(c, i);
+          break;
+        case OP_PAGE_ALLOC:
+          this.#onPageAlloc(c, i);
+          break;
+        default:
+          this.#onPageFree(c, i);
+      }
+    }
+  }
+
+  /** Counts an event at `tsNs[i]` and finds its time series interval. */
+  #tick(tsNs: Float64Array, i: number): void {
+    const ts = tsNs[i]!;
     if (this.#events++ === 0) this.#first = ts;
     this.#last = ts;
     let slot = Math.floor((ts - this.#first) / this.#intervalNs);
@@ -237,26 +292,17 @@ export class KmemAnalyzer {
         this.#buckets.set(slot, (b = { allocs: 0, frees: 0, allocBytes: 0, freeBytes: 0, liveDelta: 0 }));
       this.#bucket = b;
     }
-    switch (e.op) {
-      case 'alloc':
-        this.#onAlloc(e);
-        break;
-      case 'free':
-        this.#onFree(e);
-        break;
-      case 'page_alloc':
-        this.#onPageAlloc(e);
-        break;
-      case 'page_free':
-        this.#onPageFree(e);
-        break;
-    }
   }
 
-  #onAlloc(e: KmemEvent): void {
-    const ptr = e.ptr;
-    const bytesAlloc = e.bytesAlloc;
-    const bytesReq = e.bytesReq;
+  #onAlloc(c: KmemColumns, i: number): void {
+    const ts = c.tsNs[i]!;
+    const cpu = c.cpu[i]!;
+    const callSite = c.callSite[i]!;
+    const ptr = c.ptr[i]!;
+    const bytesReq = c.bytesReq[i]!;
+    const bytesAlloc = c.bytesAlloc[i]!;
+    const allocator = c.allocator[i]!;
+    const cache = c.cache[i];
     this.#allocs++;
     this.#req += bytesReq;
     this.#alloc += bytesAlloc;
@@ -267,7 +313,15 @@ export class KmemAnalyzer {
     else {
       bucket.liveDelta += bytesAlloc;
       if (bytesAlloc < bytesReq)
-        this.#issue('short_alloc', e, undefined, `${bytesAlloc} bytes allocated for ${bytesReq} requested`);
+        this.#issue(
+          'short_alloc',
+          ts,
+          cpu,
+          ptr,
+          callSite,
+          undefined,
+          `${bytesAlloc} bytes allocated for ${bytesReq} requested`,
+        );
     }
     // perf kmem keys NULL results too; so do the tables, not the outstanding set.
     const before = this.#ptrs.size;
@@ -278,26 +332,34 @@ export class KmemAnalyzer {
       this.#pAlloc[p] = bytesAlloc;
       this.#pReq[p] = bytesReq;
       this.#pPing[p] = 0;
-      this.#pCache.push(e.cache);
+      this.#pCache.push(cache);
     } else {
       if (this.#pLive[p] === 1) {
-        this.#issue('missed_free', e, this.#pSite[p], 'allocated again while live: its free was not seen');
+        this.#issue(
+          'missed_free',
+          ts,
+          cpu,
+          ptr,
+          callSite,
+          this.#pSite[p],
+          'allocated again while live: its free was not seen',
+        );
         bucket.liveDelta -= this.#pLast[p]!;
       }
       this.#pHit[p]! += 1;
       this.#pAlloc[p]! += bytesAlloc;
       this.#pReq[p]! += bytesReq;
-      this.#pCache[p] = e.cache;
+      this.#pCache[p] = cache;
     }
-    this.#pSite[p] = e.callSite;
+    this.#pSite[p] = callSite;
     this.#pLast[p] = bytesAlloc;
-    this.#pCpu[p] = e.cpu;
+    this.#pCpu[p] = cpu;
     this.#pLive[p] = ptr !== 0 ? 1 : 0;
-    this.#pNs[p] = e.tsNs;
-    this.#pAllocator[p] = ALLOCATOR_CODE[e.allocator];
+    this.#pNs[p] = ts;
+    this.#pAllocator[p] = allocator;
     const sites = this.#sites;
     const n = sites.size;
-    const s = sites.intern(e.callSite);
+    const s = sites.intern(callSite);
     if (s === n) {
       if (s >= this.#sHit.length) this.#growSites();
       this.#sHit[s] = 1;
@@ -341,22 +403,27 @@ export class KmemAnalyzer {
     this.#sPing = grow(this.#sPing);
   }
 
-  #onFree(e: KmemEvent): void {
+  #onFree(c: KmemColumns, i: number): void {
+    const ts = c.tsNs[i]!;
+    const cpu = c.cpu[i]!;
+    const callSite = c.callSite[i]!;
+    const ptr = c.ptr[i]!;
+    const allocator = c.allocator[i]!;
+    const cache = c.cache[i];
     this.#frees++;
     this.#bucket.frees++;
-    const ptr = e.ptr;
     // kfree(NULL) and kfree(ZERO_SIZE_PTR) are legal no-ops the kernel still traces.
     if (ptr === 0 || ptr === ZERO_SIZE_PTR) return;
     const p = this.#ptrs.get(ptr);
     if (p < 0) {
-      this.#issue('unknown_free', e, undefined, 'free of a pointer not allocated in the window');
+      this.#issue('unknown_free', ts, cpu, ptr, callSite, undefined, 'free of a pointer not allocated in the window');
       return;
     }
     const last = this.#pLast[p]!;
     const site = this.#pSite[p]!;
     this.#freed += last;
     // Frees pair with allocations by pointer alone, whatever task or context (an interrupt) runs them.
-    if (e.cpu !== this.#pCpu[p]) {
+    if (cpu !== this.#pCpu[p]) {
       this.#pPing[p]! += 1;
       this.#crossCpu++;
       const s = this.#sites.get(site);
@@ -364,60 +431,73 @@ export class KmemAnalyzer {
     }
     this.#pCpu[p] = -1;
     if (this.#pLive[p] === 0) {
-      this.#issue('double_free', e, site, 'freed again without an allocation in between');
+      this.#issue('double_free', ts, cpu, ptr, callSite, site, 'freed again without an allocation in between');
       return;
     }
     this.#pLive[p] = 0;
     this.#bucket.freeBytes += last;
     this.#bucket.liveDelta -= last;
-    const allocator = ALLOCATORS[this.#pAllocator[p]!]!;
-    const cache = this.#pCache[p];
-    if (e.allocator === 'cache' && allocator === 'kmalloc')
-      this.#issue('wrong_free', e, site, 'kmalloc object freed with kmem_cache_free');
-    else if (e.allocator === 'kmalloc' && allocator === 'cache' && this.#strictKfree)
-      this.#issue('wrong_free', e, site, `kmem_cache object${cache ? ` (${cache})` : ''} freed with kfree`);
-    else if (e.allocator === 'cache' && allocator === 'cache' && e.cache && cache && e.cache !== cache)
-      this.#issue('wrong_cache', e, site, `allocated from ${cache}, freed to ${e.cache}`);
+    const allocated = this.#pAllocator[p]!;
+    const allocatedIn = this.#pCache[p];
+    if (allocator === CACHE && allocated === KMALLOC)
+      this.#issue('wrong_free', ts, cpu, ptr, callSite, site, 'kmalloc object freed with kmem_cache_free');
+    else if (allocator === KMALLOC && allocated === CACHE && this.#strictKfree)
+      this.#issue(
+        'wrong_free',
+        ts,
+        cpu,
+        ptr,
+        callSite,
+        site,
+        `kmem_cache object${allocatedIn ? ` (${allocatedIn})` : ''} freed with kfree`,
+      );
+    else if (allocator === CACHE && allocated === CACHE && cache && allocatedIn && cache !== allocatedIn)
+      this.#issue('wrong_cache', ts, cpu, ptr, callSite, site, `allocated from ${allocatedIn}, freed to ${cache}`);
   }
 
-  #onPageAlloc(e: KmemEvent): void {
+  #onPageAlloc(c: KmemColumns, i: number): void {
+    const ptr = c.ptr[i]!;
+    const order = c.order[i]!;
+    const migratetype = c.migratetype[i]!;
+    const gfpFlags = c.gfpFlags[i]!;
     this.#pageAllocs++;
-    if (e.ptr === -1) {
+    if (ptr === -1) {
       this.#pageFailed++;
       return;
     }
-    const order = e.order ?? 0;
     this.#pagesAllocated += 2 ** order;
     this.#byOrder.set(order, (this.#byOrder.get(order) ?? 0) + 1);
-    if (e.migratetype !== undefined) {
-      this.#byMigratetype.set(e.migratetype, (this.#byMigratetype.get(e.migratetype) ?? 0) + 1);
+    if (!Number.isNaN(migratetype)) {
+      this.#byMigratetype.set(migratetype, (this.#byMigratetype.get(migratetype) ?? 0) + 1);
       let row = this.#byOrderMigratetype.get(order);
       if (row === undefined) this.#byOrderMigratetype.set(order, (row = new Map()));
-      row.set(e.migratetype, (row.get(e.migratetype) ?? 0) + 1);
+      row.set(migratetype, (row.get(migratetype) ?? 0) + 1);
     }
-    this.#byGfp.set(e.gfpFlags, (this.#byGfp.get(e.gfpFlags) ?? 0) + 1);
-    this.#pages.set(e.ptr, { order });
+    this.#byGfp.set(gfpFlags, (this.#byGfp.get(gfpFlags) ?? 0) + 1);
+    this.#pages.set(ptr, { order });
   }
 
-  #onPageFree(e: KmemEvent): void {
+  #onPageFree(c: KmemColumns, i: number): void {
+    const ptr = c.ptr[i]!;
+    const order = c.order[i]!;
     this.#pageFrees++;
-    this.#pagesFreed += 2 ** (e.order ?? 0);
-    if (this.#pages.delete(e.ptr)) this.#allocFreed++;
+    this.#pagesFreed += 2 ** order;
+    if (this.#pages.delete(ptr)) this.#allocFreed++;
     else this.#freeOnly++;
   }
 
-  #issue(kind: KmemErrorKind, e: KmemEvent, allocSite: number | undefined, detail: string): void {
+  #issue(
+    kind: KmemErrorKind,
+    tsNs: number,
+    cpu: number,
+    ptr: number,
+    callSite: number,
+    allocSite: number | undefined,
+    detail: string,
+  ): void {
     this.#errorCounts[kind]++;
     if (this.#errorCounts[kind] > this.#examplesPerKind) return;
-    this.#examples.push({
-      kind,
-      tsNs: e.tsNs,
-      cpu: e.cpu,
-      ptr: e.ptr,
-      callSite: e.callSite,
-      ...(allocSite !== undefined ? { allocSite } : {}),
-      detail,
-    });
+    this.#examples.push({ kind, tsNs, cpu, ptr, callSite, ...(allocSite !== undefined ? { allocSite } : {}), detail });
   }
 
   /** The analysis of everything pushed so far. */

@@ -24,3 +24,12 @@ export class KmemError extends EvtraceError<KmemErrorCode> {
     this.name = 'KmemError';
   }
 }
+
+/** What every kmem input must hold, as the errors refusing one say it. */
+export const EXPECTED_INPUT = 'a trace of kmem events, perf script text of kmem events or kmemtrace relay records';
+
+/** The refusal of an input holding no kmem event, with how many problems were skipped on the way. */
+export function noKmemEvents(file: string, problems: number): KmemError {
+  const skipped = problems > 0 ? ` (${problems} problem${problems === 1 ? '' : 's'} skipped)` : '';
+  return new KmemError('ERR_KMEM_INPUT', `no kmem event${skipped}: expected ${EXPECTED_INPUT}`, { file });
+}

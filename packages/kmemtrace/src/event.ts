@@ -81,3 +81,100 @@ export function kmemEvent(
     gfpText: fields.gfpText,
   };
 }
+
+/** Allocators by number, as {@link KmemColumns} hold them. */
+export const ALLOCATORS: readonly Allocator[] = ['kmalloc', 'cache', 'page'];
+export const ALLOCATOR_CODE: Readonly<Record<Allocator, number>> = { kmalloc: 0, cache: 1, page: 2 };
+/** Ops by number, as {@link KmemColumns} hold them. */
+export const OPS: readonly KmemOp[] = ['alloc', 'free', 'page_alloc', 'page_free'];
+export const OP_CODE: Readonly<Record<KmemOp, number>> = { alloc: 0, free: 1, page_alloc: 2, page_free: 3 };
+export const OP_ALLOC = 0;
+export const OP_FREE = 1;
+export const OP_PAGE_ALLOC = 2;
+export const OP_PAGE_FREE = 3;
+
+/**
+ * Events in columns, a batch of up to `capacity`: what a decoder of many events fills instead of an object per event,
+ * and `KmemAnalyzer.pushColumns` reads. Event `i` has the fields of a {@link KmemEvent} at index `i` (`op` and
+ * `allocator` as their numbers in {@link OPS} and {@link ALLOCATORS}; a missing `migratetype` is NaN).
+ */
+export class KmemColumns {
+  length = 0;
+  readonly op: Uint8Array;
+  readonly allocator: Uint8Array;
+  readonly tsNs: Float64Array;
+  readonly cpu: Float64Array;
+  readonly callSite: Float64Array;
+  readonly ptr: Float64Array;
+  readonly bytesReq: Float64Array;
+  readonly bytesAlloc: Float64Array;
+  readonly gfpFlags: Float64Array;
+  readonly node: Float64Array;
+  readonly order: Float64Array;
+  readonly migratetype: Float64Array;
+  readonly cache: (string | undefined)[];
+  readonly gfpText: (string | undefined)[];
+
+  readonly capacity: number;
+
+  constructor(capacity: number) {
+    this.capacity = capacity;
+    this.op = new Uint8Array(capacity);
+    this.allocator = new Uint8Array(capacity);
+    this.tsNs = new Float64Array(capacity);
+    this.cpu = new Float64Array(capacity);
+    this.callSite = new Float64Array(capacity);
+    this.ptr = new Float64Array(capacity);
+    this.bytesReq = new Float64Array(capacity);
+    this.bytesAlloc = new Float64Array(capacity);
+    this.gfpFlags = new Float64Array(capacity);
+    this.node = new Float64Array(capacity);
+    this.order = new Float64Array(capacity);
+    this.migratetype = new Float64Array(capacity);
+    this.cache = new Array<string | undefined>(capacity).fill(undefined);
+    this.gfpText = new Array<string | undefined>(capacity).fill(undefined);
+  }
+
+  /** Event `i` as an object. */
+  event(i: number): KmemEvent {
+    const page = this.allocator[i] === ALLOCATOR_CODE.page;
+    const migratetype = this.migratetype[i]!;
+    return kmemEvent({
+      op: OPS[this.op[i]!]!,
+      allocator: ALLOCATORS[this.allocator[i]!]!,
+      tsNs: this.tsNs[i]!,
+      cpu: this.cpu[i]!,
+      callSite: this.callSite[i]!,
+      ptr: this.ptr[i]!,
+      bytesReq: this.bytesReq[i]!,
+      bytesAlloc: this.bytesAlloc[i]!,
+      gfpFlags: this.gfpFlags[i]!,
+      node: this.node[i]!,
+      order: page ? this.order[i] : undefined,
+      migratetype: Number.isNaN(migratetype) ? undefined : migratetype,
+      cache: this.cache[i],
+      gfpText: this.gfpText[i],
+    });
+  }
+}
+
+/**
+ * Events a decoder delivers in batches of columns (`batches`, one {@link KmemColumns} refilled: each batch is valid
+ * until the next is asked for), or as objects when iterated. Read once, either way.
+ */
+export class KmemEventStream implements Iterable<KmemEvent> {
+  readonly #batches: () => Iterator<KmemColumns>;
+
+  constructor(batches: () => Iterator<KmemColumns>) {
+    this.#batches = batches;
+  }
+
+  /** The batches. */
+  batches(): Iterable<KmemColumns> {
+    return { [Symbol.iterator]: this.#batches };
+  }
+
+  *[Symbol.iterator](): Iterator<KmemEvent> {
+    for (const batch of this.batches()) for (let i = 0; i < batch.length; i++) yield batch.event(i);
+  }
+}

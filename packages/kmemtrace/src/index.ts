@@ -16,6 +16,7 @@ export {
 export { diffReports, formatDiffText, type KmemDiff, type SiteDiff } from './diff.ts';
 export { KmemError, type KmemErrorCode, type KmemLocation } from './errors.ts';
 export type { Allocator, KmemEvent, KmemOp, KmemSource } from './event.ts';
+export { KmemColumns, KmemEventStream } from './event.ts';
 export { BUILTIN_GFP_TABLE, type GfpTable, gfpNamer, gfpNames, gfpValue, parseGfpTable } from './gfp.ts';
 export {
   detectKmemInput,
@@ -39,7 +40,7 @@ export {
   type LiveKmemOptions,
   type LiveKmemStats,
 } from './live.ts';
-export { type PerfScriptOptions, parsePerfScript } from './perf-script.ts';
+export { type PerfScriptInput, type PerfScriptOptions, PerfScriptReader, parsePerfScript } from './perf-script.ts';
 export {
   type AllocRow,
   buildReport,

@@ -15,11 +15,11 @@ import {
   requireSeekableInput,
 } from '@evtrace/trace-format';
 import { AddressKeys } from './address.ts';
-import { KmemError } from './errors.ts';
-import type { KmemEvent, KmemSource } from './event.ts';
+import { EXPECTED_INPUT, KmemError, noKmemEvents } from './errors.ts';
+import { KmemColumns, type KmemEvent, KmemEventStream, type KmemSource } from './event.ts';
 import { gfpNamer } from './gfp.ts';
 import { decodeKmemtrace, type KmemtraceLayout } from './kmemtrace-abi.ts';
-import { parsePerfScript } from './perf-script.ts';
+import { BATCH, type PerfScriptInput, PerfScriptReader } from './perf-script.ts';
 import { addressNamer } from './symbols.ts';
 import { kmemKind, traceSource } from './tracepoints.ts';
 
@@ -57,14 +57,12 @@ export function detectKmemInput(path: string): KmemInputKind {
     closeSync(fd);
   }
   const bytes = head.subarray(0, n);
-  if (n === 0) throw new KmemError('ERR_KMEM_INPUT', `empty: expected ${EXPECTED}`, { file: path, offset: 0 });
+  if (n === 0) throw new KmemError('ERR_KMEM_INPUT', `empty: expected ${EXPECTED_INPUT}`, { file: path, offset: 0 });
   if (isTraceDat(bytes)) return 'trace';
   if (bytes.subarray(0, 8).toString('latin1') === 'PERFILE2') return 'perf-data';
   if (looksLikeText(bytes)) return 'perf-script';
   return 'kmemtrace';
 }
-
-const EXPECTED = 'a trace of kmem events, perf script text of kmem events or kmemtrace relay records';
 
 /** The shared input reader's errors in this package's shape. */
 function inputError(message: string, at: InputLocation): KmemError {
@@ -79,27 +77,59 @@ export function requireKmemEvents<S extends KmemSource & { readonly events: read
   source: S,
   file: string,
 ): S {
-  if (source.events.length === 0) {
-    const n = source.diagnostics.length;
-    const skipped = n > 0 ? ` (${n} problem${n === 1 ? '' : 's'} skipped)` : '';
-    throw new KmemError('ERR_KMEM_INPUT', `no kmem event${skipped}: expected ${EXPECTED}`, { file });
-  }
+  if (source.events.length === 0) throw noKmemEvents(file, source.diagnostics.length);
   return source;
 }
 
 /**
- * perf script text as a kmem source. A text with no kmem event at all is refused as such (`ERR_KMEM_INPUT`: what was
- * expected, how many lines were not), not by the syntax error of its first line; one with kmem events fails at its
- * first malformed line (`ERR_KMEM_PERF_SCRIPT`) unless `lenient`.
+ * perf script text as a kmem source whose events are read as they are iterated (once), so a text of any length is
+ * analysed in the memory of its names and the analysis' tables. A text with no kmem event at all is refused as such
+ * (`ERR_KMEM_INPUT`: what was expected, how many lines were not), not by the syntax error of its first line; one with
+ * kmem events fails at its first malformed line (`ERR_KMEM_PERF_SCRIPT`) unless `lenient`: here when that line comes
+ * before the first kmem event, else while the events are iterated (`diagnostics` fill as they are).
  */
-export function perfScriptSource(text: string, file: string, lenient = false) {
-  try {
-    return requireKmemEvents(parsePerfScript(text, { file, lenient }), file);
-  } catch (error) {
-    // Only on failure is the text read again, leniently, to tell a wrong input from a damaged one.
-    if (lenient || !(error instanceof KmemError) || error.code !== 'ERR_KMEM_PERF_SCRIPT') throw error;
-    requireKmemEvents(parsePerfScript(text, { file, lenient: true }), file);
-    throw error;
+export function perfScriptSource(input: PerfScriptInput, file: string, lenient = false): KmemSource {
+  const reader = new PerfScriptReader(input, { file, lenient, requireKmem: true });
+  const batch = new KmemColumns(BATCH);
+  reader.read(batch);
+  let first = true;
+  return {
+    events: new KmemEventStream(() => ({
+      next(): IteratorResult<KmemColumns> {
+        if (!first && reader.read(batch) === 0) return { done: true, value: undefined };
+        first = false;
+        return { done: batch.length === 0, value: batch };
+      },
+    })),
+    diagnostics: reader.diagnostics,
+    ...reader.names(),
+  };
+}
+
+/** How much of a text file is read at a time: a chunk that stays in the processor's cache while it is parsed. */
+const CHUNK_BYTES = 1 << 18;
+
+/**
+ * A regular file's bytes, a chunk at a time into one buffer (each read when the previous is done with), the file
+ * open only while a chunk is read.
+ */
+function* fileChunks(path: string): Generator<Uint8Array> {
+  const buffer = Buffer.allocUnsafeSlow(CHUNK_BYTES);
+  for (let offset = 0; ; ) {
+    let n: number;
+    try {
+      const fd = openSync(path, 'r');
+      try {
+        n = readSync(fd, buffer, 0, buffer.length, offset);
+      } finally {
+        closeSync(fd);
+      }
+    } catch (error) {
+      throw new KmemError('ERR_KMEM_INPUT', `cannot read: ${(error as Error).message}`, { file: path, offset });
+    }
+    if (n === 0) return;
+    yield new Uint8Array(buffer.buffer, buffer.byteOffset, n);
+    offset += n;
   }
 }
 
@@ -165,14 +195,14 @@ export function openKmemInput(path: string, options: OpenKmemOptions = {}): Kmem
     case 'trace': {
       const reader = openTrace(path, { lenient: options.lenient === true });
       if (!reader.eventClasses.some((c) => kmemKind(c) !== undefined))
-        throw new KmemError('ERR_KMEM_INPUT', `a trace without kmem event classes: expected ${EXPECTED}`, {
+        throw new KmemError('ERR_KMEM_INPUT', `a trace without kmem event classes: expected ${EXPECTED_INPUT}`, {
           file: path,
         });
       const source = traceSource(reader, options.kallsyms !== undefined ? { kallsyms: options.kallsyms } : {});
       return { ...source, diagnostics: reader.warnings as string[] };
     }
     case 'perf-script':
-      return perfScriptSource(readInput(path, { error: inputError }).toString('utf8'), path, options.lenient === true);
+      return perfScriptSource(fileChunks(path), path, options.lenient === true);
     case 'kmemtrace':
       return requireKmemEvents(readKmemtrace(path, options), path);
     case 'perf-data':

@@ -321,16 +321,102 @@ export function printfFixed(x: number, digits: number): string {
   return x.toFixed(digits);
 }
 
-function slabTable(title: string, rows: CallerRow[], key: (r: CallerRow) => string): string[] {
-  const out = [RULE, ` ${title.padEnd(34)} | Total_alloc/Per | Total_req/Per   | Hit      | Ping-pong | Frag`, RULE];
-  for (const r of rows) {
-    const per = (n: number) => String(Math.floor(n / r.hit)).padEnd(5);
-    out.push(
-      ` ${key(r).padEnd(34)} | ${String(r.total_alloc).padStart(9)}/${per(r.total_alloc)} | ${String(r.total_req).padStart(9)}/${per(r.total_req)} | ${String(r.hit).padStart(8)} | ${String(r.ping_pong).padStart(9)} | ${printfFixed(r.frag_pct, 3).padStart(6)}%`,
-    );
+/**
+ * Text assembled as UTF-8 bytes and decoded once: a table of pointers runs to tens of thousands of rows, and a string
+ * per cell, padded and joined, cost several times more.
+ */
+class TextBytes {
+  #bytes = Buffer.allocUnsafe(1 << 16);
+  #at = 0;
+
+  #room(n: number): void {
+    if (this.#at + n <= this.#bytes.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.#bytes.length * 2, this.#at + n));
+    this.#bytes.copy(grown, 0, 0, this.#at);
+    this.#bytes = grown;
   }
-  out.push(RULE);
-  return out;
+
+  /** `text`, padded with spaces to `width` characters (as padEnd, or padStart unless `left`). */
+  text(text: string, width = 0, left = true): this {
+    const pad = Math.max(0, width - text.length);
+    this.#room(pad + text.length * 3);
+    if (!left) this.#spaces(pad);
+    this.#write(text);
+    if (left) this.#spaces(pad);
+    return this;
+  }
+
+  /** A number as String() writes it, padded as {@link text}; integers' digits written directly. */
+  number(value: number, width: number, left: boolean): this {
+    if (!Number.isSafeInteger(value) || value < 0) return this.text(String(value), width, left);
+    let digits = 1;
+    for (let v = value; v >= 10; v = Math.floor(v / 10)) digits++;
+    const pad = Math.max(0, width - digits);
+    this.#room(pad + digits);
+    if (!left) this.#spaces(pad);
+    const bytes = this.#bytes;
+    let v = value;
+    for (let i = this.#at + digits - 1; i >= this.#at; i--) {
+      bytes[i] = 48 + (v % 10);
+      v = Math.floor(v / 10);
+    }
+    this.#at += digits;
+    if (left) this.#spaces(pad);
+    return this;
+  }
+
+  #write(text: string): void {
+    const bytes = this.#bytes;
+    const at = this.#at;
+    // ASCII byte by byte (the separators, numbers and names of a table), anything else encoded by Buffer.
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c >= 128) {
+        this.#at = at + bytes.write(text, at, 'utf8');
+        return;
+      }
+      bytes[at + i] = c;
+    }
+    this.#at = at + text.length;
+  }
+
+  #spaces(n: number): void {
+    const bytes = this.#bytes;
+    for (let i = 0; i < n; i++) bytes[this.#at + i] = 32;
+    this.#at += n;
+  }
+
+  toString(): string {
+    return this.#bytes.toString('utf8', 0, this.#at);
+  }
+}
+
+/** A slab table, its lines joined by newlines. */
+function slabTable(title: string, rows: readonly CallerRow[], key: (r: CallerRow) => string): string {
+  const out = new TextBytes();
+  out.text(
+    `${RULE}\n ${title.padEnd(34)} | Total_alloc/Per | Total_req/Per   | Hit      | Ping-pong | Frag\n${RULE}\n`,
+  );
+  // Few distinct fragmentations among many rows.
+  const frags = new Map<number, string>();
+  for (const r of rows) {
+    let frag = frags.get(r.frag_pct);
+    if (frag === undefined) frags.set(r.frag_pct, (frag = `${printfFixed(r.frag_pct, 3).padStart(6)}%\n`));
+    const hit = r.hit;
+    out.text(' ').text(key(r), 34).text(' | ');
+    out
+      .number(r.total_alloc, 9, false)
+      .text('/')
+      .number(Math.floor(r.total_alloc / hit), 5, true)
+      .text(' | ');
+    out
+      .number(r.total_req, 9, false)
+      .text('/')
+      .number(Math.floor(r.total_req / hit), 5, true)
+      .text(' | ');
+    out.number(hit, 8, false).text(' | ').number(r.ping_pong, 9, false).text(' | ').text(frag);
+  }
+  return out.text(RULE).toString();
 }
 
 /** Requests by order (rows) and migrate type (columns, the kernel's numbers: 0 unmovable, 1 movable, 2 reclaimable). */
@@ -351,8 +437,16 @@ function orderTable(cells: readonly { order: number; migratetype: number; count:
 /** The report as text: perf kmem's tables and summary, then the sections perf does not have. */
 export function formatReportText(report: KmemReport): string {
   const out: string[] = [];
-  if (report.callers) out.push(...slabTable('Callsite', report.callers, (r) => r.site), '');
-  if (report.allocs) out.push(...slabTable('Alloc Ptr', report.allocs, (r) => (r as AllocRow).ptr), '');
+  if (report.callers)
+    out.push(
+      slabTable('Callsite', report.callers, (r) => r.site),
+      '',
+    );
+  if (report.allocs)
+    out.push(
+      slabTable('Alloc Ptr', report.allocs, (r) => (r as AllocRow).ptr),
+      '',
+    );
   const s = report.summary;
   out.push(
     'SUMMARY (SLAB allocator)',

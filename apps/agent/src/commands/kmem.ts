@@ -111,12 +111,13 @@ function openSource(input: string, options: { lenient?: boolean; kallsyms?: stri
   const kallsyms =
     options.kallsyms === undefined ? undefined : Kallsyms.parse(readInput(options.kallsyms).toString('latin1'));
   if (detectKmemInput(input) === 'perf-data') {
-    let text: string;
+    let text: Buffer;
     try {
+      // Its bytes, parsed as they are: no string of the whole text.
       text = execFileSync('perf', ['script', '-i', input], {
         maxBuffer: 2 ** 31,
         stdio: ['ignore', 'pipe', 'pipe'],
-      }).toString();
+      });
     } catch (error) {
       const e = error as { code?: string; stderr?: Buffer; message: string };
       const why = e.code === 'ENOENT' ? 'perf is not installed' : e.stderr?.toString().trim() || e.message;
