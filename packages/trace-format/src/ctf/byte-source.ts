@@ -6,6 +6,11 @@ export interface ByteSource {
   readonly size: number;
   /** The bytes from `offset`, at most `length` of them (fewer at the end). */
   read(offset: number, length: number): Uint8Array;
+  /**
+   * Reads the bytes from `offset` into `into` (fewer at the end) and returns how many: for a reader that reuses one
+   * buffer rather than leave the collector a new one per read. Absent where `read` copies nothing (memory).
+   */
+  readInto?(offset: number, into: Uint8Array): number;
 }
 
 export function memorySource(data: Uint8Array): ByteSource {
@@ -29,6 +34,20 @@ export function fileSource(path: string): ByteSource {
           done += got;
         }
         return out.subarray(0, done);
+      } finally {
+        closeSync(fd);
+      }
+    },
+    readInto(offset, into) {
+      const fd = openSync(path, 'r');
+      try {
+        let done = 0;
+        while (done < into.length) {
+          const got = readSync(fd, into, done, into.length - done, offset + done);
+          if (got === 0) break;
+          done += got;
+        }
+        return done;
       } finally {
         closeSync(fd);
       }

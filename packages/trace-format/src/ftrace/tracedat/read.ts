@@ -250,6 +250,7 @@ export function readTraceDat(
         cpu: cpu.cpu,
         bytes: data.bytes,
         chunks: data.chunks,
+        ...(data.transientBytes !== undefined ? { transientBytes: data.transientBytes } : {}),
         file: data.compressed ? `${file ?? '<trace.dat>'}:cpu${cpu.cpu}(decompressed)` : file,
         fileOffset: data.compressed ? 0 : cpu.offset,
       };
@@ -404,7 +405,12 @@ function cpuData(
   version: number,
   pageSize: number,
   onDamage: ((message: string) => void) | undefined,
-): { bytes: () => Iterable<Buffer>; chunks: PageChunk[]; compressed: boolean } {
+): {
+  bytes: () => Iterable<Buffer>;
+  transientBytes?: () => Iterable<Buffer>;
+  chunks: PageChunk[];
+  compressed: boolean;
+} {
   const damaged = (e: unknown, kept: string): void => {
     if (onDamage === undefined || !(e instanceof TraceFormatError)) throw e;
     onDamage(`${e.message}; CPU ${cpu.cpu}: ${kept}`);
@@ -427,16 +433,26 @@ function cpuData(
       end = Math.min(end, cpu.offset + whole * pageSize);
     }
     const step = Math.max(1, Math.floor(PIECE / pageSize)) * pageSize;
-    const chunks: PageChunk[] = [];
-    for (let at = Math.min(cpu.offset, end); at < end; at += step) {
-      const size = Math.min(step, end - at);
-      chunks.push({ size, read: () => read(at, size) });
-    }
+    const pieces: { at: number; size: number }[] = [];
+    for (let at = Math.min(cpu.offset, end); at < end; at += step) pieces.push({ at, size: Math.min(step, end - at) });
+    const readInto = source.readInto?.bind(source);
     return {
       bytes: function* () {
-        for (const k of chunks) yield k.read();
+        for (const p of pieces) yield read(p.at, p.size);
       },
-      chunks,
+      chunks: pieces.map((p) => ({ size: p.size, read: () => read(p.at, p.size) })),
+      ...(readInto !== undefined
+        ? {
+            transientBytes: function* () {
+              const into = Buffer.allocUnsafeSlow(pieces[0]?.size ?? 0);
+              for (const p of pieces) {
+                const got = readInto(p.at, into.subarray(0, p.size));
+                if (got < p.size) c.fail(`the file ended while CPU ${cpu.cpu}'s data was read`, p.at + got);
+                yield into.subarray(0, p.size);
+              }
+            },
+          }
+        : {}),
       compressed: false,
     };
   }
