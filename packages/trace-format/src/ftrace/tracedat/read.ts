@@ -421,6 +421,22 @@ function cpuData(
     if (got.length < n) c.fail(`the file ended while CPU ${cpu.cpu}'s data was read`, offset + got.length);
     return got;
   };
+  /**
+   * {@link read} into one buffer reused from read to read, each valid until the next, so that reading leaves the
+   * collector nothing; plain `read` where the source copies nothing (memory).
+   */
+  const reusing = (): ((offset: number, n: number) => Buffer) => {
+    const readInto = source.readInto?.bind(source);
+    if (readInto === undefined) return read;
+    let scratch = Buffer.alloc(0);
+    return (offset, n) => {
+      if (scratch.length < n) scratch = Buffer.allocUnsafeSlow(n);
+      const into = scratch.subarray(0, n);
+      const got = readInto(offset, into);
+      if (got < n) c.fail(`the file ended while CPU ${cpu.cpu}'s data was read`, offset + got);
+      return into;
+    };
+  };
   if (version === 6 || compression === 'none') {
     let end = cpu.offset + cpu.size;
     if (end > c.end) {
@@ -435,24 +451,15 @@ function cpuData(
     const step = Math.max(1, Math.floor(PIECE / pageSize)) * pageSize;
     const pieces: { at: number; size: number }[] = [];
     for (let at = Math.min(cpu.offset, end); at < end; at += step) pieces.push({ at, size: Math.min(step, end - at) });
-    const readInto = source.readInto?.bind(source);
     return {
       bytes: function* () {
         for (const p of pieces) yield read(p.at, p.size);
       },
+      transientBytes: function* () {
+        const readPiece = reusing();
+        for (const p of pieces) yield readPiece(p.at, p.size);
+      },
       chunks: pieces.map((p) => ({ size: p.size, read: () => read(p.at, p.size) })),
-      ...(readInto !== undefined
-        ? {
-            transientBytes: function* () {
-              const into = Buffer.allocUnsafeSlow(pieces[0]?.size ?? 0);
-              for (const p of pieces) {
-                const got = readInto(p.at, into.subarray(0, p.size));
-                if (got < p.size) c.fail(`the file ended while CPU ${cpu.cpu}'s data was read`, p.at + got);
-                yield into.subarray(0, p.size);
-              }
-            },
-          }
-        : {}),
       compressed: false,
     };
   }
@@ -462,13 +469,15 @@ function cpuData(
   const dataOf = (k: Chunk) => k.at + 8;
   return {
     bytes: function* () {
+      // The compressed bytes are done with once decompressed: one buffer takes them all.
+      const readBlock = reusing();
       for (let i = 0; i < chunks.length; ) {
         // Consecutive chunks are read together, a few MiB of them at a time.
         const from = dataOf(chunks[i]!);
         let j = i + 1;
         while (j < chunks.length && dataOf(chunks[j]!) + chunks[j]!.csize - from <= PIECE) j++;
         const last = chunks[j - 1]!;
-        const block = read(from, dataOf(last) + last.csize - from);
+        const block = readBlock(from, dataOf(last) + last.csize - from);
         for (; i < j; i++) {
           const k = chunks[i]!;
           const data = block.subarray(dataOf(k) - from, dataOf(k) - from + k.csize);
