@@ -1,10 +1,12 @@
 /**
  * A trace.dat read from its file (openTraceDat) as the reader goes: the same events as the image read from memory,
- * several pieces per CPU, no file descriptor held between reads, and a file that shrinks under the reader named.
+ * several pieces per CPU, no file descriptor held between reads, a file that shrinks under the reader named, and
+ * any damage read from the file as from memory.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../../errors.ts';
 import type { EventClass, TraceEvent } from '../../model/types.ts';
@@ -93,6 +95,42 @@ describe('a trace.dat read from its file as the reader goes', { timeout: 60_000 
       expect(e.location.offset).toBeGreaterThanOrEqual(cpu1.offset);
       expect(e.location.offset).toBeLessThan(bytes.length);
       expect(readFileSync(copy).length).toBe(cpu1.offset + 100);
+    });
+  }
+});
+
+/** What a reading gives: its events and warnings, or its error (any other than a TraceFormatError fails the test). */
+function outcome(read: () => TraceDatReader): string {
+  try {
+    const r = read();
+    return [...summary(r), ...r.warnings].join('\n');
+  } catch (e) {
+    expect(e).toBeInstanceOf(TraceFormatError);
+    return `error: ${(e as Error).message}`;
+  }
+}
+
+describe('a damaged trace.dat read from its file', { timeout: 60_000 }, () => {
+  const few = events.slice(0, 3000);
+  for (const { version, compression } of kinds) {
+    it(`v${version} ${compression}: reads as its image in memory, strict or lenient, whatever is changed or cut`, () => {
+      const base = encodeTraceDat([tick], few, { version, compression }).bytes;
+      const file = join(dir, `damaged-v${version}-${compression}.dat`);
+      const change = fc.oneof(
+        fc.record({ at: fc.nat(base.length - 1), value: fc.nat(255) }),
+        fc.record({ cut: fc.nat(base.length - 1) }),
+      );
+      fc.assert(
+        fc.property(change, fc.boolean(), (c, lenient) => {
+          const bytes = 'cut' in c ? base.subarray(0, c.cut) : Buffer.from(base);
+          if ('at' in c) bytes[c.at] = c.value;
+          writeFileSync(file, bytes);
+          expect(outcome(() => openTraceDat(file, { lenient }))).toBe(
+            outcome(() => readTraceDat(bytes, { file, lenient })),
+          );
+        }),
+        { numRuns: 150 },
+      );
     });
   }
 });
