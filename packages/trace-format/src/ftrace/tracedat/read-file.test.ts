@@ -35,6 +35,13 @@ const events: TraceEvent[] = Array.from({ length: 160_000 }, (_, i) => ({
   fields: { n: BigInt(i), task: `task-${i % 13}` },
 }));
 
+/** Metadata larger than one window of the cursor that reads it from the file. */
+const kallsyms = Array.from(
+  { length: 8000 },
+  (_, i) => `ffffffff${(0x81000000 + i * 64).toString(16)} T function_${i}\n`,
+).join('');
+const cmdlines = new Map(Array.from({ length: 5000 }, (_, i) => [1000 + i, `task-${i}`]));
+
 const dir = mkdtempSync(join(tmpdir(), 'evtrace-read-file-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -50,7 +57,7 @@ const kinds = [
 describe('a trace.dat read from its file as the reader goes', { timeout: 60_000 }, () => {
   for (const { version, compression } of kinds) {
     const file = join(dir, `v${version}-${compression}.dat`);
-    const bytes = encodeTraceDat([tick], events, { version, compression }).bytes;
+    const bytes = encodeTraceDat([tick], events, { version, compression, kallsyms, cmdlines }).bytes;
     writeFileSync(file, bytes);
 
     it(`v${version} ${compression}: yields the events of the image read from memory`, () => {
@@ -61,6 +68,8 @@ describe('a trace.dat read from its file as the reader goes', { timeout: 60_000 
       expect(ours).toHaveLength(events.length);
       expect(ours).toEqual(summary(readTraceDat(bytes)));
       expect(fromFile.warnings).toEqual([]);
+      expect(fromFile.metadata.kallsymsText).toBe(kallsyms);
+      expect(fromFile.metadata.cmdlines).toEqual(cmdlines);
     });
 
     it(`v${version} ${compression}: holds no file descriptor between reads, nor once abandoned`, () => {
