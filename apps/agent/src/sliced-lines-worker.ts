@@ -50,7 +50,6 @@ let opened: ReturnType<typeof openInput> | undefined;
 try {
   opened = openInput(job.input, {
     ...job.options,
-    ...(job.traceDat !== undefined ? { traceDat: Buffer.from(job.traceDat) } : {}),
     part: { slices, index: job.index, count: job.count },
   });
   const format = job.json ? jsonLines(opened) : textLines(opened.reader);

@@ -4,36 +4,16 @@
  * slices' records and the task-naming events of the others (so that every thread knows each task's name as a single
  * thread would). The main thread writes the slices' text in order: the output is the single thread's, byte for byte.
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { type FtraceReader, type TimeSlices, timeSlices } from '@evtrace/trace-format';
 import { CliCode, CliExit, type ExitCode } from './exit-codes.ts';
 import type { OpenedInput } from './trace-input.ts';
 
-/** A trace.dat's bytes in memory every thread reads: one copy, however many threads. */
-function sharedFile(path: string): SharedArrayBuffer {
-  const fd = openSync(path, 'r');
-  try {
-    const size = fstatSync(fd).size;
-    const shared = new SharedArrayBuffer(size);
-    const bytes = new Uint8Array(shared);
-    for (let done = 0; done < size; ) {
-      const n = readSync(fd, bytes, done, size - done, done);
-      if (n === 0) return shared.slice(0, done) as unknown as SharedArrayBuffer;
-      done += n;
-    }
-    return shared;
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** What a worker is given. */
 export interface SliceJob {
+  /** The recording, which each thread reads from its file as it goes. */
   readonly input: string;
-  /** A trace.dat's bytes, read once for every thread. */
-  readonly traceDat: SharedArrayBuffer | undefined;
   readonly options: { filter?: string; buffer?: string; allBuffers?: boolean };
   readonly json: boolean;
   readonly slices: { readonly startNs: string; readonly widthNs: string };
@@ -93,7 +73,7 @@ export function sliceReading(
   input: string,
   opened: OpenedInput,
   options: { threads?: number; lenient?: boolean; limited: boolean; recordsPerSlice?: number },
-): { count: number; slices: TimeSlices; traceDat: boolean } | undefined {
+): { count: number; slices: TimeSlices } | undefined {
   const reader = opened.reader as OpenedInput['reader'] & Partial<FtraceReader>;
   // Standard input is read once, by this thread.
   if (input === '-' || options.threads === 1 || options.lenient || options.limited) return undefined;
@@ -104,7 +84,7 @@ export function sliceReading(
   const slices = timeSlices(reader as FtraceReader, options.recordsPerSlice ?? RECORDS_PER_SLICE);
   if (slices === undefined) return undefined;
   if (options.threads === undefined && slices.records < SMALLEST_SHARED) return undefined;
-  return { count, slices, traceDat: reader.kind === 'tracedat' };
+  return { count, slices };
 }
 
 /** Where the worker script is: next to this module in src (tests), at the dist root once bundled. */
@@ -122,11 +102,10 @@ function workerUrl(): URL {
 export function printSliced(
   input: string,
   options: SliceJob['options'] & { json: boolean },
-  plan: { count: number; slices: TimeSlices; traceDat: boolean },
+  plan: { count: number; slices: TimeSlices },
   write: (bytes: Uint8Array) => void,
 ): Promise<SlicedRead> {
   const { count, slices } = plan;
-  const traceDat = plan.traceDat ? sharedFile(input) : undefined;
   const owedBytes = new SharedArrayBuffer(4 * count);
   const owed = new Int32Array(owedBytes);
   const rings = Array.from({ length: count }, () => new SharedArrayBuffer(RING_BYTES));
@@ -181,7 +160,6 @@ export function printSliced(
     for (let index = 0; index < count; index++) {
       const job: SliceJob = {
         input,
-        traceDat,
         options: open,
         json,
         slices: { startNs: String(slices.startNs), widthNs: String(slices.widthNs) },

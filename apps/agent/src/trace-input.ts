@@ -20,7 +20,6 @@ import {
   type FtraceMetadata,
   openTrace,
   type RecordTest,
-  readTraceDat,
   sliceTest,
   type TimeSlices,
   type TraceEvent,
@@ -63,8 +62,6 @@ export function openInput(
     buffer?: string;
     allBuffers?: boolean;
     part?: SliceShare;
-    /** INPUT's bytes, when it is a trace.dat already read (shared between threads). */
-    traceDat?: Buffer;
   },
 ): OpenedInput {
   const readOptions = {
@@ -72,11 +69,7 @@ export function openInput(
     ...(options.buffer !== undefined ? { buffer: options.buffer } : {}),
     ...(options.allBuffers === true ? { allBuffers: true } : {}),
   };
-  const { traceDat } = options;
-  const open = () =>
-    (traceDat !== undefined
-      ? readTraceDat(traceDat, { ...readOptions, file: input })
-      : openTrace(input, readOptions)) as OpenedInput['reader'];
+  const open = () => openTrace(input, readOptions) as OpenedInput['reader'];
   const reader = open();
   const notes: string[] = [];
   // COMM is the name a task had when the event fired, as the kernel evaluates it: names are replayed over the

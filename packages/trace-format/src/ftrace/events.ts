@@ -40,6 +40,12 @@ export interface CpuPages {
    * instead of the decompressed pages. Absent when `bytes` is one buffer.
    */
   readonly chunks?: readonly PageChunk[];
+  /**
+   * The pieces `bytes` yields, read into one buffer reused from piece to piece: each is valid only until the next is
+   * asked for. For a reader done with a piece before it takes the next (decoding copies what it keeps), which then
+   * leaves the collector nothing per piece.
+   */
+  readonly transientBytes?: () => Iterable<Buffer>;
   /** For error messages: the file and the offset of the first byte in it. */
   readonly file?: string;
   readonly fileOffset?: number;
@@ -177,7 +183,7 @@ export function* cpuEventBatches(
       throw e;
     }
   };
-  const chunks = typeof pages.bytes === 'function' ? pages.bytes() : [pages.bytes];
+  const chunks = pages.transientBytes?.() ?? (typeof pages.bytes === 'function' ? pages.bytes() : [pages.bytes]);
   for (const chunk of chunks) {
     bytes = chunk;
     view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);

@@ -111,7 +111,7 @@ function copyFrom(src: Input, output: string, options: TraceDatCopyOptions): Tra
   const want = options.compression ?? 'zstd';
   if ((options.version ?? 7) !== 7) return { reason: 'version 6 is asked for' };
   const head = src.at(0, 256);
-  if (head.bytes.length < TRACEDAT_MAGIC.length || !TRACEDAT_MAGIC.equals(head.take(TRACEDAT_MAGIC.length, 'magic')))
+  if (head.end < TRACEDAT_MAGIC.length || !TRACEDAT_MAGIC.equals(head.take(TRACEDAT_MAGIC.length, 'magic')))
     return { reason: 'not a trace.dat file' };
   const version = head.cstring('version', 8);
   if (version !== '7') return { reason: `the file is version ${version}` };
@@ -141,7 +141,7 @@ function copyFrom(src: Input, output: string, options: TraceDatCopyOptions): Tra
       c = new Cursor(data, true, src.file, `options section at byte ${next}, decompressed byte `);
     }
     next = 0;
-    while (c.pos < c.bytes.length) {
+    while (c.pos < c.end) {
       const id = c.u16('option id');
       const size = c.u32('option size');
       const at = c.pos;
@@ -300,7 +300,7 @@ function chunkExtent(src: Input, cpu: { cpu: number; offset: number; size: numbe
     const csize = h.u32('chunk compressed size');
     const usize = h.u32('chunk size');
     if (at + 8 + csize > src.size) h.fail(`CPU ${cpu.cpu} chunk ${i}: ${csize} bytes claimed, the file ends first`, 0);
-    if (usize === 0 || !startsLike(algorithm, h.bytes.subarray(8, 8 + csize), usize)) {
+    if (usize === 0 || !startsLike(algorithm, h.take(Math.min(csize, h.end - h.pos), 'chunk data'), usize)) {
       h.fail(`CPU ${cpu.cpu} chunk ${i} is not ${algorithm} data of ${usize} bytes`, 8);
     }
     at += 8 + csize;

@@ -3,8 +3,8 @@
  * metadata (header_page, event formats, kallsyms, printk formats, saved cmdlines, options) and the per-CPU
  * flyrecord pages of the top-level buffer, with zlib or zstd compression in version 7.
  */
-import { readFileSync } from 'node:fs';
 import { located } from '@evtrace/errors';
+import { type ByteSource, fileSource, memorySource } from '../../ctf/byte-source.ts';
 import { TraceFormatError } from '../../errors.ts';
 import type { ByteOrder, EventClass, EventReadOptions, TraceEvent } from '../../model/types.ts';
 import {
@@ -22,7 +22,7 @@ import { checkPages, type PageSource } from '../page.ts';
 import type { FtraceReader, FtraceReadOptions } from '../raw-dir.ts';
 import { compileRecordCheck } from '../record.ts';
 import { Kallsyms, parseCmdlines, parsePrintkFormats } from '../symbols.ts';
-import { Cursor } from './cursor.ts';
+import { asBuffer, Cursor } from './cursor.ts';
 import { OPTION, SECTION_COMPRESSED, TRACEDAT_MAGIC } from './ids.ts';
 import type { TraceDatCpuPages, TraceDatPagesInput } from './pages.ts';
 
@@ -91,9 +91,12 @@ export function isTraceDat(bytes: Uint8Array): boolean {
   return bytes.length >= TRACEDAT_MAGIC.length && TRACEDAT_MAGIC.every((b, i) => bytes[i] === b);
 }
 
-/** Opens a trace.dat file. See {@link readTraceDat}. */
+/**
+ * Opens a trace.dat file. See {@link readTraceDat}. The file is read as the reader goes, in pieces (the metadata, a
+ * few MiB of a CPU's pages or compressed chunks at a time), never whole; it is open only while a piece is read.
+ */
 export function openTraceDat(file: string, options: TraceDatReadOptions = {}): TraceDatReader {
-  return readTraceDat(readFileSync(file), { ...options, file });
+  return readTraceDat(fileSource(file), { ...options, file });
 }
 
 interface Metadata {
@@ -107,17 +110,24 @@ interface Metadata {
 }
 
 const MAX_SECTION = 1 << 30;
+/** Bytes of a CPU's pages (or of its compressed chunks) read from the file at once. */
+const PIECE = 2 << 20;
 
 /**
- * Reads a trace.dat image. Events of the top-level buffer are decoded lazily, in timestamp order across CPUs.
+ * Reads a trace.dat image, in memory or read from a {@link ByteSource} as the reader goes. Events of the top-level
+ * buffer are decoded lazily, in timestamp order across CPUs.
  *
  * @throws TraceFormatError `ERR_TRACE_DAT` naming the file and byte offset of the first problem in the metadata;
  * page problems are `ERR_TRACE_FTRACE_PAGE` (or warnings with `lenient`).
  */
-export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { file?: string } = {}): TraceDatReader {
+export function readTraceDat(
+  bytes: Buffer | ByteSource,
+  options: TraceDatReadOptions & { file?: string } = {},
+): TraceDatReader {
   const file = options.file;
+  const source = Buffer.isBuffer(bytes) ? memorySource(bytes) : bytes;
   const head = new Cursor(bytes, true, file);
-  if (!isTraceDat(bytes)) head.fail('not a trace.dat file (bad magic)', 0);
+  if (!isTraceDat(source.read(0, TRACEDAT_MAGIC.length))) head.fail('not a trace.dat file (bad magic)', 0);
   head.pos = TRACEDAT_MAGIC.length;
   const versionText = head.cstring('version', 8);
   if (versionText !== '6' && versionText !== '7')
@@ -228,7 +238,7 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
     const warn = (m: string) => warnings.push(m);
     return (buffer?.cpus ?? []).map((cpu) => {
       const data = cpuData(
-        bytes,
+        source,
         c,
         cpu,
         compression?.name ?? 'none',
@@ -239,7 +249,8 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
       return {
         cpu: cpu.cpu,
         bytes: data.bytes,
-        ...(data.chunks !== undefined ? { chunks: data.chunks } : {}),
+        chunks: data.chunks,
+        ...(data.transientBytes !== undefined ? { transientBytes: data.transientBytes } : {}),
         file: data.compressed ? `${file ?? '<trace.dat>'}:cpu${cpu.cpu}(decompressed)` : file,
         fileOffset: data.compressed ? 0 : cpu.offset,
       };
@@ -264,14 +275,13 @@ export function readTraceDat(bytes: Buffer, options: TraceDatReadOptions & { fil
     // Records of unknown events are skipped by readers: only known ones must fit their class.
     const record = (view: DataView, start: number, length: number) =>
       checks.get(table.typeOf(view, start, length))?.(view, start, length);
-    const cpuList = pagesOf(buffer);
-    for (const [k, pages] of cpuList.entries()) {
+    for (const pages of pagesOf(buffer)) {
       // Each page is checked as a reader walks it, so the copy reads; a corrupt one fails it, or is left out.
       const chunked = pages.bytes;
-      if (!options.lenient && typeof chunked === 'function') {
-        // Compressed and strict: every page is kept, so the size is what the chunk list states, and each chunk is
-        // decompressed and checked as the writer takes it, never all of a CPU's pages at once.
-        const size = chunkList(bytes, c, buffer.cpus[k]!).chunks.reduce((n, chunk) => n + chunk.usize, 0);
+      if (!options.lenient && typeof chunked === 'function' && pages.chunks !== undefined) {
+        // Strict: every page is kept, so the size is what the pieces state, and each piece is read (decompressed)
+        // and checked as the writer takes it, never all of a CPU's pages at once.
+        const size = pages.chunks.reduce((n, chunk) => n + chunk.size, 0);
         while (cpus.length < pages.cpu) cpus.push({ size: 0, chunks: () => [] });
         cpus[pages.cpu] = { size, chunks: () => checkedPageChunks(chunked(), pages, page, record) };
         continue;
@@ -380,78 +390,128 @@ function* shift(events: Iterable<TraceEvent>, by: bigint): Generator<TraceEvent>
 }
 
 /**
- * A CPU's pages: a slice of the file, or its compressed chunks decompressed one at a time as they are read.
+ * A CPU's pages, read from `source` as they are asked for: whole pages a few MiB at a time, or its compressed chunks
+ * (read a few MiB of them at a time) decompressed one at a time. `chunks` are the same pieces, each readable alone.
  *
  * Damage (the file ending inside the CPU's data, a chunk list cut or corrupt) fails the read naming its byte offset;
  * with `onDamage` it is reported there instead and everything before it is kept: the whole pages of a slice, the
  * whole chunks of a list (a chunk is compressed as one piece, so its pages stand or fall together).
  */
 function cpuData(
-  bytes: Buffer,
+  source: ByteSource,
   c: Cursor,
   cpu: { cpu: number; offset: number; size: number },
   compression: string,
   version: number,
   pageSize: number,
   onDamage: ((message: string) => void) | undefined,
-): { bytes: Buffer | (() => Iterable<Buffer>); chunks?: PageChunk[]; compressed: boolean } {
+): {
+  bytes: () => Iterable<Buffer>;
+  transientBytes?: () => Iterable<Buffer>;
+  chunks: PageChunk[];
+  compressed: boolean;
+} {
   const damaged = (e: unknown, kept: string): void => {
     if (onDamage === undefined || !(e instanceof TraceFormatError)) throw e;
     onDamage(`${e.message}; CPU ${cpu.cpu}: ${kept}`);
   };
+  /** `n` bytes at `offset`, which the file held when it was opened. */
+  const read = (offset: number, n: number): Buffer => {
+    const got = asBuffer(source.read(offset, n));
+    if (got.length < n) c.fail(`the file ended while CPU ${cpu.cpu}'s data was read`, offset + got.length);
+    return got;
+  };
+  /**
+   * {@link read} into one buffer reused from read to read, each valid until the next, so that reading leaves the
+   * collector nothing (a source that copies nothing, memory, returns its own bytes instead).
+   */
+  const reusing = (): ((offset: number, n: number) => Buffer) => {
+    let scratch = Buffer.alloc(0);
+    return (offset, n) => {
+      if (scratch.length < n) scratch = Buffer.allocUnsafeSlow(n);
+      const got = asBuffer(source.read(offset, n, scratch));
+      if (got.length < n) c.fail(`the file ended while CPU ${cpu.cpu}'s data was read`, offset + got.length);
+      return got;
+    };
+  };
   if (version === 6 || compression === 'none') {
     let end = cpu.offset + cpu.size;
-    if (end > bytes.length) {
-      const whole = Math.floor(Math.max(0, bytes.length - cpu.offset) / pageSize);
+    if (end > c.end) {
+      const whole = Math.floor(Math.max(0, c.end - cpu.offset) / pageSize);
       try {
-        c.fail(`the file ends inside CPU ${cpu.cpu}'s data [${cpu.offset}, +${cpu.size})`, bytes.length);
+        c.fail(`the file ends inside CPU ${cpu.cpu}'s data [${cpu.offset}, +${cpu.size})`, c.end);
       } catch (e) {
         damaged(e, `the ${whole} whole pages before it kept`);
       }
       end = Math.min(end, cpu.offset + whole * pageSize);
     }
-    return { bytes: bytes.subarray(Math.min(cpu.offset, end), end), compressed: false };
+    const step = Math.max(1, Math.floor(PIECE / pageSize)) * pageSize;
+    const pieces: { at: number; size: number }[] = [];
+    for (let at = Math.min(cpu.offset, end); at < end; at += step) pieces.push({ at, size: Math.min(step, end - at) });
+    return {
+      bytes: function* () {
+        for (const p of pieces) yield read(p.at, p.size);
+      },
+      transientBytes: function* () {
+        const readPiece = reusing();
+        for (const p of pieces) yield readPiece(p.at, p.size);
+      },
+      chunks: pieces.map((p) => ({ size: p.size, read: () => read(p.at, p.size) })),
+      compressed: false,
+    };
   }
-  if (cpu.size === 0) return { bytes: Buffer.alloc(0), compressed: true };
-  const { chunks, error } = chunkList(bytes, c, cpu);
+  if (cpu.size === 0) return { bytes: () => [], chunks: [], compressed: true };
+  const { chunks, error } = chunkList(c, cpu);
   if (error !== undefined) damaged(error, `the ${chunks.length} whole chunks before it kept`);
+  const dataOf = (k: Chunk) => k.at + 8;
   return {
     bytes: function* () {
-      for (const k of chunks) {
-        try {
-          yield decompress(k.cursor, compression, k.data, k.usize, k.at);
-        } catch (e) {
-          // Lenient: a chunk that does not decompress is reported and skipped; the chunks around it still count.
-          damaged(e, 'chunk skipped');
+      // The compressed bytes are done with once decompressed: one buffer takes them all.
+      const readBlock = reusing();
+      for (let i = 0; i < chunks.length; ) {
+        // Consecutive chunks are read together, a few MiB of them at a time.
+        const from = dataOf(chunks[i]!);
+        let j = i + 1;
+        while (j < chunks.length && dataOf(chunks[j]!) + chunks[j]!.csize - from <= PIECE) j++;
+        const last = chunks[j - 1]!;
+        const block = readBlock(from, dataOf(last) + last.csize - from);
+        for (; i < j; i++) {
+          const k = chunks[i]!;
+          const data = block.subarray(dataOf(k) - from, dataOf(k) - from + k.csize);
+          try {
+            yield decompress(c, compression, data, k.usize, k.at);
+          } catch (e) {
+            // Lenient: a chunk that does not decompress is reported and skipped; the chunks around it still count.
+            damaged(e, 'chunk skipped');
+          }
         }
       }
     },
     chunks: chunks.map((k) => ({
       size: k.usize,
-      read: () => decompress(k.cursor, compression, k.data, k.usize, k.at),
+      read: () => decompress(c, compression, read(dataOf(k), k.csize), k.usize, k.at),
     })),
     compressed: true,
   };
 }
 
+/** A compressed chunk of a CPU's data: where its header lies, its compressed size and its size. */
 interface Chunk {
-  readonly cursor: Cursor;
   readonly at: number;
-  readonly data: Buffer;
+  readonly csize: number;
   readonly usize: number;
 }
 
 /**
  * The compressed chunks of a CPU's data (a count, then each chunk's compressed size, size and bytes), up to the first
  * one the file does not hold whole; `error` names that damage. The stated size leaves out the chunk count, so chunks
- * are bounded by the file, not by it.
+ * are bounded by the file, not by it. Only the chunks' headers are read.
  */
 function chunkList(
-  bytes: Buffer,
   c: Cursor,
   cpu: { cpu: number; offset: number; size: number },
 ): { chunks: Chunk[]; end: number; error?: TraceFormatError } {
-  const d = new Cursor(bytes, c.le, c.file, '', cpu.offset);
+  const d = c.at(cpu.offset);
   const chunks: Chunk[] = [];
   try {
     const count = d.u32(`CPU ${cpu.cpu} chunk count`);
@@ -460,7 +520,8 @@ function chunkList(
       const at = d.pos;
       const csize = d.u32('chunk compressed size');
       const usize = d.u32('chunk size');
-      chunks.push({ cursor: d, at, data: d.take(csize, 'chunk data'), usize });
+      d.skip(csize, 'chunk data');
+      chunks.push({ at, csize, usize });
     }
   } catch (e) {
     if (!(e instanceof TraceFormatError)) throw e;
@@ -499,17 +560,17 @@ function readHeaders(c: Cursor, meta: Metadata): void {
 
 function readFtraceFormats(c: Cursor, meta: Metadata): void {
   const n = c.u32('ftrace format count');
-  if (n > (c.bytes.length - c.pos) / 8) c.fail(`${n} ftrace formats cannot fit`, c.pos - 4);
+  if (n > (c.end - c.pos) / 8) c.fail(`${n} ftrace formats cannot fit`, c.pos - 4);
   for (let i = 0; i < n; i++) meta.ftraceFormats.push(c.text(c.u64('format size'), 'ftrace format'));
 }
 
 function readEventFormats(c: Cursor, meta: Metadata): void {
   const systems = c.u32('event system count');
-  if (systems > (c.bytes.length - c.pos) / 5) c.fail(`${systems} event systems cannot fit`, c.pos - 4);
+  if (systems > (c.end - c.pos) / 5) c.fail(`${systems} event systems cannot fit`, c.pos - 4);
   for (let s = 0; s < systems; s++) {
     const system = c.cstring('system name', 256);
     const n = c.u32('event count');
-    if (n > (c.bytes.length - c.pos) / 8) c.fail(`${n} event formats cannot fit`, c.pos - 4);
+    if (n > (c.end - c.pos) / 8) c.fail(`${n} event formats cannot fit`, c.pos - 4);
     for (let i = 0; i < n; i++) meta.eventFormats.push({ system, text: c.text(c.u64('format size'), 'event format') });
   }
 }
@@ -557,7 +618,7 @@ function readV6(
     try {
       const at = d.u64('buffer section offset');
       const name = d.cstring('buffer name');
-      const t = new Cursor(c.bytes, c.le, c.file, '', at);
+      const t = c.at(at);
       if (t.text(10, 'buffer section tag') !== 'flyrecord\0')
         t.fail(`buffer ${JSON.stringify(name)}: no flyrecord section at its offset`, at);
       const own = [];
@@ -585,7 +646,7 @@ function readV7(
   let next = c.u64('first options offset');
   const seen = new Set<number>();
   const section = (offset: number, expectId: number): Cursor => {
-    const s = new Cursor(c.bytes, c.le, c.file, '', offset);
+    const s = c.at(offset);
     const id = s.u16('section id');
     if (id !== expectId) s.fail(`section ${id} found where section ${expectId} was expected`, offset);
     const flags = s.u16('section flags');
@@ -593,7 +654,8 @@ function readV7(
     const size = s.u64('section size');
     s.need(size, 'section');
     if ((flags & SECTION_COMPRESSED) === 0 || compression === 'none') {
-      return new Cursor(c.bytes.subarray(0, s.pos + size), c.le, c.file, '', s.pos);
+      const at = s.pos;
+      return new Cursor(s.take(size, 'section'), c.le, c.file, '', 0, at);
     }
     const at = s.pos;
     const csize = s.u32('compressed size');
@@ -636,7 +698,7 @@ function readV7(
   };
   /** The options of one options section; returns the offset of the next one (0: none). */
   const readOptions = (s: Cursor): number => {
-    while (s.pos < s.bytes.length) {
+    while (s.pos < s.end) {
       const id = s.u16('option id');
       const size = s.u32('option size');
       const data = s.take(size, 'option data');
@@ -704,10 +766,9 @@ function recoverV7(
     warn: (message: string) => void;
   },
 ): void {
-  const bytes = c.bytes;
   try {
-    while (at + 16 <= bytes.length && buffers.length === 0) {
-      const h = new Cursor(bytes, c.le, c.file, '', at);
+    while (at + 16 <= c.end && buffers.length === 0) {
+      const h = c.at(at);
       const id = h.u16('section id');
       h.u16('section flags');
       h.u32('section description');
@@ -717,10 +778,10 @@ function recoverV7(
           h.fail('the CPU table is lost and uncompressed CPU data cannot be told apart', at);
         }
         const cpus = [];
-        const end = Math.min(bytes.length, h.pos + size);
+        const end = Math.min(c.end, h.pos + size);
         let offset = Math.ceil(h.pos / pageSize) * pageSize;
         while (offset + 4 <= end) {
-          const found = chunkList(bytes, c, { cpu: cpus.length, offset, size: end - offset - 4 });
+          const found = chunkList(c, { cpu: cpus.length, offset, size: end - offset - 4 });
           if (found.chunks.length === 0) break;
           // A CPU cut by the damage keeps its stated extent: reading it reports the damage and keeps its whole chunks.
           cpus.push({ cpu: cpus.length, offset, size: (found.error === undefined ? found.end : end) - offset - 4 });
