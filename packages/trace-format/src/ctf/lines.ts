@@ -73,7 +73,7 @@ export interface PayloadLayout {
 export type PayloadTest = (view: DataView, start: number, length: number, cpu: number) => boolean;
 
 /** The layout of a payload of byte-aligned integers of one byte order, or undefined. */
-function payloadLayout(payload: StructClass): PayloadLayout | undefined {
+export function payloadLayout(payload: StructClass): PayloadLayout | undefined {
   const offsets = new Map<string, number>();
   let at = 0;
   let byteOrder: ByteOrder | undefined;

@@ -6,7 +6,7 @@
  * by the trace.dat writer, whose records these equal byte for byte.
  */
 import { ByteOut } from '../codec/byte-out.ts';
-import { refersOutward, type ValueSink } from '../codec/decoder.ts';
+import { alignmentOf, refersOutward, type ValueSink } from '../codec/decoder.ts';
 import { type PagePacker, putInt } from '../ftrace/encode.ts';
 import { synthesizeFtraceClass } from '../ftrace/tracedat/synthesize.ts';
 import type { TraceDatEncoder } from '../ftrace/tracedat/write-events.ts';
@@ -14,7 +14,7 @@ import type { EventClass, FtraceFieldInfo } from '../model/types.ts';
 import type { CyclesToNs } from './clock.ts';
 import type { CtfEvent } from './event.ts';
 import type { EventLineWriter, LineSource, LineTarget, LineWriters } from './line-target.ts';
-import { EMPTY, LineCursor, type LineEntry, silentSink, writerOf } from './lines.ts';
+import { EMPTY, LineCursor, type LineEntry, payloadLayout, silentSink, writerOf } from './lines.ts';
 import { Merger } from './merge.ts';
 import type { CompiledEvent, CompiledStream } from './stream-class.ts';
 
@@ -65,6 +65,8 @@ function recordWriter(stream: CompiledStream, cls: EventClass, index: number): E
   });
   const streamContext = streamType && writerOf(streamType, 'stream.event.context', silentSink(streamType));
   const eventContext = cls.context && writerOf(cls.context, 'event.context', silentSink(cls.context));
+  const copy = payloadCopy(cls, own);
+  const align = alignmentOf(cls.payload);
   let bytes: Uint8Array | undefined;
   return (s, out) => {
     out.reserve(fixed);
@@ -80,10 +82,52 @@ function recordWriter(stream: CompiledStream, cls: EventClass, index: number): E
     place.base = at;
     streamContext?.(s, out);
     eventContext?.(s, out);
+    const r = s.r;
+    if (copy !== undefined) {
+      // The payload's start: aligned as its decoder aligns it (to whole bytes at least).
+      let p = r.pos;
+      const m = p % align;
+      if (m !== 0) p += align - m;
+      if (p + copy.bits <= r.limit) {
+        const from = r.bytes;
+        const start = p / 8;
+        const { src, dst, size } = copy;
+        for (let k = 0; k < src.length; k++) {
+          const a = start + src[k]!;
+          const z = at + dst[k]!;
+          for (let i = 0, n = size[k]!; i < n; i++) b[z + i] = from[a + i]!;
+        }
+        r.pos = p + copy.bits;
+        out.length = at + fixed;
+        return true;
+      }
+    }
+    // Values read one by one: unaligned, or past the packet's end (which the decoder names).
     payload(s, out);
     out.length = at + fixed;
     return true;
   };
+}
+
+/**
+ * Where a payload's bytes go in the record when its integers are its fields as they lie (little-endian, byte-aligned,
+ * each as wide as its field): copied, not read. Undefined otherwise.
+ */
+function payloadCopy(cls: EventClass, own: ReadonlyMap<string, FtraceFieldInfo>) {
+  const layout = payloadLayout(cls.payload);
+  if (layout === undefined || layout.byteOrder !== 'le') return undefined;
+  const src: number[] = [];
+  const dst: number[] = [];
+  const size: number[] = [];
+  for (const m of cls.payload.members) {
+    const int = m.type.kind === 'int' ? m.type : m.type.kind === 'enum' ? m.type.container : undefined;
+    const f = own.get(m.name);
+    if (int === undefined || f === undefined || int.size !== f.size * 8) return undefined;
+    src.push(layout.offsets.get(m.name)!);
+    dst.push(f.offset);
+    size.push(f.size);
+  }
+  return { src, dst, size, bits: layout.size * 8 };
 }
 
 /** The record writers, compiled per event class on its first event, and the classes by the index their records hold. */

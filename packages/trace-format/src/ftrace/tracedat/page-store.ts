@@ -14,6 +14,7 @@ import { PagePacker } from '../encode.ts';
 import type { PageLayout } from '../headers.ts';
 import type { TraceDatCpuPages } from './pages.ts';
 import { CHUNK_PAGES, type ChunkedCpuPages } from './v7.ts';
+import { zstdFrame } from './zstd-frames.ts';
 
 /** Bytes a CPU gathers before they go to the store: few writes, little held per CPU. */
 const STAGE = 1 << 16;
@@ -104,11 +105,7 @@ export class CpuWriter {
   constructor(layout: PageLayout, store: Store, compression: 'none' | 'zstd' | 'zlib') {
     this.#store = store;
     this.#compress =
-      compression === 'zstd'
-        ? (raw) => zlib().zstdCompressSync(raw)
-        : compression === 'zlib'
-          ? (raw) => zlib().deflateSync(raw)
-          : undefined;
+      compression === 'zstd' ? zstdFrame : compression === 'zlib' ? (raw) => zlib().deflateSync(raw) : undefined;
     this.#raw = Buffer.allocUnsafe(this.#compress === undefined ? 0 : layout.pageSize * CHUNK_PAGES);
     this.packer = new PagePacker(layout, (page) => this.#page(page));
   }
