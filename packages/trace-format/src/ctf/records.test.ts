@@ -73,6 +73,18 @@ const CLASSES: EventClass[] = [
   },
   { id: 2, name: 'plain', streamId: 0, payload: struct([['v', int(64, false)]]) },
   {
+    id: 4,
+    name: 'demo:aligned',
+    streamId: 0,
+    payload: struct([
+      ['u8', int(8, false)],
+      ['s16', int(16, true)],
+      ['u32', int(32, false)],
+      ['s64', int(64, true)],
+      ['state', { kind: 'enum', container: int(8, false), mappings: [{ label: 'ANY', ranges: [[0, 7]] }] }],
+    ]),
+  },
+  {
     id: 3,
     name: 'demo:array',
     streamId: 0,
@@ -98,36 +110,44 @@ describe('CTF to trace.dat written from the packets', () => {
   it('gives the bytes of the events encoded (several CPUs and streams merged by time, time extends, wide values)', () => {
     let k = 0;
     fc.assert(
-      fc.property(fc.array(EVENT, { minLength: 1, maxLength: 400 }), fc.boolean(), (events, large) => {
-        const dir = join(root, `gen${k++}`);
-        const writer = createCtfWriter(dir, {
-          packetSize: 512,
-          // Its origin before every CPU's first event.
-          clock: { offsetSeconds: 999_999_999n },
-          ...(large ? { eventHeader: 'large' as const } : {}),
-        });
-        // Each CPU's own time: the streams' events interleave, merged by time.
-        const times = [10n ** 18n, 10n ** 18n + 7n, 10n ** 18n - 5000n, 10n ** 18n + 2n ** 30n];
-        for (const e of events) {
-          const ts = (times[e.cpu]! += typeof e.step === 'bigint' ? e.step : BigInt(e.step));
-          const fields: Record<string, FieldValue> =
-            e.cls === 0
-              ? { a: e.a, b: e.b, c: e.c, d: e.a & 0xffff, e: e.e }
-              : e.cls === 1
-                ? { n: e.c >>> 0, s: e.s }
-                : e.cls === 2
-                  ? { v: e.b }
-                  : { xs: [e.a & 0xff, 1, 2] };
-          writer.writeEvent({ eventClass: CLASSES[e.cls]!, tsNs: ts, cpu: e.cpu, fields });
-        }
-        writer.close();
-        for (const [i, options] of KINDS.entries()) {
-          const { events: a, records: b } = both(dir, options, `gen${k}-${i}`);
-          expect(b, `${dir} ${JSON.stringify(options)}`).toBe(a);
-          expect(b).toMatch(/^\d+ bytes/);
-        }
-        rmSync(dir, { recursive: true });
-      }),
+      fc.property(
+        fc.array(EVENT, { minLength: 1, maxLength: 400 }),
+        fc.boolean(),
+        fc.constantFrom('le' as const, 'be' as const),
+        (events, large, byteOrder) => {
+          const dir = join(root, `gen${k++}`);
+          const writer = createCtfWriter(dir, {
+            packetSize: 512,
+            byteOrder,
+            // Its origin before every CPU's first event.
+            clock: { offsetSeconds: 999_999_999n },
+            ...(large ? { eventHeader: 'large' as const } : {}),
+          });
+          // Each CPU's own time: the streams' events interleave, merged by time.
+          const times = [10n ** 18n, 10n ** 18n + 7n, 10n ** 18n - 5000n, 10n ** 18n + 2n ** 30n];
+          for (const e of events) {
+            const ts = (times[e.cpu]! += typeof e.step === 'bigint' ? e.step : BigInt(e.step));
+            const fields: Record<string, FieldValue> =
+              e.cls === 0
+                ? { a: e.a, b: e.b, c: e.c, d: e.a & 0xffff, e: e.e }
+                : e.cls === 1
+                  ? { n: e.c >>> 0, s: e.s }
+                  : e.cls === 2
+                    ? { v: e.b }
+                    : e.cls === 3
+                      ? { u8: e.a & 0xff, s16: e.c >> 11, u32: e.c >>> 0, s64: e.e, state: e.a & 7 }
+                      : { xs: [e.a & 0xff, 1, 2] };
+            writer.writeEvent({ eventClass: CLASSES[e.cls]!, tsNs: ts, cpu: e.cpu, fields });
+          }
+          writer.close();
+          for (const [i, options] of KINDS.entries()) {
+            const { events: a, records: b } = both(dir, options, `gen${k}-${i}`);
+            expect(b, `${dir} ${JSON.stringify(options)}`).toBe(a);
+            expect(b).toMatch(/^\d+ bytes/);
+          }
+          rmSync(dir, { recursive: true });
+        },
+      ),
       { numRuns: 40 },
     );
   });
