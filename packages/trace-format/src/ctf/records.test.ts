@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -16,8 +16,8 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const KINDS = [{}, { compression: 'none' }, { version: 6 }] as const;
 
-/** What each path gives for `dir`: the file's size and digest, or the error's code and message. */
-function both(dir: string, options: (typeof KINDS)[number], name: string) {
+/** What each path gives for `dir`: the file's size and digest, or the error's code and message; and the warnings. */
+function both(dir: string, options: (typeof KINDS)[number], name: string, lenient = false) {
   const run = (file: string, write: () => unknown) => {
     try {
       write();
@@ -29,10 +29,12 @@ function both(dir: string, options: (typeof KINDS)[number], name: string) {
   };
   const events = join(root, `${name}.events.dat`);
   const records = join(root, `${name}.records.dat`);
-  const reader = openCtfTrace(dir);
+  const reader = openCtfTrace(dir, { lenient });
+  const again = openCtfTrace(dir, { lenient });
   return {
     events: run(events, () => writeTraceDat(events, reader.eventClasses, reader.events(), options)),
-    records: run(records, () => openCtfTrace(dir).writeTraceDat(records, options)),
+    records: run(records, () => again.writeTraceDat(records, options)),
+    warnings: [reader.warnings, again.warnings],
   };
 }
 
@@ -161,6 +163,36 @@ describe('CTF to trace.dat written from the packets', () => {
     const { events, records } = both(dir, {}, 'cpu');
     expect(records).toBe('ERR_TRACE_FORMAT: event 1 (plain) is on CPU 5000, not 0 to 4095');
     expect(records).toEqual(events);
+  });
+});
+
+describe('CTF to trace.dat from damaged packets', () => {
+  it('keeps and leaves out what the events path does, strictly and leniently, with the same warnings', () => {
+    const dir = join(root, 'damaged');
+    const writer = createCtfWriter(dir, { packetSize: 256 });
+    for (let i = 0; i < 300; i++) {
+      const cls = CLASSES[i % 3 === 0 ? 1 : 2]!;
+      const fields: Record<string, FieldValue> = i % 3 === 0 ? { n: i, s: `task-${i}` } : { v: BigInt(i) * 7919n };
+      writer.writeEvent({ eventClass: cls, tsNs: 10n ** 18n + BigInt(i * 1000), cpu: i % 2, fields });
+    }
+    writer.close();
+    const original = readFileSync(join(dir, 'stream_0'));
+    let k = 0;
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ at: fc.nat(), value: fc.nat(255) }), { minLength: 1, maxLength: 3 }),
+        fc.boolean(),
+        (edits, lenient) => {
+          const data = Buffer.from(original);
+          for (const e of edits) data[e.at % data.length] = e.value;
+          writeFileSync(join(dir, 'stream_0'), data);
+          const { events, records, warnings } = both(dir, {}, `damaged${k++}`, lenient);
+          expect(records).toBe(events);
+          expect(warnings[1]).toEqual(warnings[0]);
+        },
+      ),
+      { numRuns: 80 },
+    );
   });
 });
 
