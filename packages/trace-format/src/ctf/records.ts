@@ -132,14 +132,20 @@ type PayloadMove = (b: Uint8Array, at: number, from: Uint8Array, start: number) 
 class RecordPlan implements LineWriters {
   readonly classes: EventClass[] = [];
   readonly #writers = new Map<CompiledEvent, EventLineWriter | undefined>();
+  #lastEvent: CompiledEvent | undefined;
+  #last: EventLineWriter | undefined;
 
   writer(stream: CompiledStream, event: CompiledEvent): EventLineWriter | undefined {
+    // Events of one class often follow each other: the last one's writer is at hand.
+    if (event === this.#lastEvent) return this.#last;
     let w = this.#writers.get(event);
     if (w === undefined && !this.#writers.has(event)) {
       w = recordWriter(stream, event.cls, this.classes.length);
       if (w !== undefined) this.classes.push(event.cls);
       this.#writers.set(event, w);
     }
+    this.#lastEvent = event;
+    this.#last = w;
     return w;
   }
 }
