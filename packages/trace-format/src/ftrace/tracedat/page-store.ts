@@ -5,7 +5,6 @@
  * the store, which the assembly then copies from, CPU by CPU.
  */
 
-import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -53,7 +52,8 @@ export function memoryStore(): Store {
 export function fileStore(target: string): Store {
   const special = statSync(target, { throwIfNoEntry: false });
   const where = special !== undefined && !special.isFile() && !special.isDirectory() ? tmpdir() : dirname(target);
-  const path = join(where, `.${basename(target)}.${randomBytes(6).toString('hex')}.pages`);
+  // Named as writeFileAtomically names its temporary file (opened exclusively): node:crypto is not loaded for it.
+  const path = join(where, `.${basename(target)}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.pages`);
   let fd: number;
   try {
     fd = openSync(path, 'wx+', 0o600);
