@@ -267,6 +267,11 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
             }
             if (copy !== undefined)
               opened.notes.push(`pages not copied as they are (${copy.reason}): events re-encoded`);
+            // CTF: records written from the packets as they are read, the same bytes as of its events.
+            if (ctf !== undefined && options.filter === undefined) {
+              n = ctf.writeTraceDat(options.output, { version, compression, ...access }).events;
+              break;
+            }
             const meta = reader.metadata;
             n = writeTraceDat(options.output, reader.eventClasses, events(), {
               version,

@@ -73,7 +73,7 @@ export interface PayloadLayout {
 export type PayloadTest = (view: DataView, start: number, length: number, cpu: number) => boolean;
 
 /** The layout of a payload of byte-aligned integers of one byte order, or undefined. */
-function payloadLayout(payload: StructClass): PayloadLayout | undefined {
+export function payloadLayout(payload: StructClass): PayloadLayout | undefined {
   const offsets = new Map<string, number>();
   let at = 0;
   let byteOrder: ByteOrder | undefined;
@@ -90,13 +90,13 @@ function payloadLayout(payload: StructClass): PayloadLayout | undefined {
   return byteOrder === undefined ? undefined : { offsets, size: at, byteOrder };
 }
 
-const EMPTY: Uint8Array = new Uint8Array(0);
+export const EMPTY: Uint8Array = new Uint8Array(0);
 const COMMA = utf8(', ');
 const NS = 1_000_000_000;
 const NS_BIG = 1_000_000_000n;
 
 /** A sink that writes nothing but `end`: scopes decoded only to be passed over. */
-function silentSink(type: StructClass, end = ''): StructSink {
+export function silentSink(type: StructClass, end = ''): StructSink {
   return {
     before: type.members.map(() => EMPTY),
     write: type.members.map(() => () => {}),
@@ -142,7 +142,8 @@ function jsonSink(type: StructClass, hex: ReadonlySet<string>, end: string): Str
   };
 }
 
-function writerOf(
+/** A scope's writer: its decoder compiled with `sink`. */
+export function writerOf(
   type: StructClass,
   scope: 'stream.event.context' | 'event.context' | 'event.fields',
   sink: StructSink,
@@ -430,8 +431,10 @@ function jsonLineWriter(stream: CompiledStream, cls: EventClass, sinkOf: SinkOf)
 }
 
 /** One event in the merge: its time, and its line's body written (or the event, decoded whole). */
-class LineEntry {
+export class LineEntry {
   cycles: number | bigint = 0;
+  /** Its packet's CPU. */
+  cpu: number | null = null;
   toNs!: CyclesToNs;
   event: CtfEvent | undefined;
   readonly out = new ByteOut(256);
@@ -446,13 +449,13 @@ class LineEntry {
  * the one the merge holds for this stream, and the one handed out last, which stays whole until the merge asks for
  * the next.
  */
-class LineCursor implements EventCursor<LineEntry> {
+export class LineCursor implements EventCursor<LineEntry> {
   readonly #cursor: LineSource;
   readonly #target: LineTarget;
   readonly #entries = [new LineEntry(), new LineEntry()] as const;
   #flip = 0;
 
-  constructor(cursor: LineSource, plan: LinePlan) {
+  constructor(cursor: LineSource, plan: LineWriters) {
     this.#cursor = cursor;
     this.#target = { out: this.#entries[0].out, plan };
   }
@@ -467,6 +470,7 @@ class LineCursor implements EventCursor<LineEntry> {
     entry.event = got === true ? undefined : got;
     entry.cycles = got === true ? this.#cursor.cycles : got.cycles;
     entry.toNs = this.#cursor.toNs;
+    entry.cpu = this.#cursor.packetCpu;
     return entry;
   }
 }

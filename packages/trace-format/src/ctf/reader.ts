@@ -4,9 +4,14 @@ import { located } from '@evtrace/errors';
 import { BitReader } from '../codec/bit-reader.ts';
 import { compileScope, type FieldDecoder } from '../codec/decoder.ts';
 import { TraceFormatError } from '../errors.ts';
+import {
+  type TraceDatFileResult,
+  type TraceDatWriteOptions,
+  writeTraceDatWith,
+} from '../ftrace/tracedat/write-events.ts';
 import { readInput } from '../input.ts';
 import type { FieldValue, TraceClass, TraceEvent, TraceReader } from '../model/types.ts';
-import { type OutputDirOptions, writeDirAtomically } from '../output/atomic.ts';
+import { type OutputAccess, type OutputDirOptions, writeDirAtomically } from '../output/atomic.ts';
 import { type ByteSource, CHUNK, fileSource, MAX_HEADERS, memorySource } from './byte-source.ts';
 import type { CyclesToNs } from './clock.ts';
 import { copiesAsWritten, copyCtfPackets } from './copy.ts';
@@ -19,6 +24,7 @@ import { type LttngIndexEntry, parseLttngIndex } from './lttng-index.ts';
 import { Merger } from './merge.ts';
 import { readMetadataText } from './metadata.ts';
 import type { PacketCursor, PacketStart } from './packet-cursor.ts';
+import { writeCtfRecords } from './records.ts';
 import {
   asNumber,
   type CompiledStream,
@@ -71,6 +77,12 @@ export interface CtfTraceReader extends TraceReader {
    * a time and a CPU to streams without them).
    */
   copy(dir: string, options?: OutputDirOptions): number | undefined;
+  /**
+   * Writes the events to a trace.dat file as `writeTraceDat(file, eventClasses, events(), options)` does, byte for
+   * byte, with the records of classes whose synthesized format holds only integers written straight from the packet
+   * bytes (see records.ts).
+   */
+  writeTraceDat(file: string, options?: TraceDatWriteOptions & OutputAccess): TraceDatFileResult;
 }
 
 function uuidOf(value: FieldValue | undefined): string | undefined {
@@ -546,6 +558,11 @@ export function readCtfTrace(input: CtfTraceData, options: OpenCtfOptions = {}):
         (temp) => copyCtfPackets(cursorsOver(warnings), files, trace, input.metadata, temp),
         outputOptions,
       );
+    },
+    writeTraceDat(file, options = {}) {
+      return writeTraceDatWith(file, eventClasses, options, (encoder) => {
+        writeCtfRecords(cursorsOver(warnings), byCycles, encoder);
+      });
     },
     index() {
       // Re-decoding repeats what indexing already reported: its warnings go nowhere.

@@ -41,7 +41,7 @@ function toBig(v: FieldValue | undefined): bigint {
  * Stores an integer of `size` bytes, wrapping like a C cast; numbers stay off the BigInt path when they can. Nothing
  * is stored for a missing value: records are zeroed before their fields are written.
  */
-function putInt(view: DataView, at: number, size: number, v: FieldValue | undefined, le: boolean): void {
+export function putInt(view: DataView, at: number, size: number, v: FieldValue | undefined, le: boolean): void {
   if (v === undefined) return;
   if (size === 8) {
     if (typeof v === 'bigint') {
@@ -250,6 +250,8 @@ export class PagePacker {
   #open = false;
   #used = 0;
   #last = 0n;
+  /** Nanoseconds of records placed by {@link placeAfter} since `#last` was set: added to it when next read. */
+  #ahead = 0;
   /** The current page's loss: undefined for none, null for an unknown count. */
   #missed: number | null | undefined;
   /** Room for records: the page less its header, and less the stored count of a loss. */
@@ -295,6 +297,10 @@ export class PagePacker {
       );
     }
     if (missed !== undefined) this.close();
+    if (this.#ahead !== 0) {
+      this.#last += BigInt(this.#ahead);
+      this.#ahead = 0;
+    }
     let delta = this.#open ? Number(tsNs - this.#last) : 0;
     const needStamp = delta < 0 || delta > MAX_DELTA;
     if (this.#open && this.#used + eventSize + (needStamp ? 8 : 0) > this.#capacity) this.close();
@@ -331,6 +337,33 @@ export class PagePacker {
     }
     this.#used += eventSize;
     this.#last = tsNs;
+    return at;
+  }
+
+  /**
+   * {@link place} for a record `deltaNs` (an integer) after the last one placed, with no bigint made, when that is
+   * all it takes: the page is open and has room, and the delta fits a record header. Otherwise -1, and nothing is
+   * placed (the caller then calls `place` with the record's time).
+   */
+  placeAfter(deltaNs: number, length: number): number {
+    if (!this.#open || !(deltaNs >= 0 && deltaNs <= MAX_DELTA)) return -1;
+    const payload = (length + 3) & ~3;
+    const small = payload > 0 && payload <= MAX_SMALL;
+    const eventSize = (small ? 4 : 8) + payload;
+    if (this.#used + eventSize > this.#capacity) return -1;
+    const le = this.#le;
+    const view = this.view;
+    let at = this.#layout.dataOffset + this.#used;
+    if (small) {
+      view.setUint32(at, this.#header(payload / 4, deltaNs), le);
+      at += 4;
+    } else {
+      view.setUint32(at, this.#header(0, deltaNs), le);
+      view.setUint32(at + 4, payload + 4, le);
+      at += 8;
+    }
+    this.#used += eventSize;
+    this.#ahead += deltaNs;
     return at;
   }
 

@@ -5,7 +5,6 @@
  * the store, which the assembly then copies from, CPU by CPU.
  */
 
-import { randomBytes } from 'node:crypto';
 import { closeSync, openSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -14,6 +13,7 @@ import { PagePacker } from '../encode.ts';
 import type { PageLayout } from '../headers.ts';
 import type { TraceDatCpuPages } from './pages.ts';
 import { CHUNK_PAGES, type ChunkedCpuPages } from './v7.ts';
+import { zstdFrame } from './zstd-frames.ts';
 
 /** Bytes a CPU gathers before they go to the store: few writes, little held per CPU. */
 const STAGE = 1 << 16;
@@ -52,7 +52,8 @@ export function memoryStore(): Store {
 export function fileStore(target: string): Store {
   const special = statSync(target, { throwIfNoEntry: false });
   const where = special !== undefined && !special.isFile() && !special.isDirectory() ? tmpdir() : dirname(target);
-  const path = join(where, `.${basename(target)}.${randomBytes(6).toString('hex')}.pages`);
+  // Named as writeFileAtomically names its temporary file (opened exclusively): node:crypto is not loaded for it.
+  const path = join(where, `.${basename(target)}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.pages`);
   let fd: number;
   try {
     fd = openSync(path, 'wx+', 0o600);
@@ -104,11 +105,7 @@ export class CpuWriter {
   constructor(layout: PageLayout, store: Store, compression: 'none' | 'zstd' | 'zlib') {
     this.#store = store;
     this.#compress =
-      compression === 'zstd'
-        ? (raw) => zlib().zstdCompressSync(raw)
-        : compression === 'zlib'
-          ? (raw) => zlib().deflateSync(raw)
-          : undefined;
+      compression === 'zstd' ? zstdFrame : compression === 'zlib' ? (raw) => zlib().deflateSync(raw) : undefined;
     this.#raw = Buffer.allocUnsafe(this.#compress === undefined ? 0 : layout.pageSize * CHUNK_PAGES);
     this.packer = new PagePacker(layout, (page) => this.#page(page));
   }

@@ -7,6 +7,7 @@ import { commonOptions, eventsBlock, ftraceBlock, headersBlock, type Meta, optio
 import { OPTION, SECTION_COMPRESSED, SECTION_NAMES } from './ids.ts';
 import { checkedChunks, type TraceDatCpuPages } from './pages.ts';
 import { Out, partSize, u32, u64 } from './parts.ts';
+import { zstdFrame } from './zstd-frames.ts';
 
 /** node:zlib, loaded when a file is compressed: loading it is a measurable share of a short recording's start. */
 const zlib = () => process.getBuiltinModule('node:zlib') as typeof import('node:zlib');
@@ -79,7 +80,7 @@ export function writeV7(
     return before;
   };
   const compress = (data: Buffer) =>
-    compression === 'zstd' ? zlib().zstdCompressSync(data) : compression === 'zlib' ? zlib().deflateSync(data) : data;
+    compression === 'zstd' ? zstdFrame(data) : compression === 'zlib' ? zlib().deflateSync(data) : data;
   const section = (id: number, description: string | number, content: Buffer, compressible: boolean): number => {
     const at = base + o.length;
     const packed = compressible && compression !== 'none';

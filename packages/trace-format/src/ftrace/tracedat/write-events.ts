@@ -5,7 +5,7 @@
 import { TraceFormatError } from '../../errors.ts';
 import type { EventClass, TraceEvent } from '../../model/types.ts';
 import { type OutputAccess, writeFileAtomically } from '../../output/atomic.ts';
-import { compileRecordWriter, MAX_DYNAMIC, type RecordWriter } from '../encode.ts';
+import { compileRecordWriter, MAX_DYNAMIC, type PagePacker, type RecordWriter } from '../encode.ts';
 import { formatFileText, HEADER_EVENT_TEXT, headerPageText } from '../format-text.ts';
 import { kernelPageLayout, type PageLayout } from '../headers.ts';
 import { LONG, type Meta } from './blocks.ts';
@@ -97,9 +97,38 @@ export function writeTraceDat(
   events: Iterable<TraceEvent>,
   options: TraceDatWriteOptions & OutputAccess = {},
 ): TraceDatFileResult {
+  return writeTraceDatWith(file, eventClasses, options, (encoder) => {
+    for (const e of events) encoder.add(e);
+  });
+}
+
+/** Events encoded into per-CPU pages kept in `store`, and the file's texts. */
+function encodeEvents(
+  eventClasses: readonly EventClass[],
+  events: Iterable<TraceEvent>,
+  options: TraceDatWriteOptions,
+  store: Store,
+) {
+  const encoder = new TraceDatEncoder(eventClasses, options, store);
+  for (const e of events) encoder.add(e);
+  return encoder.finish(options);
+}
+
+/**
+ * Writes a trace.dat file as {@link writeTraceDat} does, of the records `fill` gives `encoder` (events, or records a
+ * caller encodes itself into the encoder's packers).
+ */
+export function writeTraceDatWith(
+  file: string,
+  eventClasses: readonly EventClass[],
+  options: TraceDatWriteOptions & OutputAccess,
+  fill: (encoder: TraceDatEncoder) => void,
+): TraceDatFileResult {
   const store = fileStore(file);
   try {
-    const encoded = encodeEvents(eventClasses, events, options, store);
+    const encoder = new TraceDatEncoder(eventClasses, options, store);
+    fill(encoder);
+    const encoded = encoder.finish(options);
     const { meta, cpus, pageSize, compression } = encoded;
     const size = writeFileAtomically(
       file,
@@ -115,68 +144,120 @@ export function writeTraceDat(
   }
 }
 
-/** Events encoded into per-CPU pages kept in `store`, and the file's texts. */
-function encodeEvents(
-  eventClasses: readonly EventClass[],
-  events: Iterable<TraceEvent>,
-  options: TraceDatWriteOptions,
-  store: Store,
-) {
-  const version = options.version ?? 7;
-  const compression = version === 6 ? 'none' : (options.compression ?? 'zstd');
-  const pageSize = options.pageSize ?? 4096;
-  const layout: PageLayout = kernelPageLayout(pageSize);
-  const classes = new Classes(eventClasses);
-  const perCpu: (CpuWriter | undefined)[] = [];
-  let scratch = Buffer.alloc(1 << 16);
-  let view = new DataView(scratch.buffer);
-  let lastClass: EventClass | undefined;
-  let write: Writer | undefined;
-  let count = 0;
-  const none = {};
-  for (const e of events) {
-    if (e.eventClass !== lastClass) {
-      lastClass = e.eventClass;
-      write = classes.get(lastClass);
-      if (write.fixed + MAX_DYNAMIC > scratch.length) {
-        scratch = Buffer.alloc(write.fixed + MAX_DYNAMIC);
-        view = new DataView(scratch.buffer);
-      }
-    }
-    const cpu = e.cpu ?? 0;
+/**
+ * Records packed into pages per CPU as they come, kept in a store, and the formats of their classes: each event's
+ * record encoded ({@link add}), or placed by a caller that writes records itself ({@link packer}, {@link format}).
+ */
+export class TraceDatEncoder {
+  /** Records placed so far. */
+  events = 0;
+  readonly #classes: Classes;
+  readonly #perCpu: (CpuWriter | undefined)[] = [];
+  readonly #layout: PageLayout;
+  readonly #store: Store;
+  readonly #compression: 'none' | 'zstd' | 'zlib';
+  #scratch = Buffer.alloc(1 << 16);
+  #view = new DataView(this.#scratch.buffer);
+  #lastClass: EventClass | undefined;
+  #write: Writer | undefined;
+
+  constructor(eventClasses: readonly EventClass[], options: TraceDatWriteOptions, store: Store) {
+    const version = options.version ?? 7;
+    this.#compression = version === 6 ? 'none' : (options.compression ?? 'zstd');
+    this.#layout = kernelPageLayout(options.pageSize ?? 4096);
+    this.#classes = new Classes(eventClasses);
+    this.#store = store;
+  }
+
+  /**
+   * The ftrace class of `ec` (a synthesized one for a class without, on its first record) and its record writer.
+   */
+  format(ec: EventClass): { readonly ftraceClass: EventClass; readonly write: Writer } {
+    return this.#classes.entry(ec);
+  }
+
+  /**
+   * The packer of `cpu`'s pages (opened on its first record); a record placed in it counts as one event.
+   *
+   * @throws TraceFormatError `ERR_TRACE_FORMAT` for a CPU a file cannot hold, naming the event (`name()`, its class).
+   */
+  packer(cpu: number, name: () => string): PagePacker {
+    const writer = this.#perCpu[cpu];
+    if (writer !== undefined) return writer.packer;
     if (!Number.isInteger(cpu) || cpu < 0 || cpu >= MAX_CPUS) {
       throw new TraceFormatError(
         'ERR_TRACE_FORMAT',
-        `event ${count} (${e.eventClass.name}) is on CPU ${cpu}, not 0 to ${MAX_CPUS - 1}`,
+        `event ${this.events} (${name()}) is on CPU ${cpu}, not 0 to ${MAX_CPUS - 1}`,
       );
     }
-    const packer = (perCpu[cpu] ?? (perCpu[cpu] = new CpuWriter(layout, store, compression))).packer;
-    const common = e.scopes?.['event.context'] ?? none;
-    if (write!.dynamic) {
-      const n = write!(e.fields, common, scratch, view, 0);
-      packer.add(e.tsNs, scratch, n, lostBefore(e));
+    return (this.#perCpu[cpu] = new CpuWriter(this.#layout, this.#store, this.#compression)).packer;
+  }
+
+  /** Encodes `e` and places its record on its CPU. */
+  add(e: TraceEvent): void {
+    const write = this.#writerOf(e.eventClass);
+    const packer = this.packer(e.cpu ?? 0, () => e.eventClass.name);
+    const common = e.scopes?.['event.context'] ?? NONE;
+    if (write.dynamic) {
+      const n = write(e.fields, common, this.#scratch, this.#view, 0);
+      packer.add(e.tsNs, this.#scratch, n, lostBefore(e));
     } else {
       // Its length known before it is written: encoded in its page, not copied there.
-      write!(e.fields, common, packer.page, packer.view, packer.place(e.tsNs, write!.fixed, lostBefore(e)));
+      write(e.fields, common, packer.page, packer.view, packer.place(e.tsNs, write.fixed, lostBefore(e)));
     }
-    count++;
+    this.events++;
   }
-  const cpus: (TraceDatCpuPages | ChunkedCpuPages)[] = [];
-  for (let cpu = 0; cpu < Math.max(1, perCpu.length); cpu++)
-    cpus.push(perCpu[cpu]?.finish() ?? { size: 0, chunks: () => [] });
-  const used = classes.used();
-  const meta: Meta = {
-    headerPage: headerPageText(layout),
-    headerEvent: HEADER_EVENT_TEXT,
-    ftrace: used.filter((c) => c.ftrace!.system === 'ftrace').map(formatFileText),
-    systems: groupBySystem(used.filter((c) => c.ftrace!.system !== 'ftrace')),
-    kallsyms: Buffer.from(options.kallsyms ?? ''),
-    cmdlines: [...(options.cmdlines ?? new Map())].map(([pid, comm]) => `${pid} ${comm}\n`).join(''),
-    printk: options.printk ?? '',
-    clock: options.clock ?? 'local',
-  };
-  return { version, compression, pageSize, meta, cpus, events: count, synthesized: classes.synthesized };
+
+  /** Encodes `e`'s record into a buffer of the encoder's (valid until the next call), for a caller to place. */
+  encode(e: TraceEvent): Uint8Array {
+    const write = this.#writerOf(e.eventClass);
+    const n = write(e.fields, e.scopes?.['event.context'] ?? NONE, this.#scratch, this.#view, 0);
+    return this.#scratch.subarray(0, n);
+  }
+
+  #writerOf(ec: EventClass): Writer {
+    if (ec === this.#lastClass) return this.#write!;
+    const write = this.#classes.entry(ec).write;
+    if (write.fixed + MAX_DYNAMIC > this.#scratch.length) {
+      this.#scratch = Buffer.alloc(write.fixed + MAX_DYNAMIC);
+      this.#view = new DataView(this.#scratch.buffer);
+    }
+    this.#lastClass = ec;
+    this.#write = write;
+    return write;
+  }
+
+  /** Closes every CPU's last page; the file's parts. */
+  finish(options: TraceDatWriteOptions) {
+    const version = options.version ?? 7;
+    const layout = this.#layout;
+    const cpus: (TraceDatCpuPages | ChunkedCpuPages)[] = [];
+    for (let cpu = 0; cpu < Math.max(1, this.#perCpu.length); cpu++)
+      cpus.push(this.#perCpu[cpu]?.finish() ?? { size: 0, chunks: () => [] });
+    const used = this.#classes.used();
+    const meta: Meta = {
+      headerPage: headerPageText(layout),
+      headerEvent: HEADER_EVENT_TEXT,
+      ftrace: used.filter((c) => c.ftrace!.system === 'ftrace').map(formatFileText),
+      systems: groupBySystem(used.filter((c) => c.ftrace!.system !== 'ftrace')),
+      kallsyms: Buffer.from(options.kallsyms ?? ''),
+      cmdlines: [...(options.cmdlines ?? new Map())].map(([pid, comm]) => `${pid} ${comm}\n`).join(''),
+      printk: options.printk ?? '',
+      clock: options.clock ?? 'local',
+    };
+    return {
+      version,
+      compression: this.#compression,
+      pageSize: layout.pageSize,
+      meta,
+      cpus,
+      events: this.events,
+      synthesized: this.#classes.synthesized,
+    };
+  }
 }
+
+const NONE = {};
 
 function groupBySystem(classes: EventClass[]): [string, string[]][] {
   const map = new Map<string, string[]>();
@@ -195,7 +276,7 @@ function lostBefore(e: TraceEvent): number | null | undefined {
 }
 
 /** A class's record writer, its fixed part's size and whether records carry dynamic data after it. */
-type Writer = RecordWriter & { readonly fixed: number; readonly dynamic: boolean };
+export type Writer = RecordWriter & { readonly fixed: number; readonly dynamic: boolean };
 
 /** Encoders by class, synthesizing ftrace formats (and ids) for classes without one. */
 class Classes {
@@ -208,7 +289,7 @@ class Classes {
     for (const c of known) if (c.ftrace !== undefined) this.#ids.add(c.id);
   }
 
-  get(ec: EventClass): Writer {
+  entry(ec: EventClass): { ftraceClass: EventClass; write: Writer } {
     let entry = this.#byClass.get(ec);
     if (entry === undefined) {
       let ftraceClass = ec;
@@ -221,7 +302,7 @@ class Classes {
       entry = { ftraceClass, write: compileRecordWriter(ftraceClass, true, LONG) };
       this.#byClass.set(ec, entry);
     }
-    return entry.write;
+    return entry;
   }
 
   used(): EventClass[] {

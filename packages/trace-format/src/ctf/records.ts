@@ -1,0 +1,231 @@
+/**
+ * A CTF trace's events written as trace.dat records straight from the packet bytes: per event class, the decoder
+ * compiled with a sink ({@link compileScopeWriter}, as for lines) puts each payload value where the class's
+ * synthesized ftrace format places it, so that no event or payload object is made per event. Classes whose records
+ * hold more than integers (strings, arrays) or take values from the event context are decoded as events and encoded
+ * by the trace.dat writer, whose records these equal byte for byte.
+ */
+import { ByteOut } from '../codec/byte-out.ts';
+import { alignmentOf, refersOutward, type ValueSink } from '../codec/decoder.ts';
+import { type PagePacker, putInt } from '../ftrace/encode.ts';
+import { synthesizeFtraceClass } from '../ftrace/tracedat/synthesize.ts';
+import type { TraceDatEncoder } from '../ftrace/tracedat/write-events.ts';
+import type { EventClass, FtraceFieldInfo } from '../model/types.ts';
+import type { CyclesToNs } from './clock.ts';
+import type { CtfEvent } from './event.ts';
+import type { EventLineWriter, LineSource, LineTarget, LineWriters } from './line-target.ts';
+import { EMPTY, LineCursor, type LineEntry, payloadLayout, silentSink, writerOf } from './lines.ts';
+import { Merger } from './merge.ts';
+import type { CompiledEvent, CompiledStream } from './stream-class.ts';
+
+/** Where a record's values go: the view over the buffer being written and the record's start in it. */
+interface RecordPlace {
+  view: DataView;
+  base: number;
+}
+
+/** Whether an ftrace field is a plain integer of 1, 2, 4 or 8 bytes (not an array, a string or a `__data_loc`). */
+function isScalar(f: FtraceFieldInfo): boolean {
+  return !f.cType.includes('[') && !f.cType.startsWith('__') && [1, 2, 4, 8].includes(f.size);
+}
+
+/** The layout of a class's records: its own ftrace fields, or those the trace.dat writer synthesizes for it. */
+function layoutOf(cls: EventClass): readonly FtraceFieldInfo[] {
+  return (cls.ftrace !== undefined ? cls : synthesizeFtraceClass(cls, 0)).ftrace!.fields;
+}
+
+/**
+ * The writer of one class's records, or undefined when its events are to be encoded whole: writes the record (its
+ * fixed part, every field a plain integer) at the end of `out` as the payload is read, `common_type` holding `index`
+ * until the record is placed (ids are given in the order records are placed, as for events).
+ */
+function recordWriter(stream: CompiledStream, cls: EventClass, index: number): EventLineWriter | undefined {
+  const streamType = stream.cls.eventContext;
+  if ([streamType, cls.context, cls.payload].some((t) => t !== undefined && refersOutward(t))) return undefined;
+  // Common fields come from the event context, and a payload member named as one is written as the class id or a
+  // common value: such classes keep the encoder's way.
+  if (cls.context?.members.some((m) => m.name.startsWith('common_')) === true) return undefined;
+  if (cls.payload.members.some((m) => m.name.startsWith('common_') || m.name === '__proto__')) return undefined;
+  const fields = layoutOf(cls);
+  const typeField = fields.find((f) => f.name === 'common_type');
+  if (!fields.every(isScalar) || typeField?.offset !== 0 || typeField.size !== 2 || index > 0xffff) return undefined;
+  const own = new Map(fields.filter((f) => !f.common).map((f) => [f.name, f]));
+  const fixed = Math.max(...fields.map((f) => f.offset + f.size));
+  const place: RecordPlace = { view: new DataView(new ArrayBuffer(0)), base: 0 };
+  const sinks: ValueSink[] = cls.payload.members.map((m) => {
+    const f = own.get(m.name);
+    if (f === undefined) return () => {};
+    const { offset, size } = f;
+    return (_out, v) => putInt(place.view, place.base + offset, size, v, true);
+  });
+  const payload = writerOf(cls.payload, 'event.fields', {
+    before: cls.payload.members.map(() => EMPTY),
+    write: sinks,
+    after: EMPTY,
+  });
+  const streamContext = streamType && writerOf(streamType, 'stream.event.context', silentSink(streamType));
+  const eventContext = cls.context && writerOf(cls.context, 'event.context', silentSink(cls.context));
+  const copy = payloadCopy(cls, own);
+  const align = alignmentOf(cls.payload);
+  let bytes: Uint8Array | undefined;
+  return (s, out) => {
+    out.reserve(fixed);
+    const at = out.length;
+    const b = out.bytes;
+    if (b !== bytes) {
+      bytes = b;
+      place.view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    }
+    for (let i = at, end = at + fixed; i < end; i++) b[i] = 0;
+    b[at] = index & 0xff;
+    b[at + 1] = index >> 8;
+    place.base = at;
+    streamContext?.(s, out);
+    eventContext?.(s, out);
+    const r = s.r;
+    if (copy !== undefined) {
+      // The payload's start: aligned as its decoder aligns it (to whole bytes at least).
+      let p = r.pos;
+      const m = p % align;
+      if (m !== 0) p += align - m;
+      if (p + copy.bits <= r.limit) {
+        copy.move(b, at, r.bytes, p / 8);
+        r.pos = p + copy.bits;
+        out.length = at + fixed;
+        return true;
+      }
+    }
+    // Values read one by one: unaligned, or past the packet's end (which the decoder names).
+    payload(s, out);
+    out.length = at + fixed;
+    return true;
+  };
+}
+
+/**
+ * Where a payload's bytes go in the record when its integers are its fields as they lie (little-endian, byte-aligned,
+ * each as wide as its field): copied, not read. Undefined otherwise.
+ */
+function payloadCopy(
+  cls: EventClass,
+  own: ReadonlyMap<string, FtraceFieldInfo>,
+): { readonly move: PayloadMove; readonly bits: number } | undefined {
+  const layout = payloadLayout(cls.payload);
+  if (layout === undefined || layout.byteOrder !== 'le') return undefined;
+  // Generated byte moves, one statement a byte: only numbers go into the source.
+  const lines: string[] = [];
+  for (const m of cls.payload.members) {
+    const int = m.type.kind === 'int' ? m.type : m.type.kind === 'enum' ? m.type.container : undefined;
+    const f = own.get(m.name);
+    if (int === undefined || f === undefined || int.size !== f.size * 8) return undefined;
+    const from = Number(layout.offsets.get(m.name));
+    for (let i = 0; i < f.size; i++) lines.push(`b[at + ${Number(f.offset) + i}] = from[start + ${from + i}];`);
+  }
+  const move = new Function('b', 'at', 'from', 'start', lines.join('\n')) as PayloadMove;
+  return { move, bits: layout.size * 8 };
+}
+
+/** Copies a payload's bytes from `from` at `start` into the record at `at` in `b`. */
+type PayloadMove = (b: Uint8Array, at: number, from: Uint8Array, start: number) => void;
+
+/** The record writers, compiled per event class on its first event, and the classes by the index their records hold. */
+class RecordPlan implements LineWriters {
+  readonly classes: EventClass[] = [];
+  readonly #writers = new Map<CompiledEvent, EventLineWriter | undefined>();
+  #lastEvent: CompiledEvent | undefined;
+  #last: EventLineWriter | undefined;
+
+  writer(stream: CompiledStream, event: CompiledEvent): EventLineWriter | undefined {
+    // Events of one class often follow each other: the last one's writer is at hand.
+    if (event === this.#lastEvent) return this.#last;
+    let w = this.#writers.get(event);
+    if (w === undefined && !this.#writers.has(event)) {
+      w = recordWriter(stream, event.cls, this.classes.length);
+      if (w !== undefined) this.classes.push(event.cls);
+      this.#writers.set(event, w);
+    }
+    this.#lastEvent = event;
+    this.#last = w;
+    return w;
+  }
+}
+
+/** One CPU's packer, and the time of the record last placed in it (for deltas made without a bigint). */
+interface CpuSlot {
+  readonly packer: PagePacker;
+  toNs: CyclesToNs | undefined;
+  cycles: number | bigint;
+}
+
+/**
+ * Places the records of the events `cursors` read into `encoder`, merged in time order as `writeCtfLines` merges
+ * lines (so that each CPU's records come in the order the events do); returns the number of events.
+ */
+export function writeCtfRecords(cursors: readonly LineSource[], byCycles: boolean, encoder: TraceDatEncoder): number {
+  const slots: (CpuSlot | undefined)[] = [];
+  const plan = new RecordPlan();
+  /** The ftrace id of each class of the plan, once its first record is placed. */
+  const ids: number[] = [];
+  /** Places the record `data[0, n)` of an event of `cls` on `cpu`, its `common_type` set to `id` when given. */
+  const put = (
+    cls: EventClass,
+    cpu: number | null,
+    cycles: number | bigint,
+    toNs: CyclesToNs,
+    data: Uint8Array,
+    n: number,
+    id?: number,
+  ): void => {
+    const c = cpu ?? 0;
+    let slot = slots[c];
+    if (slot === undefined) slot = slots[c] = { packer: encoder.packer(c, () => cls.name), toNs: undefined, cycles: 0 };
+    const packer = slot.packer;
+    let at = -1;
+    const last = slot.cycles;
+    // A nanosecond clock's times differ by their cycles' difference.
+    if (toNs === slot.toNs && toNs.nanoseconds && typeof cycles === 'number' && typeof last === 'number')
+      at = packer.placeAfter(cycles - last, n);
+    if (at < 0) at = packer.place(toNs(cycles), n);
+    const page = packer.page;
+    for (let i = 0; i < n; i++) page[at + i] = data[i]!;
+    if (id !== undefined) {
+      page[at] = id & 0xff;
+      page[at + 1] = (id >> 8) & 0xff;
+    }
+    slot.toNs = toNs;
+    slot.cycles = cycles;
+    encoder.events++;
+  };
+  /** A record a plan's writer wrote: its class's id put in place of the index it holds. */
+  const putRecord = (cpu: number | null, cycles: number | bigint, toNs: CyclesToNs, data: Uint8Array, n: number) => {
+    const index = data[0]! | (data[1]! << 8);
+    const cls = plan.classes[index]!;
+    const id = (ids[index] ??= encoder.format(cls).ftraceClass.id);
+    put(cls, cpu, cycles, toNs, data, n, id);
+  };
+  const putEvent = (e: CtfEvent, toNs: CyclesToNs) => {
+    const record = encoder.encode(e);
+    put(e.eventClass, e.cpu, e.cycles, toNs, record, record.length);
+  };
+  const start = encoder.events;
+  if (cursors.length === 1) {
+    const cursor = cursors[0]!;
+    const target: LineTarget = { out: new ByteOut(256), plan };
+    const out = target.out;
+    for (let got = cursor.nextLine(target); got !== undefined; got = cursor.nextLine(target)) {
+      if (got === true) putRecord(cursor.packetCpu, cursor.cycles, cursor.toNs, out.bytes, out.length);
+      else putEvent(got, cursor.toNs);
+      out.length = 0;
+    }
+  } else {
+    const merger = new Merger<LineEntry>(byCycles);
+    cursors.forEach((c, order) => {
+      merger.push(new LineCursor(c, plan), order);
+    });
+    for (let entry = merger.pop(); entry !== undefined; entry = merger.pop()) {
+      if (entry.event === undefined) putRecord(entry.cpu, entry.cycles, entry.toNs, entry.out.bytes, entry.out.length);
+      else putEvent(entry.event, entry.toNs);
+    }
+  }
+  return encoder.events - start;
+}

@@ -1,0 +1,68 @@
+/**
+ * zstd frames for trace.dat chunks from one compression context, reused from chunk to chunk. `zstdCompressSync` makes
+ * a context per call and leaves it to the garbage collector: a writer that makes little garbage otherwise (the CTF
+ * records path) piles up hundreds of them, tens of MiB of native memory, before a collection frees them, and setting
+ * one up is a large share of compressing a 40 KiB chunk. Node has no public synchronous call on a kept context, so
+ * this drives a zstd stream's handle as `zstdCompressSync` does inside; where that handle is not there (another
+ * runtime) or a frame does not complete in one call, each frame comes from `zstdCompressSync`. The frames are the
+ * bytes `zstdCompressSync` gives (the tests compare them).
+ */
+
+/** node:zlib, loaded when a file is compressed. */
+const zlib = () => process.getBuiltinModule('node:zlib') as typeof import('node:zlib');
+
+/** The binding behind a zstd stream, as Node's own synchronous calls use it. */
+interface ZstdHandle {
+  writeSync(
+    flush: number,
+    input: Uint8Array,
+    inputOffset: number,
+    inputLength: number,
+    output: Uint8Array,
+    outputOffset: number,
+    outputLength: number,
+  ): void;
+}
+
+let compress: ((raw: Uint8Array) => Buffer) | undefined;
+/** Whether the frames so far came from the kept context. */
+let kept = false;
+
+/** Whether {@link zstdFrame} compresses with its kept context (false where it fell back to a context per frame). */
+export function zstdContextKept(): boolean {
+  return kept;
+}
+
+/** `raw` as one zstd frame, at zstd's default level. */
+export function zstdFrame(raw: Uint8Array): Buffer {
+  compress ??= keptContext() ?? ((bytes) => zlib().zstdCompressSync(bytes));
+  return compress(raw);
+}
+
+function keptContext(): ((raw: Uint8Array) => Buffer) | undefined {
+  const z = zlib();
+  const stream = z.createZstdCompress() as unknown as { _handle?: ZstdHandle; _writeState?: unknown };
+  const handle = stream._handle;
+  const state = stream._writeState;
+  if (typeof handle?.writeSync !== 'function' || !(state instanceof Uint32Array) || state.length < 2) return undefined;
+  const end = z.constants.ZSTD_e_end;
+  let out = Buffer.allocUnsafe(0);
+  kept = true;
+  return (raw) => {
+    if (!kept) return z.zstdCompressSync(raw);
+    // More than zstd's bound for `raw`, so that one call completes the frame.
+    const room = raw.length + (raw.length >> 7) + 1024;
+    if (out.length < room) out = Buffer.allocUnsafe(room);
+    try {
+      handle.writeSync(end, raw, 0, raw.length, out, 0, out.length);
+    } catch {
+      kept = false;
+    }
+    // state: [output left, input left]. A frame left unfinished leaves the context mid-frame: it is given up.
+    if (!kept || state[0] === 0 || state[1] !== 0) {
+      kept = false;
+      return z.zstdCompressSync(raw);
+    }
+    return Buffer.from(out.subarray(0, out.length - state[0]!));
+  };
+}
