@@ -1,6 +1,7 @@
 /** The pieces both trace.dat versions share: the file's start, the header and format blocks, the options. */
+import type { Cursor } from './cursor.ts';
 import { OPTION, TRACEDAT_MAGIC } from './ids.ts';
-import { type Out, type Part, u32 } from './parts.ts';
+import { Out, type Part, u32 } from './parts.ts';
 
 /** Bytes of a C `long` in the files written (x86-64's). */
 export const LONG = 8;
@@ -63,6 +64,44 @@ export function option(o: Out, id: number, data: Buffer): void {
   o.u16(id);
   o.u32(data.length);
   o.put(data);
+}
+
+/** A v7 buffer option: where its flyrecord section is, its name (`` for the top one), clock, page size and CPUs' data. */
+export interface BufferOption {
+  readonly at: number;
+  readonly name: string;
+  readonly clock: string;
+  readonly pageSize: number;
+  readonly cpus: readonly { readonly cpu: number; readonly offset: number; readonly size: number }[];
+}
+
+/** Appends a {@link BufferOption} to the options. */
+export function bufferOption(o: Out, b: BufferOption): void {
+  const data = new Out();
+  data.u64(b.at);
+  data.str(`${b.name}\0${b.clock}\0`);
+  data.u32(b.pageSize);
+  data.u32(b.cpus.length);
+  for (const c of b.cpus) {
+    data.u32(c.cpu);
+    data.u64(c.offset);
+    data.u64(c.size);
+  }
+  option(o, OPTION.buffer, data.bytes());
+}
+
+/** Reads a {@link BufferOption} from its option's `size` bytes of data. */
+export function readBufferOption(d: Cursor, size: number): BufferOption {
+  const at = d.u64('buffer section offset');
+  const name = d.cstring('buffer name');
+  const clock = d.cstring('buffer clock');
+  const pageSize = d.u32('buffer page size');
+  const n = d.u32('buffer CPU count');
+  if (n > size / 20) d.fail(`${n} CPUs cannot fit`, d.pos - 4);
+  const cpus = [];
+  for (let i = 0; i < n; i++)
+    cpus.push({ cpu: d.u32('CPU id'), offset: d.u64('CPU data offset'), size: d.u64('CPU data size') });
+  return { at, name, clock, pageSize, cpus };
 }
 
 /** Options every version stores: the clock, the uname text when known, the CPU count. */

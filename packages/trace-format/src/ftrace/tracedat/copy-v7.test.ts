@@ -6,33 +6,15 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createTextFormatter } from '../../detect.ts';
 import { TraceFormatError } from '../../errors.ts';
-import type { EventClass, TraceEvent } from '../../model/types.ts';
+import type { TraceEvent } from '../../model/types.ts';
+import { tick, tickEvents } from '../../testing/tick-events.ts';
 import { recordTraceDat, reportRaw, traceCmdRecording } from '../../testing/tracecmd.ts';
 import { copyTraceDat } from './copy-v7.ts';
 import { OPTION, SECTION_NAMES } from './ids.ts';
 import { openTraceDat, readTraceDat } from './read.ts';
 import { encodeTraceDat } from './write-events.ts';
 
-const u64 = { kind: 'int', size: 64, signed: false, align: 8, byteOrder: 'le', base: 10, encoding: 'none' } as const;
-const tick: EventClass = {
-  id: 1,
-  name: 'demo:tick',
-  streamId: 0,
-  payload: {
-    kind: 'struct',
-    minAlign: 8,
-    members: [
-      { name: 'n', type: u64 },
-      { name: 'task', type: { kind: 'string', encoding: 'utf8' } },
-    ],
-  },
-};
-const events: TraceEvent[] = Array.from({ length: 3000 }, (_, i) => ({
-  tsNs: 1_000_000n + BigInt(i) * 1000n,
-  cpu: i % 3,
-  eventClass: tick,
-  fields: { n: BigInt(i) * 7919n, task: `task-${i % 13}` },
-}));
+const events: TraceEvent[] = tickEvents(3000, 3, 7919n);
 const dir = mkdtempSync(join(tmpdir(), 'evtrace-copy7-'));
 
 /** A version 7 file of `events` (three CPUs, many chunks each), written to `dir`. */

@@ -7,7 +7,7 @@
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { type OutputAccess, writeFileAtomically } from '../../output/atomic.ts';
-import { option, start } from './blocks.ts';
+import { bufferOption, option, readBufferOption, start } from './blocks.ts';
 import { Cursor } from './cursor.ts';
 import { OPTION, SECTION_COMPRESSED, SECTION_NAMES, TRACEDAT_MAGIC } from './ids.ts';
 import { Out, putBytes, u64 } from './parts.ts';
@@ -151,18 +151,8 @@ function copyFrom(src: Input, output: string, options: TraceDatCopyOptions): Tra
         next = size >= 8 ? d.u64('next options offset') : 0;
         break;
       }
-      if (id === OPTION.buffer) {
-        const sectionAt = d.u64('buffer section offset');
-        const name = d.cstring('buffer name');
-        const clock = d.cstring('buffer clock');
-        const bufPageSize = d.u32('buffer page size');
-        const n = d.u32('buffer CPU count');
-        if (n > size / 20) d.fail(`${n} CPUs cannot fit`, d.pos - 4);
-        const cpus = [];
-        for (let i = 0; i < n; i++)
-          cpus.push({ cpu: d.u32('CPU id'), offset: d.u64('CPU data offset'), size: d.u64('CPU data size') });
-        buffers.push({ name, clock, pageSize: bufPageSize, at: sectionAt, cpus });
-      } else if (SECTION_NAMES[id] !== undefined) metadata.set(id, d.u64('section offset'));
+      if (id === OPTION.buffer) buffers.push(readBufferOption(d, size));
+      else if (SECTION_NAMES[id] !== undefined) metadata.set(id, d.u64('section offset'));
       else if (id === OPTION.bufferText) return { reason: 'the file holds a latency (text) buffer' };
       else plain.push({ id, data });
     }
@@ -247,17 +237,13 @@ function copyFrom(src: Input, output: string, options: TraceDatCopyOptions): Tra
         end = Math.max(flyAt + 16, at);
         const description = buffer.name === '' ? 'buffer flyrecord' : `buffer ${buffer.name}`;
         putBytes(fd, sectionHeader(OPTION.buffer, section.flags, description, end - flyAt - 16), flyAt);
-        const b = new Out();
-        b.u64(flyAt);
-        b.str(`${buffer.name}\0${buffer.clock}\0`);
-        b.u32(buffer.pageSize);
-        b.u32(table.length);
-        for (const c of table) {
-          b.u32(c.cpu);
-          b.u64(c.offset);
-          b.u64(c.size);
-        }
-        option(opts, OPTION.buffer, b.bytes());
+        bufferOption(opts, {
+          at: flyAt,
+          name: buffer.name,
+          clock: buffer.clock,
+          pageSize: buffer.pageSize,
+          cpus: table,
+        });
       }
       option(opts, OPTION.done, u64(0));
       const optionsAt = end;

@@ -4,32 +4,13 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../../errors.ts';
-import type { EventClass, TraceEvent } from '../../model/types.ts';
+import type { TraceEvent } from '../../model/types.ts';
+import { tick, tickEvents } from '../../testing/tick-events.ts';
 import { readTraceDat } from './read.ts';
 import { encodeTraceDat } from './write-events.ts';
 import { writeTraceDatPages } from './write-pages.ts';
 
-const u64 = { kind: 'int', size: 64, signed: false, align: 8, byteOrder: 'le', base: 10, encoding: 'none' } as const;
-const tick: EventClass = {
-  id: 1,
-  name: 'demo:tick',
-  streamId: 0,
-  payload: {
-    kind: 'struct',
-    minAlign: 8,
-    // A string becomes a __data_loc field: records whose dynamic data must lie inside them.
-    members: [
-      { name: 'n', type: u64 },
-      { name: 'task', type: { kind: 'string', encoding: 'utf8' } },
-    ],
-  },
-};
-const events: TraceEvent[] = Array.from({ length: 2000 }, (_, i) => ({
-  tsNs: 1_000_000n + BigInt(i) * 1000n,
-  cpu: i % 2,
-  eventClass: tick,
-  fields: { n: BigInt(i), task: `task-${i % 13}` },
-}));
+const events: TraceEvent[] = tickEvents(2000, 2);
 const original = encodeTraceDat([tick], events, { version: 6 }).bytes;
 const dir = mkdtempSync(join(tmpdir(), 'evtrace-copy-'));
 

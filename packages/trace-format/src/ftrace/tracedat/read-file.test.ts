@@ -9,31 +9,13 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../../errors.ts';
-import type { EventClass, TraceEvent } from '../../model/types.ts';
+import type { TraceEvent } from '../../model/types.ts';
+import { tick, tickEvents } from '../../testing/tick-events.ts';
 import { openTraceDat, readTraceDat, type TraceDatReader } from './read.ts';
 import { encodeTraceDat } from './write-events.ts';
 
-const u64 = { kind: 'int', size: 64, signed: false, align: 8, byteOrder: 'le', base: 10, encoding: 'none' } as const;
-const tick: EventClass = {
-  id: 1,
-  name: 'demo:tick',
-  streamId: 0,
-  payload: {
-    kind: 'struct',
-    minAlign: 8,
-    members: [
-      { name: 'n', type: u64 },
-      { name: 'task', type: { kind: 'string', encoding: 'utf8' } },
-    ],
-  },
-};
 /** Enough events that each CPU's pages are several of the pieces the reader takes from the file at a time. */
-const events: TraceEvent[] = Array.from({ length: 160_000 }, (_, i) => ({
-  tsNs: 1_000_000n + BigInt(i) * 1000n,
-  cpu: i % 2,
-  eventClass: tick,
-  fields: { n: BigInt(i), task: `task-${i % 13}` },
-}));
+const events: TraceEvent[] = tickEvents(160_000, 2);
 
 /** Metadata larger than one window of the cursor that reads it from the file. */
 const kallsyms = Array.from(

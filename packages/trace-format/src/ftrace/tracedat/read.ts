@@ -22,6 +22,7 @@ import { checkPages, type PageSource } from '../page.ts';
 import type { FtraceReader, FtraceReadOptions } from '../raw-dir.ts';
 import { compileRecordCheck } from '../record.ts';
 import { Kallsyms, parseCmdlines, parsePrintkFormats } from '../symbols.ts';
+import { readBufferOption } from './blocks.ts';
 import { asBuffer, Cursor } from './cursor.ts';
 import { OPTION, SECTION_COMPRESSED, TRACEDAT_MAGIC } from './ids.ts';
 import type { TraceDatCpuPages, TraceDatPagesInput } from './pages.ts';
@@ -706,15 +707,7 @@ function readV7(
       options.push({ id, data });
       const d = new Cursor(data, c.le, c.file, `option ${id} at byte `);
       if (id === OPTION.buffer) {
-        d.u64('buffer section offset');
-        const name = d.cstring('buffer name');
-        const clock = d.cstring('buffer clock');
-        const bufPageSize = d.u32('buffer page size');
-        const n = d.u32('buffer CPU count');
-        if (n > size / 20) d.fail(`${n} CPUs cannot fit`, d.pos - 4);
-        const cpus = [];
-        for (let i = 0; i < n; i++)
-          cpus.push({ cpu: d.u32('CPU id'), offset: d.u64('CPU data offset'), size: d.u64('CPU data size') });
+        const { name, clock, pageSize: bufPageSize, cpus } = readBufferOption(d, size);
         buffers.push({ name, clock, pageSize: bufPageSize, cpus });
       } else {
         metadataSection(id, () => section(d.u64('section offset'), id));

@@ -3,7 +3,16 @@
  * compressed (zstd or zlib) or not, streamed to a sink of positional writes.
  */
 import { TraceFormatError } from '../../errors.ts';
-import { commonOptions, eventsBlock, ftraceBlock, headersBlock, type Meta, option, start } from './blocks.ts';
+import {
+  bufferOption,
+  commonOptions,
+  eventsBlock,
+  ftraceBlock,
+  headersBlock,
+  type Meta,
+  option,
+  start,
+} from './blocks.ts';
 import { OPTION, SECTION_COMPRESSED, SECTION_NAMES } from './ids.ts';
 import { checkedChunks, type TraceDatCpuPages } from './pages.ts';
 import { Out, partSize, u32, u64 } from './parts.ts';
@@ -228,17 +237,7 @@ export function writeV7(
   ] as const) {
     option(opts, id, u64(off));
   }
-  const buf = new Out();
-  buf.u64(flyAt);
-  buf.str(`\0${clock}\0`);
-  buf.u32(pageSize);
-  buf.u32(cpuTable.length);
-  for (const c of cpuTable) {
-    buf.u32(c.cpu);
-    buf.u64(c.offset);
-    buf.u64(c.size);
-  }
-  option(opts, OPTION.buffer, buf.bytes());
+  bufferOption(opts, { at: flyAt, name: '', clock, pageSize, cpus: cpuTable });
   option(opts, OPTION.done, u64(0));
   const optionsAt = section(OPTION.done, 'options', opts.bytes(), false);
   const stringsId = stringId('strings');
