@@ -3,10 +3,9 @@
  * published files, trimmed to what evtrace writes; see protos/README.md for their origin).
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type protobuf from 'protobufjs';
+import protobuf from 'protobufjs';
 
 /** The files, relative to the package's root, in the form their own imports name each other. */
 const FILES = [
@@ -41,11 +40,9 @@ let schema: PerfettoSchema | undefined;
 /** Perfetto's schema, parsed once (field names as the .proto files spell them). */
 export function perfettoSchema(): PerfettoSchema {
   if (schema !== undefined) return schema;
-  // Loaded on first use: every command imports this package, few write Perfetto.
-  const pb = createRequire(import.meta.url)('protobufjs') as typeof protobuf;
-  const root = new pb.Root();
+  const root = new protobuf.Root();
   const dir = perfettoProtoRoot();
-  for (const file of FILES) pb.parse(readFileSync(join(dir, file), 'utf8'), root, { keepCase: true });
+  for (const file of FILES) protobuf.parse(readFileSync(join(dir, file), 'utf8'), root, { keepCase: true });
   root.resolveAll();
   schema = {
     Trace: root.lookupType('perfetto.protos.Trace'),
