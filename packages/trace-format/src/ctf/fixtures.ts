@@ -1,6 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { CtfTraceData } from './reader.ts';
 
 /** The shared fixtures folder (`../shared/fixtures` from the repository root), or undefined when absent. */
 export function sharedFixtures(): string | undefined {
@@ -49,4 +50,16 @@ export function ctfFixtureCases(fixtures: string): { succeed: FixtureCase[]; fai
     fail.push({ name: `fail/${name}`, dir: existsSync(join(base, 'trace')) ? join(base, 'trace') : base });
   }
   return { succeed, fail };
+}
+
+/** `trace` with one stream (`index` modulo their count) changed at each edit's byte (modulo its length): for fuzzing. */
+export function withEditedStream(
+  trace: CtfTraceData & { readonly streams: readonly { readonly path: string; readonly data: Uint8Array }[] },
+  index: number,
+  edits: readonly { readonly at: number; readonly value: number }[],
+): CtfTraceData {
+  const k = index % trace.streams.length;
+  const data = Uint8Array.from(trace.streams[k]!.data);
+  for (const e of edits) if (data.length > 0) data[e.at % data.length] = e.value;
+  return { metadata: trace.metadata, streams: trace.streams.map((st, j) => (j === k ? { path: st.path, data } : st)) };
 }

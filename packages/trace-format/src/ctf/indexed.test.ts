@@ -10,8 +10,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
 import type { TraceEvent } from '../model/types.ts';
-import { ctfFixtureCases, sharedFixtures } from './fixtures.ts';
-import { type CtfTraceData, openCtfTrace, readCtfTrace } from './reader.ts';
+import { ctfFixtureCases, sharedFixtures, withEditedStream } from './fixtures.ts';
+import { openCtfTrace, readCtfTrace } from './reader.ts';
 
 const fixtures = sharedFixtures();
 
@@ -118,14 +118,7 @@ describe.skipIf(!fixtures)(`indexing CTF traces${fixtures ? '' : ' (skipped: ../
         fc.nat(),
         fc.array(fc.record({ at: fc.nat(), value: fc.nat(255) }), { minLength: 1, maxLength: 6 }),
         (i, s, edits) => {
-          const t = small[i]!;
-          const k = s % t.streams.length;
-          const data = Uint8Array.from(t.streams[k]!.data);
-          for (const e of edits) if (data.length > 0) data[e.at % data.length] = e.value;
-          const input: CtfTraceData = {
-            metadata: t.metadata,
-            streams: t.streams.map((st, j) => (j === k ? { path: st.path, data } : st)),
-          };
+          const input = withEditedStream(small[i]!, s, edits);
           for (const lenient of [false, true]) {
             try {
               const want = [...readCtfTrace(input, { lenient }).events()].map(plain);

@@ -6,9 +6,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
 import type { ByteOrder, EventClass, FieldClass, FieldValue, IntegerClass, TraceEvent } from '../model/types.ts';
 import { createJsonFormatter } from '../output/json.ts';
-import { ctfFixtureCases, sharedFixtures } from './fixtures.ts';
+import { ctfFixtureCases, sharedFixtures, withEditedStream } from './fixtures.ts';
 import type { CtfLinesOptions } from './lines.ts';
-import { type CtfTraceData, type CtfTraceReader, openCtfTrace, readCtfTrace } from './reader.ts';
+import { type CtfTraceReader, openCtfTrace, readCtfTrace } from './reader.ts';
 import { createBabeltraceTextFormatter } from './text.ts';
 import { createCtfWriter } from './writer.ts';
 
@@ -177,14 +177,7 @@ describe.skipIf(!fixtures)(
           fc.array(fc.record({ at: fc.nat(), value: fc.nat(255) }), { minLength: 1, maxLength: 4 }),
           fc.boolean(),
           (i, s, edits, lenient) => {
-            const t = traces[i]!;
-            const k = s % t.streams.length;
-            const data = Uint8Array.from(t.streams[k]!.data);
-            for (const e of edits) if (data.length > 0) data[e.at % data.length] = e.value;
-            const input: CtfTraceData = {
-              metadata: t.metadata,
-              streams: t.streams.map((st, j) => (j === k ? { path: st.path, data } : st)),
-            };
+            const input = withEditedStream(traces[i]!, s, edits);
             const open = () => readCtfTrace(input, { lenient });
             expectSame(open);
             if (lenient) {

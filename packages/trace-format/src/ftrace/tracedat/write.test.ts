@@ -15,6 +15,14 @@ import { synthesizeFtraceClass } from './synthesize.ts';
 import { encodeTraceDat, writeTraceDat } from './write-events.ts';
 import { completeTraceDatPages, traceDatPagesHeadSize, writeTraceDatHead, writeTraceDatPages } from './write-pages.ts';
 
+/** Every file version and compression the writer writes. */
+const FORMATS = [
+  [6, 'none'],
+  [7, 'none'],
+  [7, 'zstd'],
+  [7, 'zlib'],
+] as const;
+
 const dir = mkdtempSync(join(tmpdir(), 'evtrace-write-'));
 
 /** A class as a CTF reader would give it: no ftrace info. */
@@ -51,12 +59,7 @@ function ctfEvents(n: number): TraceEvent[] {
 
 describe('trace.dat writing, read back by evtrace', () => {
   it('round-trips v6, v7 uncompressed, zstd and zlib with time extends and synthesized formats', () => {
-    for (const [version, compression] of [
-      [6, 'none'],
-      [7, 'none'],
-      [7, 'zstd'],
-      [7, 'zlib'],
-    ] as const) {
+    for (const [version, compression] of FORMATS) {
       const res = encodeTraceDat([ctfClass], ctfEvents(50), { version, compression });
       expect(res.synthesized).toEqual(['app:request']);
       const back = readTraceDat(res.bytes, { file: `${version}-${compression}` });
@@ -99,12 +102,7 @@ describe('writeTraceDat writes events as they come', () => {
     const n = 20_000;
     const key = (e: TraceEvent) => `${e.tsNs} ${e.cpu} ${e.fields.id} ${e.fields.delta} ${e.fields.path}`;
     const want = [...stream(n)].map(key);
-    for (const [version, compression] of [
-      [6, 'none'],
-      [7, 'none'],
-      [7, 'zstd'],
-      [7, 'zlib'],
-    ] as const) {
+    for (const [version, compression] of FORMATS) {
       const sub = mkdtempSync(join(dir, 'stream-'));
       const file = join(sub, 'out.dat');
       const result = writeTraceDat(file, [ctfClass], stream(n), { version, compression });
