@@ -7,7 +7,7 @@
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { type OutputAccess, writeFileAtomically } from '../../output/atomic.ts';
-import { bufferOption, option, readBufferOption, start } from './blocks.ts';
+import { type BufferOption, bufferOption, option, readBufferOption, start } from './blocks.ts';
 import { Cursor } from './cursor.ts';
 import { OPTION, SECTION_COMPRESSED, SECTION_NAMES, TRACEDAT_MAGIC } from './ids.ts';
 import { Out, putBytes, u64 } from './parts.ts';
@@ -36,15 +36,6 @@ interface Section {
   /** File offset of the section's content and its size. */
   readonly body: number;
   readonly size: number;
-}
-
-interface Buffer7 {
-  readonly name: string;
-  readonly clock: string;
-  readonly pageSize: number;
-  /** File offset of its flyrecord section. */
-  readonly at: number;
-  readonly cpus: readonly { readonly cpu: number; readonly offset: number; readonly size: number }[];
 }
 
 /** Positional reads of the input, each a {@link Cursor} whose errors name the file offset. */
@@ -126,7 +117,7 @@ function copyFrom(src: Input, output: string, options: TraceDatCopyOptions): Tra
 
   const plain: { id: number; data: Buffer }[] = [];
   const metadata = new Map<number, number>();
-  const buffers: Buffer7[] = [];
+  const buffers: BufferOption[] = [];
   const seen = new Set<number>();
   while (next !== 0) {
     if (seen.has(next)) src.at(next, 0).fail('options sections form a loop');
