@@ -102,7 +102,7 @@ describe('copying a CTF trace packet by packet', () => {
     expect(statSync(join(out, 'stream_0')).size).toBe(bytes.length - 256);
   });
 
-  it('mutated traces read leniently: the copy reads strictly, its events among the lenient read, in order', () => {
+  it('mutated traces read leniently: the copy reads strictly, its events among the lenient read, in order per stream', () => {
     const dir = written('mutated', 300);
     const original = filesOf(dir);
     let k = 0;
@@ -130,16 +130,33 @@ describe('copying a CTF trace packet by packet', () => {
           const json = createJsonFormatter();
           const copied = [...openCtfTrace(out).events()].map(json);
           const lenient = [...readCtfTrace(input, { lenient: true }).events()].map(json);
-          let at = 0;
-          for (const line of copied) {
-            while (at < lenient.length && lenient[at] !== line) at++;
-            expect(at).toBeLessThan(lenient.length);
-            at++;
+          // In order per stream (CPU): a mutated time can make a stream go back in time, and streams that do are
+          // merged in an order that depends on which of their packets are there.
+          const byCpu = (lines: string[], cpu: number) => lines.filter((l) => JSON.parse(l).cpu === cpu);
+          for (const cpu of [0, 1]) {
+            const theirs = byCpu(lenient, cpu);
+            let at = 0;
+            for (const line of byCpu(copied, cpu)) {
+              while (at < theirs.length && theirs[at] !== line) at++;
+              expect(at).toBeLessThan(theirs.length);
+              at++;
+            }
           }
           rmSync(out, { recursive: true });
         },
       ),
-      { numRuns: 60 },
+      // The first case found a stream whose mutated times went back (fixed here).
+      {
+        numRuns: 60,
+        examples: [
+          [
+            [
+              { at: 2210, value: 0 },
+              { at: 2244, value: 1 },
+            ],
+          ],
+        ],
+      },
     );
   });
 });
