@@ -1,7 +1,8 @@
 /**
  * `cat` of a trace.dat larger than what it may hold, through the built CLI: the reader takes the file's bytes as it
  * goes (a few MiB of a CPU's pages at a time), so its peak memory (the child's own getrusage maximum) does not grow
- * with the file. Versions 6 and 7 (uncompressed: a compressed file of empty pages would be small).
+ * with the file. Versions 6 and 7 uncompressed, and 7 in zstd chunks: a small file, whose chunks decompress to more
+ * than 200 MiB, one reused buffer at a time.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -46,7 +47,7 @@ function shifted(pages: Buffer, pageSize: number): Buffer {
  * The sample recording with CPU 0's pages followed by {@link PADDING} of empty pages and those pages again, moved
  * later: a file of more than 200 MiB whose events are the sample's and CPU 0's once more.
  */
-function bigTraceDat(sample: string, version: 6 | 7): string {
+function bigTraceDat(sample: string, version: 6 | 7, compression: 'none' | 'zstd'): string {
   const copy = openTraceDat(sample).pagesInput();
   if (!('input' in copy)) throw new Error(copy.reason);
   const { input } = copy;
@@ -61,8 +62,8 @@ function bigTraceDat(sample: string, version: 6 | 7): string {
       yield later;
     },
   };
-  const file = join(dir, `big-v${version}.dat`);
-  writeTraceDatPages(file, { ...input, cpus: [padded, ...input.cpus.slice(1)] }, { version, compression: 'none' });
+  const file = join(dir, `big-v${version}-${compression}.dat`);
+  writeTraceDatPages(file, { ...input, cpus: [padded, ...input.cpus.slice(1)] }, { version, compression });
   return file;
 }
 
@@ -75,12 +76,16 @@ describe.skipIf(!existsSync(CLI))(
     const lines = (text: string) => text.split('\n').filter((l) => l !== '');
     const cpu0Lines = lines(sample.stdout).filter((l) => /\[000\]/.test(l));
 
-    for (const version of [6, 7] as const) {
-      it(`reads a version ${version} file of more than 200 MiB in bounded memory, every event kept`, () => {
+    for (const [version, compression] of [
+      [6, 'none'],
+      [7, 'none'],
+      [7, 'zstd'],
+    ] as const) {
+      it(`reads a version ${version} file (${compression}) of more than 200 MiB of pages in bounded memory, every event kept`, () => {
         expect(sample.code, sample.stderr).toBe(0);
         expect(cpu0Lines.length).toBeGreaterThan(0);
-        const file = bigTraceDat(dat, version);
-        expect(statSync(file).size).toBeGreaterThan(PADDING);
+        const file = bigTraceDat(dat, version, compression);
+        if (compression === 'none') expect(statSync(file).size).toBeGreaterThan(PADDING);
         const r = evtrace('cat', file);
         expect(r.code, r.stderr).toBe(0);
         // The sample's events, then CPU 0's again: the pages after the padding were read too.

@@ -26,6 +26,7 @@ import { readBufferOption } from './blocks.ts';
 import { asBuffer, Cursor } from './cursor.ts';
 import { OPTION, SECTION_COMPRESSED, TRACEDAT_MAGIC } from './ids.ts';
 import type { TraceDatCpuPages, TraceDatPagesInput } from './pages.ts';
+import { zstdDecodeInto } from './zstd-frames.ts';
 
 /** One flyrecord buffer (the top-level one or an instance) and where its CPU data lies. */
 export interface TraceDatBuffer {
@@ -111,6 +112,8 @@ interface Metadata {
 }
 
 const MAX_SECTION = 1 << 30;
+/** Largest chunk decoded into a reused buffer (trace-cmd's chunks are a few pages); larger ones take their own. */
+const DECODE_INTO_MAX = 1 << 24;
 /** Bytes of a CPU's pages (or of its compressed chunks) read from the file at once. */
 const PIECE = 2 << 20;
 
@@ -465,29 +468,46 @@ function cpuData(
   const { chunks, error } = chunkList(c, cpu);
   if (error !== undefined) damaged(error, `the ${chunks.length} whole chunks before it kept`);
   const dataOf = (k: Chunk) => k.at + 8;
-  return {
-    bytes: function* () {
-      // The compressed bytes are done with once decompressed: one buffer takes them all.
-      const readBlock = reusing();
-      for (let i = 0; i < chunks.length; ) {
-        // Consecutive chunks are read together, a few MiB of them at a time.
-        const from = dataOf(chunks[i]!);
-        let j = i + 1;
-        while (j < chunks.length && dataOf(chunks[j]!) + chunks[j]!.csize - from <= PIECE) j++;
-        const last = chunks[j - 1]!;
-        const block = readBlock(from, dataOf(last) + last.csize - from);
-        for (; i < j; i++) {
-          const k = chunks[i]!;
-          const data = block.subarray(dataOf(k) - from, dataOf(k) - from + k.csize);
-          try {
-            yield decompress(c, compression, data, k.usize, k.at);
-          } catch (e) {
-            // Lenient: a chunk that does not decompress is reported and skipped; the chunks around it still count.
-            damaged(e, 'chunk skipped');
-          }
+  /** Every chunk's bytes, in order, each from `decode` of its compressed data. */
+  function* decoded(decode: (k: Chunk, data: Buffer) => Buffer): Generator<Buffer> {
+    // The compressed bytes are done with once decompressed: one buffer takes them all.
+    const readBlock = reusing();
+    for (let i = 0; i < chunks.length; ) {
+      // Consecutive chunks are read together, a few MiB of them at a time.
+      const from = dataOf(chunks[i]!);
+      let j = i + 1;
+      while (j < chunks.length && dataOf(chunks[j]!) + chunks[j]!.csize - from <= PIECE) j++;
+      const last = chunks[j - 1]!;
+      const block = readBlock(from, dataOf(last) + last.csize - from);
+      for (; i < j; i++) {
+        const k = chunks[i]!;
+        try {
+          yield decode(k, block.subarray(dataOf(k) - from, dataOf(k) - from + k.csize));
+        } catch (e) {
+          // Lenient: a chunk that does not decompress is reported and skipped; the chunks around it still count.
+          damaged(e, 'chunk skipped');
         }
       }
-    },
+    }
+  }
+  const decompressed = (k: Chunk, data: Buffer) => decompress(c, compression, data, k.usize, k.at);
+  return {
+    bytes: () => decoded(decompressed),
+    // zstd chunks decoded into one buffer reused from chunk to chunk (by one kept context); a chunk that does not
+    // decode so is decompressed as the other path does it, which names what is wrong.
+    ...(compression === 'zstd'
+      ? {
+          transientBytes: () => {
+            let out = Buffer.alloc(0);
+            return decoded((k, data) => {
+              // A size beyond what any chunk holds is not allocated before the data shows it true.
+              if (k.usize > DECODE_INTO_MAX) return decompressed(k, data);
+              if (out.length <= k.usize) out = Buffer.allocUnsafeSlow(k.usize + 1);
+              return zstdDecodeInto(data, out, k.usize) ? out.subarray(0, k.usize) : decompressed(k, data);
+            });
+          },
+        }
+      : {}),
     chunks: chunks.map((k) => ({
       size: k.usize,
       read: () => decompress(c, compression, read(dataOf(k), k.csize), k.usize, k.at),

@@ -5,7 +5,8 @@
  * one up is a large share of compressing a 40 KiB chunk. Node has no public synchronous call on a kept context, so
  * this drives a zstd stream's handle as `zstdCompressSync` does inside; where that handle is not there (another
  * runtime) or a frame does not complete in one call, each frame comes from `zstdCompressSync`. The frames are the
- * bytes `zstdCompressSync` gives (the tests compare them).
+ * bytes `zstdCompressSync` gives (the tests compare them). Reading keeps one decompression context the same way, and
+ * decodes into the reader's own buffer (see {@link zstdDecodeInto}).
  */
 
 /** node:zlib, loaded when a file is compressed. */
@@ -65,4 +66,53 @@ function keptContext(): ((raw: Uint8Array) => Buffer) | undefined {
     }
     return Buffer.from(out.subarray(0, out.length - state[0]!));
   };
+}
+
+/** The binding behind a zstd decompression stream, and the error it last reported. */
+interface KeptDecoder {
+  readonly handle: ZstdHandle & { close(): void; onerror: (message: string) => void };
+  readonly state: Uint32Array;
+  failed: boolean;
+}
+
+let decoder: KeptDecoder | undefined;
+
+/**
+ * Decodes the zstd frame `frame` into the start of `into` with one decompression context kept from frame to frame;
+ * true when the frame gave exactly `size` bytes (`into` must be longer, so that a larger frame shows). False when it
+ * did not (corrupt, cut, another size) or there is no kept context here: the caller then decompresses the frame as
+ * usual, which says what is wrong. Writing into the caller's buffer leaves the collector no buffer per frame, and the
+ * context is set up once rather than per frame.
+ */
+export function zstdDecodeInto(frame: Uint8Array, into: Uint8Array, size: number): boolean {
+  // No bytes are no frame (which zstdDecompressSync refuses, and a context would take as nothing to do).
+  if (into.length <= size || frame.length === 0) return false;
+  const d = (decoder ??= keptDecoder());
+  if (d === undefined) return false;
+  try {
+    d.handle.writeSync(zlib().constants.ZSTD_e_end, frame, 0, frame.length, into, 0, into.length);
+  } catch {
+    d.failed = true;
+  }
+  // state: [output left, input left]. Anything but the whole input giving `size` bytes may leave the context inside
+  // a frame, or failed: it is not used again.
+  const exact = !d.failed && d.state[1] === 0 && into.length - d.state[0]! === size;
+  if (!exact) {
+    d.handle.close();
+    decoder = undefined;
+  }
+  return exact;
+}
+
+function keptDecoder(): KeptDecoder | undefined {
+  const stream = zlib().createZstdDecompress() as unknown as { _handle?: KeptDecoder['handle']; _writeState?: unknown };
+  const handle = stream._handle;
+  const state = stream._writeState;
+  if (typeof handle?.writeSync !== 'function' || !(state instanceof Uint32Array) || state.length < 2) return undefined;
+  const kept: KeptDecoder = { handle, state, failed: false };
+  // The stream's own handler would destroy the stream and raise its error event later, outside this call.
+  handle.onerror = () => {
+    kept.failed = true;
+  };
+  return kept;
 }
