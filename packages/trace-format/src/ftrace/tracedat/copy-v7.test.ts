@@ -138,7 +138,8 @@ describe('copyTraceDat: a version 7 trace.dat copied with nothing decoded or com
       }),
       { numRuns: 150 },
     );
-  });
+    // Each run writes and reads files: seconds on a loaded machine.
+  }, 60_000);
 });
 
 const { why, root } = traceCmdRecording();
