@@ -124,6 +124,8 @@ describe('a trace.dat as a file source', { timeout: 240_000 }, () => {
       expect(source.store().length).toBeLessThan(BIG);
       await source.indexed();
       // Once indexed, G goes to the last row (the trace's events evenly spaced, on CPUs in turn); all are counted.
+      // G takes the rows the app has drawn: it is pressed once a frame counts them all.
+      await until((f) => f.includes(`${countText(BIG)} events`) && !f.includes('indexing'));
       app.stdin.write('G');
       const last = `>${timeText(1_000_000_000n + BigInt(BIG - 1) * 250n)} ${String((BIG - 1) % 4).padStart(3)} `;
       const end = await until((f) => selected(f).startsWith(last));
