@@ -98,8 +98,12 @@ export function zstdDecodeInto(frame: Uint8Array, into: Uint8Array, size: number
   // a frame, or failed: it is not used again.
   const exact = !d.failed && d.state[1] === 0 && into.length - d.state[0]! === size;
   if (!exact) {
-    d.handle.close();
     decoder = undefined;
+    try {
+      d.handle.close();
+    } catch {
+      // Already closed by a failure: nothing is left to free.
+    }
   }
   return exact;
 }
