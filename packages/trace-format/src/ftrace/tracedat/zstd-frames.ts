@@ -23,6 +23,27 @@ interface ZstdHandle {
     outputOffset: number,
     outputLength: number,
   ): void;
+  close(): void;
+  onerror: (message: string) => void;
+}
+
+/** A stream's binding kept for synchronous calls, its state (`[output left, input left]`) and whether it failed. */
+interface Kept {
+  readonly handle: ZstdHandle;
+  readonly state: Uint32Array;
+  failed: boolean;
+}
+
+/** The binding of a zstd stream for synchronous calls, or undefined where the runtime has none. */
+function keptHandle(stream: unknown): Kept | undefined {
+  const { _handle: handle, _writeState: state } = stream as { _handle?: ZstdHandle; _writeState?: unknown };
+  if (typeof handle?.writeSync !== 'function' || !(state instanceof Uint32Array) || state.length < 2) return undefined;
+  const kept: Kept = { handle, state, failed: false };
+  // The stream's own handler would destroy the stream and raise its error event later, outside the call.
+  handle.onerror = () => {
+    kept.failed = true;
+  };
+  return kept;
 }
 
 let compress: ((raw: Uint8Array) => Buffer) | undefined;
@@ -42,10 +63,9 @@ export function zstdFrame(raw: Uint8Array): Buffer {
 
 function keptContext(): ((raw: Uint8Array) => Buffer) | undefined {
   const z = zlib();
-  const stream = z.createZstdCompress() as unknown as { _handle?: ZstdHandle; _writeState?: unknown };
-  const handle = stream._handle;
-  const state = stream._writeState;
-  if (typeof handle?.writeSync !== 'function' || !(state instanceof Uint32Array) || state.length < 2) return undefined;
+  const k = keptHandle(z.createZstdCompress());
+  if (k === undefined) return undefined;
+  const { handle, state } = k;
   const end = z.constants.ZSTD_e_end;
   let out = Buffer.allocUnsafe(0);
   kept = true;
@@ -57,10 +77,10 @@ function keptContext(): ((raw: Uint8Array) => Buffer) | undefined {
     try {
       handle.writeSync(end, raw, 0, raw.length, out, 0, out.length);
     } catch {
-      kept = false;
+      k.failed = true;
     }
-    // state: [output left, input left]. A frame left unfinished leaves the context mid-frame: it is given up.
-    if (!kept || state[0] === 0 || state[1] !== 0) {
+    // A frame left unfinished leaves the context mid-frame, and a failed one is done: either is given up.
+    if (k.failed || state[0] === 0 || state[1] !== 0) {
       kept = false;
       return z.zstdCompressSync(raw);
     }
@@ -68,14 +88,7 @@ function keptContext(): ((raw: Uint8Array) => Buffer) | undefined {
   };
 }
 
-/** The binding behind a zstd decompression stream, and the error it last reported. */
-interface KeptDecoder {
-  readonly handle: ZstdHandle & { close(): void; onerror: (message: string) => void };
-  readonly state: Uint32Array;
-  failed: boolean;
-}
-
-let decoder: KeptDecoder | undefined;
+let decoder: Kept | undefined;
 
 /**
  * Decodes the zstd frame `frame` into the start of `into` with one decompression context kept from frame to frame;
@@ -87,7 +100,7 @@ let decoder: KeptDecoder | undefined;
 export function zstdDecodeInto(frame: Uint8Array, into: Uint8Array, size: number): boolean {
   // No bytes are no frame (which zstdDecompressSync refuses, and a context would take as nothing to do).
   if (into.length <= size || frame.length === 0) return false;
-  const d = (decoder ??= keptDecoder());
+  const d = (decoder ??= keptHandle(zlib().createZstdDecompress()));
   if (d === undefined) return false;
   try {
     d.handle.writeSync(zlib().constants.ZSTD_e_end, frame, 0, frame.length, into, 0, into.length);
@@ -106,17 +119,4 @@ export function zstdDecodeInto(frame: Uint8Array, into: Uint8Array, size: number
     }
   }
   return exact;
-}
-
-function keptDecoder(): KeptDecoder | undefined {
-  const stream = zlib().createZstdDecompress() as unknown as { _handle?: KeptDecoder['handle']; _writeState?: unknown };
-  const handle = stream._handle;
-  const state = stream._writeState;
-  if (typeof handle?.writeSync !== 'function' || !(state instanceof Uint32Array) || state.length < 2) return undefined;
-  const kept: KeptDecoder = { handle, state, failed: false };
-  // The stream's own handler would destroy the stream and raise its error event later, outside this call.
-  handle.onerror = () => {
-    kept.failed = true;
-  };
-  return kept;
 }
