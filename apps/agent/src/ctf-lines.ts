@@ -6,7 +6,7 @@
  */
 import { compileFilter, compileRecordFilter, FilterError, parseFilter } from '@evtrace/filters';
 import type { CtfLinesOptions, CtfTraceReader } from '@evtrace/trace-format';
-import { jsonLines, type OpenedInput } from './trace-input.ts';
+import { jsonLineWriter, type OpenedInput } from './trace-input.ts';
 
 /** The reader of `opened` when its lines can be written this way (a CTF input), else undefined. */
 export function ctfLineReader(opened: OpenedInput): CtfTraceReader | undefined {
@@ -26,7 +26,7 @@ export function writeCtfInputLines(
   const n = reader.writeLines(write, {
     format,
     limit,
-    ...(format === 'json' ? { jsonLine: jsonLines(opened) } : {}),
+    ...(format === 'json' ? { jsonLine: jsonLineWriter(opened) } : {}),
     // Task names are learnt from the events that give them, in time order, for --json's comm and --filter's COMM.
     ...(format === 'json' || filter !== undefined
       ? {

@@ -14,10 +14,12 @@ import {
 } from '@evtrace/filters';
 import {
   createJsonFormatter,
+  createJsonWriter,
   createTextFormatter,
   type EventClass,
   type EventReadOptions,
   type FtraceMetadata,
+  type JsonLineWriter,
   openTrace,
   type RecordTest,
   sliceTest,
@@ -257,6 +259,11 @@ export function printNotes(
 /** `--json` lines: each event with its task's name when it fired (`pid` 0 is `swapper/CPU`, as the kernel names it). */
 export function jsonLines(opened: OpenedInput): (e: TraceEvent) => string {
   return createJsonFormatter({ comm: (pid, e) => opened.tasks.commOf(pid, e.cpu ?? undefined) });
+}
+
+/** {@link jsonLines}' lines written as bytes into an output buffer. */
+export function jsonLineWriter(opened: OpenedInput): JsonLineWriter {
+  return createJsonWriter({ comm: (pid, e) => opened.tasks.commOf(pid, e.cpu ?? undefined) });
 }
 
 /** Text lines, as trace-cmd report (ftrace data) or babeltrace2 (CTF) prints them. */

@@ -1,6 +1,7 @@
 // Their home is @evtrace/errors; re-exported for the importers that took them from here.
 export { errnoText, errorText } from '@evtrace/errors';
 export { BitReader } from './codec/bit-reader.ts';
+export { ByteOut } from './codec/byte-out.ts';
 export { compileScope, type DecodeContext, type FieldDecoder, type ScopeName } from './codec/decoder.ts';
 export { isCtf2Metadata, parseCtf2Metadata } from './ctf/ctf2.ts';
 export type { IndexedCtfTrace } from './ctf/indexed.ts';
@@ -172,9 +173,11 @@ export {
 } from './output/atomic.ts';
 export {
   createJsonFormatter,
+  createJsonWriter,
   eventClassSchema,
   eventToJsonLine,
   type JsonFormatterOptions,
+  type JsonLineWriter,
   jsonValue,
 } from './output/json.ts';
 export { type PerfettoOptions, writePerfettoJson } from './output/perfetto-json.ts';

@@ -3,9 +3,9 @@ import { addCommand, type CliIO } from '../command.ts';
 import { ctfLineReader, writeCtfInputLines } from '../ctf-lines.ts';
 import { usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { bufferedWriter, stdoutBytes } from '../output/buffered-writer.ts';
+import { bufferedWriter, byteLines, stdoutBytes } from '../output/buffered-writer.ts';
 import { printSliced, sliceReading } from '../sliced-lines.ts';
-import { jsonLines, openInput, printNotes, reportNotes, textLines } from '../trace-input.ts';
+import { jsonLineWriter, openInput, printNotes, reportNotes, textLines } from '../trace-input.ts';
 
 interface CatOptions {
   json?: boolean;
@@ -114,7 +114,23 @@ with --lenient every whole page before the damage is printed, per CPU, and the d
         }
         return;
       }
-      const format = options.json ? jsonLines(opened) : textLines(opened.reader);
+      if (options.json) {
+        const lines = byteLines(stdoutBytes(io));
+        const write = jsonLineWriter(opened);
+        try {
+          let printed = 0;
+          for (const e of opened.events()) {
+            if (printed++ >= limit) break;
+            write(e, lines.out);
+            lines.line();
+          }
+        } finally {
+          lines.flush();
+          reportNotes(io, opened, '--all-buffers');
+        }
+        return;
+      }
+      const format = textLines(opened.reader);
       const out = bufferedWriter(stdoutBytes(io));
       try {
         let printed = 0;

@@ -19,9 +19,9 @@ import { addCommand, type CliIO } from '../command.ts';
 import { ctfLineReader, writeCtfInputLines } from '../ctf-lines.ts';
 import { CliExit, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { bufferedWriter, stdoutBytes } from '../output/buffered-writer.ts';
+import { bufferedWriter, byteLines, stdoutBytes } from '../output/buffered-writer.ts';
 import { withProgress } from '../output/progress.ts';
-import { jsonLines, openInput, reportNotes } from '../trace-input.ts';
+import { jsonLineWriter, openInput, reportNotes } from '../trace-input.ts';
 
 const TARGETS = ['ctf', 'tracedat', 'text', 'jsonl', 'perfetto', 'perfetto-json'] as const;
 type Target = (typeof TARGETS)[number];
@@ -319,20 +319,18 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
               );
               break;
             }
-            n = withFile(
-              options.output,
-              access,
-              (write) => {
-                const line = jsonLines(opened);
-                let k = 0;
-                for (const e of events()) {
-                  write(line(e));
-                  k++;
-                }
-                return k;
-              },
-              io,
-            );
+            n = bytesTo(options.output, access, io, (write) => {
+              const lines = byteLines(write);
+              const line = jsonLineWriter(opened);
+              let k = 0;
+              for (const e of events()) {
+                line(e, lines.out);
+                lines.line();
+                k++;
+              }
+              lines.flush();
+              return k;
+            });
             break;
           case 'perfetto': {
             const cmdlines = reader.metadata?.cmdlines;

@@ -1,6 +1,7 @@
 /**
  * `evtrace cat` and `evtrace convert` end to end, beside the tools users already have, on the same file in the same
- * run: process start included, output to /dev/null (or to a file for conversions). Inputs of at least 1 M events:
+ * run: process start included, output to /dev/null, or to a file for conversions (and then the peer's too: a
+ * conversion to text or JSON lines is beside the peer's text written to a file). Inputs of at least 1 M events:
  * a generated CTF trace (one u64 field, as the trace-format bench writes it) read against `babeltrace2 DIR`, and a
  * trace.dat read against `trace-cmd report`: EVTRACE_BENCH_TRACEDAT names one, else (as root, with tracefs) one is
  * recorded here with `evtrace record -e 'kmem:*'` under `perf bench sched messaging`.
@@ -28,13 +29,13 @@ interface Sample {
   readonly rss: number;
 }
 
-/** One command run under GNU time, its standard output to /dev/null. */
-function run(argv: readonly string[]): Sample {
+/** One command run under GNU time, its standard output to /dev/null (or to the file `stdout`). */
+function run(argv: readonly string[], stdout = '/dev/null'): Sample {
   const dir = mkdtempSync(join(tmpdir(), 'evtrace-e2e-time-'));
   try {
     const report = join(dir, 'time');
     const r = spawnSync('/usr/bin/time', ['-f', '%e %U %S %M', '-o', report, ...argv], {
-      stdio: ['ignore', openSync('/dev/null', 'w'), 'pipe'],
+      stdio: ['ignore', openSync(stdout, 'w'), 'pipe'],
       maxBuffer: 1 << 26,
     });
     if (r.status !== 0) throw new Error(`${argv.join(' ')} failed (${r.status}): ${r.stderr.toString().slice(-2000)}`);
@@ -50,7 +51,8 @@ const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[xs.lengt
 interface Case {
   readonly input: string;
   readonly what: string;
-  readonly peer: { readonly name: string; readonly argv: (out: string) => string[] };
+  /** `toFile`: the peer's standard output goes to the output file, as a conversion's does. */
+  readonly peer: { readonly name: string; readonly argv: (out: string) => string[]; readonly toFile?: boolean };
   readonly ours: (out: string) => string[];
 }
 
@@ -69,11 +71,12 @@ function measure(c: Case, work: string): Row {
   const peers: Sample[] = [];
   const ours: Sample[] = [];
   const ratios: number[] = [];
+  const runPeer = (out: string) => run(c.peer.argv(out), c.peer.toFile ? out : undefined);
   for (let round = 0; round < ROUNDS; round++) {
     const out = join(work, `out-${round}`);
     const pair = () => {
       rmSync(out, { recursive: true, force: true });
-      const p = run(c.peer.argv(out));
+      const p = runPeer(out);
       rmSync(out, { recursive: true, force: true });
       const o = run([CLI, ...c.ours(out)]);
       return [p, o] as const;
@@ -86,7 +89,7 @@ function measure(c: Case, work: string): Row {
       rmSync(out, { recursive: true, force: true });
       o = run([CLI, ...c.ours(out)]);
       rmSync(out, { recursive: true, force: true });
-      p = run(c.peer.argv(out));
+      p = runPeer(out);
     }
     rmSync(out, { recursive: true, force: true });
     peers.push(p);
@@ -161,6 +164,7 @@ export function runEndToEndBenchmarks(): void {
     if (bt2) {
       const input = `CTF, ${CTF_EVENTS / 1e6} M events, one u64 field`;
       const text = { name: '`babeltrace2 DIR`', argv: () => ['babeltrace2', ctf] };
+      const textFile = { ...text, name: '`babeltrace2 DIR > FILE`', toFile: true };
       const toCtf = {
         name: '`babeltrace2 -c sink.ctf.fs`',
         argv: (out: string) => ['babeltrace2', ctf, '-c', 'sink.ctf.fs', '-p', `path="${out}"`],
@@ -171,7 +175,7 @@ export function runEndToEndBenchmarks(): void {
         ['`cat --filter "value > 500000"`', text, () => ['cat', '--filter', 'value > 500000', ctf]],
         ['`convert --to ctf`', toCtf, (out: string) => ['convert', ctf, '--to', 'ctf', '-o', out]],
         ['`convert --to tracedat`', toCtf, (out: string) => ['convert', ctf, '--to', 'tracedat', '-o', out]],
-        ['`convert --to jsonl`', text, (out: string) => ['convert', ctf, '--to', 'jsonl', '-o', out]],
+        ['`convert --to jsonl`', textFile, (out: string) => ['convert', ctf, '--to', 'jsonl', '-o', out]],
       ] as const) {
         rows.push(measure({ input, what, peer, ours }, work));
       }
@@ -181,6 +185,7 @@ export function runEndToEndBenchmarks(): void {
       const n = countEvents(dat);
       const input = `trace.dat, ${(n / 1e6).toFixed(2)} M kmem events, ${(statSync(dat).size / 1e6).toFixed(0)} MB`;
       const report = { name: '`trace-cmd report`', argv: () => ['trace-cmd', 'report', dat] };
+      const reportFile = { ...report, name: '`trace-cmd report > FILE`', toFile: true };
       const filtered = {
         name: "`trace-cmd report -F 'kmalloc: bytes_req > 256'`",
         argv: () => ['trace-cmd', 'report', '-F', 'kmalloc: bytes_req > 256', dat],
@@ -201,8 +206,8 @@ export function runEndToEndBenchmarks(): void {
           () => ['cat', '--filter', 'bytes_req > 256', '--threads', '2', dat],
         ],
         ['`convert --to tracedat`', convert, (out: string) => ['convert', dat, '--to', 'tracedat', '-o', out]],
-        ['`convert --to ctf`', report, (out: string) => ['convert', dat, '--to', 'ctf', '-o', out]],
-        ['`convert --to jsonl`', report, (out: string) => ['convert', dat, '--to', 'jsonl', '-o', out]],
+        ['`convert --to ctf`', reportFile, (out: string) => ['convert', dat, '--to', 'ctf', '-o', out]],
+        ['`convert --to jsonl`', reportFile, (out: string) => ['convert', dat, '--to', 'jsonl', '-o', out]],
       ] as const) {
         rows.push(measure({ input, what, peer, ours }, work));
       }

@@ -55,4 +55,44 @@ describe('ByteOut writes the text String() gives', () => {
       }),
     );
   });
+
+  it('hexadecimal digits of numbers and bigints up to 64 bits, and wider ones', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.integer({ min: 0, max: 2 ** 32 }),
+          fc.maxSafeNat(),
+          fc.constantFrom(0, 15, 16, 2 ** 32 - 1, 2 ** 32, 2 ** 53 - 1),
+          fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+          fc.constantFrom(0n, 1n, 2n ** 32n - 1n, 2n ** 32n, 2n ** 63n, 2n ** 64n - 1n, 2n ** 64n, 2n ** 80n + 5n),
+        ),
+        (v) => {
+          const out = new ByteOut(1);
+          out.hex(v);
+          out.byte(32);
+          expect(out.toString()).toBe(`${v.toString(16)} `);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('strings as JSON.stringify writes them, quoted and escaped', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string({ unit: 'binary' }),
+          fc.string(),
+          fc.constantFrom('', 'a"b', 'back\\slash', 'tab\there', '\u007f', '\ud800 lone', 'kworker/u4:1'),
+        ),
+        (s) => {
+          const out = new ByteOut(1);
+          out.jsonString(s);
+          out.jsonString('x');
+          expect(out.toString()).toBe(`${JSON.stringify(s)}"x"`);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
 });

@@ -11,9 +11,24 @@ for (let i = 0; i < 100; i++) {
   PAIRS[2 * i + 1] = 48 + (i % 10);
 }
 
+/** Hexadecimal digits, lower case. */
+const HEX = utf8Bytes('0123456789abcdef');
+
+/** A bigint's two 32-bit halves, read through one 64-bit slot: no bigint arithmetic, so nothing allocated. */
+const WIDE = new BigUint64Array(1);
+const HALVES = new Uint32Array(WIDE.buffer);
+const LOW = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? 0 : 1;
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const U64_MAX = (1n << 64n) - 1n;
+
+function utf8Bytes(text: string): Uint8Array {
+  return encoder.encode(text);
+}
+
 /** UTF-8 bytes of a fixed text (labels, names, separators), made once by whoever writes it often. */
 export function utf8(text: string): Uint8Array {
-  return encoder.encode(text);
+  return utf8Bytes(text);
 }
 
 /** A growable byte buffer for text; `length` bytes of `bytes` are written. */
@@ -126,7 +141,74 @@ export class ByteOut {
         this.byte(45);
         this.uint(-v);
       } else this.uint(v);
-    } else this.text(String(v));
+    } else if (typeof v === 'bigint') this.bigint(v);
+    else this.text(String(v));
+  }
+
+  /** Appends a bigint in decimal: through {@link int}'s digits where it fits a double exactly. */
+  bigint(v: bigint): void {
+    if (v <= MAX_SAFE && v >= -MAX_SAFE) this.int(Number(v));
+    else this.text(v.toString());
+  }
+
+  /** Appends the lower-case hexadecimal digits of a non-negative integer (no `0x`). */
+  hex(v: number | bigint): void {
+    if (typeof v === 'number') {
+      if (v >= 0 && v <= 0xffffffff) this.#hex32(v >>> 0, 1);
+      else if (v > 0 && Number.isSafeInteger(v)) {
+        const high = Math.floor(v / 0x100000000);
+        this.#hex32(high, 1);
+        this.#hex32(v - high * 0x100000000, 8);
+      } else this.text(v.toString(16));
+      return;
+    }
+    if (v < 0n || v > U64_MAX) {
+      this.text(v.toString(16));
+      return;
+    }
+    WIDE[0] = v;
+    const high = HALVES[1 - LOW]!;
+    const low = HALVES[LOW]!;
+    if (high === 0) this.#hex32(low, 1);
+    else {
+      this.#hex32(high, 1);
+      this.#hex32(low, 8);
+    }
+  }
+
+  /** Hex digits of a 32-bit value, at least `width` of them (zeros first). */
+  #hex32(v: number, width: number): void {
+    let digits = 1;
+    for (let t = v >>> 4; t !== 0; t >>>= 4) digits++;
+    if (digits < width) digits = width;
+    this.reserve(digits);
+    const out = this.bytes;
+    const end = this.length + digits;
+    for (let at = end - 1; at >= this.length; at--) {
+      out[at] = HEX[v & 15]!;
+      v >>>= 4;
+    }
+    this.length = end;
+  }
+
+  /** Appends a string as JSON writes it (`JSON.stringify`'s text, quotes included). */
+  jsonString(s: string): void {
+    const n = s.length;
+    this.reserve(n + 2);
+    const out = this.bytes;
+    let at = this.length;
+    out[at++] = 34;
+    for (let i = 0; i < n; i++) {
+      const c = s.charCodeAt(i);
+      // Printable ASCII but the quote and the backslash is written as it is; anything else as JSON.stringify has it.
+      if (c < 0x20 || c >= 0x7f || c === 34 || c === 92) {
+        this.text(JSON.stringify(s));
+        return;
+      }
+      out[at++] = c;
+    }
+    out[at++] = 34;
+    this.length = at;
   }
 
   /** Appends a non-negative integer below 10^9 as exactly nine digits. */

@@ -24,7 +24,7 @@ import type {
   TraceClass,
   TraceEvent,
 } from '../model/types.ts';
-import { createJsonFormatter, valueWriter } from '../output/json.ts';
+import { createJsonWriter, type JsonLineWriter, valueWriter } from '../output/json.ts';
 import type { CyclesToNs } from './clock.ts';
 import type { CtfEvent } from './event.ts';
 import type { EventLineWriter, LineSource, LineStart, LineTarget, LineWriters } from './line-target.ts';
@@ -42,8 +42,8 @@ export interface CtfLinesOptions {
   readonly localTime?: boolean;
   /** Text: print `[time] (+delta)`; default true. */
   readonly timestamps?: boolean;
-  /** JSON: the line of an event decoded whole (default `createJsonFormatter()`'s). */
-  readonly jsonLine?: (event: TraceEvent) => string;
+  /** JSON: the writer of the line of an event decoded whole (default `createJsonWriter()`'s). */
+  readonly jsonLine?: JsonLineWriter;
   /** Classes whose events are decoded whole and written by `jsonLine` (or the text formatter): those a caller learns from. */
   readonly decoded?: (eventClass: EventClass) => boolean;
   /** Receives each decoded event once its line is written or it is left out (a task-name tracker). */
@@ -129,8 +129,7 @@ function jsonValue(type: FieldClass, hex: boolean): ValueSink {
       out.byte(34);
     };
   }
-  const write = valueWriter(type, hex);
-  return (out, v) => out.text(write(v));
+  return valueWriter(type, hex);
 }
 
 /** `{"name":value,...}`, as json.ts's struct writer prints a decoded struct, and `end` after it. */
@@ -651,11 +650,11 @@ export function writeCtfLines(
   const limit = options.limit ?? Number.POSITIVE_INFINITY;
   const timestamps = json || (options.timestamps ?? true);
   const head = timestamps ? new LineHead(json, options.localTime ?? false) : undefined;
-  const decodedLine = json
-    ? (options.jsonLine ?? createJsonFormatter())
+  const decodedLine: JsonLineWriter = json
+    ? (options.jsonLine ?? createJsonWriter())
     : (() => {
         const body = createBabeltraceTextFormatter({ trace, timestamps: false });
-        return (e: TraceEvent) => `${body(e)}\n`;
+        return (e, to) => to.text(`${body(e)}\n`);
       })();
   const observe = options.observe;
   const out = new ByteOut(1 << 17);
@@ -666,7 +665,7 @@ export function writeCtfLines(
       return false;
     }
     if (head !== undefined && !json) head.write(out, cycles, toNs);
-    out.text(decodedLine(event));
+    decodedLine(event, out);
     observe?.(event);
     return true;
   };

@@ -4,6 +4,8 @@
  * addresses and integers the format shows in hex (pointer types, `%p`, `%x` in ftrace's `print fmt`, base 16 in CTF)
  * are `"0x..."` strings, narrower integers are numbers. The writer is compiled once per event class.
  */
+
+import { ByteOut, utf8 } from '../codec/byte-out.ts';
 import { hexFields } from '../ftrace/hex-fields.ts';
 import type { EventClass, FieldClass, FieldValue, StructClass, TraceEvent } from '../model/types.ts';
 
@@ -34,28 +36,44 @@ export function jsonValue(value: FieldValue): unknown {
   return value;
 }
 
-/** Writes one value of a field class. */
-export type ValueWriter = (value: FieldValue | undefined) => string;
+/** Writes one value of a field class as JSON bytes (`null` for a value the record lacks). */
+export type ValueWriter = (out: ByteOut, value: FieldValue | undefined) => void;
+
+/** Writes one event as a JSON line, newline included, into `out`. */
+export type JsonLineWriter = (event: TraceEvent, out: ByteOut) => void;
 
 /** What a class's events share: the `"event"` member and the fields' writer. */
 interface ClassWriter {
-  readonly prefix: string;
-  readonly fields: (fields: TraceEvent['fields']) => string;
+  readonly event: Uint8Array;
+  readonly fields: (out: ByteOut, fields: TraceEvent['fields']) => void;
 }
 
 const writers = new WeakMap<EventClass, ClassWriter>();
 
+const NULL = utf8('null');
+const TS_NS = utf8('{"ts_ns":"');
+const CPU = utf8('","cpu":');
+const BUFFER = utf8(',"buffer":');
+const PID = utf8(',"pid":');
+const COMM = utf8(',"comm":');
+const FLAGS = utf8(',"flags":');
+const FIELDS = utf8(',"fields":');
+const END = utf8('}\n');
+
 /**
- * A formatter of events as JSON lines (each with its newline): `{"ts_ns", "cpu", ["buffer",] "event", "pid", "comm",
- * "flags", "fields"}`. `ts_ns` is a decimal string; `pid` is ftrace's `common_pid` (LTTng's `tid` context in CTF) or
- * null; `flags` decodes ftrace's `common_flags` and `common_preempt_count` as the kernel's latency format does, null
- * where the source records none; `buffer` names the trace.dat instance buffer, absent for the top one.
+ * A writer of events as JSON lines (each with its newline) into an output buffer: `{"ts_ns", "cpu", ["buffer",]
+ * "event", "pid", "comm", "flags", "fields"}`. `ts_ns` is a decimal string; `pid` is ftrace's `common_pid` (LTTng's
+ * `tid` context in CTF) or null; `flags` decodes ftrace's `common_flags` and `common_preempt_count` as the kernel's
+ * latency format does, null where the source records none; `buffer` names the trace.dat instance buffer, absent for
+ * the top one.
  */
-export function createJsonFormatter(options: JsonFormatterOptions = {}): (event: TraceEvent) => string {
+export function createJsonWriter(options: JsonFormatterOptions = {}): JsonLineWriter {
   const commOf = options.comm;
   let lastClass: EventClass | undefined;
   let last: ClassWriter | undefined;
-  return (event) => {
+  // The JSON of the last comm written per pid: a task's name is written many times.
+  const comms = new Map<number, { readonly comm: string; readonly json: Uint8Array }>();
+  return (event, out) => {
     const cls = event.eventClass;
     if (cls !== lastClass) {
       lastClass = cls;
@@ -69,11 +87,54 @@ export function createJsonFormatter(options: JsonFormatterOptions = {}): (event:
     const buffer = scopes?.buffer?.name;
     let pid = common?.common_pid;
     if (typeof pid !== 'number') pid = stream?.tid ?? stream?.vtid;
-    let comm: FieldValue | undefined;
-    if (typeof pid === 'number') comm = commOf?.(pid, event) ?? stream?.procname;
-    else pid = null;
+    out.raw(TS_NS);
+    out.bigint(event.tsNs);
+    out.raw(CPU);
+    if (event.cpu === null) out.raw(NULL);
+    else out.int(event.cpu);
+    if (typeof buffer === 'string') {
+      out.raw(BUFFER);
+      out.jsonString(buffer);
+    }
+    out.raw(w.event);
+    out.raw(PID);
+    if (typeof pid === 'number') {
+      out.int(pid);
+      out.raw(COMM);
+      const comm = commOf?.(pid, event) ?? stream?.procname;
+      if (typeof comm !== 'string') out.raw(NULL);
+      else {
+        let known = comms.get(pid);
+        if (known === undefined || known.comm !== comm) {
+          known = { comm, json: utf8(JSON.stringify(comm)) };
+          if (comms.size < 1 << 16) comms.set(pid, known);
+        }
+        out.raw(known.json);
+      }
+    } else {
+      out.raw(NULL);
+      out.raw(COMM);
+      out.raw(NULL);
+    }
+    out.raw(FLAGS);
     const flags = common?.common_flags;
-    return `{"ts_ns":"${event.tsNs}","cpu":${event.cpu}${typeof buffer === 'string' ? `,"buffer":${JSON.stringify(buffer)}` : ''}${w.prefix},"pid":${pid},"comm":${typeof comm === 'string' ? JSON.stringify(comm) : 'null'},"flags":${typeof flags === 'number' ? flagsJson(flags, common?.common_preempt_count) : 'null'},"fields":${w.fields(event.fields)}}\n`;
+    out.raw(typeof flags === 'number' ? flagsJson(flags, common?.common_preempt_count) : NULL);
+    out.raw(FIELDS);
+    w.fields(out, event.fields);
+    out.raw(END);
+  };
+}
+
+/**
+ * A formatter of events as JSON lines (each with its newline), as strings: {@link createJsonWriter}'s text.
+ */
+export function createJsonFormatter(options: JsonFormatterOptions = {}): (event: TraceEvent) => string {
+  const write = createJsonWriter(options);
+  const out = new ByteOut(1024);
+  return (event) => {
+    out.length = 0;
+    write(event, out);
+    return out.toString();
   };
 }
 
@@ -89,12 +150,12 @@ const PREEMPT_RESCHED = 0x20;
 const NMI = 0x40;
 
 /** The `flags` objects met so far, by flags and preempt count byte: a trace uses few, each written many times. */
-const flagTexts: (string | undefined)[] = [];
+const flagTexts: (Uint8Array | undefined)[] = [];
 
-function flagsJson(flags: number, preemptCount: FieldValue | undefined): string {
+function flagsJson(flags: number, preemptCount: FieldValue | undefined): Uint8Array {
   const pc = typeof preemptCount === 'number' ? preemptCount & 0xff : 0;
   const key = ((flags & 0xff) << 8) | pc;
-  return (flagTexts[key] ??= flagsText(flags, pc));
+  return (flagTexts[key] ??= utf8(flagsText(flags, pc)));
 }
 
 function flagsText(flags: number, pc: number): string {
@@ -104,27 +165,31 @@ function flagsText(flags: number, pc: number): string {
 
 function compileClass(cls: EventClass): ClassWriter {
   return {
-    prefix: `,"event":${JSON.stringify(cls.name)}`,
+    event: utf8(`,"event":${JSON.stringify(cls.name)}`),
     fields: structWriter(cls.payload, hexFields(cls.printFormat)),
   };
 }
 
-function structWriter(struct: StructClass, hex: ReadonlySet<string>): (fields: TraceEvent['fields']) => string {
+function structWriter(
+  struct: StructClass,
+  hex: ReadonlySet<string>,
+): (out: ByteOut, fields: TraceEvent['fields']) => void {
   const members = struct.members.map((m, i) => ({
     name: m.name,
-    key: `${i === 0 ? '' : ','}${JSON.stringify(m.name)}:`,
+    key: utf8(`${i === 0 ? '{' : ','}${JSON.stringify(m.name)}:`),
     write: valueWriter(m.type, hex.has(m.name)),
   }));
   // Generated per structure, so that each member's load sees one shape of object (its class decoder's) rather than
   // every class's. Names are JSON-quoted and every other token is generated here: the source holds no input text.
-  const body = members.map((m, i) => `k[${i}] + w[${i}](f[${JSON.stringify(m.name)}])`).join(' + ');
-  return new Function('k', 'w', `return (f) => "{" + ${body || '""'} + "}";`)(
+  const body = members.map((m, i) => `o.raw(k[${i}]); w[${i}](o, f[${JSON.stringify(m.name)}]);`).join(' ');
+  return new Function('k', 'w', 'e', `return (o, f) => { ${body} o.raw(e); };`)(
     members.map((m) => m.key),
     members.map((m) => m.write),
-  ) as (fields: TraceEvent['fields']) => string;
+    utf8(members.length === 0 ? '{}' : '}'),
+  ) as (out: ByteOut, fields: TraceEvent['fields']) => void;
 }
 
-/** The writer of one field class; `hex`: the format shows it as an address or in hex. */
+/** The writer of one field class as JSON bytes; `hex`: the format shows it as an address or in hex. */
 export function valueWriter(type: FieldClass, hex: boolean): ValueWriter {
   switch (type.kind) {
     case 'int':
@@ -132,30 +197,46 @@ export function valueWriter(type: FieldClass, hex: boolean): ValueWriter {
     case 'enum':
       return intWriter(type.container.size, hex || type.container.base === 16);
     case 'float':
-      return (v) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : 'null');
+      return (out, v) => {
+        if (typeof v === 'number' && Number.isFinite(v)) out.text(String(v));
+        else out.raw(NULL);
+      };
     case 'string':
-      return (v) => (typeof v === 'string' ? JSON.stringify(v) : 'null');
+      return (out, v) => {
+        if (typeof v === 'string') out.jsonString(v);
+        else out.raw(NULL);
+      };
     case 'array':
     case 'sequence':
     case 'dynamic': {
       const element = valueWriter(type.element, hex);
       // Character arrays decode to text.
-      return (v) => {
-        if (typeof v === 'string') return JSON.stringify(v);
-        if (!Array.isArray(v)) return 'null';
-        let out = '[';
-        for (let i = 0; i < v.length; i++) out += (i === 0 ? '' : ',') + element(v[i]);
-        return `${out}]`;
+      return (out, v) => {
+        if (typeof v === 'string') out.jsonString(v);
+        else if (!Array.isArray(v)) out.raw(NULL);
+        else {
+          out.byte(91);
+          for (let i = 0; i < v.length; i++) {
+            if (i !== 0) out.byte(44);
+            element(out, v[i]);
+          }
+          out.byte(93);
+        }
       };
     }
     case 'struct': {
       const write = structWriter(type, new Set());
-      return (v) =>
-        v !== null && typeof v === 'object' && !Array.isArray(v) ? write(v as TraceEvent['fields']) : 'null';
+      return (out, v) => {
+        if (v !== null && typeof v === 'object' && !Array.isArray(v)) write(out, v as TraceEvent['fields']);
+        else out.raw(NULL);
+      };
     }
     case 'variant':
       // The chosen option is known per event only: typed by the decoded value.
-      return (v) => (v === undefined ? 'null' : JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? String(x) : x)));
+      return (out, v) => {
+        if (v === undefined) out.raw(NULL);
+        else out.text(JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? String(x) : x)));
+      };
   }
 }
 
@@ -220,21 +301,31 @@ function valueSchema(type: FieldClass, hex: boolean): Record<string, unknown> {
 function intWriter(size: number, hex: boolean): ValueWriter {
   if (hex) {
     const modulus = 2 ** size;
-    return (v) => {
-      if (typeof v === 'bigint') return `"0x${(v < 0n ? BigInt.asUintN(size, v) : v).toString(16)}"`;
-      if (typeof v === 'number') return `"0x${(v < 0 ? v + modulus : v).toString(16)}"`;
-      return 'null';
+    return (out, v) => {
+      if (typeof v === 'bigint') {
+        out.raw(HEX_OPEN);
+        out.hex(v < 0n ? BigInt.asUintN(size, v) : v);
+        out.byte(34);
+      } else if (typeof v === 'number') {
+        out.raw(HEX_OPEN);
+        out.hex(v < 0 ? v + modulus : v);
+        out.byte(34);
+      } else out.raw(NULL);
     };
   }
   if (size > 32)
-    return (v) =>
-      typeof v === 'bigint' || typeof v === 'number' ? `"${v}"` : typeof v === 'boolean' ? `"${+v}"` : 'null';
-  return (v) =>
-    typeof v === 'number'
-      ? String(v)
-      : typeof v === 'bigint'
-        ? String(v)
-        : typeof v === 'boolean'
-          ? String(+v)
-          : 'null';
+    return (out, v) => {
+      if (typeof v === 'bigint' || typeof v === 'number' || typeof v === 'boolean') {
+        out.byte(34);
+        out.int(typeof v === 'boolean' ? +v : v);
+        out.byte(34);
+      } else out.raw(NULL);
+    };
+  return (out, v) => {
+    if (typeof v === 'number' || typeof v === 'bigint') out.int(v);
+    else if (typeof v === 'boolean') out.int(+v);
+    else out.raw(NULL);
+  };
 }
+
+const HEX_OPEN = utf8('"0x');

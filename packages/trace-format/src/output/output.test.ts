@@ -108,6 +108,119 @@ describe('JSON lines', () => {
     expect(kmalloc({ ...small, event: 'kmem:kfree' })).toBe(false);
   });
 
+  it('writes every field kind as its class says, the line being the JSON text of those values', () => {
+    const cls = parseFormatFile(
+      `name: every
+ID: 301
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:u8 a;\toffset:8;\tsize:1;\tsigned:0;
+\tfield:s16 b;\toffset:10;\tsize:2;\tsigned:1;
+\tfield:unsigned int c;\toffset:12;\tsize:4;\tsigned:0;
+\tfield:int d;\toffset:16;\tsize:4;\tsigned:1;
+\tfield:u64 e;\toffset:24;\tsize:8;\tsigned:0;
+\tfield:s64 f;\toffset:32;\tsize:8;\tsigned:1;
+\tfield:void * g;\toffset:40;\tsize:8;\tsigned:0;
+\tfield:char h[16];\toffset:48;\tsize:16;\tsigned:0;
+\tfield:__data_loc char[] i;\toffset:64;\tsize:4;\tsigned:0;
+\tfield:int j[2];\toffset:68;\tsize:8;\tsigned:1;
+
+print fmt: "c=%x d=%x g=%p", REC->c, REC->d, REC->g
+`,
+      { system: 'test' },
+    );
+    const int = (bits: number, signed: boolean) =>
+      signed
+        ? fc.integer({ min: -(2 ** (bits - 1)), max: 2 ** (bits - 1) - 1 })
+        : fc.integer({ min: 0, max: 2 ** bits - 1 });
+    const text = fc.oneof(fc.string(), fc.string({ unit: 'binary' }));
+    const values = fc.record({
+      a: int(8, false),
+      b: int(16, true),
+      c: int(32, false),
+      d: int(32, true),
+      e: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+      f: fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }),
+      g: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+      h: text,
+      i: text,
+      j: fc.array(int(32, true), { minLength: 2, maxLength: 2 }),
+    });
+    const head = fc.record({
+      ts: fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+      cpu: fc.option(fc.nat(4095)),
+      pid: fc.option(fc.integer({ min: -1, max: 2 ** 22 })),
+      comm: fc.option(text),
+      flags: fc.option(fc.nat(255)),
+      pc: fc.nat(255),
+      buffer: fc.option(text),
+    });
+    const hex = (v: number | bigint, bits: number) => `0x${BigInt.asUintN(bits, BigInt(v)).toString(16)}`;
+    // Two events in a row share the writer's per-class and per-task state, as a trace's events do.
+    fc.assert(
+      fc.property(fc.array(fc.tuple(head, values), { minLength: 1, maxLength: 3 }), (events) => {
+        const write = createJsonFormatter({
+          comm: (pid) => events.find(([h]) => h.pid === pid)?.[0].comm ?? undefined,
+        });
+        for (const [h, v] of events) {
+          const line = write({
+            tsNs: h.ts,
+            cpu: h.cpu,
+            eventClass: cls,
+            fields: v,
+            scopes: {
+              'event.context': {
+                ...(h.pid !== null ? { common_pid: h.pid } : {}),
+                ...(h.flags !== null ? { common_flags: h.flags } : {}),
+                common_preempt_count: h.pc,
+              },
+              ...(h.buffer !== null ? { buffer: { name: h.buffer } } : {}),
+            },
+          } as TraceEvent);
+          const comm = h.pid !== null ? (events.find(([x]) => x.pid === h.pid)?.[0].comm ?? null) : null;
+          const expected = {
+            ts_ns: String(h.ts),
+            cpu: h.cpu,
+            ...(h.buffer !== null ? { buffer: h.buffer } : {}),
+            event: 'test:every',
+            pid: h.pid,
+            comm,
+            flags:
+              h.flags === null
+                ? null
+                : JSON.parse(
+                    eventToJsonLine({
+                      tsNs: 0n,
+                      cpu: 0,
+                      eventClass: cls,
+                      fields: {},
+                      scopes: { 'event.context': { common_flags: h.flags, common_preempt_count: h.pc } },
+                    }).trim(),
+                  ).flags,
+            fields: {
+              a: v.a,
+              b: v.b,
+              c: hex(v.c, 32),
+              d: hex(v.d, 32),
+              e: String(v.e),
+              f: String(v.f),
+              g: hex(v.g, 64),
+              h: v.h,
+              i: v.i,
+              j: v.j,
+            },
+          };
+          expect(line).toBe(`${JSON.stringify(expected)}\n`);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('keeps integers exact in values typed by themselves (Perfetto args)', () => {
     expect(jsonValue(2n ** 53n - 1n)).toBe(2 ** 53 - 1);
     expect(jsonValue(2n ** 53n)).toBe('9007199254740992');
