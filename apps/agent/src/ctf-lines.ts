@@ -39,8 +39,8 @@ export function writeCtfInputLines(
     ...(filter !== undefined ? { keep: filter } : {}),
     ...(filter !== undefined && expression !== undefined ? { keepRecord: payloadFilter(expression) } : {}),
   });
-  // Every event was read: an expression that fits no class is an error, as when reading events.
-  if (n < limit) filter?.finish();
+  // Every event was read (or none was asked for): an expression that fits no class is an error, as when reading events.
+  if (n < limit || limit === 0) filter?.finish();
   return n;
 }
 

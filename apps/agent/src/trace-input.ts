@@ -222,6 +222,8 @@ function eventFilter(
   return Object.assign(predicate, {
     select,
     finish() {
+      // Nothing read (`-n 0`, an empty trace): the expression is judged on every class the trace declares.
+      if (compiled.size === 0) for (const ec of reader.eventClasses) compile(ec);
       if (accepted === 0 && firstError !== undefined) {
         throw usageError(`--filter: ${firstError.format(expr)}`);
       }

@@ -116,6 +116,10 @@ describe('evtrace cat', () => {
     const bad = await run('cat', dat, '--filter', 'nosuch == 1');
     expect(bad.code).toBe(ExitCode.Usage);
     expect(bad.stderr).toMatch(/--filter:/);
+    for (const json of [[], ['--json']]) {
+      const none = await run('cat', dat, ...json, '-n', '0', '--filter', 'nosuch == 1');
+      expect(none.code).toBe(ExitCode.Usage);
+    }
   });
 
   it('fails with status 1 and the file and offset for a corrupt or unknown input', async () => {

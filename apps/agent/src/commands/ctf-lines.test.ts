@@ -79,6 +79,12 @@ describe('CTF lines written from the packets', () => {
     const r = await run('cat', '--filter', 'nosuch > 1', u64);
     expect(r.code).toBe(ExitCode.Usage);
     expect(r.stderr).toMatch(/'nosuch' is not a field of one_u64/);
+    // Also when no event is asked for: the expression is judged on the classes the trace declares.
+    const none = await run('cat', '-n', '0', '--filter', 'nosuch > 1', u64);
+    expect(none.code).toBe(ExitCode.Usage);
+    expect(none.stderr).toMatch(/'nosuch' is not a field of one_u64/);
+    const fits = await run('cat', '-n', '0', '--filter', 'value > 1', u64);
+    expect([fits.code, fits.stdout]).toEqual([ExitCode.Ok, '']);
   });
 
   it('convert --to jsonl and --to text write what cat --json and cat print', async () => {
