@@ -19,7 +19,6 @@ const WIDE = new BigUint64Array(1);
 const HALVES = new Uint32Array(WIDE.buffer);
 const LOW = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? 0 : 1;
 
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 const U64_MAX = (1n << 64n) - 1n;
 
 function utf8Bytes(text: string): Uint8Array {
@@ -147,7 +146,9 @@ export class ByteOut {
 
   /** Appends a bigint in decimal: through {@link int}'s digits where it fits a double exactly. */
   bigint(v: bigint): void {
-    if (v <= MAX_SAFE && v >= -MAX_SAFE) this.int(Number(v));
+    // A bigint whose double is a safe integer is that integer: beyond 2^53 the nearest double is 2^53 or more.
+    const n = Number(v);
+    if (Number.isSafeInteger(n)) this.int(n);
     else this.text(v.toString());
   }
 

@@ -44,21 +44,22 @@ export type JsonLineWriter = (event: TraceEvent, out: ByteOut) => void;
 
 /** What a class's events share: the `"event"` member and the fields' writer. */
 interface ClassWriter {
+  /** `,"event":NAME,"pid":`. */
   readonly event: Uint8Array;
+  /** The payload's object and the line's end. */
   readonly fields: (out: ByteOut, fields: TraceEvent['fields']) => void;
 }
 
 const writers = new WeakMap<EventClass, ClassWriter>();
 
+// The fixed text between values, each run of it one copy.
 const NULL = utf8('null');
 const TS_NS = utf8('{"ts_ns":"');
 const CPU = utf8('","cpu":');
 const BUFFER = utf8(',"buffer":');
-const PID = utf8(',"pid":');
-const COMM = utf8(',"comm":');
-const FLAGS = utf8(',"flags":');
-const FIELDS = utf8(',"fields":');
-const END = utf8('}\n');
+const NO_TASK = utf8('null,"comm":null,"flags":');
+const NO_COMM = utf8(',"comm":null,"flags":');
+const NO_FLAGS = utf8('null,"fields":');
 
 /**
  * A writer of events as JSON lines (each with its newline) into an output buffer: `{"ts_ns", "cpu", ["buffer",]
@@ -71,7 +72,7 @@ export function createJsonWriter(options: JsonFormatterOptions = {}): JsonLineWr
   const commOf = options.comm;
   let lastClass: EventClass | undefined;
   let last: ClassWriter | undefined;
-  // The JSON of the last comm written per pid: a task's name is written many times.
+  // `,"comm":NAME,"flags":` of the last comm written per pid: a task's name is written many times.
   const comms = new Map<number, { readonly comm: string; readonly json: Uint8Array }>();
   return (event, out) => {
     const cls = event.eventClass;
@@ -97,31 +98,22 @@ export function createJsonWriter(options: JsonFormatterOptions = {}): JsonLineWr
       out.jsonString(buffer);
     }
     out.raw(w.event);
-    out.raw(PID);
     if (typeof pid === 'number') {
       out.int(pid);
-      out.raw(COMM);
       const comm = commOf?.(pid, event) ?? stream?.procname;
-      if (typeof comm !== 'string') out.raw(NULL);
+      if (typeof comm !== 'string') out.raw(NO_COMM);
       else {
         let known = comms.get(pid);
         if (known === undefined || known.comm !== comm) {
-          known = { comm, json: utf8(JSON.stringify(comm)) };
+          known = { comm, json: utf8(`,"comm":${JSON.stringify(comm)},"flags":`) };
           if (comms.size < 1 << 16) comms.set(pid, known);
         }
         out.raw(known.json);
       }
-    } else {
-      out.raw(NULL);
-      out.raw(COMM);
-      out.raw(NULL);
-    }
-    out.raw(FLAGS);
+    } else out.raw(NO_TASK);
     const flags = common?.common_flags;
-    out.raw(typeof flags === 'number' ? flagsJson(flags, common?.common_preempt_count) : NULL);
-    out.raw(FIELDS);
+    out.raw(typeof flags === 'number' ? flagsJson(flags, common?.common_preempt_count) : NO_FLAGS);
     w.fields(out, event.fields);
-    out.raw(END);
   };
 }
 
@@ -149,13 +141,16 @@ const SOFTIRQ = 0x10;
 const PREEMPT_RESCHED = 0x20;
 const NMI = 0x40;
 
-/** The `flags` objects met so far, by flags and preempt count byte: a trace uses few, each written many times. */
+/**
+ * The `flags` objects met so far and the `,"fields":` after them, by flags and preempt count byte: a trace uses few,
+ * each written many times.
+ */
 const flagTexts: (Uint8Array | undefined)[] = [];
 
 function flagsJson(flags: number, preemptCount: FieldValue | undefined): Uint8Array {
   const pc = typeof preemptCount === 'number' ? preemptCount & 0xff : 0;
   const key = ((flags & 0xff) << 8) | pc;
-  return (flagTexts[key] ??= utf8(flagsText(flags, pc)));
+  return (flagTexts[key] ??= utf8(`${flagsText(flags, pc)},"fields":`));
 }
 
 function flagsText(flags: number, pc: number): string {
@@ -165,14 +160,16 @@ function flagsText(flags: number, pc: number): string {
 
 function compileClass(cls: EventClass): ClassWriter {
   return {
-    event: utf8(`,"event":${JSON.stringify(cls.name)}`),
-    fields: structWriter(cls.payload, hexFields(cls.printFormat)),
+    event: utf8(`,"event":${JSON.stringify(cls.name)},"pid":`),
+    fields: structWriter(cls.payload, hexFields(cls.printFormat), '}\n'),
   };
 }
 
+/** The writer of a struct's object, and of `end` after it. */
 function structWriter(
   struct: StructClass,
   hex: ReadonlySet<string>,
+  end = '',
 ): (out: ByteOut, fields: TraceEvent['fields']) => void {
   const members = struct.members.map((m, i) => ({
     name: m.name,
@@ -185,7 +182,7 @@ function structWriter(
   return new Function('k', 'w', 'e', `return (o, f) => { ${body} o.raw(e); };`)(
     members.map((m) => m.key),
     members.map((m) => m.write),
-    utf8(members.length === 0 ? '{}' : '}'),
+    utf8(`${members.length === 0 ? '{}' : '}'}${end}`),
   ) as (out: ByteOut, fields: TraceEvent['fields']) => void;
 }
 
