@@ -39,7 +39,12 @@ function layoutOf(cls: EventClass): readonly FtraceFieldInfo[] {
  * fixed part, every field a plain integer) at the end of `out` as the payload is read, `common_type` holding `index`
  * until the record is placed (ids are given in the order records are placed, as for events).
  */
-function recordWriter(stream: CompiledStream, cls: EventClass, index: number): EventLineWriter | undefined {
+function recordWriter(
+  stream: CompiledStream,
+  cls: EventClass,
+  index: number,
+  placer: Placer | undefined,
+): EventLineWriter | undefined {
   const streamType = stream.cls.eventContext;
   if ([streamType, cls.context, cls.payload].some((t) => t !== undefined && refersOutward(t))) return undefined;
   // Common fields come from the event context, and a payload member named as one is written as the class id or a
@@ -68,18 +73,10 @@ function recordWriter(stream: CompiledStream, cls: EventClass, index: number): E
   const copy = payloadCopy(cls, own);
   const align = alignmentOf(cls.payload);
   let bytes: Uint8Array | undefined;
-  return (s, out) => {
-    out.reserve(fixed);
-    const at = out.length;
-    const b = out.bytes;
-    if (b !== bytes) {
-      bytes = b;
-      place.view = new DataView(b.buffer, b.byteOffset, b.byteLength);
-    }
-    for (let i = at, end = at + fixed; i < end; i++) b[i] = 0;
-    b[at] = index & 0xff;
-    b[at + 1] = index >> 8;
-    place.base = at;
+  /** The ftrace id of the class, once its first record is placed in a page here. */
+  let id = -1;
+  return (s, out, packet) => {
+    // The contexts are passed over (their sinks write nothing).
     streamContext?.(s, out);
     eventContext?.(s, out);
     const r = s.r;
@@ -89,17 +86,46 @@ function recordWriter(stream: CompiledStream, cls: EventClass, index: number): E
       const m = p % align;
       if (m !== 0) p += align - m;
       if (p + copy.bits <= r.limit) {
+        let b: Uint8Array;
+        let at: number;
+        if (placer !== undefined) {
+          // Straight into its CPU's page, which holds zeros where the record goes: common_type and the payload.
+          at = placer.place(cls, packet.packetCpu, packet.cycles, packet.toNs, fixed);
+          b = placer.page;
+          if (id < 0) id = placer.idOf(cls);
+          b[at] = id & 0xff;
+          b[at + 1] = id >> 8;
+        } else {
+          at = record(out);
+          b = out.bytes;
+        }
         copy.move(b, at, r.bytes, p / 8);
         r.pos = p + copy.bits;
-        out.length = at + fixed;
         return true;
       }
     }
     // Values read one by one: unaligned, or past the packet's end (which the decoder names).
+    const at = record(out);
+    const b = out.bytes;
+    if (b !== bytes) {
+      bytes = b;
+      place.view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    }
+    place.base = at;
     payload(s, out);
-    out.length = at + fixed;
     return true;
   };
+  /** Adds the record's bytes to `out`, zeros but for `common_type` (which holds `index`); returns where they start. */
+  function record(out: ByteOut): number {
+    out.reserve(fixed);
+    const at = out.length;
+    const b = out.bytes;
+    for (let i = at, end = at + fixed; i < end; i++) b[i] = 0;
+    b[at] = index & 0xff;
+    b[at + 1] = index >> 8;
+    out.length = at + fixed;
+    return at;
+  }
 }
 
 /**
@@ -132,15 +158,21 @@ type PayloadMove = (b: Uint8Array, at: number, from: Uint8Array, start: number) 
 class RecordPlan implements LineWriters {
   readonly classes: EventClass[] = [];
   readonly #writers = new Map<CompiledEvent, EventLineWriter | undefined>();
+  readonly #placer: Placer | undefined;
   #lastEvent: CompiledEvent | undefined;
   #last: EventLineWriter | undefined;
+
+  /** With `placer`, records are placed as they are read (one stream: read order is time order). */
+  constructor(placer?: Placer) {
+    this.#placer = placer;
+  }
 
   writer(stream: CompiledStream, event: CompiledEvent): EventLineWriter | undefined {
     // Events of one class often follow each other: the last one's writer is at hand.
     if (event === this.#lastEvent) return this.#last;
     let w = this.#writers.get(event);
     if (w === undefined && !this.#writers.has(event)) {
-      w = recordWriter(stream, event.cls, this.classes.length);
+      w = recordWriter(stream, event.cls, this.classes.length, this.#placer);
       if (w !== undefined) this.classes.push(event.cls);
       this.#writers.set(event, w);
     }
@@ -157,28 +189,28 @@ interface CpuSlot {
   cycles: number | bigint;
 }
 
-/**
- * Places the records of the events `cursors` read into `encoder`, merged in time order as `writeCtfLines` merges
- * lines (so that each CPU's records come in the order the events do); returns the number of events.
- */
-export function writeCtfRecords(cursors: readonly LineSource[], byCycles: boolean, encoder: TraceDatEncoder): number {
-  const slots: (CpuSlot | undefined)[] = [];
-  const plan = new RecordPlan();
-  /** The ftrace id of each class of the plan, once its first record is placed. */
-  const ids: number[] = [];
-  /** Places the record `data[0, n)` of an event of `cls` on `cpu`, its `common_type` set to `id` when given. */
-  const put = (
-    cls: EventClass,
-    cpu: number | null,
-    cycles: number | bigint,
-    toNs: CyclesToNs,
-    data: Uint8Array,
-    n: number,
-    id?: number,
-  ): void => {
+/** Places records in the encoder's pages, per CPU, in the order it is given them. */
+class Placer {
+  readonly #encoder: TraceDatEncoder;
+  readonly #slots: (CpuSlot | undefined)[] = [];
+  /** The page of the record last placed. */
+  page: Uint8Array = EMPTY;
+
+  constructor(encoder: TraceDatEncoder) {
+    this.#encoder = encoder;
+  }
+
+  /** The ftrace id the encoder gives `cls` (on its first call, the next free one). */
+  idOf(cls: EventClass): number {
+    return this.#encoder.format(cls).ftraceClass.id;
+  }
+
+  /** Makes room for a record of `n` bytes of an event of `cls` on `cpu`; returns where in {@link page} it goes. */
+  place(cls: EventClass, cpu: number | null, cycles: number | bigint, toNs: CyclesToNs, n: number): number {
     const c = cpu ?? 0;
-    let slot = slots[c];
-    if (slot === undefined) slot = slots[c] = { packer: encoder.packer(c, () => cls.name), toNs: undefined, cycles: 0 };
+    let slot = this.#slots[c];
+    if (slot === undefined)
+      slot = this.#slots[c] = { packer: this.#encoder.packer(c, () => cls.name), toNs: undefined, cycles: 0 };
     const packer = slot.packer;
     let at = -1;
     const last = slot.cycles;
@@ -186,26 +218,53 @@ export function writeCtfRecords(cursors: readonly LineSource[], byCycles: boolea
     if (toNs === slot.toNs && toNs.nanoseconds && typeof cycles === 'number' && typeof last === 'number')
       at = packer.placeAfter(cycles - last, n);
     if (at < 0) at = packer.place(toNs(cycles), n);
-    const page = packer.page;
+    this.page = packer.page;
+    slot.toNs = toNs;
+    slot.cycles = cycles;
+    this.#encoder.events++;
+    return at;
+  }
+
+  /** Places the record `data[0, n)`, its `common_type` set to `id` when given. */
+  put(
+    cls: EventClass,
+    cpu: number | null,
+    cycles: number | bigint,
+    toNs: CyclesToNs,
+    data: Uint8Array,
+    n: number,
+    id?: number,
+  ): void {
+    const at = this.place(cls, cpu, cycles, toNs, n);
+    const page = this.page;
     for (let i = 0; i < n; i++) page[at + i] = data[i]!;
     if (id !== undefined) {
       page[at] = id & 0xff;
       page[at + 1] = (id >> 8) & 0xff;
     }
-    slot.toNs = toNs;
-    slot.cycles = cycles;
-    encoder.events++;
-  };
+  }
+}
+
+/**
+ * Places the records of the events `cursors` read into `encoder`, merged in time order as `writeCtfLines` merges
+ * lines (so that each CPU's records come in the order the events do); returns the number of events.
+ */
+export function writeCtfRecords(cursors: readonly LineSource[], byCycles: boolean, encoder: TraceDatEncoder): number {
+  const placer = new Placer(encoder);
+  // One stream: the plan's writers place most records themselves, as they read them.
+  const plan = new RecordPlan(cursors.length === 1 ? placer : undefined);
+  /** The ftrace id of each class of the plan, once its first record is placed. */
+  const ids: number[] = [];
   /** A record a plan's writer wrote: its class's id put in place of the index it holds. */
   const putRecord = (cpu: number | null, cycles: number | bigint, toNs: CyclesToNs, data: Uint8Array, n: number) => {
     const index = data[0]! | (data[1]! << 8);
     const cls = plan.classes[index]!;
-    const id = (ids[index] ??= encoder.format(cls).ftraceClass.id);
-    put(cls, cpu, cycles, toNs, data, n, id);
+    const id = (ids[index] ??= placer.idOf(cls));
+    placer.put(cls, cpu, cycles, toNs, data, n, id);
   };
   const putEvent = (e: CtfEvent, toNs: CyclesToNs) => {
     const record = encoder.encode(e);
-    put(e.eventClass, e.cpu, e.cycles, toNs, record, record.length);
+    placer.put(e.eventClass, e.cpu, e.cycles, toNs, record, record.length);
   };
   const start = encoder.events;
   if (cursors.length === 1) {
@@ -213,8 +272,10 @@ export function writeCtfRecords(cursors: readonly LineSource[], byCycles: boolea
     const target: LineTarget = { out: new ByteOut(256), plan };
     const out = target.out;
     for (let got = cursor.nextLine(target); got !== undefined; got = cursor.nextLine(target)) {
-      if (got === true) putRecord(cursor.packetCpu, cursor.cycles, cursor.toNs, out.bytes, out.length);
-      else putEvent(got, cursor.toNs);
+      // A record the writer placed itself left nothing in `out`.
+      if (got === true) {
+        if (out.length > 0) putRecord(cursor.packetCpu, cursor.cycles, cursor.toNs, out.bytes, out.length);
+      } else putEvent(got, cursor.toNs);
       out.length = 0;
     }
   } else {
