@@ -51,6 +51,9 @@ function recordWriter(
   // common value: such classes keep the encoder's way.
   if (cls.context?.members.some((m) => m.name.startsWith('common_')) === true) return undefined;
   if (cls.payload.members.some((m) => m.name.startsWith('common_') || m.name === '__proto__')) return undefined;
+  // A payload that may take no bits is decoded whole: a record placed as it is read must be of an event the reader
+  // keeps, and it refuses one of size zero. An integer takes at least a bit.
+  if (!cls.payload.members.some((m) => ['int', 'enum', 'float'].includes(m.type.kind))) return undefined;
   const fields = layoutOf(cls);
   const typeField = fields.find((f) => f.name === 'common_type');
   if (!fields.every(isScalar) || typeField?.offset !== 0 || typeField.size !== 2 || index > 0xffff) return undefined;
@@ -113,6 +116,12 @@ function recordWriter(
     }
     place.base = at;
     payload(s, out);
+    if (placer !== undefined) {
+      // Read whole: placed as the copied ones are, `out` left as it was.
+      if (id < 0) id = placer.idOf(cls);
+      placer.put(cls, packet.packetCpu, packet.cycles, packet.toNs, b, at, fixed, id);
+      out.length = at;
+    }
     return true;
   };
   /** Adds the record's bytes to `out`, zeros but for `common_type` (which holds `index`); returns where they start. */
@@ -162,7 +171,7 @@ class RecordPlan implements LineWriters {
   #lastEvent: CompiledEvent | undefined;
   #last: EventLineWriter | undefined;
 
-  /** With `placer`, records are placed as they are read (one stream: read order is time order). */
+  /** With `placer`, records are placed as they are read (one stream: read order is time order), none left in `out`. */
   constructor(placer?: Placer) {
     this.#placer = placer;
   }
@@ -225,19 +234,20 @@ class Placer {
     return at;
   }
 
-  /** Places the record `data[0, n)`, its `common_type` set to `id` when given. */
+  /** Places the record `data[from, from + n)`, its `common_type` set to `id` when given. */
   put(
     cls: EventClass,
     cpu: number | null,
     cycles: number | bigint,
     toNs: CyclesToNs,
     data: Uint8Array,
+    from: number,
     n: number,
     id?: number,
   ): void {
     const at = this.place(cls, cpu, cycles, toNs, n);
     const page = this.page;
-    for (let i = 0; i < n; i++) page[at + i] = data[i]!;
+    for (let i = 0; i < n; i++) page[at + i] = data[from + i]!;
     if (id !== undefined) {
       page[at] = id & 0xff;
       page[at + 1] = (id >> 8) & 0xff;
@@ -260,23 +270,19 @@ export function writeCtfRecords(cursors: readonly LineSource[], byCycles: boolea
     const index = data[0]! | (data[1]! << 8);
     const cls = plan.classes[index]!;
     const id = (ids[index] ??= placer.idOf(cls));
-    placer.put(cls, cpu, cycles, toNs, data, n, id);
+    placer.put(cls, cpu, cycles, toNs, data, 0, n, id);
   };
   const putEvent = (e: CtfEvent, toNs: CyclesToNs) => {
     const record = encoder.encode(e);
-    placer.put(e.eventClass, e.cpu, e.cycles, toNs, record, record.length);
+    placer.put(e.eventClass, e.cpu, e.cycles, toNs, record, 0, record.length);
   };
   const start = encoder.events;
   if (cursors.length === 1) {
     const cursor = cursors[0]!;
-    const target: LineTarget = { out: new ByteOut(256), plan };
-    const out = target.out;
+    // The plan's writers place their records themselves: the cursor hands over only the events decoded whole.
+    const target: LineTarget = { out: new ByteOut(256), plan, placed: true };
     for (let got = cursor.nextLine(target); got !== undefined; got = cursor.nextLine(target)) {
-      // A record the writer placed itself left nothing in `out`.
-      if (got === true) {
-        if (out.length > 0) putRecord(cursor.packetCpu, cursor.cycles, cursor.toNs, out.bytes, out.length);
-      } else putEvent(got, cursor.toNs);
-      out.length = 0;
+      if (got !== true) putEvent(got, cursor.toNs);
     }
   } else {
     const merger = new Merger<LineEntry>(byCycles);
