@@ -165,15 +165,21 @@ describe('CTF to trace.dat written from the packets', () => {
     );
   });
 
-  it('names the event of a CPU a trace.dat cannot hold, as the events path does', () => {
-    const dir = join(root, 'cpu');
-    const writer = createCtfWriter(dir);
-    writer.writeEvent({ eventClass: CLASSES[2]!, tsNs: 5n, cpu: 0, fields: { v: 1n } });
-    writer.writeEvent({ eventClass: CLASSES[2]!, tsNs: 6n, cpu: 5000, fields: { v: 2n } });
-    writer.close();
-    const { events, records } = both(dir, {}, 'cpu');
-    expect(records).toBe('ERR_TRACE_FORMAT: event 1 (plain) is on CPU 5000, not 0 to 4095');
-    expect(records).toEqual(events);
+  it('names the event of a CPU a trace.dat cannot hold, as the events path does (one stream or two, even read leniently)', () => {
+    for (const joined of [false, true]) {
+      for (const lenient of [false, true]) {
+        const dir = join(root, `cpu-${joined}-${lenient}`);
+        const writer = createCtfWriter(dir);
+        writer.writeEvent({ eventClass: CLASSES[2]!, tsNs: 5n, cpu: 0, fields: { v: 1n } });
+        writer.writeEvent({ eventClass: CLASSES[2]!, tsNs: 6n, cpu: 5000, fields: { v: 2n } });
+        writer.close();
+        // One stream: the record is placed as the reader reads it, whose lenient read skips a corrupt packet.
+        if (joined) joinStreams(dir);
+        const { events, records } = both(dir, {}, `cpu-${joined}-${lenient}`, lenient);
+        expect(records).toBe('ERR_TRACE_FORMAT: event 1 (plain) is on CPU 5000, not 0 to 4095');
+        expect(records).toEqual(events);
+      }
+    }
   });
 });
 

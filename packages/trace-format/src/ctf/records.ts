@@ -205,8 +205,35 @@ class RecordPlan implements LineWriters {
 /** One CPU's packer, and the time of the record last placed in it (for deltas made without a bigint). */
 interface CpuSlot {
   readonly packer: PagePacker;
-  toNs: CyclesToNs | undefined;
   cycles: number | bigint;
+  /** The clock of the last record when it counts nanoseconds and its cycles were a number, else undefined. */
+  exact: CyclesToNs | undefined;
+  /** `packer.placerAfter(length)`, for the length of the record last placed after another. */
+  after: (deltaNs: number) => number;
+  length: number;
+}
+
+/**
+ * An error of the trace.dat writer (a CPU a file cannot hold) met as a record was placed: placed inside the reader
+ * (one stream), it would pass for a corrupt packet, which a lenient read skips. Carried past that as this, and thrown
+ * as it was by {@link writeCtfRecords}.
+ */
+class PlacingError extends Error {
+  readonly error: unknown;
+
+  constructor(error: unknown) {
+    super('a record could not be placed');
+    this.error = error;
+  }
+}
+
+/** `fn()`, its errors carried as {@link PlacingError}. */
+function placing<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (error) {
+    throw new PlacingError(error);
+  }
 }
 
 /** Places records in the encoder's pages, per CPU, in the order it is given them. */
@@ -216,7 +243,7 @@ class Placer {
   /** The CPU of the record last placed, and its slot: records of one CPU come in runs (a packet's). */
   #cpu = -1;
   #slot: CpuSlot | undefined;
-  /** The page of the record last placed, and a view of it. */
+  /** The page of the record last placed (its CPU's, the same buffer for every page), and a view of it. */
   page: Uint8Array = EMPTY;
   view: DataView = new DataView(EMPTY.buffer);
 
@@ -226,23 +253,27 @@ class Placer {
 
   /** The ftrace id the encoder gives `cls` (on its first call, the next free one). */
   idOf(cls: EventClass): number {
-    return this.#encoder.format(cls).ftraceClass.id;
+    return placing(() => this.#encoder.format(cls).ftraceClass.id);
   }
 
   /** Makes room for a record of `n` bytes of an event of `cls` on `cpu`; returns where in {@link page} it goes. */
   place(cls: EventClass, cpu: number | null, cycles: number | bigint, toNs: CyclesToNs, n: number): number {
     const c = cpu ?? 0;
     const slot = c === this.#cpu ? this.#slot! : this.#slotOf(cls, c);
-    const packer = slot.packer;
     let at = -1;
-    const last = slot.cycles;
     // A nanosecond clock's times differ by their cycles' difference.
-    if (toNs === slot.toNs && typeof cycles === 'number' && typeof last === 'number' && toNs.nanoseconds)
-      at = packer.placeAfter(cycles - last, n);
-    if (at < 0) at = packer.place(toNs(cycles), n);
-    this.page = packer.page;
-    this.view = packer.view;
-    slot.toNs = toNs;
+    if (toNs === slot.exact && typeof cycles === 'number') {
+      const delta = cycles - (slot.cycles as number);
+      // Records of one length follow each other (one class's, or classes alike): their placer is at hand.
+      if (n === slot.length) at = slot.after(delta);
+      else {
+        slot.length = n;
+        slot.after = slot.packer.placerAfter(n);
+        at = slot.after(delta);
+      }
+    }
+    if (at < 0) at = placing(() => slot.packer.place(toNs(cycles), n));
+    slot.exact = toNs.nanoseconds && typeof cycles === 'number' ? toNs : undefined;
     slot.cycles = cycles;
     this.#encoder.events++;
     return at;
@@ -250,12 +281,16 @@ class Placer {
 
   #slotOf(cls: EventClass, cpu: number): CpuSlot {
     const slot = (this.#slots[cpu] ??= {
-      packer: this.#encoder.packer(cpu, () => cls.name),
-      toNs: undefined,
+      packer: placing(() => this.#encoder.packer(cpu, () => cls.name)),
       cycles: 0,
+      exact: undefined,
+      after: () => -1,
+      length: -1,
     });
     this.#cpu = cpu;
     this.#slot = slot;
+    this.page = slot.packer.page;
+    this.view = slot.packer.view;
     return slot;
   }
 
@@ -302,6 +337,22 @@ export function writeCtfRecords(cursors: readonly LineSource[], byCycles: boolea
     placer.put(e.eventClass, e.cpu, e.cycles, toNs, record, 0, record.length);
   };
   const start = encoder.events;
+  try {
+    placeAll(cursors, byCycles, plan, putRecord, putEvent);
+  } catch (error) {
+    throw error instanceof PlacingError ? error.error : error;
+  }
+  return encoder.events - start;
+}
+
+/** Reads `cursors` through `plan`, one stream's records placed by its writers, the others' by `putRecord`. */
+function placeAll(
+  cursors: readonly LineSource[],
+  byCycles: boolean,
+  plan: RecordPlan,
+  putRecord: (cpu: number | null, cycles: number | bigint, toNs: CyclesToNs, data: Uint8Array, n: number) => void,
+  putEvent: (e: CtfEvent, toNs: CyclesToNs) => void,
+): void {
   if (cursors.length === 1) {
     const cursor = cursors[0]!;
     // The plan's writers place their records themselves: the cursor hands over only the events decoded whole.
@@ -319,5 +370,4 @@ export function writeCtfRecords(cursors: readonly LineSource[], byCycles: boolea
       else putEvent(entry.event, entry.toNs);
     }
   }
-  return encoder.events - start;
 }
