@@ -6,14 +6,14 @@
  * by the trace.dat writer, whose records these equal byte for byte.
  */
 import { ByteOut } from '../codec/byte-out.ts';
-import { alignmentOf, refersOutward, type ValueSink } from '../codec/decoder.ts';
+import { alignmentOf, type DecodeContext, refersOutward, type ValueSink } from '../codec/decoder.ts';
 import { type PagePacker, putInt } from '../ftrace/encode.ts';
 import { synthesizeFtraceClass } from '../ftrace/tracedat/synthesize.ts';
 import type { TraceDatEncoder } from '../ftrace/tracedat/write-events.ts';
 import type { EventClass, FtraceFieldInfo } from '../model/types.ts';
 import type { CyclesToNs } from './clock.ts';
 import type { CtfEvent } from './event.ts';
-import type { EventLineWriter, LineSource, LineTarget, LineWriters } from './line-target.ts';
+import type { EventLineWriter, LinePacket, LineSource, LineTarget, LineWriters } from './line-target.ts';
 import { EMPTY, LineCursor, type LineEntry, payloadLayout, silentSink, writerOf } from './lines.ts';
 import { Merger } from './merge.ts';
 import type { CompiledEvent, CompiledStream } from './stream-class.ts';
@@ -96,8 +96,7 @@ function recordWriter(
           // Straight into its CPU's page, which holds zeros where the record goes: common_type and the payload.
           at = placer.place(cls, packet.packetCpu, packet.cycles, packet.toNs, fixed);
           to = placer.view;
-          if (id < 0) id = placer.idOf(cls);
-          to.setUint16(at, id, true);
+          to.setUint16(at, id < 0 ? (id = placer.idOf(cls)) : id, true);
         } else {
           at = record(out);
           to = viewOf(out.bytes);
@@ -107,7 +106,10 @@ function recordWriter(
         return true;
       }
     }
-    // Values read one by one: unaligned, or past the packet's end (which the decoder names).
+    return valueByValue(s, out, packet);
+  };
+  /** Reads the payload a value at a time: unaligned, or past the packet's end (which the decoder names). */
+  function valueByValue(s: DecodeContext, out: ByteOut, packet: LinePacket): boolean {
     const at = record(out);
     const b = out.bytes;
     place.view = viewOf(b);
@@ -120,7 +122,7 @@ function recordWriter(
       out.length = at;
     }
     return true;
-  };
+  }
   /** A view of `out`'s bytes, made again only when they moved. */
   function viewOf(b: Uint8Array): DataView {
     if (b !== bytes) {
@@ -272,7 +274,15 @@ class Placer {
         at = slot.after(delta);
       }
     }
-    if (at < 0) at = placing(() => slot.packer.place(toNs(cycles), n));
+    if (at < 0) return this.#placeAt(slot, cycles, toNs, n);
+    slot.cycles = cycles;
+    this.#encoder.events++;
+    return at;
+  }
+
+  /** {@link place} by the record's time: a new page, a time extend, another clock, or cycles that are a bigint. */
+  #placeAt(slot: CpuSlot, cycles: number | bigint, toNs: CyclesToNs, n: number): number {
+    const at = placing(() => slot.packer.place(toNs(cycles), n));
     slot.exact = toNs.nanoseconds && typeof cycles === 'number' ? toNs : undefined;
     slot.cycles = cycles;
     this.#encoder.events++;
