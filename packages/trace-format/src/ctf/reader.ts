@@ -429,13 +429,20 @@ export class StreamFileCursor implements PacketCursor, LineSource {
     const s = this.state;
     s.eventId = -1;
     if (stream.eventHeader) stream.eventHeader(s);
-    let id = s.eventId;
+    const id = s.eventId;
+    const ev = id >= 0 ? stream.byId[id] : undefined;
+    return ev ?? this.eventClassOf(stream, id, start);
+  }
+
+  /** The class of an event whose header gave `id` (-1: no id) and that is not in the stream's table by id. */
+  private eventClassOf(stream: CompiledStream, id: number, start: number): CompiledEvent {
+    const r = this.state.r;
     if (id < 0) {
-      if (stream.events.size !== 1) s.r.fail('event header has no id and the stream has several event classes', start);
+      if (stream.events.size !== 1) r.fail('event header has no id and the stream has several event classes', start);
       id = stream.events.keys().next().value!;
     }
     const ev = stream.byId[id] ?? stream.events.get(id);
-    if (!ev) s.r.fail(`unknown event id ${id} in stream class ${stream.cls.id}`, start);
+    if (!ev) r.fail(`unknown event id ${id} in stream class ${stream.cls.id}`, start);
     return ev!;
   }
 

@@ -79,37 +79,53 @@ function recordWriter(
   let view = place.view;
   /** The ftrace id of the class, once its first record is placed in a page here. */
   let id = -1;
+  if (copy === undefined) return (s, out, packet) => valueByValue(s, out, packet, true);
+  const { move, bits } = copy;
+  if (placer !== undefined) {
+    return (s, out, packet) => {
+      const p = payloadAt(s, out);
+      if (p < 0) return valueByValue(s, out, packet, false);
+      // Straight into its CPU's page, which holds zeros where the record goes: common_type and the payload.
+      const at = placer.place(cls, packet.packetCpu, packet.cycles, packet.toNs, fixed);
+      const to = placer.view;
+      to.setUint16(at, id < 0 ? (id = placer.idOf(cls)) : id, true);
+      const r = s.r;
+      move(to, at, r.view, p / 8);
+      r.pos = p + bits;
+      return true;
+    };
+  }
   return (s, out, packet) => {
-    // The contexts are passed over (their sinks write nothing).
+    const p = payloadAt(s, out);
+    if (p < 0) return valueByValue(s, out, packet, false);
+    const at = record(out);
+    const r = s.r;
+    move(viewOf(out.bytes), at, r.view, p / 8);
+    r.pos = p + bits;
+    return true;
+  };
+  /**
+   * Passes over the contexts (their sinks write nothing) and returns where the payload starts, aligned as its decoder
+   * aligns it (to whole bytes at least), when the packet holds all of it; else -1, the reader left after the contexts.
+   */
+  function payloadAt(s: DecodeContext, out: ByteOut): number {
     streamContext?.(s, out);
     eventContext?.(s, out);
     const r = s.r;
-    if (copy !== undefined) {
-      // The payload's start: aligned as its decoder aligns it (to whole bytes at least).
-      let p = r.pos;
-      const m = p % align;
-      if (m !== 0) p += align - m;
-      if (p + copy.bits <= r.limit) {
-        let to: DataView;
-        let at: number;
-        if (placer !== undefined) {
-          // Straight into its CPU's page, which holds zeros where the record goes: common_type and the payload.
-          at = placer.place(cls, packet.packetCpu, packet.cycles, packet.toNs, fixed);
-          to = placer.view;
-          to.setUint16(at, id < 0 ? (id = placer.idOf(cls)) : id, true);
-        } else {
-          at = record(out);
-          to = viewOf(out.bytes);
-        }
-        copy.move(to, at, r.view, p / 8);
-        r.pos = p + copy.bits;
-        return true;
-      }
+    let p = r.pos;
+    const m = p % align;
+    if (m !== 0) p += align - m;
+    return p + bits <= r.limit ? p : -1;
+  }
+  /**
+   * Reads the payload a value at a time (unaligned, or past the packet's end, which the decoder names), the contexts
+   * passed over first unless `payloadAt` did.
+   */
+  function valueByValue(s: DecodeContext, out: ByteOut, packet: LinePacket, contexts: boolean): boolean {
+    if (contexts) {
+      streamContext?.(s, out);
+      eventContext?.(s, out);
     }
-    return valueByValue(s, out, packet);
-  };
-  /** Reads the payload a value at a time: unaligned, or past the packet's end (which the decoder names). */
-  function valueByValue(s: DecodeContext, out: ByteOut, packet: LinePacket): boolean {
     const at = record(out);
     const b = out.bytes;
     place.view = viewOf(b);
