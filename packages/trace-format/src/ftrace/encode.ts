@@ -384,7 +384,7 @@ export class PagePacker {
       const used = this.#used;
       if (used + eventSize > this.#capacity) return -1;
       const at = dataOffset + used;
-      view.setUint32(at, le ? ((deltaNs << 5) | typeLen) >>> 0 : ((typeLen << 27) | deltaNs) >>> 0, le);
+      view.setUint32(at, this.#header(typeLen, deltaNs), le);
       this.#used = used + eventSize;
       this.#ahead += deltaNs;
       return at + 4;
