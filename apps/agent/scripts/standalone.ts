@@ -18,6 +18,12 @@ const require = createRequire(import.meta.url);
 
 /** Where the sources reach for files at run time, and what stands in for each in the bundle (runtime.ts). */
 const REWRITES = [
+  // Before the general rewrite: a require esbuild bundles, resolved from trace-format, which depends on protobufjs.
+  {
+    what: 'protobufjs loaded on first use',
+    from: /\bcreateRequire\d*\(import\.meta\.url\)\("protobufjs"\)/g,
+    to: 'require("protobufjs")',
+  },
   { what: 'createRequire(import.meta.url)', from: /\bcreateRequire\d*\(import\.meta\.url\)/g, to: 'standaloneRequire' },
   { what: 'new Worker(', from: /\bnew Worker\d*\(/g, to: 'new StandaloneWorker(' },
   {

@@ -47,10 +47,13 @@ export class BitReader {
     let p = this.pos;
     const m = p % align;
     if (m !== 0) p += align - m;
-    if (p + size > this.limit) {
-      this.fail(`truncated field: needs ${size} bits at bit ${p} of the packet, only ${this.limit - p} left`, p);
-    }
+    if (p + size > this.limit) this.truncated(p, size);
     return p;
+  }
+
+  /** Throws the error of a field of `size` bits at `p` that runs past the limit (out of line: `at` runs per field). */
+  private truncated(p: number, size: number): never {
+    this.fail(`truncated field: needs ${size} bits at bit ${p} of the packet, only ${this.limit - p} left`, p);
   }
 
   /** Reads up to 32 bits at any bit position as an unsigned number. */

@@ -49,11 +49,19 @@ export interface LineTarget {
   readonly plan: LineWriters;
   /** Writes each line's start (without it, the lines are the events' bodies). */
   readonly head?: LineStart;
+  /**
+   * The writers put each line where it goes and leave `out` empty (the CTF records of one stream): the reader then
+   * goes on to the next event itself, and `nextLine` returns only events without a writer, or the end.
+   */
+  readonly placed?: boolean;
 }
 
 /** A stream file's reader as the line writers drive it. */
 export interface LineSource extends LinePacket {
-  /** The next event: `true` when `lines` wrote its line, the event when its class has no writer, undefined at the end. */
+  /**
+   * The next event: `true` when `lines` wrote its line (never for `placed` lines), the event when its class has no
+   * writer, undefined at the end.
+   */
   nextLine(lines: LineTarget): CtfEvent | true | undefined;
   /** Called with a packet's bytes once all its events were read (see the reader). */
   onPacket: ((bytes: Uint8Array) => void) | undefined;

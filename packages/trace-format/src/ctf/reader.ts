@@ -18,7 +18,7 @@ import { copiesAsWritten, copyCtfPackets } from './copy.ts';
 import { isCtf2Metadata, parseCtf2Metadata } from './ctf2.ts';
 import { CtfEvent } from './event.ts';
 import { type IndexedCtfTrace, indexCtfStreams } from './indexed.ts';
-import type { LineSource, LineTarget } from './line-target.ts';
+import type { EventLineWriter, LineSource, LineTarget } from './line-target.ts';
 import { type CtfLinesOptions, writeCtfLines } from './lines.ts';
 import { type LttngIndexEntry, parseLttngIndex } from './lttng-index.ts';
 import { Merger } from './merge.ts';
@@ -27,6 +27,7 @@ import type { PacketCursor, PacketStart } from './packet-cursor.ts';
 import { writeCtfRecords } from './records.ts';
 import {
   asNumber,
+  type CompiledEvent,
   type CompiledStream,
   compileStream,
   emptyRoots,
@@ -236,6 +237,12 @@ export class StreamFileCursor implements PacketCursor, LineSource {
           }
           continue;
         }
+        if (lines?.placed === true) {
+          // Lines that go where they go by themselves: the packet's events are read in one loop.
+          const event = this.readPlaced(lines);
+          if (event !== undefined) return event;
+          continue;
+        }
         const event = this.readEvent(lines);
         // An event a filter left out: on to the next.
         if (event !== false) return event;
@@ -417,20 +424,62 @@ export class StreamFileCursor implements PacketCursor, LineSource {
     }
   }
 
-  private readEvent(lines: LineTarget | undefined): CtfEvent | boolean {
+  /** Decodes the header of the event at `start` (the reader's position); returns its class. */
+  private eventClassAt(stream: CompiledStream, start: number): CompiledEvent {
     const s = this.state;
-    const stream = this.stream!;
     s.eventId = -1;
-    const start = s.r.pos;
     if (stream.eventHeader) stream.eventHeader(s);
-    let id = s.eventId;
+    const id = s.eventId;
+    const ev = id >= 0 ? stream.byId[id] : undefined;
+    return ev ?? this.eventClassOf(stream, id, start);
+  }
+
+  /** The class of an event whose header gave `id` (-1: no id) and that is not in the stream's table by id. */
+  private eventClassOf(stream: CompiledStream, id: number, start: number): CompiledEvent {
+    const r = this.state.r;
     if (id < 0) {
-      if (stream.events.size !== 1) s.r.fail('event header has no id and the stream has several event classes', start);
+      if (stream.events.size !== 1) r.fail('event header has no id and the stream has several event classes', start);
       id = stream.events.keys().next().value!;
     }
     const ev = stream.byId[id] ?? stream.events.get(id);
-    if (!ev) s.r.fail(`unknown event id ${id} in stream class ${stream.cls.id}`, start);
-    const write = lines?.plan.writer(stream, ev!);
+    if (!ev) r.fail(`unknown event id ${id} in stream class ${stream.cls.id}`, start);
+    return ev!;
+  }
+
+  /**
+   * Reads the rest of the packet through `lines`, whose writers put each line where it goes (see
+   * {@link LineTarget.placed}); returns the first event whose class has no writer, decoded, or undefined at the
+   * packet's end.
+   */
+  private readPlaced(lines: LineTarget): CtfEvent | undefined {
+    const stream = this.stream!;
+    const s = this.state;
+    const r = s.r;
+    const { plan, out } = lines;
+    // Left empty by the writers, but for the bytes of an event that proved corrupt.
+    out.length = 0;
+    let ev: CompiledEvent | undefined;
+    let write: EventLineWriter | undefined;
+    while (r.pos < r.limit) {
+      const start = r.pos;
+      const next = this.eventClassAt(stream, start);
+      if (next !== ev) {
+        ev = next;
+        write = plan.writer(stream, ev);
+      }
+      if (write === undefined) return this.decodeEvent(stream, ev, start);
+      write(s, out, this, undefined);
+      if (r.pos === start) r.fail('event of size zero', start);
+    }
+    return undefined;
+  }
+
+  private readEvent(lines: LineTarget | undefined): CtfEvent | boolean {
+    const s = this.state;
+    const stream = this.stream!;
+    const start = s.r.pos;
+    const ev = this.eventClassAt(stream, start);
+    const write = lines?.plan.writer(stream, ev);
     if (write !== undefined) {
       const out = lines!.out;
       const head = lines!.head;
@@ -452,18 +501,24 @@ export class StreamFileCursor implements PacketCursor, LineSource {
       }
       return kept;
     }
+    return this.decodeEvent(stream, ev, start);
+  }
+
+  /** Decodes the scopes of the event of class `ev` whose header was read from `start`. */
+  private decodeEvent(stream: CompiledStream, ev: CompiledEvent, start: number): CtfEvent {
+    const s = this.state;
     let scopes = this.scopes;
     if (stream.eventContext) {
       scopes = { ...scopes, 'stream.event.context': stream.eventContext(s) as Struct };
     }
-    if (ev!.context) {
+    if (ev.context) {
       if (scopes === this.scopes) scopes = { ...scopes };
-      scopes['event.context'] = ev!.context(s) as Struct;
+      scopes['event.context'] = ev.context(s) as Struct;
     }
-    const fields = ev!.payload(s) as Struct;
+    const fields = ev.payload(s) as Struct;
     // An event that takes no bits would repeat forever: CTF events always hold at least one bit.
     if (s.r.pos === start) s.r.fail('event of size zero', start);
-    return new CtfEvent(stream.timestamped ? s.clock : 0, stream.toNs, this.cpu, ev!.cls, fields, scopes);
+    return new CtfEvent(stream.timestamped ? s.clock : 0, stream.toNs, this.cpu, ev.cls, fields, scopes);
   }
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -108,6 +108,14 @@ const EVENT = fc.record({
   s: fc.string({ maxLength: 20 }),
 });
 
+/** Puts the packets of `dir`'s stream files into one file, CPU after CPU (each packet names its CPU). */
+function joinStreams(dir: string): void {
+  const files = readdirSync(dir).filter((f) => f.startsWith('stream_'));
+  const bytes = Buffer.concat(files.map((f) => readFileSync(join(dir, f))));
+  for (const f of files) rmSync(join(dir, f));
+  writeFileSync(join(dir, 'stream'), bytes);
+}
+
 describe('CTF to trace.dat written from the packets', () => {
   it('gives the bytes of the events encoded (several CPUs and streams merged by time, time extends, wide values)', () => {
     let k = 0;
@@ -116,7 +124,8 @@ describe('CTF to trace.dat written from the packets', () => {
         fc.array(EVENT, { minLength: 1, maxLength: 400 }),
         fc.boolean(),
         fc.constantFrom('le' as const, 'be' as const),
-        (events, large, byteOrder) => {
+        fc.boolean(),
+        (events, large, byteOrder, joined) => {
           const dir = join(root, `gen${k++}`);
           const writer = createCtfWriter(dir, {
             packetSize: 512,
@@ -142,6 +151,8 @@ describe('CTF to trace.dat written from the packets', () => {
             writer.writeEvent({ eventClass: CLASSES[e.cls]!, tsNs: ts, cpu: e.cpu, fields });
           }
           writer.close();
+          // One stream file of every CPU's packets: its records are placed as they are read, not merged.
+          if (joined) joinStreams(dir);
           for (const [i, options] of KINDS.entries()) {
             const { events: a, records: b } = both(dir, options, `gen${k}-${i}`);
             expect(b, `${dir} ${JSON.stringify(options)}`).toBe(a);
@@ -154,46 +165,57 @@ describe('CTF to trace.dat written from the packets', () => {
     );
   });
 
-  it('names the event of a CPU a trace.dat cannot hold, as the events path does', () => {
-    const dir = join(root, 'cpu');
-    const writer = createCtfWriter(dir);
-    writer.writeEvent({ eventClass: CLASSES[2]!, tsNs: 5n, cpu: 0, fields: { v: 1n } });
-    writer.writeEvent({ eventClass: CLASSES[2]!, tsNs: 6n, cpu: 5000, fields: { v: 2n } });
-    writer.close();
-    const { events, records } = both(dir, {}, 'cpu');
-    expect(records).toBe('ERR_TRACE_FORMAT: event 1 (plain) is on CPU 5000, not 0 to 4095');
-    expect(records).toEqual(events);
+  it('names the event of a CPU a trace.dat cannot hold, as the events path does (one stream or two, even read leniently)', () => {
+    for (const joined of [false, true]) {
+      for (const lenient of [false, true]) {
+        const dir = join(root, `cpu-${joined}-${lenient}`);
+        const writer = createCtfWriter(dir);
+        writer.writeEvent({ eventClass: CLASSES[2]!, tsNs: 5n, cpu: 0, fields: { v: 1n } });
+        writer.writeEvent({ eventClass: CLASSES[2]!, tsNs: 6n, cpu: 5000, fields: { v: 2n } });
+        writer.close();
+        // One stream: the record is placed as the reader reads it, whose lenient read skips a corrupt packet.
+        if (joined) joinStreams(dir);
+        const { events, records } = both(dir, {}, `cpu-${joined}-${lenient}`, lenient);
+        expect(records).toBe('ERR_TRACE_FORMAT: event 1 (plain) is on CPU 5000, not 0 to 4095');
+        expect(records).toEqual(events);
+      }
+    }
   });
 });
 
 describe('CTF to trace.dat from damaged packets', () => {
-  it('keeps and leaves out what the events path does, strictly and leniently, with the same warnings', () => {
-    const dir = join(root, 'damaged');
-    const writer = createCtfWriter(dir, { packetSize: 256 });
-    for (let i = 0; i < 300; i++) {
-      const cls = CLASSES[i % 3 === 0 ? 1 : 2]!;
-      const fields: Record<string, FieldValue> = i % 3 === 0 ? { n: i, s: `task-${i}` } : { v: BigInt(i) * 7919n };
-      writer.writeEvent({ eventClass: cls, tsNs: 10n ** 18n + BigInt(i * 1000), cpu: i % 2, fields });
-    }
-    writer.close();
-    const original = readFileSync(join(dir, 'stream_0'));
-    let k = 0;
-    fc.assert(
-      fc.property(
-        fc.array(fc.record({ at: fc.nat(), value: fc.nat(255) }), { minLength: 1, maxLength: 3 }),
-        fc.boolean(),
-        (edits, lenient) => {
-          const data = Buffer.from(original);
-          for (const e of edits) data[e.at % data.length] = e.value;
-          writeFileSync(join(dir, 'stream_0'), data);
-          const { events, records, warnings } = both(dir, {}, `damaged${k++}`, lenient);
-          expect(records).toBe(events);
-          expect(warnings[1]).toEqual(warnings[0]);
-        },
-      ),
-      { numRuns: 80 },
-    );
-  });
+  // Two streams merged, and one stream (whose records are placed as they are read) of both CPUs' packets.
+  for (const joined of [false, true]) {
+    it(`keeps and leaves out what the events path does, strictly and leniently, with the same warnings (${joined ? 'one stream' : 'two streams'})`, () => {
+      const dir = join(root, `damaged-${joined}`);
+      const writer = createCtfWriter(dir, { packetSize: 256 });
+      for (let i = 0; i < 300; i++) {
+        const cls = CLASSES[i % 3 === 0 ? 1 : 2]!;
+        const fields: Record<string, FieldValue> = i % 3 === 0 ? { n: i, s: `task-${i}` } : { v: BigInt(i) * 7919n };
+        writer.writeEvent({ eventClass: cls, tsNs: 10n ** 18n + BigInt(i * 1000), cpu: i % 2, fields });
+      }
+      writer.close();
+      if (joined) joinStreams(dir);
+      const file = join(dir, joined ? 'stream' : 'stream_0');
+      const original = readFileSync(file);
+      let k = 0;
+      fc.assert(
+        fc.property(
+          fc.array(fc.record({ at: fc.nat(), value: fc.nat(255) }), { minLength: 1, maxLength: 3 }),
+          fc.boolean(),
+          (edits, lenient) => {
+            const data = Buffer.from(original);
+            for (const e of edits) data[e.at % data.length] = e.value;
+            writeFileSync(file, data);
+            const { events, records, warnings } = both(dir, {}, `damaged-${joined}-${k++}`, lenient);
+            expect(records).toBe(events);
+            expect(warnings[1]).toEqual(warnings[0]);
+          },
+        ),
+        { numRuns: 80 },
+      );
+    });
+  }
 });
 
 describe.skipIf(!fixtures)(

@@ -175,22 +175,27 @@ function lttngHeaderDecoder(type: StructClass | undefined): FieldDecoder | undef
   const idBits = idType.size;
   const idMask = 2 ** idBits - 1;
   const tsMask = 2 ** tsType.size - 1;
+  const oneWord = packed && idType.byteOrder === tsType.byteOrder;
   return (ctx) => {
     const s = ctx as StreamState;
     const r = s.r;
     r.pos = r.at(headerAlign, 0);
-    if (packed && idType.byteOrder === tsType.byteOrder) {
+    if (oneWord) {
       const p = r.at(8, 32);
       const word = r.view.getUint32(p / 8, le);
       const id = le ? word & idMask : word >>> (32 - idBits);
-      if (id !== extLow) {
-        if (id < cmpLow || id > cmpHigh) r.fail(`event header id ${id} selects no variant option`);
+      if (id !== extLow && id >= cmpLow && id <= cmpHigh) {
         r.pos = p + 32;
         s.eventId = id;
         s.clock = compactClock(s.clock, le ? word >>> idBits : word & tsMask);
         return null;
       }
     }
+    return fieldByField(s);
+  };
+  /** The header read a field at a time (the extended header, one not packed in a word, or a bad id). */
+  function fieldByField(s: StreamState): null {
+    const r = s.r;
     const id = readId(r) as number;
     if (id === extLow) {
       r.pos = r.at(extendedAlign, 0);
@@ -204,7 +209,7 @@ function lttngHeaderDecoder(type: StructClass | undefined): FieldDecoder | undef
       r.fail(`event header id ${id} selects no variant option`);
     }
     return null;
-  };
+  }
 }
 
 export function compileStream(trace: TraceClass, cls: StreamClass, file: string): CompiledStream {

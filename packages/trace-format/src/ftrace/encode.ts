@@ -367,6 +367,30 @@ export class PagePacker {
     return at;
   }
 
+  /**
+   * {@link placeAfter} for records of `length` bytes, made once for a caller that places many of them: the same
+   * places, with the record header's size and type worked out once.
+   */
+  placerAfter(length: number): (deltaNs: number) => number {
+    const payload = (length + 3) & ~3;
+    if (!(payload > 0 && payload <= MAX_SMALL)) return (deltaNs) => this.placeAfter(deltaNs, length);
+    const eventSize = 4 + payload;
+    const typeLen = payload / 4;
+    const le = this.#le;
+    const view = this.view;
+    const dataOffset = this.#layout.dataOffset;
+    return (deltaNs) => {
+      if (!this.#open || !(deltaNs >= 0 && deltaNs <= MAX_DELTA)) return -1;
+      const used = this.#used;
+      if (used + eventSize > this.#capacity) return -1;
+      const at = dataOffset + used;
+      view.setUint32(at, this.#header(typeLen, deltaNs), le);
+      this.#used = used + eventSize;
+      this.#ahead += deltaNs;
+      return at + 4;
+    };
+  }
+
   /** Hands over the page being filled, if any; the next record starts a new one. */
   close(): void {
     if (!this.#open) return;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
-import { packPages } from './encode.ts';
+import { PagePacker, packPages } from './encode.ts';
 import type { PageLayout } from './headers.ts';
 import { readPage } from './page.ts';
 
@@ -151,6 +151,53 @@ describe('ring-buffer pages', () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('PagePacker.placerAfter', () => {
+  it('places records where placeAfter places them, and declines where it declines (both byte orders)', () => {
+    fc.assert(
+      fc.property(
+        records,
+        fc.constantFrom('le' as const, 'be' as const),
+        fc.constantFrom(512, 4096),
+        (recs, byteOrder, pageSize) => {
+          const l = layout(pageSize, byteOrder);
+          const pagesOf = (withPlacer: boolean) => {
+            const pages: Buffer[] = [];
+            const packer = new PagePacker(l, (page) => pages.push(Buffer.from(page)));
+            const placers = new Map<number, (deltaNs: number) => number>();
+            const places: number[] = [];
+            let ts = 1000n;
+            recs.forEach((r, i) => {
+              ts += r.gap;
+              const delta = Number(r.gap);
+              let at = -1;
+              if (i > 0) {
+                if (!withPlacer) at = packer.placeAfter(delta, r.len);
+                else {
+                  if (!placers.has(r.len)) placers.set(r.len, packer.placerAfter(r.len));
+                  at = placers.get(r.len)!(delta);
+                }
+              }
+              places.push(at);
+              // Declined (or the first): placed by its time, as a caller does.
+              if (at < 0) at = packer.place(ts, r.len);
+              packer.page.fill(i & 0xff, at, at + r.len);
+            });
+            packer.close();
+            return { pages: Buffer.concat(pages), places };
+          };
+          const plain = pagesOf(false);
+          const placed = pagesOf(true);
+          expect(placed.places).toEqual(plain.places);
+          expect(placed.pages.equals(plain.pages)).toBe(true);
+          // And the records read back in order (each padded to 4 bytes).
+          expect(readAll(placed.pages, l).out.map((o) => o.data.length)).toEqual(recs.map((r) => (r.len + 3) & ~3));
+        },
+      ),
+      { numRuns: 200 },
     );
   });
 });

@@ -3,9 +3,10 @@
  * published files, trimmed to what evtrace writes; see protos/README.md for their origin).
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import protobuf from 'protobufjs';
+import type Protobuf from 'protobufjs';
 
 /** The files, relative to the package's root, in the form their own imports name each other. */
 const FILES = [
@@ -31,8 +32,8 @@ export function perfettoProtoRoot(): string {
 
 /** The message types evtrace writes and its tests decode. */
 export interface PerfettoSchema {
-  readonly Trace: protobuf.Type;
-  readonly TracePacket: protobuf.Type;
+  readonly Trace: Protobuf.Type;
+  readonly TracePacket: Protobuf.Type;
 }
 
 let schema: PerfettoSchema | undefined;
@@ -40,6 +41,9 @@ let schema: PerfettoSchema | undefined;
 /** Perfetto's schema, parsed once (field names as the .proto files spell them). */
 export function perfettoSchema(): PerfettoSchema {
   if (schema !== undefined) return schema;
+  // Loaded on first use: every command imports this package and few write Perfetto, and protobufjs takes about as
+  // long to load as the rest of the package. The standalone build bundles it (apps/agent/scripts/standalone.ts).
+  const protobuf = createRequire(import.meta.url)('protobufjs') as typeof Protobuf;
   const root = new protobuf.Root();
   const dir = perfettoProtoRoot();
   for (const file of FILES) protobuf.parse(readFileSync(join(dir, file), 'utf8'), root, { keepCase: true });
