@@ -432,8 +432,9 @@ ExecStopPost=/bin/systemctl --no-block poweroff
         ExecMainCode: '1',
         ExecMainStatus: '0',
       });
+      // systemd's own "Stopping" line may come between the agent's two.
       expect(boot.journal).toMatch(
-        /evtrace\[\d+\]: evtrace agent: SIGTERM: stopping every session\n.*evtrace agent: stopped\n/,
+        /evtrace\[(\d+)\]: evtrace agent: SIGTERM: stopping every session\n(?:.*\n)*?.*evtrace\[\1\]: evtrace agent: stopped\n/,
       );
     },
     90_000,
