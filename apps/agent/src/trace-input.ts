@@ -13,8 +13,9 @@ import {
   type SymbolTable,
 } from '@evtrace/filters';
 import {
+  type ByteOut,
   createJsonFormatter,
-  createTextFormatter,
+  createTextLineWriter,
   type EventClass,
   type EventReadOptions,
   type FtraceMetadata,
@@ -259,8 +260,7 @@ export function jsonLines(opened: OpenedInput): (e: TraceEvent) => string {
   return createJsonFormatter({ comm: (pid, e) => opened.tasks.commOf(pid, e.cpu ?? undefined) });
 }
 
-/** Text lines, as trace-cmd report (ftrace data) or babeltrace2 (CTF) prints them. */
-export function textLines(reader: OpenedInput['reader']): (e: TraceEvent) => string {
-  const line = createTextFormatter(reader);
-  return (e) => `${line(e)}\n`;
+/** Writes text lines, as trace-cmd report (ftrace data) or babeltrace2 (CTF) prints them, each with its newline. */
+export function textLines(reader: OpenedInput['reader']): (e: TraceEvent, out: ByteOut) => void {
+  return createTextLineWriter(reader);
 }

@@ -3,7 +3,7 @@ import { addCommand, type CliIO } from '../command.ts';
 import { ctfLineReader, writeCtfInputLines } from '../ctf-lines.ts';
 import { usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { bufferedWriter, stdoutBytes } from '../output/buffered-writer.ts';
+import { bufferedWriter, byteWriter, stdoutBytes } from '../output/buffered-writer.ts';
 import { printSliced, sliceReading } from '../sliced-lines.ts';
 import { jsonLines, openInput, printNotes, reportNotes, textLines } from '../trace-input.ts';
 
@@ -114,17 +114,34 @@ with --lenient every whole page before the damage is printed, per CPU, and the d
         }
         return;
       }
-      const format = options.json ? jsonLines(opened) : textLines(opened.reader);
-      const out = bufferedWriter(stdoutBytes(io));
+      if (options.json) {
+        const format = jsonLines(opened);
+        const out = bufferedWriter(stdoutBytes(io));
+        try {
+          let printed = 0;
+          // Stops reading at the limit: the rest of a large trace is never decoded.
+          for (const e of opened.events()) {
+            if (printed++ >= limit) break;
+            out.put(format(e));
+          }
+        } finally {
+          out.flush();
+          reportNotes(io, opened, '--all-buffers');
+        }
+        return;
+      }
+      // Text lines are written as bytes into the output buffer itself.
+      const line = textLines(opened.reader);
+      const sink = byteWriter(stdoutBytes(io));
       try {
         let printed = 0;
-        // Stops reading at the limit: the rest of a large trace is never decoded.
         for (const e of opened.events()) {
           if (printed++ >= limit) break;
-          out.put(format(e));
+          line(e, sink.out);
+          sink.put();
         }
       } finally {
-        out.flush();
+        sink.flush();
         reportNotes(io, opened, '--all-buffers');
       }
     });

@@ -1,3 +1,4 @@
+import { ByteOut } from '@evtrace/trace-format';
 import type { CliIO } from '../command.ts';
 
 /** The encoding buffer's size: a write call per this many bytes of output, at most. */
@@ -42,6 +43,25 @@ export function bufferedWriter(write: (bytes: Uint8Array) => void): { put(text: 
       if (used > 0) write(buffer!.subarray(0, used));
       used = 0;
     },
+  };
+}
+
+/**
+ * Output written as bytes into one reused buffer (`out`), by writers that fill it themselves (trace text lines):
+ * `put` hands it to `write` once it holds a buffer's worth, `flush` whatever it holds.
+ */
+export function byteWriter(write: (bytes: Uint8Array) => void): { out: ByteOut; put(): void; flush(): void } {
+  const out = new ByteOut(BUFFER_BYTES + (1 << 16));
+  const flush = () => {
+    if (out.length > 0) write(out.bytes.subarray(0, out.length));
+    out.length = 0;
+  };
+  return {
+    out,
+    put() {
+      if (out.length >= BUFFER_BYTES) flush();
+    },
+    flush,
   };
 }
 

@@ -4,12 +4,31 @@
  */
 const encoder = new TextEncoder();
 
+/** The largest integer a number holds exactly, as a bigint. */
+const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** A 64-bit value's two halves, read through typed arrays over one scratch word (no bigint arithmetic). */
+const WORD = new ArrayBuffer(8);
+const WORD_U64 = new BigUint64Array(WORD);
+const WORD_I64 = new BigInt64Array(WORD);
+const WORD_U32 = new Uint32Array(WORD);
+const WORD_I32 = new Int32Array(WORD);
+const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+const LOW = LITTLE ? 0 : 1;
+const HIGH = 1 - LOW;
+
+const U64_MAX = (1n << 64n) - 1n;
+const I64_MIN = -(1n << 63n);
+
 /** Two ASCII digits per entry, `00` to `99`. */
 const PAIRS = new Uint8Array(200);
 for (let i = 0; i < 100; i++) {
   PAIRS[2 * i] = 48 + Math.floor(i / 10);
   PAIRS[2 * i + 1] = 48 + (i % 10);
 }
+
+/** Lowercase hexadecimal digits by value. */
+const HEX = encoder.encode('0123456789abcdef');
 
 /** UTF-8 bytes of a fixed text (labels, names, separators), made once by whoever writes it often. */
 export function utf8(text: string): Uint8Array {
@@ -129,6 +148,68 @@ export class ByteOut {
     } else this.text(String(v));
   }
 
+  /** Appends an integer in decimal, from a bigint: through a number where it holds the value exactly. */
+  bigint(v: bigint): void {
+    if (v <= SAFE && v >= -SAFE) this.int(Number(v));
+    else this.text(v.toString());
+  }
+
+  /** Appends the lowercase hexadecimal digits of a non-negative integer below 2^53. */
+  hex(v: number): void {
+    this.reserve(14);
+    let digits = 1;
+    for (let t = v; t >= 16; t = Math.floor(t / 16)) digits++;
+    const out = this.bytes;
+    const end = this.length + digits;
+    let at = end;
+    while (v > 0xffffffff) {
+      const q = Math.floor(v / 16);
+      out[--at] = HEX[v - q * 16]!;
+      v = q;
+    }
+    let n = v >>> 0;
+    do {
+      out[--at] = HEX[n & 15]!;
+      n >>>= 4;
+    } while (n !== 0);
+    this.length = end;
+  }
+
+  /** Appends the lowercase hexadecimal digits of a non-negative bigint. */
+  hexBigint(v: bigint): void {
+    if (v <= SAFE) this.hex(Number(v));
+    else if (v > U64_MAX) this.text(v.toString(16));
+    else {
+      // Above 2^53: the high half's digits, then the low half's eight.
+      WORD_U64[0] = v;
+      const low = WORD_U32[LOW]!;
+      this.hex(WORD_U32[HIGH]!);
+      this.reserve(8);
+      const out = this.bytes;
+      const at = this.length;
+      for (let k = 7, n = low; k >= 0; k--, n >>>= 4) out[at + k] = HEX[n & 15]!;
+      this.length = at + 8;
+    }
+  }
+
+  /** Appends a non-negative integer below 2^31 in decimal, zero-padded to `width` digits. */
+  padded(v: number, width: number): void {
+    this.reserve(Math.max(width, 10));
+    const out = this.bytes;
+    let digits = 1;
+    for (let t = 10; t <= v && digits < 10; t *= 10) digits++;
+    const end = this.length + Math.max(digits, width);
+    let at = end;
+    let n = v | 0;
+    do {
+      const q = (n / 10) | 0;
+      out[--at] = 48 + n - q * 10;
+      n = q;
+    } while (n !== 0);
+    while (at > this.length) out[--at] = 48;
+    this.length = end;
+  }
+
   /** Appends a non-negative integer below 10^9 as exactly nine digits. */
   nine(v: number): void {
     this.reserve(9);
@@ -163,3 +244,100 @@ export class ByteOut {
     return Buffer.from(this.bytes.buffer, this.bytes.byteOffset, this.length).toString('utf8');
   }
 }
+
+/**
+ * An integer as a key of {@link KeptTexts}: its low 32 bits (unsigned) and the rest (a number whose sign is the
+ * value's), the same for a number and a bigint of the same value. False for values that are neither integers of at
+ * most 64 bits nor safe numbers.
+ */
+export class IntKey {
+  low = 0;
+  high = 0;
+
+  /** Splits `v`; false when it is not a key. */
+  of(v: unknown): boolean {
+    if (typeof v === 'number') {
+      if (!Number.isSafeInteger(v)) return false;
+      this.low = v >>> 0;
+      this.high = Math.floor(v / 4294967296);
+      return true;
+    }
+    if (typeof v !== 'bigint') return false;
+    if (v >= 0n) {
+      if (v > U64_MAX) return false;
+      WORD_U64[0] = v;
+      this.high = WORD_U32[HIGH]!;
+    } else {
+      if (v < I64_MIN) return false;
+      WORD_I64[0] = v;
+      this.high = WORD_I32[HIGH]!;
+    }
+    this.low = WORD_U32[LOW]!;
+    return true;
+  }
+}
+
+/**
+ * Texts kept as bytes per integer value, for writers that print the same text for the same value (a symbol per
+ * address, flag names per flag word): all of them in one growing pool, found through a map of small integers, rather
+ * than an array object each and a map keyed by bigints. Keeps at most `limit` texts, each shorter than 64 KiB; a value
+ * whose slot another holds is not kept.
+ */
+export class KeptTexts {
+  readonly #limit: number;
+  readonly #slots = new Map<number, number>();
+  /** Per text: its value's low and high halves, where its bytes start in the pool, and their length. */
+  #entries = new Float64Array(64);
+  #count = 0;
+  #pool = new Uint8Array(1024);
+  #used = 0;
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  /** Writes the text kept for `key` to `out`; false when there is none. */
+  write(key: IntKey, out: ByteOut): boolean {
+    const i = this.#slots.get(slotOf(key));
+    if (i === undefined) return false;
+    const e = this.#entries;
+    if (e[i] !== key.low || e[i + 1] !== key.high) return false;
+    out.copy(this.#pool, e[i + 2]!, e[i + 3]!);
+    return true;
+  }
+
+  /** Writes `text` to `out`, keeping it for `key` unless full or its slot is taken. */
+  keep(key: IntKey, text: string, out: ByteOut): void {
+    const start = out.length;
+    out.text(text);
+    const length = out.length - start;
+    const slot = slotOf(key);
+    if (this.#count >= this.#limit || length >= 1 << 16 || this.#slots.has(slot)) return;
+    if (this.#used + length > this.#pool.length) {
+      const grown = new Uint8Array(Math.max(this.#pool.length * 2, this.#used + length));
+      grown.set(this.#pool.subarray(0, this.#used));
+      this.#pool = grown;
+    }
+    this.#pool.set(out.bytes.subarray(start, out.length), this.#used);
+    const i = this.#count * 4;
+    if (i + 4 > this.#entries.length) {
+      const grown = new Float64Array(this.#entries.length * 2);
+      grown.set(this.#entries);
+      this.#entries = grown;
+    }
+    this.#entries.set([key.low, key.high, this.#used, length], i);
+    this.#slots.set(slot, i);
+    this.#count++;
+    this.#used += length;
+  }
+
+  /** Forgets every text (what they were made from changed). */
+  clear(): void {
+    this.#slots.clear();
+    this.#count = 0;
+    this.#used = 0;
+  }
+}
+
+/** A key's slot: a small integer (a map's fastest key) mixing both halves. */
+const slotOf = (key: IntKey): number => (key.low ^ Math.imul(key.high, 0x9e3779b1)) & 0x3fffffff;

@@ -5,8 +5,9 @@
  * kernel lost others before (`scopes.lost`) is preceded by trace-cmd's `CPU:N [N EVENTS DROPPED]` line.
  */
 
+import { ByteOut, utf8 } from '../codec/byte-out.ts';
 import { compileEventPlugin, type EventPlugin, type TaskNames } from '../ftrace/plugins.ts';
-import { compilePrintFormat, type PrintFormatter, type PrintkStrings } from '../ftrace/print-fmt.ts';
+import { compilePrintWriter, type PrintkStrings, type PrintWriter } from '../ftrace/print-fmt.ts';
 import type { Kallsyms } from '../ftrace/symbols.ts';
 import type { EventClass, FieldClass, FieldValue, TraceEvent } from '../model/types.ts';
 
@@ -34,70 +35,66 @@ export interface FtraceTextOptions {
 
 /** What one event class prints: compiled on its first event. */
 interface ClassPrinter {
-  readonly format: PrintFormatter | undefined;
+  readonly format: PrintWriter | undefined;
   readonly plugin: EventPlugin | undefined;
 }
 
-const NS = 1_000_000_000n;
+/** Writes an event's line, without the final newline, after what `out` holds. */
+export type FtraceLineWriter = (event: TraceEvent, out: ByteOut) => void;
 
-/** The `[CPU]` column, zero-padded to three digits, kept per CPU number. */
-const cpuColumns: string[] = [];
+const NS = 1_000_000_000n;
+const SAFE_NS = BigInt(Number.MAX_SAFE_INTEGER - 1000);
+
+/** The `[CPU]` column, zero-padded to three digits. */
 const cpuColumn = (cpu: number | null): string =>
-  cpu === null ? '???' : cpu >= 0 && cpu < 4096 ? (cpuColumns[cpu] ??= String(cpu).padStart(3, '0')) : String(cpu);
+  cpu === null ? '???' : cpu >= 0 && cpu < 4096 ? String(cpu).padStart(3, '0') : String(cpu);
 
 /**
- * Timestamps as `SECS.FRAC` text. Times of a trace climb slowly, so the seconds are divided out (a BigInt division)
- * only when an event leaves the second the last one fell in; within it the fraction is plain number arithmetic.
+ * Timestamps as `SECS.FRAC` text (microseconds rounded to nearest, as trace-cmd prints them, or nanoseconds), as C's
+ * truncating division gives them before the clock's origin. The general form, in bigints.
  */
-function timeText(nanoseconds: boolean): (tsNs: bigint) => string {
-  let base = -1n;
-  let secs = '';
-  // The last time, and how far into its second (rounding included) it lay: the next time within that second is a
-  // step from it in numbers, one bigint subtraction per event.
-  let last = 0n;
-  let lastWithin = -1;
-  let lastText = '';
-  const text = (within: number) =>
-    nanoseconds
-      ? `${secs}.${String(within).padStart(9, '0')}`
-      : `${secs}.${String(Math.floor(within / 1000)).padStart(6, '0')}`;
-  return (tsNs) => {
-    if (lastWithin >= 0) {
-      const step = Number(tsNs - last);
-      const within = lastWithin + step;
-      if (step >= 0 && within < 1e9) {
-        last = tsNs;
-        if (step === 0) return lastText;
-        lastWithin = within;
-        lastText = text(within);
-        return lastText;
-      }
+function timeText(tsNs: bigint, nanoseconds: boolean): string {
+  const t = nanoseconds ? tsNs : tsNs + 500n;
+  const ts = nanoseconds || t >= 0n ? t : (t / 1000n) * 1000n;
+  const frac = nanoseconds ? String(ts % NS).padStart(9, '0') : String((ts % NS) / 1000n).padStart(6, '0');
+  return `${String(ts / NS).padStart(5)}.${frac}`;
+}
+
+/**
+ * Writes timestamps as {@link timeText} gives them: for the times a number holds exactly (every clock short of
+ * months of uptime), in number arithmetic with the seconds' text kept while times stay in the same second.
+ */
+function timeWriter(nanoseconds: boolean): (out: ByteOut, tsNs: bigint) => void {
+  let second = -1;
+  let secs: Uint8Array = new Uint8Array(0);
+  return (out, tsNs) => {
+    if (tsNs < 0n || tsNs > SAFE_NS) {
+      out.text(timeText(tsNs, nanoseconds));
+      return;
     }
-    // Microseconds are rounded to nearest, as trace-cmd does.
-    const t = nanoseconds ? tsNs : tsNs + 500n;
-    if (t < 0n) {
-      lastWithin = -1;
-      // Before the clock's origin: C's truncating division, as trace-cmd's.
-      const ts = nanoseconds ? t : (t / 1000n) * 1000n;
-      const frac = nanoseconds ? String(ts % NS).padStart(9, '0') : String((ts % NS) / 1000n).padStart(6, '0');
-      return `${String(ts / NS).padStart(5)}.${frac}`;
+    const t = nanoseconds ? Number(tsNs) : Number(tsNs) + 500;
+    let s = Math.floor(t / 1e9);
+    let within = t - s * 1e9;
+    // The quotient rounded: one step corrects it.
+    if (within < 0) {
+      s--;
+      within += 1e9;
+    } else if (within >= 1e9) {
+      s++;
+      within -= 1e9;
     }
-    let within = base < 0n ? -1 : Number(t - base);
-    if (within < 0 || within >= 1e9) {
-      const s = t / NS;
-      base = s * NS;
-      secs = String(s).padStart(5);
-      within = Number(t - base);
+    if (s !== second) {
+      second = s;
+      secs = utf8(`${String(s).padStart(5)}.`);
     }
-    last = tsNs;
-    lastWithin = within;
-    lastText = text(within);
-    return lastText;
+    out.raw(secs);
+    if (nanoseconds) out.nine(within);
+    else out.padded(Math.floor(within / 1000), 6);
   };
 }
 
-/** A line formatter (without the final newline; a lost-events line comes first, with its own). */
-export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (event: TraceEvent) => string {
+/** A line writer (without the final newline; a lost-events line comes first, with its own). */
+export function createFtraceLineWriter(options: FtraceTextOptions = {}): FtraceLineWriter {
   // Saved cmdlines, then the names the sched plugins learn as they print (trace-cmd's table of task names).
   let learnt: Map<number, string> | undefined;
   const tasks: TaskNames = {
@@ -107,35 +104,61 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
       learnt.set(pid, comm);
     },
   };
-  const bodyOf = createFtraceBodyFormatter({ ...options, tasks });
-  const time = timeText(options.nanoseconds === true);
-  /** The event's name column (`name:` padded), the same for every event of a class. */
-  const columns = new Map<EventClass, string>();
+  const body = createFtraceBodyWriter({ ...options, tasks });
+  const time = timeWriter(options.nanoseconds === true);
+  /** The event's name column (`name:` padded, between spaces), the same for every event of a class. */
+  const columns = new Map<EventClass, Uint8Array>();
+  /** The ` [CPU] ` column per CPU. */
+  const cpus = new Map<number | null, Uint8Array>();
+  const unknownTask = utf8(`${'<...>'.padStart(16)}-${'?'.padEnd(5)}`);
   // The `comm-pid` column per pid, kept while the task's name stays what it was.
-  const whoColumns = new Map<number, { readonly comm: string; readonly text: string }>();
-  const who = (pid: FieldValue | undefined): string => {
-    if (typeof pid !== 'number') return `${'<...>'.padStart(16)}-${'?'.padEnd(5)}`;
+  const whoColumns = new Map<number, { readonly comm: string; readonly bytes: Uint8Array }>();
+  const who = (pid: FieldValue | undefined): Uint8Array => {
+    if (typeof pid !== 'number') return unknownTask;
     const comm = pid === 0 ? '<idle>' : (tasks.get(pid) ?? '<...>');
     const known = whoColumns.get(pid);
-    if (known !== undefined && known.comm === comm) return known.text;
-    const text = `${comm.padStart(16)}-${String(pid).padEnd(5)}`;
-    if (whoColumns.size < 1 << 16) whoColumns.set(pid, { comm, text });
-    return text;
+    if (known !== undefined && known.comm === comm) return known.bytes;
+    const bytes = utf8(`${comm.padStart(16)}-${String(pid).padEnd(5)}`);
+    if (whoColumns.size < 1 << 16) whoColumns.set(pid, { comm, bytes });
+    return bytes;
   };
-  return (event) => {
+  return (event, out) => {
+    // The kernel lost events before this one's page: trace-cmd says so on a line of its own, before the event.
+    const lost = event.scopes?.lost;
+    if (lost !== undefined)
+      out.text(`CPU:${event.cpu} [${typeof lost.events === 'number' ? `${lost.events} ` : ''}EVENTS DROPPED]\n`);
     const cls = event.eventClass;
     let column = columns.get(cls);
     if (column === undefined) {
-      column = `${cls.ftrace?.event ?? cls.name}:`.padEnd(21);
+      column = utf8(`: ${`${cls.ftrace?.event ?? cls.name}:`.padEnd(21)} `);
       columns.set(cls, column);
     }
+    let cpu = cpus.get(event.cpu);
+    if (cpu === undefined) {
+      cpu = utf8(` [${cpuColumn(event.cpu)}] `);
+      if (cpus.size < 4096) cpus.set(event.cpu, cpu);
+    }
     // Before the body: a sched plugin may learn this task's name while printing, for later lines.
-    const task = who(event.scopes?.['event.context']?.common_pid);
-    const line = `${task} [${cpuColumn(event.cpu)}] ${time(event.tsNs)}: ${column} ${bodyOf(event)}`;
-    // The kernel lost events before this one's page: trace-cmd says so on a line of its own, before the event.
-    const lost = event.scopes?.lost;
-    if (lost === undefined) return line;
-    return `CPU:${event.cpu} [${typeof lost.events === 'number' ? `${lost.events} ` : ''}EVENTS DROPPED]\n${line}`;
+    out.raw(who(event.scopes?.['event.context']?.common_pid));
+    out.raw(cpu);
+    time(out, event.tsNs);
+    out.raw(column);
+    body(event, out);
+  };
+}
+
+/** A line formatter (without the final newline; a lost-events line comes first, with its own). */
+export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (event: TraceEvent) => string {
+  return textOf(createFtraceLineWriter(options));
+}
+
+/** The text a writer writes, one call at a time. */
+function textOf(write: (event: TraceEvent, out: ByteOut) => void): (event: TraceEvent) => string {
+  const out = new ByteOut(512);
+  return (event) => {
+    out.length = 0;
+    write(event, out);
+    return out.toString();
   };
 }
 
@@ -144,7 +167,7 @@ export function createFtraceTextFormatter(options: FtraceTextOptions = {}): (eve
  * with `nanoseconds` (the text formatter's own rule, for a viewer that prints times one at a time).
  */
 export function ftraceTimestamp(tsNs: bigint, nanoseconds = false): string {
-  return timeText(nanoseconds)(tsNs).trimStart();
+  return timeText(tsNs, nanoseconds).trimStart();
 }
 
 /** Options of {@link createFtraceBodyFormatter}. */
@@ -158,6 +181,11 @@ export interface FtraceBodyOptions extends Pick<FtraceTextOptions, 'kallsyms' | 
  * evaluated, a plugin's text, or its fields): for viewers that lay out the task, CPU and time themselves.
  */
 export function createFtraceBodyFormatter(options: FtraceBodyOptions = {}): (event: TraceEvent) => string {
+  return textOf(createFtraceBodyWriter(options));
+}
+
+/** Writes the body {@link createFtraceBodyFormatter} gives, after what `out` holds. */
+export function createFtraceBodyWriter(options: FtraceBodyOptions = {}): (event: TraceEvent, out: ByteOut) => void {
   const printers = new Map<EventClass, ClassPrinter>();
   const usePlugins = options.plugins !== false && !options.raw;
   const tasks: TaskNames = options.tasks ?? { get: () => undefined, learn: () => {} };
@@ -171,27 +199,27 @@ export function createFtraceBodyFormatter(options: FtraceBodyOptions = {}): (eve
     }
     return symbols;
   };
-  return (event) => {
+  return (event, out) => {
     const cls = event.eventClass;
     let printer = printers.get(cls);
     if (printer === undefined) {
       printer = {
-        format: options.raw ? undefined : compilePrintFormat(cls),
+        format: options.raw ? undefined : compilePrintWriter(cls),
         plugin: usePlugins ? compileEventPlugin(cls) : undefined,
       };
       printers.set(cls, printer);
     }
-    let body: string | undefined;
+    const syms = kallsyms();
     if (!options.raw) {
-      const plugin = printer.plugin;
-      if (plugin === undefined) body = printer.format?.(event, kallsyms(), 'trace-cmd', printk);
-      else if (plugin.prefix) {
-        const before = plugin.print(event, kallsyms(), tasks) ?? '';
-        const after = printer.format?.(event, kallsyms(), 'trace-cmd', printk) ?? fieldsText(event, kallsyms());
-        body = before + after;
-      } else body = plugin.print(event, kallsyms(), tasks) ?? printer.format?.(event, kallsyms(), 'trace-cmd', printk);
+      const { plugin, format } = printer;
+      if (plugin === undefined) {
+        if (format?.(event, out, syms, printk)) return;
+      } else if (plugin.prefix) {
+        plugin.write(event, out, syms, tasks);
+        if (format?.(event, out, syms, printk)) return;
+      } else if (plugin.write(event, out, syms, tasks) || format?.(event, out, syms, printk)) return;
     }
-    return body ?? fieldsText(event, kallsyms());
+    out.text(fieldsText(event, syms));
   };
 }
 
