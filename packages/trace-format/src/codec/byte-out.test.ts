@@ -52,6 +52,9 @@ describe('ByteOut writes the text String() gives', () => {
         const copy = new ByteOut(1);
         copy.copy(out.bytes, 0, out.length);
         expect(copy.toString()).toBe(expected);
+        const viewed = new ByteOut(1);
+        viewed.copyView(new DataView(out.bytes.buffer), 0, out.length);
+        expect(viewed.toString()).toBe(expected);
       }),
     );
   });
@@ -115,6 +118,27 @@ describe('KeptTexts', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('finds each of many texts kept, as its table grows, and keeps no more than its limit', () => {
+    const kept = new KeptTexts(20_000);
+    const key = new IntKey();
+    const values = Array.from({ length: 30_000 }, (_, i) => (i % 2 === 0 ? 0xffffffff81000000n + BigInt(i * 64) : i));
+    const out = new ByteOut(1);
+    for (const v of values) {
+      key.of(v);
+      kept.keep(key, `t${v}`, out);
+    }
+    let found = 0;
+    for (const v of values) {
+      key.of(v);
+      out.length = 0;
+      if (kept.write(key, out)) {
+        expect(out.toString()).toBe(`t${v}`);
+        found++;
+      }
+    }
+    expect(found).toBe(20_000);
   });
 
   it('takes no value beyond 64 bits or a number that is not a safe integer', () => {

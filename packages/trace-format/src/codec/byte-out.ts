@@ -39,6 +39,8 @@ export function utf8(text: string): Uint8Array {
 export class ByteOut {
   bytes: Uint8Array;
   length = 0;
+  /** A view of `bytes`, for {@link copyView}. */
+  #view: DataView | undefined;
 
   constructor(capacity = 1 << 16) {
     this.bytes = new Uint8Array(capacity);
@@ -58,11 +60,31 @@ export class ByteOut {
     this.reserve(n);
     const out = this.bytes;
     let at = this.length;
-    if (n < 32) for (let i = 0; i < n; i++) out[at++] = b[i]!;
+    // Short labels byte by byte; from a dozen bytes the native copy costs less.
+    if (n < 12) for (let i = 0; i < n; i++) out[at++] = b[i]!;
     else {
       out.set(b, at);
       at += n;
     }
+    this.length = at;
+  }
+
+  /**
+   * Appends `length` bytes of the memory `from` views, from `start`: four at a time, which for the short texts of
+   * a line costs a fraction of a byte loop or of a native copy of a subarray.
+   */
+  copyView(from: DataView, start: number, length: number): void {
+    this.reserve(length);
+    let view = this.#view;
+    if (view === undefined || view.buffer !== this.bytes.buffer) {
+      view = new DataView(this.bytes.buffer, this.bytes.byteOffset, this.bytes.byteLength);
+      this.#view = view;
+    }
+    let at = this.length;
+    let i = start;
+    const end = start + length;
+    for (; i + 4 <= end; i += 4, at += 4) view.setUint32(at, from.getUint32(i));
+    for (; i < end; i++) view.setUint8(at++, from.getUint8(i));
     this.length = at;
   }
 
@@ -279,17 +301,20 @@ export class IntKey {
 
 /**
  * Texts kept as bytes per integer value, for writers that print the same text for the same value (a symbol per
- * address, flag names per flag word): all of them in one growing pool, found through a map of small integers, rather
- * than an array object each and a map keyed by bigints. Keeps at most `limit` texts, each shorter than 64 KiB; a value
- * whose slot another holds is not kept.
+ * address, flag names per flag word): all of them in one growing pool, found through a hash table of typed arrays
+ * (open addressing), rather than an array object each and a map keyed by bigints. Keeps at most `limit` texts, each
+ * shorter than 64 KiB.
  */
 export class KeptTexts {
   readonly #limit: number;
-  readonly #slots = new Map<number, number>();
-  /** Per text: its value's low and high halves, where its bytes start in the pool, and their length. */
-  #entries = new Float64Array(64);
+  /** Per slot: 1 + the entry kept there, or 0; a power of two long, at most half full. */
+  #slots = new Int32Array(64);
+  #shift = 32 - 6;
+  /** Per entry: its value's low and high halves, where its bytes start in the pool, and their length. */
+  #entries = new Float64Array(4 * 32);
   #count = 0;
   #pool = new Uint8Array(1024);
+  #poolView = new DataView(this.#pool.buffer);
   #used = 0;
 
   constructor(limit: number) {
@@ -298,25 +323,31 @@ export class KeptTexts {
 
   /** Writes the text kept for `key` to `out`; false when there is none. */
   write(key: IntKey, out: ByteOut): boolean {
-    const i = this.#slots.get(slotOf(key));
-    if (i === undefined) return false;
+    const slots = this.#slots;
     const e = this.#entries;
-    if (e[i] !== key.low || e[i + 1] !== key.high) return false;
-    out.copy(this.#pool, e[i + 2]!, e[i + 3]!);
-    return true;
+    const mask = slots.length - 1;
+    for (let s = hashOf(key.low, key.high, this.#shift); ; s = (s + 1) & mask) {
+      const k = slots[s]!;
+      if (k === 0) return false;
+      const i = (k - 1) * 4;
+      if (e[i] === key.low && e[i + 1] === key.high) {
+        out.copyView(this.#poolView, e[i + 2]!, e[i + 3]!);
+        return true;
+      }
+    }
   }
 
-  /** Writes `text` to `out`, keeping it for `key` unless full or its slot is taken. */
+  /** Writes `text` to `out`, and keeps it for `key` (which has none yet) unless full. */
   keep(key: IntKey, text: string, out: ByteOut): void {
     const start = out.length;
     out.text(text);
     const length = out.length - start;
-    const slot = slotOf(key);
-    if (this.#count >= this.#limit || length >= 1 << 16 || this.#slots.has(slot)) return;
+    if (this.#count >= this.#limit || length >= 1 << 16) return;
     if (this.#used + length > this.#pool.length) {
       const grown = new Uint8Array(Math.max(this.#pool.length * 2, this.#used + length));
       grown.set(this.#pool.subarray(0, this.#used));
       this.#pool = grown;
+      this.#poolView = new DataView(grown.buffer);
     }
     this.#pool.set(out.bytes.subarray(start, out.length), this.#used);
     const i = this.#count * 4;
@@ -325,19 +356,41 @@ export class KeptTexts {
       grown.set(this.#entries);
       this.#entries = grown;
     }
-    this.#entries.set([key.low, key.high, this.#used, length], i);
-    this.#slots.set(slot, i);
-    this.#count++;
+    const e = this.#entries;
+    e[i] = key.low;
+    e[i + 1] = key.high;
+    e[i + 2] = this.#used;
+    e[i + 3] = length;
     this.#used += length;
+    this.#count++;
+    if (this.#count * 2 > this.#slots.length) this.#rehash(this.#slots.length * 2);
+    else this.#place(this.#count);
   }
 
   /** Forgets every text (what they were made from changed). */
   clear(): void {
-    this.#slots.clear();
+    this.#slots.fill(0);
     this.#count = 0;
     this.#used = 0;
   }
+
+  /** Puts entry `k - 1` in the first free slot from its hash. */
+  #place(k: number): void {
+    const slots = this.#slots;
+    const mask = slots.length - 1;
+    const i = (k - 1) * 4;
+    let s = hashOf(this.#entries[i]!, this.#entries[i + 1]!, this.#shift);
+    while (slots[s] !== 0) s = (s + 1) & mask;
+    slots[s] = k;
+  }
+
+  #rehash(size: number): void {
+    this.#slots = new Int32Array(size);
+    this.#shift = 32 - Math.log2(size);
+    for (let k = 1; k <= this.#count; k++) this.#place(k);
+  }
 }
 
-/** A key's slot: a small integer (a map's fastest key) mixing both halves. */
-const slotOf = (key: IntKey): number => (key.low ^ Math.imul(key.high, 0x9e3779b1)) & 0x3fffffff;
+/** The slot of a value's halves in a table of 2^(32 - shift) slots: a multiplicative hash of both. */
+const hashOf = (low: number, high: number, shift: number): number =>
+  Math.imul(low ^ Math.imul(high, 0x9e3779b1), 0x85ebca6b) >>> shift;

@@ -971,14 +971,27 @@ function writerOf({ general, parts }: Compiled): PrintWriter {
       return true;
     };
   }
-  return (event, out, kallsyms, printk) => {
+  // Generated per class, as the record decoders are: each part is called from a site of its own (which the
+  // compiler can inline), and short literals are stored byte by byte. The source holds indices and byte values only.
+  const names: string[] = [];
+  const values: unknown[] = [];
+  let body = '';
+  for (const part of parts) {
+    const name = `p${names.length}`;
+    if (!(part instanceof Uint8Array)) body += `${name}(event, out, kallsyms, printk);\n`;
+    else if (part.length > SHORT_LITERAL) body += `out.raw(${name});\n`;
+    else {
+      const stores = [...part].map((b, k) => `b[a + ${k}] = ${b};`).join(' ');
+      body += `out.reserve(${part.length}); b = out.bytes; a = out.length; ${stores} out.length = a + ${part.length};\n`;
+    }
+    names.push(name);
+    values.push(part);
+  }
+  const source = `return function writePrintFormat(event, out, kallsyms, printk) {
     const mark = out.length;
+    let b, a;
     try {
-      for (let i = 0; i < parts.length; i++) {
-        const part = parts[i]!;
-        if (part instanceof Uint8Array) out.raw(part);
-        else part(event, out, kallsyms, printk);
-      }
+      ${body}
     } catch (e) {
       if (e instanceof Unsupported) {
         out.length = mark;
@@ -987,8 +1000,12 @@ function writerOf({ general, parts }: Compiled): PrintWriter {
       throw e;
     }
     return true;
-  };
+  };`;
+  return new Function('Unsupported', ...names, source)(Unsupported, ...values) as PrintWriter;
 }
+
+/** Literals of at most this many bytes are stored byte by byte in a format's writer. */
+const SHORT_LITERAL = 16;
 
 /**
  * Compiles an event class's `print fmt`. Returns undefined when the class has none or uses constructs outside this
