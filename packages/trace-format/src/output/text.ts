@@ -6,8 +6,8 @@
  */
 
 import { ByteOut, utf8 } from '../codec/byte-out.ts';
-import { compileEventPlugin, type EventPlugin, type TaskNames } from '../ftrace/plugins.ts';
-import { compilePrintWriter, type PrintkStrings, type PrintWriter } from '../ftrace/print-fmt.ts';
+import { compileEventPlugin, type TaskNames } from '../ftrace/plugins.ts';
+import { compilePrintWriter, type PrintkStrings } from '../ftrace/print-fmt.ts';
 import type { Kallsyms } from '../ftrace/symbols.ts';
 import type { EventClass, FieldClass, FieldValue, TraceEvent } from '../model/types.ts';
 
@@ -31,12 +31,6 @@ export interface FtraceTextOptions {
    * futex), as `trace-cmd report` does; false prints the kernel's formats only (`trace-cmd report -N`). Default true.
    */
   readonly plugins?: boolean;
-}
-
-/** What one event class prints: compiled on its first event. */
-interface ClassPrinter {
-  readonly format: PrintWriter | undefined;
-  readonly plugin: EventPlugin | undefined;
 }
 
 /** Writes an event's line, without the final newline, after what `out` holds. */
@@ -104,10 +98,10 @@ export function createFtraceLineWriter(options: FtraceTextOptions = {}): FtraceL
       learnt.set(pid, comm);
     },
   };
-  const body = createFtraceBodyWriter({ ...options, tasks });
+  const bodyOf = classBodyWriters({ ...options, tasks });
   const time = timeWriter(options.nanoseconds === true);
-  /** The event's name column (`name:` padded, between spaces), the same for every event of a class. */
-  const columns = new Map<EventClass, Uint8Array>();
+  /** Per class: the event's name column (`name:` padded, between spaces) and the writer of its body. */
+  const classes = new Map<EventClass, { readonly column: Uint8Array; readonly body: BodyWriter }>();
   /** The ` [CPU] ` column per CPU. */
   const cpus = new Map<number | null, Uint8Array>();
   const unknownTask = utf8(`${'<...>'.padStart(16)}-${'?'.padEnd(5)}`);
@@ -128,10 +122,10 @@ export function createFtraceLineWriter(options: FtraceTextOptions = {}): FtraceL
     if (lost !== undefined)
       out.text(`CPU:${event.cpu} [${typeof lost.events === 'number' ? `${lost.events} ` : ''}EVENTS DROPPED]\n`);
     const cls = event.eventClass;
-    let column = columns.get(cls);
-    if (column === undefined) {
-      column = utf8(`: ${`${cls.ftrace?.event ?? cls.name}:`.padEnd(21)} `);
-      columns.set(cls, column);
+    let printer = classes.get(cls);
+    if (printer === undefined) {
+      printer = { column: utf8(`: ${`${cls.ftrace?.event ?? cls.name}:`.padEnd(21)} `), body: bodyOf(cls) };
+      classes.set(cls, printer);
     }
     let cpu = cpus.get(event.cpu);
     if (cpu === undefined) {
@@ -142,8 +136,8 @@ export function createFtraceLineWriter(options: FtraceTextOptions = {}): FtraceL
     out.raw(who(event.scopes?.['event.context']?.common_pid));
     out.raw(cpu);
     time(out, event.tsNs);
-    out.raw(column);
-    body(event, out);
+    out.raw(printer.column);
+    printer.body(event, out);
   };
 }
 
@@ -184,9 +178,29 @@ export function createFtraceBodyFormatter(options: FtraceBodyOptions = {}): (eve
   return textOf(createFtraceBodyWriter(options));
 }
 
+/** Writes an event's body after what `out` holds. */
+type BodyWriter = (event: TraceEvent, out: ByteOut) => void;
+
 /** Writes the body {@link createFtraceBodyFormatter} gives, after what `out` holds. */
-export function createFtraceBodyWriter(options: FtraceBodyOptions = {}): (event: TraceEvent, out: ByteOut) => void {
-  const printers = new Map<EventClass, ClassPrinter>();
+export function createFtraceBodyWriter(options: FtraceBodyOptions = {}): BodyWriter {
+  const bodyOf = classBodyWriters(options);
+  const writers = new Map<EventClass, BodyWriter>();
+  return (event, out) => {
+    const cls = event.eventClass;
+    let write = writers.get(cls);
+    if (write === undefined) {
+      write = bodyOf(cls);
+      writers.set(cls, write);
+    }
+    write(event, out);
+  };
+}
+
+/**
+ * The body writer of each event class, compiled when asked for: its print format's writer and its plugin, if any,
+ * else its fields.
+ */
+function classBodyWriters(options: FtraceBodyOptions): (eventClass: EventClass) => BodyWriter {
   const usePlugins = options.plugins !== false && !options.raw;
   const tasks: TaskNames = options.tasks ?? { get: () => undefined, learn: () => {} };
   const { printk } = options;
@@ -199,27 +213,28 @@ export function createFtraceBodyWriter(options: FtraceBodyOptions = {}): (event:
     }
     return symbols;
   };
-  return (event, out) => {
-    const cls = event.eventClass;
-    let printer = printers.get(cls);
-    if (printer === undefined) {
-      printer = {
-        format: options.raw ? undefined : compilePrintWriter(cls),
-        plugin: usePlugins ? compileEventPlugin(cls) : undefined,
+  const fields: BodyWriter = (event, out) => out.text(fieldsText(event, kallsyms()));
+  return (cls) => {
+    if (options.raw) return fields;
+    const format = compilePrintWriter(cls);
+    const plugin = usePlugins ? compileEventPlugin(cls) : undefined;
+    if (plugin === undefined) {
+      if (format === undefined) return fields;
+      return (event, out) => {
+        if (!format(event, out, kallsyms(), printk)) fields(event, out);
       };
-      printers.set(cls, printer);
     }
-    const syms = kallsyms();
-    if (!options.raw) {
-      const { plugin, format } = printer;
-      if (plugin === undefined) {
-        if (format?.(event, out, syms, printk)) return;
-      } else if (plugin.prefix) {
+    if (plugin.prefix)
+      return (event, out) => {
+        const syms = kallsyms();
         plugin.write(event, out, syms, tasks);
-        if (format?.(event, out, syms, printk)) return;
-      } else if (plugin.write(event, out, syms, tasks) || format?.(event, out, syms, printk)) return;
-    }
-    out.text(fieldsText(event, syms));
+        if (format === undefined || !format(event, out, syms, printk)) fields(event, out);
+      };
+    return (event, out) => {
+      const syms = kallsyms();
+      if (plugin.write(event, out, syms, tasks)) return;
+      if (format === undefined || !format(event, out, syms, printk)) fields(event, out);
+    };
   };
 }
 
