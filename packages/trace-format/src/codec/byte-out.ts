@@ -316,6 +316,8 @@ export class KeptTexts {
   #pool = new Uint8Array(1024);
   #poolView = new DataView(this.#pool.buffer);
   #used = 0;
+  /** The entry last written or kept (values repeat from event to event), or -1. */
+  #last = -1;
 
   constructor(limit: number) {
     this.#limit = limit;
@@ -323,18 +325,21 @@ export class KeptTexts {
 
   /** Writes the text kept for `key` to `out`; false when there is none. */
   write(key: IntKey, out: ByteOut): boolean {
-    const slots = this.#slots;
     const e = this.#entries;
-    const mask = slots.length - 1;
-    for (let s = hashOf(key.low, key.high, this.#shift); ; s = (s + 1) & mask) {
-      const k = slots[s]!;
-      if (k === 0) return false;
-      const i = (k - 1) * 4;
-      if (e[i] === key.low && e[i + 1] === key.high) {
-        out.copyView(this.#poolView, e[i + 2]!, e[i + 3]!);
-        return true;
+    let i = this.#last;
+    if (i < 0 || e[i] !== key.low || e[i + 1] !== key.high) {
+      const slots = this.#slots;
+      const mask = slots.length - 1;
+      for (let s = hashOf(key.low, key.high, this.#shift); ; s = (s + 1) & mask) {
+        const k = slots[s]!;
+        if (k === 0) return false;
+        i = (k - 1) * 4;
+        if (e[i] === key.low && e[i + 1] === key.high) break;
       }
+      this.#last = i;
     }
+    out.copyView(this.#poolView, e[i + 2]!, e[i + 3]!);
+    return true;
   }
 
   /** Writes `text` to `out`, and keeps it for `key` (which has none yet) unless full. */
@@ -361,6 +366,7 @@ export class KeptTexts {
     e[i + 1] = key.high;
     e[i + 2] = this.#used;
     e[i + 3] = length;
+    this.#last = i;
     this.#used += length;
     this.#count++;
     if (this.#count * 2 > this.#slots.length) this.#rehash(this.#slots.length * 2);
@@ -370,6 +376,7 @@ export class KeptTexts {
   /** Forgets every text (what they were made from changed). */
   clear(): void {
     this.#slots.fill(0);
+    this.#last = -1;
     this.#count = 0;
     this.#used = 0;
   }
