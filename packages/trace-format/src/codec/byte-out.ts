@@ -179,9 +179,18 @@ export class ByteOut {
   /** Appends the lowercase hexadecimal digits of a non-negative integer below 2^53. */
   hex(v: number): void {
     this.reserve(14);
+    const out = this.bytes;
+    if (v <= 0xffffffff) {
+      // A 32-bit value: its digit count from its leading zero bits.
+      let n = v >>> 0;
+      const digits = n === 0 ? 1 : 8 - (Math.clz32(n) >> 2);
+      const at = this.length;
+      for (let k = digits - 1; k >= 0; k--, n >>>= 4) out[at + k] = HEX[n & 15]!;
+      this.length = at + digits;
+      return;
+    }
     let digits = 1;
     for (let t = v; t >= 16; t = Math.floor(t / 16)) digits++;
-    const out = this.bytes;
     const end = this.length + digits;
     let at = end;
     while (v > 0xffffffff) {
