@@ -4,9 +4,6 @@
  */
 const encoder = new TextEncoder();
 
-/** The largest integer a number holds exactly, as a bigint. */
-const SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-
 /** A 64-bit value's two halves, read through typed arrays over one scratch word (no bigint arithmetic). */
 const WORD = new ArrayBuffer(8);
 const WORD_U64 = new BigUint64Array(WORD);
@@ -170,10 +167,27 @@ export class ByteOut {
     } else this.text(String(v));
   }
 
-  /** Appends an integer in decimal, from a bigint: through a number where it holds the value exactly. */
+  /**
+   * Appends an integer in decimal, from a bigint: through a number where it holds the value exactly, its halves read
+   * through a typed array (cheaper than converting the bigint).
+   */
   bigint(v: bigint): void {
-    if (v <= SAFE && v >= -SAFE) this.int(Number(v));
-    else this.text(v.toString());
+    if (v >= 0n ? v <= U64_MAX : v >= I64_MIN) {
+      let high: number;
+      if (v >= 0n) {
+        WORD_U64[0] = v;
+        high = WORD_U32[HIGH]!;
+      } else {
+        WORD_I64[0] = v;
+        high = WORD_I32[HIGH]!;
+      }
+      // Within 2^53 either way.
+      if (high < 0x200000 && high >= -0x200000) {
+        this.int(high * 4294967296 + WORD_U32[LOW]!);
+        return;
+      }
+    }
+    this.text(v.toString());
   }
 
   /** Appends the lowercase hexadecimal digits of a non-negative integer below 2^53. */
@@ -208,19 +222,24 @@ export class ByteOut {
 
   /** Appends the lowercase hexadecimal digits of a non-negative bigint. */
   hexBigint(v: bigint): void {
-    if (v <= SAFE) this.hex(Number(v));
-    else if (v > U64_MAX) this.text(v.toString(16));
-    else {
-      // Above 2^53: the high half's digits, then the low half's eight.
-      WORD_U64[0] = v;
-      const low = WORD_U32[LOW]!;
-      this.hex(WORD_U32[HIGH]!);
-      this.reserve(8);
-      const out = this.bytes;
-      const at = this.length;
-      for (let k = 7, n = low; k >= 0; k--, n >>>= 4) out[at + k] = HEX[n & 15]!;
-      this.length = at + 8;
+    if (v < 0n || v > U64_MAX) {
+      this.text(v.toString(16));
+      return;
     }
+    // The halves, through a typed array: the high half's digits, then the low half's eight.
+    WORD_U64[0] = v;
+    const high = WORD_U32[HIGH]!;
+    const low = WORD_U32[LOW]!;
+    if (high === 0) {
+      this.hex(low);
+      return;
+    }
+    this.hex(high);
+    this.reserve(8);
+    const out = this.bytes;
+    const at = this.length;
+    for (let k = 7, n = low; k >= 0; k--, n >>>= 4) out[at + k] = HEX[n & 15]!;
+    this.length = at + 8;
   }
 
   /** Appends a non-negative integer below 2^31 in decimal, zero-padded to `width` digits. */
