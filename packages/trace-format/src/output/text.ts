@@ -94,11 +94,14 @@ function timeWriter(nanoseconds: boolean): (out: ByteOut, tsNs: bigint) => void 
 export function createFtraceLineWriter(options: FtraceTextOptions = {}): FtraceLineWriter {
   // Saved cmdlines, then the names the sched plugins learn as they print (trace-cmd's table of task names).
   let learnt: Map<number, string> | undefined;
+  /** How many names were learnt: a task column made before the last one may name its task by an older name. */
+  let learnings = 0;
   const tasks: TaskNames = {
     get: (pid) => learnt?.get(pid) ?? options.cmdlines?.get(pid),
     learn: (pid, comm) => {
       learnt ??= new Map();
       learnt.set(pid, comm);
+      learnings++;
     },
   };
   const bodyOf = classBodyWriters({ ...options, tasks });
@@ -110,13 +113,24 @@ export function createFtraceLineWriter(options: FtraceTextOptions = {}): FtraceL
   const unknownTask = utf8(`${'<...>'.padStart(16)}-${'?'.padEnd(5)}`);
   // The `comm-pid` column per pid, kept while the task's name stays what it was.
   const whoColumns = new Map<number, { readonly comm: string; readonly bytes: Uint8Array }>();
+  // The last task's column, while no name was learnt since: a task's events come in runs.
+  let lastPid: number | undefined;
+  let lastLearnings = -1;
+  let lastColumn = unknownTask;
   const who = (pid: FieldValue | undefined): Uint8Array => {
     if (typeof pid !== 'number') return unknownTask;
+    if (pid === lastPid && learnings === lastLearnings) return lastColumn;
     const comm = pid === 0 ? '<idle>' : (tasks.get(pid) ?? '<...>');
     const known = whoColumns.get(pid);
-    if (known !== undefined && known.comm === comm) return known.bytes;
-    const bytes = utf8(`${comm.padStart(16)}-${String(pid).padEnd(5)}`);
-    if (whoColumns.size < 1 << 16) whoColumns.set(pid, { comm, bytes });
+    let bytes: Uint8Array;
+    if (known !== undefined && known.comm === comm) bytes = known.bytes;
+    else {
+      bytes = utf8(`${comm.padStart(16)}-${String(pid).padEnd(5)}`);
+      if (whoColumns.size < 1 << 16) whoColumns.set(pid, { comm, bytes });
+    }
+    lastPid = pid;
+    lastLearnings = learnings;
+    lastColumn = bytes;
     return bytes;
   };
   return (event, out) => {
