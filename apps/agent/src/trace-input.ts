@@ -13,9 +13,10 @@ import {
   type SymbolTable,
 } from '@evtrace/filters';
 import {
+  type ByteOut,
   createJsonFormatter,
   createJsonWriter,
-  createTextFormatter,
+  createTextLineWriter,
   type EventClass,
   type EventReadOptions,
   type FtraceMetadata,
@@ -268,8 +269,7 @@ export function jsonLineWriter(opened: OpenedInput): JsonLineWriter {
   return createJsonWriter({ comm: (pid, e) => opened.tasks.commOf(pid, e.cpu ?? undefined) });
 }
 
-/** Text lines, as trace-cmd report (ftrace data) or babeltrace2 (CTF) prints them. */
-export function textLines(reader: OpenedInput['reader']): (e: TraceEvent) => string {
-  const line = createTextFormatter(reader);
-  return (e) => `${line(e)}\n`;
+/** Writes text lines, as trace-cmd report (ftrace data) or babeltrace2 (CTF) prints them, each with its newline. */
+export function textLines(reader: OpenedInput['reader']): (e: TraceEvent, out: ByteOut) => void {
+  return createTextLineWriter(reader);
 }

@@ -4,6 +4,7 @@
  */
 import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
+import { ByteOut, utf8 } from './codec/byte-out.ts';
 import { type CtfTraceReader, openCtfTrace } from './ctf/reader.ts';
 import { createBabeltraceTextFormatter } from './ctf/text.ts';
 import { TraceFormatError } from './errors.ts';
@@ -12,7 +13,7 @@ import { isRawPagesDir, openRawPagesDir } from './ftrace/raw-dir.ts';
 import { isTraceDat, openTraceDat, type TraceDatReader } from './ftrace/tracedat/read.ts';
 import { requireSeekableInput } from './input.ts';
 import type { TraceEvent, TraceKind, TraceReader } from './model/types.ts';
-import { createFtraceTextFormatter } from './output/text.ts';
+import { createFtraceLineWriter } from './output/text.ts';
 
 /** Options of {@link openTrace}. */
 export interface OpenTraceOptions {
@@ -68,12 +69,34 @@ export function openTrace(path: string, options: OpenTraceOptions = {}): TraceRe
 export function createTextFormatter(
   reader: TraceReader & { metadata?: FtraceMetadata },
 ): (event: TraceEvent) => string {
+  if (reader.kind === 'ctf') return babeltraceText(reader);
+  const write = createTextLineWriter(reader);
+  const out = new ByteOut(512);
+  return (event) => {
+    out.length = 0;
+    write(event, out);
+    // Without the newline the writer ends the line with.
+    out.length--;
+    return out.toString();
+  };
+}
+
+/**
+ * Writes the lines {@link createTextFormatter} gives, each with its newline, after what `out` holds: for ftrace
+ * data, as bytes from the events' values and texts kept per class, per task and per value (no string per line).
+ */
+export function createTextLineWriter(
+  reader: TraceReader & { metadata?: FtraceMetadata },
+): (event: TraceEvent, out: ByteOut) => void {
   if (reader.kind === 'ctf') {
-    const ctf = reader as CtfTraceReader;
-    return createBabeltraceTextFormatter({ trace: ctf.trace, timestamps: ctf.timestamped });
+    const line = babeltraceText(reader);
+    return (event, out) => {
+      out.text(line(event));
+      out.byte(10);
+    };
   }
   const meta = reader.metadata;
-  const line = createFtraceTextFormatter(
+  const line = createFtraceLineWriter(
     meta !== undefined
       ? {
           cmdlines: meta.cmdlines,
@@ -83,12 +106,29 @@ export function createTextFormatter(
       : {},
   );
   const buffers = (reader as Partial<TraceDatReader>).buffersRead ?? [];
-  if (buffers.length < 2) return line;
+  if (buffers.length < 2)
+    return (event, out) => {
+      line(event, out);
+      out.byte(10);
+    };
   // As trace-cmd report prints several buffers: each line after its buffer's name and a colon, padded to the
   // longest (the top-level buffer's lines are padded only).
   const width = Math.max(...buffers.map((b) => (b === '' ? 0 : b.length + 1)));
-  return (event) => {
+  const prefixes = new Map<string, Uint8Array>();
+  return (event, out) => {
     const name = (event.scopes?.buffer?.name as string | undefined) ?? '';
-    return `${(name === '' ? '' : `${name}:`).padEnd(width)} ${line(event)}`;
+    let prefix = prefixes.get(name);
+    if (prefix === undefined) {
+      prefix = utf8(`${(name === '' ? '' : `${name}:`).padEnd(width)} `);
+      prefixes.set(name, prefix);
+    }
+    out.raw(prefix);
+    line(event, out);
+    out.byte(10);
   };
+}
+
+function babeltraceText(reader: TraceReader): (event: TraceEvent) => string {
+  const ctf = reader as CtfTraceReader;
+  return createBabeltraceTextFormatter({ trace: ctf.trace, timestamps: ctf.timestamped });
 }

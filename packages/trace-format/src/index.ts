@@ -1,7 +1,7 @@
 // Their home is @evtrace/errors; re-exported for the importers that took them from here.
 export { errnoText, errorText } from '@evtrace/errors';
 export { BitReader } from './codec/bit-reader.ts';
-export { ByteOut } from './codec/byte-out.ts';
+export { ByteOut, utf8 } from './codec/byte-out.ts';
 export { compileScope, type DecodeContext, type FieldDecoder, type ScopeName } from './codec/decoder.ts';
 export { isCtf2Metadata, parseCtf2Metadata } from './ctf/ctf2.ts';
 export type { IndexedCtfTrace } from './ctf/indexed.ts';
@@ -34,7 +34,13 @@ export {
   type EventHeaderKind,
   writeCtfTrace,
 } from './ctf/writer.ts';
-export { createTextFormatter, detectTraceKind, type OpenTraceOptions, openTrace } from './detect.ts';
+export {
+  createTextFormatter,
+  createTextLineWriter,
+  detectTraceKind,
+  type OpenTraceOptions,
+  openTrace,
+} from './detect.ts';
 export { type InputLocation, TraceFormatError, type TraceFormatErrorCode } from './errors.ts';
 export { FTRACE_COMMON_FIELDS, FTRACE_COMMON_FIELDS_TEXT } from './ftrace/common-fields.ts';
 export {
@@ -78,7 +84,14 @@ export {
   readPage,
 } from './ftrace/page.ts';
 export type { TaskNames } from './ftrace/plugins.ts';
-export { compilePrintFormat, type PrintFormatter, type PrintkStrings, type PrintStyle } from './ftrace/print-fmt.ts';
+export {
+  compilePrintFormat,
+  compilePrintWriter,
+  type PrintFormatter,
+  type PrintkStrings,
+  type PrintStyle,
+  type PrintWriter,
+} from './ftrace/print-fmt.ts';
 export {
   type FtraceReader,
   type FtraceReadOptions,
@@ -185,8 +198,11 @@ export { type PerfettoTraceOptions, writePerfettoTrace } from './output/perfetto
 export { type PerfettoSchema, perfettoProtoRoot, perfettoSchema } from './output/perfetto-schema.ts';
 export {
   createFtraceBodyFormatter,
+  createFtraceBodyWriter,
+  createFtraceLineWriter,
   createFtraceTextFormatter,
   type FtraceBodyOptions,
+  type FtraceLineWriter,
   type FtraceTextOptions,
   fieldsText,
   fieldValueText,

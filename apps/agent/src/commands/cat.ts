@@ -3,7 +3,7 @@ import { addCommand, type CliIO } from '../command.ts';
 import { ctfLineReader, writeCtfInputLines } from '../ctf-lines.ts';
 import { usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { bufferedWriter, byteLines, stdoutBytes } from '../output/buffered-writer.ts';
+import { byteWriter, stdoutBytes } from '../output/buffered-writer.ts';
 import { printSliced, sliceReading } from '../sliced-lines.ts';
 import { jsonLineWriter, openInput, printNotes, reportNotes, textLines } from '../trace-input.ts';
 
@@ -114,33 +114,19 @@ with --lenient every whole page before the damage is printed, per CPU, and the d
         }
         return;
       }
-      if (options.json) {
-        const lines = byteLines(stdoutBytes(io));
-        const write = jsonLineWriter(opened);
-        try {
-          let printed = 0;
-          for (const e of opened.events()) {
-            if (printed++ >= limit) break;
-            write(e, lines.out);
-            lines.line();
-          }
-        } finally {
-          lines.flush();
-          reportNotes(io, opened, '--all-buffers');
-        }
-        return;
-      }
-      const format = textLines(opened.reader);
-      const out = bufferedWriter(stdoutBytes(io));
+      // JSON or text lines are written as bytes into the output buffer itself.
+      const line = options.json ? jsonLineWriter(opened) : textLines(opened.reader);
+      const sink = byteWriter(stdoutBytes(io));
       try {
         let printed = 0;
         // Stops reading at the limit: the rest of a large trace is never decoded.
         for (const e of opened.events()) {
           if (printed++ >= limit) break;
-          out.put(format(e));
+          line(e, sink.out);
+          sink.put();
         }
       } finally {
-        out.flush();
+        sink.flush();
         reportNotes(io, opened, '--all-buffers');
       }
     });

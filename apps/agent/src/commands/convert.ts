@@ -19,7 +19,7 @@ import { addCommand, type CliIO } from '../command.ts';
 import { ctfLineReader, writeCtfInputLines } from '../ctf-lines.ts';
 import { CliExit, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
-import { bufferedWriter, byteLines, stdoutBytes } from '../output/buffered-writer.ts';
+import { bufferedWriter, byteWriter, stdoutBytes } from '../output/buffered-writer.ts';
 import { withProgress } from '../output/progress.ts';
 import { jsonLineWriter, openInput, reportNotes } from '../trace-input.ts';
 
@@ -320,12 +320,12 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
               break;
             }
             n = bytesTo(options.output, access, io, (write) => {
-              const lines = byteLines(write);
+              const lines = byteWriter(write);
               const line = jsonLineWriter(opened);
               let k = 0;
               for (const e of events()) {
                 line(e, lines.out);
-                lines.line();
+                lines.put();
                 k++;
               }
               lines.flush();

@@ -47,11 +47,11 @@ export function bufferedWriter(write: (bytes: Uint8Array) => void): { put(text: 
 }
 
 /**
- * Output written as bytes into one reused buffer (`out`, filled by a line writer such as `createJsonWriter`'s), handed
- * to `write` whenever a line leaves it fuller than the buffering size, and by `flush`. Chunks are valid during the
- * call only.
+ * Output written as bytes into one reused buffer (`out`), by writers that fill it themselves (trace text and JSON
+ * lines): `put` hands it to `write` once it holds a buffer's worth, `flush` whatever it holds. Chunks are valid during
+ * the call only.
  */
-export function byteLines(write: (bytes: Uint8Array) => void): { readonly out: ByteOut; line(): void; flush(): void } {
+export function byteWriter(write: (bytes: Uint8Array) => void): { out: ByteOut; put(): void; flush(): void } {
   const out = new ByteOut(BUFFER_BYTES + (1 << 16));
   const flush = () => {
     if (out.length > 0) write(out.bytes.subarray(0, out.length));
@@ -59,7 +59,7 @@ export function byteLines(write: (bytes: Uint8Array) => void): { readonly out: B
   };
   return {
     out,
-    line() {
+    put() {
       if (out.length >= BUFFER_BYTES) flush();
     },
     flush,

@@ -332,18 +332,23 @@ class BatchMerge implements IterableIterator<TraceEvent> {
       }
     }
     if (best < 0) return false;
+    // The run goes on while its times stay at most the other heads' (below them for streams of a lower index: ties go
+    // to the lower stream index), compared without a bigint made per bound.
     let limit: bigint | undefined;
+    let strict = false;
     for (let i = 0; i < arrays.length; i++) {
       const o = arrays[i];
       if (i === best || o === undefined) continue;
       const ts = o[this.#index[i]!]!.tsNs;
-      // Ties go to the lower stream index: an earlier stream's equal timestamp stops this run before it.
-      const bound = i < best ? ts - 1n : ts;
-      if (limit === undefined || bound < limit) limit = bound;
+      if (limit === undefined || ts < limit || (ts === limit && i < best)) {
+        limit = ts;
+        strict = i < best;
+      }
     }
     const a = arrays[best]!;
     let end = this.#index[best]! + 1;
     if (limit === undefined) end = a.length;
+    else if (strict) while (end < a.length && a[end]!.tsNs < limit) end++;
     else while (end < a.length && a[end]!.tsNs <= limit) end++;
     this.#current = a;
     this.#k = this.#index[best]!;

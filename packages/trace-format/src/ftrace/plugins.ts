@@ -4,6 +4,7 @@
  * `hrtimer_start`, `hrtimer_expire_entry`, `sys_enter_futex` and `tlb_flush`. Compiled per event class, like print
  * formats.
  */
+import { type ByteOut, IntKey, KeptTexts } from '../codec/byte-out.ts';
 import type { EventClass, FieldValue, TraceEvent } from '../model/types.ts';
 import type { Kallsyms } from './symbols.ts';
 
@@ -14,12 +15,29 @@ export interface TaskNames {
 }
 
 /**
- * A plugin's text for one event. `prefix` plugins print before the event's print format; the others replace it,
- * and return undefined when the print format should be used after all.
+ * A plugin's text for one event, written after what `out` holds. `prefix` plugins print before the event's print
+ * format; the others replace it, and return false, having written nothing, when the print format should be used
+ * after all.
  */
 export interface EventPlugin {
   readonly prefix: boolean;
-  print(event: TraceEvent, kallsyms: Kallsyms | undefined, tasks: TaskNames): string | undefined;
+  write(event: TraceEvent, out: ByteOut, kallsyms: Kallsyms | undefined, tasks: TaskNames): boolean;
+}
+
+/** A plugin whose text is made as a string (undefined: the print format is used after all). */
+function textPlugin(
+  prefix: boolean,
+  print: (event: TraceEvent, kallsyms: Kallsyms | undefined, tasks: TaskNames) => string | undefined,
+): EventPlugin {
+  return {
+    prefix,
+    write(event, out, kallsyms, tasks) {
+      const text = print(event, kallsyms, tasks);
+      if (text === undefined) return false;
+      out.text(text);
+      return true;
+    },
+  };
 }
 
 const KMEM_CALL_SITE = new Set([
@@ -71,21 +89,27 @@ function fieldBits(eventClass: EventClass, name: string): number {
 
 /** kmem: `(function+0xoff) ` before the print format when the call site is a known function. */
 function callSite(): EventPlugin {
-  // Call sites repeat: their text is kept per address.
-  const seen = new Map<bigint, string>();
+  // Call sites repeat: their text is kept per address, for the symbols it was looked up in.
+  const kept = new KeptTexts(1 << 16);
+  const key = new IntKey();
+  let symbols: Kallsyms | undefined;
   return {
     prefix: true,
-    print(event, kallsyms) {
-      if (kallsyms === undefined) return '';
-      const at = u64(event.fields.call_site);
-      let text = seen.get(at);
-      if (text === undefined) {
-        const sym = kallsyms.lookup(at);
-        // The offset is printed as a C int.
-        text = sym === undefined ? '' : `(${sym.name}+0x${(Number(sym.offset) >>> 0).toString(16)}) `;
-        if (seen.size < 1 << 16) seen.set(at, text);
+    write(event, out, kallsyms) {
+      if (kallsyms === undefined) return true;
+      if (kallsyms !== symbols) {
+        symbols = kallsyms;
+        kept.clear();
       }
-      return text;
+      const value = event.fields.call_site;
+      const keyed = key.of(value);
+      if (keyed && kept.write(key, out)) return true;
+      const sym = kallsyms.lookup(u64(value));
+      // The offset is printed as a C int.
+      const text = sym === undefined ? '' : `(${sym.name}+0x${(Number(sym.offset) >>> 0).toString(16)}) `;
+      if (keyed) kept.keep(key, text, out);
+      else out.text(text);
+      return true;
     },
   };
 }
@@ -106,33 +130,27 @@ function schedSwitch(eventClass: EventClass): EventPlugin {
     for (let i = 0; i < letters.length; i++) if (bits & (1 << i)) out += out === '' ? letters[i] : `|${letters[i]}`;
     return out === '' ? 'R' : out;
   };
-  return {
-    prefix: false,
-    print(event, _kallsyms, tasks) {
-      const f = event.fields;
-      const prev = task(f.prev_comm, f.prev_pid, pidBits, tasks);
-      const next = task(f.next_comm, f.next_pid, pidBits, tasks);
-      const prevPrio = f.prev_prio === undefined ? '' : `[${prio(f.prev_prio)}] `;
-      const nextPrio = f.next_prio === undefined ? '' : ` [${prio(f.next_prio)}]`;
-      return `${prev} ${prevPrio}${hasState ? state(f.prev_state) : ''} ==> ${next}${nextPrio}`;
-    },
-  };
+  return textPlugin(false, (event, _kallsyms, tasks) => {
+    const f = event.fields;
+    const prev = task(f.prev_comm, f.prev_pid, pidBits, tasks);
+    const next = task(f.next_comm, f.next_pid, pidBits, tasks);
+    const prevPrio = f.prev_prio === undefined ? '' : `[${prio(f.prev_prio)}] `;
+    const nextPrio = f.next_prio === undefined ? '' : ` [${prio(f.next_prio)}]`;
+    return `${prev} ${prevPrio}${hasState ? state(f.prev_state) : ''} ==> ${next}${nextPrio}`;
+  });
 }
 
 function schedWakeup(has: (name: string) => boolean): EventPlugin {
   const success = has('success');
   const target = has('target_cpu');
-  return {
-    prefix: false,
-    print(event, _kallsyms, tasks) {
-      const f = event.fields;
-      let out = task(f.comm, f.pid, 32, tasks);
-      if (f.prio !== undefined) out += ` [${unsignedText(f.prio, 32)}]`;
-      if (success) out += ` success=${unsignedText(f.success, 32)}`;
-      if (target) out += ` CPU:${unsignedText(f.target_cpu, 32).padStart(3, '0')}`;
-      return out;
-    },
-  };
+  return textPlugin(false, (event, _kallsyms, tasks) => {
+    const f = event.fields;
+    let out = task(f.comm, f.pid, 32, tasks);
+    if (f.prio !== undefined) out += ` [${unsignedText(f.prio, 32)}]`;
+    if (success) out += ` success=${unsignedText(f.success, 32)}`;
+    if (target) out += ` CPU:${unsignedText(f.target_cpu, 32).padStart(3, '0')}`;
+    return out;
+  });
 }
 
 /** `comm:pid`, teaching trace-cmd's table of task names a name it did not know yet. */
@@ -158,16 +176,13 @@ function functionText(addr: bigint, kallsyms: Kallsyms | undefined): string {
 }
 
 function hrtimer(start: boolean, timerField: string): EventPlugin {
-  return {
-    prefix: false,
-    print(event, kallsyms) {
-      const f = event.fields;
-      const timer = `hrtimer=0x${u64(f[timerField]).toString(16)}`;
-      const fn = f.function === undefined ? '' : ` function=${functionText(u64(f.function), kallsyms)}`;
-      if (start) return `${timer}${fn} expires=${u64(f.expires)} softexpires=${u64(f.softexpires)}`;
-      return `${timer} now=${u64(f.now)}${fn}`;
-    },
-  };
+  return textPlugin(false, (event, kallsyms) => {
+    const f = event.fields;
+    const timer = `hrtimer=0x${u64(f[timerField]).toString(16)}`;
+    const fn = f.function === undefined ? '' : ` function=${functionText(u64(f.function), kallsyms)}`;
+    if (start) return `${timer}${fn} expires=${u64(f.expires)} softexpires=${u64(f.softexpires)}`;
+    return `${timer} now=${u64(f.now)}${fn}`;
+  });
 }
 
 /** sys_enter_futex: the operation by name, then the arguments it uses. */
@@ -193,34 +208,28 @@ const FUTEX_CLOCK_REALTIME = 256n;
 const futexArg = (label: string, v: bigint) =>
   ` ${label}${label.endsWith('0x') ? v.toString(16).padStart(8, '0') : v.toString()}`;
 
-const futex: EventPlugin = {
-  prefix: false,
-  print(event) {
-    const f = event.fields;
-    const op = u64(f.op);
-    const entry = FUTEX_OPS[Number(op & ~(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME) & 0xffffffffn)];
-    if (entry === undefined) return undefined;
-    const [name, val, utime, uaddr2, val3] = entry;
-    let out = `op=${name}`;
-    if (op & FUTEX_PRIVATE_FLAG) out += '|FUTEX_PRIVATE_FLAG';
-    if (op & FUTEX_CLOCK_REALTIME) out += '|FUTEX_CLOCK_REALTIME';
-    out += ` uaddr=0x${u64(f.uaddr).toString(16).padStart(8, '0')}`;
-    if (val !== undefined) out += futexArg(val, u64(f.val));
-    if (utime !== undefined) out += futexArg(utime, u64(f.utime));
-    if (uaddr2 !== undefined) out += futexArg(uaddr2, u64(f.uaddr2));
-    if (val3 !== undefined) out += futexArg(val3, u64(f.val3));
-    return out;
-  },
-};
+const futex: EventPlugin = textPlugin(false, (event) => {
+  const f = event.fields;
+  const op = u64(f.op);
+  const entry = FUTEX_OPS[Number(op & ~(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME) & 0xffffffffn)];
+  if (entry === undefined) return undefined;
+  const [name, val, utime, uaddr2, val3] = entry;
+  let out = `op=${name}`;
+  if (op & FUTEX_PRIVATE_FLAG) out += '|FUTEX_PRIVATE_FLAG';
+  if (op & FUTEX_CLOCK_REALTIME) out += '|FUTEX_CLOCK_REALTIME';
+  out += ` uaddr=0x${u64(f.uaddr).toString(16).padStart(8, '0')}`;
+  if (val !== undefined) out += futexArg(val, u64(f.val));
+  if (utime !== undefined) out += futexArg(utime, u64(f.utime));
+  if (uaddr2 !== undefined) out += futexArg(uaddr2, u64(f.uaddr2));
+  if (val3 !== undefined) out += futexArg(val3, u64(f.val3));
+  return out;
+});
 
 const TLB_FLUSH_REASONS = ['flush on task switch', 'remote shootdown', 'local shootdown', 'local mm shootdown'];
 
 /** tlb_flush: the page count as a signed long, the reason by name (when known) and number. */
-const tlbFlush: EventPlugin = {
-  prefix: false,
-  print(event) {
-    const reason = u64(event.fields.reason);
-    const name = reason < 4n ? ` reason=${TLB_FLUSH_REASONS[Number(reason)]}` : ' reason=';
-    return `pages=${BigInt.asIntN(64, u64(event.fields.pages))}${name} (${BigInt.asIntN(64, reason)})`;
-  },
-};
+const tlbFlush: EventPlugin = textPlugin(false, (event) => {
+  const reason = u64(event.fields.reason);
+  const name = reason < 4n ? ` reason=${TLB_FLUSH_REASONS[Number(reason)]}` : ' reason=';
+  return `pages=${BigInt.asIntN(64, u64(event.fields.pages))}${name} (${BigInt.asIntN(64, reason)})`;
+});

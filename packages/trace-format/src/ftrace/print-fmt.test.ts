@@ -1,9 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ByteOut } from '../codec/byte-out.ts';
 import type { TraceEvent } from '../model/types.ts';
 import { findTracefs } from '../testing/tracefs.ts';
 import { parseFormatFile } from './format-file.ts';
-import { compilePrintFormat, interpretPrintFormat, type PrintStyle } from './print-fmt.ts';
+import { compilePrintFormat, compilePrintWriter, interpretPrintFormat, type PrintStyle } from './print-fmt.ts';
 import { readEventFormats } from './raw-dir.ts';
 import { compileEventDecoder } from './record.ts';
 import { Kallsyms, parsePrintkFormats } from './symbols.ts';
@@ -169,8 +170,9 @@ describe("trace-cmd's compiled conversions", () => {
     ...kernelClasses,
   ].filter((c) => c.ftrace !== undefined && compilePrintFormat(c) !== undefined);
 
-  it(`print what the step-by-step evaluator prints, for every value a record can hold (${classes.length} classes${'why' in tracefs ? `; the kernel's formats left out: ${tracefs.why}` : ''})`, () => {
+  it(`write the bytes of what the step-by-step evaluator prints, for every value a record can hold (${classes.length} classes${'why' in tracefs ? `; the kernel's formats left out: ${tracefs.why}` : ''})`, () => {
     const decoders = new Map(classes.map((c) => [c, compileEventDecoder(c)]));
+    const out = new ByteOut(1);
     fc.assert(
       fc.property(
         fc.constantFrom(...classes),
@@ -178,6 +180,7 @@ describe("trace-cmd's compiled conversions", () => {
         fc.array(fc.uint8Array({ minLength: 256, maxLength: 256 }), { minLength: 1, maxLength: 4 }),
         (cls, records) => {
           const compiled = compilePrintFormat(cls)!;
+          const write = compilePrintWriter(cls)!;
           const interpreted = interpretPrintFormat(cls)!;
           const decode = decoders.get(cls)!;
           for (const syms of [kallsyms, other, undefined, kallsyms]) {
@@ -189,7 +192,14 @@ describe("trace-cmd's compiled conversions", () => {
               } catch {
                 continue;
               }
-              expect(compiled(event, syms, 'trace-cmd')).toBe(interpreted(event, syms, 'trace-cmd'));
+              const expected = interpreted(event, syms, 'trace-cmd');
+              expect(compiled(event, syms, 'trace-cmd')).toBe(expected);
+              // Written after a line's start: its bytes follow it, or nothing when the evaluator gives up.
+              out.length = 0;
+              out.text('é ');
+              const wrote = write(event, out, syms);
+              expect(wrote).toBe(expected !== undefined);
+              expect(Buffer.from(out.bytes.subarray(0, out.length))).toEqual(Buffer.from(`é ${expected ?? ''}`));
             }
           }
         },

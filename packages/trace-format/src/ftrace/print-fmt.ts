@@ -4,6 +4,7 @@
  * use (`__print_flags`, `__print_symbolic`, `__get_str`, `__print_hex`, `__print_array`...). A format this evaluator
  * cannot handle compiles to undefined, and callers fall back to `name=value` fields.
  */
+import { ByteOut, IntKey, KeptTexts, utf8 } from '../codec/byte-out.ts';
 import type { EventClass, FieldValue, TraceEvent } from '../model/types.ts';
 import type { Kallsyms } from './symbols.ts';
 
@@ -792,56 +793,66 @@ function render(
   }
 }
 
-/** One conversion of a print format in trace-cmd's style, compiled for its event class. */
-type Part = (event: TraceEvent, kallsyms: Kallsyms | undefined, printk: PrintkStrings | undefined) => string;
+/**
+ * One conversion of a print format in trace-cmd's style, compiled for its event class: writes its text.
+ * @throws Unsupported when the event's values are beyond the evaluator.
+ */
+type Part = (
+  event: TraceEvent,
+  out: ByteOut,
+  kallsyms: Kallsyms | undefined,
+  printk: PrintkStrings | undefined,
+) => void;
+
+/** A conversion's text as the step-by-step evaluator gives it, for trace-cmd's style. */
+type PartText = (event: TraceEvent, kallsyms: Kallsyms | undefined, printk: PrintkStrings | undefined) => string;
 
 /**
- * A print format as literal text and compiled conversions, for trace-cmd's style; undefined when a `*` width or
+ * A print format as literal bytes and compiled conversions, for trace-cmd's style; undefined when a `*` width or
  * precision takes its value from an argument (the general evaluator handles those).
  */
-function traceCmdParts(specs: readonly Spec[], args: readonly Expr[], parser: Parser): (string | Part)[] | undefined {
+function traceCmdParts(
+  specs: readonly Spec[],
+  args: readonly Expr[],
+  parser: Parser,
+): (Uint8Array | Part)[] | undefined {
   if (specs.some((s) => s.starWidth || s.starPrecision)) return undefined;
   let a = 0;
   return specs.map((spec) => {
-    if (spec.literal !== undefined) return spec.literal;
+    if (spec.literal !== undefined) return utf8(spec.literal);
     const fields = parser.argFields[a]!;
     const arg = args[a++]!;
-    const general: Part = (event, kallsyms, printk) =>
+    const text: PartText = (event, kallsyms, printk) =>
       render(spec, arg({ event, kallsyms, style: 'trace-cmd' }), kallsyms, 'trace-cmd', printk);
+    const general: Part = (event, out, kallsyms, printk) => out.text(text(event, kallsyms, printk));
     const read = parser.fieldReads.get(arg);
     const direct = read !== undefined && (!read.pointer || spec.conv === 'p');
     const part = direct ? fieldPart(spec, fieldGetter(read.name), general) : undefined;
     if (part !== undefined) return part;
     // An argument of one field (`REC->flags ? __print_flags(REC->flags, ...) : "none"`, `%pS` of a call site) prints
-    // the same text for the same value: kept per value.
+    // the same text for the same value: kept per value, as bytes.
     const [only, ...others] = fields;
-    return only !== undefined && others.length === 0 ? perValue(fieldGetter(only), general) : general;
+    return only !== undefined && others.length === 0 ? perValue(fieldGetter(only), text, general) : general;
   });
 }
 
 /**
  * A part whose text depends only on one field's value (and the symbols and printk strings, the same for a whole
- * reading): the text is kept per value, for as many values as {@link PER_VALUE_TEXTS}.
+ * reading): its bytes are kept per integer value, for as many values as {@link PER_VALUE_TEXTS}.
  */
-function perValue(get: (event: TraceEvent) => FieldValue | undefined, general: Part): Part {
+function perValue(get: (event: TraceEvent) => FieldValue | undefined, text: PartText, general: Part): Part {
   let symbols: Kallsyms | undefined;
   let strings: PrintkStrings | undefined;
-  const seen = new Map<FieldValue, string>();
-  return (event, kallsyms, printk) => {
-    const v = get(event);
-    if (typeof v !== 'number' && typeof v !== 'bigint' && typeof v !== 'string')
-      return general(event, kallsyms, printk);
+  const kept = new KeptTexts(PER_VALUE_TEXTS);
+  const key = new IntKey();
+  return (event, out, kallsyms, printk) => {
+    if (!key.of(get(event))) return general(event, out, kallsyms, printk);
     if (kallsyms !== symbols || printk !== strings) {
       symbols = kallsyms;
       strings = printk;
-      seen.clear();
+      kept.clear();
     }
-    let text = seen.get(v);
-    if (text === undefined) {
-      text = general(event, kallsyms, printk);
-      if (seen.size < PER_VALUE_TEXTS) seen.set(v, text);
-    }
-    return text;
+    if (!kept.write(key, out)) kept.keep(key, text(event, kallsyms, printk), out);
   };
 }
 
@@ -862,11 +873,13 @@ function fieldGetter(name: string): (event: TraceEvent) => FieldValue | undefine
 
 const I64_MAX = (1n << 63n) - 1n;
 const U64_MAX = (1n << 64n) - 1n;
+const NIL = utf8('(nil)');
+const HEX_PREFIX = utf8('0x');
 
 /**
  * A conversion of a field value written as {@link render} writes it in trace-cmd's style, without its general
- * steps (a BigInt per number, the expression's closures) for the values that allow it: integers that fit their
- * conversion, and strings. Other values take `general`. Undefined for conversions this does not cover.
+ * steps (a BigInt per number, the expression's closures, a string per value) for the values that allow it: integers
+ * that fit their conversion, and strings. Other values take `general`. Undefined for conversions this does not cover.
  */
 function fieldPart(spec: Spec, get: (event: TraceEvent) => FieldValue | undefined, general: Part): Part | undefined {
   const bits = bitsOf(spec);
@@ -875,48 +888,55 @@ function fieldPart(spec: Spec, get: (event: TraceEvent) => FieldValue | undefine
     case 'd':
     case 'i':
       if (!plain || spec.flags !== '' || bits < 32) return undefined;
-      return (event, kallsyms, printk) => {
+      return (event, out, kallsyms, printk) => {
         const v = get(event);
-        if (typeof v === 'number' && Number.isSafeInteger(v)) return String(bits === 32 ? v | 0 : v);
-        if (typeof v === 'bigint' && bits === 64 && v <= I64_MAX && v >= -I64_MAX) return v.toString();
-        return general(event, kallsyms, printk);
+        if (typeof v === 'number' && Number.isSafeInteger(v)) out.int(bits === 32 ? v | 0 : v);
+        else if (typeof v === 'bigint' && bits === 64 && v <= I64_MAX && v >= -I64_MAX) out.bigint(v);
+        else general(event, out, kallsyms, printk);
       };
     case 'u':
       if (!plain || spec.flags !== '' || bits < 32) return undefined;
-      return (event, kallsyms, printk) => {
+      return (event, out, kallsyms, printk) => {
         const v = get(event);
         if (typeof v === 'number' && Number.isSafeInteger(v) && (bits === 32 || v >= 0))
-          return String(bits === 32 ? v >>> 0 : v);
-        if (typeof v === 'bigint' && bits === 64 && v >= 0n && v <= U64_MAX) return v.toString();
-        return general(event, kallsyms, printk);
+          out.uint(bits === 32 ? v >>> 0 : v);
+        else if (typeof v === 'bigint' && bits === 64 && v >= 0n && v <= U64_MAX) out.bigint(v);
+        else general(event, out, kallsyms, printk);
       };
     case 'x': {
       if (!plain || (spec.flags !== '' && spec.flags !== '#') || bits < 32) return undefined;
-      const prefix = spec.flags === '#' ? '0x' : '';
-      return (event, kallsyms, printk) => {
+      const prefix = spec.flags === '#';
+      return (event, out, kallsyms, printk) => {
         const v = get(event);
         if (typeof v === 'number' && Number.isSafeInteger(v) && (bits === 32 || v >= 0)) {
           const n = bits === 32 ? v >>> 0 : v;
-          return n === 0 ? '0' : prefix + n.toString(16);
-        }
-        if (typeof v === 'bigint' && bits === 64 && v > 0n && v <= U64_MAX) return prefix + v.toString(16);
-        return general(event, kallsyms, printk);
+          if (prefix && n !== 0) out.raw(HEX_PREFIX);
+          out.hex(n);
+        } else if (typeof v === 'bigint' && bits === 64 && v > 0n && v <= U64_MAX) {
+          if (prefix) out.raw(HEX_PREFIX);
+          out.hexBigint(v);
+        } else general(event, out, kallsyms, printk);
       };
     }
     case 's':
       if (!plain) return undefined;
-      return (event, kallsyms, printk) => {
+      return (event, out, kallsyms, printk) => {
         const v = get(event);
-        return typeof v === 'string' ? v : general(event, kallsyms, printk);
+        if (typeof v === 'string') out.text(v);
+        else general(event, out, kallsyms, printk);
       };
     case 'p': {
       if (spec.ext === '')
-        return (event, kallsyms, printk) => {
+        return (event, out, kallsyms, printk) => {
           const v = get(event);
-          if (v === 0 || v === 0n) return '(nil)';
-          if ((typeof v === 'number' && Number.isSafeInteger(v) && v > 0) || (typeof v === 'bigint' && v > 0n))
-            return `0x${v.toString(16)}`;
-          return general(event, kallsyms, printk);
+          if (v === 0 || v === 0n) out.raw(NIL);
+          else if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0) {
+            out.raw(HEX_PREFIX);
+            out.hex(v);
+          } else if (typeof v === 'bigint' && v > 0n) {
+            out.raw(HEX_PREFIX);
+            out.hexBigint(v);
+          } else general(event, out, kallsyms, printk);
         };
       // Symbols (%pS) are kept per address by the caller.
       return undefined;
@@ -927,11 +947,81 @@ function fieldPart(spec: Spec, get: (event: TraceEvent) => FieldValue | undefine
 }
 
 /**
+ * Writes an event's print format in trace-cmd's style after what `out` holds; false, having written nothing, when
+ * the event's arguments cannot be evaluated (callers then print its fields).
+ */
+export type PrintWriter = (event: TraceEvent, out: ByteOut, kallsyms?: Kallsyms, printk?: PrintkStrings) => boolean;
+
+/**
+ * Compiles an event class's `print fmt` into a {@link PrintWriter}: literal text as bytes, conversions of one field
+ * written from its value, texts that depend on one field's value kept per value. Undefined when the class has no
+ * format or one outside this evaluator.
+ */
+export function compilePrintWriter(eventClass: EventClass): PrintWriter | undefined {
+  const compiled = compile(eventClass);
+  return compiled === undefined ? undefined : writerOf(compiled);
+}
+
+function writerOf({ general, parts }: Compiled): PrintWriter {
+  if (parts === undefined) {
+    return (event, out, kallsyms, printk) => {
+      const text = general(event, kallsyms, 'trace-cmd', printk);
+      if (text === undefined) return false;
+      out.text(text);
+      return true;
+    };
+  }
+  // Generated per class, as the record decoders are: each part is called from a site of its own (which the
+  // compiler can inline), and short literals are stored byte by byte. The source holds indices and byte values only.
+  const names: string[] = [];
+  const values: unknown[] = [];
+  let body = '';
+  for (const part of parts) {
+    const name = `p${names.length}`;
+    if (!(part instanceof Uint8Array)) body += `${name}(event, out, kallsyms, printk);\n`;
+    else if (part.length > SHORT_LITERAL) body += `out.raw(${name});\n`;
+    else {
+      const stores = [...part].map((b, k) => `b[a + ${k}] = ${b};`).join(' ');
+      body += `out.reserve(${part.length}); b = out.bytes; a = out.length; ${stores} out.length = a + ${part.length};\n`;
+    }
+    names.push(name);
+    values.push(part);
+  }
+  const source = `return function writePrintFormat(event, out, kallsyms, printk) {
+    const mark = out.length;
+    let b, a;
+    try {
+      ${body}
+    } catch (e) {
+      if (e instanceof Unsupported) {
+        out.length = mark;
+        return false;
+      }
+      throw e;
+    }
+    return true;
+  };`;
+  return new Function('Unsupported', ...names, source)(Unsupported, ...values) as PrintWriter;
+}
+
+/** Literals of at most this many bytes are stored byte by byte in a format's writer. */
+const SHORT_LITERAL = 16;
+
+/**
  * Compiles an event class's `print fmt`. Returns undefined when the class has none or uses constructs outside this
- * evaluator; the formatter itself returns undefined for an event whose arguments cannot be evaluated.
+ * evaluator; the formatter itself returns undefined for an event whose arguments cannot be evaluated. trace-cmd's
+ * style is the text {@link compilePrintWriter} writes.
  */
 export function compilePrintFormat(eventClass: EventClass): PrintFormatter | undefined {
-  return compile(eventClass, true);
+  const compiled = compile(eventClass);
+  if (compiled === undefined) return undefined;
+  const write = writerOf(compiled);
+  const out = new ByteOut(256);
+  return (event, kallsyms, style = 'trace-cmd', printk) => {
+    if (style !== 'trace-cmd') return compiled.general(event, kallsyms, style, printk);
+    out.length = 0;
+    return write(event, out, kallsyms, printk) ? out.toString() : undefined;
+  };
 }
 
 /**
@@ -939,10 +1029,16 @@ export function compilePrintFormat(eventClass: EventClass): PrintFormatter | und
  * tested against.
  */
 export function interpretPrintFormat(eventClass: EventClass): PrintFormatter | undefined {
-  return compile(eventClass, false);
+  return compile(eventClass)?.general;
 }
 
-function compile(eventClass: EventClass, compiled: boolean): PrintFormatter | undefined {
+/** A class's format: its step-by-step evaluator, and its parts compiled for trace-cmd's style where they can be. */
+interface Compiled {
+  readonly general: PrintFormatter;
+  readonly parts: (Uint8Array | Part)[] | undefined;
+}
+
+function compile(eventClass: EventClass): Compiled | undefined {
   const text = eventClass.printFormat;
   if (text === undefined) return undefined;
   try {
@@ -991,19 +1087,7 @@ function compile(eventClass: EventClass, compiled: boolean): PrintFormatter | un
       }
       return out;
     };
-    const parts = compiled ? traceCmdParts(specs, args, parser) : undefined;
-    if (parts === undefined) return general;
-    return (event, kallsyms, style = 'trace-cmd', printk) => {
-      if (style !== 'trace-cmd') return general(event, kallsyms, style, printk);
-      let out = '';
-      try {
-        for (const part of parts) out += typeof part === 'string' ? part : part(event, kallsyms, printk);
-      } catch (e) {
-        if (e instanceof Unsupported) return undefined;
-        throw e;
-      }
-      return out;
-    };
+    return { general, parts: traceCmdParts(specs, args, parser) };
   } catch (e) {
     if (e instanceof Unsupported) return undefined;
     throw e;

@@ -301,11 +301,13 @@ function intWriter(size: number, hex: boolean): ValueWriter {
     return (out, v) => {
       if (typeof v === 'bigint') {
         out.raw(HEX_OPEN);
-        out.hex(v < 0n ? BigInt.asUintN(size, v) : v);
+        out.hexBigint(v < 0n ? BigInt.asUintN(size, v) : v);
         out.byte(34);
       } else if (typeof v === 'number') {
         out.raw(HEX_OPEN);
-        out.hex(v < 0 ? v + modulus : v);
+        const n = v < 0 ? v + modulus : v;
+        if (n >= 0 && Number.isSafeInteger(n)) out.hex(n);
+        else out.text(n.toString(16));
         out.byte(34);
       } else out.raw(NULL);
     };
