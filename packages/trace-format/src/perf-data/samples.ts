@@ -1,0 +1,290 @@
+/**
+ * PERF_RECORD_SAMPLEs in time order, as perf's ordered-events queue delivers them to `perf script` and `perf kmem`:
+ * samples are queued as read; at each FINISHED_ROUND those not later than the newest time of the rounds before are
+ * delivered, the rest at the next round or at the end. Equal times keep file order. Each CPU's samples come in time
+ * order from its ring buffer, so delivery merges per-CPU runs (a run found out of order is sorted first).
+ */
+import type { ByteSource } from '../ctf/byte-source.ts';
+import { fail, RecordType, SampleBits } from './header.ts';
+import { type PerfChunk, type RecordCursor, type SampleLayout, sampleRaw } from './records.ts';
+
+/**
+ * A batch of samples in columns: sample `i` has its time (ns), CPU, pid, tid (-1 when not recorded), its event (the
+ * index of its attribute), its record's file offset, and its RAW data as `rawAt`/`rawSize` in `chunk[i]` (`rawAt` -1
+ * without RAW data). Valid until the next batch is asked for.
+ */
+export class PerfSamples {
+  length = 0;
+  readonly capacity: number;
+  readonly time: Float64Array;
+  readonly cpu: Int32Array;
+  readonly pid: Int32Array;
+  readonly tid: Int32Array;
+  readonly attr: Int32Array;
+  readonly offset: Float64Array;
+  readonly rawAt: Int32Array;
+  readonly rawSize: Int32Array;
+  readonly chunk: PerfChunk[];
+
+  constructor(capacity: number) {
+    this.capacity = capacity;
+    this.time = new Float64Array(capacity);
+    this.cpu = new Int32Array(capacity);
+    this.pid = new Int32Array(capacity);
+    this.tid = new Int32Array(capacity);
+    this.attr = new Int32Array(capacity);
+    this.offset = new Float64Array(capacity);
+    this.rawAt = new Int32Array(capacity);
+    this.rawSize = new Int32Array(capacity);
+    this.chunk = new Array<PerfChunk>(capacity);
+  }
+}
+
+/** Bytes of the data read at once for one CPU's samples while they are delivered. */
+const WINDOW = 1 << 20;
+
+/**
+ * Samples of one CPU waiting for their round to be delivered, in arrival order from `head`: their time, file offset
+ * (which also orders equal times, as perf's queue does) and event. Their bytes are read again when delivered, through
+ * a window of the file, so that a round as long as the file (perf kmem record's large buffers make few rounds) costs
+ * 20 bytes a sample, not the sample.
+ */
+class Queue {
+  time = new Float64Array(1024);
+  offset = new Float64Array(1024);
+  layout = new Int32Array(1024);
+  head = 0;
+  tail = 0;
+  sorted = true;
+  /** The delivery window: a chunk of the data section holding the next samples. */
+  window: PerfChunk = NONE;
+  /** The window's buffers, each stamped with the last batch that points into it. */
+  readonly spare: { bytes: Buffer; stamp: number }[] = [];
+  windowBuffer: { bytes: Buffer; stamp: number } | undefined;
+
+  push(time: number, offset: number, layout: number): void {
+    if (this.tail === this.time.length) this.#grow();
+    const i = this.tail++;
+    if (i > this.head && time < this.time[i - 1]!) this.sorted = false;
+    this.time[i] = time;
+    this.offset[i] = offset;
+    this.layout[i] = layout;
+  }
+
+  /** Moves the waiting entries to the front of arrays twice their count (at least as large as now). */
+  #grow(): void {
+    const n = this.tail - this.head;
+    const size = Math.max(this.time.length, n * 2);
+    const h = this.head;
+    const t = this.tail;
+    const f64 = (a: Float64Array) => {
+      const b = new Float64Array(size);
+      b.set(a.subarray(h, t));
+      return b;
+    };
+    const i32 = new Int32Array(size);
+    i32.set(this.layout.subarray(h, t));
+    this.time = f64(this.time);
+    this.offset = f64(this.offset);
+    this.layout = i32;
+    this.head = 0;
+    this.tail = n;
+  }
+
+  /** Sorts the waiting entries by time, equal times in file order. */
+  sort(): void {
+    const h = this.head;
+    const idx = Array.from({ length: this.tail - h }, (_, k) => h + k);
+    idx.sort((a, b) => this.time[a]! - this.time[b]! || this.offset[a]! - this.offset[b]!);
+    this.time.set(
+      idx.map((i) => this.time[i]!),
+      h,
+    );
+    this.offset.set(
+      idx.map((i) => this.offset[i]!),
+      h,
+    );
+    this.layout.set(
+      idx.map((i) => this.layout[i]!),
+      h,
+    );
+    this.sorted = true;
+  }
+}
+
+/** What a sample reader needs from its file: the cursor, each attribute's layout, and where to report. */
+export interface SampleSourceState {
+  readonly cursor: RecordCursor;
+  readonly source: ByteSource;
+  /** Where the data section ends (a window is never read past it). */
+  readonly dataEnd: number;
+  readonly layouts: readonly SampleLayout[];
+  /** Layout index by sample id. */
+  readonly byId: ReadonlyMap<number, number>;
+  readonly file: string | undefined;
+  readonly lenient: boolean;
+  /** Samples that are damaged or of no known event (lenient), and lost events the kernel counted. */
+  readonly counts: { skipped: number; lost: number; lostSamples: number };
+  readonly warnings: string[];
+  /** Batches yielded so far (a window buffer is reused once the batches pointing into it are done with). */
+  batches: number;
+}
+
+/** Yields the samples of the data section in batches of `capacity`, in time order (file order without times). */
+export function* orderedSamples(s: SampleSourceState, capacity: number): Generator<PerfSamples> {
+  const out = new PerfSamples(capacity);
+  const timed = s.layouts.every((l) => l.time >= 0);
+  const queues: Queue[] = [];
+  const cursor = s.cursor;
+  let maxTime = 0;
+  let nextFlush = 0;
+  const single = s.layouts.length === 1 ? 0 : -1;
+  while (cursor.next()) {
+    const type = cursor.type;
+    if (type === RecordType.SAMPLE) {
+      const v = cursor.chunk.view;
+      const at = cursor.at;
+      let li = single;
+      if (li < 0) {
+        const idAt = s.layouts[0]!.id;
+        li = idAt >= 0 && idAt + 8 <= cursor.size ? (s.byId.get(v.getUint32(at + idAt, true)) ?? -1) : -1;
+        if (li < 0) {
+          skip(s, cursor.offset, 'a sample of no event in the attribute section');
+          continue;
+        }
+      }
+      const l = s.layouts[li]!;
+      if (cursor.size < l.fixed) {
+        skip(s, cursor.offset, `sample of ${cursor.size} bytes, shorter than its fields (${l.fixed})`);
+        continue;
+      }
+      if (!timed) {
+        emit(s, out, cursor.chunk, at, li);
+        if (out.length === capacity) {
+          yield out;
+          s.batches++;
+          out.length = 0;
+        }
+        continue;
+      }
+      const time = v.getUint32(at + l.time, true) + v.getUint32(at + l.time + 4, true) * 4294967296;
+      const cpu = l.cpu >= 0 ? v.getUint32(at + l.cpu, true) : 0;
+      let q = queues[cpu];
+      if (q === undefined) q = queues[cpu] = new Queue();
+      q.push(time, cursor.offset, li);
+      if (time > maxTime) maxTime = time;
+    } else if (type === RecordType.FINISHED_ROUND) {
+      yield* deliver(s, queues, nextFlush, out);
+      nextFlush = maxTime;
+    } else if (type === RecordType.LOST && cursor.size >= 24) {
+      s.counts.lost += Number(cursor.chunk.view.getBigUint64(cursor.at + 16, true));
+    } else if (type === RecordType.LOST_SAMPLES && cursor.size >= 16) {
+      s.counts.lostSamples += Number(cursor.chunk.view.getBigUint64(cursor.at + 8, true));
+    }
+  }
+  if (cursor.damage !== undefined) s.warnings.push(cursor.damage);
+  yield* deliver(s, queues, Number.POSITIVE_INFINITY, out);
+  if (out.length > 0) yield out;
+}
+
+function skip(s: SampleSourceState, offset: number, message: string): void {
+  if (!s.lenient) fail(message, s.file, offset);
+  s.counts.skipped++;
+  if (s.counts.skipped <= 10) s.warnings.push(`${s.file ?? 'perf.data'}: byte ${offset}: ${message}; skipped`);
+}
+
+/** Delivers every queued sample not later than `limit`, oldest first, into `out` (yielded whenever full). */
+function* deliver(s: SampleSourceState, queues: Queue[], limit: number, out: PerfSamples): Generator<PerfSamples> {
+  const active = queues.filter((q) => q !== undefined && q.tail > q.head);
+  for (const q of active) if (!q.sorted) q.sort();
+  for (;;) {
+    let best: Queue | undefined;
+    let bestTime = limit;
+    let bestOffset = Number.POSITIVE_INFINITY;
+    for (let k = 0; k < active.length; k++) {
+      const q = active[k]!;
+      if (q.head === q.tail) continue;
+      const t = q.time[q.head]!;
+      if (t < bestTime || (t === bestTime && q.offset[q.head]! < bestOffset)) {
+        best = q;
+        bestTime = t;
+        bestOffset = q.offset[q.head]!;
+      }
+    }
+    if (best === undefined) break;
+    const h = best.head++;
+    const w = windowAt(s, best, bestOffset);
+    emit(s, out, w, bestOffset - w.base, best.layout[h]!);
+    if (out.length === out.capacity) {
+      yield out;
+      s.batches++;
+      out.length = 0;
+    }
+  }
+  for (const q of active) {
+    if (q.head === q.tail) {
+      q.head = 0;
+      q.tail = 0;
+    }
+  }
+}
+
+/** The queue's window, moved to hold the whole record at file offset `offset` (its size read first). */
+function windowAt(s: SampleSourceState, q: Queue, offset: number): PerfChunk {
+  let w = q.window;
+  const end = w.base + w.bytes.length;
+  if (offset >= w.base && offset + 8 <= end && offset + w.view.getUint16(offset - w.base + 6, true) <= end) {
+    q.windowBuffer!.stamp = s.batches;
+    return w;
+  }
+  const length = Math.min(WINDOW, s.dataEnd - offset);
+  // A buffer no sample of the batch being filled points into (batches before it are done with) is read into again.
+  let buffer = q.spare.find((b) => b.stamp < s.batches && b.bytes.length >= length);
+  if (buffer === undefined) {
+    buffer = { bytes: Buffer.allocUnsafeSlow(length), stamp: s.batches };
+    q.spare.push(buffer);
+  }
+  buffer.stamp = s.batches;
+  const read = s.source.read(offset, length, buffer.bytes);
+  const bytes = Buffer.isBuffer(read) ? read : Buffer.from(read.buffer, read.byteOffset, read.byteLength);
+  w = { bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), base: offset };
+  if (bytes.length < 8 || bytes.length < w.view.getUint16(6, true))
+    fail('the file changed while it was read: a sample is no longer where it was', s.file, offset);
+  q.window = w;
+  q.windowBuffer = buffer;
+  return w;
+}
+
+/** No window yet. */
+const NONE: PerfChunk = { bytes: Buffer.alloc(0), view: new DataView(new ArrayBuffer(0)), base: 0 };
+
+/** Decodes the sample at `at` of `chunk` into the next row of `out`. */
+function emit(s: SampleSourceState, out: PerfSamples, chunk: PerfChunk, at: number, li: number): void {
+  const l = s.layouts[li]!;
+  const v = chunk.view;
+  const size = v.getUint16(at + 6, true);
+  const i = out.length;
+  let raw = -1;
+  if (l.attr.sampleType & SampleBits.RAW) {
+    raw = sampleRaw(v, at, size, l);
+    if (raw === -2) {
+      skip(s, chunk.base + at, 'sample shorter than its RAW data says');
+      return;
+    }
+  }
+  out.time[i] = l.time >= 0 ? v.getUint32(at + l.time, true) + v.getUint32(at + l.time + 4, true) * 4294967296 : 0;
+  out.cpu[i] = l.cpu >= 0 ? v.getInt32(at + l.cpu, true) : -1;
+  out.pid[i] = l.tid >= 0 ? v.getInt32(at + l.tid, true) : -1;
+  out.tid[i] = l.tid >= 0 ? v.getInt32(at + l.tid + 4, true) : -1;
+  out.attr[i] = l.attr.index;
+  out.offset[i] = chunk.base + at;
+  out.chunk[i] = chunk;
+  if (raw >= 0) {
+    out.rawAt[i] = at + raw + 4;
+    out.rawSize[i] = v.getUint32(at + raw, true);
+  } else {
+    out.rawAt[i] = -1;
+    out.rawSize[i] = 0;
+  }
+  out.length++;
+}
