@@ -5,7 +5,7 @@
  * sites are named through the kernel's symbols as `perf script` names them: the kallsyms perf saved in its build-id
  * cache at record time, else this machine's /proc/kallsyms when it runs the recording kernel.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { homedir, release } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -14,6 +14,8 @@ import {
   Kallsyms,
   openPerfData,
   type PerfDataReader,
+  type PerfEventAttr,
+  parseFormatFile,
 } from '@evtrace/trace-format';
 import { AddressKeys } from './address.ts';
 import { EXPECTED_INPUT, KmemError, noKmemEvents } from './errors.ts';
@@ -151,7 +153,15 @@ export function perfKallsyms(reader: Pick<PerfDataReader, 'kernelBuildId' | 'osR
  */
 export function perfDataSource(file: string, options: PerfDataSourceOptions = {}): KmemSource {
   const reader = openPerfData(file, { lenient: options.lenient === true, batch: BATCH });
-  const plans = reader.attrClasses.map((c) => (c === undefined ? undefined : planOf(c)));
+  let classes = reader.attrClasses;
+  if (options.lenient && reader.eventClasses.length === 0 && reader.header.features.size === 0) {
+    // A file cut short has lost the feature sections that trail its data, the formats with them: the running
+    // kernel's formats stand in for the events whose ids they carry (a recording of this machine), with a warning.
+    classes = runningKernelClasses(reader.header.attrs);
+    if (classes.some((c) => c !== undefined))
+      reader.warnings.push(`${file}: no tracing data (the file is cut short): the running kernel's kmem formats used`);
+  }
+  const plans = classes.map((c) => (c === undefined ? undefined : planOf(c)));
   if (!plans.some((p) => p !== undefined))
     throw new KmemError(
       'ERR_KMEM_INPUT',
@@ -272,6 +282,24 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
     gfpNames: gfpNamer(gfpTableOf(reader.eventClasses)),
     diagnostics,
   };
+}
+
+/** The kmem tracepoint formats of the mounted tracefs, for the attributes whose tracepoint id is theirs. */
+function runningKernelClasses(attrs: readonly PerfEventAttr[]): (EventClass | undefined)[] {
+  const byId = new Map<number, EventClass>();
+  try {
+    const mount = /^\S+ (\S+) tracefs /m.exec(readFileSync('/proc/mounts', 'utf8'))?.[1];
+    if (mount !== undefined)
+      for (const name of readdirSync(join(mount, 'events', 'kmem'))) {
+        const format = join(mount, 'events', 'kmem', name, 'format');
+        if (!existsSync(format)) continue;
+        const c = parseFormatFile(readFileSync(format, 'utf8'), { file: format, system: 'kmem' });
+        byId.set(c.id, c);
+      }
+  } catch {
+    // No tracefs here, or not readable: no formats.
+  }
+  return attrs.map((a) => (a.type === 2 ? byId.get(Number(a.config)) : undefined));
 }
 
 const PAGE = ALLOCATOR_CODE.page;
