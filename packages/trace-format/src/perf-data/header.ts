@@ -119,8 +119,9 @@ export function readPerfDataHeader(source: ByteSource, file?: string, lenient = 
   const attrsSize = u64(h, 32, 'attribute section size', file, 0);
   const dataAt = u64(h, 40, 'data offset', file, 0);
   let dataSize = u64(h, 48, 'data size', file, 0);
-  if (attrSize < ATTR_SIZE_VER0 + 16 || attrSize > 4096) fail(`impossible attribute size ${attrSize}`, file, 16);
-  if (attrsSize % attrSize !== 0 || attrsAt + attrsSize > source.size)
+  if (attrsSize > 0 && (attrSize < ATTR_SIZE_VER0 + 16 || attrSize > 4096))
+    fail(`impossible attribute size ${attrSize}`, file, 16);
+  if ((attrsSize > 0 && attrsSize % attrSize !== 0) || attrsAt + attrsSize > source.size)
     fail(`attribute section of ${attrsSize} bytes at ${attrsAt} does not fit the file`, file, 24);
   if (dataAt < HEADER_SIZE || dataAt > source.size) fail(`data offset ${dataAt} is outside the file`, file, 40);
   if (dataAt + dataSize > source.size) {
@@ -131,7 +132,8 @@ export function readPerfDataHeader(source: ByteSource, file?: string, lenient = 
   }
   const attrs: PerfEventAttr[] = [];
   const table = viewOf(source.read(attrsAt, attrsSize));
-  for (let i = 0; i * attrSize < attrsSize; i++) {
+  // A file of AUX data alone may carry none (its records need no attribute to be read).
+  for (let i = 0; attrsSize > 0 && i * attrSize < attrsSize; i++) {
     const o = i * attrSize;
     const at = attrsAt + o;
     const size = table.getUint32(o + 4, true);
@@ -154,7 +156,6 @@ export function readPerfDataHeader(source: ByteSource, file?: string, lenient = 
       ids,
     });
   }
-  if (attrs.length === 0) fail('no event attributes', file, 24);
   const features = new Map<number, PerfFileSection>();
   const bits: number[] = [];
   for (let w = 0; w < 4; w++) {

@@ -30,8 +30,11 @@ export class RecordCursor {
   at = 0;
   offset = 0;
   chunk: PerfChunk = NO_CHUNK;
-  /** Set when the walk stopped at damage (lenient); the message names the file and offset. */
-  damage: string | undefined;
+  /** AUXTRACE: the payload's stated size; it follows the record in the file, `payload` bytes of it in the data. */
+  payloadSize = 0;
+  payload = 0;
+  /** Set when the walk stopped at damage (lenient): where, and what. */
+  damage: { readonly offset: number; readonly message: string } | undefined;
   readonly #source: ByteSource;
   readonly #end: number;
   readonly #file: string | undefined;
@@ -81,13 +84,20 @@ export class RecordCursor {
     this.at = this.#pos;
     this.offset = offset;
     this.#pos += size;
+    this.payloadSize = 0;
+    this.payload = 0;
     if (type === RecordType.AUXTRACE && size >= 16) {
-      const payload = this.chunk.view.getBigUint64(this.at + 8, true);
-      if (BigInt(offset + size) + payload > BigInt(this.#end)) {
-        this.#pos -= size;
-        return this.#damaged(`AUXTRACE payload of ${payload} bytes runs past the data section`, offset);
+      const stated = this.chunk.view.getBigUint64(this.at + 8, true);
+      const left = this.#end - offset - size;
+      if (stated > BigInt(left)) {
+        // The record is given with the part of its payload that is there; the walk ends after it.
+        this.payloadSize = stated > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(stated);
+        this.payload = left;
+        this.#damaged(`AUXTRACE payload of ${stated} bytes runs past the data section`, offset);
+        return true;
       }
-      this.#pos += Number(payload);
+      this.payloadSize = this.payload = Number(stated);
+      this.#pos += this.payload;
     }
     return true;
   }
@@ -95,8 +105,11 @@ export class RecordCursor {
   /** Reads a new chunk from `offset`, which must hold `need` bytes. */
   #refill(offset: number, need: number): boolean {
     const length = Math.min(this.#chunkSize, this.#end - offset);
-    const reuse = this.#reuse && this.#buffer.length >= length ? this.#buffer : Buffer.allocUnsafeSlow(length);
-    if (this.#reuse) this.#buffer = reuse;
+    let reuse: Buffer | undefined;
+    if (this.#reuse) {
+      if (this.#buffer.length < length) this.#buffer = Buffer.allocUnsafeSlow(length);
+      reuse = this.#buffer;
+    }
     const read = this.#source.read(offset, length, reuse);
     const bytes = Buffer.isBuffer(read) ? read : Buffer.from(read.buffer, read.byteOffset, read.byteLength);
     if (bytes.length < need)
@@ -109,7 +122,7 @@ export class RecordCursor {
 
   #damaged(message: string, offset: number): false {
     if (!this.#lenient) fail(message, this.#file, offset);
-    this.damage = `${this.#file ?? 'perf.data'}: byte ${offset}: ${message}; the records after it are not read`;
+    this.damage = { offset, message };
     this.#base = this.#end;
     this.#pos = 0;
     this.chunk = NO_CHUNK;

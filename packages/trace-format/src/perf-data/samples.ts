@@ -133,7 +133,7 @@ export interface SampleSourceState {
 /** Yields the samples of the data section in batches of `capacity`, in time order (file order without times). */
 export function* orderedSamples(s: SampleSourceState, capacity: number): Generator<PerfSamples> {
   const out = new PerfSamples(capacity);
-  const timed = s.layouts.every((l) => l.time >= 0);
+  const timed = s.layouts.length > 0 && s.layouts.every((l) => l.time >= 0);
   const queues: Queue[] = [];
   const cursor = s.cursor;
   let maxTime = 0;
@@ -145,6 +145,10 @@ export function* orderedSamples(s: SampleSourceState, capacity: number): Generat
       const v = cursor.chunk.view;
       const at = cursor.at;
       let li = single;
+      if (s.layouts.length === 0) {
+        skip(s, cursor.offset, 'a sample in a file without event attributes');
+        continue;
+      }
       if (li < 0) {
         const idAt = s.layouts[0]!.id;
         li = idAt >= 0 && idAt + 8 <= cursor.size ? (s.byId.get(v.getUint32(at + idAt, true)) ?? -1) : -1;
@@ -182,7 +186,10 @@ export function* orderedSamples(s: SampleSourceState, capacity: number): Generat
       s.counts.lostSamples += Number(cursor.chunk.view.getBigUint64(cursor.at + 8, true));
     }
   }
-  if (cursor.damage !== undefined) s.warnings.push(cursor.damage);
+  if (cursor.damage !== undefined)
+    s.warnings.push(
+      `${s.file ?? 'perf.data'}: byte ${cursor.damage.offset}: ${cursor.damage.message}; the records after it are not read`,
+    );
   yield* deliver(s, queues, Number.POSITIVE_INFINITY, out);
   if (out.length > 0) yield out;
 }
