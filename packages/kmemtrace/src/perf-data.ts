@@ -106,22 +106,28 @@ function planOf(eventClass: EventClass): Plan | undefined {
   return { ...plan, needs };
 }
 
-/** A little-endian integer field (0 when absent); 64-bit values beyond 2^53 lose their low bits, as sizes never are. */
-function int(v: DataView, at: number, f: Field): number {
+/**
+ * Stores a little-endian integer field (0 when absent) at `out[j]`; 64-bit values beyond 2^53 lose their low bits, as
+ * sizes never are. It stores rather than returns: a double returned from a function not inlined is boxed, an
+ * allocation per field and event.
+ */
+function int(v: DataView, at: number, f: Field, out: Float64Array, j: number): void {
   const o = at + f.offset;
   switch (f.size) {
     case 1:
-      return f.signed ? v.getInt8(o) : v.getUint8(o);
+      out[j] = f.signed ? v.getInt8(o) : v.getUint8(o);
+      return;
     case 2:
-      return f.signed ? v.getInt16(o, true) : v.getUint16(o, true);
+      out[j] = f.signed ? v.getInt16(o, true) : v.getUint16(o, true);
+      return;
     case 4:
-      return f.signed ? v.getInt32(o, true) : v.getUint32(o, true);
-    case 8: {
-      const hi = f.signed ? v.getInt32(o + 4, true) : v.getUint32(o + 4, true);
-      return hi * 4294967296 + v.getUint32(o, true);
-    }
+      out[j] = f.signed ? v.getInt32(o, true) : v.getUint32(o, true);
+      return;
+    case 8:
+      out[j] = (f.signed ? v.getInt32(o + 4, true) : v.getUint32(o + 4, true)) * 4294967296 + v.getUint32(o, true);
+      return;
     default:
-      return 0;
+      out[j] = 0;
   }
 }
 
@@ -174,24 +180,8 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
     if (kallsyms === undefined) kallsyms = perfKallsyms(reader) ?? null;
     return kallsyms ?? undefined;
   };
-  // Call sites keyed 1, 2, ... in the order they are first met, as the perf script reader keys their text: tables
-  // that order ties by key then read alike.
-  const siteIds = new Map<number, number>();
-  const siteAddresses: number[] = [];
-  let lastAddress = -1;
-  let lastSite = 0;
-  const siteKey = (address: number): number => {
-    if (address === lastAddress) return lastSite;
-    let id = siteIds.get(address);
-    if (id === undefined) {
-      siteAddresses.push(address);
-      id = siteAddresses.length;
-      siteIds.set(address, id);
-    }
-    lastAddress = address;
-    lastSite = id;
-    return id;
-  };
+  const sites = new SiteKeys();
+  const siteAddresses = sites.addresses;
   let named: ReturnType<typeof addressNamer> | undefined;
   const siteName = (key: number) => {
     if (key < 1 || key > siteAddresses.length) return '';
@@ -229,26 +219,31 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
         out.tsNs[j] = s.time[i]!;
         out.cpu[j] = s.cpu[i]!;
         if (plan.allocator === PAGE) {
-          const pfn = int(v, rawAt, plan.pfn);
+          int(v, rawAt, plan.pfn, out.ptr, j);
           // An unsigned long of all ones: a failed allocation, perf script's `page=(nil)`.
-          out.ptr[j] = pfn >= 2 ** 64 - 2048 ? -1 : pfn;
+          if (out.ptr[j]! >= 2 ** 64 - 2048) out.ptr[j] = -1;
           out.callSite[j] = 0;
           out.bytesReq[j] = 0;
           out.bytesAlloc[j] = 0;
-          out.gfpFlags[j] = int(v, rawAt, plan.gfpFlags);
+          int(v, rawAt, plan.gfpFlags, out.gfpFlags, j);
           out.node[j] = -1;
-          out.order[j] = int(v, rawAt, plan.order);
-          out.migratetype[j] = plan.migratetype.offset >= 0 ? int(v, rawAt, plan.migratetype) : Number.NaN;
+          int(v, rawAt, plan.order, out.order, j);
+          if (plan.migratetype.offset >= 0) int(v, rawAt, plan.migratetype, out.migratetype, j);
+          else out.migratetype[j] = Number.NaN;
           out.cache[j] = undefined;
           out.gfpText[j] = undefined;
           continue;
         }
-        out.callSite[j] = plan.callSite.offset >= 0 ? siteKey(address(v, rawAt, plan.callSite, keys)) : 0;
-        out.ptr[j] = address(v, rawAt, plan.ptr, keys);
-        out.bytesReq[j] = int(v, rawAt, plan.bytesReq);
-        out.bytesAlloc[j] = int(v, rawAt, plan.bytesAlloc);
-        out.gfpFlags[j] = int(v, rawAt, plan.gfpFlags);
-        out.node[j] = plan.node.offset >= 0 ? int(v, rawAt, plan.node) : -1;
+        if (plan.callSite.offset >= 0) {
+          address(v, rawAt, plan.callSite, keys, out.callSite, j);
+          out.callSite[j] = sites.key(out.callSite[j]!, v, rawAt + plan.callSite.offset);
+        } else out.callSite[j] = 0;
+        address(v, rawAt, plan.ptr, keys, out.ptr, j);
+        int(v, rawAt, plan.bytesReq, out.bytesReq, j);
+        int(v, rawAt, plan.bytesAlloc, out.bytesAlloc, j);
+        int(v, rawAt, plan.gfpFlags, out.gfpFlags, j);
+        if (plan.node.offset >= 0) int(v, rawAt, plan.node, out.node, j);
+        else out.node[j] = -1;
         out.order[j] = 0;
         out.migratetype[j] = Number.NaN;
         out.gfpText[j] = undefined;
@@ -305,14 +300,71 @@ function runningKernelClasses(attrs: readonly PerfEventAttr[]): (EventClass | un
 const PAGE = ALLOCATOR_CODE.page;
 const TWO52 = 2 ** 52;
 
-/** The key of an address field (0 when absent), without a bigint for canonical addresses. */
-function address(v: DataView, at: number, f: Field, keys: AddressKeys): number {
-  if (f.size !== 8) return f.size === 4 ? v.getUint32(at + f.offset, true) : 0;
+/** Stores at `out[j]` the key of an address field (0 when absent), without a bigint for canonical addresses. */
+function address(v: DataView, at: number, f: Field, keys: AddressKeys, out: Float64Array, j: number): void {
+  if (f.size !== 8) {
+    out[j] = f.size === 4 ? v.getUint32(at + f.offset, true) : 0;
+    return;
+  }
   const o = at + f.offset;
   const hi = v.getUint32(o + 4, true);
   const lo = v.getUint32(o, true);
   const top = hi >>> 20;
-  if (top === 0xfff) return TWO52 + (hi & 0xfffff) * 4294967296 + lo;
-  if (top === 0) return hi * 4294967296 + lo;
-  return keys.key((BigInt(hi) << 32n) | BigInt(lo));
+  if (top === 0xfff) out[j] = TWO52 + (hi & 0xfffff) * 4294967296 + lo;
+  else if (top === 0) out[j] = hi * 4294967296 + lo;
+  else out[j] = keys.key((BigInt(hi) << 32n) | BigInt(lo));
+}
+
+function hash(hi: number, lo: number): number {
+  const h = Math.imul(lo ^ Math.imul(hi, 0x9e3779b1), 0x85ebca6b);
+  return h ^ (h >>> 15);
+}
+
+/**
+ * Call sites keyed 1, 2, ... in the order they are first met, as the perf script reader keys their text (tables
+ * that order ties by key then read alike): an open-addressing table on the address's two 32-bit words, which costs
+ * no allocation per event.
+ */
+class SiteKeys {
+  /** The address key of each site, by site key - 1. */
+  readonly addresses: number[] = [];
+  #hi = new Int32Array(1024);
+  #lo = new Int32Array(1024);
+  /** Site key per slot, 0 when empty. */
+  #ids = new Int32Array(1024);
+
+  /** The site key of the 8-byte address at `o` in `v`, whose address key is `address`. */
+  key(address: number, v: DataView, o: number): number {
+    const lo = v.getInt32(o, true);
+    const hi = v.getInt32(o + 4, true);
+    const mask = this.#ids.length - 1;
+    for (let slot = hash(hi, lo) & mask; ; slot = (slot + 1) & mask) {
+      const id = this.#ids[slot]!;
+      if (id === 0) {
+        this.addresses.push(address);
+        this.#ids[slot] = this.addresses.length;
+        this.#hi[slot] = hi;
+        this.#lo[slot] = lo;
+        if (this.addresses.length * 2 > this.#ids.length) this.#grow();
+        return this.addresses.length;
+      }
+      if (this.#lo[slot] === lo && this.#hi[slot] === hi) return id;
+    }
+  }
+
+  #grow(): void {
+    const { hi, lo, ids } = { hi: this.#hi, lo: this.#lo, ids: this.#ids };
+    this.#hi = new Int32Array(ids.length * 2);
+    this.#lo = new Int32Array(ids.length * 2);
+    this.#ids = new Int32Array(ids.length * 2);
+    const mask = this.#ids.length - 1;
+    for (let s = 0; s < ids.length; s++) {
+      if (ids[s] === 0) continue;
+      let slot = hash(hi[s]!, lo[s]!) & mask;
+      while (this.#ids[slot] !== 0) slot = (slot + 1) & mask;
+      this.#ids[slot] = ids[s]!;
+      this.#hi[slot] = hi[s]!;
+      this.#lo[slot] = lo[s]!;
+    }
+  }
 }
