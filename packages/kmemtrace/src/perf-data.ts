@@ -236,7 +236,7 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
         }
         if (plan.callSite.offset >= 0) {
           address(v, rawAt, plan.callSite, keys, out.callSite, j);
-          out.callSite[j] = sites.key(out.callSite[j]!, v, rawAt + plan.callSite.offset);
+          sites.key(out.callSite, j, v, rawAt + plan.callSite.offset);
         } else out.callSite[j] = 0;
         address(v, rawAt, plan.ptr, keys, out.ptr, j);
         int(v, rawAt, plan.bytesReq, out.bytesReq, j);
@@ -333,22 +333,29 @@ class SiteKeys {
   /** Site key per slot, 0 when empty. */
   #ids = new Int32Array(1024);
 
-  /** The site key of the 8-byte address at `o` in `v`, whose address key is `address`. */
-  key(address: number, v: DataView, o: number): number {
+  /**
+   * Replaces the address key at `keys[j]` by the site key of that address, the 8 bytes at `o` in `v` (in place: a
+   * double passed to a call or returned would be boxed).
+   */
+  key(keys: Float64Array, j: number, v: DataView, o: number): void {
     const lo = v.getInt32(o, true);
     const hi = v.getInt32(o + 4, true);
     const mask = this.#ids.length - 1;
     for (let slot = hash(hi, lo) & mask; ; slot = (slot + 1) & mask) {
       const id = this.#ids[slot]!;
       if (id === 0) {
-        this.addresses.push(address);
+        this.addresses.push(keys[j]!);
         this.#ids[slot] = this.addresses.length;
         this.#hi[slot] = hi;
         this.#lo[slot] = lo;
+        keys[j] = this.addresses.length;
         if (this.addresses.length * 2 > this.#ids.length) this.#grow();
-        return this.addresses.length;
+        return;
       }
-      if (this.#lo[slot] === lo && this.#hi[slot] === hi) return id;
+      if (this.#lo[slot] === lo && this.#hi[slot] === hi) {
+        keys[j] = id;
+        return;
+      }
     }
   }
 

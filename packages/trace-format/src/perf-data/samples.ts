@@ -62,13 +62,13 @@ class Queue {
   readonly spare: { bytes: Buffer; stamp: number }[] = [];
   windowBuffer: { bytes: Buffer; stamp: number } | undefined;
 
-  push(time: number, offset: number, layout: number): void {
+  /** Appends an entry of `offset` and `layout`: its index, whose time the caller stores. */
+  add(offset: number, layout: number): number {
     if (this.tail === this.time.length) this.#grow();
     const i = this.tail++;
-    if (i > this.head && time < this.time[i - 1]!) this.sorted = false;
-    this.time[i] = time;
     this.offset[i] = offset;
     this.layout[i] = layout;
+    return i;
   }
 
   /** Moves the waiting entries to the front of arrays twice their count (at least as large as now). */
@@ -130,14 +130,62 @@ export interface SampleSourceState {
   batches: number;
 }
 
+/** What {@link walk} stopped at. */
+const ROUND = 0;
+const END = 1;
+const FULL = 2;
+
+/**
+ * Where delivery stands: samples queued per CPU, and in `times` the newest time queued (MAX) and the limit of the
+ * next round's delivery (NEXT). Times are kept in an array, not in variables of the generator: a double held across a
+ * yield, or passed to a call, is boxed, an allocation per sample.
+ */
+class Ordering {
+  readonly queues: Queue[] = [];
+  readonly times = new Float64Array(2);
+  readonly timed: boolean;
+  constructor(s: SampleSourceState) {
+    this.timed = s.layouts.length > 0 && s.layouts.every((l) => l.time >= 0);
+  }
+}
+const MAX = 0;
+const NEXT = 1;
+
 /** Yields the samples of the data section in batches of `capacity`, in time order (file order without times). */
 export function* orderedSamples(s: SampleSourceState, capacity: number): Generator<PerfSamples> {
   const out = new PerfSamples(capacity);
-  const timed = s.layouts.length > 0 && s.layouts.every((l) => l.time >= 0);
-  const queues: Queue[] = [];
+  const o = new Ordering(s);
+  for (;;) {
+    const stop = walk(s, o, out);
+    if (stop === FULL) {
+      yield out;
+      s.batches++;
+      out.length = 0;
+      continue;
+    }
+    // A round delivers what is not later than the newest time of the rounds before it; the end, everything.
+    const all = stop === END;
+    const active = o.queues.filter((q) => q !== undefined && q.tail > q.head);
+    for (const q of active) if (!q.sorted) q.sort();
+    while (deliver(s, active, all, o.times, out)) {
+      yield out;
+      s.batches++;
+      out.length = 0;
+    }
+    for (const q of active) if (q.head === q.tail) q.head = q.tail = 0;
+    if (all) break;
+    o.times[NEXT] = o.times[MAX]!;
+  }
+  if (s.cursor.damage !== undefined)
+    s.warnings.push(
+      `${s.file ?? 'perf.data'}: byte ${s.cursor.damage.offset}: ${s.cursor.damage.message}; the records after it are not read`,
+    );
+  if (out.length > 0) yield out;
+}
+
+/** Reads records up to a FINISHED_ROUND or the end, queuing samples by CPU (emitting them into `out` when untimed). */
+function walk(s: SampleSourceState, o: Ordering, out: PerfSamples): number {
   const cursor = s.cursor;
-  let maxTime = 0;
-  let nextFlush = 0;
   const single = s.layouts.length === 1 ? 0 : -1;
   while (cursor.next()) {
     const type = cursor.type;
@@ -162,36 +210,27 @@ export function* orderedSamples(s: SampleSourceState, capacity: number): Generat
         skip(s, cursor.offset, `sample of ${cursor.size} bytes, shorter than its fields (${l.fixed})`);
         continue;
       }
-      if (!timed) {
+      if (!o.timed) {
         emit(s, out, cursor.chunk, at, li);
-        if (out.length === capacity) {
-          yield out;
-          s.batches++;
-          out.length = 0;
-        }
+        if (out.length === out.capacity) return FULL;
         continue;
       }
-      const time = v.getUint32(at + l.time, true) + v.getUint32(at + l.time + 4, true) * 4294967296;
       const cpu = l.cpu >= 0 ? v.getUint32(at + l.cpu, true) : 0;
-      let q = queues[cpu];
-      if (q === undefined) q = queues[cpu] = new Queue();
-      q.push(time, cursor.offset, li);
-      if (time > maxTime) maxTime = time;
+      let q = o.queues[cpu];
+      if (q === undefined) q = o.queues[cpu] = new Queue();
+      const i = q.add(cursor.offset, li);
+      q.time[i] = v.getUint32(at + l.time, true) + v.getUint32(at + l.time + 4, true) * 4294967296;
+      if (i > q.head && q.time[i]! < q.time[i - 1]!) q.sorted = false;
+      if (q.time[i]! > o.times[MAX]!) o.times[MAX] = q.time[i]!;
     } else if (type === RecordType.FINISHED_ROUND) {
-      yield* deliver(s, queues, nextFlush, out);
-      nextFlush = maxTime;
+      return ROUND;
     } else if (type === RecordType.LOST && cursor.size >= 24) {
       s.counts.lost += Number(cursor.chunk.view.getBigUint64(cursor.at + 16, true));
     } else if (type === RecordType.LOST_SAMPLES && cursor.size >= 16) {
       s.counts.lostSamples += Number(cursor.chunk.view.getBigUint64(cursor.at + 8, true));
     }
   }
-  if (cursor.damage !== undefined)
-    s.warnings.push(
-      `${s.file ?? 'perf.data'}: byte ${cursor.damage.offset}: ${cursor.damage.message}; the records after it are not read`,
-    );
-  yield* deliver(s, queues, Number.POSITIVE_INFINITY, out);
-  if (out.length > 0) yield out;
+  return END;
 }
 
 function skip(s: SampleSourceState, offset: number, message: string): void {
@@ -200,44 +239,39 @@ function skip(s: SampleSourceState, offset: number, message: string): void {
   if (s.counts.skipped <= 10) s.warnings.push(`${s.file ?? 'perf.data'}: byte ${offset}: ${message}; skipped`);
 }
 
-/** Delivers every queued sample not later than `limit`, oldest first, into `out` (yielded whenever full). */
-function* deliver(s: SampleSourceState, queues: Queue[], limit: number, out: PerfSamples): Generator<PerfSamples> {
-  const active = queues.filter((q) => q !== undefined && q.tail > q.head);
-  for (const q of active) if (!q.sorted) q.sort();
+/**
+ * Delivers the queued samples not later than `times[NEXT]` (all of them when `all`), oldest first, into `out`: true
+ * when it stopped because `out` is full (call again once it is taken), false when done.
+ */
+function deliver(s: SampleSourceState, active: Queue[], all: boolean, times: Float64Array, out: PerfSamples): boolean {
   for (;;) {
     let best: Queue | undefined;
-    let bestTime = limit;
-    let bestOffset = Number.POSITIVE_INFINITY;
+    let bh = 0;
     for (let k = 0; k < active.length; k++) {
       const q = active[k]!;
-      if (q.head === q.tail) continue;
-      const t = q.time[q.head]!;
-      if (t < bestTime || (t === bestTime && q.offset[q.head]! < bestOffset)) {
+      const h = q.head;
+      if (h === q.tail || (!all && q.time[h]! > times[NEXT]!)) continue;
+      if (
+        best === undefined ||
+        q.time[h]! < best.time[bh]! ||
+        (q.time[h] === best.time[bh] && q.offset[h]! < best.offset[bh]!)
+      ) {
         best = q;
-        bestTime = t;
-        bestOffset = q.offset[q.head]!;
+        bh = h;
       }
     }
-    if (best === undefined) break;
-    const h = best.head++;
-    const w = windowAt(s, best, bestOffset);
-    emit(s, out, w, bestOffset - w.base, best.layout[h]!);
-    if (out.length === out.capacity) {
-      yield out;
-      s.batches++;
-      out.length = 0;
-    }
-  }
-  for (const q of active) {
-    if (q.head === q.tail) {
-      q.head = 0;
-      q.tail = 0;
-    }
+    if (best === undefined) return false;
+    best.head++;
+    const w = windowAt(s, best, bh);
+    // Within a window: an int, so that no double is boxed on the way (offsets are passed, not stored).
+    emit(s, out, w, (best.offset[bh]! - w.base) | 0, best.layout[bh]!);
+    if (out.length === out.capacity) return true;
   }
 }
 
-/** The queue's window, moved to hold the whole record at file offset `offset` (its size read first). */
-function windowAt(s: SampleSourceState, q: Queue, offset: number): PerfChunk {
+/** The queue's window, moved to hold the whole record of its entry `h` (its size read first). */
+function windowAt(s: SampleSourceState, q: Queue, h: number): PerfChunk {
+  const offset = q.offset[h]!;
   let w = q.window;
   const end = w.base + w.bytes.length;
   if (offset >= w.base && offset + 8 <= end && offset + w.view.getUint16(offset - w.base + 6, true) <= end) {
