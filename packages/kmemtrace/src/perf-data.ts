@@ -177,7 +177,13 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
   const keys = new AddressKeys();
   let kallsyms: Kallsyms | undefined | null = options.kallsyms;
   const symbols = () => {
-    if (kallsyms === undefined) kallsyms = perfKallsyms(reader) ?? null;
+    if (kallsyms === undefined) {
+      kallsyms = perfKallsyms(reader) ?? null;
+      if (kallsyms === null)
+        reader.warnings.push(
+          `${file}: no symbols of the recording kernel (${reader.osRelease ?? 'release unknown'}, build id ${reader.kernelBuildId ?? 'unknown'}: not in perf's build-id cache, and not the running kernel): call sites in hex; give them with --kallsyms`,
+        );
+    }
     return kallsyms ?? undefined;
   };
   const sites = new SiteKeys();
