@@ -167,7 +167,8 @@ export function* orderedSamples(s: SampleSourceState, capacity: number): Generat
     const all = stop === END;
     const active = o.queues.filter((q) => q !== undefined && q.tail > q.head);
     for (const q of active) if (!q.sorted) q.sort();
-    while (deliver(s, active, all, o.times, out)) {
+    const merge = new Merge(active, all, o.times[NEXT]!);
+    while (deliver(s, merge, all, o.times, out)) {
       yield out;
       s.batches++;
       out.length = 0;
@@ -240,33 +241,66 @@ function skip(s: SampleSourceState, offset: number, message: string): void {
 }
 
 /**
+ * The queues whose next sample is due this round, in a binary heap ordered by that sample's time, then file offset:
+ * a sample costs a few comparisons whatever the number of CPUs.
+ */
+class Merge {
+  readonly queues: Queue[];
+  readonly heap: Int32Array;
+  size = 0;
+
+  constructor(queues: Queue[], all: boolean, limit: number) {
+    this.queues = queues;
+    this.heap = new Int32Array(queues.length);
+    for (let k = 0; k < queues.length; k++) {
+      const q = queues[k]!;
+      if (q.head < q.tail && (all || q.time[q.head]! <= limit)) this.heap[this.size++] = k;
+    }
+    for (let i = (this.size >> 1) - 1; i >= 0; i--) this.down(i);
+  }
+
+  /** Whether queue `a`'s next sample comes before queue `b`'s. */
+  before(a: number, b: number): boolean {
+    const qa = this.queues[a]!;
+    const qb = this.queues[b]!;
+    const ta = qa.time[qa.head]!;
+    const tb = qb.time[qb.head]!;
+    return ta < tb || (ta === tb && qa.offset[qa.head]! < qb.offset[qb.head]!);
+  }
+
+  /** Restores the heap below `i`. */
+  down(i: number): void {
+    const h = this.heap;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= this.size) return;
+      const c = l + 1 < this.size && this.before(h[l + 1]!, h[l]!) ? l + 1 : l;
+      if (!this.before(h[c]!, h[i]!)) return;
+      const t = h[c]!;
+      h[c] = h[i]!;
+      h[i] = t;
+      i = c;
+    }
+  }
+}
+
+/**
  * Delivers the queued samples not later than `times[NEXT]` (all of them when `all`), oldest first, into `out`: true
  * when it stopped because `out` is full (call again once it is taken), false when done.
  */
-function deliver(s: SampleSourceState, active: Queue[], all: boolean, times: Float64Array, out: PerfSamples): boolean {
-  for (;;) {
-    let best: Queue | undefined;
-    let bh = 0;
-    for (let k = 0; k < active.length; k++) {
-      const q = active[k]!;
-      const h = q.head;
-      if (h === q.tail || (!all && q.time[h]! > times[NEXT]!)) continue;
-      if (
-        best === undefined ||
-        q.time[h]! < best.time[bh]! ||
-        (q.time[h] === best.time[bh] && q.offset[h]! < best.offset[bh]!)
-      ) {
-        best = q;
-        bh = h;
-      }
-    }
-    if (best === undefined) return false;
-    best.head++;
+function deliver(s: SampleSourceState, m: Merge, all: boolean, times: Float64Array, out: PerfSamples): boolean {
+  while (m.size > 0) {
+    const best = m.queues[m.heap[0]!]!;
+    const bh = best.head++;
     const w = windowAt(s, best, bh);
     // Within a window: an int, so that no double is boxed on the way (offsets are passed, not stored).
     emit(s, out, w, (best.offset[bh]! - w.base) | 0, best.layout[bh]!);
+    // The queue stays in the heap while its next sample is due this round (its samples are in time order).
+    if (best.head === best.tail || (!all && best.time[best.head]! > times[NEXT]!)) m.heap[0] = m.heap[--m.size]!;
+    m.down(0);
     if (out.length === out.capacity) return true;
   }
+  return false;
 }
 
 /** The queue's window, moved to hold the whole record of its entry `h` (its size read first). */
