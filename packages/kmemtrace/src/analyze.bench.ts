@@ -5,10 +5,11 @@
  * `perf script`'s text of that file (the analysis alone on decoded events, and text parsing plus analysis). perf
  * kmem's time is the wall time of its process, best of 5.
  *
- * The end-to-end table is what a user runs: `evtrace kmem report --caller --alloc FILE.txt` (the built CLI, by its
- * shebang; FILE.txt made once by `perf script`) beside `perf kmem -i perf.data --caller --alloc stat`, process start
- * to last byte, output to /dev/null, each under GNU time (wall, user + system CPU, peak RSS), in alternating order
- * for EVTRACE_BENCH_ROUNDS rounds (default 5), medians; the load average printed beside them.
+ * The end-to-end table is what a user runs: `evtrace kmem report --caller --alloc perf.data` (the built CLI, by its
+ * shebang, reading perf.data itself) and `... FILE.txt` (FILE.txt made once by `perf script`) beside
+ * `perf kmem -i perf.data --caller --alloc stat`, process start to last byte, output to /dev/null, each under GNU
+ * time (wall, user + system CPU, peak RSS), in alternating order for EVTRACE_BENCH_ROUNDS rounds (default 5),
+ * medians; the load average printed beside them.
  *
  * Run as root after a build: `node src/analyze.bench.ts` (the package's `bench` script). Not a test.
  */
@@ -19,6 +20,7 @@ import { join } from 'node:path';
 import { consume, fromTotal, measure, printComparisons } from '@evtrace/bench';
 import { analyze } from './analyze.ts';
 import { perfScriptSource } from './inputs.ts';
+import { perfDataSource } from './perf-data.ts';
 import { parsePerfScript } from './perf-script.ts';
 import { buildReport } from './report.ts';
 
@@ -98,6 +100,15 @@ try {
     },
     { opsPerCall: n, samples: 3, sampleMs: 500 },
   );
+  // perf.data read directly, as openKmemInput reads it.
+  const fromData = measure(
+    'evtrace perf.data read + analyze + tables',
+    () => {
+      const s = perfDataSource(data);
+      consume(buildReport(analyze(s.events), s, { caller: true, alloc: true }));
+    },
+    { opsPerCall: n, samples: 3, sampleMs: 500 },
+  );
   // End to end, as users run both: evtrace kmem on the perf script text file beside perf kmem on perf.data.
   const textFile = join(dir, 'perf-script.txt');
   writeFileSync(textFile, text);
@@ -105,16 +116,13 @@ try {
   const loadBefore = loadAverage();
   const peerRuns: Sample[] = [];
   const ourRuns: Sample[] = [];
+  const dataRuns: Sample[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     const peer = () => peerRuns.push(timed(['perf', 'kmem', '-i', data, '--caller', '--alloc', 'stat'], dir));
     const evtrace = () => ourRuns.push(timed([CLI, 'kmem', 'report', '--caller', '--alloc', textFile], dir));
-    if (round % 2 === 0) {
-      peer();
-      evtrace();
-    } else {
-      evtrace();
-      peer();
-    }
+    const readData = () => dataRuns.push(timed([CLI, 'kmem', 'report', '--caller', '--alloc', data], dir));
+    // Each beside perf in turn, alternating who goes first.
+    for (const run of round % 2 === 0 ? [peer, readData, evtrace] : [readData, peer, evtrace]) run();
   }
   const loadAfter = loadAverage();
   process.stdout.write(
@@ -130,6 +138,7 @@ try {
     },
     { case: 'analysis + caller and alloc tables', ours, peer: perf },
     { case: 'perf script text parse + analysis + tables', ours: parsed, peer: perf },
+    { case: 'perf.data read + analysis + tables', ours: fromData, peer: perf, target: '>= 1x' },
   ]);
   const row = (name: string, runs: readonly Sample[]) => {
     const wall = median(runs.map((r) => r.wall));
@@ -138,14 +147,16 @@ try {
     return { name, wall, cpu, rss };
   };
   const cli = row('evtrace kmem report --caller --alloc FILE.txt', ourRuns);
+  const dataRow = row('evtrace kmem report --caller --alloc perf.data (read directly)', dataRuns);
   const peer = row('perf kmem -i perf.data --caller --alloc stat', peerRuns);
   process.stdout.write(
     `\nEnd to end, process start to last byte (${n} events, ${ROUNDS} rounds, medians; load average ${loadBefore} before, ${loadAfter} after)\n` +
       '| command | wall | CPU (user+sys) | peak RSS |\n| --- | --- | --- | --- |\n' +
-      [cli, peer]
+      [dataRow, cli, peer]
         .map((r) => `| ${r.name} | ${r.wall.toFixed(2)} s | ${r.cpu.toFixed(2)} s | ${r.rss.toFixed(0)} MB |`)
         .join('\n') +
-      `\n| evtrace vs perf kmem (perf's time / evtrace's) | ${(peer.wall / cli.wall).toFixed(2)}x | ${(peer.cpu / cli.cpu).toFixed(2)}x | |\n`,
+      `\n| perf.data: evtrace vs perf kmem (perf's / evtrace's; RSS: evtrace's - perf's) | ${(peer.wall / dataRow.wall).toFixed(2)}x | ${(peer.cpu / dataRow.cpu).toFixed(2)}x | ${(dataRow.rss - peer.rss).toFixed(0)} MB |` +
+      `\n| text: evtrace vs perf kmem (perf's time / evtrace's) | ${(peer.wall / cli.wall).toFixed(2)}x | ${(peer.cpu / cli.cpu).toFixed(2)}x | |\n`,
   );
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -40,6 +40,7 @@ export {
   type LiveKmemOptions,
   type LiveKmemStats,
 } from './live.ts';
+export { type PerfDataSourceOptions, perfDataSource, perfKallsyms } from './perf-data.ts';
 export { type PerfScriptInput, type PerfScriptOptions, PerfScriptReader, parsePerfScript } from './perf-script.ts';
 export {
   type AllocRow,

@@ -19,6 +19,7 @@ import { EXPECTED_INPUT, KmemError, noKmemEvents } from './errors.ts';
 import { KmemColumns, type KmemEvent, KmemEventStream, type KmemSource } from './event.ts';
 import { gfpNamer } from './gfp.ts';
 import { decodeKmemtrace, type KmemtraceLayout } from './kmemtrace-abi.ts';
+import { perfDataSource } from './perf-data.ts';
 import { BATCH, type PerfScriptInput, PerfScriptReader } from './perf-script.ts';
 import { addressNamer } from './symbols.ts';
 import { kmemKind, traceSource } from './tracepoints.ts';
@@ -186,8 +187,7 @@ export function readKmemtrace(
 }
 
 /**
- * Opens any input the analysis reads. A `perf.data` file is refused with a hint (run `perf script` on it; the CLI
- * does that itself).
+ * Opens any input the analysis reads; a `perf.data` file of kmem tracepoints is read directly (perf is not needed).
  * @throws KmemError `ERR_KMEM_INPUT`; the decoders' errors for corrupt content.
  */
 export function openKmemInput(path: string, options: OpenKmemOptions = {}): KmemSource {
@@ -206,8 +206,9 @@ export function openKmemInput(path: string, options: OpenKmemOptions = {}): Kmem
     case 'kmemtrace':
       return requireKmemEvents(readKmemtrace(path, options), path);
     case 'perf-data':
-      throw new KmemError('ERR_KMEM_INPUT', 'a perf.data file: analyse the text of `perf script -i FILE`', {
-        file: path,
+      return perfDataSource(path, {
+        lenient: options.lenient === true,
+        ...(options.kallsyms !== undefined ? { kallsyms: options.kallsyms } : {}),
       });
   }
 }

@@ -107,6 +107,13 @@ describe.skipIf(why !== '')(`parity with perf kmem${why ? ` (skipped: ${why})` :
     expectSameRows(stat.callers, report.callers!, (r) => r.site);
   });
 
+  it('the perf.data read directly (no perf script): caller and alloc tables equal perf kmem --caller --alloc', () => {
+    const source = openKmemInput(rec.perfData);
+    const report = buildReport(analyze(source.events), source, { caller: true, alloc: true });
+    expectSameRows(stat.callers, report.callers!, (r) => r.site);
+    expectSameRows(stat.allocs, report.allocs!, (r) => (r as CallerRow & { ptr: string }).ptr);
+  });
+
   it('the alloc table equals perf kmem --alloc, pointer by pointer', () => {
     const source = parsePerfScript(script);
     const report = buildReport(analyze(source.events), source, { alloc: true });
@@ -238,5 +245,13 @@ describe.skipIf(why !== '')(`page allocator parity with perf kmem --page${why ? 
       ours.set(c.order, row);
     }
     for (const [order, row] of stat.table) expect(ours.get(order) ?? [0, 0, 0, 0, 0], `order ${order}`).toEqual(row);
+  });
+
+  it('the perf.data read directly (a callchain in every sample): the page report of its perf script text', () => {
+    const text = parsePerfScript(script);
+    const data = openKmemInput(join(dir, 'perf.data'));
+    const fromData = buildReport(analyze(data.events), data, { page: true }).pages!;
+    expect(fromData.allocs).toBeGreaterThan(100);
+    expect(fromData).toEqual(buildReport(analyze(text.events), text, { page: true }).pages);
   });
 });

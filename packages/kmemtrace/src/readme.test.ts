@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { analyze } from './analyze.ts';
 import { openKmemInput } from './inputs.ts';
 import { buildReport, formatReportText } from './report.ts';
+import { perfKmemUnavailable, WORKLOAD } from './testing/env.ts';
 
 const run = promisify(execFile);
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
@@ -54,6 +55,28 @@ describe('README example', () => {
       rmSync(cwd, { recursive: true, force: true });
     }
   });
+
+  it.skipIf(perfKmemUnavailable() !== '')(
+    `the same example on a perf kmem record file prints what it prints for its perf script text${perfKmemUnavailable() ? ` (skipped: ${perfKmemUnavailable()})` : ''}`,
+    async () => {
+      const code = /```ts\n([\s\S]*?)```/.exec(README)![1]!;
+      const cwd = mkdtempSync(join(tmpdir(), 'kmem-readme-'));
+      const file = new URL('../readme-perf-data.tmp.ts', import.meta.url).pathname;
+      writeFileSync(file, code);
+      try {
+        await run('perf', ['kmem', 'record', '-o', 'perf.data', '--', ...WORKLOAD], { cwd });
+        const text = join(cwd, 'kmem.txt');
+        writeFileSync(text, (await run('perf', ['script', '-i', 'perf.data'], { cwd, maxBuffer: 1 << 28 })).stdout);
+        const fromData = await run(process.execPath, [file], { cwd });
+        expect(fromData.stdout).toMatch(/Total bytes requested: [1-9]/);
+        expect(fromData.stdout).toBe((await run(process.execPath, [file, text], { cwd })).stdout);
+      } finally {
+        rmSync(file, { force: true });
+        rmSync(cwd, { recursive: true, force: true });
+      }
+    },
+    60_000,
+  );
 
   it('live: the report of JSON lines on stdin, as the offline report of the same recording', async () => {
     const code = [...README.matchAll(/```ts\n([\s\S]*?)```/g)][1]?.[1];

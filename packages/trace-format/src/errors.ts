@@ -17,6 +17,8 @@ export type TraceFormatErrorCode =
   | 'ERR_TRACE_DAT'
   /** A JSON event line (`cat --json`, the agent's live stream) is not JSON or does not fit its event class. */
   | 'ERR_TRACE_JSON_EVENT'
+  /** A perf.data file is malformed or truncated (header, attributes, feature sections, records, samples). */
+  | 'ERR_TRACE_PERF_DATA'
   /** An input is missing or not a trace evtrace recognises. */
   | 'ERR_TRACE_INPUT'
   /** An output file or directory cannot be written (the message names it and says why). */

@@ -208,3 +208,23 @@ export {
   fieldValueText,
   ftraceTimestamp,
 } from './output/text.ts';
+export {
+  Feature as PerfFeature,
+  isPerfData,
+  type PerfDataHeader,
+  type PerfEventAttr,
+  type PerfFileSection,
+  RecordType as PerfRecordType,
+  readPerfDataHeader,
+  SampleBits as PerfSampleBits,
+} from './perf-data/header.ts';
+export { openPerfData, type PerfDataReader, type PerfDataReadOptions, readPerfData } from './perf-data/reader.ts';
+export {
+  type PerfChunk,
+  RecordCursor as PerfRecordCursor,
+  type SampleLayout as PerfSampleLayout,
+  sampleBranchStack,
+  sampleLayout,
+  sampleRaw,
+} from './perf-data/records.ts';
+export { PerfSamples } from './perf-data/samples.ts';

@@ -188,14 +188,14 @@ describe("an input with nothing of the decoder's kind is refused by the CLI", ()
 
   const perf = perfRecords();
   it.skipIf(perf !== '')(
-    `kmem report: a perf.data of cpu-clock samples, through perf script, holds no kmem event${perf ? ` (skipped: ${perf})` : ''}`,
+    `kmem report: a perf.data of cpu-clock samples holds no kmem event${perf ? ` (skipped: ${perf})` : ''}`,
     async () => {
       const data = join(dir, 'clock.data');
       execFileSync('perf', ['record', '-q', '-e', 'cpu-clock', '-o', data, '--', 'sleep', '0.05'], { stdio: 'ignore' });
       const [strict, lenient] = await refused('kmem', 'report', data);
       expect(strict).toMatch(
         new RegExp(
-          `^evtrace: ERR_KMEM_INPUT: ${data} \\(perf script\\): no kmem event \\(\\d+ problems? skipped\\): ${KMEM_EXPECTED}\\n$`,
+          `^evtrace: ERR_KMEM_INPUT: ${data}: a perf\\.data without kmem tracepoint events \\(record them with perf kmem record\\): ${KMEM_EXPECTED}\\n$`,
         ),
       );
       expect(lenient).toBe(strict);

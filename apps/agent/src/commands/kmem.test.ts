@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -192,7 +192,7 @@ describe.skipIf(why !== '')(`the kernel's kmem events, and perf.data input${why 
     );
   });
 
-  it('a perf kmem record file is read through perf script, giving the report of its text', async () => {
+  it('a perf kmem record file is read directly, without perf: its report is that of its perf script text', async () => {
     const data = join(dir, 'perf.data');
     execFileSync(
       'perf',
@@ -203,12 +203,30 @@ describe.skipIf(why !== '')(`the kernel's kmem events, and perf.data input${why 
     );
     const text = join(dir, 'perf.txt');
     writeFileSync(text, execFileSync('perf', ['script', '-i', data], { maxBuffer: 1 << 29 }));
+    // perf script's default text rounds times to microseconds, perf.data has them whole: the JSON (first_ns,
+    // last_ns) and the leak ages equal those of its --ns text, the tables those of either.
+    const ns = join(dir, 'perf-ns.txt');
+    writeFileSync(ns, execFileSync('perf', ['script', '--ns', '-i', data], { maxBuffer: 1 << 29 }));
     const a = await run('kmem', 'report', data, '--caller', '--alloc', '--json');
-    const b = await run('kmem', 'report', text, '--caller', '--alloc', '--json');
+    const b = await run('kmem', 'report', ns, '--caller', '--alloc', '--json');
     expect(a.code).toBe(ExitCode.Ok);
     expect(JSON.parse(a.stdout).callers.length).toBeGreaterThan(5);
     expectValid('@evtrace/kmemtrace/schemas/report.json', JSON.parse(a.stdout));
     expect(a.stdout).toBe(b.stdout);
+    // The CLI as users run it, with no perf on its PATH: the same tables as from the text.
+    const noPerf = spawnSync(process.execPath, [CLI, 'kmem', 'report', data, '--caller', '--alloc'], {
+      env: { ...process.env, PATH: '/nonexistent' },
+      encoding: 'utf8',
+      maxBuffer: 1 << 28,
+    });
+    // At most warnings (the kernel may drop events under the workload: perf.data counts them).
+    for (const l of noPerf.stderr.split('\n').filter(Boolean))
+      expect(l).toMatch(/^evtrace: warning: .*lost \d+ events/);
+    expect(noPerf.status).toBe(0);
+    expect(noPerf.stdout).toBe((await run('kmem', 'report', text, '--caller', '--alloc')).stdout);
+    const all = await run('kmem', 'report', data);
+    expect(all.stdout).toContain('oldest');
+    expect(all.stdout).toBe((await run('kmem', 'report', ns)).stdout);
   }, 60_000);
 });
 

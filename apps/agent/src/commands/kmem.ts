@@ -1,11 +1,9 @@
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type AgentClient, connectAgent, defaultSocketPath } from '@evtrace/agent-protocol';
 import {
   analyze,
   buildReport,
-  detectKmemInput,
   diffReports,
   formatDiffText,
   formatReportText,
@@ -16,14 +14,13 @@ import {
   openKmemInput,
   parseGfpTable,
   parseSortKeys,
-  perfScriptSource,
   type ReportOptions,
 } from '@evtrace/kmemtrace';
 import { Kallsyms, readInput } from '@evtrace/trace-format';
 import { tracefsInMounts } from '@evtrace/tracefs';
 import { Command } from 'commander';
 import { addCommand, type CliIO } from '../command.ts';
-import { CliCode, CliExit, usageError } from '../exit-codes.ts';
+import { CliExit, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { durationOption } from '../units.ts';
 
@@ -70,7 +67,7 @@ export function registerKmem(program: Command, io: CliIO): void {
     .summary('kernel memory allocations: perf kmem style reports, leaks and misuse; record the kmem events')
     .description(
       `Kernel memory allocation analysis. "report" reads an evtrace trace (trace.dat, CTF, raw pages) of kmem
-tracepoints, perf script text of kmem events, a perf.data file of "perf kmem record" (through perf script), or
+tracepoints, perf script text of kmem events, a perf.data file of "perf kmem record" (read directly), or
 kmemtrace v1 relay files, and prints the call site and pointer tables of perf kmem, a summary, the page allocator,
 outstanding allocations and classified misuse. "record" records the kmem events. "diff" compares two recordings.`,
     );
@@ -106,26 +103,10 @@ function reportOptions(options: KmemReportOptions): ReportOptions {
   };
 }
 
-/** Opens INPUT for analysis; a perf.data file goes through `perf script`. */
+/** Opens INPUT for analysis (a perf.data file is read directly: perf is not needed). */
 function openSource(input: string, options: { lenient?: boolean; kallsyms?: string }): KmemSource {
   const kallsyms =
     options.kallsyms === undefined ? undefined : Kallsyms.parse(readInput(options.kallsyms).toString('latin1'));
-  if (detectKmemInput(input) === 'perf-data') {
-    let text: Buffer;
-    try {
-      // Its bytes, parsed as they are: no string of the whole text.
-      text = execFileSync('perf', ['script', '-i', input], {
-        maxBuffer: 2 ** 31,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-    } catch (error) {
-      const e = error as { code?: string; stderr?: Buffer; message: string };
-      const why = e.code === 'ENOENT' ? 'perf is not installed' : e.stderr?.toString().trim() || e.message;
-      throw new CliExit(CliCode.Child, `${input}: a perf.data file, and perf script failed on it: ${why}`);
-    }
-    const file = `${input} (perf script)`;
-    return perfScriptSource(text, file, options.lenient === true);
-  }
   return openKmemInput(input, {
     lenient: options.lenient === true,
     ...(kallsyms !== undefined ? { kallsyms } : {}),
@@ -242,8 +223,9 @@ function registerReport(cmd: Command, io: CliIO): void {
     .summary('perf kmem style tables, summary, pages, outstanding allocations and misuse of a recording')
     .description(
       `Reads INPUT, detected from its content: an evtrace trace (trace.dat, CTF directory, raw-pages directory) of
-kmem tracepoints, perf script text of kmem events, a perf.data file of "perf kmem record" (run through
-perf script), or kmemtrace v1 relay files (a cpuN file or a directory of them with abi_version). INPUT is a
+kmem tracepoints, perf script text of kmem events, a perf.data file of "perf kmem record" (read directly, in
+perf script's time order; call sites named through the kallsyms perf saved in its build-id cache, else
+/proc/kallsyms when this machine runs the recording kernel, or --kallsyms), or kmemtrace v1 relay files (a cpuN file or a directory of them with abi_version). INPUT is a
 regular file (read at its size) or a directory: a FIFO or device is refused, and so is an input holding no kmem
 event (an empty file, text of other events, a trace without kmem events), naming the file and what was expected.
 --caller and --alloc print perf kmem's tables per call site and per pointer: total and per-hit allocated and

@@ -596,6 +596,27 @@ function readEventFormats(c: Cursor, meta: Metadata): void {
   }
 }
 
+/**
+ * The metadata block as version 6 lays it out inline, from header_page to the printk formats: also what perf.data's
+ * HEADER_TRACING_DATA holds after its own version text (perf writes it with the same code lineage).
+ */
+export function readTracingMetadata(c: Cursor): {
+  headerPage: string;
+  headerEvent: string;
+  ftraceFormats: string[];
+  eventFormats: { system: string; text: string }[];
+  kallsyms: string;
+  printk: string;
+} {
+  const meta: Metadata = { ftraceFormats: [], eventFormats: [] };
+  readHeaders(c, meta);
+  readFtraceFormats(c, meta);
+  readEventFormats(c, meta);
+  const kallsyms = c.text(c.u32('kallsyms size'), 'kallsyms');
+  const printk = c.text(c.u32('printk formats size'), 'printk formats');
+  return { ...meta, headerPage: meta.headerPage!, headerEvent: meta.headerEvent!, kallsyms, printk };
+}
+
 function readV6(
   c: Cursor,
   meta: Metadata,
