@@ -8,13 +8,10 @@ import { codeOf } from '@evtrace/errors';
 import { ByteOut, sliceOf } from '@evtrace/trace-format';
 import { CliCode } from './exit-codes.ts';
 import type { SliceJob, SliceMessage } from './sliced-lines.ts';
-import { jsonLines, openInput, textLines } from './trace-input.ts';
+import { jsonLineWriter, openInput, textLines } from './trace-input.ts';
 
-/**
- * Output collected before it is posted: large enough that posting costs little per line, small enough that JSON's
- * pieces of text, held until then, die young. Text lines are written as bytes (`out`), JSON lines as strings.
- */
-const POST_CHARS = 1 << 16;
+/** Output collected before it is posted (text or JSON lines, written as bytes): posting costs little per line. */
+const POST_BYTES = 1 << 16;
 
 const job = workerData as SliceJob;
 const port = parentPort!;
@@ -23,15 +20,13 @@ const ring = Buffer.from(job.ring);
 const post = (m: SliceMessage) => port.postMessage(m);
 
 let slice = -1;
-let pending = '';
-const out = new ByteOut(POST_CHARS + (1 << 12));
+const out = new ByteOut(POST_BYTES + (1 << 12));
 /** Where the next text goes in the ring. */
 let head = 0;
 function send(): void {
-  if (pending.length === 0 && out.length === 0) return;
-  // Its length in UTF-8 (which also flattens the text, that UTF-8 writing then copies at full speed); text that
-  // does not fit before the ring's end starts at its beginning.
-  const room = pending.length > 0 ? Buffer.byteLength(pending) : out.length;
+  if (out.length === 0) return;
+  // Text that does not fit before the ring's end starts at its beginning.
+  const room = out.length;
   const skip = head + room > ring.length ? ring.length - head : 0;
   // Wait while the main thread has not yet written what this text would overwrite.
   for (let left = Atomics.load(owed, job.index); left + skip + room > ring.length; ) {
@@ -39,14 +34,9 @@ function send(): void {
     left = Atomics.load(owed, job.index);
   }
   if (skip > 0) head = 0;
-  let length = room;
-  if (pending.length > 0) {
-    length = ring.write(pending, head, 'utf8');
-    pending = '';
-  } else {
-    ring.set(out.bytes.subarray(0, room), head);
-    out.length = 0;
-  }
+  const length = room;
+  ring.set(out.bytes.subarray(0, room), head);
+  out.length = 0;
   Atomics.add(owed, job.index, skip + length);
   post({ kind: 'text', slice, at: head, length, span: skip + length });
   head += length;
@@ -59,15 +49,14 @@ try {
     ...job.options,
     part: { slices, index: job.index, count: job.count },
   });
-  const json = job.json ? jsonLines(opened) : undefined;
-  const line = textLines(opened.reader);
+  const line = job.json ? jsonLineWriter(opened) : textLines(opened.reader);
   const offset = (opened.reader as { tsOffsetNs?: bigint }).tsOffsetNs ?? 0n;
   for (const e of opened.events()) {
     const k = sliceOf(slices, e.tsNs - offset);
     if (k % job.count !== job.index) {
       // An event of another thread's slice, decoded because it names a task: the text writer learns the name as
       // it prints it (trace-cmd's sched plugins); the line itself is the other thread's.
-      if (json === undefined) {
+      if (!job.json) {
         const mark = out.length;
         line(e, out);
         out.length = mark;
@@ -79,13 +68,8 @@ try {
       slice = k;
       post({ kind: 'progress', slice });
     }
-    if (json !== undefined) {
-      pending += json(e);
-      if (pending.length >= POST_CHARS) send();
-    } else {
-      line(e, out);
-      if (out.length >= POST_CHARS) send();
-    }
+    line(e, out);
+    if (out.length >= POST_BYTES) send();
   }
   send();
   post({ kind: 'done', warnings: opened.reader.warnings, notes: opened.notes });

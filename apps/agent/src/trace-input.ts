@@ -14,7 +14,6 @@ import {
 } from '@evtrace/filters';
 import {
   type ByteOut,
-  createJsonFormatter,
   createJsonWriter,
   createTextLineWriter,
   type EventClass,
@@ -259,12 +258,10 @@ export function printNotes(
   for (const n of notes) io.stderr(`evtrace: ${n}\n`);
 }
 
-/** `--json` lines: each event with its task's name when it fired (`pid` 0 is `swapper/CPU`, as the kernel names it). */
-export function jsonLines(opened: OpenedInput): (e: TraceEvent) => string {
-  return createJsonFormatter({ comm: (pid, e) => opened.tasks.commOf(pid, e.cpu ?? undefined) });
-}
-
-/** {@link jsonLines}' lines written as bytes into an output buffer. */
+/**
+ * `--json` lines, written as bytes into an output buffer: each event with its task's name when it fired (`pid` 0 is
+ * `swapper/CPU`, as the kernel names it).
+ */
 export function jsonLineWriter(opened: OpenedInput): JsonLineWriter {
   return createJsonWriter({ comm: (pid, e) => opened.tasks.commOf(pid, e.cpu ?? undefined) });
 }
