@@ -1,11 +1,12 @@
 import { readdirSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import {
+  type ByteOut,
   checkOutputDir,
   copyTraceDat,
-  createTextFormatter,
   type OutputAccess,
   type TraceDatReader,
+  type TraceEvent,
   TraceFormatError,
   writeCtfTrace,
   writeFileAtomically,
@@ -21,7 +22,7 @@ import { CliExit, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
 import { bufferedWriter, byteWriter, stdoutBytes } from '../output/buffered-writer.ts';
 import { withProgress } from '../output/progress.ts';
-import { jsonLineWriter, openInput, reportNotes } from '../trace-input.ts';
+import { jsonLineWriter, openInput, reportNotes, textLines } from '../trace-input.ts';
 
 const TARGETS = ['ctf', 'tracedat', 'text', 'jsonl', 'perfetto', 'perfetto-json'] as const;
 type Target = (typeof TARGETS)[number];
@@ -58,6 +59,23 @@ const NOT_STREAMED: Partial<Record<Target, string>> = {
   tracedat: 'a trace.dat file is written with its section offsets filled in afterwards',
   perfetto: 'the Perfetto trace is binary; write it to a file',
 };
+
+/** Writes each event's line (text or JSON, as bytes) to `write` in large chunks; returns how many. */
+function writeLines(
+  events: Iterable<TraceEvent>,
+  line: (e: TraceEvent, out: ByteOut) => void,
+  write: (bytes: Uint8Array) => void,
+): number {
+  const sink = byteWriter(write);
+  let k = 0;
+  for (const e of events) {
+    line(e, sink.out);
+    sink.put();
+    k++;
+  }
+  sink.flush();
+  return k;
+}
 
 function withFile(
   file: string,
@@ -296,20 +314,7 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
               );
               break;
             }
-            const line = createTextFormatter(reader);
-            n = withFile(
-              options.output,
-              access,
-              (write) => {
-                let k = 0;
-                for (const e of events()) {
-                  write(`${line(e)}\n`);
-                  k++;
-                }
-                return k;
-              },
-              io,
-            );
+            n = bytesTo(options.output, access, io, (write) => writeLines(events(), textLines(reader), write));
             break;
           }
           case 'jsonl':
@@ -319,18 +324,7 @@ text, jsonl and perfetto-json to standard output as the events are read; the oth
               );
               break;
             }
-            n = bytesTo(options.output, access, io, (write) => {
-              const lines = byteWriter(write);
-              const line = jsonLineWriter(opened);
-              let k = 0;
-              for (const e of events()) {
-                line(e, lines.out);
-                lines.put();
-                k++;
-              }
-              lines.flush();
-              return k;
-            });
+            n = bytesTo(options.output, access, io, (write) => writeLines(events(), jsonLineWriter(opened), write));
             break;
           case 'perfetto': {
             const cmdlines = reader.metadata?.cmdlines;
