@@ -168,10 +168,10 @@ describe('Kallsyms.parse against the line grammar', () => {
             const want = reference(text, all);
             expect(k.size).toBe(want.length);
             const fns = want.filter((s) => s.fn);
-            for (const s of want) {
-              expect(k.lookupRange(s.addr)?.start ?? s.addr).toBe(s.addr);
-              const core = want.find((x) => x.name === s.name && x.module === undefined);
-              expect(k.lookupName(s.name)).toBe((core ?? want.find((x) => x.name === s.name))!.addr);
+            for (const s of want) expect(k.lookupRange(s.addr)?.start ?? s.addr).toBe(s.addr);
+            for (const name of want.flatMap((s) => [s.name, s.name.slice(0, -1), `${s.name} x`, `${s.name}\t[m]`])) {
+              const core = want.find((x) => x.name === name && x.module === undefined);
+              expect(k.lookupName(name)).toBe((core ?? want.find((x) => x.name === name))?.addr);
             }
             for (const addr of [...probes, ...want.map((s) => s.addr + 1n)]) {
               let at = -1;

@@ -5,14 +5,14 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /**
  * Kernel symbols sorted by address: `%pS`-style `name+0xoff` lookups over functions, and the kernel's
- * `kallsyms_lookup_name` / `kallsyms_lookup_size_offset` over every kept symbol. Names are kept as spans of the parsed
- * text and made strings when looked up: a trace names a few hundred of a kernel's hundred thousand functions.
+ * `kallsyms_lookup_name` / `kallsyms_lookup_size_offset` over every kept symbol. A symbol's name and module are read
+ * from the parsed text when looked up: a trace names a few hundred of a kernel's hundred thousand functions.
  */
 export class Kallsyms {
   readonly #addrs: BigUint64Array;
   readonly #text: string;
-  /** Where each kept symbol's name and module (start -1 when none) lie in `#text`. */
-  readonly #spans: Int32Array;
+  /** Where each kept symbol's name starts in `#text`. */
+  readonly #nameAt: Int32Array;
   /** Indices of the text symbols, or undefined when every kept symbol is text. */
   readonly #textIndex: Uint32Array | undefined;
   readonly #textAddrs: BigUint64Array;
@@ -23,10 +23,10 @@ export class Kallsyms {
     Readonly<{ name: string; offset: bigint; size?: bigint; module?: string }> | undefined
   >();
 
-  private constructor(addrs: BigUint64Array, text: string, spans: Int32Array, textIndex: Uint32Array | undefined) {
+  private constructor(addrs: BigUint64Array, text: string, nameAt: Int32Array, textIndex: Uint32Array | undefined) {
     this.#addrs = addrs;
     this.#text = text;
-    this.#spans = spans;
+    this.#nameAt = nameAt;
     this.#textIndex = textIndex;
     this.#textAddrs = textIndex === undefined ? addrs : BigUint64Array.from(textIndex, (i) => addrs[i]!);
   }
@@ -43,7 +43,7 @@ export class Kallsyms {
     // several times more on a kernel's hundred thousand lines.
     let hiOf = new Uint32Array(4096);
     let loOf = new Uint32Array(4096);
-    let spans = new Int32Array(4 * 4096);
+    let nameAt = new Int32Array(4096);
     let isFn = new Uint8Array(4096);
     let n = 0;
     let sorted = true;
@@ -74,27 +74,9 @@ export class Kallsyms {
       const type = text.charCodeAt(at);
       at += 1;
       while (isBlank(text, at, end)) at++;
-      // The name: a run of non-blanks.
+      // The name: a run of non-blanks (where it ends, and the module after it, found when looked up).
+      if (at === end) continue;
       const nameStart = at;
-      while (at < end && !isSpace(text.charCodeAt(at))) at++;
-      if (at === nameStart) continue;
-      const nameEnd = at;
-      // The module: blanks, then `[`, non-blanks, `]` (the last `]` of the run, past at least one character).
-      let moduleStart = -1;
-      let moduleEnd = -1;
-      while (isBlank(text, at, end)) at++;
-      if (at > nameEnd && at < end && text.charCodeAt(at) === 0x5b) {
-        let close = -1;
-        for (let run = at + 1; run < end; run++) {
-          const c = text.charCodeAt(run);
-          if (isSpace(c)) break;
-          if (c === 0x5d) close = run;
-        }
-        if (close > at + 1) {
-          moduleStart = at + 1;
-          moduleEnd = close;
-        }
-      }
       const fn = type === 0x74 || type === 0x54 || type === 0x77 || type === 0x57;
       if (!all && !fn) continue;
       if (wide || (hi === 0 && lo === 0)) continue;
@@ -104,15 +86,12 @@ export class Kallsyms {
       if (n === hiOf.length) {
         hiOf = grown(hiOf);
         loOf = grown(loOf);
-        spans = grown(spans);
+        nameAt = grown(nameAt);
         isFn = grown(isFn);
       }
       hiOf[n] = hi;
       loOf[n] = lo;
-      spans[4 * n] = nameStart;
-      spans[4 * n + 1] = nameEnd;
-      spans[4 * n + 2] = moduleStart;
-      spans[4 * n + 3] = moduleEnd;
+      nameAt[n] = nameStart;
       isFn[n] = fn ? 1 : 0;
       n++;
     }
@@ -125,13 +104,13 @@ export class Kallsyms {
     }
     const addrs = new BigUint64Array(n);
     const words = new DataView(addrs.buffer);
-    const keptSpans = new Int32Array(4 * n);
+    const keptNames = new Int32Array(n);
     let texts = 0;
     for (let i = 0; i < n; i++) {
       const from = order === undefined ? i : order[i]!;
       words.setUint32(8 * i, LITTLE_ENDIAN ? loOf[from]! : hiOf[from]!, LITTLE_ENDIAN);
       words.setUint32(8 * i + 4, LITTLE_ENDIAN ? hiOf[from]! : loOf[from]!, LITTLE_ENDIAN);
-      keptSpans.set(spans.subarray(4 * from, 4 * from + 4), 4 * i);
+      keptNames[i] = nameAt[from]!;
       texts += isFn[from]!;
     }
     let textIndex: Uint32Array | undefined;
@@ -139,7 +118,7 @@ export class Kallsyms {
       textIndex = new Uint32Array(texts);
       for (let i = 0, j = 0; i < n; i++) if (isFn[order === undefined ? i : order[i]!]) textIndex[j++] = i;
     }
-    return new Kallsyms(addrs, text, keptSpans, textIndex);
+    return new Kallsyms(addrs, text, keptNames, textIndex);
   }
 
   /** How many symbols were kept. */
@@ -147,18 +126,37 @@ export class Kallsyms {
     return this.#addrs.length;
   }
 
-  #name(i: number): string {
-    return this.#text.slice(this.#spans[4 * i]!, this.#spans[4 * i + 1]!);
+  /** Where symbol `i`'s name ends: at the first whitespace after its start. */
+  #nameEnd(i: number): number {
+    const text = this.#text;
+    let at = this.#nameAt[i]!;
+    while (at < text.length && !isSpace(text.charCodeAt(at))) at++;
+    return at;
   }
 
+  #name(i: number): string {
+    return this.#text.slice(this.#nameAt[i]!, this.#nameEnd(i));
+  }
+
+  /** Symbol `i`'s module: blanks after its name, then `[`, non-blanks, `]` (the last of the run, not the first). */
   #module(i: number): string | undefined {
-    const start = this.#spans[4 * i + 2]!;
-    return start < 0 ? undefined : this.#text.slice(start, this.#spans[4 * i + 3]!);
+    const text = this.#text;
+    const nameEnd = this.#nameEnd(i);
+    let at = nameEnd;
+    while (isBlank(text, at, text.length)) at++;
+    if (at === nameEnd || text.charCodeAt(at) !== 0x5b) return undefined;
+    let close = -1;
+    for (let run = at + 1; run < text.length; run++) {
+      const c = text.charCodeAt(run);
+      if (isSpace(c)) break;
+      if (c === 0x5d) close = run;
+    }
+    return close > at + 1 ? text.slice(at + 1, close) : undefined;
   }
 
   #nameIs(i: number, name: string): boolean {
-    const start = this.#spans[4 * i]!;
-    return this.#spans[4 * i + 1]! - start === name.length && this.#text.startsWith(name, start);
+    const start = this.#nameAt[i]!;
+    return name !== '' && this.#text.startsWith(name, start) && this.#nameEnd(i) === start + name.length;
   }
 
   /**
@@ -208,7 +206,7 @@ export class Kallsyms {
       let module: bigint | undefined;
       for (let i = 0; i < n; i++) {
         if (!this.#nameIs(i, name)) continue;
-        if (this.#spans[4 * i + 2]! < 0) return this.#addrs[i]!;
+        if (this.#module(i) === undefined) return this.#addrs[i]!;
         module ??= this.#addrs[i]!;
       }
       return module;
@@ -218,7 +216,7 @@ export class Kallsyms {
       const map = new Map<string, bigint>();
       for (const core of [true, false]) {
         for (let i = 0; i < n; i++) {
-          if (this.#spans[4 * i + 2]! < 0 !== core) continue;
+          if ((this.#module(i) === undefined) !== core) continue;
           const name = this.#name(i);
           if (!map.has(name)) map.set(name, this.#addrs[i]!);
         }
@@ -266,9 +264,11 @@ function isSpace(c: number): boolean {
   );
 }
 
-/** Whether `text[at]`, before the line's `end`, is whitespace (a line's end is never inside it). */
+/** Whether `text[at]`, before `end`, is whitespace other than a newline (a line's end is never inside it). */
 function isBlank(text: string, at: number, end: number): boolean {
-  return at < end && isSpace(text.charCodeAt(at));
+  if (at >= end) return false;
+  const c = text.charCodeAt(at);
+  return c !== 10 && isSpace(c);
 }
 
 function grown<T extends Uint32Array | Int32Array | Uint8Array>(a: T): T {
