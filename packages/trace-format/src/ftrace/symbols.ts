@@ -6,7 +6,7 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 /**
  * Kernel symbols sorted by address: `%pS`-style `name+0xoff` lookups over functions, and the kernel's
  * `kallsyms_lookup_name` / `kallsyms_lookup_size_offset` over every kept symbol. A symbol's name and module are read
- * from the parsed text when looked up: a trace names a few hundred of a kernel's hundred thousand functions.
+ * from the parsed text when looked up: a trace names few of a kernel's functions.
  */
 export class Kallsyms {
   readonly #addrs: BigUint64Array;
@@ -40,7 +40,7 @@ export class Kallsyms {
   static parse(text: string, options: { readonly types?: 'text' | 'all' } = {}): Kallsyms {
     const all = options.types === 'all';
     // Scanned by character codes into typed columns: a regular expression, a bigint and strings per line cost
-    // several times more on a kernel's hundred thousand lines.
+    // several times more over a whole kernel's symbols.
     let hiOf = new Uint32Array(4096);
     let loOf = new Uint32Array(4096);
     let nameAt = new Int32Array(4096);
