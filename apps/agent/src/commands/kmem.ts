@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type AgentClient, connectAgent, defaultSocketPath } from '@evtrace/agent-protocol';
+import type { AgentClient } from '@evtrace/agent-protocol';
 import {
   analyze,
   buildReport,
@@ -17,7 +17,6 @@ import {
   type ReportOptions,
 } from '@evtrace/kmemtrace';
 import { Kallsyms, readInput } from '@evtrace/trace-format';
-import { tracefsInMounts } from '@evtrace/tracefs';
 import { Command } from 'commander';
 import { addCommand, type CliIO } from '../command.ts';
 import { CliExit, usageError } from '../exit-codes.ts';
@@ -132,7 +131,9 @@ function runningKallsyms(): Kallsyms | undefined {
 }
 
 /** The running kernel's gfp flag table, from a kmem format file of the mounted tracefs. */
-function runningGfpTable(): GfpTable | undefined {
+async function runningGfpTable(): Promise<GfpTable | undefined> {
+  // Imported here, as the agent's client below: a report of a file needs neither.
+  const { tracefsInMounts } = await import('@evtrace/tracefs');
   try {
     const mount = tracefsInMounts(readFileSync('/proc/mounts', 'utf8'));
     if (mount === undefined) return undefined;
@@ -164,7 +165,8 @@ async function reportLive(
   } catch (error) {
     throw CliExit.around(error, '--kallsyms: ');
   }
-  const gfpTable = runningGfpTable();
+  const gfpTable = await runningGfpTable();
+  const { connectAgent, defaultSocketPath } = await import('@evtrace/agent-protocol');
   const socket = options.socket ?? defaultSocketPath();
   let agent: AgentClient | undefined;
   try {

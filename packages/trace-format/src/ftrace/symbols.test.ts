@@ -114,3 +114,84 @@ describe.skipIf(machine === undefined)(
     });
   },
 );
+
+/**
+ * The line grammar as a regular expression, the parser's first form: the scanner that replaced it must keep the same
+ * symbols, in the same order, from any text.
+ */
+function reference(text: string, all: boolean): { addr: bigint; name: string; module?: string; fn: boolean }[] {
+  const line = /([0-9a-fA-F]+)[^\S\n]+(\S)[^\S\n]+(\S+)(?:[^\S\n]+\[(\S+)\])?/y;
+  const kept: { addr: bigint; name: string; module?: string; fn: boolean }[] = [];
+  for (let start = 0; start < text.length; ) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    line.lastIndex = start;
+    const m = line.exec(text);
+    start = end + 1;
+    if (m === null) continue;
+    const fn = 'tTwW'.includes(m[2]!);
+    const addr = BigInt(`0x${m[1]}`);
+    if ((!all && !fn) || addr === 0n || addr > 0xffff_ffff_ffff_ffffn) continue;
+    kept.push({ addr, name: m[3]!, ...(m[4] !== undefined ? { module: m[4] } : {}), fn });
+  }
+  return kept
+    .map((s, i) => ({ s, i }))
+    .sort((a, b) => (a.s.addr < b.s.addr ? -1 : a.s.addr > b.s.addr ? 1 : a.i - b.i))
+    .map((x) => x.s);
+}
+
+describe('Kallsyms.parse against the line grammar', () => {
+  const hex = fc.stringMatching(/^[0-9a-fA-F]{1,18}$/);
+  const blank = fc.constantFrom(' ', '\t', '  ', ' \t', '\r', '\u00a0', '\u2003');
+  const word = fc.stringMatching(/^[a-z_.\][0-9$]{0,8}$/);
+  const symbolLine = fc
+    .tuple(
+      hex,
+      blank,
+      fc.constantFrom('t', 'T', 'w', 'W', 'd', 'b', 'x'),
+      blank,
+      word,
+      fc.option(fc.tuple(blank, word)),
+    )
+    .map(([a, b1, t, b2, n, m]) => `${a}${b1}${t}${b2}${n}${m === null ? '' : `${m[0]}[${m[1]}`}`);
+  const anyLine = fc.oneof(symbolLine, symbolLine, fc.string({ unit: fc.constantFrom(...'0af \t[]x\r') }));
+
+  it('keeps the same symbols in the same order, whichever types are kept', () => {
+    fc.assert(
+      fc.property(
+        fc.array(anyLine, { maxLength: 30 }),
+        fc.array(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n })),
+        (lines, probes) => {
+          const text = lines.join('\n');
+          for (const all of [false, true]) {
+            const k = Kallsyms.parse(text, { types: all ? 'all' : 'text' });
+            const want = reference(text, all);
+            expect(k.size).toBe(want.length);
+            const fns = want.filter((s) => s.fn);
+            for (const s of want) expect(k.lookupRange(s.addr)?.start ?? s.addr).toBe(s.addr);
+            for (const name of want.flatMap((s) => [s.name, s.name.slice(0, -1), `${s.name} x`, `${s.name}\t[m]`])) {
+              const core = want.find((x) => x.name === name && x.module === undefined);
+              expect(k.lookupName(name)).toBe((core ?? want.find((x) => x.name === name))?.addr);
+            }
+            for (const addr of [...probes, ...want.map((s) => s.addr + 1n)]) {
+              let at = -1;
+              for (let i = 0; i < fns.length && fns[i]!.addr <= addr; i++) at = i;
+              const f = fns[at];
+              const next = fns[at + 1];
+              expect(k.lookup(addr)).toEqual(
+                f === undefined
+                  ? undefined
+                  : {
+                      name: f.name,
+                      offset: addr - f.addr,
+                      ...(next !== undefined ? { size: next.addr - f.addr } : {}),
+                      ...(f.module !== undefined ? { module: f.module } : {}),
+                    },
+              );
+            }
+          }
+        },
+      ),
+    );
+  });
+});
