@@ -119,24 +119,11 @@ function textSink(type: StructClass, end = ''): StructSink {
   };
 }
 
-function jsonValue(type: FieldClass, hex: boolean): ValueSink {
-  const int = type.kind === 'int' ? type : type.kind === 'enum' ? type.container : undefined;
-  if (int !== undefined && !hex && int.base !== 16) {
-    if (int.size <= 32) return (out, v) => out.int(v as number | bigint);
-    return (out, v) => {
-      out.byte(34);
-      out.int(v as number | bigint);
-      out.byte(34);
-    };
-  }
-  return valueWriter(type, hex);
-}
-
 /** `{"name":value,...}`, as json.ts's struct writer prints a decoded struct, and `end` after it. */
 function jsonSink(type: StructClass, hex: ReadonlySet<string>, end: string): StructSink {
   return {
     before: type.members.map((m, i) => utf8(`${i === 0 ? '{' : ','}${JSON.stringify(m.name)}:`)),
-    write: type.members.map((m) => jsonValue(m.type, hex.has(m.name))),
+    write: type.members.map((m) => valueWriter(m.type, hex.has(m.name))),
     after: utf8(`${type.members.length === 0 ? '{}' : '}'}${end}`),
   };
 }
