@@ -326,15 +326,7 @@ export class PagePacker {
       this.#used += 8;
       delta = 0;
     }
-    let at = layout.dataOffset + this.#used;
-    if (small) {
-      view.setUint32(at, this.#header(payload / 4, delta), le);
-      at += 4;
-    } else {
-      view.setUint32(at, this.#header(0, delta), le);
-      view.setUint32(at + 4, payload + 4, le);
-      at += 8;
-    }
+    const at = this.#putHeader(payload, small, delta);
     this.#used += eventSize;
     this.#last = tsNs;
     return at;
@@ -351,20 +343,25 @@ export class PagePacker {
     const small = payload > 0 && payload <= MAX_SMALL;
     const eventSize = (small ? 4 : 8) + payload;
     if (this.#used + eventSize > this.#capacity) return -1;
-    const le = this.#le;
-    const view = this.view;
-    let at = this.#layout.dataOffset + this.#used;
-    if (small) {
-      view.setUint32(at, this.#header(payload / 4, deltaNs), le);
-      at += 4;
-    } else {
-      view.setUint32(at, this.#header(0, deltaNs), le);
-      view.setUint32(at + 4, payload + 4, le);
-      at += 8;
-    }
+    const at = this.#putHeader(payload, small, deltaNs);
     this.#used += eventSize;
     this.#ahead += deltaNs;
     return at;
+  }
+
+  /**
+   * Writes a data record's header (its length in the type when `small`) at the next free byte; returns where its
+   * payload goes.
+   */
+  #putHeader(payload: number, small: boolean, delta: number): number {
+    const at = this.#layout.dataOffset + this.#used;
+    if (small) {
+      this.view.setUint32(at, this.#header(payload / 4, delta), this.#le);
+      return at + 4;
+    }
+    this.view.setUint32(at, this.#header(0, delta), this.#le);
+    this.view.setUint32(at + 4, payload + 4, this.#le);
+    return at + 8;
   }
 
   /**
