@@ -4,7 +4,7 @@
 // then re-runs the task with them first on PATH. Plain JavaScript on purpose: it must run before anything is installed.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -92,11 +92,23 @@ function toolEnv(node, pnpmBin) {
   };
 }
 
+/** The first lines of a failure's messages, indented: enough to say what failed where a log is cut. */
+function firstLines(messages = []) {
+  return messages
+    .join('\n')
+    .split('\n')
+    .filter((line) => !line.includes('/node_modules/'))
+    .slice(0, 8)
+    .map((line) => `    ${line}`)
+    .join('\n');
+}
+
 /** Sums the JSON reports vitest wrote in every workspace package. */
 function testSummary() {
   let passed = 0;
   let failed = 0;
   let skipped = 0;
+  const failures = [];
   for (const group of ['packages', 'apps', 'tooling']) {
     const dir = join(ROOT, group);
     if (!existsSync(dir)) continue;
@@ -107,12 +119,19 @@ function testSummary() {
       passed += report.numPassedTests ?? 0;
       failed += report.numFailedTests ?? 0;
       // A test file that fails to load has no failed test in it, only a failed file: count it as one failure.
-      for (const result of report.testResults ?? [])
-        if (result.status === 'failed' && !result.assertionResults?.some((t) => t.status === 'failed')) failed++;
+      for (const result of report.testResults ?? []) {
+        const where = relative(ROOT, result.name ?? '');
+        const failedTests = (result.assertionResults ?? []).filter((t) => t.status === 'failed');
+        for (const t of failedTests) failures.push(`${where}: ${t.fullName}\n${firstLines(t.failureMessages)}`);
+        if (result.status === 'failed' && failedTests.length === 0) {
+          failed++;
+          failures.push(`${where}: failed to load\n${firstLines([result.message ?? ''])}`);
+        }
+      }
       skipped += (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
     }
   }
-  return { passed, failed, skipped };
+  return { passed, failed, skipped, failures };
 }
 
 /**
@@ -219,7 +238,9 @@ function main() {
       }
       const lint = sh(['exec', 'biome', 'check', '.']);
       const turbo = sh(['exec', 'turbo', 'run', 'build', 'typecheck', 'test', 'publint', '--continue', ...rest]);
-      const { passed, failed, skipped } = testSummary();
+      const { passed, failed, skipped, failures } = testSummary();
+      // Named last, so a log shown only by its tail still says which tests failed and why.
+      if (failures.length > 0) process.stdout.write(`\nfailed tests:\n${failures.join('\n')}\n`);
       if (lint !== 0) log('lint failed: run `pnpm exec biome check --write .` to fix formatting');
       process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
       process.exit(lint || turbo || (failed > 0 ? 1 : 0) || (passed === 0 ? 1 : 0));

@@ -7,7 +7,7 @@ import { TraceFormatError } from '../errors.ts';
 import type { TraceEvent } from '../model/types.ts';
 import { type Capture, captureRawPages, type KernelEvent, kernelEvents, smallWorkload } from '../testing/capture.ts';
 import { expectSameAsReport, reportRaw } from '../testing/tracecmd.ts';
-import { findTracefs, hasTool } from '../testing/tracefs.ts';
+import { FUZZ_BUDGET_MS, findTracefs, hasTool, LIVE_TIMEOUT_MS } from '../testing/tracefs.ts';
 import { cpuEvents, EventTable } from './events.ts';
 import { compilePrintFormat } from './print-fmt.ts';
 import { listRawCpuFiles, openRawPagesDir, RAW_FINALIZING_FILE, RAW_HEAD_ROOM_FILE } from './raw-dir.ts';
@@ -50,7 +50,7 @@ const why = root === undefined ? ('why' in tracefs ? tracefs.why : 'not root') :
 
 describe.skipIf(root === undefined)(
   `raw pages from a private tracefs instance${why ? ` (skipped: ${why})` : ''}`,
-  { timeout: 60_000 },
+  { timeout: LIVE_TIMEOUT_MS },
   () => {
     let first: Capture | undefined;
 
@@ -158,7 +158,7 @@ describe.skipIf(root === undefined)(
             }
           },
         ),
-        { numRuns: 200 },
+        { numRuns: 200, interruptAfterTimeLimit: FUZZ_BUDGET_MS },
       );
     });
 
@@ -202,7 +202,7 @@ describe.skipIf(root === undefined)(
           }
           writeFileSync(file, readFileSync(join(c.dir, `cpu${cpu}.raw`)));
         }),
-        { numRuns: 25 },
+        { numRuns: 25, interruptAfterTimeLimit: FUZZ_BUDGET_MS },
       );
       rmSync(dir, { recursive: true, force: true });
     });

@@ -84,3 +84,9 @@ export async function withInstance<T>(tracefs: string, fn: (dir: string) => Prom
     }
   }
 }
+
+/** A suite over a live recording: the recording's size, and so the suite's time, grows with what the machine does. */
+export const LIVE_TIMEOUT_MS = 180_000;
+
+/** A fuzz over a live recording runs what fits this budget: a busy machine shortens it instead of failing the test. */
+export const FUZZ_BUDGET_MS = 40_000;

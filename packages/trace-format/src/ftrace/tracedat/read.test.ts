@@ -14,6 +14,7 @@ import {
   reportRaw,
   traceCmdRecording,
 } from '../../testing/tracecmd.ts';
+import { FUZZ_BUDGET_MS, LIVE_TIMEOUT_MS } from '../../testing/tracefs.ts';
 import { decodeCpuPages, wholePages } from '../events.ts';
 import { indexFtrace } from '../indexed.ts';
 import { openTraceDat, readTraceDat, type TraceDatReader } from './read.ts';
@@ -138,7 +139,7 @@ const { why, root } = traceCmdRecording();
 
 describe.skipIf(why !== '')(
   `trace.dat recorded by trace-cmd record --no-filter -d${why ? ` (skipped: ${why})` : ''}`,
-  { timeout: 60_000 },
+  { timeout: LIVE_TIMEOUT_MS },
   () => {
     const dir = mkdtempSync(join(tmpdir(), 'evtrace-dat-'));
     const v7 = join(dir, 'v7.dat');
@@ -271,7 +272,7 @@ describe.skipIf(why !== '')(
         );
         fc.assert(
           fc.property(cuts, (at) => keepsWholePagesBefore(ref, base.subarray(0, at), at, true)),
-          { numRuns: 15 },
+          { numRuns: 15, interruptAfterTimeLimit: FUZZ_BUDGET_MS },
         );
       }
     });
@@ -288,7 +289,7 @@ describe.skipIf(why !== '')(
             bytes[at] = v;
             keepsWholePagesBefore(ref, bytes, at, false);
           }),
-          { numRuns: 10 },
+          { numRuns: 10, interruptAfterTimeLimit: FUZZ_BUDGET_MS },
         );
       }
     });
@@ -387,7 +388,7 @@ describe.skipIf(why !== '')(
             readsOrRefuses(bytes, { lenient });
           },
         ),
-        { numRuns: 200 },
+        { numRuns: 200, interruptAfterTimeLimit: FUZZ_BUDGET_MS },
       );
     });
   },
@@ -419,7 +420,7 @@ describe('trace.dat errors', () => {
 
 describe.skipIf(why !== '')(
   `trace.dat with an instance buffer (record -B)${why ? ` (skipped: ${why})` : ''}`,
-  { timeout: 60_000 },
+  { timeout: LIVE_TIMEOUT_MS },
   () => {
     const name = `evtrace-b${process.pid}`;
     const file = join(mkdtempSync(join(tmpdir(), 'evtrace-dat-b-')), 'b.dat');
@@ -503,7 +504,7 @@ describe.skipIf(why !== '')(
             readsOrRefuses(bytes, { lenient, allBuffers: true });
           },
         ),
-        { numRuns: 300 },
+        { numRuns: 300, interruptAfterTimeLimit: FUZZ_BUDGET_MS },
       );
     });
   },
