@@ -271,8 +271,12 @@ describe.skipIf(!root || !hasUseradd)(
       expect((await as(['session', 'create', 'crash', ...spec], '077')).code).toBe(0);
       expect((await as(['session', 'start', 'crash'])).code).toBe(0);
       const part = join(out, 'crash-0001.part');
-      await eventually(() => (existsSync(part) ? true : undefined));
-      const state = JSON.parse(readFileSync(join(agent.stateDir, 'sessions', 'crash', 'state.json'), 'utf8'));
+      // Killed once the state file names the .part (the directory exists a moment before it is recorded).
+      const stateFile = join(agent.stateDir, 'sessions', 'crash', 'state.json');
+      const state = await eventually(() => {
+        const s = JSON.parse(readFileSync(stateFile, 'utf8'));
+        return s.part === part && existsSync(part) ? s : undefined;
+      });
       // spawn() as uid:gid leaves the member no supplementary groups, and the kernel says so (SO_PEERGROUPS).
       expect(state.owner).toEqual({ uid: member.uid, gid: member.gid, groups: [], umask: 0o077 });
       await agent.kill9();
