@@ -7,9 +7,13 @@
  * number, so every distinct address keeps a distinct key.
  */
 
+import type { ByteOut } from '@evtrace/trace-format';
+
 const LOW52 = 0xf_ffff_ffff_ffffn;
 const TWO52 = 2 ** 52;
 const SIGN_EXTENSION = 0xfff0_0000_0000_0000n;
+/** Lowercase hexadecimal digits' character codes by value. */
+const HEX_DIGITS = new TextEncoder().encode('0123456789abcdef');
 
 /** Maps 64-bit addresses to exact number keys and back. One per analysis (the interned table is its own). */
 export class AddressKeys {
@@ -55,6 +59,36 @@ export class AddressKeys {
     const lo = (low >>> 0).toString(16);
     if (key >= TWO52) return `0xfff${hi.toString(16).padStart(5, '0')}${lo.padStart(8, '0')}`;
     return hi === 0 ? `0x${lo}` : `0x${hi.toString(16)}${lo.padStart(8, '0')}`;
+  }
+
+  /** Writes {@link hex}'s text of a key to `out`, from the key's value (no string for canonical addresses). */
+  writeHex(key: number, out: ByteOut): void {
+    if (key < 0) {
+      out.text(hexAddress(this.#odd[-key - 1]!));
+      return;
+    }
+    out.reserve(18);
+    const bytes = out.bytes;
+    let at = out.length;
+    bytes[at++] = 48;
+    bytes[at++] = 120;
+    if (key < TWO52) {
+      out.length = at;
+      out.hex(key);
+      return;
+    }
+    // The kernel half: fff, then the low 52 bits as 13 digits.
+    let low = key - TWO52;
+    at += 16;
+    out.length = at;
+    for (let k = 0; k < 13; k++) {
+      const q = Math.floor(low / 16);
+      bytes[--at] = HEX_DIGITS[low - q * 16]!;
+      low = q;
+    }
+    bytes[--at] = 102;
+    bytes[--at] = 102;
+    bytes[--at] = 102;
   }
 
   /** The address a key stands for. */

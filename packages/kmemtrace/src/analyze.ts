@@ -15,19 +15,9 @@ import {
   OP_PAGE_ALLOC,
 } from './event.ts';
 import { KeyTable } from './key-table.ts';
+import { type SlabColumns, type SlabStat, slabStats } from './slab-columns.ts';
 
-/** Per call site or per pointer, as perf kmem counts them. */
-export interface SlabStat {
-  /** Call site key (caller table) or pointer key (alloc table). */
-  readonly key: number;
-  /** Pointer table: the call site of the pointer's latest allocation. */
-  readonly callSite: number;
-  readonly hit: number;
-  readonly totalAlloc: number;
-  readonly totalReq: number;
-  /** Frees on another CPU than the allocation's (perf's ping-pong). */
-  readonly pingPong: number;
-}
+export type { SlabStat } from './slab-columns.ts';
 
 /** Fragmentation in percent: the share of allocated bytes not requested (perf kmem's formula). */
 export function fragmentation(req: number, alloc: number): number {
@@ -122,6 +112,9 @@ export interface KmemAnalysis {
   readonly summary: Summary;
   readonly callers: readonly SlabStat[];
   readonly allocs: readonly SlabStat[];
+  /** The same tables in columns (what the report sorts and prints). */
+  readonly callerColumns: SlabColumns;
+  readonly allocColumns: SlabColumns;
   readonly pages: PageStats;
   readonly leaks: readonly LeakSite[];
   readonly outstanding: { readonly count: number; readonly bytes: number };
@@ -502,34 +495,37 @@ export class KmemAnalyzer {
 
   /** The analysis of everything pushed so far. */
   result(): KmemAnalysis {
-    const callers: SlabStat[] = [];
-    for (let i = 0; i < this.#sites.size; i++) {
-      const key = this.#sites.key(i);
-      callers.push({
-        key,
-        callSite: key,
-        hit: this.#sHit[i]!,
-        totalAlloc: this.#sAlloc[i]!,
-        totalReq: this.#sReq[i]!,
-        pingPong: this.#sPing[i]!,
-      });
-    }
-    const allocs: SlabStat[] = [];
+    // The tables as copies of the columns (the analyzer goes on); their rows as objects only when read.
+    const n = this.#sites.size;
+    const siteKeys = this.#sites.keys();
+    const callerColumns: SlabColumns = {
+      length: n,
+      key: siteKeys,
+      callSite: siteKeys,
+      hit: this.#sHit.slice(0, n),
+      totalAlloc: this.#sAlloc.slice(0, n),
+      totalReq: this.#sReq.slice(0, n),
+      pingPong: this.#sPing.slice(0, n),
+    };
+    const m = this.#ptrs.size;
+    const allocColumns: SlabColumns = {
+      length: m,
+      key: this.#ptrs.keys(),
+      callSite: this.#pSite.slice(0, m),
+      hit: this.#pHit.slice(0, m),
+      totalAlloc: this.#pAlloc.slice(0, m),
+      totalReq: this.#pReq.slice(0, m),
+      pingPong: this.#pPing.slice(0, m),
+    };
+    let callers: SlabStat[] | undefined;
+    let allocs: SlabStat[] | undefined;
     const leakSites = new Map<number, { count: number; bytes: number; oldest: number; ageSum: number }>();
     const end = this.#last;
     let outCount = 0;
     let outBytes = 0;
-    for (let i = 0; i < this.#ptrs.size; i++) {
-      const callSite = this.#pSite[i]!;
-      allocs.push({
-        key: this.#ptrs.key(i),
-        callSite,
-        hit: this.#pHit[i]!,
-        totalAlloc: this.#pAlloc[i]!,
-        totalReq: this.#pReq[i]!,
-        pingPong: this.#pPing[i]!,
-      });
+    for (let i = 0; i < m; i++) {
       if (this.#pLive[i] === 0) continue;
+      const callSite = this.#pSite[i]!;
       const last = this.#pLast[i]!;
       outCount++;
       outBytes += last;
@@ -581,8 +577,16 @@ export class KmemAnalyzer {
         crossCpuFrees: this.#crossCpu,
         ...(this.#events > 0 ? { firstNs: this.#first, lastNs: this.#last } : {}),
       },
-      callers,
-      allocs,
+      get callers() {
+        callers ??= slabStats(callerColumns);
+        return callers;
+      },
+      get allocs() {
+        allocs ??= slabStats(allocColumns);
+        return allocs;
+      },
+      callerColumns,
+      allocColumns,
       pages: {
         allocs: this.#pageAllocs,
         frees: this.#pageFrees,

@@ -1,3 +1,5 @@
+import type { ByteOut } from '@evtrace/trace-format';
+
 /**
  * One allocator event, whatever it was decoded from (a kmemtrace v1 record, a kmem tracepoint, a `perf script` line).
  * Addresses are keys from {@link AddressKeys} (exact numbers); `callSite` may instead be a key of a source's own site
@@ -44,6 +46,8 @@ export interface KmemSource {
   readonly siteName: (key: number) => string;
   /** The object's address in hex (or the pfn for pages). */
   readonly ptrName: (key: number) => string;
+  /** Writes `ptrName(key)` (ASCII: hex) to `out`, when the source can without making the string (big tables). */
+  readonly ptrBytes?: (key: number, out: ByteOut) => void;
   /** The call site as a sortable value (its address when known, else its name). */
   readonly siteOrder?: (key: number) => number | string;
   /** gfp flags as names, when the source can decode them (a flag table from a format file). */

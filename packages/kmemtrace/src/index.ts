@@ -54,6 +54,7 @@ export {
   SORT_KEYS,
   type SortKey,
   sortSlabStats,
+  writeReportText,
 } from './report.ts';
 export {
   fromFields,

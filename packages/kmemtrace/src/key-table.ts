@@ -21,6 +21,11 @@ export class KeyTable {
     return this.#byId[id]!;
   }
 
+  /** The keys by id, a copy. */
+  keys(): Float64Array {
+    return this.#byId.slice(0, this.#size);
+  }
+
   /** The id of `key`, or -1. */
   get(key: number): number {
     const keys = this.#keys;

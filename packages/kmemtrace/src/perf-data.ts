@@ -279,6 +279,7 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
     events: new KmemEventStream(() => batches()),
     siteName,
     ptrName: (key) => keys.hex(key),
+    ptrBytes: (key, out) => keys.writeHex(key, out),
     siteOrder: siteName,
     gfpNames: gfpNamer(gfpTableOf(reader.eventClasses)),
     diagnostics,

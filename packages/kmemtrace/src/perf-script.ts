@@ -228,11 +228,12 @@ export class PerfScriptReader {
   }
 
   /** Names for the keys of the events read: call sites as perf printed them, pointers in hex. */
-  names(): Pick<KmemSource, 'siteName' | 'ptrName' | 'siteOrder' | 'gfpNames'> {
+  names(): Pick<KmemSource, 'siteName' | 'ptrName' | 'ptrBytes' | 'siteOrder' | 'gfpNames'> {
     const site = (key: number) => (key >= 1 && key <= this.#sites.size ? this.#sites.text(key - 1) : '');
     return {
       siteName: site,
       ptrName: (key) => this.#keys.hex(key),
+      ptrBytes: (key, out) => this.#keys.writeHex(key, out),
       siteOrder: site,
       gfpNames: gfpNamer(BUILTIN_GFP_TABLE),
     };

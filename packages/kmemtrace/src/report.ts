@@ -2,10 +2,12 @@
  * Reports: the analysis as JSON-ready objects (figures as numbers, names as text) and as text tables laid out like
  * `perf kmem stat`'s. Sorting uses perf kmem's keys, each descending, ties in ascending call site / pointer order.
  */
+import { ByteOut, utf8 } from '@evtrace/trace-format';
 import { fragmentation, type KmemAnalysis, type SlabStat } from './analyze.ts';
 import { KmemError } from './errors.ts';
 import type { KmemSource } from './event.ts';
 import { gfpNamer } from './gfp.ts';
+import { orderColumn, type SlabColumns, slabColumns, sortedRows } from './slab-columns.ts';
 
 /** perf kmem's slab sort keys. */
 export const SORT_KEYS = ['frag', 'hit', 'bytes', 'ptr', 'callsite', 'pingpong'] as const;
@@ -35,8 +37,6 @@ export function parseSortKeys(text: string): SortKey[] {
 
 type Order = (key: number) => number | string;
 
-const cmp = (a: number | string, b: number | string) => (a < b ? -1 : a > b ? 1 : 0);
-
 /** Sorts a slab table by `keys` (each descending), ties by ascending key. */
 export function sortSlabStats(
   stats: readonly SlabStat[],
@@ -44,48 +44,43 @@ export function sortSlabStats(
   table: 'callers' | 'allocs',
   siteOrder: Order = (k) => k,
 ): SlabStat[] {
-  // Each key's values computed once per row, then an index sort: tables have tens of thousands of rows.
-  const column = (key: SortKey): (number | string)[] =>
-    stats.map((s) => {
-      switch (key) {
-        case 'frag':
-          return fragmentation(s.totalReq, s.totalAlloc);
-        case 'hit':
-          return s.hit;
-        case 'bytes':
-          return s.totalAlloc;
-        case 'pingpong':
-          return s.pingPong;
-        case 'callsite':
-          return siteOrder(s.callSite);
-        default:
-          // 'ptr': the pointer of an alloc row; caller rows have none.
-          return table === 'allocs' ? s.key : 0;
-      }
-    });
-  const columns = keys.map(column);
-  const tie = stats.map((s) => (table === 'callers' ? siteOrder(s.key) : s.key));
-  const order = stats.map((_, i) => i);
-  if ([...columns, tie].every((c) => c.every((v) => typeof v === 'number'))) {
-    // All numeric (the usual case): typed columns and subtraction, several times faster on big tables.
-    const nums = columns.map((c) => Float64Array.from(c as number[]));
-    const ties = Float64Array.from(tie as number[]);
-    order.sort((a, b) => {
-      for (const c of nums) {
-        const d = c[b]! - c[a]!;
-        if (d !== 0) return d;
-      }
-      return ties[a]! - ties[b]!;
-    });
-  } else
-    order.sort((a, b) => {
-      for (const c of columns) {
-        const d = cmp(c[b]!, c[a]!);
-        if (d !== 0) return d;
-      }
-      return cmp(tie[a]!, tie[b]!);
-    });
-  return order.map((i) => stats[i]!);
+  return Array.from(slabOrder(slabColumns(stats), keys, table, siteOrder), (i) => stats[i]!);
+}
+
+/** The row indexes of a slab table in report order: by `keys`, each descending, ties by ascending key. */
+function slabOrder(
+  columns: SlabColumns,
+  keys: readonly SortKey[],
+  table: 'callers' | 'allocs',
+  siteOrder: Order = (k) => k,
+): Int32Array {
+  const n = columns.length;
+  const column = (key: SortKey): Float64Array => {
+    switch (key) {
+      case 'frag':
+        return fragColumn(columns);
+      case 'hit':
+        return columns.hit;
+      case 'bytes':
+        return columns.totalAlloc;
+      case 'pingpong':
+        return columns.pingPong;
+      case 'callsite':
+        return orderColumn(Array.from(columns.callSite, (k) => siteOrder(k)));
+      default:
+        // 'ptr': the pointer of an alloc row; caller rows have none.
+        return table === 'allocs' ? columns.key : new Float64Array(n);
+    }
+  };
+  const tie = table === 'callers' ? orderColumn(Array.from(columns.key, (k) => siteOrder(k))) : columns.key;
+  return sortedRows(n, keys.map(column), tie);
+}
+
+/** Each row's fragmentation. */
+function fragColumn(columns: SlabColumns): Float64Array {
+  const frag = new Float64Array(columns.length);
+  for (let i = 0; i < frag.length; i++) frag[i] = fragmentation(columns.totalReq[i]!, columns.totalAlloc[i]!);
+  return frag;
 }
 
 export interface ReportOptions {
@@ -179,7 +174,7 @@ export interface KmemReport {
   };
 }
 
-type Names = Pick<KmemSource, 'siteName' | 'ptrName' | 'siteOrder' | 'gfpNames'>;
+type Names = Pick<KmemSource, 'siteName' | 'ptrName' | 'ptrBytes' | 'siteOrder' | 'gfpNames'>;
 
 /** Builds the report of `analysis`, naming addresses through `names` (a {@link KmemSource}). */
 export function buildReport(analysis: KmemAnalysis, names: Names, options: ReportOptions = {}): KmemReport {
@@ -205,28 +200,17 @@ export function buildReport(analysis: KmemAnalysis, names: Names, options: Repor
       ...(s.firstNs !== undefined ? { first_ns: String(s.firstNs), last_ns: String(s.lastNs!) } : {}),
     },
   };
-  const row = (x: SlabStat): CallerRow => ({
-    site: names.siteName(x.callSite),
-    total_alloc: x.totalAlloc,
-    total_req: x.totalReq,
-    hit: x.hit,
-    ping_pong: x.pingPong,
-    frag_pct: fragmentation(x.totalReq, x.totalAlloc),
-  });
-  if (want(options.caller))
-    report.callers = limit(sortSlabStats(analysis.callers, sort, 'callers', names.siteOrder)).map(row);
-  if (want(options.alloc))
-    report.allocs = limit(sortSlabStats(analysis.allocs, sort, 'allocs', names.siteOrder)).map(
-      (x): AllocRow => ({
-        ptr: names.ptrName(x.key),
-        site: names.siteName(x.callSite),
-        total_alloc: x.totalAlloc,
-        total_req: x.totalReq,
-        hit: x.hit,
-        ping_pong: x.pingPong,
-        frag_pct: fragmentation(x.totalReq, x.totalAlloc),
-      }),
-    );
+  const lines = (order: Int32Array) => (options.lines === undefined ? order : order.subarray(0, options.lines));
+  if (want(options.caller)) {
+    const columns = analysis.callerColumns;
+    const order = lines(slabOrder(columns, sort, 'callers', names.siteOrder));
+    deferRows(report, 'callers', { columns, order, names });
+  }
+  if (want(options.alloc)) {
+    const columns = analysis.allocColumns;
+    const order = lines(slabOrder(columns, sort, 'allocs', names.siteOrder));
+    deferRows(report, 'allocs', { columns, order, names });
+  }
   if (want(options.page)) {
     const p = analysis.pages;
     const gfp = names.gfpNames ?? gfpNamer();
@@ -321,102 +305,222 @@ export function printfFixed(x: number, digits: number): string {
   return x.toFixed(digits);
 }
 
-/**
- * Text assembled as UTF-8 bytes and decoded once: a table of pointers runs to tens of thousands of rows, and a string
- * per cell, padded and joined, cost several times more.
- */
-class TextBytes {
-  #bytes = Buffer.allocUnsafe(1 << 16);
-  #at = 0;
-
-  #room(n: number): void {
-    if (this.#at + n <= this.#bytes.length) return;
-    const grown = Buffer.allocUnsafe(Math.max(this.#bytes.length * 2, this.#at + n));
-    this.#bytes.copy(grown, 0, 0, this.#at);
-    this.#bytes = grown;
-  }
-
-  /** `text`, padded with spaces to `width` characters (as padEnd, or padStart unless `left`). */
-  text(text: string, width = 0, left = true): this {
-    const pad = Math.max(0, width - text.length);
-    this.#room(pad + text.length * 3);
-    if (!left) this.#spaces(pad);
-    this.#write(text);
-    if (left) this.#spaces(pad);
-    return this;
-  }
-
-  /** A number as String() writes it, padded as {@link text}; integers' digits written directly. */
-  number(value: number, width: number, left: boolean): this {
-    if (!Number.isSafeInteger(value) || value < 0) return this.text(String(value), width, left);
-    let digits = 1;
-    for (let v = value; v >= 10; v = Math.floor(v / 10)) digits++;
-    const pad = Math.max(0, width - digits);
-    this.#room(pad + digits);
-    if (!left) this.#spaces(pad);
-    const bytes = this.#bytes;
-    let v = value;
-    for (let i = this.#at + digits - 1; i >= this.#at; i--) {
-      bytes[i] = 48 + (v % 10);
-      v = Math.floor(v / 10);
-    }
-    this.#at += digits;
-    if (left) this.#spaces(pad);
-    return this;
-  }
-
-  #write(text: string): void {
-    const bytes = this.#bytes;
-    const at = this.#at;
-    // ASCII byte by byte (the separators, numbers and names of a table), anything else encoded by Buffer.
-    for (let i = 0; i < text.length; i++) {
-      const c = text.charCodeAt(i);
-      if (c >= 128) {
-        this.#at = at + bytes.write(text, at, 'utf8');
-        return;
-      }
-      bytes[at + i] = c;
-    }
-    this.#at = at + text.length;
-  }
-
-  #spaces(n: number): void {
-    const bytes = this.#bytes;
-    for (let i = 0; i < n; i++) bytes[this.#at + i] = 32;
-    this.#at += n;
-  }
-
-  toString(): string {
-    return this.#bytes.toString('utf8', 0, this.#at);
-  }
+/** A slab table sorted and limited, its rows not yet made objects. */
+interface SortedSlab {
+  readonly columns: SlabColumns;
+  /** The rows shown, as indexes into `columns`, in report order. */
+  readonly order: Int32Array;
+  readonly names: Names;
 }
 
-/** A slab table, its lines joined by newlines. */
-function slabTable(title: string, rows: readonly CallerRow[], key: (r: CallerRow) => string): string {
-  const out = new TextBytes();
-  out.text(
-    `${RULE}\n ${title.padEnd(34)} | Total_alloc/Per | Total_req/Per   | Hit      | Ping-pong | Frag\n${RULE}\n`,
-  );
-  // Few distinct fragmentations among many rows.
-  const frags = new Map<number, string>();
-  for (const r of rows) {
-    let frag = frags.get(r.frag_pct);
-    if (frag === undefined) frags.set(r.frag_pct, (frag = `${printfFixed(r.frag_pct, 3).padStart(6)}%\n`));
-    const hit = r.hit;
-    out.text(' ').text(key(r), 34).text(' | ');
-    out
-      .number(r.total_alloc, 9, false)
-      .text('/')
-      .number(Math.floor(r.total_alloc / hit), 5, true)
-      .text(' | ');
-    out
-      .number(r.total_req, 9, false)
-      .text('/')
-      .number(Math.floor(r.total_req / hit), 5, true)
-      .text(' | ');
-    out.number(hit, 8, false).text(' | ').number(r.ping_pong, 9, false).text(' | ').text(frag);
+/** Tables of reports whose rows were never read: the text is written from their columns. */
+const sortedSlabs = new WeakMap<KmemReport, { callers?: SortedSlab; allocs?: SortedSlab }>();
+
+/**
+ * Makes `report[table]` the rows of `slab`, made on first read (the JSON report reads them, the text does not); after
+ * a read or an assignment it is a plain property, and the text follows it.
+ */
+function deferRows(report: KmemReport, table: 'callers' | 'allocs', slab: SortedSlab): void {
+  const settle = (rows: CallerRow[] | AllocRow[]) => {
+    Object.defineProperty(report, table, { value: rows, writable: true, enumerable: true, configurable: true });
+    const slabs = sortedSlabs.get(report);
+    if (slabs !== undefined) delete slabs[table];
+  };
+  Object.defineProperty(report, table, {
+    enumerable: true,
+    configurable: true,
+    get() {
+      const rows = slabRows(slab, table);
+      settle(rows);
+      return rows;
+    },
+    set: settle,
+  });
+  const slabs = sortedSlabs.get(report);
+  if (slabs === undefined) sortedSlabs.set(report, { [table]: slab });
+  else slabs[table] = slab;
+}
+
+/** The JSON rows of a sorted slab table. */
+function slabRows({ columns: c, order, names }: SortedSlab, table: 'callers' | 'allocs'): CallerRow[] | AllocRow[] {
+  const rows: (CallerRow | AllocRow)[] = [];
+  for (let r = 0; r < order.length; r++) {
+    const i = order[r]!;
+    const site = names.siteName(c.callSite[i]!);
+    const totalAlloc = c.totalAlloc[i]!;
+    const totalReq = c.totalReq[i]!;
+    const hit = c.hit[i]!;
+    const pingPong = c.pingPong[i]!;
+    const frag = fragmentation(totalReq, totalAlloc);
+    rows.push(
+      table === 'callers'
+        ? { site, total_alloc: totalAlloc, total_req: totalReq, hit, ping_pong: pingPong, frag_pct: frag }
+        : ({
+            ptr: names.ptrName(c.key[i]!),
+            site,
+            total_alloc: totalAlloc,
+            total_req: totalReq,
+            hit,
+            ping_pong: pingPong,
+            frag_pct: frag,
+          } satisfies AllocRow),
+    );
   }
-  return out.text(RULE).toString();
+  return rows as CallerRow[] | AllocRow[];
+}
+
+/** What a slab table's lines print: per row its name (call site or pointer) and figures. */
+interface SlabLines {
+  /** The rows shown, as indexes into the columns below, in report order. */
+  readonly order: Int32Array;
+  /** Writes row `i`'s name to `out`; returns its length in characters. */
+  readonly name: (i: number, out: ByteOut) => number;
+  readonly totalAlloc: Float64Array;
+  readonly totalReq: Float64Array;
+  readonly hit: Float64Array;
+  readonly pingPong: Float64Array;
+  /** Fragmentation per row, or undefined to compute it from the bytes. */
+  readonly frag: Float64Array | undefined;
+}
+
+/** Writes `text` to `out`; returns its length. */
+function written(out: ByteOut, text: string): number {
+  out.text(text);
+  return text.length;
+}
+
+/** The lines of `report[table]`: from its columns while its rows were not read, else from the rows. */
+function slabLines(report: KmemReport, table: 'callers' | 'allocs'): SlabLines | undefined {
+  const slab = sortedSlabs.get(report)?.[table];
+  if (slab !== undefined) {
+    const { columns: c, names } = slab;
+    const key = c.key;
+    const ptrBytes = names.ptrBytes;
+    return {
+      order: slab.order,
+      name:
+        table === 'callers'
+          ? (i, out) => written(out, names.siteName(key[i]!))
+          : ptrBytes !== undefined
+            ? (i, out) => {
+                const start = out.length;
+                ptrBytes(key[i]!, out);
+                return out.length - start;
+              }
+            : (i, out) => written(out, names.ptrName(key[i]!)),
+      totalAlloc: c.totalAlloc,
+      totalReq: c.totalReq,
+      hit: c.hit,
+      pingPong: c.pingPong,
+      frag: undefined,
+    };
+  }
+  const rows = report[table];
+  if (rows === undefined) return undefined;
+  const figures = (f: (r: CallerRow) => number) => Float64Array.from(rows, f);
+  return {
+    order: Int32Array.from(rows, (_, i) => i),
+    name:
+      table === 'callers'
+        ? (i, out) => written(out, rows[i]!.site)
+        : (i, out) => written(out, (rows[i] as AllocRow).ptr),
+    totalAlloc: figures((r) => r.total_alloc),
+    totalReq: figures((r) => r.total_req),
+    hit: figures((r) => r.hit),
+    pingPong: figures((r) => r.ping_pong),
+    frag: figures((r) => r.frag_pct),
+  };
+}
+
+const HEADER = (title: string) =>
+  utf8(`${RULE}\n ${title.padEnd(34)} | Total_alloc/Per | Total_req/Per   | Hit      | Ping-pong | Frag\n${RULE}\n`);
+const CALLER_HEADER = HEADER('Callsite');
+const ALLOC_HEADER = HEADER('Alloc Ptr');
+const RULE_BYTES = utf8(RULE);
+/** Bytes written before they are handed to the sink. */
+const CHUNK = 1 << 16;
+
+/**
+ * A slab table's lines, as perf kmem prints them. Written as bytes: a table of pointers runs to tens of thousands of
+ * rows, and a string per cell, padded and joined, cost several times more.
+ */
+function writeSlab(out: ByteOut, header: Uint8Array, lines: SlabLines, flush: () => void): void {
+  out.raw(header);
+  const { order, totalAlloc, totalReq, hit, pingPong, frag } = lines;
+  // Few distinct fragmentations among many rows, and sorted rows repeat the one before.
+  const frags = new Map<number, Uint8Array>();
+  let lastFrag = Number.NaN;
+  let lastFragText: Uint8Array = new Uint8Array(0);
+  for (let r = 0; r < order.length; r++) {
+    const i = order[r]!;
+    const alloc = totalAlloc[i]!;
+    const req = totalReq[i]!;
+    const hits = hit[i]!;
+    const f = frag === undefined ? fragmentation(req, alloc) : frag[i]!;
+    if (f !== lastFrag) {
+      let text = frags.get(f);
+      if (text === undefined) frags.set(f, (text = utf8(`${printfFixed(f, 3).padStart(6)}%\n`)));
+      lastFrag = f;
+      lastFragText = text;
+    }
+    out.byte(32);
+    const chars = lines.name(i, out);
+    // Room for the rest of the line: six figures (the longest String() of a number is 24 characters) and separators.
+    out.reserve(256);
+    const bytes = out.bytes;
+    let at = out.length;
+    for (let k = chars; k < 34; k++) bytes[at++] = 32;
+    at = separator(bytes, at);
+    at = figure(bytes, at, alloc, 9, false);
+    bytes[at++] = 47;
+    at = figure(bytes, at, Math.floor(alloc / hits), 5, true);
+    at = separator(bytes, at);
+    at = figure(bytes, at, req, 9, false);
+    bytes[at++] = 47;
+    at = figure(bytes, at, Math.floor(req / hits), 5, true);
+    at = separator(bytes, at);
+    at = figure(bytes, at, hits, 8, false);
+    at = separator(bytes, at);
+    at = figure(bytes, at, pingPong[i]!, 9, false);
+    at = separator(bytes, at);
+    out.length = at;
+    out.raw(lastFragText);
+    if (out.length >= CHUNK) flush();
+  }
+  out.raw(RULE_BYTES);
+}
+
+/** Writes ` | ` at `at`; returns where it ends. */
+function separator(bytes: Uint8Array, at: number): number {
+  bytes[at] = 32;
+  bytes[at + 1] = 124;
+  bytes[at + 2] = 32;
+  return at + 3;
+}
+
+/**
+ * Writes a number as String() writes it, padded with spaces to `width` characters (after it when `left`, else
+ * before), at `at`; returns where it ends. Non-negative integers' digits are written from the value.
+ */
+function figure(bytes: Uint8Array, at: number, value: number, width: number, left: boolean): number {
+  if (!(value >= 0 && Number.isSafeInteger(value))) {
+    const s = String(value);
+    if (!left) for (let k = s.length; k < width; k++) bytes[at++] = 32;
+    for (let k = 0; k < s.length; k++) bytes[at++] = s.charCodeAt(k);
+    if (left) for (let k = s.length; k < width; k++) bytes[at++] = 32;
+    return at;
+  }
+  let digits = 1;
+  for (let t = 10; t <= value && digits < 16; t *= 10) digits++;
+  if (!left) for (let k = digits; k < width; k++) bytes[at++] = 32;
+  let v = value;
+  let d = at + digits;
+  const end = d;
+  for (; v >= 2147483648; v = Math.floor(v / 10)) bytes[--d] = 48 + (v % 10);
+  for (let n = v | 0; d > at; n = (n / 10) | 0) bytes[--d] = 48 + (n % 10);
+  at = end;
+  if (left) for (let k = digits; k < width; k++) bytes[at++] = 32;
+  return at;
 }
 
 /** Requests by order (rows) and migrate type (columns, the kernel's numbers: 0 unmovable, 1 movable, 2 reclaimable). */
@@ -434,19 +538,40 @@ function orderTable(cells: readonly { order: number; migratetype: number; count:
   ];
 }
 
+/**
+ * Writes the report as text (the bytes of {@link formatReportText}) to `write`, a piece at a time: each piece ends at
+ * the end of a line, and is only valid during the call (its buffer is reused).
+ */
+export function writeReportText(report: KmemReport, write: (bytes: Uint8Array) => void): void {
+  const out = new ByteOut(CHUNK + 1024);
+  const flush = () => {
+    write(out.bytes.subarray(0, out.length));
+    out.length = 0;
+  };
+  reportText(report, out, flush);
+  flush();
+}
+
 /** The report as text: perf kmem's tables and summary, then the sections perf does not have. */
 export function formatReportText(report: KmemReport): string {
+  const out = new ByteOut();
+  reportText(report, out, () => {});
+  return out.toString();
+}
+
+/** Writes the report's text to `out`, calling `flush` now and then for `out`'s bytes to be taken. */
+function reportText(report: KmemReport, text: ByteOut, flush: () => void): void {
+  const callers = slabLines(report, 'callers');
+  if (callers !== undefined) {
+    writeSlab(text, CALLER_HEADER, callers, flush);
+    text.text('\n\n');
+  }
+  const allocs = slabLines(report, 'allocs');
+  if (allocs !== undefined) {
+    writeSlab(text, ALLOC_HEADER, allocs, flush);
+    text.text('\n\n');
+  }
   const out: string[] = [];
-  if (report.callers)
-    out.push(
-      slabTable('Callsite', report.callers, (r) => r.site),
-      '',
-    );
-  if (report.allocs)
-    out.push(
-      slabTable('Alloc Ptr', report.allocs, (r) => (r as AllocRow).ptr),
-      '',
-    );
   const s = report.summary;
   out.push(
     'SUMMARY (SLAB allocator)',
@@ -504,5 +629,5 @@ export function formatReportText(report: KmemReport): string {
         `  ${((Number(p.start_ns) - t0) / 1e6).toFixed(1).padStart(8)} ${String(p.allocs).padStart(10)} ${String(p.frees).padStart(9)} ${String(p.bytes_allocated).padStart(13)} ${String(p.bytes_freed).padStart(14)} ${String(p.live_bytes).padStart(14)}`,
       );
   }
-  return `${out.join('\n')}\n`;
+  text.text(`${out.join('\n')}\n`);
 }

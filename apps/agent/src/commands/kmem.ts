@@ -15,12 +15,14 @@ import {
   parseGfpTable,
   parseSortKeys,
   type ReportOptions,
+  writeReportText,
 } from '@evtrace/kmemtrace';
 import { Kallsyms, readInput } from '@evtrace/trace-format';
 import { Command } from 'commander';
 import { addCommand, type CliIO } from '../command.ts';
 import { CliExit, usageError } from '../exit-codes.ts';
 import { setExamples } from '../help.ts';
+import { stdoutBytes } from '../output/buffered-writer.ts';
 import { durationOption } from '../units.ts';
 
 interface KmemReportOptions {
@@ -276,7 +278,9 @@ With --json one object: {"summary": {...}, "callers": [{"site": "symbol+0xoff", 
       if (options.window === false) throw usageError('--no-window goes with --live');
       if (input === undefined) throw usageError('kmem report needs INPUT (or --live SESSION)');
       const report = analyseInput(input, options, sections, io);
-      io.stdout(options.json ? `${JSON.stringify(report)}\n` : formatReportText(report));
+      // The text as bytes, a piece at a time: a pointer table runs to megabytes, never one string.
+      if (options.json) io.stdout(`${JSON.stringify(report)}\n`);
+      else writeReportText(report, stdoutBytes(io));
     });
   setExamples(
     cmd,
