@@ -227,4 +227,39 @@ describe('the text of the report: bytes written from figures', () => {
       { numRuns: 300 },
     );
   });
+
+  it('rows are made when read, and the text then follows them: read and changed, or replaced', () => {
+    const site = keys.key(0xffffffff81000040n);
+    const events = [1n, 2n, 3n].map(
+      (n, i): KmemEvent => ({
+        op: 'alloc',
+        allocator: 'kmalloc',
+        tsNs: i,
+        cpu: 0,
+        callSite: site,
+        ptr: keys.key(0xffff888100000000n + n * 64n),
+        bytesReq: 10 * Number(n),
+        bytesAlloc: 16 * Number(n),
+        gfpFlags: 0,
+        node: -1,
+      }),
+    );
+    const names = { siteName: () => 'fn+0x40', ptrName: (k: number) => keys.hex(k) };
+    const analysis = analyze(events);
+    const untouched = formatReportText(buildReport(analysis, names, { caller: true, alloc: true }));
+    expect(untouched).toContain(' 0xffff8881000000c0                 |        48/48    |        30/30    |');
+    expect(analysis.allocs.map((s) => s.totalAlloc)).toEqual([16, 32, 48]);
+
+    const changed = buildReport(analysis, names, { caller: true, alloc: true });
+    changed.allocs![0]!.ptr = 'changed';
+    const text = formatReportText(changed);
+    expect(text).toContain(' changed                            |        48/48    |');
+    expect(text).not.toContain('0xffff8881000000c0');
+    expect(JSON.parse(JSON.stringify(changed)).allocs[0].ptr).toBe('changed');
+
+    const replaced = buildReport(analysis, names, { caller: true, alloc: true });
+    replaced.callers = [];
+    expect(formatReportText(replaced)).toBe(untouched.replace(/\n fn\+0x40 [^\n]*/, ''));
+    expect(Object.keys(replaced)).toEqual(['summary', 'callers', 'allocs']);
+  });
 });
