@@ -85,6 +85,8 @@ if (/createRequire\w*\)?\("file:/.test(readFileSync(join(out, 'evtrace.cjs'), 'u
 }
 const tracefs = dirname(require.resolve('@evtrace/tracefs'));
 await bundle(join(tracefs, 'reader-worker.js'), join(out, 'reader-worker.js'));
+const kmemtrace = dirname(require.resolve('@evtrace/kmemtrace'));
+await bundle(join(kmemtrace, 'perf-data-worker.js'), join(out, 'perf-data-worker.js'));
 await bundle(join(app, 'src/commands/demo-worker.ts'), join(out, 'demo-worker.js'));
 await bundle(join(app, 'src/sliced-lines-worker.ts'), join(out, 'sliced-lines-worker.js'));
 
@@ -96,6 +98,7 @@ const protoText = readFileSync(join(traceFormat, 'src/output/perfetto-schema.ts'
 const protos = [...protoText.matchAll(/'(protos\/[\w/]+\.proto)'/g)].map((m) => m[1] as string);
 const assets: Record<string, string> = {
   'reader-worker.js': join(out, 'reader-worker.js'),
+  'perf-data-worker.js': join(out, 'perf-data-worker.js'),
   'demo-worker.js': join(out, 'demo-worker.js'),
   'sliced-lines-worker.js': join(out, 'sliced-lines-worker.js'),
   'koffi.node': join(koffiDir, `${process.platform}_${process.arch}`, 'koffi.node'),

@@ -97,6 +97,11 @@ export class AddressKeys {
     return key >= TWO52 ? SIGN_EXTENSION | BigInt(key - TWO52) : BigInt(key);
   }
 
+  /** The addresses outside the canonical ranges, in the order of their keys (-1, -2, ...). */
+  odd(): readonly bigint[] {
+    return this.#odd;
+  }
+
   #intern(addr: bigint): number {
     let i = this.#oddIndex.get(addr);
     if (i === undefined) {

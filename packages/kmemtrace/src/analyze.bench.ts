@@ -11,7 +11,8 @@
  * time (wall, user + system CPU, peak RSS), in alternating order for EVTRACE_BENCH_ROUNDS rounds (default 5),
  * medians; the load average printed beside them.
  *
- * Run as root after a build: `node src/analyze.bench.ts` (the package's `bench` script). Not a test.
+ * Run as root after a build: `node src/analyze.bench.ts` (the package's `bench` script); EVTRACE_KMEM_BENCH_DATA=FILE
+ * reads that perf.data instead of recording one. Not a test.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -52,14 +53,30 @@ const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice
 
 const dir = mkdtempSync(join(tmpdir(), 'kmem-bench-'));
 try {
-  const data = join(dir, 'perf.data');
-  execFileSync(
-    'perf',
-    ['kmem', 'record', '-m', '32768', '-o', data, '--', 'perf', 'bench', 'sched', 'messaging', '-g', '2', '-l', LOOPS],
-    {
-      stdio: 'ignore',
-    },
-  );
+  // EVTRACE_KMEM_BENCH_DATA: a recording to read instead of making one (the same recording across runs).
+  const data = process.env.EVTRACE_KMEM_BENCH_DATA ?? join(dir, 'perf.data');
+  if (process.env.EVTRACE_KMEM_BENCH_DATA === undefined)
+    execFileSync(
+      'perf',
+      [
+        'kmem',
+        'record',
+        '-m',
+        '32768',
+        '-o',
+        data,
+        '--',
+        'perf',
+        'bench',
+        'sched',
+        'messaging',
+        '-g',
+        '2',
+        '-l',
+        LOOPS,
+      ],
+      { stdio: 'ignore' },
+    );
   const text = execFileSync('perf', ['script', '-i', data], { maxBuffer: 1 << 30 }).toString();
   const source = parsePerfScript(text);
   const events = source.events;

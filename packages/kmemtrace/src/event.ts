@@ -120,23 +120,44 @@ export class KmemColumns {
   readonly gfpText: (string | undefined)[];
 
   readonly capacity: number;
+  /** The buffer every numeric column lies in. */
+  readonly buffer: ArrayBuffer;
 
-  constructor(capacity: number) {
+  /**
+   * Columns for `capacity` events, in their own arrays, or laid out in `buffer` (of {@link KmemColumns.bytes} of
+   * `capacity`): one buffer a batch can be handed to another thread in.
+   */
+  constructor(capacity: number, buffer?: ArrayBuffer) {
     this.capacity = capacity;
-    this.op = new Uint8Array(capacity);
-    this.allocator = new Uint8Array(capacity);
-    this.tsNs = new Float64Array(capacity);
-    this.cpu = new Float64Array(capacity);
-    this.callSite = new Float64Array(capacity);
-    this.ptr = new Float64Array(capacity);
-    this.bytesReq = new Float64Array(capacity);
-    this.bytesAlloc = new Float64Array(capacity);
-    this.gfpFlags = new Float64Array(capacity);
-    this.node = new Float64Array(capacity);
-    this.order = new Float64Array(capacity);
-    this.migratetype = new Float64Array(capacity);
+    const b = buffer ?? new ArrayBuffer(KmemColumns.bytes(capacity));
+    if (b.byteLength < KmemColumns.bytes(capacity))
+      throw new RangeError(`a buffer of ${b.byteLength} bytes is short of ${capacity} events' columns`);
+    let at = 0;
+    const f64 = () => {
+      const a = new Float64Array(b, at, capacity);
+      at += capacity * 8;
+      return a;
+    };
+    this.tsNs = f64();
+    this.cpu = f64();
+    this.callSite = f64();
+    this.ptr = f64();
+    this.bytesReq = f64();
+    this.bytesAlloc = f64();
+    this.gfpFlags = f64();
+    this.node = f64();
+    this.order = f64();
+    this.migratetype = f64();
+    this.op = new Uint8Array(b, at, capacity);
+    this.allocator = new Uint8Array(b, at + capacity, capacity);
+    this.buffer = b;
     this.cache = new Array<string | undefined>(capacity).fill(undefined);
     this.gfpText = new Array<string | undefined>(capacity).fill(undefined);
+  }
+
+  /** Bytes of the buffer that holds the numeric columns of `capacity` events. */
+  static bytes(capacity: number): number {
+    return capacity * (10 * 8 + 2);
   }
 
   /** Event `i` as an object. */

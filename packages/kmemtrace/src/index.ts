@@ -41,6 +41,7 @@ export {
   type LiveKmemStats,
 } from './live.ts';
 export { type PerfDataSourceOptions, perfDataSource, perfKallsyms } from './perf-data.ts';
+export { analysePerfData, type PerfDataAnalysisOptions } from './perf-data-thread.ts';
 export { type PerfScriptInput, type PerfScriptOptions, PerfScriptReader, parsePerfScript } from './perf-script.ts';
 export {
   type AllocRow,

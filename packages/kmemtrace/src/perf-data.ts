@@ -275,7 +275,7 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
     if (skipped > 10) diagnostics.push(`${file}: ${skipped} kmem samples skipped in all`);
     if (count === 0) throw noKmemEvents(file, skipped);
   }
-  return {
+  const source: KmemSource = {
     events: new KmemEventStream(() => batches()),
     siteName,
     ptrName: (key) => keys.hex(key),
@@ -284,7 +284,23 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
     gfpNames: gfpNamer(gfpTableOf(reader.eventClasses)),
     diagnostics,
   };
+  perfDataState.set(source, { siteAddresses, keys, loadSymbols: () => void symbols() });
+  return source;
 }
+
+/**
+ * What names a perf.data source's keys: its call sites' address keys by site key, and its address keys. A source
+ * whose events were decoded on another thread adopts that thread's (perf-data-thread.ts).
+ */
+export interface PerfDataState {
+  readonly siteAddresses: number[];
+  readonly keys: AddressKeys;
+  /** Loads the kernel symbols now rather than at the first name. */
+  readonly loadSymbols: () => void;
+}
+
+/** The state of each source {@link perfDataSource} made. */
+export const perfDataState = new WeakMap<KmemSource, PerfDataState>();
 
 /** The kmem tracepoint formats of the mounted tracefs, for the attributes whose tracepoint id is theirs. */
 function runningKernelClasses(attrs: readonly PerfEventAttr[]): (EventClass | undefined)[] {

@@ -1,13 +1,17 @@
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { AgentClient } from '@evtrace/agent-protocol';
 import {
+  analysePerfData,
   analyze,
   buildReport,
+  detectKmemInput,
   diffReports,
   formatDiffText,
   formatReportText,
   type GfpTable,
+  type KmemAnalysis,
   type KmemReport,
   type KmemSource,
   LiveKmemAnalysis,
@@ -104,20 +108,35 @@ function reportOptions(options: KmemReportOptions): ReportOptions {
   };
 }
 
-/** Opens INPUT for analysis (a perf.data file is read directly: perf is not needed). */
-function openSource(input: string, options: { lenient?: boolean; kallsyms?: string }): KmemSource {
-  const kallsyms =
-    options.kallsyms === undefined ? undefined : Kallsyms.parse(readInput(options.kallsyms).toString('latin1'));
-  return openKmemInput(input, {
-    lenient: options.lenient === true,
-    ...(kallsyms !== undefined ? { kallsyms } : {}),
-  });
+/** The symbols --kallsyms names, if given. */
+function kallsymsOption(options: { kallsyms?: string }): { kallsyms?: Kallsyms } {
+  return options.kallsyms === undefined
+    ? {}
+    : { kallsyms: Kallsyms.parse(readInput(options.kallsyms).toString('latin1')) };
 }
 
-function analyseInput(input: string, options: KmemReportOptions, report: ReportOptions, io: CliIO): KmemReport {
-  const source = openSource(input, options);
+/**
+ * Analyses INPUT (a perf.data file is read directly: perf is not needed). Where there is a second core, a perf.data
+ * file's samples are read and decoded on a second thread while this one analyses them.
+ */
+async function analyseInput(
+  input: string,
+  options: KmemReportOptions,
+  report: ReportOptions,
+  io: CliIO,
+): Promise<KmemReport> {
   const intervalNs = options.interval === undefined ? undefined : durationOption('--interval', options.interval) * 1e6;
-  const result = buildReport(analyze(source.events, intervalNs !== undefined ? { intervalNs } : {}), source, report);
+  const opened = { lenient: options.lenient === true, ...kallsymsOption(options) };
+  const analyseOptions = intervalNs !== undefined ? { intervalNs } : {};
+  let analysis: KmemAnalysis;
+  let source: KmemSource;
+  if (input !== '-' && availableParallelism() > 1 && detectKmemInput(input) === 'perf-data')
+    ({ analysis, source } = await analysePerfData(input, { ...opened, ...analyseOptions }));
+  else {
+    source = openKmemInput(input, opened);
+    analysis = analyze(source.events, analyseOptions);
+  }
+  const result = buildReport(analysis, source, report);
   for (const d of source.diagnostics) io.stderr(`evtrace: warning: ${d}\n`);
   return result;
 }
@@ -277,7 +296,7 @@ With --json one object: {"summary": {...}, "callers": [{"site": "symbol+0xoff", 
         if (options[flag] !== undefined) throw usageError(`--${flag} goes with --live`);
       if (options.window === false) throw usageError('--no-window goes with --live');
       if (input === undefined) throw usageError('kmem report needs INPUT (or --live SESSION)');
-      const report = analyseInput(input, options, sections, io);
+      const report = await analyseInput(input, options, sections, io);
       // The text as bytes, a piece at a time: a pointer table runs to megabytes, never one string.
       if (options.json) io.stdout(`${JSON.stringify(report)}\n`);
       else writeReportText(report, stdoutBytes(io));
@@ -384,11 +403,11 @@ allocated bytes first. With --json: {"summary": {"allocs": {"a": N, "b": N, "del
     .option('--kallsyms <file>', 'symbols for call sites when an input carries none')
     .option('--lenient', 'report corrupt records or malformed lines on stderr and continue')
     .option('--json', 'one JSON object')
-    .action((a: string, b: string, options: KmemDiffOptions) => {
+    .action(async (a: string, b: string, options: KmemDiffOptions) => {
       const report = reportOptions({ caller: true, ...(options.lines !== undefined ? { lines: options.lines } : {}) });
       const all = { ...report, lines: undefined } as ReportOptions;
       delete (all as { lines?: number }).lines;
-      const diff = diffReports(analyseInput(a, options, all, io), analyseInput(b, options, all, io));
+      const diff = diffReports(await analyseInput(a, options, all, io), await analyseInput(b, options, all, io));
       const lines = report.lines;
       if (options.json)
         io.stdout(

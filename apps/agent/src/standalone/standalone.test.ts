@@ -109,6 +109,26 @@ describe('the standalone binary, with no Node on PATH', () => {
     expect(statSync(join(dir, 'demo.pftrace')).size).toBeGreaterThan(recorded);
   });
 
+  it.skipIf(!root || !has('perf'))(
+    'reads a perf.data of perf kmem record on its reading thread, from the embedded bundle (needs root and perf)',
+    () => {
+      const data = join(dir, 'kmem.data');
+      const workload = ['perf', 'bench', 'sched', 'messaging', '-g', '1', '-l', '5'];
+      execFileSync('perf', ['kmem', 'record', '-o', data, '--', ...workload], { stdio: 'ignore' });
+      const args = ['kmem', 'report', '--caller', '--alloc', data];
+      const report = run(evtrace, args);
+      expect(report.code, report.stderr).toBe(0);
+      // The same tables as the CLI built from the sources.
+      const built = spawnSync(process.execPath, [join(app, 'dist', 'cli.js'), ...args], {
+        encoding: 'utf8',
+        maxBuffer: 1 << 28,
+      });
+      expect(built.status, built.stderr).toBe(0);
+      expect(report.stdout).toMatch(/Callsite .*Total_alloc/);
+      expect(report.stdout).toBe(built.stdout);
+    },
+  );
+
   it.skipIf(!root || !tracefs)(
     'records the kernel with a filter and with a reader thread per CPU (koffi, @evtrace/filters and the reader bundle from the binary; needs root and tracefs)',
     () => {

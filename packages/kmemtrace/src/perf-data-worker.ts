@@ -1,0 +1,80 @@
+/**
+ * The thread {@link analysePerfData} reads a perf.data file on: it decodes the kmem samples as
+ * {@link perfDataSource} does and posts each batch of columns (its buffer handed over, not copied) with the cache
+ * names met for the first time, then what names the keys, or the error that stopped it.
+ */
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import type { Location } from '@evtrace/errors';
+import { KmemColumns, type KmemEventStream } from './event.ts';
+import { perfDataSource, perfDataState } from './perf-data.ts';
+import type { PerfDataJob, PerfDataMessage } from './perf-data-thread.ts';
+
+const job = workerData as PerfDataJob;
+const port = parentPort!;
+const post = (message: PerfDataMessage, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
+
+try {
+  const source = perfDataSource(job.file, { lenient: job.lenient });
+  const state = perfDataState.get(source)!;
+  const cacheIds = new Map<string, number>();
+  // Buffers the main thread has analysed come back to be filled again: a fresh buffer per batch would have the
+  // collector run for their sake.
+  const spare: { columns: ArrayBuffer; cache: Int32Array<ArrayBuffer> }[] = [];
+  for (const batch of (source.events as KmemEventStream).batches()) {
+    const n = batch.length;
+    for (let back = receiveMessageOnPort(port); back !== undefined; back = receiveMessageOnPort(port))
+      spare.push(back.message);
+    const reused = spare.pop();
+    const fits = reused !== undefined && reused.cache.length >= batch.capacity;
+    const out = new KmemColumns(batch.capacity, fits ? reused.columns : undefined);
+    copyColumns(batch, out, n);
+    const cache = fits ? reused.cache : new Int32Array(batch.capacity);
+    const names: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const name = batch.cache[i];
+      if (name === undefined) {
+        cache[i] = -1;
+        continue;
+      }
+      let id = cacheIds.get(name);
+      if (id === undefined) {
+        id = cacheIds.size;
+        cacheIds.set(name, id);
+        names.push(name);
+      }
+      cache[i] = id;
+    }
+    post({ kind: 'batch', length: n, columns: out.buffer, cache, names }, [out.buffer, cache.buffer as ArrayBuffer]);
+  }
+  post({
+    kind: 'end',
+    siteAddresses: state.siteAddresses,
+    odd: [...state.keys.odd()],
+    diagnostics: source.diagnostics,
+  });
+} catch (error) {
+  const e = error as { name?: unknown; code?: unknown; message?: unknown; location?: Location };
+  post({
+    kind: 'error',
+    name: String(e?.name ?? 'Error'),
+    ...(typeof e?.code === 'string' ? { code: e.code } : {}),
+    message: String(e?.message ?? error),
+    ...(e?.location !== undefined ? { location: e.location } : {}),
+  });
+}
+
+/** Copies the first `n` events' numeric columns. */
+function copyColumns(from: KmemColumns, to: KmemColumns, n: number): void {
+  to.op.set(from.op.subarray(0, n));
+  to.allocator.set(from.allocator.subarray(0, n));
+  to.tsNs.set(from.tsNs.subarray(0, n));
+  to.cpu.set(from.cpu.subarray(0, n));
+  to.callSite.set(from.callSite.subarray(0, n));
+  to.ptr.set(from.ptr.subarray(0, n));
+  to.bytesReq.set(from.bytesReq.subarray(0, n));
+  to.bytesAlloc.set(from.bytesAlloc.subarray(0, n));
+  to.gfpFlags.set(from.gfpFlags.subarray(0, n));
+  to.node.set(from.node.subarray(0, n));
+  to.order.set(from.order.subarray(0, n));
+  to.migratetype.set(from.migratetype.subarray(0, n));
+}
