@@ -124,10 +124,15 @@ export class KmemColumns {
   readonly buffer: ArrayBuffer;
 
   /**
-   * Columns for `capacity` events, in their own arrays, or laid out in `buffer` (of {@link KmemColumns.bytes} of
-   * `capacity`): one buffer a batch can be handed to another thread in.
+   * Columns for `capacity` events, the numeric ones in `buffer` (of {@link KmemColumns.bytes} of `capacity`, a new
+   * one by default: one buffer a batch can be handed to another thread in), the texts in `texts` (new arrays by
+   * default: a consumer of many batches may give the same arrays to each).
    */
-  constructor(capacity: number, buffer?: ArrayBuffer) {
+  constructor(
+    capacity: number,
+    buffer?: ArrayBuffer,
+    texts?: { readonly cache: (string | undefined)[]; readonly gfpText: (string | undefined)[] },
+  ) {
     this.capacity = capacity;
     const b = buffer ?? new ArrayBuffer(KmemColumns.bytes(capacity));
     if (b.byteLength < KmemColumns.bytes(capacity))
@@ -151,8 +156,8 @@ export class KmemColumns {
     this.op = new Uint8Array(b, at, capacity);
     this.allocator = new Uint8Array(b, at + capacity, capacity);
     this.buffer = b;
-    this.cache = new Array<string | undefined>(capacity).fill(undefined);
-    this.gfpText = new Array<string | undefined>(capacity).fill(undefined);
+    this.cache = texts?.cache ?? new Array<string | undefined>(capacity).fill(undefined);
+    this.gfpText = texts?.gfpText ?? new Array<string | undefined>(capacity).fill(undefined);
   }
 
   /** Bytes of the buffer that holds the numeric columns of `capacity` events. */

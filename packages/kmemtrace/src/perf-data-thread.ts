@@ -64,6 +64,8 @@ export async function analysePerfData(
   const worker = new Worker(new URL(module, import.meta.url), { workerData: job });
   const analyzer = new KmemAnalyzer(options);
   const cacheNames: string[] = [];
+  // Every batch's texts: cache names set for each event below, no gfp flag texts from a perf.data.
+  const texts = { cache: [] as (string | undefined)[], gfpText: [] as (string | undefined)[] };
   const headerWarnings = source.diagnostics.length;
   try {
     await new Promise<void>((resolve, reject) => {
@@ -72,10 +74,10 @@ export async function analysePerfData(
         try {
           if (m.kind === 'batch') {
             cacheNames.push(...m.names);
-            const c = new KmemColumns(m.cache.length, m.columns);
+            const c = new KmemColumns(m.cache.length, m.columns, texts);
             for (let i = 0; i < m.length; i++) {
               const id = m.cache[i]!;
-              if (id >= 0) c.cache[i] = cacheNames[id];
+              c.cache[i] = id >= 0 ? cacheNames[id] : undefined;
             }
             c.length = m.length;
             analyzer.pushColumns(c);

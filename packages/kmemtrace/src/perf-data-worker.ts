@@ -25,9 +25,11 @@ try {
     for (let back = receiveMessageOnPort(port); back !== undefined; back = receiveMessageOnPort(port))
       spare.push(back.message);
     const reused = spare.pop();
-    const fits = reused !== undefined && reused.cache.length >= batch.capacity;
-    const out = new KmemColumns(batch.capacity, fits ? reused.columns : undefined);
-    copyColumns(batch, out, n);
+    const size = KmemColumns.bytes(batch.capacity);
+    const fits = reused !== undefined && reused.columns.byteLength === size;
+    // The numeric columns lie in one buffer: copied whole, what lies past the batch's length unread.
+    const columns = fits ? reused.columns : new ArrayBuffer(size);
+    new Uint8Array(columns).set(new Uint8Array(batch.buffer, 0, size));
     const cache = fits ? reused.cache : new Int32Array(batch.capacity);
     const names: string[] = [];
     for (let i = 0; i < n; i++) {
@@ -44,7 +46,7 @@ try {
       }
       cache[i] = id;
     }
-    post({ kind: 'batch', length: n, columns: out.buffer, cache, names }, [out.buffer, cache.buffer as ArrayBuffer]);
+    post({ kind: 'batch', length: n, columns, cache, names }, [columns, cache.buffer as ArrayBuffer]);
   }
   post({
     kind: 'end',
@@ -61,20 +63,4 @@ try {
     message: String(e?.message ?? error),
     ...(e?.location !== undefined ? { location: e.location } : {}),
   });
-}
-
-/** Copies the first `n` events' numeric columns. */
-function copyColumns(from: KmemColumns, to: KmemColumns, n: number): void {
-  to.op.set(from.op.subarray(0, n));
-  to.allocator.set(from.allocator.subarray(0, n));
-  to.tsNs.set(from.tsNs.subarray(0, n));
-  to.cpu.set(from.cpu.subarray(0, n));
-  to.callSite.set(from.callSite.subarray(0, n));
-  to.ptr.set(from.ptr.subarray(0, n));
-  to.bytesReq.set(from.bytesReq.subarray(0, n));
-  to.bytesAlloc.set(from.bytesAlloc.subarray(0, n));
-  to.gfpFlags.set(from.gfpFlags.subarray(0, n));
-  to.node.set(from.node.subarray(0, n));
-  to.order.set(from.order.subarray(0, n));
-  to.migratetype.set(from.migratetype.subarray(0, n));
 }
