@@ -196,6 +196,7 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
   };
   const caches = new ByteNames();
   const cacheNames: string[] = [];
+  const recent = new RecentNames();
   const diagnostics = reader.warnings;
   const out = new KmemColumns(BATCH);
   let count = 0;
@@ -264,8 +265,12 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
           }
           const bytes = s.chunk[i]!.bytes;
           while (to > from && bytes[to - 1] === 0) to--;
-          const id = caches.id(bytes, from, to);
-          if (id === cacheNames.length) cacheNames.push(internName(caches.text(id)));
+          let id = recent.find(v, from, to);
+          if (id < 0) {
+            id = caches.id(bytes, from, to);
+            if (id === cacheNames.length) cacheNames.push(internName(caches.text(id)));
+            recent.note(bytes, from, to, id);
+          }
           out.cache[j] = cacheNames[id];
         } else out.cache[j] = undefined;
       }
@@ -319,6 +324,37 @@ function address(v: DataView, at: number, f: Field, keys: AddressKeys, out: Floa
   if (top === 0xfff) out[j] = TWO52 + (hi & 0xfffff) * 4294967296 + lo;
   else if (top === 0) out[j] = hi * 4294967296 + lo;
   else out[j] = keys.key((BigInt(hi) << 32n) | BigInt(lo));
+}
+
+/**
+ * The cache name last met of each length (up to 63 bytes) and its id: a sample's name is most often the one last met
+ * of its length, and comparing it four bytes at a time costs less than hashing it.
+ */
+class RecentNames {
+  readonly #bytes = new Uint8Array(64 * 64);
+  readonly #view = new DataView(this.#bytes.buffer);
+  readonly #ids = new Int32Array(64).fill(-1);
+
+  /** The id of the name at `from` to `to` of `v` when it is the last noted of its length, else -1. */
+  find(v: DataView, from: number, to: number): number {
+    const n = to - from;
+    if (n >= 64) return -1;
+    const id = this.#ids[n]!;
+    if (id < 0) return -1;
+    const at = n * 64;
+    let k = 0;
+    for (; k + 4 <= n; k += 4) if (v.getInt32(from + k, true) !== this.#view.getInt32(at + k, true)) return -1;
+    for (; k < n; k++) if (v.getUint8(from + k) !== this.#bytes[at + k]) return -1;
+    return id;
+  }
+
+  /** Notes the name at `from` to `to` of `bytes` as the last of its length, with its id. */
+  note(bytes: Uint8Array, from: number, to: number, id: number): void {
+    const n = to - from;
+    if (n >= 64) return;
+    this.#bytes.set(bytes.subarray(from, to), n * 64);
+    this.#ids[n] = id;
+  }
 }
 
 function hash(hi: number, lo: number): number {
