@@ -15,6 +15,7 @@ import {
   openPerfData,
   type PerfDataReader,
   type PerfEventAttr,
+  type PerfSamples,
   parseFormatFile,
 } from '@evtrace/trace-format';
 import { AddressKeys } from './address.ts';
@@ -196,6 +197,7 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
   };
   const caches = new ByteNames();
   const cacheNames: string[] = [];
+  const recent = new RecentNames();
   const diagnostics = reader.warnings;
   const out = new KmemColumns(BATCH);
   let count = 0;
@@ -204,71 +206,82 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
     if (!options.lenient) throw new KmemError('ERR_KMEM_INPUT', why, { file, offset });
     if (++skipped <= 10) diagnostics.push(`${file}: byte ${offset}: ${why}; skipped`);
   };
+  /**
+   * Decodes a batch of samples into `out`. A plain function the generator calls, not the generator's own loop: it is
+   * optimized as soon as its loop runs hot, where a generator's loop waits for the generator to be resumed.
+   */
+  function decode(s: PerfSamples): void {
+    out.length = 0;
+    for (let i = 0; i < s.length; i++) {
+      const plan = plans[s.attr[i]!];
+      if (plan === undefined) continue;
+      const rawAt = s.rawAt[i]!;
+      const v = s.chunk[i]!.view;
+      if (rawAt < 0 || s.rawSize[i]! < plan.needs) {
+        skip(
+          s.offset[i]!,
+          `kmem sample with ${Math.max(0, s.rawSize[i]!)} bytes of tracepoint data, fewer than its format's fields`,
+        );
+        continue;
+      }
+      const j = out.length++;
+      out.op[j] = plan.op;
+      out.allocator[j] = plan.allocator;
+      out.tsNs[j] = s.time[i]!;
+      out.cpu[j] = s.cpu[i]!;
+      if (plan.allocator === PAGE) {
+        int(v, rawAt, plan.pfn, out.ptr, j);
+        // An unsigned long of all ones: a failed allocation, perf script's `page=(nil)`.
+        if (out.ptr[j]! >= 2 ** 64 - 2048) out.ptr[j] = -1;
+        out.callSite[j] = 0;
+        out.bytesReq[j] = 0;
+        out.bytesAlloc[j] = 0;
+        int(v, rawAt, plan.gfpFlags, out.gfpFlags, j);
+        out.node[j] = -1;
+        int(v, rawAt, plan.order, out.order, j);
+        if (plan.migratetype.offset >= 0) int(v, rawAt, plan.migratetype, out.migratetype, j);
+        else out.migratetype[j] = Number.NaN;
+        out.cache[j] = undefined;
+        out.gfpText[j] = undefined;
+        continue;
+      }
+      if (plan.callSite.offset >= 0) {
+        address(v, rawAt, plan.callSite, keys, out.callSite, j);
+        sites.key(out.callSite, j, v, rawAt + plan.callSite.offset);
+      } else out.callSite[j] = 0;
+      address(v, rawAt, plan.ptr, keys, out.ptr, j);
+      int(v, rawAt, plan.bytesReq, out.bytesReq, j);
+      int(v, rawAt, plan.bytesAlloc, out.bytesAlloc, j);
+      int(v, rawAt, plan.gfpFlags, out.gfpFlags, j);
+      if (plan.node.offset >= 0) int(v, rawAt, plan.node, out.node, j);
+      else out.node[j] = -1;
+      out.order[j] = 0;
+      out.migratetype[j] = Number.NaN;
+      out.gfpText[j] = undefined;
+      if (plan.name.offset >= 0) {
+        const loc = v.getUint32(rawAt + plan.name.offset, true);
+        const from = rawAt + (loc & 0xffff);
+        let to = from + (loc >>> 16);
+        if ((loc & 0xffff) + (loc >>> 16) > s.rawSize[i]!) {
+          out.length--;
+          skip(s.offset[i]!, 'kmem cache name outside its sample');
+          continue;
+        }
+        const bytes = s.chunk[i]!.bytes;
+        while (to > from && bytes[to - 1] === 0) to--;
+        let id = recent.find(v, from, to);
+        if (id < 0) {
+          id = caches.id(bytes, from, to);
+          if (id === cacheNames.length) cacheNames.push(internName(caches.text(id)));
+          recent.note(bytes, from, to, id);
+        }
+        out.cache[j] = cacheNames[id];
+      } else out.cache[j] = undefined;
+    }
+  }
   function* batches(): Generator<KmemColumns> {
     for (const s of reader.samples()) {
-      out.length = 0;
-      for (let i = 0; i < s.length; i++) {
-        const plan = plans[s.attr[i]!];
-        if (plan === undefined) continue;
-        const rawAt = s.rawAt[i]!;
-        const v = s.chunk[i]!.view;
-        if (rawAt < 0 || s.rawSize[i]! < plan.needs) {
-          skip(
-            s.offset[i]!,
-            `kmem sample with ${Math.max(0, s.rawSize[i]!)} bytes of tracepoint data, fewer than its format's fields`,
-          );
-          continue;
-        }
-        const j = out.length++;
-        out.op[j] = plan.op;
-        out.allocator[j] = plan.allocator;
-        out.tsNs[j] = s.time[i]!;
-        out.cpu[j] = s.cpu[i]!;
-        if (plan.allocator === PAGE) {
-          int(v, rawAt, plan.pfn, out.ptr, j);
-          // An unsigned long of all ones: a failed allocation, perf script's `page=(nil)`.
-          if (out.ptr[j]! >= 2 ** 64 - 2048) out.ptr[j] = -1;
-          out.callSite[j] = 0;
-          out.bytesReq[j] = 0;
-          out.bytesAlloc[j] = 0;
-          int(v, rawAt, plan.gfpFlags, out.gfpFlags, j);
-          out.node[j] = -1;
-          int(v, rawAt, plan.order, out.order, j);
-          if (plan.migratetype.offset >= 0) int(v, rawAt, plan.migratetype, out.migratetype, j);
-          else out.migratetype[j] = Number.NaN;
-          out.cache[j] = undefined;
-          out.gfpText[j] = undefined;
-          continue;
-        }
-        if (plan.callSite.offset >= 0) {
-          address(v, rawAt, plan.callSite, keys, out.callSite, j);
-          sites.key(out.callSite, j, v, rawAt + plan.callSite.offset);
-        } else out.callSite[j] = 0;
-        address(v, rawAt, plan.ptr, keys, out.ptr, j);
-        int(v, rawAt, plan.bytesReq, out.bytesReq, j);
-        int(v, rawAt, plan.bytesAlloc, out.bytesAlloc, j);
-        int(v, rawAt, plan.gfpFlags, out.gfpFlags, j);
-        if (plan.node.offset >= 0) int(v, rawAt, plan.node, out.node, j);
-        else out.node[j] = -1;
-        out.order[j] = 0;
-        out.migratetype[j] = Number.NaN;
-        out.gfpText[j] = undefined;
-        if (plan.name.offset >= 0) {
-          const loc = v.getUint32(rawAt + plan.name.offset, true);
-          const from = rawAt + (loc & 0xffff);
-          let to = from + (loc >>> 16);
-          if ((loc & 0xffff) + (loc >>> 16) > s.rawSize[i]!) {
-            out.length--;
-            skip(s.offset[i]!, 'kmem cache name outside its sample');
-            continue;
-          }
-          const bytes = s.chunk[i]!.bytes;
-          while (to > from && bytes[to - 1] === 0) to--;
-          const id = caches.id(bytes, from, to);
-          if (id === cacheNames.length) cacheNames.push(internName(caches.text(id)));
-          out.cache[j] = cacheNames[id];
-        } else out.cache[j] = undefined;
-      }
+      decode(s);
       count += out.length;
       if (out.length > 0) yield out;
     }
@@ -336,6 +349,37 @@ function address(v: DataView, at: number, f: Field, keys: AddressKeys, out: Floa
   if (top === 0xfff) out[j] = TWO52 + (hi & 0xfffff) * 4294967296 + lo;
   else if (top === 0) out[j] = hi * 4294967296 + lo;
   else out[j] = keys.key((BigInt(hi) << 32n) | BigInt(lo));
+}
+
+/**
+ * The cache name last met of each length (up to 63 bytes) and its id: a sample's name is most often the one last met
+ * of its length, and comparing it four bytes at a time costs less than hashing it.
+ */
+class RecentNames {
+  readonly #bytes = new Uint8Array(64 * 64);
+  readonly #view = new DataView(this.#bytes.buffer);
+  readonly #ids = new Int32Array(64).fill(-1);
+
+  /** The id of the name at `from` to `to` of `v` when it is the last noted of its length, else -1. */
+  find(v: DataView, from: number, to: number): number {
+    const n = to - from;
+    if (n >= 64) return -1;
+    const id = this.#ids[n]!;
+    if (id < 0) return -1;
+    const at = n * 64;
+    let k = 0;
+    for (; k + 4 <= n; k += 4) if (v.getInt32(from + k, true) !== this.#view.getInt32(at + k, true)) return -1;
+    for (; k < n; k++) if (v.getUint8(from + k) !== this.#bytes[at + k]) return -1;
+    return id;
+  }
+
+  /** Notes the name at `from` to `to` of `bytes` as the last of its length, with its id. */
+  note(bytes: Uint8Array, from: number, to: number, id: number): void {
+    const n = to - from;
+    if (n >= 64) return;
+    this.#bytes.set(bytes.subarray(from, to), n * 64);
+    this.#ids[n] = id;
+  }
 }
 
 function hash(hi: number, lo: number): number {

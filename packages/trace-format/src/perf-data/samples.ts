@@ -144,8 +144,21 @@ class Ordering {
   readonly queues: Queue[] = [];
   readonly times = new Float64Array(2);
   readonly timed: boolean;
+  /** Layout index + 1 by sample id - `idBase`, when the ids lie close together (cheaper than a Map lookup). */
+  readonly idBase: number;
+  readonly byId: Int32Array;
   constructor(s: SampleSourceState) {
     this.timed = s.layouts.length > 0 && s.layouts.every((l) => l.time >= 0);
+    let low = Number.POSITIVE_INFINITY;
+    let high = -1;
+    for (const id of s.byId.keys()) {
+      low = Math.min(low, id);
+      high = Math.max(high, id);
+    }
+    const span = high - low + 1;
+    this.idBase = span > 0 ? low : 0;
+    this.byId = new Int32Array(span > 0 && span <= 4096 ? span : 0);
+    if (this.byId.length > 0) for (const [id, li] of s.byId) this.byId[id - low] = li + 1;
   }
 }
 const MAX = 0;
@@ -200,7 +213,11 @@ function walk(s: SampleSourceState, o: Ordering, out: PerfSamples): number {
       }
       if (li < 0) {
         const idAt = s.layouts[0]!.id;
-        li = idAt >= 0 && idAt + 8 <= cursor.size ? (s.byId.get(v.getUint32(at + idAt, true)) ?? -1) : -1;
+        if (idAt >= 0 && idAt + 8 <= cursor.size) {
+          const id = v.getUint32(at + idAt, true);
+          const d = id - o.idBase;
+          li = d >= 0 && d < o.byId.length ? o.byId[d]! - 1 : (s.byId.get(id) ?? -1);
+        }
         if (li < 0) {
           skip(s, cursor.offset, 'a sample of no event in the attribute section');
           continue;
