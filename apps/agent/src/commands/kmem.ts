@@ -104,8 +104,7 @@ function reportOptions(options: KmemReportOptions): ReportOptions {
 
 /** Opens INPUT for analysis (a perf.data file is read directly: perf is not needed). */
 function openSource(input: string, options: { lenient?: boolean; kallsyms?: string }): KmemSource {
-  const kallsyms =
-    options.kallsyms === undefined ? undefined : Kallsyms.parse(readInput(options.kallsyms).toString('latin1'));
+  const kallsyms = options.kallsyms === undefined ? undefined : Kallsyms.parse(readInput(options.kallsyms));
   return openKmemInput(input, {
     lenient: options.lenient === true,
     ...(kallsyms !== undefined ? { kallsyms } : {}),
@@ -123,7 +122,7 @@ function analyseInput(input: string, options: KmemReportOptions, report: ReportO
 /** This machine's symbols, when readable with addresses (a local agent's kernel is this kernel). */
 function runningKallsyms(): Kallsyms | undefined {
   try {
-    const k = Kallsyms.parse(readFileSync('/proc/kallsyms', 'latin1'));
+    const k = Kallsyms.parse(readFileSync('/proc/kallsyms'));
     return k.size > 0 ? k : undefined;
   } catch {
     return undefined;
@@ -158,10 +157,7 @@ async function reportLive(
   const durationMs = options.duration === undefined ? undefined : durationOption('--duration', options.duration);
   let kallsyms: Kallsyms | undefined;
   try {
-    kallsyms =
-      options.kallsyms === undefined
-        ? runningKallsyms()
-        : Kallsyms.parse(readInput(options.kallsyms).toString('latin1'));
+    kallsyms = options.kallsyms === undefined ? runningKallsyms() : Kallsyms.parse(readInput(options.kallsyms));
   } catch (error) {
     throw CliExit.around(error, '--kallsyms: ');
   }
