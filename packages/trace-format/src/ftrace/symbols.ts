@@ -63,7 +63,7 @@ export class Kallsyms {
    * Parses `ADDRESS TYPE NAME [MODULE]` lines (fields apart by whitespace, a line from its first byte, a module in
    * brackets after the name); lines that do not fit (or have address 0, or one beyond 64 bits) are skipped. `text` is
    * a string or the file's bytes, each byte one character as `readFileSync(path, 'latin1')` reads it (bytes spare
-   * decoding a whole kernel's symbols to name the few looked up). `types`: `text` (the default) keeps functions only
+   * decoding a whole kernel's symbols to name the few looked up; they are kept, not copied, so must not change). `types`: `text` (the default) keeps functions only
    * (types `t`, `T`, `w`, `W`), all that `%pS` needs; `all` keeps every symbol, as the kernel's own name and size
    * lookups (and so `.function` filters) see them.
    */
@@ -256,12 +256,13 @@ function wideClass(c: number): number {
   return isSpace(c) ? BLANK : OTHER;
 }
 
-/** A string's UTF-16 code units, without a character at a time. */
+/** A string's UTF-16 code units, copied at once rather than a character at a time. */
 function codeUnits(text: string): Uint16Array {
-  const bytes = Buffer.from(text, 'utf16le');
-  return bytes.byteOffset % 2 === 0
-    ? new Uint16Array(bytes.buffer, bytes.byteOffset, text.length)
-    : new Uint16Array(new Uint8Array(bytes).buffer);
+  // A buffer of its own (never the pool's, at an odd offset), the units in this machine's order.
+  const bytes = Buffer.allocUnsafeSlow(2 * text.length);
+  bytes.write(text, 'utf16le');
+  if (!LITTLE_ENDIAN) bytes.swap16();
+  return new Uint16Array(bytes.buffer, bytes.byteOffset, text.length);
 }
 
 /** The symbols a scan keeps, in the text's order; an address as a pair of words in the machine's order. */
