@@ -1,7 +1,5 @@
 /** `/proc/kallsyms` and `saved_cmdlines`: what turns addresses and pids into names for display and filtering. */
 
-import { Buffer } from 'node:buffer';
-
 /** Whether this machine stores a 64-bit integer's low word first. */
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
