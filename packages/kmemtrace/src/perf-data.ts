@@ -142,7 +142,7 @@ export function perfKallsyms(reader: Pick<PerfDataReader, 'kernelBuildId' | 'osR
   for (const path of candidates) {
     try {
       if (!existsSync(path)) continue;
-      const k = Kallsyms.parse(readFileSync(path, 'latin1'));
+      const k = Kallsyms.parse(readFileSync(path));
       if (k.size > 0) return k;
     } catch {
       // Unreadable: the next candidate, or addresses in hex.

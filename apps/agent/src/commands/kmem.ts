@@ -110,9 +110,7 @@ function reportOptions(options: KmemReportOptions): ReportOptions {
 
 /** The symbols --kallsyms names, if given. */
 function kallsymsOption(options: { kallsyms?: string }): { kallsyms?: Kallsyms } {
-  return options.kallsyms === undefined
-    ? {}
-    : { kallsyms: Kallsyms.parse(readInput(options.kallsyms).toString('latin1')) };
+  return options.kallsyms === undefined ? {} : { kallsyms: Kallsyms.parse(readInput(options.kallsyms)) };
 }
 
 /**
@@ -144,7 +142,7 @@ async function analyseInput(
 /** This machine's symbols, when readable with addresses (a local agent's kernel is this kernel). */
 function runningKallsyms(): Kallsyms | undefined {
   try {
-    const k = Kallsyms.parse(readFileSync('/proc/kallsyms', 'latin1'));
+    const k = Kallsyms.parse(readFileSync('/proc/kallsyms'));
     return k.size > 0 ? k : undefined;
   } catch {
     return undefined;
@@ -179,10 +177,7 @@ async function reportLive(
   const durationMs = options.duration === undefined ? undefined : durationOption('--duration', options.duration);
   let kallsyms: Kallsyms | undefined;
   try {
-    kallsyms =
-      options.kallsyms === undefined
-        ? runningKallsyms()
-        : Kallsyms.parse(readInput(options.kallsyms).toString('latin1'));
+    kallsyms = options.kallsyms === undefined ? runningKallsyms() : Kallsyms.parse(readInput(options.kallsyms));
   } catch (error) {
     throw CliExit.around(error, '--kallsyms: ');
   }

@@ -99,6 +99,8 @@ describe.skipIf(machine === undefined)(
     it('parses every line and agrees with itself whichever symbols are kept', () => {
       const lines = machine!.split('\n').filter((l) => l !== '');
       const text = Kallsyms.parse(machine!);
+      const bytes = Kallsyms.parse(Buffer.from(machine!, 'latin1'));
+      expect(bytes.size).toBe(text.size);
       const all = Kallsyms.parse(machine!, { types: 'all' });
       expect(all.size).toBe(lines.length);
       expect(text.size).toBe(lines.filter((l) => /^\S+ [tTwW] /.test(l)).length);
@@ -106,6 +108,7 @@ describe.skipIf(machine === undefined)(
         const [hex, type, name] = lines[i]!.split(/\s+/);
         const addr = BigInt(`0x${hex}`);
         expect(all.format(addr + 1n)).toBe(text.format(addr + 1n));
+        expect(bytes.lookup(addr + 1n)).toEqual(text.lookup(addr + 1n));
         expect(all.lookupName(name!)! <= addr).toBe(true);
         const range = all.lookupRange(addr);
         if (range !== undefined) expect(range.start).toBe(addr);
@@ -140,58 +143,85 @@ function reference(text: string, all: boolean): { addr: bigint; name: string; mo
     .map((x) => x.s);
 }
 
+/** Whether `k` keeps the symbols `reference` finds in `text`, in the same order, and answers every lookup as they do. */
+function expectGrammar(k: Kallsyms, text: string, all: boolean, probes: bigint[]): void {
+  const want = reference(text, all);
+  expect(k.size).toBe(want.length);
+  const fns = want.filter((s) => s.fn);
+  for (const s of want) expect(k.lookupRange(s.addr)?.start ?? s.addr).toBe(s.addr);
+  for (const name of want.flatMap((s) => [s.name, s.name.slice(0, -1), `${s.name} x`, `${s.name}\t[m]`])) {
+    const core = want.find((x) => x.name === name && x.module === undefined);
+    expect(k.lookupName(name)).toBe((core ?? want.find((x) => x.name === name))?.addr);
+  }
+  for (const addr of [...probes, ...want.map((s) => s.addr + 1n)]) {
+    let at = -1;
+    for (let i = 0; i < fns.length && fns[i]!.addr <= addr; i++) at = i;
+    const f = fns[at];
+    const next = fns[at + 1];
+    expect(k.lookup(addr)).toEqual(
+      f === undefined
+        ? undefined
+        : {
+            name: f.name,
+            offset: addr - f.addr,
+            ...(next !== undefined ? { size: next.addr - f.addr } : {}),
+            ...(f.module !== undefined ? { module: f.module } : {}),
+          },
+    );
+  }
+}
+
 describe('Kallsyms.parse against the line grammar', () => {
   const hex = fc.stringMatching(/^[0-9a-fA-F]{1,18}$/);
-  const blank = fc.constantFrom(' ', '\t', '  ', ' \t', '\r', '\u00a0', '\u2003');
-  const word = fc.stringMatching(/^[a-z_.\][0-9$]{0,8}$/);
-  const symbolLine = fc
-    .tuple(
-      hex,
-      blank,
-      fc.constantFrom('t', 'T', 'w', 'W', 'd', 'b', 'x'),
-      blank,
-      word,
-      fc.option(fc.tuple(blank, word)),
-    )
-    .map(([a, b1, t, b2, n, m]) => `${a}${b1}${t}${b2}${n}${m === null ? '' : `${m[0]}[${m[1]}`}`);
-  const anyLine = fc.oneof(symbolLine, symbolLine, fc.string({ unit: fc.constantFrom(...'0af \t[]x\r') }));
+  const lines = (blank: fc.Arbitrary<string>, word: fc.Arbitrary<string>, other: string) => {
+    const symbolLine = fc
+      .tuple(
+        hex,
+        blank,
+        fc.constantFrom('t', 'T', 'w', 'W', 'd', 'b', 'x'),
+        blank,
+        word,
+        fc.option(fc.tuple(blank, word)),
+      )
+      .map(([a, b1, t, b2, n, m]) => `${a}${b1}${t}${b2}${n}${m === null ? '' : `${m[0]}[${m[1]}`}`);
+    return fc.array(fc.oneof(symbolLine, symbolLine, fc.string({ unit: fc.constantFrom(...other) })), {
+      maxLength: 30,
+    });
+  };
+  const probes = fc.array(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }));
 
   it('keeps the same symbols in the same order, whichever types are kept', () => {
+    const blank = fc.constantFrom(' ', '\t', '  ', ' \t', '\r', '\u00a0', '\u2003');
     fc.assert(
-      fc.property(
-        fc.array(anyLine, { maxLength: 30 }),
-        fc.array(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n })),
-        (lines, probes) => {
-          const text = lines.join('\n');
-          for (const all of [false, true]) {
-            const k = Kallsyms.parse(text, { types: all ? 'all' : 'text' });
-            const want = reference(text, all);
-            expect(k.size).toBe(want.length);
-            const fns = want.filter((s) => s.fn);
-            for (const s of want) expect(k.lookupRange(s.addr)?.start ?? s.addr).toBe(s.addr);
-            for (const name of want.flatMap((s) => [s.name, s.name.slice(0, -1), `${s.name} x`, `${s.name}\t[m]`])) {
-              const core = want.find((x) => x.name === name && x.module === undefined);
-              expect(k.lookupName(name)).toBe((core ?? want.find((x) => x.name === name))?.addr);
-            }
-            for (const addr of [...probes, ...want.map((s) => s.addr + 1n)]) {
-              let at = -1;
-              for (let i = 0; i < fns.length && fns[i]!.addr <= addr; i++) at = i;
-              const f = fns[at];
-              const next = fns[at + 1];
-              expect(k.lookup(addr)).toEqual(
-                f === undefined
-                  ? undefined
-                  : {
-                      name: f.name,
-                      offset: addr - f.addr,
-                      ...(next !== undefined ? { size: next.addr - f.addr } : {}),
-                      ...(f.module !== undefined ? { module: f.module } : {}),
-                    },
-              );
-            }
-          }
-        },
-      ),
+      fc.property(lines(blank, fc.stringMatching(/^[a-z_.\][0-9$]{0,8}$/), '0af \t[]x\r'), probes, (lines, probes) => {
+        const text = lines.join('\n');
+        for (const all of [false, true])
+          expectGrammar(Kallsyms.parse(text, { types: all ? 'all' : 'text' }), text, all, probes);
+      }),
     );
+  });
+
+  it('reads bytes as the latin1 text they encode', () => {
+    // Every byte a character: whitespace beyond ASCII (0xa0), and characters beyond it in names.
+    const blank = fc.constantFrom(' ', '\t', '\v', '\f', '\r', '\u00a0', ' \u00a0');
+    const word = fc.stringMatching(/^[a-z_.\][\u0080-\u00ff]{0,8}$/);
+    fc.assert(
+      fc.property(lines(blank, word, '0af \t[]x\r\u00a0\u00e9\u0085'), probes, (lines, probes) => {
+        const text = lines.join('\n');
+        const bytes = Buffer.from(text, 'latin1');
+        for (const all of [false, true])
+          expectGrammar(Kallsyms.parse(bytes, { types: all ? 'all' : 'text' }), text, all, probes);
+      }),
+    );
+  });
+
+  it('reads bytes within a larger buffer from their own first byte', () => {
+    const text = 'ffffffff81000000 T first\nffffffff81000100 t second\t[mod]\n';
+    const around = Buffer.from(`xx\n${text}ffffffff82000000 T beyond`, 'latin1');
+    const k = Kallsyms.parse(around.subarray(3, 3 + text.length));
+    expect(k.size).toBe(2);
+    expect(k.lookup(0xffffffff81000104n)).toEqual({ name: 'second', offset: 4n, module: 'mod' });
+    expect(k.format(0xffffffff81000010n)).toBe('first+0x10');
+    expect(k.lookupName('second')).toBe(0xffffffff81000100n);
   });
 });

@@ -3,6 +3,26 @@
 /** Whether this machine stores a 64-bit integer's low word first. */
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
+/** A character's class in the scan: a hex digit's value, or one of these. */
+const BLANK = 16;
+const NEWLINE = 17;
+const OTHER = 18;
+
+/** The class of each character code below 256. */
+const CLASS = Uint8Array.from({ length: 256 }, (_, c) => {
+  if (c === 10) return NEWLINE;
+  if (isSpace(c)) return BLANK;
+  const lower = c | 0x20;
+  if (c >= 48 && c <= 57) return c - 48;
+  return lower >= 97 && lower <= 102 ? lower - 87 : OTHER;
+});
+
+/** 1 for the type letters of functions: `t`, `T` and their weak forms `w`, `W`. */
+const FUNCTION_TYPE = Uint8Array.from({ length: 256 }, (_, c) => ('tTwW'.includes(String.fromCharCode(c)) ? 1 : 0));
+
+/** Symbols text: a string's code units, or bytes as latin1 characters. */
+type Units = Uint8Array | Uint16Array;
+
 /**
  * Kernel symbols sorted by address: `%pS`-style `name+0xoff` lookups over functions, and the kernel's
  * `kallsyms_lookup_name` / `kallsyms_lookup_size_offset` over every kept symbol. A symbol's name and module are read
@@ -10,7 +30,8 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
  */
 export class Kallsyms {
   readonly #addrs: BigUint64Array;
-  readonly #text: string;
+  /** The parsed text: a string, or bytes read as latin1. */
+  readonly #text: string | Uint8Array;
   /** Where each kept symbol's name starts in `#text`. */
   readonly #nameAt: Int32Array;
   /** Indices of the text symbols, or undefined when every kept symbol is text. */
@@ -23,7 +44,12 @@ export class Kallsyms {
     Readonly<{ name: string; offset: bigint; size?: bigint; module?: string }> | undefined
   >();
 
-  private constructor(addrs: BigUint64Array, text: string, nameAt: Int32Array, textIndex: Uint32Array | undefined) {
+  private constructor(
+    addrs: BigUint64Array,
+    text: string | Uint8Array,
+    nameAt: Int32Array,
+    textIndex: Uint32Array | undefined,
+  ) {
     this.#addrs = addrs;
     this.#text = text;
     this.#nameAt = nameAt;
@@ -33,92 +59,34 @@ export class Kallsyms {
 
   /**
    * Parses `ADDRESS TYPE NAME [MODULE]` lines (fields apart by whitespace, a line from its first byte, a module in
-   * brackets after the name); lines that do not fit (or have address 0, or one beyond 64 bits) are skipped. `types`:
-   * `text` (the default) keeps functions only (types `t`, `T`, `w`, `W`), all that `%pS` needs; `all` keeps every
-   * symbol, as the kernel's own name and size lookups (and so `.function` filters) see them.
+   * brackets after the name); lines that do not fit (or have address 0, or one beyond 64 bits) are skipped. `text` is
+   * a string or the file's bytes, each byte one character as `readFileSync(path, 'latin1')` reads it (bytes spare
+   * decoding a whole kernel's symbols to name the few looked up; they are kept, not copied, so must not change). `types`: `text` (the default) keeps functions only
+   * (types `t`, `T`, `w`, `W`), all that `%pS` needs; `all` keeps every symbol, as the kernel's own name and size
+   * lookups (and so `.function` filters) see them.
    */
-  static parse(text: string, options: { readonly types?: 'text' | 'all' } = {}): Kallsyms {
-    const all = options.types === 'all';
-    // Scanned by character codes into typed columns: a regular expression, a bigint and strings per line cost
-    // several times more over a whole kernel's symbols.
-    let hiOf = new Uint32Array(4096);
-    let loOf = new Uint32Array(4096);
-    let nameAt = new Int32Array(4096);
-    let isFn = new Uint8Array(4096);
-    let n = 0;
-    let sorted = true;
-    let lastHi = 0;
-    let lastLo = 0;
-    const length = text.length;
-    for (let start = 0; start < length; ) {
-      let end = text.indexOf('\n', start);
-      if (end < 0) end = length;
-      const line = start;
-      start = end + 1;
-      // The address: hex digits, then blanks.
-      let at = line;
-      let hi = 0;
-      let lo = 0;
-      let wide = false;
-      for (; at < end; at++) {
-        const d = hexDigit(text.charCodeAt(at));
-        if (d < 0) break;
-        if (hi >= 0x10000000) wide = true;
-        hi = hi * 16 + (lo >>> 28);
-        lo = ((lo << 4) | d) >>> 0;
-      }
-      if (at === line || !isBlank(text, at, end)) continue;
-      while (isBlank(text, at, end)) at++;
-      // The type: one character, then blanks.
-      if (at === end || !isBlank(text, at + 1, end)) continue;
-      const type = text.charCodeAt(at);
-      at += 1;
-      while (isBlank(text, at, end)) at++;
-      // The name: a run of non-blanks (where it ends, and the module after it, found when looked up).
-      if (at === end) continue;
-      const nameStart = at;
-      const fn = type === 0x74 || type === 0x54 || type === 0x77 || type === 0x57;
-      if (!all && !fn) continue;
-      if (wide || (hi === 0 && lo === 0)) continue;
-      if (hi < lastHi || (hi === lastHi && lo < lastLo)) sorted = false;
-      lastHi = hi;
-      lastLo = lo;
-      if (n === hiOf.length) {
-        hiOf = grown(hiOf);
-        loOf = grown(loOf);
-        nameAt = grown(nameAt);
-        isFn = grown(isFn);
-      }
-      hiOf[n] = hi;
-      loOf[n] = lo;
-      nameAt[n] = nameStart;
-      isFn[n] = fn ? 1 : 0;
-      n++;
-    }
-    // /proc/kallsyms is nearly sorted already; a stable sort keeps file order among equal addresses.
-    let order: Uint32Array | undefined;
+  static parse(text: string | Uint8Array, options: { readonly types?: 'text' | 'all' } = {}): Kallsyms {
+    const units = typeof text === 'string' ? codeUnits(text) : text;
+    const { count: n, words, nameAt, isFn, texts, sorted } = scan(units, options.types === 'all');
+    const inFile = new BigUint64Array(words.buffer, 0, n);
+    let order: number[] | undefined;
     if (!sorted) {
-      const ids = Array.from({ length: n }, (_, i) => i);
-      ids.sort((a, b) => hiOf[a]! - hiOf[b]! || loOf[a]! - loOf[b]! || a - b);
-      order = Uint32Array.from(ids);
+      // /proc/kallsyms is nearly sorted already; a stable sort keeps file order among equal addresses.
+      const hi = LITTLE_ENDIAN ? 1 : 0;
+      const lo = 1 - hi;
+      order = Array.from({ length: n }, (_, i) => i);
+      order.sort((a, b) => words[2 * a + hi]! - words[2 * b + hi]! || words[2 * a + lo]! - words[2 * b + lo]! || a - b);
     }
-    const addrs = new BigUint64Array(n);
-    const words = new DataView(addrs.buffer);
-    const keptNames = new Int32Array(n);
-    let texts = 0;
-    for (let i = 0; i < n; i++) {
-      const from = order === undefined ? i : order[i]!;
-      words.setUint32(8 * i, LITTLE_ENDIAN ? loOf[from]! : hiOf[from]!, LITTLE_ENDIAN);
-      words.setUint32(8 * i + 4, LITTLE_ENDIAN ? hiOf[from]! : loOf[from]!, LITTLE_ENDIAN);
-      keptNames[i] = nameAt[from]!;
-      texts += isFn[from]!;
-    }
+    // Sorted already, the columns are kept as scanned, spare room and all: copying them costs more than the room.
+    const addrs = order === undefined ? inFile : BigUint64Array.from(order, (i) => inFile[i]!);
+    const names = order === undefined ? nameAt : Int32Array.from(order, (i) => nameAt[i]!);
+    const fns = order === undefined ? isFn : Uint8Array.from(order, (i) => isFn[i]!);
     let textIndex: Uint32Array | undefined;
     if (texts < n) {
       textIndex = new Uint32Array(texts);
-      for (let i = 0, j = 0; i < n; i++) if (isFn[order === undefined ? i : order[i]!]) textIndex[j++] = i;
+      for (let i = 0, j = 0; i < n; i++) if (fns[i]) textIndex[j++] = i;
     }
-    return new Kallsyms(addrs, text, keptNames, textIndex);
+    return new Kallsyms(addrs, text, names, textIndex);
   }
 
   /** How many symbols were kept. */
@@ -126,37 +94,49 @@ export class Kallsyms {
     return this.#addrs.length;
   }
 
+  /** The character code at `at` of the parsed text, -1 past its end. */
+  #code(at: number): number {
+    const text = this.#text;
+    return at >= text.length ? -1 : typeof text === 'string' ? text.charCodeAt(at) : text[at]!;
+  }
+
+  #slice(from: number, to: number): string {
+    const text = this.#text;
+    return typeof text === 'string'
+      ? text.slice(from, to)
+      : Buffer.from(text.buffer, text.byteOffset + from, to - from).toString('latin1');
+  }
+
   /** Where symbol `i`'s name ends: at the first whitespace after its start. */
   #nameEnd(i: number): number {
-    const text = this.#text;
     let at = this.#nameAt[i]!;
-    while (at < text.length && !isSpace(text.charCodeAt(at))) at++;
+    for (let c = this.#code(at); c >= 0 && !isSpace(c); c = this.#code(++at));
     return at;
   }
 
   #name(i: number): string {
-    return this.#text.slice(this.#nameAt[i]!, this.#nameEnd(i));
+    return this.#slice(this.#nameAt[i]!, this.#nameEnd(i));
   }
 
   /** Symbol `i`'s module: blanks after its name, then `[`, non-blanks, `]` (the last of the run, not the first). */
   #module(i: number): string | undefined {
-    const text = this.#text;
     const nameEnd = this.#nameEnd(i);
     let at = nameEnd;
-    while (isBlank(text, at, text.length)) at++;
-    if (at === nameEnd || text.charCodeAt(at) !== 0x5b) return undefined;
+    while (isBlank(this.#code(at))) at++;
+    if (at === nameEnd || this.#code(at) !== 0x5b) return undefined;
     let close = -1;
-    for (let run = at + 1; run < text.length; run++) {
-      const c = text.charCodeAt(run);
-      if (isSpace(c)) break;
+    for (let run = at + 1, c = this.#code(run); c >= 0 && !isSpace(c); c = this.#code(++run)) {
       if (c === 0x5d) close = run;
     }
-    return close > at + 1 ? text.slice(at + 1, close) : undefined;
+    return close > at + 1 ? this.#slice(at + 1, close) : undefined;
   }
 
   #nameIs(i: number, name: string): boolean {
     const start = this.#nameAt[i]!;
-    return name !== '' && this.#text.startsWith(name, start) && this.#nameEnd(i) === start + name.length;
+    if (name === '') return false;
+    for (let k = 0; k < name.length; k++) if (this.#code(start + k) !== name.charCodeAt(k)) return false;
+    const after = this.#code(start + name.length);
+    return after < 0 || isSpace(after);
   }
 
   /**
@@ -239,13 +219,6 @@ export class Kallsyms {
   }
 }
 
-/** The value of a hex digit's character code, -1 for any other. */
-function hexDigit(c: number): number {
-  if (c >= 48 && c <= 57) return c - 48;
-  const lower = c | 0x20;
-  return lower >= 97 && lower <= 102 ? lower - 87 : -1;
-}
-
 /** Whether a character code is whitespace, as `\s` matches it. */
 function isSpace(c: number): boolean {
   if (c > 32 && c < 160) return false;
@@ -264,15 +237,118 @@ function isSpace(c: number): boolean {
   );
 }
 
-/** Whether `text[at]`, before `end`, is whitespace other than a newline (a line's end is never inside it). */
-function isBlank(text: string, at: number, end: number): boolean {
-  if (at >= end) return false;
-  const c = text.charCodeAt(at);
-  return c !== 10 && isSpace(c);
+/** Whether a character code is whitespace other than a newline (a line's end is never inside it); -1 is not. */
+function isBlank(c: number): boolean {
+  return c >= 0 && c !== 10 && isSpace(c);
 }
 
-function grown<T extends Uint32Array | Int32Array | Uint8Array>(a: T): T {
-  const b = new (a.constructor as new (n: number) => T)(a.length * 2);
+/** The class of `units[at]`: {@link NEWLINE} past the end, as the text's last line ends there. */
+function classAt(units: Units, at: number): number {
+  if (at >= units.length) return NEWLINE;
+  const c = units[at]!;
+  return c < 256 ? CLASS[c]! : wideClass(c);
+}
+
+/** The class of a character code above 255. */
+function wideClass(c: number): number {
+  return isSpace(c) ? BLANK : OTHER;
+}
+
+/** A string's UTF-16 code units, copied at once rather than a character at a time. */
+function codeUnits(text: string): Uint16Array {
+  // A buffer of its own (never the pool's, at an odd offset), the units in this machine's order.
+  const bytes = Buffer.allocUnsafeSlow(2 * text.length);
+  bytes.write(text, 'utf16le');
+  if (!LITTLE_ENDIAN) bytes.swap16();
+  return new Uint16Array(bytes.buffer, bytes.byteOffset, text.length);
+}
+
+/** The symbols a scan keeps, in the text's order; an address as a pair of words in the machine's order. */
+interface Scanned {
+  readonly count: number;
+  readonly words: Uint32Array;
+  readonly nameAt: Int32Array;
+  /** 1 for a function. */
+  readonly isFn: Uint8Array;
+  readonly texts: number;
+  readonly sorted: boolean;
+}
+
+/**
+ * The symbol lines of `units` (see {@link Kallsyms.parse}), scanned by code units into typed columns: a regular
+ * expression, a bigint and strings per line cost several times more over a whole kernel's symbols, and a string's
+ * characters cost more to read than an array's. A function of its own, so that the loop compiled while it runs is not
+ * thrown away when the code after it first runs.
+ */
+function scan(units: Units, all: boolean): Scanned {
+  const length = units.length;
+  // A kernel's symbol lines are longer than 32 characters: the columns seldom grow.
+  let capacity = Math.max(64, length >>> 5);
+  let words = new Uint32Array(2 * capacity);
+  let nameAt = new Int32Array(capacity);
+  let isFn = new Uint8Array(capacity);
+  const low = LITTLE_ENDIAN ? 0 : 1;
+  let n = 0;
+  let texts = 0;
+  let sorted = true;
+  let at = 0;
+  for (let line = 0; line < length; line = at + 1) {
+    at = line;
+    // The address: hex digits, then blanks.
+    let hi = 0;
+    let lo = 0;
+    let wide = false;
+    let k = NEWLINE;
+    for (; at < length; at++) {
+      const c = units[at]!;
+      k = c < 256 ? CLASS[c]! : wideClass(c);
+      if (k >= BLANK) break;
+      if (hi >>> 28 !== 0) wide = true;
+      hi = (hi << 4) | (lo >>> 28);
+      lo = (lo << 4) | k;
+    }
+    if (at === length) k = NEWLINE;
+    if (at > line && k === BLANK) {
+      while (k === BLANK) k = classAt(units, ++at);
+      // The type: one character, then blanks.
+      if (k !== NEWLINE && classAt(units, at + 1) === BLANK) {
+        const type = units[at]!;
+        at += 1;
+        do k = classAt(units, ++at);
+        while (k === BLANK);
+        // The name: a run of non-blanks (where it ends, and the module after it, found when looked up). A table
+        // rather than comparisons for the type: a rare letter met late would cost the compiled loop.
+        const fn = type < 256 && FUNCTION_TYPE[type] === 1;
+        if (k !== NEWLINE && (all || fn) && !wide && (hi | lo) !== 0) {
+          // Compared with the previous address as stored: words held in variables across lines would be boxed, an
+          // allocation per line, while the loop is not yet compiled.
+          if (n > 0 && sorted) {
+            const lastHi = words[2 * n - 1 - low]!;
+            if (hi >>> 0 < lastHi || (hi >>> 0 === lastHi && lo >>> 0 < words[2 * n - 2 + low]!)) sorted = false;
+          }
+          if (n === capacity) {
+            capacity *= 2;
+            words = grown(words, 2 * capacity);
+            nameAt = grown(nameAt, capacity);
+            isFn = grown(isFn, capacity);
+          }
+          words[2 * n + low] = lo;
+          words[2 * n + 1 - low] = hi;
+          nameAt[n] = at;
+          isFn[n] = fn ? 1 : 0;
+          texts += fn ? 1 : 0;
+          n++;
+        }
+      }
+    }
+    while (at < length && units[at] !== 10) at++;
+  }
+  return { count: n, words, nameAt, isFn, texts, sorted };
+}
+
+/** `a` copied into a new array of `length` elements. */
+function grown<T extends Uint32Array | Int32Array | Uint8Array>(a: T, length: number): T {
+  const b = new (a.constructor as new (n: number) => T)(length);
   b.set(a);
   return b;
 }
