@@ -4,7 +4,7 @@
  * event: the batches come in order, and the source names keys with the worker's keys.
  */
 import { formatLocation, type Location } from '@evtrace/errors';
-import { TraceFormatError, type TraceFormatErrorCode } from '@evtrace/trace-format';
+import { openPerfData, TraceFormatError, type TraceFormatErrorCode } from '@evtrace/trace-format';
 import { type AnalyzeOptions, type KmemAnalysis, KmemAnalyzer } from './analyze.ts';
 import { KmemError, type KmemErrorCode } from './errors.ts';
 import { KmemColumns, type KmemSource } from './event.ts';
@@ -62,6 +62,19 @@ export async function analysePerfData(
   const module = import.meta.url.endsWith('.ts') ? './perf-data-worker.ts' : './perf-data-worker.js';
   const job: PerfDataJob = { file, lenient: options.lenient === true };
   const worker = new Worker(new URL(module, import.meta.url), { workerData: job });
+  // While the worker starts, this thread walks the file to find the samples' order, which it hands over: the
+  // worker then only reads and decodes them, in that order.
+  try {
+    const walked = openPerfData(file, { lenient: options.lenient === true }).walk();
+    const transfer = (walked?.queues ?? []).flatMap((q) =>
+      q === undefined ? [] : [q.time.buffer, q.offset.buffer, q.layout.buffer],
+    );
+    worker.postMessage({ walked }, transfer);
+  } catch (error) {
+    worker.on('error', () => {});
+    await worker.terminate();
+    throw error;
+  }
   const analyzer = new KmemAnalyzer(options);
   const cacheNames: string[] = [];
   // Every batch's texts: cache names set for each event below, no gfp flag texts from a perf.data.
@@ -104,7 +117,7 @@ export async function analysePerfData(
       worker.on('exit', (code) => {
         if (!ended) reject(new Error(`the thread reading ${file} stopped (exit code ${code})`));
       });
-      // While the worker starts and walks the file, before its first batch.
+      // While the worker reads the first batch.
       state.loadSymbols();
     });
   } finally {

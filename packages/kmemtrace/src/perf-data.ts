@@ -17,6 +17,7 @@ import {
   type PerfEventAttr,
   type PerfSamples,
   parseFormatFile,
+  type SampleWalk,
 } from '@evtrace/trace-format';
 import { AddressKeys } from './address.ts';
 import { EXPECTED_INPUT, KmemError, noKmemEvents } from './errors.ts';
@@ -33,6 +34,8 @@ export interface PerfDataSourceOptions {
   readonly lenient?: boolean;
   /** Symbols for call sites; by default the build-id cache's or the running kernel's (see the module's comment). */
   readonly kallsyms?: Kallsyms;
+  /** The samples' order found by another reader of the file (trace-format's `PerfDataReader.walk`), on another thread. */
+  readonly walked?: SampleWalk;
 }
 
 /** Where a field lies in a record, as its format file says: -1 offset when the event has no such field. */
@@ -280,7 +283,7 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
     }
   }
   function* batches(): Generator<KmemColumns> {
-    for (const s of reader.samples()) {
+    for (const s of reader.samples(options.walked)) {
       decode(s);
       count += out.length;
       if (out.length > 0) yield out;

@@ -21,18 +21,37 @@ function perfUnavailable(): string {
   return '';
 }
 
-/** Every sample as `[CPU] TIME EVENT`, in the reader's order: what `perf script -F cpu,time,event --ns` prints. */
-function lines(bytes: Uint8Array, options: { lenient?: boolean } = {}): string[] {
-  const reader = readPerfData(bytes, { file: 'fuzz.data', batch: 64, ...options });
+/**
+ * Every sample as `[CPU] TIME EVENT`, in the reader's order: what `perf script -F cpu,time,event --ns` prints.
+ * `walked`: the order found by another reader's walk, handed over as to another thread (cloned).
+ */
+function lines(bytes: Uint8Array, options: { lenient?: boolean; walked?: boolean } = {}): string[] {
+  return samplesAndWarnings(bytes, options).lines;
+}
+
+function samplesAndWarnings(bytes: Uint8Array, options: { lenient?: boolean; walked?: boolean }) {
+  const read = () => readPerfData(bytes, { file: 'fuzz.data', batch: 64, lenient: options.lenient === true });
+  const reader = read();
+  const walk = options.walked ? structuredClone(read().walk()) : undefined;
   const out: string[] = [];
-  for (const s of reader.samples())
+  for (const s of reader.samples(walk))
     for (let i = 0; i < s.length; i++) {
       const name = reader.attrClasses[s.attr[i]!]?.name ?? '?';
       out.push(`${s.cpu[i]} ${s.time[i]} ${name} @${s.offset[i]}`);
       if (out.length > 1_000_000) throw new Error('runaway sample count');
     }
-  return out;
+  return { lines: out, warnings: reader.warnings };
 }
+
+/** {@link lines} read both ways, or the error each way threw. */
+const bothWays = (bytes: Uint8Array, lenient: boolean) =>
+  [false, true].map((walked) => {
+    try {
+      return samplesAndWarnings(bytes, { lenient, walked });
+    } catch (error) {
+      return error;
+    }
+  });
 
 const why = perfUnavailable();
 
@@ -88,6 +107,8 @@ describe.skipIf(why !== '')(`perf.data read beside perf script${why ? ` (skipped
         return `${Number(m[1])} ${BigInt(m[2]!) * 1_000_000_000n + BigInt(m[3]!)} ${m[4]}`;
       });
     const ours = lines(bytes).map((l) => l.replace(/ @\d+$/, ''));
+    // Ordered by a walk made on another reader (another thread's), the same.
+    expect(lines(bytes, { walked: true })).toEqual(lines(bytes));
     expect(ours.length).toBeGreaterThan(50);
     expect(ours).toEqual(expected);
   });
@@ -145,6 +166,9 @@ describe.skipIf(why !== '')(`perf.data read beside perf script${why ? ` (skipped
           const copy = Uint8Array.from(bytes.subarray(0, cut));
           for (const p of pokes) if (p.at < copy.length) copy[p.at] = p.value;
           for (const lenient of [false, true]) {
+            // Ordered by a walk on another reader: the same samples, warnings, or error.
+            const [direct, walked] = bothWays(copy, lenient);
+            expect(walked).toEqual(direct);
             try {
               const got = lines(copy, { lenient });
               // Only cut (no pokes): what is read is perf's order of what is left.

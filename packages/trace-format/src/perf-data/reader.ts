@@ -14,7 +14,7 @@ import { readTracingMetadata } from '../ftrace/tracedat/read.ts';
 import type { EventClass } from '../model/types.ts';
 import { Feature, fail, type PerfDataHeader, type PerfEventAttr, readPerfDataHeader } from './header.ts';
 import { RecordCursor, type SampleLayout, sampleLayout } from './records.ts';
-import { orderedSamples, type PerfSamples } from './samples.ts';
+import { orderedSamples, type PerfSamples, type SampleSourceState, type SampleWalk, walkSamples } from './samples.ts';
 
 /** Options of {@link openPerfData} and {@link readPerfData}. */
 export interface PerfDataReadOptions {
@@ -39,7 +39,14 @@ export interface PerfDataReader {
    * The samples in time order (as `perf script` prints them), in batches of columns; read once. The walk reads the
    * file a few MiB at a time; it holds the samples of the rounds not yet delivered.
    */
-  samples(): Iterable<PerfSamples>;
+  samples(walked?: SampleWalk): Iterable<PerfSamples>;
+  /**
+   * The walk `samples()` would make to order the samples, without delivering them (undefined when the samples carry
+   * no time: they come in file order). Given to `samples(walked)` of another reader of the same file, on another
+   * thread, it delivers the samples in the same order with the same warnings while this thread does other work. Either
+   * this or `samples()` is called, once.
+   */
+  walk(): SampleWalk | undefined;
   /** Damage kept going past (lenient) and lost events the kernel counted; complete once `samples()` has ended. */
   readonly warnings: string[];
   /** Samples the kernel could not record (PERF_RECORD_LOST and LOST_SAMPLES), once `samples()` has ended. */
@@ -85,23 +92,22 @@ export function readPerfData(
     osRelease,
     warnings,
     lost: () => counts.lost + counts.lostSamples,
-    samples() {
-      if (read) throw new TraceFormatError('ERR_TRACE_PERF_DATA', 'the samples of a perf.data reader are read once');
-      read = true;
+    walk() {
+      // Untimed samples have no order to find: the reader stays unread, for samples().
       const layouts = header.attrs.map(sampleLayout);
-      checkLayouts(layouts, file);
-      const byIdIndex = new Map<number, number>();
-      header.attrs.forEach((a: PerfEventAttr, i) => {
-        for (const id of a.ids) byIdIndex.set(id, i);
-      });
-      // Timed samples are queued by file offset and read again when delivered: the walk keeps no chunk.
-      const reuse = layouts.every((l) => l.time >= 0);
-      const cursor = new RecordCursor(source, header.data, { ...(file !== undefined ? { file } : {}), lenient, reuse });
-      const dataEnd = header.data.offset + header.data.size;
-      const state = { cursor, source, dataEnd, layouts, byId: byIdIndex, file, lenient, counts, warnings, batches: 0 };
+      if (layouts.length === 0 || layouts.some((l) => l.time < 0)) return undefined;
+      return walkSamples(sampleState());
+    },
+    samples(walked?: SampleWalk) {
+      const state = sampleState();
+      if (walked !== undefined) {
+        counts.skipped += walked.counts.skipped;
+        counts.lost += walked.counts.lost;
+        counts.lostSamples += walked.counts.lostSamples;
+      }
       return {
         *[Symbol.iterator]() {
-          yield* orderedSamples(state, options.batch ?? 4096);
+          yield* orderedSamples(state, options.batch ?? 4096, walked);
           if (counts.skipped > 10) warnings.push(`${file ?? 'perf.data'}: ${counts.skipped} samples skipped in all`);
           const lost = counts.lost + counts.lostSamples;
           if (lost > 0) warnings.push(`${file ?? 'perf.data'}: the kernel lost ${lost} events while recording`);
@@ -109,6 +115,22 @@ export function readPerfData(
       };
     },
   };
+
+  function sampleState(): SampleSourceState {
+    if (read) throw new TraceFormatError('ERR_TRACE_PERF_DATA', 'the samples of a perf.data reader are read once');
+    read = true;
+    const layouts = header.attrs.map(sampleLayout);
+    checkLayouts(layouts, file);
+    const byIdIndex = new Map<number, number>();
+    header.attrs.forEach((a: PerfEventAttr, i) => {
+      for (const id of a.ids) byIdIndex.set(id, i);
+    });
+    // Timed samples are queued by file offset and read again when delivered: the walk keeps no chunk.
+    const reuse = layouts.every((l) => l.time >= 0);
+    const cursor = new RecordCursor(source, header.data, { ...(file !== undefined ? { file } : {}), lenient, reuse });
+    const dataEnd = header.data.offset + header.data.size;
+    return { cursor, source, dataEnd, layouts, byId: byIdIndex, file, lenient, counts, warnings, batches: 0 };
+  }
 }
 
 /** Samples of several events are told apart by their id, which must lie at one place in all of them. */

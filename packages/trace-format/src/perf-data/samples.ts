@@ -164,8 +164,62 @@ class Ordering {
 const MAX = 0;
 const NEXT = 1;
 
+/**
+ * The order a reader delivers a file's samples in, found without reading their data: every sample's time, file
+ * offset and event per CPU, and at each round how far each CPU's samples go, the round's time limit and the warnings
+ * met. Its arrays can be handed to another thread, whose reader of the same file then delivers the samples.
+ */
+export interface SampleWalk {
+  /** Per CPU (by number): the samples' time, file offset and layout (event) index, `count` of them. */
+  readonly queues: readonly (
+    | {
+        readonly time: Float64Array<ArrayBuffer>;
+        readonly offset: Float64Array<ArrayBuffer>;
+        readonly layout: Int32Array<ArrayBuffer>;
+        readonly count: number;
+      }
+    | undefined
+  )[];
+  readonly rounds: readonly {
+    /** Samples of each CPU queued by the round's end. */
+    readonly tails: readonly number[];
+    /** Delivered this round: those not later than this (all of them at the end). */
+    readonly limit: number;
+    readonly all: boolean;
+    /** Warnings the round's walk met (lenient). */
+    readonly warnings: readonly string[];
+  }[];
+  readonly counts: { readonly skipped: number; readonly lost: number; readonly lostSamples: number };
+  /** Where the walk stopped at damage (lenient). */
+  readonly damage: { readonly offset: number; readonly message: string } | undefined;
+}
+
+/** Walks the data section as {@link orderedSamples} would, queuing and delivering nothing: undefined when untimed. */
+export function walkSamples(s: SampleSourceState): SampleWalk | undefined {
+  const o = new Ordering(s);
+  if (!o.timed) return undefined;
+  const rounds: SampleWalk['rounds'][number][] = [];
+  const none = new PerfSamples(0);
+  for (;;) {
+    const before = s.warnings.length;
+    const all = walk(s, o, none) === END;
+    const warnings = s.warnings.splice(before);
+    rounds.push({ tails: o.queues.map((q) => q?.tail ?? 0), limit: o.times[NEXT]!, all, warnings });
+    if (all) break;
+    o.times[NEXT] = o.times[MAX]!;
+  }
+  const queues = Array.from(o.queues, (q) =>
+    q === undefined ? undefined : { time: q.time, offset: q.offset, layout: q.layout, count: q.tail },
+  );
+  return { queues, rounds, counts: { ...s.counts }, damage: s.cursor.damage };
+}
+
 /** Yields the samples of the data section in batches of `capacity`, in time order (file order without times). */
-export function* orderedSamples(s: SampleSourceState, capacity: number): Generator<PerfSamples> {
+export function* orderedSamples(s: SampleSourceState, capacity: number, walked?: SampleWalk): Generator<PerfSamples> {
+  if (walked !== undefined) {
+    yield* replayedSamples(s, capacity, walked);
+    return;
+  }
   const out = new PerfSamples(capacity);
   const o = new Ordering(s);
   for (;;) {
@@ -193,6 +247,48 @@ export function* orderedSamples(s: SampleSourceState, capacity: number): Generat
   if (s.cursor.damage !== undefined)
     s.warnings.push(
       `${s.file ?? 'perf.data'}: byte ${s.cursor.damage.offset}: ${s.cursor.damage.message}; the records after it are not read`,
+    );
+  if (out.length > 0) yield out;
+}
+
+/** {@link orderedSamples} of a walk made by another reader: each round's deliveries as that walk found them. */
+function* replayedSamples(s: SampleSourceState, capacity: number, walked: SampleWalk): Generator<PerfSamples> {
+  const out = new PerfSamples(capacity);
+  const times = new Float64Array(2);
+  const queues = walked.queues.map((w) => {
+    if (w === undefined) return undefined;
+    const q = new Queue();
+    q.time = w.time;
+    q.offset = w.offset;
+    q.layout = w.layout;
+    return q;
+  });
+  for (const round of walked.rounds) {
+    s.warnings.push(...round.warnings);
+    const active: Queue[] = [];
+    queues.forEach((q, cpu) => {
+      if (q === undefined) return;
+      q.tail = round.tails[cpu] ?? 0;
+      if (q.tail <= q.head) return;
+      active.push(q);
+      // Sorted when out of order, as the walk that queued them would have found and sorted them.
+      for (let i = q.head + 1; i < q.tail; i++)
+        if (q.time[i]! < q.time[i - 1]!) {
+          q.sort();
+          break;
+        }
+    });
+    times[NEXT] = round.limit;
+    const merge = new Merge(active, round.all, round.limit);
+    while (deliver(s, merge, round.all, times, out)) {
+      yield out;
+      s.batches++;
+      out.length = 0;
+    }
+  }
+  if (walked.damage !== undefined)
+    s.warnings.push(
+      `${s.file ?? 'perf.data'}: byte ${walked.damage.offset}: ${walked.damage.message}; the records after it are not read`,
     );
   if (out.length > 0) yield out;
 }
