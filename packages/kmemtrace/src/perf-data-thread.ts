@@ -66,9 +66,7 @@ export async function analysePerfData(
   // worker then only reads and decodes them, in that order.
   try {
     const walked = openPerfData(file, { lenient: options.lenient === true }).walk();
-    const transfer = (walked?.queues ?? []).flatMap((q) =>
-      q === undefined ? [] : [q.time.buffer, q.offset.buffer, q.layout.buffer],
-    );
+    const transfer = (walked?.queues ?? []).flatMap((q) => [q.time.buffer, q.offset.buffer, q.layout.buffer]);
     worker.postMessage({ walked }, transfer);
   } catch (error) {
     worker.on('error', () => {});

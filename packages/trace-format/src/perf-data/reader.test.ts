@@ -166,9 +166,20 @@ describe.skipIf(why !== '')(`perf.data read beside perf script${why ? ` (skipped
           const copy = Uint8Array.from(bytes.subarray(0, cut));
           for (const p of pokes) if (p.at < copy.length) copy[p.at] = p.value;
           for (const lenient of [false, true]) {
-            // Ordered by a walk on another reader: the same samples, warnings, or error.
+            // Ordered by a walk on another reader: the same samples, or an error too (strict, the walk, made first,
+            // may meet a later damage first); the same warnings but which ten of many skipped samples are named.
             const [direct, walked] = bothWays(copy, lenient);
-            expect(walked).toEqual(direct);
+            if (direct instanceof Error || walked instanceof Error) {
+              expect(direct).toBeInstanceOf(TraceFormatError);
+              expect(walked).toBeInstanceOf(TraceFormatError);
+            } else {
+              const a = direct as ReturnType<typeof samplesAndWarnings>;
+              const b = walked as ReturnType<typeof samplesAndWarnings>;
+              expect(b.lines).toEqual(a.lines);
+              const named = (w: readonly string[]) =>
+                w.some((x) => / samples skipped in all$/.test(x)) ? w.filter((x) => !/; skipped$/.test(x)) : w;
+              expect(named(b.warnings)).toEqual(named(a.warnings));
+            }
             try {
               const got = lines(copy, { lenient });
               // Only cut (no pokes): what is read is perf's order of what is left.

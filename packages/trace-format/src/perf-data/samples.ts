@@ -130,6 +130,9 @@ export interface SampleSourceState {
   batches: number;
 }
 
+/** CPUs a sample's number must be below (Linux's NR_CPUS is at most 8192): queues are an array indexed by it. */
+const MAX_CPUS = 1 << 16;
+
 /** What {@link walk} stopped at. */
 const ROUND = 0;
 const END = 1;
@@ -170,18 +173,16 @@ const NEXT = 1;
  * met. Its arrays can be handed to another thread, whose reader of the same file then delivers the samples.
  */
 export interface SampleWalk {
-  /** Per CPU (by number): the samples' time, file offset and layout (event) index, `count` of them. */
-  readonly queues: readonly (
-    | {
-        readonly time: Float64Array<ArrayBuffer>;
-        readonly offset: Float64Array<ArrayBuffer>;
-        readonly layout: Int32Array<ArrayBuffer>;
-        readonly count: number;
-      }
-    | undefined
-  )[];
+  /** Each CPU's samples (CPUs in ascending order): their time, file offset and layout (event) index. */
+  readonly queues: readonly {
+    readonly cpu: number;
+    readonly time: Float64Array<ArrayBuffer>;
+    readonly offset: Float64Array<ArrayBuffer>;
+    readonly layout: Int32Array<ArrayBuffer>;
+    readonly count: number;
+  }[];
   readonly rounds: readonly {
-    /** Samples of each CPU queued by the round's end. */
+    /** Samples of each queue (in the order of `queues`) queued by the round's end. */
     readonly tails: readonly number[];
     /** Delivered this round: those not later than this (all of them at the end). */
     readonly limit: number;
@@ -198,20 +199,35 @@ export interface SampleWalk {
 export function walkSamples(s: SampleSourceState): SampleWalk | undefined {
   const o = new Ordering(s);
   if (!o.timed) return undefined;
-  const rounds: SampleWalk['rounds'][number][] = [];
+  const rounds: { tails: Map<number, number>; limit: number; all: boolean; warnings: string[] }[] = [];
   const none = new PerfSamples(0);
   for (;;) {
     const before = s.warnings.length;
     const all = walk(s, o, none) === END;
     const warnings = s.warnings.splice(before);
-    rounds.push({ tails: o.queues.map((q) => q?.tail ?? 0), limit: o.times[NEXT]!, all, warnings });
+    rounds.push({ tails: present(o.queues, (q) => q.tail), limit: o.times[NEXT]!, all, warnings });
     if (all) break;
     o.times[NEXT] = o.times[MAX]!;
   }
-  const queues = Array.from(o.queues, (q) =>
-    q === undefined ? undefined : { time: q.time, offset: q.offset, layout: q.layout, count: q.tail },
-  );
-  return { queues, rounds, counts: { ...s.counts }, damage: s.cursor.damage };
+  const cpus = [...present(o.queues, (q) => q.tail).keys()];
+  return {
+    queues: cpus.map((cpu) => {
+      const q = o.queues[cpu]!;
+      return { cpu, time: q.time, offset: q.offset, layout: q.layout, count: q.tail };
+    }),
+    rounds: rounds.map((r) => ({ ...r, tails: cpus.map((cpu) => r.tails.get(cpu) ?? 0) })),
+    counts: { ...s.counts },
+    damage: s.cursor.damage,
+  };
+}
+
+/** A value of each queue present, by CPU, in ascending order. */
+function present(queues: Queue[], value: (q: Queue) => number): Map<number, number> {
+  const out = new Map<number, number>();
+  queues.forEach((q, cpu) => {
+    out.set(cpu, value(q));
+  });
+  return out;
 }
 
 /** Yields the samples of the data section in batches of `capacity`, in time order (file order without times). */
@@ -256,7 +272,6 @@ function* replayedSamples(s: SampleSourceState, capacity: number, walked: Sample
   const out = new PerfSamples(capacity);
   const times = new Float64Array(2);
   const queues = walked.queues.map((w) => {
-    if (w === undefined) return undefined;
     const q = new Queue();
     q.time = w.time;
     q.offset = w.offset;
@@ -266,9 +281,8 @@ function* replayedSamples(s: SampleSourceState, capacity: number, walked: Sample
   for (const round of walked.rounds) {
     s.warnings.push(...round.warnings);
     const active: Queue[] = [];
-    queues.forEach((q, cpu) => {
-      if (q === undefined) return;
-      q.tail = round.tails[cpu] ?? 0;
+    queues.forEach((q, k) => {
+      q.tail = round.tails[k] ?? 0;
       if (q.tail <= q.head) return;
       active.push(q);
       // Sorted when out of order, as the walk that queued them would have found and sorted them.
@@ -330,6 +344,10 @@ function walk(s: SampleSourceState, o: Ordering, out: PerfSamples): number {
         continue;
       }
       const cpu = l.cpu >= 0 ? v.getUint32(at + l.cpu, true) : 0;
+      if (cpu >= MAX_CPUS) {
+        skip(s, cursor.offset, `sample of CPU ${cpu}, more than a machine has`);
+        continue;
+      }
       let q = o.queues[cpu];
       if (q === undefined) q = o.queues[cpu] = new Queue();
       const i = q.add(cursor.offset, li);
