@@ -1,5 +1,6 @@
 /**
- * A perf.data file analysed on two threads: a worker reads and decodes the samples (perf-data-worker.ts) while this
+ * A perf.data file analysed on two threads: while a worker starts, this thread walks the file to find the samples'
+ * order and hands it over; the worker reads and decodes the samples in that order (perf-data-worker.ts) while this
  * thread loads the kernel symbols, then analyses each batch as it arrives. The result is the one thread's, event for
  * event: the batches come in order, and the source names keys with the worker's keys.
  */
