@@ -5,7 +5,7 @@
  * event: the batches come in order, and the source names keys with the worker's keys.
  */
 import { formatLocation, type Location } from '@evtrace/errors';
-import { openPerfData, TraceFormatError, type TraceFormatErrorCode } from '@evtrace/trace-format';
+import { TraceFormatError, type TraceFormatErrorCode } from '@evtrace/trace-format';
 import { type AnalyzeOptions, type KmemAnalysis, KmemAnalyzer } from './analyze.ts';
 import { KmemError, type KmemErrorCode } from './errors.ts';
 import { KmemColumns, type KmemSource } from './event.ts';
@@ -66,7 +66,7 @@ export async function analysePerfData(
   // While the worker starts, this thread walks the file to find the samples' order, which it hands over: the
   // worker then only reads and decodes them, in that order.
   try {
-    const walked = openPerfData(file, { lenient: options.lenient === true }).walk();
+    const walked = state.walk();
     const transfer = (walked?.queues ?? []).flatMap((q) => [q.time.buffer, q.offset.buffer, q.layout.buffer]);
     worker.postMessage({ walked }, transfer);
   } catch (error) {

@@ -300,7 +300,7 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
     gfpNames: gfpNamer(gfpTableOf(reader.eventClasses)),
     diagnostics,
   };
-  perfDataState.set(source, { siteAddresses, keys, loadSymbols: () => void symbols() });
+  perfDataState.set(source, { siteAddresses, keys, loadSymbols: () => void symbols(), walk: () => reader.walk() });
   return source;
 }
 
@@ -313,6 +313,11 @@ export interface PerfDataState {
   readonly keys: AddressKeys;
   /** Loads the kernel symbols now rather than at the first name. */
   readonly loadSymbols: () => void;
+  /**
+   * Walks the file with the source's reader to order the samples, for another thread to read them (the source's own
+   * events are then not read).
+   */
+  readonly walk: () => SampleWalk | undefined;
 }
 
 /** The state of each source {@link perfDataSource} made. */

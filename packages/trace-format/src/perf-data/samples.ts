@@ -199,35 +199,31 @@ export interface SampleWalk {
 export function walkSamples(s: SampleSourceState): SampleWalk | undefined {
   const o = new Ordering(s);
   if (!o.timed) return undefined;
-  const rounds: { tails: Map<number, number>; limit: number; all: boolean; warnings: string[] }[] = [];
+  const rounds: { tails: number[]; limit: number; all: boolean; warnings: string[] }[] = [];
   const none = new PerfSamples(0);
   for (;;) {
     const before = s.warnings.length;
     const all = walk(s, o, none) === END;
     const warnings = s.warnings.splice(before);
-    rounds.push({ tails: present(o.queues, (q) => q.tail), limit: o.times[NEXT]!, all, warnings });
+    // By CPU number, holes where no sample came yet (CPU numbers are bounded: see MAX_CPUS).
+    rounds.push({ tails: o.queues.map((q) => q.tail), limit: o.times[NEXT]!, all, warnings });
     if (all) break;
     o.times[NEXT] = o.times[MAX]!;
   }
-  const cpus = [...present(o.queues, (q) => q.tail).keys()];
+  // The CPUs present, in ascending order (forEach visits no hole).
+  const cpus: number[] = [];
+  o.queues.forEach((_, cpu) => {
+    cpus.push(cpu);
+  });
   return {
     queues: cpus.map((cpu) => {
       const q = o.queues[cpu]!;
       return { cpu, time: q.time, offset: q.offset, layout: q.layout, count: q.tail };
     }),
-    rounds: rounds.map((r) => ({ ...r, tails: cpus.map((cpu) => r.tails.get(cpu) ?? 0) })),
+    rounds: rounds.map((r) => ({ ...r, tails: cpus.map((cpu) => r.tails[cpu] ?? 0) })),
     counts: { ...s.counts },
     damage: s.cursor.damage,
   };
-}
-
-/** A value of each queue present, by CPU, in ascending order. */
-function present(queues: Queue[], value: (q: Queue) => number): Map<number, number> {
-  const out = new Map<number, number>();
-  queues.forEach((q, cpu) => {
-    out.set(cpu, value(q));
-  });
-  return out;
 }
 
 /** Yields the samples of the data section in batches of `capacity`, in time order (file order without times). */
