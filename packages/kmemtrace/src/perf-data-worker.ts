@@ -9,6 +9,7 @@ import type { SampleWalk } from '@evtrace/trace-format';
 import { KmemColumns, type KmemEventStream } from './event.ts';
 import { perfDataSource, perfDataState } from './perf-data.ts';
 import type { PerfDataJob, PerfDataMessage } from './perf-data-thread.ts';
+import { BATCH } from './perf-script.ts';
 
 const job = workerData as PerfDataJob;
 const port = parentPort!;
@@ -21,37 +22,25 @@ function read(walked: SampleWalk | undefined): void {
   try {
     const source = perfDataSource(job.file, { lenient: job.lenient, ...(walked !== undefined ? { walked } : {}) });
     const state = perfDataState.get(source)!;
-    const cacheIds = new Map<string, number>();
     // Buffers the main thread has analysed come back to be filled again: a fresh buffer per batch would have the
-    // collector run for their sake.
+    // collector run for their sake. Each batch is decoded straight into the buffers handed over.
     const spare: { columns: ArrayBuffer; cache: Int32Array<ArrayBuffer> }[] = [];
-    for (const batch of (source.events as KmemEventStream).batches()) {
-      const n = batch.length;
+    // The texts are the main thread's to make from the ids: one pair of arrays serves every batch here.
+    const texts = { cache: new Array<string | undefined>(BATCH), gfpText: new Array<string | undefined>(BATCH) };
+    const batches = (source.events as KmemEventStream).batches()[Symbol.iterator]();
+    let named = 0;
+    for (;;) {
       for (let back = receiveMessageOnPort(port); back !== undefined; back = receiveMessageOnPort(port))
         spare.push(back.message);
       const reused = spare.pop();
-      const size = KmemColumns.bytes(batch.capacity);
-      const fits = reused !== undefined && reused.columns.byteLength === size;
-      // The numeric columns lie in one buffer: copied whole, what lies past the batch's length unread.
-      const columns = fits ? reused.columns : new ArrayBuffer(size);
-      new Uint8Array(columns).set(new Uint8Array(batch.buffer, 0, size));
-      const cache = fits ? reused.cache : new Int32Array(batch.capacity);
-      const names: string[] = [];
-      for (let i = 0; i < n; i++) {
-        const name = batch.cache[i];
-        if (name === undefined) {
-          cache[i] = -1;
-          continue;
-        }
-        let id = cacheIds.get(name);
-        if (id === undefined) {
-          id = cacheIds.size;
-          cacheIds.set(name, id);
-          names.push(name);
-        }
-        cache[i] = id;
-      }
-      post({ kind: 'batch', length: n, columns, cache, names }, [columns, cache.buffer as ArrayBuffer]);
+      const columns = reused?.columns ?? new ArrayBuffer(KmemColumns.bytes(BATCH));
+      const cache = reused?.cache ?? new Int32Array(BATCH);
+      state.into(new KmemColumns(BATCH, columns, texts), cache);
+      const next = batches.next();
+      if (next.done === true) break;
+      const names = state.cacheNames.slice(named);
+      named = state.cacheNames.length;
+      post({ kind: 'batch', length: next.value.length, columns, cache, names }, [columns, cache.buffer as ArrayBuffer]);
     }
     post({
       kind: 'end',

@@ -13,11 +13,12 @@ import {
   type FtraceFieldInfo,
   Kallsyms,
   openPerfData,
+  type PerfChunk,
   type PerfDataReader,
   type PerfEventAttr,
-  type PerfSamples,
   parseFormatFile,
   type SampleWalk,
+  sampleLayout,
 } from '@evtrace/trace-format';
 import { AddressKeys } from './address.ts';
 import { EXPECTED_INPUT, KmemError, noKmemEvents } from './errors.ts';
@@ -64,7 +65,12 @@ interface Plan {
   readonly pfn: Field;
   readonly order: Field;
   readonly migratetype: Field;
+  /** Decodes the numeric fields (all but the time, the CPU and the cache name) into row `j` of `out`. */
+  readonly decode: FieldDecoder;
 }
+
+/** A plan's numeric fields decoded from the RAW data at `at` of `v`: straight-line code compiled per event. */
+type FieldDecoder = (v: DataView, at: number, out: KmemColumns, j: number, keys: AddressKeys, sites: SiteKeys) => void;
 
 function planOf(eventClass: EventClass): Plan | undefined {
   const kind = kmemKind(eventClass);
@@ -78,7 +84,7 @@ function planOf(eventClass: EventClass): Plan | undefined {
     return { offset: f.offset, size: f.size, signed: f.signed };
   };
   const nameField = byName.get('name');
-  const plan: Plan = {
+  const plan = {
     op: OP_CODE[kind.op],
     allocator: ALLOCATOR_CODE[kind.allocator],
     needs: 0,
@@ -107,32 +113,74 @@ function planOf(eventClass: EventClass): Plan | undefined {
       plan.migratetype,
     ].map((f) => f.offset + f.size),
   );
-  return { ...plan, needs };
+  return { ...plan, needs, decode: compileFields(plan) };
 }
 
 /**
- * Stores a little-endian integer field (0 when absent) at `out[j]`; 64-bit values beyond 2^53 lose their low bits, as
- * sizes never are. It stores rather than returns: a double returned from a function not inlined is boxed, an
- * allocation per field and event.
+ * The statements that store a field at `at` + its offset of `v` in `out.<column>[j]` (0 when the event has no such
+ * field): the 8-byte integer as two 32-bit words (sizes never pass 2^53).
  */
-function int(v: DataView, at: number, f: Field, out: Float64Array, j: number): void {
-  const o = at + f.offset;
-  switch (f.size) {
-    case 1:
-      out[j] = f.signed ? v.getInt8(o) : v.getUint8(o);
-      return;
-    case 2:
-      out[j] = f.signed ? v.getInt16(o, true) : v.getUint16(o, true);
-      return;
-    case 4:
-      out[j] = f.signed ? v.getInt32(o, true) : v.getUint32(o, true);
-      return;
-    case 8:
-      out[j] = (f.signed ? v.getInt32(o + 4, true) : v.getUint32(o + 4, true)) * 4294967296 + v.getUint32(o, true);
-      return;
-    default:
-      out[j] = 0;
-  }
+function intField(column: string, f: Field): string {
+  const o = `at + ${f.offset}`;
+  const get = (bits: number, signed: boolean, at: string) => `v.get${signed ? 'Int' : 'Uint'}${bits}(${at}, true)`;
+  let value: string;
+  if (f.offset < 0) value = '0';
+  else if (f.size === 1) value = `v.get${f.signed ? 'Int' : 'Uint'}8(${o})`;
+  else if (f.size === 8) value = `${get(32, f.signed, `${o} + 4`)} * 4294967296 + ${get(32, false, o)}`;
+  else value = get(f.size * 8, f.signed, o);
+  return `out.${column}[j] = ${value};`;
+}
+
+/** An address field: canonical kernel addresses as exact doubles (see AddressKeys), others keyed by their bigint. */
+function addressField(column: string, f: Field): string {
+  if (f.size === 4) return `out.${column}[j] = v.getUint32(at + ${f.offset}, true);`;
+  if (f.size !== 8) return `out.${column}[j] = 0;`;
+  return [
+    `hi = v.getUint32(at + ${f.offset + 4}, true);`,
+    `lo = v.getUint32(at + ${f.offset}, true);`,
+    `out.${column}[j] = hi >>> 20 === 0xfff ? ${TWO52} + (hi & 0xfffff) * 4294967296 + lo`,
+    `  : hi >>> 20 === 0 ? hi * 4294967296 + lo : keys.key((BigInt(hi) << 32n) | BigInt(lo));`,
+  ].join('\n');
+}
+
+/**
+ * The plan's decoder as one function of straight-line code: per field, a switch on its size and sign and a call that
+ * stayed out of line cost several times what the decoding itself does.
+ */
+function compileFields(plan: Omit<Plan, 'needs' | 'decode'>): FieldDecoder {
+  const fields = [plan.callSite, plan.ptr, plan.bytesReq, plan.bytesAlloc, plan.gfpFlags, plan.node, plan.pfn];
+  // Offsets and sizes are integers the format file gave: nothing else is written into the code.
+  for (const f of [...fields, plan.order, plan.migratetype])
+    if (!Number.isInteger(f.offset) || !Number.isInteger(f.size)) throw new RangeError('a field offset not an integer');
+  const body = [`let hi = 0, lo = 0;`, `out.op[j] = ${plan.op};`, `out.allocator[j] = ${plan.allocator};`];
+  if (plan.allocator === PAGE)
+    body.push(
+      intField('ptr', plan.pfn),
+      // An unsigned long of all ones: a failed allocation, perf script's `page=(nil)`.
+      `if (out.ptr[j] >= ${2 ** 64 - 2048}) out.ptr[j] = -1;`,
+      'out.callSite[j] = 0;',
+      'out.bytesReq[j] = 0;',
+      'out.bytesAlloc[j] = 0;',
+      intField('gfpFlags', plan.gfpFlags),
+      'out.node[j] = -1;',
+      intField('order', plan.order),
+      plan.migratetype.offset >= 0 ? intField('migratetype', plan.migratetype) : 'out.migratetype[j] = NaN;',
+    );
+  else
+    body.push(
+      plan.callSite.offset >= 0
+        ? `${addressField('callSite', plan.callSite)}\nsites.key(out.callSite, j, v, at + ${plan.callSite.offset});`
+        : 'out.callSite[j] = 0;',
+      addressField('ptr', plan.ptr),
+      intField('bytesReq', plan.bytesReq),
+      intField('bytesAlloc', plan.bytesAlloc),
+      intField('gfpFlags', plan.gfpFlags),
+      plan.node.offset >= 0 ? intField('node', plan.node) : 'out.node[j] = -1;',
+      'out.order[j] = 0;',
+      'out.migratetype[j] = NaN;',
+    );
+  body.push('out.gfpText[j] = undefined;');
+  return new Function('v', 'at', 'out', 'j', 'keys', 'sites', body.join('\n')) as FieldDecoder;
 }
 
 /** The kernel symbols a perf.data's call sites resolve through, as perf finds them; undefined when none fit. */
@@ -202,91 +250,69 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
   const cacheNames: string[] = [];
   const recent = new RecentNames();
   const diagnostics = reader.warnings;
-  const out = new KmemColumns(BATCH);
+  let out = new KmemColumns(BATCH);
+  /** Where the batch being decoded gives each row's cache name id (-1: none), for a reader on another thread. */
+  let cacheIds: Int32Array | undefined;
   let count = 0;
   let skipped = 0;
   const skip = (offset: number, why: string) => {
     if (!options.lenient) throw new KmemError('ERR_KMEM_INPUT', why, { file, offset });
     if (++skipped <= 10) diagnostics.push(`${file}: byte ${offset}: ${why}; skipped`);
   };
-  /**
-   * Decodes a batch of samples into `out`. A plain function the generator calls, not the generator's own loop: it is
-   * optimized as soon as its loop runs hot, where a generator's loop waits for the generator to be resumed.
-   */
-  function decode(s: PerfSamples): void {
-    out.length = 0;
-    for (let i = 0; i < s.length; i++) {
-      const plan = plans[s.attr[i]!];
-      if (plan === undefined) continue;
-      const rawAt = s.rawAt[i]!;
-      const v = s.chunk[i]!.view;
-      if (rawAt < 0 || s.rawSize[i]! < plan.needs) {
-        skip(
-          s.offset[i]!,
-          `kmem sample with ${Math.max(0, s.rawSize[i]!)} bytes of tracepoint data, fewer than its format's fields`,
-        );
-        continue;
-      }
-      const j = out.length++;
-      out.op[j] = plan.op;
-      out.allocator[j] = plan.allocator;
-      out.tsNs[j] = s.time[i]!;
-      out.cpu[j] = s.cpu[i]!;
-      if (plan.allocator === PAGE) {
-        int(v, rawAt, plan.pfn, out.ptr, j);
-        // An unsigned long of all ones: a failed allocation, perf script's `page=(nil)`.
-        if (out.ptr[j]! >= 2 ** 64 - 2048) out.ptr[j] = -1;
-        out.callSite[j] = 0;
-        out.bytesReq[j] = 0;
-        out.bytesAlloc[j] = 0;
-        int(v, rawAt, plan.gfpFlags, out.gfpFlags, j);
-        out.node[j] = -1;
-        int(v, rawAt, plan.order, out.order, j);
-        if (plan.migratetype.offset >= 0) int(v, rawAt, plan.migratetype, out.migratetype, j);
-        else out.migratetype[j] = Number.NaN;
-        out.cache[j] = undefined;
-        out.gfpText[j] = undefined;
-        continue;
-      }
-      if (plan.callSite.offset >= 0) {
-        address(v, rawAt, plan.callSite, keys, out.callSite, j);
-        sites.key(out.callSite, j, v, rawAt + plan.callSite.offset);
-      } else out.callSite[j] = 0;
-      address(v, rawAt, plan.ptr, keys, out.ptr, j);
-      int(v, rawAt, plan.bytesReq, out.bytesReq, j);
-      int(v, rawAt, plan.bytesAlloc, out.bytesAlloc, j);
-      int(v, rawAt, plan.gfpFlags, out.gfpFlags, j);
-      if (plan.node.offset >= 0) int(v, rawAt, plan.node, out.node, j);
-      else out.node[j] = -1;
-      out.order[j] = 0;
-      out.migratetype[j] = Number.NaN;
-      out.gfpText[j] = undefined;
-      if (plan.name.offset >= 0) {
-        const loc = v.getUint32(rawAt + plan.name.offset, true);
-        const from = rawAt + (loc & 0xffff);
-        let to = from + (loc >>> 16);
-        if ((loc & 0xffff) + (loc >>> 16) > s.rawSize[i]!) {
-          out.length--;
-          skip(s.offset[i]!, 'kmem cache name outside its sample');
-          continue;
-        }
-        const bytes = s.chunk[i]!.bytes;
-        while (to > from && bytes[to - 1] === 0) to--;
-        let id = recent.find(v, from, to);
-        if (id < 0) {
-          id = caches.id(bytes, from, to);
-          if (id === cacheNames.length) cacheNames.push(internName(caches.text(id)));
-          recent.note(bytes, from, to, id);
-        }
-        out.cache[j] = cacheNames[id];
-      } else out.cache[j] = undefined;
+  // Where each attribute's samples hold their time and CPU (-1: not recorded).
+  const layouts = reader.header.attrs.map(sampleLayout);
+  const timeAt = layouts.map((l) => l.time);
+  const cpuAt = layouts.map((l) => l.cpu);
+  /** Decodes a sample into the next row of `out` as the reader delivers it (see trace-format's SampleVisitor). */
+  function visit(chunk: PerfChunk, at: number, attr: number, rawAt: number, rawSize: number): void {
+    const plan = plans[attr];
+    if (plan === undefined) return;
+    if (rawAt < 0 || rawSize < plan.needs) {
+      skip(
+        chunk.base + at,
+        `kmem sample with ${Math.max(0, rawSize)} bytes of tracepoint data, fewer than its format's fields`,
+      );
+      return;
     }
+    const v = chunk.view;
+    const j = out.length;
+    const t = timeAt[attr]!;
+    const c = cpuAt[attr]!;
+    out.tsNs[j] = t >= 0 ? v.getUint32(at + t, true) + v.getUint32(at + t + 4, true) * 4294967296 : 0;
+    out.cpu[j] = c >= 0 ? v.getInt32(at + c, true) : -1;
+    plan.decode(v, rawAt, out, j, keys, sites);
+    if (plan.name.offset < 0) {
+      out.cache[j] = undefined;
+      if (cacheIds !== undefined) cacheIds[j] = -1;
+      out.length++;
+      return;
+    }
+    const loc = v.getUint32(rawAt + plan.name.offset, true);
+    const from = rawAt + (loc & 0xffff);
+    let to = from + (loc >>> 16);
+    if ((loc & 0xffff) + (loc >>> 16) > rawSize) {
+      skip(chunk.base + at, 'kmem cache name outside its sample');
+      return;
+    }
+    const bytes = chunk.bytes;
+    while (to > from && bytes[to - 1] === 0) to--;
+    let id = recent.find(v, from, to);
+    if (id < 0) {
+      id = caches.id(bytes, from, to);
+      if (id === cacheNames.length) cacheNames.push(internName(caches.text(id)));
+      recent.note(bytes, from, to, id);
+    }
+    out.cache[j] = cacheNames[id];
+    if (cacheIds !== undefined) cacheIds[j] = id;
+    out.length++;
   }
   function* batches(): Generator<KmemColumns> {
-    for (const s of reader.samples(options.walked)) {
-      decode(s);
+    // The reader hands each sample to `visit` and ends a batch after BATCH samples, kmem or not.
+    out.length = 0;
+    for (const _ of reader.samples(options.walked, visit)) {
       count += out.length;
       if (out.length > 0) yield out;
+      out.length = 0;
     }
     if (skipped > 10) diagnostics.push(`${file}: ${skipped} kmem samples skipped in all`);
     if (count === 0) throw noKmemEvents(file, skipped);
@@ -300,7 +326,17 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
     gfpNames: gfpNamer(gfpTableOf(reader.eventClasses)),
     diagnostics,
   };
-  perfDataState.set(source, { siteAddresses, keys, loadSymbols: () => void symbols(), walk: () => reader.walk() });
+  perfDataState.set(source, {
+    siteAddresses,
+    keys,
+    cacheNames,
+    loadSymbols: () => void symbols(),
+    walk: () => reader.walk(),
+    into: (columns, ids) => {
+      out = columns;
+      cacheIds = ids;
+    },
+  });
   return source;
 }
 
@@ -318,6 +354,13 @@ export interface PerfDataState {
    * events are then not read).
    */
   readonly walk: () => SampleWalk | undefined;
+  /** The cache names met so far, by id. */
+  readonly cacheNames: readonly string[];
+  /**
+   * Has the next batch decoded into `columns` (of BATCH events), each row's cache name id into `ids`: a reader on
+   * another thread hands both over as they are.
+   */
+  readonly into: (columns: KmemColumns, ids: Int32Array) => void;
 }
 
 /** The state of each source {@link perfDataSource} made. */
@@ -343,21 +386,6 @@ function runningKernelClasses(attrs: readonly PerfEventAttr[]): (EventClass | un
 
 const PAGE = ALLOCATOR_CODE.page;
 const TWO52 = 2 ** 52;
-
-/** Stores at `out[j]` the key of an address field (0 when absent), without a bigint for canonical addresses. */
-function address(v: DataView, at: number, f: Field, keys: AddressKeys, out: Float64Array, j: number): void {
-  if (f.size !== 8) {
-    out[j] = f.size === 4 ? v.getUint32(at + f.offset, true) : 0;
-    return;
-  }
-  const o = at + f.offset;
-  const hi = v.getUint32(o + 4, true);
-  const lo = v.getUint32(o, true);
-  const top = hi >>> 20;
-  if (top === 0xfff) out[j] = TWO52 + (hi & 0xfffff) * 4294967296 + lo;
-  else if (top === 0) out[j] = hi * 4294967296 + lo;
-  else out[j] = keys.key((BigInt(hi) << 32n) | BigInt(lo));
-}
 
 /**
  * The cache name last met of each length (up to 63 bytes) and its id: a sample's name is most often the one last met

@@ -227,4 +227,4 @@ export {
   sampleLayout,
   sampleRaw,
 } from './perf-data/records.ts';
-export { PerfSamples, type SampleWalk } from './perf-data/samples.ts';
+export { PerfSamples, type SampleVisitor, type SampleWalk } from './perf-data/samples.ts';

@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TraceFormatError } from '../errors.ts';
 import { isPerfData } from './header.ts';
 import { openPerfData, readPerfData } from './reader.ts';
+import { sampleLayout } from './records.ts';
+import type { SampleVisitor } from './samples.ts';
 
 /** Why `perf record` of tracepoints cannot run here, or ''. */
 function perfUnavailable(): string {
@@ -21,33 +23,71 @@ function perfUnavailable(): string {
   return '';
 }
 
+interface Ways {
+  readonly lenient?: boolean;
+  /** The order found by another reader's walk, handed over as to another thread (cloned). */
+  readonly walked?: boolean;
+  /** Each sample handed to a visitor (its time and CPU read at its layout's places) instead of written in columns. */
+  readonly visited?: boolean;
+}
+
 /**
- * Every sample as `[CPU] TIME EVENT`, in the reader's order: what `perf script -F cpu,time,event --ns` prints.
- * `walked`: the order found by another reader's walk, handed over as to another thread (cloned).
+ * Every sample as `[CPU] TIME EVENT`, in the reader's order: what `perf script -F cpu,time,event --ns` prints, then
+ * the size and event id of its RAW data, and its file offset.
  */
-function lines(bytes: Uint8Array, options: { lenient?: boolean; walked?: boolean } = {}): string[] {
+function lines(bytes: Uint8Array, options: Ways = {}): string[] {
   return samplesAndWarnings(bytes, options).lines;
 }
 
-function samplesAndWarnings(bytes: Uint8Array, options: { lenient?: boolean; walked?: boolean }) {
+function samplesAndWarnings(bytes: Uint8Array, options: Ways) {
   const read = () => readPerfData(bytes, { file: 'fuzz.data', batch: 64, lenient: options.lenient === true });
   const reader = read();
   const walk = options.walked ? structuredClone(read().walk()) : undefined;
   const out: string[] = [];
-  for (const s of reader.samples(walk))
-    for (let i = 0; i < s.length; i++) {
-      const name = reader.attrClasses[s.attr[i]!]?.name ?? '?';
-      out.push(`${s.cpu[i]} ${s.time[i]} ${name} @${s.offset[i]}`);
-      if (out.length > 1_000_000) throw new Error('runaway sample count');
+  const line = (
+    cpu: number,
+    time: number,
+    attr: number,
+    view: DataView,
+    rawAt: number,
+    rawSize: number,
+    at: number,
+  ) => {
+    const raw = rawAt < 0 ? 'none' : `${rawSize}:${rawSize >= 2 ? view.getUint16(rawAt, true) : '-'}`;
+    out.push(`${cpu} ${time} ${reader.attrClasses[attr]?.name ?? '?'} raw ${raw} @${at}`);
+    if (out.length > 1_000_000) throw new Error('runaway sample count');
+  };
+  const layouts = reader.header.attrs.map(sampleLayout);
+  const visit: SampleVisitor = (chunk, at, attr, rawAt, rawSize) => {
+    const l = layouts[attr]!;
+    const v = chunk.view;
+    const time = l.time < 0 ? 0 : v.getUint32(at + l.time, true) + v.getUint32(at + l.time + 4, true) * 2 ** 32;
+    line(l.cpu < 0 ? -1 : v.getInt32(at + l.cpu, true), time, attr, v, rawAt, rawSize, chunk.base + at);
+  };
+  let visited = 0;
+  for (const s of reader.samples(walk, options.visited ? visit : undefined)) {
+    // Visited, a batch only counts its samples.
+    if (options.visited) {
+      visited += s.length;
+      expect(visited).toBe(out.length);
+      continue;
     }
+    for (let i = 0; i < s.length; i++)
+      line(s.cpu[i]!, s.time[i]!, s.attr[i]!, s.chunk[i]!.view, s.rawAt[i]!, s.rawSize[i]!, s.offset[i]!);
+  }
   return { lines: out, warnings: reader.warnings };
 }
 
-/** {@link lines} read both ways, or the error each way threw. */
-const bothWays = (bytes: Uint8Array, lenient: boolean) =>
-  [false, true].map((walked) => {
+/** {@link lines} read every way (directly, after a walk, visited, both), or the error each way threw. */
+const everyWay = (bytes: Uint8Array, lenient: boolean) =>
+  [
+    { walked: false, visited: false },
+    { walked: true, visited: false },
+    { walked: false, visited: true },
+    { walked: true, visited: true },
+  ].map((way) => {
     try {
-      return samplesAndWarnings(bytes, { lenient, walked });
+      return samplesAndWarnings(bytes, { lenient, ...way });
     } catch (error) {
       return error;
     }
@@ -106,9 +146,11 @@ describe.skipIf(why !== '')(`perf.data read beside perf script${why ? ` (skipped
         if (m === null) throw new Error(`unexpected perf script line ${l}`);
         return `${Number(m[1])} ${BigInt(m[2]!) * 1_000_000_000n + BigInt(m[3]!)} ${m[4]}`;
       });
-    const ours = lines(bytes).map((l) => l.replace(/ @\d+$/, ''));
-    // Ordered by a walk made on another reader (another thread's), the same.
+    const ours = lines(bytes).map((l) => l.replace(/ raw .* @\d+$/, ''));
+    // Ordered by a walk made on another reader (another thread's), or handed to a visitor: the same.
     expect(lines(bytes, { walked: true })).toEqual(lines(bytes));
+    expect(lines(bytes, { walked: true, visited: true })).toEqual(lines(bytes));
+    expect(lines(bytes, { visited: true })).toEqual(lines(bytes));
     expect(ours.length).toBeGreaterThan(50);
     expect(ours).toEqual(expected);
   });
@@ -166,20 +208,22 @@ describe.skipIf(why !== '')(`perf.data read beside perf script${why ? ` (skipped
           const copy = Uint8Array.from(bytes.subarray(0, cut));
           for (const p of pokes) if (p.at < copy.length) copy[p.at] = p.value;
           for (const lenient of [false, true]) {
-            // Ordered by a walk on another reader: the same samples, or an error too (strict, the walk, made first,
-            // may meet a later damage first); the same warnings but which ten of many skipped samples are named.
-            const [direct, walked] = bothWays(copy, lenient);
-            if (direct instanceof Error || walked instanceof Error) {
-              expect(direct).toBeInstanceOf(TraceFormatError);
-              expect(walked).toBeInstanceOf(TraceFormatError);
-            } else {
-              const a = direct as ReturnType<typeof samplesAndWarnings>;
-              const b = walked as ReturnType<typeof samplesAndWarnings>;
-              expect(b.lines).toEqual(a.lines);
-              const named = (w: readonly string[]) =>
-                w.some((x) => / samples skipped in all$/.test(x)) ? w.filter((x) => !/; skipped$/.test(x)) : w;
-              expect(named(b.warnings)).toEqual(named(a.warnings));
-            }
+            // Ordered by a walk on another reader, or visited: the same samples, or an error too (strict, the walk,
+            // made first, may meet a later damage first); the same warnings but which ten of many skipped samples
+            // are named.
+            const [direct, ...others] = everyWay(copy, lenient);
+            const named = (w: readonly string[]) =>
+              w.some((x) => / samples skipped in all$/.test(x)) ? w.filter((x) => !/; skipped$/.test(x)) : w;
+            for (const other of others)
+              if (direct instanceof Error || other instanceof Error) {
+                expect(direct).toBeInstanceOf(TraceFormatError);
+                expect(other).toBeInstanceOf(TraceFormatError);
+              } else {
+                const a = direct as ReturnType<typeof samplesAndWarnings>;
+                const b = other as ReturnType<typeof samplesAndWarnings>;
+                expect(b.lines).toEqual(a.lines);
+                expect(named(b.warnings)).toEqual(named(a.warnings));
+              }
             try {
               const got = lines(copy, { lenient });
               // Only cut (no pokes): what is read is perf's order of what is left.

@@ -14,7 +14,14 @@ import { readTracingMetadata } from '../ftrace/tracedat/read.ts';
 import type { EventClass } from '../model/types.ts';
 import { Feature, fail, type PerfDataHeader, type PerfEventAttr, readPerfDataHeader } from './header.ts';
 import { RecordCursor, type SampleLayout, sampleLayout } from './records.ts';
-import { orderedSamples, type PerfSamples, type SampleSourceState, type SampleWalk, walkSamples } from './samples.ts';
+import {
+  orderedSamples,
+  type PerfSamples,
+  type SampleSourceState,
+  type SampleVisitor,
+  type SampleWalk,
+  walkSamples,
+} from './samples.ts';
 
 /** Options of {@link openPerfData} and {@link readPerfData}. */
 export interface PerfDataReadOptions {
@@ -37,9 +44,11 @@ export interface PerfDataReader {
   readonly osRelease: string | undefined;
   /**
    * The samples in time order (as `perf script` prints them), in batches of columns; read once. The walk reads the
-   * file a few MiB at a time; it holds the samples of the rounds not yet delivered.
+   * file a few MiB at a time; it holds the samples of the rounds not yet delivered. With `visit`, each sample is handed
+   * to it as it is delivered instead of written into the batch, which then only counts them (a batch ends after that
+   * many samples).
    */
-  samples(walked?: SampleWalk): Iterable<PerfSamples>;
+  samples(walked?: SampleWalk, visit?: SampleVisitor): Iterable<PerfSamples>;
   /**
    * The walk `samples()` would make to order the samples, without delivering them (undefined when the samples carry
    * no time: they come in file order). Given to `samples(walked)` of another reader of the same file, on another
@@ -98,8 +107,8 @@ export function readPerfData(
       if (layouts.length === 0 || layouts.some((l) => l.time < 0)) return undefined;
       return walkSamples(sampleState());
     },
-    samples(walked?: SampleWalk) {
-      const state = sampleState();
+    samples(walked?: SampleWalk, visit?: SampleVisitor) {
+      const state = sampleState(visit);
       if (walked !== undefined) {
         counts.skipped += walked.counts.skipped;
         counts.lost += walked.counts.lost;
@@ -116,7 +125,7 @@ export function readPerfData(
     },
   };
 
-  function sampleState(): SampleSourceState {
+  function sampleState(visit?: SampleVisitor): SampleSourceState {
     if (read) throw new TraceFormatError('ERR_TRACE_PERF_DATA', 'the samples of a perf.data reader are read once');
     read = true;
     const layouts = header.attrs.map(sampleLayout);
@@ -129,7 +138,19 @@ export function readPerfData(
     const reuse = layouts.every((l) => l.time >= 0);
     const cursor = new RecordCursor(source, header.data, { ...(file !== undefined ? { file } : {}), lenient, reuse });
     const dataEnd = header.data.offset + header.data.size;
-    return { cursor, source, dataEnd, layouts, byId: byIdIndex, file, lenient, counts, warnings, batches: 0 };
+    return {
+      cursor,
+      source,
+      dataEnd,
+      layouts,
+      byId: byIdIndex,
+      file,
+      lenient,
+      counts,
+      warnings,
+      batches: 0,
+      ...(visit !== undefined ? { visit } : {}),
+    };
   }
 }
 

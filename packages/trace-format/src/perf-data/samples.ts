@@ -128,7 +128,16 @@ export interface SampleSourceState {
   readonly warnings: string[];
   /** Batches yielded so far (a window buffer is reused once the batches pointing into it are done with). */
   batches: number;
+  /** Decodes each sample in its consumer's own columns (the batches then carry only their length). */
+  readonly visit?: SampleVisitor;
 }
+
+/**
+ * Decodes a sample as it is delivered, in place of a row of {@link PerfSamples}: the record at `at` of `chunk` (valid
+ * until the batch is done with), the index of its event's attribute, its RAW data at `rawAt` of the chunk (`rawSize`
+ * bytes; `rawAt` -1 when the sample has none). Its fixed fields are where its attribute's {@link SampleLayout} says.
+ */
+export type SampleVisitor = (chunk: PerfChunk, at: number, attr: number, rawAt: number, rawSize: number) => void;
 
 /** CPUs a sample's number must be below (Linux's NR_CPUS is at most 8192): queues are an array indexed by it. */
 const MAX_CPUS = 1 << 16;
@@ -461,7 +470,7 @@ function moveWindow(s: SampleSourceState, q: Queue, h: number): PerfChunk {
 /** No window yet. */
 const NONE: PerfChunk = { bytes: Buffer.alloc(0), view: new DataView(new ArrayBuffer(0)), base: 0 };
 
-/** Decodes the sample at `at` of `chunk` into the next row of `out`. */
+/** Decodes the sample at `at` of `chunk` into the next row of `out` (or has the visitor decode it: see `visit`). */
 function emit(s: SampleSourceState, out: PerfSamples, chunk: PerfChunk, at: number, li: number): void {
   const l = s.layouts[li]!;
   const v = chunk.view;
@@ -474,6 +483,11 @@ function emit(s: SampleSourceState, out: PerfSamples, chunk: PerfChunk, at: numb
       skip(s, chunk.base + at, 'sample shorter than its RAW data says');
       return;
     }
+  }
+  if (s.visit !== undefined) {
+    s.visit(chunk, at, l.attr.index, raw < 0 ? -1 : at + raw + 4, raw < 0 ? 0 : v.getUint32(at + raw, true));
+    out.length++;
+    return;
   }
   out.time[i] = l.time >= 0 ? v.getUint32(at + l.time, true) + v.getUint32(at + l.time + 4, true) * 4294967296 : 0;
   out.cpu[i] = l.cpu >= 0 ? v.getInt32(at + l.cpu, true) : -1;
