@@ -50,9 +50,9 @@ const WINDOW = 1 << 20;
  * 20 bytes a sample, not the sample.
  */
 class Queue {
-  time = new Float64Array(1024);
-  offset = new Float64Array(1024);
-  layout = new Int32Array(1024);
+  time: Float64Array<ArrayBuffer>;
+  offset: Float64Array<ArrayBuffer>;
+  layout: Int32Array<ArrayBuffer>;
   head = 0;
   tail = 0;
   sorted = true;
@@ -61,6 +61,17 @@ class Queue {
   /** The window's buffers, each stamped with the last batch that points into it. */
   readonly spare: { bytes: Buffer; stamp: number }[] = [];
   windowBuffer: { bytes: Buffer; stamp: number } | undefined;
+
+  /**
+   * A queue with room for `capacity` entries before it grows. The arrays are not zeroed (only what lies between head
+   * and tail is read): a page of them costs memory once an entry is written in it, so room for as many samples as the
+   * file could hold costs no more than the samples it does hold, and no copying as the queue fills.
+   */
+  constructor(capacity = 1024) {
+    this.time = float64s(capacity);
+    this.offset = float64s(capacity);
+    this.layout = int32s(capacity);
+  }
 
   /** Appends an entry of `offset` and `layout`: its index, whose time the caller stores. */
   add(offset: number, layout: number): number {
@@ -77,12 +88,12 @@ class Queue {
     const size = Math.max(this.time.length, n * 2);
     const h = this.head;
     const t = this.tail;
-    const f64 = (a: Float64Array) => {
-      const b = new Float64Array(size);
+    const f64 = (a: Float64Array<ArrayBuffer>) => {
+      const b = float64s(size);
       b.set(a.subarray(h, t));
       return b;
     };
-    const i32 = new Int32Array(size);
+    const i32 = int32s(size);
     i32.set(this.layout.subarray(h, t));
     this.time = f64(this.time);
     this.offset = f64(this.offset);
@@ -111,6 +122,13 @@ class Queue {
     this.sorted = true;
   }
 }
+
+/** Arrays whose memory is not zeroed (see Queue). */
+const float64s = (n: number) => new Float64Array(Buffer.allocUnsafeSlow(n * 8).buffer as ArrayBuffer, 0, n);
+const int32s = (n: number) => new Int32Array(Buffer.allocUnsafeSlow(n * 4).buffer as ArrayBuffer, 0, n);
+
+/** The most entries a queue is made with room for (80 MiB of address space, not of memory: see Queue). */
+const ROOM = 1 << 22;
 
 /** What a sample reader needs from its file: the cursor, each attribute's layout, and where to report. */
 export interface SampleSourceState {
@@ -159,8 +177,12 @@ class Ordering {
   /** Layout index + 1 by sample id - `idBase`, when the ids lie close together (cheaper than a Map lookup). */
   readonly idBase: number;
   readonly byId: Int32Array;
+  /** Entries a new queue has room for: as many samples as the data could hold, within ROOM. */
+  readonly room: number;
   constructor(s: SampleSourceState) {
     this.timed = s.layouts.length > 0 && s.layouts.every((l) => l.time >= 0);
+    const smallest = Math.max(8, Math.min(...s.layouts.map((l) => l.fixed)));
+    this.room = Math.min(ROOM, Math.max(1024, Math.ceil(s.dataEnd / smallest)));
     let low = Number.POSITIVE_INFINITY;
     let high = -1;
     for (const id of s.byId.keys()) {
@@ -277,7 +299,7 @@ function* replayedSamples(s: SampleSourceState, capacity: number, walked: Sample
   const out = new PerfSamples(capacity);
   const times = new Float64Array(2);
   const queues = walked.queues.map((w) => {
-    const q = new Queue();
+    const q = new Queue(0);
     q.time = w.time;
     q.offset = w.offset;
     q.layout = w.layout;
@@ -354,7 +376,7 @@ function walk(s: SampleSourceState, o: Ordering, out: PerfSamples): number {
         continue;
       }
       let q = o.queues[cpu];
-      if (q === undefined) q = o.queues[cpu] = new Queue();
+      if (q === undefined) q = o.queues[cpu] = new Queue(o.room);
       const i = q.add(cursor.offset, li);
       q.time[i] = v.getUint32(at + l.time, true) + v.getUint32(at + l.time + 4, true) * 4294967296;
       if (i > q.head && q.time[i]! < q.time[i - 1]!) q.sorted = false;
