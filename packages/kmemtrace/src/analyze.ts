@@ -152,21 +152,31 @@ interface Bucket {
 
 const ZERO_SIZE_PTR = 16;
 
+// A pointer's row: its call site (of the last allocation), hits, bytes allocated and requested, cross-CPU frees, the
+// last allocation's bytes, CPU (-1 after a free) and time.
+const P = 8;
+const P_SITE = 0;
+const P_HIT = 1;
+const P_ALLOC = 2;
+const P_REQ = 3;
+const P_PING = 4;
+const P_LAST = 5;
+const P_CPU = 6;
+const P_NS = 7;
+/** A pointer's state bit: allocated and not freed since (the low bits hold its allocator's code). */
+const LIVE = 4;
+
 /** Incremental analysis: `push` events in time order, then `result()`. */
 export class KmemAnalyzer {
   // Per pointer and per call site, in columns indexed by the tables' dense ids.
   readonly #ptrs = new KeyTable();
-  #pSite = new Float64Array(1024);
-  #pHit = new Float64Array(1024);
-  #pAlloc = new Float64Array(1024);
-  #pReq = new Float64Array(1024);
-  #pPing = new Float64Array(1024);
-  #pLast = new Float64Array(1024);
-  /** -1 after a free, as perf kmem resets it. */
-  #pCpu = new Int32Array(1024);
-  #pLive = new Uint8Array(1024);
-  #pNs = new Float64Array(1024);
-  #pAllocator = new Uint8Array(1024);
+  /**
+   * Per pointer, a row of P figures (see P_SITE...): an event reads and writes one row, where a column per figure
+   * cost a cache miss per figure among many pointers.
+   */
+  #p = new Float64Array(1024 * P);
+  /** Per pointer: whether it is live (LIVE) and its allocator's code. */
+  #pState = new Uint8Array(1024);
   readonly #pCache: (string | undefined)[] = [];
   readonly #sites = new KeyTable();
   #sHit = new Float64Array(256);
@@ -319,37 +329,38 @@ export class KmemAnalyzer {
     // perf kmem keys NULL results too; so do the tables, not the outstanding set.
     const before = this.#ptrs.size;
     const p = this.#ptrs.intern(ptr);
+    if (p === before && p >= this.#pState.length) this.#growPtrs();
+    const rows = this.#p;
+    const r = p * P;
     if (p === before) {
-      if (p >= this.#pHit.length) this.#growPtrs();
-      this.#pHit[p] = 1;
-      this.#pAlloc[p] = bytesAlloc;
-      this.#pReq[p] = bytesReq;
-      this.#pPing[p] = 0;
+      rows[r + P_HIT] = 1;
+      rows[r + P_ALLOC] = bytesAlloc;
+      rows[r + P_REQ] = bytesReq;
+      rows[r + P_PING] = 0;
       this.#pCache.push(cache);
     } else {
-      if (this.#pLive[p] === 1) {
+      if (this.#pState[p]! & LIVE) {
         this.#issue(
           'missed_free',
           ts,
           cpu,
           ptr,
           callSite,
-          this.#pSite[p],
+          rows[r + P_SITE],
           'allocated again while live: its free was not seen',
         );
-        bucket.liveDelta -= this.#pLast[p]!;
+        bucket.liveDelta -= rows[r + P_LAST]!;
       }
-      this.#pHit[p]! += 1;
-      this.#pAlloc[p]! += bytesAlloc;
-      this.#pReq[p]! += bytesReq;
+      rows[r + P_HIT]! += 1;
+      rows[r + P_ALLOC]! += bytesAlloc;
+      rows[r + P_REQ]! += bytesReq;
       this.#pCache[p] = cache;
     }
-    this.#pSite[p] = callSite;
-    this.#pLast[p] = bytesAlloc;
-    this.#pCpu[p] = cpu;
-    this.#pLive[p] = ptr !== 0 ? 1 : 0;
-    this.#pNs[p] = ts;
-    this.#pAllocator[p] = allocator;
+    rows[r + P_SITE] = callSite;
+    rows[r + P_LAST] = bytesAlloc;
+    rows[r + P_CPU] = cpu;
+    rows[r + P_NS] = ts;
+    this.#pState[p] = (ptr !== 0 ? LIVE : 0) | allocator;
     const sites = this.#sites;
     const n = sites.size;
     const s = sites.intern(callSite);
@@ -367,21 +378,12 @@ export class KmemAnalyzer {
   }
 
   #growPtrs(): void {
-    const grow = <T extends Float64Array | Int32Array | Uint8Array>(a: T): T => {
-      const b = new (a.constructor as new (n: number) => T)(a.length * 2);
-      b.set(a);
-      return b;
-    };
-    this.#pSite = grow(this.#pSite);
-    this.#pHit = grow(this.#pHit);
-    this.#pAlloc = grow(this.#pAlloc);
-    this.#pReq = grow(this.#pReq);
-    this.#pPing = grow(this.#pPing);
-    this.#pLast = grow(this.#pLast);
-    this.#pCpu = grow(this.#pCpu);
-    this.#pLive = grow(this.#pLive);
-    this.#pNs = grow(this.#pNs);
-    this.#pAllocator = grow(this.#pAllocator);
+    const rows = new Float64Array(this.#p.length * 2);
+    rows.set(this.#p);
+    this.#p = rows;
+    const state = new Uint8Array(this.#pState.length * 2);
+    state.set(this.#pState);
+    this.#pState = state;
   }
 
   #growSites(): void {
@@ -412,25 +414,29 @@ export class KmemAnalyzer {
       this.#issue('unknown_free', ts, cpu, ptr, callSite, undefined, 'free of a pointer not allocated in the window');
       return;
     }
-    const last = this.#pLast[p]!;
-    const site = this.#pSite[p]!;
+    const rows = this.#p;
+    const r = p * P;
+    const last = rows[r + P_LAST]!;
+    const site = rows[r + P_SITE]!;
     this.#freed += last;
     // Frees pair with allocations by pointer alone, whatever task or context (an interrupt) runs them.
-    if (cpu !== this.#pCpu[p]) {
-      this.#pPing[p]! += 1;
+    if (cpu !== rows[r + P_CPU]) {
+      rows[r + P_PING]! += 1;
       this.#crossCpu++;
       const s = this.#sites.get(site);
       if (s >= 0) this.#sPing[s]! += 1;
     }
-    this.#pCpu[p] = -1;
-    if (this.#pLive[p] === 0) {
+    // perf kmem resets the CPU after a free.
+    rows[r + P_CPU] = -1;
+    const state = this.#pState[p]!;
+    if ((state & LIVE) === 0) {
       this.#issue('double_free', ts, cpu, ptr, callSite, site, 'freed again without an allocation in between');
       return;
     }
-    this.#pLive[p] = 0;
+    this.#pState[p] = state & ~LIVE;
     this.#bucket.freeBytes += last;
     this.#bucket.liveDelta -= last;
-    const allocated = this.#pAllocator[p]!;
+    const allocated = state & ~LIVE;
     const allocatedIn = this.#pCache[p];
     if (allocator === CACHE && allocated === KMALLOC)
       this.#issue('wrong_free', ts, cpu, ptr, callSite, site, 'kmalloc object freed with kmem_cache_free');
@@ -508,14 +514,20 @@ export class KmemAnalyzer {
       pingPong: this.#sPing.slice(0, n),
     };
     const m = this.#ptrs.size;
+    const rows = this.#p;
+    const column = (figure: number) => {
+      const c = new Float64Array(m);
+      for (let i = 0, r = figure; i < m; i++, r += P) c[i] = rows[r]!;
+      return c;
+    };
     const allocColumns: SlabColumns = {
       length: m,
       key: this.#ptrs.keys(),
-      callSite: this.#pSite.slice(0, m),
-      hit: this.#pHit.slice(0, m),
-      totalAlloc: this.#pAlloc.slice(0, m),
-      totalReq: this.#pReq.slice(0, m),
-      pingPong: this.#pPing.slice(0, m),
+      callSite: column(P_SITE),
+      hit: column(P_HIT),
+      totalAlloc: column(P_ALLOC),
+      totalReq: column(P_REQ),
+      pingPong: column(P_PING),
     };
     let callers: SlabStat[] | undefined;
     let allocs: SlabStat[] | undefined;
@@ -524,12 +536,12 @@ export class KmemAnalyzer {
     let outCount = 0;
     let outBytes = 0;
     for (let i = 0; i < m; i++) {
-      if (this.#pLive[i] === 0) continue;
-      const callSite = this.#pSite[i]!;
-      const last = this.#pLast[i]!;
+      if ((this.#pState[i]! & LIVE) === 0) continue;
+      const callSite = rows[i * P + P_SITE]!;
+      const last = rows[i * P + P_LAST]!;
       outCount++;
       outBytes += last;
-      const age = end - this.#pNs[i]!;
+      const age = end - rows[i * P + P_NS]!;
       const l = leakSites.get(callSite);
       if (l === undefined) leakSites.set(callSite, { count: 1, bytes: last, oldest: age, ageSum: age });
       else {
