@@ -1,13 +1,14 @@
 /**
- * The thread {@link analysePerfData} reads a perf.data file on: it decodes the kmem samples as
- * {@link perfDataSource} does and posts each batch of columns (its buffer handed over, not copied) with the cache
- * names met for the first time, then what names the keys, or the error that stopped it.
+ * The thread {@link analysePerfData} reads a perf.data file on: opened while the main thread walks it, it decodes the
+ * kmem samples in the order of that walk as {@link perfDataSource} does and posts each batch of columns (its buffer
+ * handed over, not copied) with the cache names met for the first time, then what names the keys, or the error that
+ * stopped it.
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import type { Location } from '@evtrace/errors';
 import type { SampleWalk } from '@evtrace/trace-format';
-import { KmemColumns, type KmemEventStream } from './event.ts';
-import { perfDataSource, perfDataState } from './perf-data.ts';
+import { KmemColumns, type KmemEventStream, type KmemSource } from './event.ts';
+import { type PerfDataState, perfDataSource, perfDataState } from './perf-data.ts';
 import type { PerfDataJob, PerfDataMessage } from './perf-data-thread.ts';
 import { BATCH } from './perf-script.ts';
 
@@ -15,13 +16,21 @@ const job = workerData as PerfDataJob;
 const port = parentPort!;
 const post = (message: PerfDataMessage, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
 
-// The main thread walks the file, to order its samples, while this thread starts: its walk is the first message.
-port.once('message', (first: { readonly walked?: SampleWalk }) => read(first.walked));
+// Opened while the main thread walks the file to order its samples: its walk is the first message.
+let opened: { source: KmemSource; state: PerfDataState } | undefined;
+try {
+  const source = perfDataSource(job.file, { lenient: job.lenient });
+  opened = { source, state: perfDataState.get(source)! };
+} catch (error) {
+  fail(error);
+}
+port.once('message', (first: { readonly walked?: SampleWalk }) => {
+  if (opened !== undefined) read(opened.source, opened.state, first.walked);
+});
 
-function read(walked: SampleWalk | undefined): void {
+function read(source: KmemSource, state: PerfDataState, walked: SampleWalk | undefined): void {
   try {
-    const source = perfDataSource(job.file, { lenient: job.lenient, ...(walked !== undefined ? { walked } : {}) });
-    const state = perfDataState.get(source)!;
+    if (walked !== undefined) state.replay(walked);
     // Buffers the main thread has analysed come back to be filled again: a fresh buffer per batch would have the
     // collector run for their sake. Each batch is decoded straight into the buffers handed over.
     const spare: { columns: ArrayBuffer; cache: Int32Array<ArrayBuffer> }[] = [];
@@ -49,13 +58,18 @@ function read(walked: SampleWalk | undefined): void {
       diagnostics: source.diagnostics,
     });
   } catch (error) {
-    const e = error as { name?: unknown; code?: unknown; message?: unknown; location?: Location };
-    post({
-      kind: 'error',
-      name: String(e?.name ?? 'Error'),
-      ...(typeof e?.code === 'string' ? { code: e.code } : {}),
-      message: String(e?.message ?? error),
-      ...(e?.location !== undefined ? { location: e.location } : {}),
-    });
+    fail(error);
   }
+}
+
+/** Posts the error that stopped the reading. */
+function fail(error: unknown): void {
+  const e = error as { name?: unknown; code?: unknown; message?: unknown; location?: Location };
+  post({
+    kind: 'error',
+    name: String(e?.name ?? 'Error'),
+    ...(typeof e?.code === 'string' ? { code: e.code } : {}),
+    message: String(e?.message ?? error),
+    ...(e?.location !== undefined ? { location: e.location } : {}),
+  });
 }

@@ -35,8 +35,6 @@ export interface PerfDataSourceOptions {
   readonly lenient?: boolean;
   /** Symbols for call sites; by default the build-id cache's or the running kernel's (see the module's comment). */
   readonly kallsyms?: Kallsyms;
-  /** The samples' order found by another reader of the file (trace-format's `PerfDataReader.walk`), on another thread. */
-  readonly walked?: SampleWalk;
 }
 
 /** Where a field lies in a record, as its format file says: -1 offset when the event has no such field. */
@@ -255,6 +253,8 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
   let cacheIds: Int32Array | undefined;
   let count = 0;
   let skipped = 0;
+  /** The samples' order found by another reader of the file, on another thread (see PerfDataState.replay). */
+  let walked: SampleWalk | undefined;
   const skip = (offset: number, why: string) => {
     if (!options.lenient) throw new KmemError('ERR_KMEM_INPUT', why, { file, offset });
     if (++skipped <= 10) diagnostics.push(`${file}: byte ${offset}: ${why}; skipped`);
@@ -309,7 +309,7 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
   function* batches(): Generator<KmemColumns> {
     // The reader hands each sample to `visit` and ends a batch after BATCH samples, kmem or not.
     out.length = 0;
-    for (const _ of reader.samples(options.walked, visit)) {
+    for (const _ of reader.samples(walked, visit)) {
       count += out.length;
       if (out.length > 0) yield out;
       out.length = 0;
@@ -332,6 +332,9 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
     cacheNames,
     loadSymbols: () => void symbols(),
     walk: () => reader.walk(),
+    replay: (w) => {
+      walked = w;
+    },
     into: (columns, ids) => {
       out = columns;
       cacheIds = ids;
@@ -354,6 +357,8 @@ export interface PerfDataState {
    * events are then not read).
    */
   readonly walk: () => SampleWalk | undefined;
+  /** Has the events come in the order another source's `walk` found (the source opened before the walk is done). */
+  readonly replay: (walked: SampleWalk) => void;
   /** The cache names met so far, by id. */
   readonly cacheNames: readonly string[];
   /**
