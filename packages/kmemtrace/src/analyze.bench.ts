@@ -9,13 +9,14 @@
  * shebang, reading perf.data itself) and `... FILE.txt` (FILE.txt made once by `perf script`) beside
  * `perf kmem -i perf.data --caller --alloc stat`, process start to last byte, output to /dev/null, each under GNU
  * time (wall, user + system CPU, peak RSS), in alternating order for EVTRACE_BENCH_ROUNDS rounds (default 5),
- * medians; the load average printed beside them.
+ * medians, measured before this process reads the recording (it then holds nothing whose collection could take CPU
+ * from them); the load average printed beside them.
  *
  * Run as root after a build: `node src/analyze.bench.ts` (the package's `bench` script); EVTRACE_KMEM_BENCH_DATA=FILE
  * reads that perf.data instead of recording one. Not a test.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { consume, fromTotal, measure, printComparisons } from '@evtrace/bench';
@@ -77,7 +78,28 @@ try {
       ],
       { stdio: 'ignore' },
     );
-  const text = execFileSync('perf', ['script', '-i', data], { maxBuffer: 1 << 30 }).toString();
+  // End to end, as users run both: evtrace kmem on the perf script text file beside perf kmem on perf.data.
+  // Measured first, the text written by perf script straight to its file: this process then holds nothing large,
+  // whose collector could take CPU from the commands timed.
+  const textFile = join(dir, 'perf-script.txt');
+  const out = openSync(textFile, 'w');
+  const script = spawnSync('perf', ['script', '-i', data], { stdio: ['ignore', out, 'ignore'] });
+  closeSync(out);
+  if (script.status !== 0) throw new Error(`perf script exited with ${script.status}`);
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build first (pnpm exec turbo run build)`);
+  const loadBefore = loadAverage();
+  const peerRuns: Sample[] = [];
+  const ourRuns: Sample[] = [];
+  const dataRuns: Sample[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const peer = () => peerRuns.push(timed(['perf', 'kmem', '-i', data, '--caller', '--alloc', 'stat'], dir));
+    const evtrace = () => ourRuns.push(timed([CLI, 'kmem', 'report', '--caller', '--alloc', textFile], dir));
+    const readData = () => dataRuns.push(timed([CLI, 'kmem', 'report', '--caller', '--alloc', data], dir));
+    // Each beside perf in turn, alternating who goes first.
+    for (const run of round % 2 === 0 ? [peer, readData, evtrace] : [readData, peer, evtrace]) run();
+  }
+  const loadAfter = loadAverage();
+  const text = readFileSync(textFile, 'utf8');
   const source = parsePerfScript(text);
   const events = source.events;
   const n = events.length;
@@ -126,22 +148,6 @@ try {
     },
     { opsPerCall: n, samples: 3, sampleMs: 500 },
   );
-  // End to end, as users run both: evtrace kmem on the perf script text file beside perf kmem on perf.data.
-  const textFile = join(dir, 'perf-script.txt');
-  writeFileSync(textFile, text);
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build first (pnpm exec turbo run build)`);
-  const loadBefore = loadAverage();
-  const peerRuns: Sample[] = [];
-  const ourRuns: Sample[] = [];
-  const dataRuns: Sample[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const peer = () => peerRuns.push(timed(['perf', 'kmem', '-i', data, '--caller', '--alloc', 'stat'], dir));
-    const evtrace = () => ourRuns.push(timed([CLI, 'kmem', 'report', '--caller', '--alloc', textFile], dir));
-    const readData = () => dataRuns.push(timed([CLI, 'kmem', 'report', '--caller', '--alloc', data], dir));
-    // Each beside perf in turn, alternating who goes first.
-    for (const run of round % 2 === 0 ? [peer, readData, evtrace] : [readData, peer, evtrace]) run();
-  }
-  const loadAfter = loadAverage();
   process.stdout.write(
     `\n${n} kmem events (${source.ignored} others), ${(text.length / 1e6).toFixed(1)} MB of perf script text; load average ${(await import('node:os')).loadavg()[0]!.toFixed(2)}\n`,
   );
