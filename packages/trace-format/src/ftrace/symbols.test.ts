@@ -59,6 +59,13 @@ describe('Kallsyms', () => {
       expect(moduleFirst.lookupName('g')).toBe(0xffffffff81000000n);
       expect(moduleFirst.lookupName('h')).toBeUndefined();
     }
+    // A name ends at a blank, even where the line goes on with something that is no module: a query with a blank in
+    // it names nothing, scanned or mapped (found by the grammar property below).
+    const trailing = Kallsyms.parse('a 0 0 x', { types: 'all' });
+    for (let i = 0; i < 12; i++) {
+      expect(trailing.lookupName('0')).toBe(0xan);
+      expect(trailing.lookupName('0 x')).toBeUndefined();
+    }
   });
 
   it('sizes a symbol up to the next symbol of any kept type', () => {

@@ -134,7 +134,11 @@ export class Kallsyms {
   #nameIs(i: number, name: string): boolean {
     const start = this.#nameAt[i]!;
     if (name === '') return false;
-    for (let k = 0; k < name.length; k++) if (this.#code(start + k) !== name.charCodeAt(k)) return false;
+    // A name ends at a blank: a query with one in it is no name, whatever text follows the name on its line.
+    for (let k = 0; k < name.length; k++) {
+      const c = this.#code(start + k);
+      if (c !== name.charCodeAt(k) || isSpace(c)) return false;
+    }
     const after = this.#code(start + name.length);
     return after < 0 || isSpace(after);
   }
