@@ -177,12 +177,14 @@ class Ordering {
   /** Layout index + 1 by sample id - `idBase`, when the ids lie close together (cheaper than a Map lookup). */
   readonly idBase: number;
   readonly byId: Int32Array;
-  /** Entries a new queue has room for: as many samples as the data could hold, within ROOM. */
-  readonly room: number;
+  /** As many samples as the data could hold. */
+  readonly samples: number;
+  /** Queues made so far. */
+  made = 0;
   constructor(s: SampleSourceState) {
     this.timed = s.layouts.length > 0 && s.layouts.every((l) => l.time >= 0);
     const smallest = Math.max(8, Math.min(...s.layouts.map((l) => l.fixed)));
-    this.room = Math.min(ROOM, Math.max(1024, Math.ceil(s.dataEnd / smallest)));
+    this.samples = Math.ceil(s.dataEnd / smallest);
     let low = Number.POSITIVE_INFINITY;
     let high = -1;
     for (const id of s.byId.keys()) {
@@ -376,7 +378,10 @@ function walk(s: SampleSourceState, o: Ordering, out: PerfSamples): number {
         continue;
       }
       let q = o.queues[cpu];
-      if (q === undefined) q = o.queues[cpu] = new Queue(o.room);
+      // The k-th CPU met has room for a k-th of the samples the data could hold (one that needs more grows): for many
+      // CPUs, room that adds up to a few times the data's samples, not once per CPU.
+      if (q === undefined)
+        q = o.queues[cpu] = new Queue(Math.min(ROOM, Math.max(1024, Math.ceil(o.samples / ++o.made))));
       const i = q.add(cursor.offset, li);
       q.time[i] = v.getUint32(at + l.time, true) + v.getUint32(at + l.time + 4, true) * 4294967296;
       if (i > q.head && q.time[i]! < q.time[i - 1]!) q.sorted = false;
