@@ -1,6 +1,4 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readPerfData, TraceFormatError } from '@evtrace/trace-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +9,7 @@ import { perfDataSource } from './perf-data.ts';
 import { analysePerfData } from './perf-data-thread.ts';
 import { buildReport, formatReportText } from './report.ts';
 import { perfKmemUnavailable } from './testing/env.ts';
+import { recordPerfKmem } from './testing/perf-kmem.ts';
 
 const why = perfKmemUnavailable();
 
@@ -46,14 +45,7 @@ describe.skipIf(why !== '')(`a perf.data analysed with a reading thread${why ? `
   let bytes: Buffer;
 
   beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'kmem-perf-thread-'));
-    data = join(dir, 'perf.data');
-    execFileSync(
-      'perf',
-      ['kmem', 'record', '-o', data, '--', 'perf', 'bench', 'sched', 'messaging', '-g', '2', '-l', '20'],
-      { stdio: 'ignore' },
-    );
-    bytes = readFileSync(data);
+    ({ dir, data, bytes } = recordPerfKmem('kmem-perf-thread-', 2, 20));
   }, 60_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readPerfData, TraceFormatError } from '@evtrace/trace-format';
 import fc from 'fast-check';
@@ -11,6 +10,7 @@ import { openKmemInput } from './inputs.ts';
 import { perfDataSource } from './perf-data.ts';
 import { buildReport, formatReportText } from './report.ts';
 import { perfKmemUnavailable } from './testing/env.ts';
+import { recordPerfKmem } from './testing/perf-kmem.ts';
 
 const why = perfKmemUnavailable();
 
@@ -37,14 +37,7 @@ describe.skipIf(why !== '')(`perf.data of perf kmem record, read directly${why ?
   let bytes: Buffer;
 
   beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'kmem-perf-data-'));
-    data = join(dir, 'perf.data');
-    execFileSync(
-      'perf',
-      ['kmem', 'record', '-o', data, '--', 'perf', 'bench', 'sched', 'messaging', '-g', '1', '-l', '2'],
-      { stdio: 'ignore' },
-    );
-    bytes = readFileSync(data);
+    ({ dir, data, bytes } = recordPerfKmem('kmem-perf-data-', 1, 2));
   }, 60_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

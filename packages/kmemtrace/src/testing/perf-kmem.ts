@@ -1,8 +1,27 @@
 /** Test support: recording with `perf kmem record` and reading `perf kmem stat`'s tables. */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
+
+/**
+ * `perf kmem record` of `perf bench sched messaging -g GROUPS -l LOOPS` into `perf.data` of a new directory named
+ * from `prefix` (the caller removes it), and the file's bytes. Needs root and perf (see perfKmemUnavailable).
+ */
+export function recordPerfKmem(
+  prefix: string,
+  groups: number,
+  loops: number,
+): { readonly dir: string; readonly data: string; readonly bytes: Buffer } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const data = join(dir, 'perf.data');
+  const workload = ['perf', 'bench', 'sched', 'messaging', '-g', String(groups), '-l', String(loops)];
+  execFileSync('perf', ['kmem', 'record', '-o', data, '--', ...workload], { stdio: 'ignore' });
+  return { dir, data, bytes: readFileSync(data) };
+}
 
 export interface PerfRow {
   /** Call site normalized to `symbol+0xoff` (perf prints `symbol+off` in hex without 0x), or the pointer. */
