@@ -12,8 +12,12 @@
  * medians, measured before this process reads the recording (it then holds nothing whose collection could take CPU
  * from them); the load average printed beside them.
  *
+ * A second end-to-end table times the same two commands on a recording made with perf's default buffers (`perf kmem
+ * record` without -m: the kernel drops most events at this rate, and a recording holds fewer, in many rounds), where
+ * the fixed costs of a run (starting Node, loading the modules, V8's warm-up, the tables) weigh more.
+ *
  * Run as root after a build: `node src/analyze.bench.ts` (the package's `bench` script); EVTRACE_KMEM_BENCH_DATA=FILE
- * reads that perf.data instead of recording one. Not a test.
+ * reads that perf.data instead of recording one, EVTRACE_KMEM_BENCH_DEFAULT_DATA=FILE the second. Not a test.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -21,6 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { consume, fromTotal, measure, printComparisons } from '@evtrace/bench';
 import { analyze } from './analyze.ts';
+import type { KmemEventStream } from './event.ts';
 import { perfScriptSource } from './inputs.ts';
 import { perfDataSource } from './perf-data.ts';
 import { parsePerfScript } from './perf-script.ts';
@@ -50,34 +55,35 @@ function timed(argv: readonly string[], work: string): Sample {
 }
 
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+
+/** `perf kmem record` of the workload into `file`, with `-m PAGES` when given (perf's default buffers without). */
+function recordKmem(file: string, pages?: string): void {
+  const buffers = pages === undefined ? [] : ['-m', pages];
+  execFileSync(
+    'perf',
+    ['kmem', 'record', ...buffers, '-o', file, '--', 'perf', 'bench', 'sched', 'messaging', '-g', '2', '-l', LOOPS],
+    { stdio: 'ignore' },
+  );
+}
+
+/** `evtrace kmem report --caller --alloc FILE` beside `perf kmem -i FILE --caller --alloc stat`, alternating. */
+function endToEnd(file: string, work: string): { evtrace: Sample[]; perf: Sample[] } {
+  const evtrace: Sample[] = [];
+  const perf: Sample[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const peer = () => perf.push(timed(['perf', 'kmem', '-i', file, '--caller', '--alloc', 'stat'], work));
+    const ours = () => evtrace.push(timed([CLI, 'kmem', 'report', '--caller', '--alloc', file], work));
+    for (const run of round % 2 === 0 ? [peer, ours] : [ours, peer]) run();
+  }
+  return { evtrace, perf };
+}
 const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 const dir = mkdtempSync(join(tmpdir(), 'kmem-bench-'));
 try {
   // EVTRACE_KMEM_BENCH_DATA: a recording to read instead of making one (the same recording across runs).
   const data = process.env.EVTRACE_KMEM_BENCH_DATA ?? join(dir, 'perf.data');
-  if (process.env.EVTRACE_KMEM_BENCH_DATA === undefined)
-    execFileSync(
-      'perf',
-      [
-        'kmem',
-        'record',
-        '-m',
-        '32768',
-        '-o',
-        data,
-        '--',
-        'perf',
-        'bench',
-        'sched',
-        'messaging',
-        '-g',
-        '2',
-        '-l',
-        LOOPS,
-      ],
-      { stdio: 'ignore' },
-    );
+  if (process.env.EVTRACE_KMEM_BENCH_DATA === undefined) recordKmem(data, '32768');
   // End to end, as users run both: evtrace kmem on the perf script text file beside perf kmem on perf.data.
   // Measured first, the text written by perf script straight to its file: this process then holds nothing large,
   // whose collector could take CPU from the commands timed.
@@ -99,6 +105,12 @@ try {
     for (const run of round % 2 === 0 ? [peer, readData, evtrace] : [readData, peer, evtrace]) run();
   }
   const loadAfter = loadAverage();
+  // The second recording, perf's default buffers, timed the same way.
+  const small = process.env.EVTRACE_KMEM_BENCH_DEFAULT_DATA ?? join(dir, 'default.data');
+  if (process.env.EVTRACE_KMEM_BENCH_DEFAULT_DATA === undefined) recordKmem(small);
+  const smallLoadBefore = loadAverage();
+  const smallRuns = endToEnd(small, dir);
+  const smallLoadAfter = loadAverage();
   const text = readFileSync(textFile, 'utf8');
   const source = parsePerfScript(text);
   const events = source.events;
@@ -180,6 +192,19 @@ try {
         .join('\n') +
       `\n| perf.data: evtrace vs perf kmem (perf's / evtrace's; RSS: evtrace's - perf's) | ${(peer.wall / dataRow.wall).toFixed(2)}x | ${(peer.cpu / dataRow.cpu).toFixed(2)}x | ${(dataRow.rss - peer.rss).toFixed(0)} MB |` +
       `\n| text: evtrace vs perf kmem (perf's time / evtrace's) | ${(peer.wall / cli.wall).toFixed(2)}x | ${(peer.cpu / cli.cpu).toFixed(2)}x | |\n`,
+  );
+  let smallEvents = 0;
+  const smallSource = perfDataSource(small, { lenient: true }).events as KmemEventStream;
+  for (const batch of smallSource.batches()) smallEvents += batch.length;
+  const smallOurs = row('evtrace kmem report --caller --alloc perf.data', smallRuns.evtrace);
+  const smallPeer = row('perf kmem -i perf.data --caller --alloc stat', smallRuns.perf);
+  process.stdout.write(
+    `\nEnd to end on a recording with perf's default buffers (${smallEvents} events kept; ${ROUNDS} rounds, medians; load average ${smallLoadBefore} before, ${smallLoadAfter} after)\n` +
+      '| command | wall | CPU (user+sys) | peak RSS |\n| --- | --- | --- | --- |\n' +
+      [smallOurs, smallPeer]
+        .map((r) => `| ${r.name} | ${r.wall.toFixed(2)} s | ${r.cpu.toFixed(2)} s | ${r.rss.toFixed(0)} MB |`)
+        .join('\n') +
+      `\n| evtrace vs perf kmem (perf's / evtrace's; RSS: evtrace's - perf's) | ${(smallPeer.wall / smallOurs.wall).toFixed(2)}x | ${(smallPeer.cpu / smallOurs.cpu).toFixed(2)}x | ${(smallOurs.rss - smallPeer.rss).toFixed(0)} MB |\n`,
   );
 } finally {
   rmSync(dir, { recursive: true, force: true });
