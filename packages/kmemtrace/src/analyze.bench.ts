@@ -55,6 +55,7 @@ function timed(argv: readonly string[], work: string): Sample {
 }
 
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 /** `perf kmem record` of the workload into `file`, with `-m PAGES` when given (perf's default buffers without). */
 function recordKmem(file: string, pages?: string): void {
@@ -77,7 +78,6 @@ function endToEnd(file: string, work: string): { evtrace: Sample[]; perf: Sample
   }
   return { evtrace, perf };
 }
-const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 const dir = mkdtempSync(join(tmpdir(), 'kmem-bench-'));
 try {
@@ -194,7 +194,7 @@ try {
       `\n| text: evtrace vs perf kmem (perf's time / evtrace's) | ${(peer.wall / cli.wall).toFixed(2)}x | ${(peer.cpu / cli.cpu).toFixed(2)}x | |\n`,
   );
   let smallEvents = 0;
-  const smallSource = perfDataSource(small, { lenient: true }).events as KmemEventStream;
+  const smallSource = perfDataSource(small).events as KmemEventStream;
   for (const batch of smallSource.batches()) smallEvents += batch.length;
   const smallOurs = row('evtrace kmem report --caller --alloc perf.data', smallRuns.evtrace);
   const smallPeer = row('perf kmem -i perf.data --caller --alloc stat', smallRuns.perf);
