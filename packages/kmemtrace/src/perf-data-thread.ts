@@ -1,12 +1,16 @@
 /**
- * A perf.data file analysed on two threads: while a worker starts, this thread walks the file to find the samples'
- * order and hands it over; the worker reads and decodes the samples in that order (perf-data-worker.ts) while this
- * thread loads the kernel symbols, then analyses each batch as it arrives. The result is the one thread's, event for
- * event: the batches come in order, and the source names keys with the worker's keys.
+ * A perf.data file analysed as fast as it can be: read by the WebAssembly reader (perf-data-wasm.ts: the records
+ * walked and each kmem sample decoded as it is read, merged into perf's order) into the analysis on this thread; or,
+ * when that reader declines the file (damage, samples out of order, events it does not read), on two threads: while a
+ * worker starts, this thread walks the file to find the samples' order and hands it over; the worker reads and
+ * decodes the samples in that order (perf-data-worker.ts) while this thread loads the kernel symbols, then analyses
+ * each batch as it arrives. The result is the one-thread reader's, event for event, either way: the events come in
+ * its order, and the source names keys with its keys.
  */
+import { availableParallelism } from 'node:os';
 import { formatLocation, type Location } from '@evtrace/errors';
 import { TraceFormatError, type TraceFormatErrorCode } from '@evtrace/trace-format';
-import { type AnalyzeOptions, type KmemAnalysis, KmemAnalyzer } from './analyze.ts';
+import { type AnalyzeOptions, analyze, type KmemAnalysis, KmemAnalyzer } from './analyze.ts';
 import { KmemError, type KmemErrorCode } from './errors.ts';
 import { KmemColumns, type KmemSource } from './event.ts';
 import { type PerfDataSourceOptions, perfDataSource, perfDataState } from './perf-data.ts';
@@ -55,6 +59,23 @@ export interface PerfDataAnalysisOptions extends PerfDataSourceOptions, AnalyzeO
 export async function analysePerfData(
   file: string,
   options: PerfDataAnalysisOptions = {},
+): Promise<{ readonly analysis: KmemAnalysis; readonly source: KmemSource }> {
+  const source = perfDataSource(file, options);
+  const state = perfDataState.get(source)!;
+  const analyzer = new KmemAnalyzer(options);
+  if (state.readInWasm((batch) => analyzer.pushColumns(batch))) {
+    state.loadSymbols();
+    return { analysis: analyzer.result(), source };
+  }
+  if (availableParallelism() > 1) return analyseOnTwoThreads(file, options);
+  const again = perfDataSource(file, options);
+  return { analysis: analyze(again.events, options), source: again };
+}
+
+/** {@link analysePerfData} on two threads, with the reader in TypeScript (see the top). */
+async function analyseOnTwoThreads(
+  file: string,
+  options: PerfDataAnalysisOptions,
 ): Promise<{ readonly analysis: KmemAnalysis; readonly source: KmemSource }> {
   // Opened here too: a file that is no kmem perf.data is refused before a thread is started.
   const source = perfDataSource(file, options);

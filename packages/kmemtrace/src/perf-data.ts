@@ -5,7 +5,7 @@
  * sites are named through the kernel's symbols as `perf script` names them: the kallsyms perf saved in its build-id
  * cache at record time, else this machine's /proc/kallsyms when it runs the recording kernel.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { homedir, release } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -16,6 +16,7 @@ import {
   type PerfChunk,
   type PerfDataReader,
   type PerfEventAttr,
+  PerfSampleBits,
   parseFormatFile,
   type SampleWalk,
   sampleLayout,
@@ -25,6 +26,7 @@ import { EXPECTED_INPUT, KmemError, noKmemEvents } from './errors.ts';
 import { ALLOCATOR_CODE, KmemColumns, KmemEventStream, type KmemSource, OP_CODE } from './event.ts';
 import { gfpNamer } from './gfp.ts';
 import { ByteNames, internName } from './names.ts';
+import { perfDataWasm } from './perf-data-wasm.ts';
 import { BATCH } from './perf-script.ts';
 import { addressNamer } from './symbols.ts';
 import { gfpTableOf, kmemKind } from './tracepoints.ts';
@@ -339,8 +341,140 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
       out = columns;
       cacheIds = ids;
     },
+    readInWasm: (take) => readInWasm(take),
   });
   return source;
+
+  /** See PerfDataState.readInWasm. */
+  function readInWasm(take: (batch: KmemColumns) => void): boolean {
+    const wasmPlans = wasmLayout();
+    if (wasmPlans === undefined) return false;
+    const w = perfDataWasm();
+    const { id, time, cpu, ids } = wasmPlans;
+    const idBase = Math.min(...ids);
+    w.configureLayout(id, time, cpu, BigInt(idBase));
+    plans.forEach((plan, event) => {
+      const l = layouts[event]!;
+      w.configureSample(event, l.fixed, l.attr.sampleType & PerfSampleBits.RAW ? l.fixed : -1);
+      for (const i of reader.header.attrs[event]!.ids) w.configureId(BigInt(i), event);
+      if (plan === undefined) return;
+      const at = (f: Field) => (f.offset >= 0 ? f.offset : -1);
+      w.configureEvent(
+        event,
+        plan.op | (plan.allocator << 2),
+        plan.callSite.offset,
+        plan.ptr.offset,
+        at(plan.bytesReq),
+        at(plan.bytesAlloc),
+        at(plan.name),
+        plan.needs,
+      );
+    });
+    w.start();
+    const declined = w.DECLINED.value;
+    const chunk = 1 << 20;
+    const buffer = w.reserve(chunk);
+    const delivered = w.reserve(BATCH * WASM_ROW);
+    const batch = new KmemColumns(BATCH);
+    let rows = 0;
+    /** Hands over what is deliverable, a batch at a time. */
+    const drain = () => {
+      for (let n = w.deliver(delivered, BATCH); n > 0; n = w.deliver(delivered, BATCH)) {
+        const memory = w.memory.buffer;
+        for (let k = cacheNames.length; k < w.names(); k++)
+          cacheNames.push(internName(Buffer.from(memory, w.nameStart(k), w.nameLength(k)).toString('utf8')));
+        copyDelivered(memory, delivered, n, batch, cacheNames);
+        rows += n;
+        take(batch);
+      }
+    };
+    const { offset, size } = reader.header.data;
+    const fd = openSync(file, 'r');
+    try {
+      for (let at = offset, end = offset + size; at < end; ) {
+        const length = Math.min(chunk, end - at);
+        const read = readSync(fd, new Uint8Array(w.memory.buffer, buffer, length), 0, length, at);
+        if (read < length && read < 8) return false;
+        const walked = w.walk(buffer, read);
+        if (walked === declined || walked === 0) return false;
+        at += walked;
+        drain();
+      }
+    } finally {
+      closeSync(fd);
+    }
+    w.end();
+    drain();
+    if (rows === 0) return false;
+    const addresses = new Float64Array(w.memory.buffer, w.siteAddresses(), w.sites());
+    siteAddresses.push(...addresses);
+    const lost = w.lost.value;
+    if (lost > 0) diagnostics.push(`${file}: the kernel lost ${lost} events while recording`);
+    return true;
+  }
+
+  /**
+   * Where the WebAssembly reader finds each sample's fields, when it can read this file: every event's samples with
+   * their id, time and CPU at one place, the kmem events' RAW data at one place (nothing of variable size before it),
+   * slab events only, with 8-byte call sites, pointers and sizes.
+   */
+  function wasmLayout(): { id: number; time: number; cpu: number; ids: number[] } | undefined {
+    const first = layouts[0];
+    if (first === undefined || first.id < 0 || first.time < 0 || first.cpu < 0 || layouts.length > 64) return undefined;
+    if (layouts.some((l) => l.id !== first.id || l.time !== first.time || l.cpu !== first.cpu)) return undefined;
+    const ids: number[] = [];
+    for (const [event, l] of layouts.entries()) {
+      ids.push(...l.attr.ids);
+      // Nothing of variable size before the RAW data: its size lies right after the fixed fields.
+      if ((l.attr.sampleType & (PerfSampleBits.READ | PerfSampleBits.CALLCHAIN)) !== 0) return undefined;
+      const plan = plans[event];
+      if (plan === undefined) continue;
+      if ((l.attr.sampleType & PerfSampleBits.RAW) === 0) return undefined;
+      if (plan.allocator === PAGE || plan.callSite.size !== 8 || plan.ptr.size !== 8) return undefined;
+      if ([plan.bytesReq, plan.bytesAlloc].some((f) => f.offset >= 0 && f.size !== 8)) return undefined;
+    }
+    if (ids.length === 0) return undefined;
+    const low = Math.min(...ids);
+    if (ids.some((i) => i - low >= 4096)) return undefined;
+    return { id: first.id, time: first.time, cpu: first.cpu, ids };
+  }
+}
+
+/** Bytes a delivered row takes in the WebAssembly reader's batch (see assembly/perf-data.ts `deliver`). */
+const WASM_ROW = 37;
+
+/**
+ * Copies `n` rows the WebAssembly reader delivered (columns of BATCH entries at `at` of `memory`) into `batch`.
+ * The analysis reads no gfp flags or node of a slab event: they are not read from the RAW data on this path (NaN).
+ */
+function copyDelivered(memory: ArrayBuffer, at: number, n: number, batch: KmemColumns, names: string[]): void {
+  const time = new Float64Array(memory, at, n);
+  const ptr = new Float64Array(memory, at + BATCH * 8, n);
+  const cpu = new Int32Array(memory, at + BATCH * 16, n);
+  const site = new Int32Array(memory, at + BATCH * 20, n);
+  const req = new Uint32Array(memory, at + BATCH * 24, n);
+  const alloc = new Uint32Array(memory, at + BATCH * 28, n);
+  const cache = new Int32Array(memory, at + BATCH * 32, n);
+  const code = new Uint8Array(memory, at + BATCH * 36, n);
+  for (let i = 0; i < n; i++) {
+    const c = code[i]!;
+    batch.op[i] = c & 3;
+    batch.allocator[i] = c >> 2;
+    batch.tsNs[i] = time[i]!;
+    batch.cpu[i] = cpu[i]!;
+    batch.callSite[i] = site[i]!;
+    batch.ptr[i] = ptr[i]!;
+    batch.bytesReq[i] = req[i]!;
+    batch.bytesAlloc[i] = alloc[i]!;
+    batch.gfpFlags[i] = Number.NaN;
+    batch.node[i] = Number.NaN;
+    batch.order[i] = 0;
+    batch.migratetype[i] = Number.NaN;
+    const id = cache[i]!;
+    batch.cache[i] = id >= 0 ? names[id] : undefined;
+    batch.gfpText[i] = undefined;
+  }
+  batch.length = n;
 }
 
 /**
@@ -366,6 +500,12 @@ export interface PerfDataState {
    * another thread hands both over as they are.
    */
   readonly into: (columns: KmemColumns, ids: Int32Array) => void;
+  /**
+   * Reads the file with the WebAssembly reader (perf-data-wasm.ts), handing each batch of events in order to `take`:
+   * false when that reader declines the file, before or part way (the source's events are then not to be used: open
+   * it again and read it with the TypeScript reader, which reports what stopped the other).
+   */
+  readonly readInWasm: (take: (batch: KmemColumns) => void) => boolean;
 }
 
 /** The state of each source {@link perfDataSource} made. */

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { AgentClient } from '@evtrace/agent-protocol';
 import {
@@ -128,7 +127,7 @@ async function analyseInput(
   const analyseOptions = intervalNs !== undefined ? { intervalNs } : {};
   let analysis: KmemAnalysis;
   let source: KmemSource;
-  if (input !== '-' && availableParallelism() > 1 && detectKmemInput(input) === 'perf-data')
+  if (input !== '-' && detectKmemInput(input) === 'perf-data')
     ({ analysis, source } = await analysePerfData(input, { ...opened, ...analyseOptions }));
   else {
     source = openKmemInput(input, opened);
