@@ -27,6 +27,11 @@ const REWRITES = [
   { what: 'createRequire(import.meta.url)', from: /\bcreateRequire\d*\(import\.meta\.url\)/g, to: 'standaloneRequire' },
   { what: 'new Worker(', from: /\bnew Worker\d*\(/g, to: 'new StandaloneWorker(' },
   {
+    what: "kmemtrace's perf-data.wasm read",
+    from: /new WebAssembly\.Module\(perfDataWasmBytes\d*\(\)\)/g,
+    to: 'new WebAssembly.Module(standaloneRawAsset("perf-data.wasm"))',
+  },
+  {
     what: "Perfetto's .proto reads",
     from: /const dir = perfettoProtoRoot\(\);(\s*for \(const file of FILES\) protobuf\.parse\()\w+\(\w+\(dir, file\), "utf8"\)/g,
     to: '$1standaloneAsset(file)',
@@ -90,7 +95,8 @@ await bundle(join(kmemtrace, 'perf-data-worker.js'), join(out, 'perf-data-worker
 await bundle(join(app, 'src/commands/demo-worker.ts'), join(out, 'demo-worker.js'));
 await bundle(join(app, 'src/sliced-lines-worker.ts'), join(out, 'sliced-lines-worker.js'));
 
-// The assets: worker bundles by file name, koffi's native module, Perfetto's schema by its path in trace-format.
+// The assets: worker bundles by file name, koffi's native module, kmemtrace's WebAssembly reader, Perfetto's schema by
+// its path in trace-format.
 const fromKoffi = createRequire(require.resolve('koffi'));
 const koffiDir = dirname(fromKoffi.resolve(`@koromix/koffi-${process.platform}-${process.arch}/package.json`));
 const traceFormat = join(dirname(require.resolve('@evtrace/trace-format')), '..');
@@ -102,6 +108,7 @@ const assets: Record<string, string> = {
   'demo-worker.js': join(out, 'demo-worker.js'),
   'sliced-lines-worker.js': join(out, 'sliced-lines-worker.js'),
   'koffi.node': join(koffiDir, `${process.platform}_${process.arch}`, 'koffi.node'),
+  'perf-data.wasm': join(kmemtrace, 'perf-data.wasm'),
   ...Object.fromEntries(protos.map((p) => [p, join(traceFormat, p)])),
 };
 const config = {

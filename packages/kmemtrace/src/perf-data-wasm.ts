@@ -50,12 +50,7 @@ let compiled: object | undefined;
 
 /** A new instance of the module (compiled once per process). */
 export function perfDataWasm(): PerfDataWasm {
-  if (compiled === undefined) {
-    // Beside the built module; the sources under test find it in the package's build.
-    const beside = new URL('./perf-data.wasm', import.meta.url);
-    const built = new URL('../dist/perf-data.wasm', import.meta.url);
-    compiled = new WebAssembly.Module(readFileSync(existsSync(beside) ? beside : built));
-  }
+  compiled ??= new WebAssembly.Module(perfDataWasmBytes());
   const instance = new WebAssembly.Instance(compiled, {
     env: {
       abort: (_message: number, _file: number, line: number, column: number) => {
@@ -64,4 +59,13 @@ export function perfDataWasm(): PerfDataWasm {
     },
   });
   return instance.exports as unknown as PerfDataWasm;
+}
+
+/**
+ * The module's bytes: beside the built module, or in the package's build for the sources under test (the standalone
+ * evtrace embeds them, and its build replaces this call: apps/agent/scripts/standalone.ts).
+ */
+function perfDataWasmBytes(): Uint8Array {
+  const beside = new URL('./perf-data.wasm', import.meta.url);
+  return readFileSync(existsSync(beside) ? beside : new URL('../dist/perf-data.wasm', import.meta.url));
 }

@@ -1,8 +1,9 @@
 /**
  * What the standalone evtrace puts where the sources reach outside their bundle, which a single executable
  * application cannot: scripts/standalone.ts rewrites `createRequire(import.meta.url)` to `standaloneRequire`,
- * `new Worker(` to `new StandaloneWorker(` and the Perfetto schema's file reads to `standaloneAsset`, and injects this
- * module into the main bundle and into each worker's.
+ * `new Worker(` to `new StandaloneWorker(`, kmemtrace's read of perf-data.wasm to `standaloneRawAsset` and the
+ * Perfetto schema's file reads to `standaloneAsset`, and injects this module into the main bundle and into each
+ * worker's.
  *
  * The native FFI (koffi) is the one file that must be on disk to load: it is written to a fresh private directory,
  * opened, unlinked, and loaded from the open descriptor, so nothing is left behind and nobody else can swap it.
@@ -48,6 +49,11 @@ export function standaloneRequire(id: string): unknown {
 standaloneRequire.resolve = (id: string): never => {
   throw new Error(`the standalone evtrace has no file for ${id}`);
 };
+
+/** A binary file embedded at build time (kmemtrace's perf-data.wasm), by its name. */
+export function standaloneRawAsset(name: string): Uint8Array {
+  return new Uint8Array(getRawAsset(name));
+}
 
 /** A text file embedded at build time (the Perfetto .proto files), by its path in its package. */
 export function standaloneAsset(path: string): string {
