@@ -1,8 +1,9 @@
 /**
- * The per-sample work of reading a perf.data of kmem tracepoints, compiled to WebAssembly (AssemblyScript): the walk
- * of the data section's records, each kmem sample's fields decoded as it is read (in file order) into its CPU's
- * queue, and the queues merged into perf's order (time, then file order). perf-data-wasm.ts feeds it the file a
- * chunk at a time and hands what it delivers to the analysis.
+ * The per-sample work of reading and analysing a perf.data of kmem tracepoints, compiled to WebAssembly
+ * (AssemblyScript): the walk of the data section's records, each kmem sample's fields decoded as it is read (in file
+ * order) into its CPU's queue, the queues merged into perf's order (time, then file order) and each event analysed as
+ * KmemAnalyzer (src/analyze.ts) analyses it, figure for figure. perf-data.ts feeds it the file a chunk at a time and
+ * reads the analysis out of its memory into a KmemAnalysis (`analysisOf`, shared with KmemAnalyzer).
  *
  * It takes only the common case and declines the rest (`walk` returns DECLINED): a damaged record, a sample of an
  * unknown event, a CPU's samples out of time order or a sample earlier than what perf's rounds already delivered
@@ -346,6 +347,10 @@ const U32: u64 = 0xffffffff;
 export function start(): void {
   growSites();
   growNames();
+  ptrs.grow();
+  siteKeysByAlloc.grow();
+  growRows();
+  growSiteColumns();
 }
 
 /**
@@ -436,7 +441,7 @@ export function end(): void {
   ended = true;
 }
 
-// ---- Delivery: the queues merged, oldest first (ties in file order), into a batch of columns. ----
+// ---- Delivery: the queues merged, oldest first (ties in file order), into the analysis. ----
 
 /** Whether queue a's next row comes before queue b's. */
 function before(a: i32, b: i32): bool {
@@ -447,23 +452,12 @@ function before(a: i32, b: i32): bool {
   return ta < tb || (ta === tb && load<u32>(ra + R_SEQ) < load<u32>(rb + R_SEQ));
 }
 
-/**
- * Writes up to `room` deliverable rows into the batch at `out` (columns of `room` entries each: time f64, pointer
- * f64, CPU i32, call site i32 (delivered key), bytes requested u32, allocated u32, cache id i32, op | allocator << 2
- * u8): how many. A row is deliverable once perf's rounds (or the end) deliver its time.
- */
-export function deliver(out: usize, room: i32): i32 {
+/** Analyses the deliverable rows, oldest first: how many. A row is deliverable once perf's rounds (or the end) deliver
+ * its time. */
+export function analyseDeliverable(): i32 {
   const limit = ended ? Infinity : delivered;
-  const times = out;
-  const ptrs = out + <usize>room * 8;
-  const cpuCol = out + <usize>room * 16;
-  const siteCol = out + <usize>room * 20;
-  const reqCol = out + <usize>room * 24;
-  const allocCol = out + <usize>room * 28;
-  const cacheCol = out + <usize>room * 32;
-  const codeCol = out + <usize>room * 36;
   let n = 0;
-  while (n < room) {
+  for (;;) {
     let best = -1;
     for (let c = 0; c < cpus; c++) {
       if (qHead[c] === qTail[c]) continue;
@@ -478,15 +472,388 @@ export function deliver(out: usize, room: i32): i32 {
       qHead[best] = 0;
       qTail[best] = 0;
     }
-    store<f64>(times + ((<usize>n) << 3), time);
-    store<f64>(ptrs + ((<usize>n) << 3), load<f64>(row + R_PTR));
-    store<i32>(cpuCol + ((<usize>n) << 2), best);
-    store<i32>(siteCol + ((<usize>n) << 2), deliveredSite(load<i32>(row + R_SITE)));
-    store<u32>(reqCol + ((<usize>n) << 2), load<u32>(row + R_REQ));
-    store<u32>(allocCol + ((<usize>n) << 2), load<u32>(row + R_ALLOC));
-    store<i32>(cacheCol + ((<usize>n) << 2), load<i32>(row + R_CACHE));
-    store<u8>(codeCol + <usize>n, load<u8>(row + R_CODE));
+    const code = <i32>load<u8>(row + R_CODE);
+    const callSite = <f64>deliveredSite(load<i32>(row + R_SITE));
+    const ptr = load<f64>(row + R_PTR);
+    const cache = load<i32>(row + R_CACHE);
+    tick(time);
+    if ((code & 3) === OP_ALLOC)
+      analyseAlloc(
+        time,
+        best,
+        callSite,
+        ptr,
+        <f64>load<u32>(row + R_REQ),
+        <f64>load<u32>(row + R_ALLOC),
+        code >> 2,
+        cache,
+      );
+    else analyseFree(time, best, callSite, ptr, code >> 2, cache);
     n++;
   }
   return n;
+}
+
+// ---- The analysis (KmemAnalyzer's, for slab events), fed by `analyse` instead of a batch. ----
+
+const OP_ALLOC = 0;
+const KMALLOC = 0;
+const CACHE = 1;
+const ZERO_SIZE_PTR: f64 = 16;
+/** A pointer's row, as KmemAnalyzer lays it: site, hits, bytes allocated and requested, cross-CPU frees, the last
+ * allocation's bytes, CPU (-1 after a free) and time; and its state byte (LIVE | allocator) and cache name id. */
+const P = 8;
+const P_SITE = 0;
+const P_HIT = 1;
+const P_ALLOC = 2;
+const P_REQ = 3;
+const P_PING = 4;
+const P_LAST = 5;
+const P_CPU = 6;
+const P_NS = 7;
+const LIVE: u8 = 4;
+
+let intervalNs: f64 = 1e8;
+let strictKfree = false;
+let examplesPerKind = 20;
+
+export function configureAnalysis(interval: f64, strict: bool, examples: i32): void {
+  intervalNs = interval;
+  strictKfree = strict;
+  examplesPerKind = examples;
+}
+
+/** An open-addressing table from f64 keys (their bits) to dense ids 0, 1, ... (KmemAnalyzer's KeyTable). */
+class Keys {
+  slots: i32 = 0;
+  keys: usize = 0;
+  ids: usize = 0;
+  size: i32 = 0;
+  byId: usize = 0;
+  room: i32 = 0;
+
+  grow(): void {
+    const old = this.slots;
+    const oldKeys = this.keys;
+    const oldIds = this.ids;
+    this.slots = old === 0 ? 1024 : old * 2;
+    this.keys = heap.alloc(<usize>this.slots * 8);
+    this.ids = heap.alloc(<usize>this.slots * 4);
+    memory.fill(this.ids, 0xff, <usize>this.slots * 4);
+    const mask = this.slots - 1;
+    for (let i = 0; i < old; i++) {
+      const id = load<i32>(oldIds + ((<usize>i) << 2));
+      if (id < 0) continue;
+      const k = load<u64>(oldKeys + ((<usize>i) << 3));
+      let s = <i32>(mix(k) & <u32>mask);
+      while (load<i32>(this.ids + ((<usize>s) << 2)) >= 0) s = (s + 1) & mask;
+      store<u64>(this.keys + ((<usize>s) << 3), k);
+      store<i32>(this.ids + ((<usize>s) << 2), id);
+    }
+    if (old !== 0) {
+      heap.free(oldKeys);
+      heap.free(oldIds);
+    }
+  }
+
+  get(key: f64): i32 {
+    const k = reinterpret<u64>(key);
+    const mask = this.slots - 1;
+    let s = <i32>(mix(k) & <u32>mask);
+    let id = load<i32>(this.ids + ((<usize>s) << 2));
+    while (id >= 0) {
+      if (load<u64>(this.keys + ((<usize>s) << 3)) === k) return id;
+      s = (s + 1) & mask;
+      id = load<i32>(this.ids + ((<usize>s) << 2));
+    }
+    return -1;
+  }
+
+  intern(key: f64): i32 {
+    const k = reinterpret<u64>(key);
+    const mask = this.slots - 1;
+    let s = <i32>(mix(k) & <u32>mask);
+    for (;;) {
+      const id = load<i32>(this.ids + ((<usize>s) << 2));
+      if (id < 0) break;
+      if (load<u64>(this.keys + ((<usize>s) << 3)) === k) return id;
+      s = (s + 1) & mask;
+    }
+    const id = this.size++;
+    if (id >= this.room) {
+      const room = this.room === 0 ? 1024 : this.room * 2;
+      this.byId = this.byId === 0 ? heap.alloc(<usize>room * 8) : heap.realloc(this.byId, <usize>room * 8);
+      this.room = room;
+    }
+    store<f64>(this.byId + ((<usize>id) << 3), key);
+    store<u64>(this.keys + ((<usize>s) << 3), k);
+    store<i32>(this.ids + ((<usize>s) << 2), id);
+    if (this.size * 2 > this.slots) this.grow();
+    return id;
+  }
+}
+
+const ptrs = new Keys();
+const siteKeysByAlloc = new Keys();
+/** Per pointer: P figures, the state byte and the cache name id. */
+let rows: usize = 0;
+let pState: usize = 0;
+let pCache: usize = 0;
+let rowRoom = 0;
+/** Per site (dense ids in the order first allocated from): hits, bytes allocated, requested, cross-CPU frees. */
+let sCols: usize = 0;
+let sRoom = 0;
+
+export let events: f64 = 0;
+export let allocs: f64 = 0;
+export let frees: f64 = 0;
+export let failed: f64 = 0;
+export let reqSum: f64 = 0;
+export let allocSum: f64 = 0;
+export let freedSum: f64 = 0;
+export let crossCpu: f64 = 0;
+export let first: f64 = 0;
+export let last: f64 = 0;
+
+/** Time series buckets by slot: allocs, frees, bytes allocated, freed, change of live bytes (5 f64), and used. */
+let buckets: usize = 0;
+let bucketRoom = 0;
+let bucket: usize = 0;
+let slotNow: f64 = -1;
+let slotCount = 0;
+
+/** Issues: counts by kind, and the examples kept (kind, time, cpu, ptr, site, alloc site, two figures). */
+const KINDS = 6;
+export const WRONG_FREE = 0;
+export const WRONG_CACHE = 1;
+export const DOUBLE_FREE = 2;
+export const UNKNOWN_FREE = 3;
+export const SHORT_ALLOC = 4;
+export const MISSED_FREE = 5;
+const issueCounts = new StaticArray<f64>(KINDS);
+const EXAMPLE = 64;
+let examples: usize = 0;
+let exampleRoom = 0;
+export let exampleCount = 0;
+
+function growRows(): void {
+  const room = rowRoom === 0 ? 1024 : rowRoom * 2;
+  rows = rows === 0 ? heap.alloc(<usize>room * P * 8) : heap.realloc(rows, <usize>room * P * 8);
+  pState = pState === 0 ? heap.alloc(<usize>room) : heap.realloc(pState, <usize>room);
+  pCache = pCache === 0 ? heap.alloc(<usize>room * 4) : heap.realloc(pCache, <usize>room * 4);
+  rowRoom = room;
+}
+
+function growSiteColumns(): void {
+  const room = sRoom === 0 ? 256 : sRoom * 2;
+  const cols = heap.alloc(<usize>room * 32);
+  memory.fill(cols, 0, <usize>room * 32);
+  for (let c = 0; c < 4; c++)
+    if (sRoom !== 0) memory.copy(cols + <usize>c * room * 8, sCols + <usize>c * sRoom * 8, <usize>sRoom * 8);
+  if (sRoom !== 0) heap.free(sCols);
+  sCols = cols;
+  sRoom = room;
+}
+
+function site(column: i32, id: i32): usize {
+  return sCols + (<usize>column * sRoom + <usize>id) * 8;
+}
+
+function issue(kind: i32, ts: f64, cpu: i32, ptr: f64, callSite: f64, allocSite: f64, a: f64, b: f64): void {
+  issueCounts[kind] += 1;
+  if (issueCounts[kind] > <f64>examplesPerKind) return;
+  if (exampleCount === exampleRoom) {
+    exampleRoom = exampleRoom === 0 ? 64 : exampleRoom * 2;
+    examples =
+      examples === 0 ? heap.alloc(<usize>exampleRoom * EXAMPLE) : heap.realloc(examples, <usize>exampleRoom * EXAMPLE);
+  }
+  const e = examples + <usize>exampleCount * EXAMPLE;
+  exampleCount++;
+  store<f64>(e, <f64>kind);
+  store<f64>(e + 8, ts);
+  store<f64>(e + 16, <f64>cpu);
+  store<f64>(e + 24, ptr);
+  store<f64>(e + 32, callSite);
+  store<f64>(e + 40, allocSite);
+  store<f64>(e + 48, a);
+  store<f64>(e + 56, b);
+}
+
+function tick(ts: f64): void {
+  if (events++ === 0) first = ts;
+  last = ts;
+  let slot = Math.floor((ts - first) / intervalNs);
+  if (!(slot >= 0)) slot = 0;
+  if (slot !== slotNow) {
+    slotNow = slot;
+    if (slot >= <f64>(1 << 24)) {
+      bucket = 0;
+      tooManySlots = true;
+      return;
+    }
+    const s = <i32>slot;
+    if (s >= bucketRoom) {
+      let room = bucketRoom === 0 ? 64 : bucketRoom;
+      while (room <= s) room *= 2;
+      const b = heap.alloc(<usize>room * 48);
+      memory.fill(b, 0, <usize>room * 48);
+      if (bucketRoom !== 0) {
+        memory.copy(b, buckets, <usize>bucketRoom * 48);
+        heap.free(buckets);
+      }
+      buckets = b;
+      bucketRoom = room;
+    }
+    if (s >= slotCount) slotCount = s + 1;
+    bucket = buckets + <usize>s * 48;
+    store<f64>(bucket + 40, 1);
+  }
+}
+/** A slot past 2^24 intervals: the time series would be too sparse for an array (the TypeScript analysis takes it). */
+let tooManySlots = false;
+
+function add(at: usize, value: f64): void {
+  store<f64>(at, load<f64>(at) + value);
+}
+
+function analyseAlloc(
+  ts: f64,
+  cpu: i32,
+  callSite: f64,
+  ptr: f64,
+  req: f64,
+  alloc: f64,
+  allocator: i32,
+  cache: i32,
+): void {
+  allocs += 1;
+  reqSum += req;
+  allocSum += alloc;
+  add(bucket, 1);
+  add(bucket + 16, alloc);
+  if (ptr === 0) failed += 1;
+  else {
+    add(bucket + 32, alloc);
+    if (alloc < req) issue(SHORT_ALLOC, ts, cpu, ptr, callSite, NaN, alloc, req);
+  }
+  const before = ptrs.size;
+  const p = ptrs.intern(ptr);
+  if (p >= rowRoom) growRows();
+  const r = rows + <usize>p * P * 8;
+  if (p === before) {
+    store<f64>(r + P_HIT * 8, 1);
+    store<f64>(r + P_ALLOC * 8, alloc);
+    store<f64>(r + P_REQ * 8, req);
+    store<f64>(r + P_PING * 8, 0);
+  } else {
+    if (load<u8>(pState + <usize>p) & LIVE) {
+      issue(MISSED_FREE, ts, cpu, ptr, callSite, load<f64>(r + P_SITE * 8), 0, 0);
+      add(bucket + 32, -load<f64>(r + P_LAST * 8));
+    }
+    add(r + P_HIT * 8, 1);
+    add(r + P_ALLOC * 8, alloc);
+    add(r + P_REQ * 8, req);
+  }
+  store<i32>(pCache + ((<usize>p) << 2), cache);
+  store<f64>(r + P_SITE * 8, callSite);
+  store<f64>(r + P_LAST * 8, alloc);
+  store<f64>(r + P_CPU * 8, <f64>cpu);
+  store<f64>(r + P_NS * 8, ts);
+  store<u8>(pState + <usize>p, <u8>((ptr !== 0 ? LIVE : 0) | allocator));
+  const n = siteKeysByAlloc.size;
+  const s = siteKeysByAlloc.intern(callSite);
+  if (s >= sRoom) growSiteColumns();
+  if (s === n) {
+    store<f64>(site(0, s), 1);
+    store<f64>(site(1, s), alloc);
+    store<f64>(site(2, s), req);
+    store<f64>(site(3, s), 0);
+  } else {
+    add(site(0, s), 1);
+    add(site(1, s), alloc);
+    add(site(2, s), req);
+  }
+}
+
+/** Whether cache name `id` is a name JavaScript would count as text (not none, not empty). */
+function named(id: i32): bool {
+  return id >= 0 && load<i32>(nameIndex + ((<usize>id) << 3) + 4) > 0;
+}
+
+function analyseFree(ts: f64, cpu: i32, callSite: f64, ptr: f64, allocator: i32, cache: i32): void {
+  frees += 1;
+  add(bucket + 8, 1);
+  if (ptr === 0 || ptr === ZERO_SIZE_PTR) return;
+  const p = ptrs.get(ptr);
+  if (p < 0) {
+    issue(UNKNOWN_FREE, ts, cpu, ptr, callSite, NaN, 0, 0);
+    return;
+  }
+  const r = rows + <usize>p * P * 8;
+  const lastBytes = load<f64>(r + P_LAST * 8);
+  const allocSite = load<f64>(r + P_SITE * 8);
+  freedSum += lastBytes;
+  if (<f64>cpu !== load<f64>(r + P_CPU * 8)) {
+    add(r + P_PING * 8, 1);
+    crossCpu += 1;
+    const s = siteKeysByAlloc.get(allocSite);
+    if (s >= 0) add(site(3, s), 1);
+  }
+  store<f64>(r + P_CPU * 8, -1);
+  const state = load<u8>(pState + <usize>p);
+  if ((state & LIVE) === 0) {
+    issue(DOUBLE_FREE, ts, cpu, ptr, callSite, allocSite, 0, 0);
+    return;
+  }
+  store<u8>(pState + <usize>p, state & ~LIVE);
+  add(bucket + 24, lastBytes);
+  add(bucket + 32, -lastBytes);
+  const allocated = <i32>(state & ~LIVE);
+  const allocatedIn = load<i32>(pCache + ((<usize>p) << 2));
+  if (allocator === CACHE && allocated === KMALLOC)
+    issue(WRONG_FREE, ts, cpu, ptr, callSite, allocSite, 0, <f64>allocatedIn);
+  else if (allocator === KMALLOC && allocated === CACHE && strictKfree)
+    issue(WRONG_FREE, ts, cpu, ptr, callSite, allocSite, 1, <f64>allocatedIn);
+  else if (allocator === CACHE && allocated === CACHE && named(cache) && named(allocatedIn) && cache !== allocatedIn)
+    issue(WRONG_CACHE, ts, cpu, ptr, callSite, allocSite, <f64>allocatedIn, <f64>cache);
+}
+
+// Exports for reading the analysis.
+export function issueCount(kind: i32): f64 {
+  return issueCounts[kind];
+}
+export function exampleAt(): usize {
+  return examples;
+}
+export function pointers(): i32 {
+  return ptrs.size;
+}
+export function pointerKeys(): usize {
+  return ptrs.byId;
+}
+export function pointerRows(): usize {
+  return rows;
+}
+export function pointerStates(): usize {
+  return pState;
+}
+export function allocSites(): i32 {
+  return siteKeysByAlloc.size;
+}
+export function allocSiteKeys(): usize {
+  return siteKeysByAlloc.byId;
+}
+/** Site column `column` (0 hits, 1 bytes allocated, 2 requested, 3 cross-CPU frees) by dense site id. */
+export function siteColumn(column: i32): usize {
+  return sCols + <usize>column * sRoom * 8;
+}
+export function bucketAt(): usize {
+  return buckets;
+}
+/** Time series slots used: the buckets' count (48 bytes each: five figures, then 1 when the slot was met). */
+export function slots(): i32 {
+  return slotCount;
+}
+export function sparseTime(): bool {
+  return tooManySlots;
 }

@@ -141,7 +141,7 @@ export interface AnalyzeOptions {
 const KMALLOC = ALLOCATOR_CODE.kmalloc;
 const CACHE = ALLOCATOR_CODE.cache;
 
-interface Bucket {
+export interface Bucket {
   allocs: number;
   frees: number;
   allocBytes: number;
@@ -501,104 +501,29 @@ export class KmemAnalyzer {
 
   /** The analysis of everything pushed so far. */
   result(): KmemAnalysis {
-    // The tables as copies of the columns (the analyzer goes on); their rows as objects only when read.
     const n = this.#sites.size;
-    const siteKeys = this.#sites.keys();
-    const callerColumns: SlabColumns = {
-      length: n,
-      key: siteKeys,
-      callSite: siteKeys,
-      hit: this.#sHit.slice(0, n),
-      totalAlloc: this.#sAlloc.slice(0, n),
-      totalReq: this.#sReq.slice(0, n),
-      pingPong: this.#sPing.slice(0, n),
-    };
-    const m = this.#ptrs.size;
-    const rows = this.#p;
-    const column = (figure: number) => {
-      const c = new Float64Array(m);
-      for (let i = 0, r = figure; i < m; i++, r += P) c[i] = rows[r]!;
-      return c;
-    };
-    const allocColumns: SlabColumns = {
-      length: m,
-      key: this.#ptrs.keys(),
-      callSite: column(P_SITE),
-      hit: column(P_HIT),
-      totalAlloc: column(P_ALLOC),
-      totalReq: column(P_REQ),
-      pingPong: column(P_PING),
-    };
-    let callers: SlabStat[] | undefined;
-    let allocs: SlabStat[] | undefined;
-    const leakSites = new Map<number, { count: number; bytes: number; oldest: number; ageSum: number }>();
-    const end = this.#last;
-    let outCount = 0;
-    let outBytes = 0;
-    for (let i = 0; i < m; i++) {
-      if ((this.#pState[i]! & LIVE) === 0) continue;
-      const callSite = rows[i * P + P_SITE]!;
-      const last = rows[i * P + P_LAST]!;
-      outCount++;
-      outBytes += last;
-      const age = end - rows[i * P + P_NS]!;
-      const l = leakSites.get(callSite);
-      if (l === undefined) leakSites.set(callSite, { count: 1, bytes: last, oldest: age, ageSum: age });
-      else {
-        l.count++;
-        l.bytes += last;
-        l.ageSum += age;
-        if (age > l.oldest) l.oldest = age;
-      }
-    }
-    const leaks = [...leakSites].map(
-      ([callSite, l]): LeakSite => ({
-        callSite,
-        count: l.count,
-        bytes: l.bytes,
-        oldestNs: l.oldest,
-        meanAgeNs: l.ageSum / l.count,
-      }),
-    );
-    leaks.sort((a, b) => b.bytes - a.bytes || b.count - a.count || a.callSite - b.callSite);
-    const timeseries: TimePoint[] = [];
-    let live = 0;
-    for (const [slot, b] of [...this.#buckets].sort((x, y) => x[0] - y[0])) {
-      if (b.allocs === 0 && b.frees === 0) continue;
-      live += b.liveDelta;
-      timeseries.push({
-        startNs: this.#first + slot * this.#intervalNs,
-        allocs: b.allocs,
-        frees: b.frees,
-        bytesAllocated: b.allocBytes,
-        bytesFreed: b.freeBytes,
-        liveBytes: live,
-      });
-    }
-    return {
-      summary: {
+    return analysisOf({
+      siteKeys: this.#sites.keys(),
+      siteHit: this.#sHit.subarray(0, n),
+      siteAlloc: this.#sAlloc.subarray(0, n),
+      siteReq: this.#sReq.subarray(0, n),
+      sitePing: this.#sPing.subarray(0, n),
+      ptrKeys: this.#ptrs.keys(),
+      rows: this.#p,
+      states: this.#pState,
+      buckets: this.#buckets,
+      counts: {
         events: this.#events,
         allocs: this.#allocs,
         frees: this.#frees,
-        failedAllocs: this.#failed,
-        totalReq: this.#req,
-        totalAlloc: this.#alloc,
-        totalFreed: this.#freed,
-        wasted: this.#alloc - this.#req,
-        fragPct: fragmentation(this.#req, this.#alloc),
-        crossCpuFrees: this.#crossCpu,
-        ...(this.#events > 0 ? { firstNs: this.#first, lastNs: this.#last } : {}),
+        failed: this.#failed,
+        req: this.#req,
+        alloc: this.#alloc,
+        freed: this.#freed,
+        crossCpu: this.#crossCpu,
+        first: this.#first,
+        last: this.#last,
       },
-      get callers() {
-        callers ??= slabStats(callerColumns);
-        return callers;
-      },
-      get allocs() {
-        allocs ??= slabStats(allocColumns);
-        return allocs;
-      },
-      callerColumns,
-      allocColumns,
       pages: {
         allocs: this.#pageAllocs,
         frees: this.#pageFrees,
@@ -613,13 +538,153 @@ export class KmemAnalyzer {
         byMigratetype: this.#byMigratetype,
         byGfp: this.#byGfp,
       },
-      leaks,
-      outstanding: { count: outCount, bytes: outBytes },
-      errors: { counts: { ...this.#errorCounts }, examples: [...this.#examples] },
-      timeseries,
+      errorCounts: this.#errorCounts,
+      examples: this.#examples,
       intervalNs: this.#intervalNs,
-    };
+    });
   }
+}
+
+/**
+ * What an analysis has gathered, as {@link KmemAnalyzer} holds it (and the WebAssembly reader of perf-data-wasm.ts,
+ * which analyses as it reads): sites by dense id (in the order first allocated from), pointers by dense id with their
+ * rows of P figures (see P_SITE...) and state bytes, the time series buckets by slot, the counters.
+ */
+export interface AnalysisState {
+  readonly siteKeys: Float64Array;
+  readonly siteHit: Float64Array;
+  readonly siteAlloc: Float64Array;
+  readonly siteReq: Float64Array;
+  readonly sitePing: Float64Array;
+  readonly ptrKeys: Float64Array;
+  readonly rows: Float64Array;
+  readonly states: Uint8Array;
+  readonly buckets: Iterable<readonly [number, Bucket]>;
+  readonly counts: {
+    readonly events: number;
+    readonly allocs: number;
+    readonly frees: number;
+    readonly failed: number;
+    readonly req: number;
+    readonly alloc: number;
+    readonly freed: number;
+    readonly crossCpu: number;
+    readonly first: number;
+    readonly last: number;
+  };
+  readonly pages: PageStats;
+  readonly errorCounts: Readonly<Record<KmemErrorKind, number>>;
+  readonly examples: readonly KmemIssue[];
+  readonly intervalNs: number;
+}
+
+/** The analysis of `s`: its tables as copies of the columns; their rows as objects only when read. */
+export function analysisOf(s: AnalysisState): KmemAnalysis {
+  const n = s.siteKeys.length;
+  const siteKeys = s.siteKeys;
+  const callerColumns: SlabColumns = {
+    length: n,
+    key: siteKeys,
+    callSite: siteKeys,
+    hit: s.siteHit.slice(0, n),
+    totalAlloc: s.siteAlloc.slice(0, n),
+    totalReq: s.siteReq.slice(0, n),
+    pingPong: s.sitePing.slice(0, n),
+  };
+  const m = s.ptrKeys.length;
+  const rows = s.rows;
+  const column = (figure: number) => {
+    const c = new Float64Array(m);
+    for (let i = 0, r = figure; i < m; i++, r += P) c[i] = rows[r]!;
+    return c;
+  };
+  const allocColumns: SlabColumns = {
+    length: m,
+    key: s.ptrKeys,
+    callSite: column(P_SITE),
+    hit: column(P_HIT),
+    totalAlloc: column(P_ALLOC),
+    totalReq: column(P_REQ),
+    pingPong: column(P_PING),
+  };
+  let callers: SlabStat[] | undefined;
+  let allocs: SlabStat[] | undefined;
+  const leakSites = new Map<number, { count: number; bytes: number; oldest: number; ageSum: number }>();
+  const c = s.counts;
+  const end = c.last;
+  let outCount = 0;
+  let outBytes = 0;
+  for (let i = 0; i < m; i++) {
+    if ((s.states[i]! & LIVE) === 0) continue;
+    const callSite = rows[i * P + P_SITE]!;
+    const last = rows[i * P + P_LAST]!;
+    outCount++;
+    outBytes += last;
+    const age = end - rows[i * P + P_NS]!;
+    const l = leakSites.get(callSite);
+    if (l === undefined) leakSites.set(callSite, { count: 1, bytes: last, oldest: age, ageSum: age });
+    else {
+      l.count++;
+      l.bytes += last;
+      l.ageSum += age;
+      if (age > l.oldest) l.oldest = age;
+    }
+  }
+  const leaks = [...leakSites].map(
+    ([callSite, l]): LeakSite => ({
+      callSite,
+      count: l.count,
+      bytes: l.bytes,
+      oldestNs: l.oldest,
+      meanAgeNs: l.ageSum / l.count,
+    }),
+  );
+  leaks.sort((a, b) => b.bytes - a.bytes || b.count - a.count || a.callSite - b.callSite);
+  const timeseries: TimePoint[] = [];
+  let live = 0;
+  for (const [slot, b] of [...s.buckets].sort((x, y) => x[0] - y[0])) {
+    if (b.allocs === 0 && b.frees === 0) continue;
+    live += b.liveDelta;
+    timeseries.push({
+      startNs: c.first + slot * s.intervalNs,
+      allocs: b.allocs,
+      frees: b.frees,
+      bytesAllocated: b.allocBytes,
+      bytesFreed: b.freeBytes,
+      liveBytes: live,
+    });
+  }
+  return {
+    summary: {
+      events: c.events,
+      allocs: c.allocs,
+      frees: c.frees,
+      failedAllocs: c.failed,
+      totalReq: c.req,
+      totalAlloc: c.alloc,
+      totalFreed: c.freed,
+      wasted: c.alloc - c.req,
+      fragPct: fragmentation(c.req, c.alloc),
+      crossCpuFrees: c.crossCpu,
+      ...(c.events > 0 ? { firstNs: c.first, lastNs: c.last } : {}),
+    },
+    get callers() {
+      callers ??= slabStats(callerColumns);
+      return callers;
+    },
+    get allocs() {
+      allocs ??= slabStats(allocColumns);
+      return allocs;
+    },
+    callerColumns,
+    allocColumns,
+    pages: s.pages,
+    leaks,
+    outstanding: { count: outCount, bytes: outBytes },
+    errors: { counts: { ...s.errorCounts }, examples: [...s.examples] },
+    timeseries,
+    intervalNs: s.intervalNs,
+  };
 }
 
 /** Analyses a whole event sequence. */

@@ -1,6 +1,6 @@
 /**
- * A perf.data file analysed as fast as it can be: read by the WebAssembly reader (perf-data-wasm.ts: the records
- * walked and each kmem sample decoded as it is read, merged into perf's order) into the analysis on this thread; or,
+ * A perf.data file analysed as fast as it can be: read and analysed by the WebAssembly reader (perf-data-wasm.ts: the
+ * records walked, each kmem sample decoded as it is read and merged into perf's order, the analysis's) on this thread; or,
  * when that reader declines the file (damage, samples out of order, events it does not read), on two threads: while a
  * worker starts, this thread walks the file to find the samples' order and hands it over; the worker reads and
  * decodes the samples in that order (perf-data-worker.ts) while this thread loads the kernel symbols, then analyses
@@ -62,10 +62,10 @@ export async function analysePerfData(
 ): Promise<{ readonly analysis: KmemAnalysis; readonly source: KmemSource }> {
   const source = perfDataSource(file, options);
   const state = perfDataState.get(source)!;
-  const analyzer = new KmemAnalyzer(options);
-  if (state.readInWasm((batch) => analyzer.pushColumns(batch))) {
+  const analysis = state.analyseInWasm(options);
+  if (analysis !== undefined) {
     state.loadSymbols();
-    return { analysis: analyzer.result(), source };
+    return { analysis, source };
   }
   if (availableParallelism() > 1) return analyseOnTwoThreads(file, options);
   const again = perfDataSource(file, options);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { readPerfData, sampleLayout } from '@evtrace/trace-format';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { analyze, KmemAnalyzer } from './analyze.ts';
+import { type AnalyzeOptions, analyze } from './analyze.ts';
 import type { KmemSource } from './event.ts';
 import { perfDataSource, perfDataState } from './perf-data.ts';
 import { buildReport, formatReportText } from './report.ts';
@@ -19,24 +19,18 @@ const text = (analysis: ReturnType<typeof analyze>, source: KmemSource) =>
   );
 
 /** The file read by the WebAssembly reader: its analysis, tables and diagnostics, or undefined when it declined. */
-function inWasm(file: string, lenient = false) {
+function inWasm(file: string, lenient = false, options: AnalyzeOptions = {}) {
   const source = perfDataSource(file, { lenient });
-  const analyzer = new KmemAnalyzer();
-  let batches = 0;
-  const read = perfDataState.get(source)!.readInWasm((batch) => {
-    batches++;
-    analyzer.pushColumns(batch);
-  });
-  if (!read) return undefined;
-  const analysis = analyzer.result();
-  return { analysis, text: text(analysis, source), diagnostics: source.diagnostics, batches };
+  const analysis = perfDataState.get(source)!.analyseInWasm(options);
+  if (analysis === undefined) return undefined;
+  return { analysis, text: text(analysis, source), diagnostics: source.diagnostics };
 }
 
 /** The file read by the TypeScript reader, or the error that stopped it. */
-function inTypeScript(file: string, lenient = false) {
+function inTypeScript(file: string, lenient = false, options: AnalyzeOptions = {}) {
   try {
     const source = perfDataSource(file, { lenient });
-    const analysis = analyze(source.events);
+    const analysis = analyze(source.events, options);
     return { analysis, text: text(analysis, source), diagnostics: source.diagnostics };
   } catch (error) {
     return { error };
@@ -78,10 +72,16 @@ describe.skipIf(why !== '')(`a perf.data read by the WebAssembly reader${why ? `
       return;
     }
     expect(wasm!.analysis.summary.events).toBeGreaterThan(1000);
-    expect(wasm!.batches).toBeGreaterThan(1);
     expect(wasm!.analysis).toEqual(ts.analysis);
     expect(wasm!.text).toBe(ts.text);
     expect(wasm!.diagnostics).toEqual(ts.diagnostics);
+    // The analysis's options: a finer time series, kfree of a cache object counted, fewer examples kept.
+    const options = { intervalNs: 1_000_000, kfreeOfCacheObjectIsError: true, examplesPerKind: 3 };
+    const tuned = inWasm(data, false, options);
+    const tunedTs = inTypeScript(data, false, options);
+    expect(tuned!.analysis.timeseries.length).toBeGreaterThan(wasm!.analysis.timeseries.length);
+    expect(tuned!.analysis).toEqual(tunedTs.analysis);
+    expect(tuned!.text).toBe(tunedTs.text);
   }, 60_000);
 
   it('declines a sample out of its CPU’s time order, which perf would deliver otherwise', () => {

@@ -31,19 +31,43 @@ export interface PerfDataWasm {
     name: number,
     needs: number,
   ): void;
+  configureAnalysis(intervalNs: number, strictKfree: boolean, examplesPerKind: number): void;
   reserve(bytes: number): number;
   start(): void;
   walk(at: number, length: number): number;
   end(): void;
-  deliver(out: number, room: number): number;
+  analyseDeliverable(): number;
   sites(): number;
   siteAddresses(): number;
   names(): number;
   nameStart(id: number): number;
   nameLength(id: number): number;
+  issueCount(kind: number): number;
+  exampleAt(): number;
+  pointers(): number;
+  pointerKeys(): number;
+  pointerRows(): number;
+  pointerStates(): number;
+  allocSites(): number;
+  allocSiteKeys(): number;
+  siteColumn(column: number): number;
+  bucketAt(): number;
+  slots(): number;
+  sparseTime(): number;
   readonly lost: Global;
   readonly DECLINED: Global;
   readonly declined: Global;
+  readonly events: Global;
+  readonly allocs: Global;
+  readonly frees: Global;
+  readonly failed: Global;
+  readonly reqSum: Global;
+  readonly allocSum: Global;
+  readonly freedSum: Global;
+  readonly crossCpu: Global;
+  readonly first: Global;
+  readonly last: Global;
+  readonly exampleCount: Global;
 }
 
 let compiled: object | undefined;

@@ -22,11 +22,20 @@ import {
   sampleLayout,
 } from '@evtrace/trace-format';
 import { AddressKeys } from './address.ts';
+import {
+  type AnalysisState,
+  type AnalyzeOptions,
+  analysisOf,
+  type Bucket,
+  type KmemAnalysis,
+  type KmemErrorKind,
+  type KmemIssue,
+} from './analyze.ts';
 import { EXPECTED_INPUT, KmemError, noKmemEvents } from './errors.ts';
 import { ALLOCATOR_CODE, KmemColumns, KmemEventStream, type KmemSource, OP_CODE } from './event.ts';
 import { gfpNamer } from './gfp.ts';
 import { ByteNames, internName } from './names.ts';
-import { perfDataWasm } from './perf-data-wasm.ts';
+import { type PerfDataWasm, perfDataWasm } from './perf-data-wasm.ts';
 import { BATCH } from './perf-script.ts';
 import { addressNamer } from './symbols.ts';
 import { gfpTableOf, kmemKind } from './tracepoints.ts';
@@ -341,18 +350,17 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
       out = columns;
       cacheIds = ids;
     },
-    readInWasm: (take) => readInWasm(take),
+    analyseInWasm: (options) => analyseInWasm(options),
   });
   return source;
 
-  /** See PerfDataState.readInWasm. */
-  function readInWasm(take: (batch: KmemColumns) => void): boolean {
+  /** See PerfDataState.analyseInWasm. */
+  function analyseInWasm(options: AnalyzeOptions): KmemAnalysis | undefined {
     const wasmPlans = wasmLayout();
-    if (wasmPlans === undefined) return false;
+    if (wasmPlans === undefined) return undefined;
     const w = perfDataWasm();
     const { id, time, cpu, ids } = wasmPlans;
-    const idBase = Math.min(...ids);
-    w.configureLayout(id, time, cpu, BigInt(idBase));
+    w.configureLayout(id, time, cpu, BigInt(Math.min(...ids)));
     plans.forEach((plan, event) => {
       const l = layouts[event]!;
       w.configureSample(event, l.fixed, l.attr.sampleType & PerfSampleBits.RAW ? l.fixed : -1);
@@ -370,47 +378,37 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
         plan.needs,
       );
     });
+    const intervalNs = options.intervalNs ?? 100_000_000;
+    w.configureAnalysis(intervalNs, options.kfreeOfCacheObjectIsError === true, options.examplesPerKind ?? 20);
     w.start();
     const declined = w.DECLINED.value;
     const chunk = 1 << 20;
     const buffer = w.reserve(chunk);
-    const delivered = w.reserve(BATCH * WASM_ROW);
-    const batch = new KmemColumns(BATCH);
-    let rows = 0;
-    /** Hands over what is deliverable, a batch at a time. */
-    const drain = () => {
-      for (let n = w.deliver(delivered, BATCH); n > 0; n = w.deliver(delivered, BATCH)) {
-        const memory = w.memory.buffer;
-        for (let k = cacheNames.length; k < w.names(); k++)
-          cacheNames.push(internName(Buffer.from(memory, w.nameStart(k), w.nameLength(k)).toString('utf8')));
-        copyDelivered(memory, delivered, n, batch, cacheNames);
-        rows += n;
-        take(batch);
-      }
-    };
     const { offset, size } = reader.header.data;
     const fd = openSync(file, 'r');
     try {
       for (let at = offset, end = offset + size; at < end; ) {
         const length = Math.min(chunk, end - at);
         const read = readSync(fd, new Uint8Array(w.memory.buffer, buffer, length), 0, length, at);
-        if (read < length && read < 8) return false;
+        if (read < length && read < 8) return undefined;
         const walked = w.walk(buffer, read);
-        if (walked === declined || walked === 0) return false;
+        if (walked === declined || walked === 0) return undefined;
         at += walked;
-        drain();
+        w.analyseDeliverable();
       }
     } finally {
       closeSync(fd);
     }
     w.end();
-    drain();
-    if (rows === 0) return false;
-    const addresses = new Float64Array(w.memory.buffer, w.siteAddresses(), w.sites());
-    siteAddresses.push(...addresses);
+    w.analyseDeliverable();
+    if (w.events.value === 0 || w.sparseTime()) return undefined;
+    const memory = w.memory.buffer;
+    for (let k = cacheNames.length; k < w.names(); k++)
+      cacheNames.push(internName(Buffer.from(memory, w.nameStart(k), w.nameLength(k)).toString('utf8')));
+    siteAddresses.push(...new Float64Array(memory, w.siteAddresses(), w.sites()));
     const lost = w.lost.value;
     if (lost > 0) diagnostics.push(`${file}: the kernel lost ${lost} events while recording`);
-    return true;
+    return analysisOf(wasmAnalysisState(w, cacheNames, intervalNs));
   }
 
   /**
@@ -440,41 +438,118 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
   }
 }
 
-/** Bytes a delivered row takes in the WebAssembly reader's batch (see assembly/perf-data.ts `deliver`). */
-const WASM_ROW = 37;
-
-/**
- * Copies `n` rows the WebAssembly reader delivered (columns of BATCH entries at `at` of `memory`) into `batch`.
- * The analysis reads no gfp flags or node of a slab event: they are not read from the RAW data on this path (NaN).
- */
-function copyDelivered(memory: ArrayBuffer, at: number, n: number, batch: KmemColumns, names: string[]): void {
-  const time = new Float64Array(memory, at, n);
-  const ptr = new Float64Array(memory, at + BATCH * 8, n);
-  const cpu = new Int32Array(memory, at + BATCH * 16, n);
-  const site = new Int32Array(memory, at + BATCH * 20, n);
-  const req = new Uint32Array(memory, at + BATCH * 24, n);
-  const alloc = new Uint32Array(memory, at + BATCH * 28, n);
-  const cache = new Int32Array(memory, at + BATCH * 32, n);
-  const code = new Uint8Array(memory, at + BATCH * 36, n);
-  for (let i = 0; i < n; i++) {
-    const c = code[i]!;
-    batch.op[i] = c & 3;
-    batch.allocator[i] = c >> 2;
-    batch.tsNs[i] = time[i]!;
-    batch.cpu[i] = cpu[i]!;
-    batch.callSite[i] = site[i]!;
-    batch.ptr[i] = ptr[i]!;
-    batch.bytesReq[i] = req[i]!;
-    batch.bytesAlloc[i] = alloc[i]!;
-    batch.gfpFlags[i] = Number.NaN;
-    batch.node[i] = Number.NaN;
-    batch.order[i] = 0;
-    batch.migratetype[i] = Number.NaN;
-    const id = cache[i]!;
-    batch.cache[i] = id >= 0 ? names[id] : undefined;
-    batch.gfpText[i] = undefined;
+/** What the WebAssembly reader's analysis gathered, read out of its memory (copies). */
+function wasmAnalysisState(w: PerfDataWasm, names: readonly string[], intervalNs: number): AnalysisState {
+  const memory = w.memory.buffer;
+  const f64 = (at: number, n: number) => new Float64Array(memory, at, n).slice();
+  const sites = w.allocSites();
+  const pointers = w.pointers();
+  const buckets: [number, Bucket][] = [];
+  const b = new Float64Array(memory, w.bucketAt(), w.slots() * 6);
+  for (let slot = 0; slot < w.slots(); slot++) {
+    const at = slot * 6;
+    if (b[at + 5] !== 1) continue;
+    buckets.push([
+      slot,
+      { allocs: b[at]!, frees: b[at + 1]!, allocBytes: b[at + 2]!, freeBytes: b[at + 3]!, liveDelta: b[at + 4]! },
+    ]);
   }
-  batch.length = n;
+  const name = (id: number) => (id >= 0 ? names[id] : undefined);
+  const examples: KmemIssue[] = [];
+  const e = new Float64Array(memory, w.exampleAt(), w.exampleCount.value * 8);
+  for (let at = 0; at < e.length; at += 8) {
+    const kind = ISSUE_KINDS[e[at]!]!;
+    const allocSite = e[at + 5]!;
+    const [a, b2] = [e[at + 6]!, e[at + 7]!];
+    examples.push({
+      kind,
+      tsNs: e[at + 1]!,
+      cpu: e[at + 2]!,
+      ptr: e[at + 3]!,
+      callSite: e[at + 4]!,
+      ...(Number.isNaN(allocSite) ? {} : { allocSite }),
+      detail: issueDetail(kind, a, b2, name),
+    });
+  }
+  const count = (kind: number) => w.issueCount(kind);
+  return {
+    siteKeys: f64(w.allocSiteKeys(), sites),
+    siteHit: f64(w.siteColumn(0), sites),
+    siteAlloc: f64(w.siteColumn(1), sites),
+    siteReq: f64(w.siteColumn(2), sites),
+    sitePing: f64(w.siteColumn(3), sites),
+    ptrKeys: f64(w.pointerKeys(), pointers),
+    rows: f64(w.pointerRows(), pointers * 8),
+    states: new Uint8Array(memory, w.pointerStates(), pointers).slice(),
+    buckets,
+    counts: {
+      events: w.events.value,
+      allocs: w.allocs.value,
+      frees: w.frees.value,
+      failed: w.failed.value,
+      req: w.reqSum.value,
+      alloc: w.allocSum.value,
+      freed: w.freedSum.value,
+      crossCpu: w.crossCpu.value,
+      first: w.first.value,
+      last: w.last.value,
+    },
+    pages: {
+      allocs: 0,
+      frees: 0,
+      failed: 0,
+      pagesAllocated: 0,
+      pagesFreed: 0,
+      allocFreed: 0,
+      allocOnly: 0,
+      freeOnly: 0,
+      byOrderMigratetype: new Map(),
+      byOrder: new Map(),
+      byMigratetype: new Map(),
+      byGfp: new Map(),
+    },
+    errorCounts: {
+      wrong_free: count(0),
+      wrong_cache: count(1),
+      double_free: count(2),
+      unknown_free: count(3),
+      short_alloc: count(4),
+      missed_free: count(5),
+    },
+    examples,
+    intervalNs,
+  };
+}
+
+/** The issue kinds by the WebAssembly analysis's numbers. */
+const ISSUE_KINDS: readonly KmemErrorKind[] = [
+  'wrong_free',
+  'wrong_cache',
+  'double_free',
+  'unknown_free',
+  'short_alloc',
+  'missed_free',
+];
+
+/** An issue's detail, as KmemAnalyzer words it, from the two figures the WebAssembly analysis keeps. */
+function issueDetail(kind: KmemErrorKind, a: number, b: number, name: (id: number) => string | undefined): string {
+  switch (kind) {
+    case 'short_alloc':
+      return `${a} bytes allocated for ${b} requested`;
+    case 'missed_free':
+      return 'allocated again while live: its free was not seen';
+    case 'unknown_free':
+      return 'free of a pointer not allocated in the window';
+    case 'double_free':
+      return 'freed again without an allocation in between';
+    case 'wrong_cache':
+      return `allocated from ${name(a)}, freed to ${name(b)}`;
+    default: {
+      if (a === 0) return 'kmalloc object freed with kmem_cache_free';
+      const allocatedIn = name(b);
+      return `kmem_cache object${allocatedIn ? ` (${allocatedIn})` : ''} freed with kfree`;
+    }
+  }
 }
 
 /**
@@ -501,11 +576,12 @@ export interface PerfDataState {
    */
   readonly into: (columns: KmemColumns, ids: Int32Array) => void;
   /**
-   * Reads the file with the WebAssembly reader (perf-data-wasm.ts), handing each batch of events in order to `take`:
-   * false when that reader declines the file, before or part way (the source's events are then not to be used: open
-   * it again and read it with the TypeScript reader, which reports what stopped the other).
+   * Reads and analyses the file with the WebAssembly reader (perf-data-wasm.ts): the analysis `analyze` would make
+   * of the source's events, or undefined when that reader declines the file, before or part way (the source's
+   * events are then not to be used: open it again and read it with the TypeScript reader, which reports what stopped
+   * the other).
    */
-  readonly readInWasm: (take: (batch: KmemColumns) => void) => boolean;
+  readonly analyseInWasm: (options: AnalyzeOptions) => KmemAnalysis | undefined;
 }
 
 /** The state of each source {@link perfDataSource} made. */
