@@ -405,6 +405,9 @@ export function perfDataSource(file: string, options: PerfDataSourceOptions = {}
     const memory = w.memory.buffer;
     for (let k = cacheNames.length; k < w.names(); k++)
       cacheNames.push(internName(Buffer.from(memory, w.nameStart(k), w.nameLength(k)).toString('utf8')));
+    // Names told apart by their bytes, compared as text by the analysis: two that read alike (bytes that are no
+    // UTF-8) would be two caches there and one here.
+    if (new Set(cacheNames).size < cacheNames.length) return undefined;
     siteAddresses.push(...new Float64Array(memory, w.siteAddresses(), w.sites()));
     const lost = w.lost.value;
     if (lost > 0) diagnostics.push(`${file}: the kernel lost ${lost} events while recording`);
