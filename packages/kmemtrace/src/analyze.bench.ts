@@ -1,7 +1,6 @@
 /**
  * Analysis speed beside `perf kmem --caller --alloc stat` on the same recording: one `perf kmem record -m 32768` of
- * `perf bench sched messaging -g 2 -l LOOPS` (EVTRACE_KMEM_BENCH_LOOPS, default 250: several hundred thousand
- * events), read by perf kmem itself (its whole run: perf.data decoding and the tables) and by evtrace from
+ * `perf bench sched messaging -g 2 -l LOOPS` (EVTRACE_KMEM_BENCH_LOOPS, default 300: about a million events), read by perf kmem itself (its whole run: perf.data decoding and the tables) and by evtrace from
  * `perf script`'s text of that file (the analysis alone on decoded events, and text parsing plus analysis). perf
  * kmem's time is the wall time of its process, best of 5.
  *
@@ -31,7 +30,7 @@ import { perfDataSource } from './perf-data.ts';
 import { parsePerfScript } from './perf-script.ts';
 import { buildReport } from './report.ts';
 
-const LOOPS = process.env.EVTRACE_KMEM_BENCH_LOOPS ?? '250';
+const LOOPS = process.env.EVTRACE_KMEM_BENCH_LOOPS ?? '300';
 const ROUNDS = Number(process.env.EVTRACE_BENCH_ROUNDS ?? 5);
 const CLI = new URL('../../../apps/agent/dist/cli.js', import.meta.url).pathname;
 
