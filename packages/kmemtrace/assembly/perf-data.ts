@@ -158,67 +158,108 @@ function mix(k: u64): u32 {
   return <u32>((k * 0x9e3779b97f4a7c15) >> 32);
 }
 
-/** Call sites by address: open addressing, ids 1, 2, ... in the order read; each id's address key. */
-let siteSlots = 0;
-let siteKeys: usize = 0;
-let siteIds: usize = 0;
-let siteCount = 0;
+/**
+ * An open-addressing table from 64-bit keys to dense ids 0, 1, ... in the order added, with the keys by id (each
+ * table of this module: call sites by address, cache names by hash, pointers and sites by their analysis keys).
+ */
+class Keys {
+  slots: i32 = 0;
+  keys: usize = 0;
+  ids: usize = 0;
+  size: i32 = 0;
+  byId: usize = 0;
+  room: i32 = 0;
+
+  constructor() {
+    this.grow();
+  }
+
+  grow(): void {
+    const old = this.slots;
+    const oldKeys = this.keys;
+    const oldIds = this.ids;
+    this.slots = old === 0 ? 1024 : old * 2;
+    this.keys = heap.alloc(<usize>this.slots * 8);
+    this.ids = heap.alloc(<usize>this.slots * 4);
+    memory.fill(this.ids, 0xff, <usize>this.slots * 4);
+    const mask = this.slots - 1;
+    for (let i = 0; i < old; i++) {
+      const id = load<i32>(oldIds + ((<usize>i) << 2));
+      if (id < 0) continue;
+      const k = load<u64>(oldKeys + ((<usize>i) << 3));
+      let s = <i32>(mix(k) & <u32>mask);
+      while (load<i32>(this.ids + ((<usize>s) << 2)) >= 0) s = (s + 1) & mask;
+      store<u64>(this.keys + ((<usize>s) << 3), k);
+      store<i32>(this.ids + ((<usize>s) << 2), id);
+    }
+    if (old !== 0) {
+      heap.free(oldKeys);
+      heap.free(oldIds);
+    }
+  }
+
+  /** The id of `k`, or -1. */
+  get(k: u64): i32 {
+    const mask = this.slots - 1;
+    let s = <i32>(mix(k) & <u32>mask);
+    let id = load<i32>(this.ids + ((<usize>s) << 2));
+    while (id >= 0) {
+      if (load<u64>(this.keys + ((<usize>s) << 3)) === k) return id;
+      s = (s + 1) & mask;
+      id = load<i32>(this.ids + ((<usize>s) << 2));
+    }
+    return -1;
+  }
+
+  /** The id of `k`, added (with the next id) when absent: check `size` before and after to know which. */
+  intern(k: u64): i32 {
+    const mask = this.slots - 1;
+    let s = <i32>(mix(k) & <u32>mask);
+    for (;;) {
+      const id = load<i32>(this.ids + ((<usize>s) << 2));
+      if (id < 0) break;
+      if (load<u64>(this.keys + ((<usize>s) << 3)) === k) return id;
+      s = (s + 1) & mask;
+    }
+    const id = this.size++;
+    if (id >= this.room) {
+      const room = this.room === 0 ? 1024 : this.room * 2;
+      this.byId = this.byId === 0 ? heap.alloc(<usize>room * 8) : heap.realloc(this.byId, <usize>room * 8);
+      this.room = room;
+    }
+    store<u64>(this.byId + ((<usize>id) << 3), k);
+    store<u64>(this.keys + ((<usize>s) << 3), k);
+    store<i32>(this.ids + ((<usize>s) << 2), id);
+    if (this.size * 2 > this.slots) this.grow();
+    return id;
+  }
+}
+
+/** Call sites by address (ids in the order read), each id's address key, and its delivered key (0: not yet). */
+const siteTable = new Keys();
 let siteAddress: usize = 0;
-let siteAddressRoom = 0;
-/** The key the analysis gives each site (the order delivered: the one-thread reader's order), 0 before. */
 let siteDelivered: usize = 0;
+let siteRoom = 0;
 let deliveredSites = 0;
 /** Address keys by delivered key - 1. */
 let deliveredAddress: usize = 0;
 
-function growSites(): void {
-  const old = siteSlots;
-  const oldKeys = siteKeys;
-  const oldIds = siteIds;
-  siteSlots = old === 0 ? 1024 : old * 2;
-  siteKeys = heap.alloc(<usize>siteSlots * 8);
-  siteIds = heap.alloc(<usize>siteSlots * 4);
-  memory.fill(siteIds, 0, <usize>siteSlots * 4);
-  const mask = siteSlots - 1;
-  for (let i = 0; i < old; i++) {
-    const id = load<i32>(oldIds + ((<usize>i) << 2));
-    if (id === 0) continue;
-    const k = load<u64>(oldKeys + ((<usize>i) << 3));
-    let s = <i32>(mix(k) & <u32>mask);
-    while (load<i32>(siteIds + ((<usize>s) << 2)) !== 0) s = (s + 1) & mask;
-    store<u64>(siteKeys + ((<usize>s) << 3), k);
-    store<i32>(siteIds + ((<usize>s) << 2), id);
-  }
-  if (old !== 0) {
-    heap.free(oldKeys);
-    heap.free(oldIds);
-  }
-}
-
 /** The id of the call site at `a` (its address key `key`), made when new. */
 function siteId(a: u64, key: f64): i32 {
-  const mask = siteSlots - 1;
-  let s = <i32>(mix(a) & <u32>mask);
-  for (;;) {
-    const id = load<i32>(siteIds + ((<usize>s) << 2));
-    if (id === 0) break;
-    if (load<u64>(siteKeys + ((<usize>s) << 3)) === a) return id;
-    s = (s + 1) & mask;
+  const before = siteTable.size;
+  const id = siteTable.intern(a);
+  if (id === before) {
+    if (id >= siteRoom) {
+      const room = siteRoom === 0 ? 1024 : siteRoom * 2;
+      siteAddress = siteAddress === 0 ? heap.alloc(<usize>room * 8) : heap.realloc(siteAddress, <usize>room * 8);
+      siteDelivered = siteDelivered === 0 ? heap.alloc(<usize>room * 4) : heap.realloc(siteDelivered, <usize>room * 4);
+      deliveredAddress =
+        deliveredAddress === 0 ? heap.alloc(<usize>room * 8) : heap.realloc(deliveredAddress, <usize>room * 8);
+      memory.fill(siteDelivered + <usize>siteRoom * 4, 0, <usize>(room - siteRoom) * 4);
+      siteRoom = room;
+    }
+    store<f64>(siteAddress + ((<usize>id) << 3), key);
   }
-  const id = ++siteCount;
-  store<u64>(siteKeys + ((<usize>s) << 3), a);
-  store<i32>(siteIds + ((<usize>s) << 2), id);
-  if (id >= siteAddressRoom) {
-    const room = siteAddressRoom === 0 ? 1024 : siteAddressRoom * 2;
-    siteAddress = siteAddress === 0 ? heap.alloc(<usize>room * 8) : heap.realloc(siteAddress, <usize>room * 8);
-    siteDelivered = siteDelivered === 0 ? heap.alloc(<usize>room * 4) : heap.realloc(siteDelivered, <usize>room * 4);
-    deliveredAddress =
-      deliveredAddress === 0 ? heap.alloc(<usize>room * 8) : heap.realloc(deliveredAddress, <usize>room * 8);
-    memory.fill(siteDelivered + <usize>siteAddressRoom * 4, 0, <usize>(room - siteAddressRoom) * 4);
-    siteAddressRoom = room;
-  }
-  store<f64>(siteAddress + ((<usize>id) << 3), key);
-  if (id * 2 > siteSlots) growSites();
   return id;
 }
 
@@ -241,46 +282,15 @@ export function sites(): i32 {
   return deliveredSites;
 }
 
-/** Cache names: ids 0, 1, ... by their bytes, kept in `names` (offset and length per id). */
-let nameSlots = 0;
-let nameHashes: usize = 0;
-let nameIds: usize = 0;
-let nameCount = 0;
+/** Cache names: ids 0, 1, ... by their bytes' hash, the bytes kept (offset and length per id). */
+const nameTable = new Keys();
 let nameBytes: usize = 0;
 let nameUsed = 0;
 let nameRoom = 0;
 let nameIndex: usize = 0;
 let nameIndexRoom = 0;
-
-function growNames(): void {
-  const old = nameSlots;
-  const oldHashes = nameHashes;
-  const oldIds = nameIds;
-  nameSlots = old === 0 ? 256 : old * 2;
-  nameHashes = heap.alloc(<usize>nameSlots * 8);
-  nameIds = heap.alloc(<usize>nameSlots * 4);
-  memory.fill(nameIds, 0xff, <usize>nameSlots * 4);
-  const mask = nameSlots - 1;
-  for (let i = 0; i < old; i++) {
-    const id = load<i32>(oldIds + ((<usize>i) << 2));
-    if (id < 0) continue;
-    const h = load<u64>(oldHashes + ((<usize>i) << 3));
-    let s = <i32>(mix(h) & <u32>mask);
-    while (load<i32>(nameIds + ((<usize>s) << 2)) >= 0) s = (s + 1) & mask;
-    store<u64>(nameHashes + ((<usize>s) << 3), h);
-    store<i32>(nameIds + ((<usize>s) << 2), id);
-  }
-  if (old !== 0) {
-    heap.free(oldHashes);
-    heap.free(oldIds);
-  }
-}
-
-function sameName(id: i32, from: usize, n: i32): bool {
-  const at = load<i32>(nameIndex + ((<usize>id) << 3));
-  if (load<i32>(nameIndex + ((<usize>id) << 3) + 4) !== n) return false;
-  return memory.compare(nameBytes + <usize>at, from, <usize>n) === 0;
-}
+/** Two names of one hash met: the file is declined (never seen; a 64-bit hash of a few hundred names). */
+let nameCollision = false;
 
 function nameId(from: usize, n: i32): i32 {
   // biome-ignore lint/correctness/noPrecisionLoss: a u64 literal (FNV-1a's offset basis), exact in AssemblyScript
@@ -289,15 +299,16 @@ function nameId(from: usize, n: i32): i32 {
     h ^= <u64>load<u8>(from + <usize>i);
     h *= 0x100000001b3;
   }
-  const mask = nameSlots - 1;
-  let s = <i32>(mix(h) & <u32>mask);
-  for (;;) {
-    const id = load<i32>(nameIds + ((<usize>s) << 2));
-    if (id < 0) break;
-    if (load<u64>(nameHashes + ((<usize>s) << 3)) === h && sameName(id, from, n)) return id;
-    s = (s + 1) & mask;
+  const before = nameTable.size;
+  const id = nameTable.intern(h);
+  if (id < before) {
+    const at = load<i32>(nameIndex + ((<usize>id) << 3));
+    const same =
+      load<i32>(nameIndex + ((<usize>id) << 3) + 4) === n &&
+      memory.compare(nameBytes + <usize>at, from, <usize>n) === 0;
+    if (!same) nameCollision = true;
+    return id;
   }
-  const id = nameCount++;
   if (nameUsed + n > nameRoom) {
     nameRoom = max(nameRoom * 2, nameUsed + n + 4096);
     nameBytes = nameBytes === 0 ? heap.alloc(<usize>nameRoom) : heap.realloc(nameBytes, <usize>nameRoom);
@@ -311,15 +322,12 @@ function nameId(from: usize, n: i32): i32 {
   store<i32>(nameIndex + ((<usize>id) << 3), nameUsed);
   store<i32>(nameIndex + ((<usize>id) << 3) + 4, n);
   nameUsed += n;
-  store<u64>(nameHashes + ((<usize>s) << 3), h);
-  store<i32>(nameIds + ((<usize>s) << 2), id);
-  if (nameCount * 2 > nameSlots) growNames();
   return id;
 }
 
 /** Cache names: how many, and where name `id`'s bytes lie. */
 export function names(): i32 {
-  return nameCount;
+  return nameTable.size;
 }
 export function nameStart(id: i32): usize {
   return nameBytes + <usize>load<i32>(nameIndex + ((<usize>id) << 3));
@@ -345,10 +353,6 @@ const AUXTRACE = 71;
 const U32: u64 = 0xffffffff;
 
 export function start(): void {
-  growSites();
-  growNames();
-  ptrs.grow();
-  siteKeysByAlloc.grow();
   growRows();
   growSiteColumns();
 }
@@ -410,6 +414,7 @@ export function walk(at: usize, len: i32): i32 {
         if (from + n > rawSize) return decline(14);
         while (n > 0 && load<u8>(raw + <usize>(from + n - 1)) === 0) n--;
         cache = nameId(raw + <usize>from, n);
+        if (nameCollision) return decline(16);
       }
       const row = rowFor(cpu);
       qLast[cpu] = time;
@@ -521,76 +526,6 @@ export function configureAnalysis(interval: f64, strict: bool, examples: i32): v
   intervalNs = interval;
   strictKfree = strict;
   examplesPerKind = examples;
-}
-
-/** An open-addressing table from f64 keys (their bits) to dense ids 0, 1, ... (KmemAnalyzer's KeyTable). */
-class Keys {
-  slots: i32 = 0;
-  keys: usize = 0;
-  ids: usize = 0;
-  size: i32 = 0;
-  byId: usize = 0;
-  room: i32 = 0;
-
-  grow(): void {
-    const old = this.slots;
-    const oldKeys = this.keys;
-    const oldIds = this.ids;
-    this.slots = old === 0 ? 1024 : old * 2;
-    this.keys = heap.alloc(<usize>this.slots * 8);
-    this.ids = heap.alloc(<usize>this.slots * 4);
-    memory.fill(this.ids, 0xff, <usize>this.slots * 4);
-    const mask = this.slots - 1;
-    for (let i = 0; i < old; i++) {
-      const id = load<i32>(oldIds + ((<usize>i) << 2));
-      if (id < 0) continue;
-      const k = load<u64>(oldKeys + ((<usize>i) << 3));
-      let s = <i32>(mix(k) & <u32>mask);
-      while (load<i32>(this.ids + ((<usize>s) << 2)) >= 0) s = (s + 1) & mask;
-      store<u64>(this.keys + ((<usize>s) << 3), k);
-      store<i32>(this.ids + ((<usize>s) << 2), id);
-    }
-    if (old !== 0) {
-      heap.free(oldKeys);
-      heap.free(oldIds);
-    }
-  }
-
-  get(key: f64): i32 {
-    const k = reinterpret<u64>(key);
-    const mask = this.slots - 1;
-    let s = <i32>(mix(k) & <u32>mask);
-    let id = load<i32>(this.ids + ((<usize>s) << 2));
-    while (id >= 0) {
-      if (load<u64>(this.keys + ((<usize>s) << 3)) === k) return id;
-      s = (s + 1) & mask;
-      id = load<i32>(this.ids + ((<usize>s) << 2));
-    }
-    return -1;
-  }
-
-  intern(key: f64): i32 {
-    const k = reinterpret<u64>(key);
-    const mask = this.slots - 1;
-    let s = <i32>(mix(k) & <u32>mask);
-    for (;;) {
-      const id = load<i32>(this.ids + ((<usize>s) << 2));
-      if (id < 0) break;
-      if (load<u64>(this.keys + ((<usize>s) << 3)) === k) return id;
-      s = (s + 1) & mask;
-    }
-    const id = this.size++;
-    if (id >= this.room) {
-      const room = this.room === 0 ? 1024 : this.room * 2;
-      this.byId = this.byId === 0 ? heap.alloc(<usize>room * 8) : heap.realloc(this.byId, <usize>room * 8);
-      this.room = room;
-    }
-    store<f64>(this.byId + ((<usize>id) << 3), key);
-    store<u64>(this.keys + ((<usize>s) << 3), k);
-    store<i32>(this.ids + ((<usize>s) << 2), id);
-    if (this.size * 2 > this.slots) this.grow();
-    return id;
-  }
 }
 
 const ptrs = new Keys();
@@ -737,7 +672,7 @@ function analyseAlloc(
     if (alloc < req) issue(SHORT_ALLOC, ts, cpu, ptr, callSite, NaN, alloc, req);
   }
   const before = ptrs.size;
-  const p = ptrs.intern(ptr);
+  const p = ptrs.intern(reinterpret<u64>(ptr));
   if (p >= rowRoom) growRows();
   const r = rows + <usize>p * P * 8;
   if (p === before) {
@@ -761,7 +696,7 @@ function analyseAlloc(
   store<f64>(r + P_NS * 8, ts);
   store<u8>(pState + <usize>p, <u8>((ptr !== 0 ? LIVE : 0) | allocator));
   const n = siteKeysByAlloc.size;
-  const s = siteKeysByAlloc.intern(callSite);
+  const s = siteKeysByAlloc.intern(reinterpret<u64>(callSite));
   if (s >= sRoom) growSiteColumns();
   if (s === n) {
     store<f64>(site(0, s), 1);
@@ -784,7 +719,7 @@ function analyseFree(ts: f64, cpu: i32, callSite: f64, ptr: f64, allocator: i32,
   frees += 1;
   add(bucket + 8, 1);
   if (ptr === 0 || ptr === ZERO_SIZE_PTR) return;
-  const p = ptrs.get(ptr);
+  const p = ptrs.get(reinterpret<u64>(ptr));
   if (p < 0) {
     issue(UNKNOWN_FREE, ts, cpu, ptr, callSite, NaN, 0, 0);
     return;
@@ -796,7 +731,7 @@ function analyseFree(ts: f64, cpu: i32, callSite: f64, ptr: f64, allocator: i32,
   if (<f64>cpu !== load<f64>(r + P_CPU * 8)) {
     add(r + P_PING * 8, 1);
     crossCpu += 1;
-    const s = siteKeysByAlloc.get(allocSite);
+    const s = siteKeysByAlloc.get(reinterpret<u64>(allocSite));
     if (s >= 0) add(site(3, s), 1);
   }
   store<f64>(r + P_CPU * 8, -1);
