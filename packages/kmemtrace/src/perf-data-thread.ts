@@ -1,7 +1,7 @@
 /**
- * A perf.data file analysed as fast as it can be: read and analysed by the WebAssembly reader (perf-data-wasm.ts: the
- * records walked, each kmem sample decoded as it is read and merged into perf's order, the analysis's) on this thread; or,
- * when that reader declines the file (damage, samples out of order, events it does not read), on two threads: while a
+ * A perf.data file analysed as fast as it can be: read and analysed by the WebAssembly module (perf-data-wasm.ts: the
+ * records walked, each kmem sample decoded as it is read, merged into perf's order and analysed) on this thread; or,
+ * when that module declines the file (damage, samples out of order, events it does not read), on two threads: while a
  * worker starts, this thread walks the file to find the samples' order and hands it over; the worker reads and
  * decodes the samples in that order (perf-data-worker.ts) while this thread loads the kernel symbols, then analyses
  * each batch as it arrives. The result is the one-thread reader's, event for event, either way: the events come in
@@ -51,9 +51,9 @@ export type PerfDataMessage =
 export interface PerfDataAnalysisOptions extends PerfDataSourceOptions, AnalyzeOptions {}
 
 /**
- * Analyses a perf.data file of kmem tracepoints (`perf kmem record`) as `analyze(perfDataSource(file).events)` does,
- * with the samples read on a worker thread. The source names the analysis's keys (its symbols are loaded while the
- * worker reads) and holds the diagnostics.
+ * Analyses a perf.data file of kmem tracepoints (`perf kmem record`) as `analyze(perfDataSource(file).events)` does:
+ * with the WebAssembly reader and analysis on this thread, or (a file it declines) with the samples read on a worker
+ * thread where there is a second core. The source names the analysis's keys and holds the diagnostics.
  * @throws the errors {@link perfDataSource} throws, with the same code, message and location, whichever thread met them.
  */
 export async function analysePerfData(
