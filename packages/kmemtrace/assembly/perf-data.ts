@@ -554,6 +554,7 @@ export let last: f64 = 0;
 let buckets: usize = 0;
 let bucketRoom = 0;
 let bucket: usize = 0;
+const unslotted = heap.alloc(48);
 let slotNow: f64 = -1;
 let slotCount = 0;
 
@@ -622,7 +623,8 @@ function tick(ts: f64): void {
   if (slot !== slotNow) {
     slotNow = slot;
     if (slot >= <f64>(1 << 24)) {
-      bucket = 0;
+      // Figures go to a bucket no slot owns: the file is declined at the end (see sparseTime).
+      bucket = unslotted;
       tooManySlots = true;
       return;
     }
